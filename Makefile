@@ -1,0 +1,40 @@
+# gpurr build. `make` builds bin/gpurr (the CLI) and bin/libgpurr.so (the
+# agent the CUDA driver injects). No CUDA SDK is needed: CUDA and CUPTI are
+# opened with dlopen at run time. `make test` runs every test that needs no
+# GPU; scripts/gpu-check runs the GPU suite on a GPU machine.
+GO ?= go
+export CGO_ENABLED := 1
+
+.PHONY: all build test lint fuzz proto clean gpu-check
+
+all: build
+
+build: bin/gpurr bin/libgpurr.so
+
+bin/gpurr: FORCE
+	$(GO) build -o $@ ./cmd/gpurr
+
+bin/libgpurr.so: FORCE
+	$(GO) build -buildmode=c-shared -o $@ ./cmd/libgpurr
+	rm -f bin/libgpurr.h
+
+test: build
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l . | tee /dev/stderr)" || { echo "gofmt: the files above need formatting"; exit 1; }
+	$(GO) test ./...
+
+# Short fuzzing pass over every decoder of untrusted bytes.
+fuzz:
+	$(GO) test ./recording -run '^$$' -fuzz FuzzScan -fuzztime 30s
+
+# Regenerate recording.pb.go from recording.proto (needs protoc).
+proto:
+	scripts/gen-proto
+
+gpu-check: build
+	scripts/gpu-check
+
+clean:
+	rm -rf bin
+
+FORCE:

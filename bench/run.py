@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Run the benchmarks bare and under `gpurr record` in one go, alternating the variants each
+round (bare, gpurr, [profiler], bare, gpurr, ...) so clock and thermal drift hits all alike,
+and report medians. Each recorded run is checked to have recorded at least the launches the
+benchmark made, so a gpurr that records nothing cannot look fast.
+
+  python3 bench/run.py [--rounds 2] [--only launch_overhead|train_step] [--json PATH]
+
+Prints one row per comparison, last: workload, baseline, under gpurr, delta, target, verdict.
+Stdlib only."""
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# Targets from the record issue: at most 1 us added per launch (torch.profiler, the peer,
+# adds about 3 us), and at most 3% on a GPU-bound training step.
+LAUNCH_MAX_ADDED_US = 1.0
+TRAIN_STEP_MAX_SLOWDOWN_PCT = 3.0
+
+
+def run(argv, timeout, env):
+    t0 = time.monotonic()
+    p = subprocess.Popen([str(a) for a in argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=env, cwd=ROOT, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)  # the session started for this run only
+        p.communicate()
+        raise RuntimeError(f"{' '.join(map(str, argv))}: timed out after {timeout} s")
+    if p.returncode != 0:
+        tail = " | ".join(err.strip().splitlines()[-3:])[-300:]
+        raise RuntimeError(f"{' '.join(map(str, argv))}: exit {p.returncode}: {tail}")
+    for line in reversed(out.splitlines()):
+        if line.startswith("{"):
+            return json.loads(line), time.monotonic() - t0
+    raise RuntimeError(f"{' '.join(map(str, argv))}: no JSON line in output")
+
+
+class Bench:
+    def __init__(self, args):
+        self.gpurr = str(Path(args.gpurr).resolve())
+        self.py = args.python
+        self.tmp = Path(args.tmp or tempfile.mkdtemp(prefix="gpurr-bench-"))
+        self.tmp.mkdir(parents=True, exist_ok=True)
+        self.env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.env.pop("CUDA_INJECTION64_PATH", None)
+        self.log = []
+
+    def variant(self, name, script, args, recorded, timeout):
+        argv = [self.py, ROOT / "bench" / script, *args]
+        d = self.tmp / f"rec-{name}"
+        if recorded:
+            shutil.rmtree(d, ignore_errors=True)
+            argv = [self.gpurr, "record", "-o", d, "--", *argv]
+        res, secs = run(argv, timeout, self.env)
+        res["wall_s"] = round(secs, 1)
+        if recorded:
+            q = [self.gpurr, "query", d, "SELECT count(*) AS n FROM launches", "--format", "json"]
+            qp = subprocess.run(q, capture_output=True, text=True, timeout=120)
+            try:
+                res["recorded_launches"] = json.loads(qp.stdout)[0]["n"]
+            except (ValueError, IndexError, KeyError, TypeError):
+                raise RuntimeError(f"gpurr query on {d} failed: exit {qp.returncode}: {qp.stderr.strip()[:300]}")
+            shutil.rmtree(d, ignore_errors=True)  # keep the disk for the next run
+        self.log.append({"variant": name, **res})
+        brief = {k: v for k, v in res.items() if not k.endswith(("_ms", "_us"))}
+        print(f"  {name:<28} {json.dumps(brief)}", flush=True)
+        return res
+
+
+def rows_launch_overhead(b, rounds):
+    got = {"bare": [], "gpurr": [], "profiler": []}
+    recorded = []
+    for _ in range(rounds):
+        got["bare"].append(b.variant("launch_overhead.bare", "launch_overhead.py", [], False, 180)["us_per_launch"])
+        r = b.variant("launch_overhead.gpurr", "launch_overhead.py", [], True, 300)
+        got["gpurr"].append(r["us_per_launch"])
+        recorded.append(r["recorded_launches"] >= r["launches"])
+        got["profiler"].append(
+            b.variant("launch_overhead.profiler", "launch_overhead.py", ["--profiler"], False, 300)["us_per_launch"])
+    base, rec, prof = (statistics.median(got[k]) for k in ("bare", "gpurr", "profiler"))
+    d_gpurr, d_prof = rec - base, prof - base
+    ok = all(recorded) and d_gpurr <= LAUNCH_MAX_ADDED_US
+    verdict = "ok" if ok else ("INVALID: launches missing from recording" if not all(recorded) else "over target")
+    return [
+        {"workload": "launch_overhead (us/launch)", "baseline": base, "under": rec, "delta": f"{d_gpurr:+.2f} us",
+         "target": f"<= {LAUNCH_MAX_ADDED_US:.1f} us", "verdict": verdict, "samples": got},
+        {"workload": "launch_overhead torch.profiler", "baseline": base, "under": prof, "delta": f"{d_prof:+.2f} us",
+         "target": "reference", "verdict": "-", "samples": got},
+    ]
+
+
+def rows_train_step(b, rounds):
+    got = {"bare": [], "gpurr": []}
+    recorded = []
+    for _ in range(rounds):
+        got["bare"].append(b.variant("train_step.bare", "train_step.py", [], False, 300)["ms_per_step"])
+        r = b.variant("train_step.gpurr", "train_step.py", [], True, 400)
+        got["gpurr"].append(r["ms_per_step"])
+        recorded.append(r["recorded_launches"] > 0)
+    base, rec = statistics.median(got["bare"]), statistics.median(got["gpurr"])
+    pct = (rec / base - 1) * 100
+    ok = all(recorded) and pct <= TRAIN_STEP_MAX_SLOWDOWN_PCT
+    verdict = "ok" if ok else ("INVALID: nothing recorded" if not all(recorded) else "over target")
+    return [{"workload": "train_step (ms/step)", "baseline": base, "under": rec, "delta": f"{pct:+.1f}%",
+             "target": f"<= {TRAIN_STEP_MAX_SLOWDOWN_PCT:.0f}%", "verdict": verdict, "samples": got}]
+
+
+BENCHES = {"launch_overhead": rows_launch_overhead, "train_step": rows_train_step}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--gpurr", default=str(ROOT / "bin" / "gpurr"))
+    ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--only", choices=sorted(BENCHES))
+    ap.add_argument("--tmp")
+    ap.add_argument("--json", help="write rows and every run's numbers here")
+    args = ap.parse_args()
+    b = Bench(args)
+    rows, errors = [], []
+    for name, fn in BENCHES.items():
+        if args.only and name != args.only:
+            continue
+        t0 = time.monotonic()
+        print(f"bench {name}: {args.rounds} rounds", flush=True)
+        try:
+            rows += fn(b, args.rounds)
+        except (RuntimeError, KeyError) as e:
+            errors.append(f"{name}: {e}")
+            rows.append({"workload": name, "baseline": None, "under": None, "delta": "-", "target": "-",
+                         "verdict": f"ERROR: {e}"[:200]})
+        print(f"bench {name}: {time.monotonic() - t0:.0f} s", flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"rows": rows, "runs": b.log}, indent=1))
+    fmt = lambda v: "-" if v is None else f"{v:.3f}"
+    print(f"{'workload':<32} {'baseline':>9} {'under':>9} {'delta':>10}  {'target':<22} verdict")
+    for r in rows:
+        print(f"{r['workload']:<32} {fmt(r['baseline']):>9} {fmt(r['under']):>9} {r['delta']:>10}  "
+              f"{r['target']:<22} {r['verdict']}")
+    return 1 if errors or any(r["verdict"].startswith("INVALID") for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,671 @@
+#!/usr/bin/env python3
+"""GPU test suite for gpurr: runs each workload under gputest/workloads bare, then under
+`gpurr record`, and checks the recording with `gpurr query ... --format json`.
+
+Every test prints one line, PASS/FAIL/SKIP NAME: reason. Exit status 1 if any test failed.
+Stdlib only; needs a CUDA machine with the workloads' Python packages and a built bin/.
+
+  python3 gputest/run.py [--only PATTERN] [--bare-only] [--raw-cuda-bin PATH] [--tmp DIR]
+
+GPURR_RESULTS=path writes a JSON summary there. Logs of every run go to TMP/logs.
+"""
+import argparse
+import fnmatch
+import json
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WL = ROOT / "gputest" / "workloads"
+SKIP_EXIT = 3  # a workload's "cannot run here" exit status
+# cuBLAS kernel names seen on Hopper: cutlass/xmma "gemm"s and the cuBLAS 12.8+ "nvjet" kernels.
+CUBLAS_NAME = re.compile(r"gemm|gemv|sm90|cutlass|xmma|nvjet", re.I)
+CBID_LAUNCH_KERNEL, CBID_LAUNCH_KERNEL_EX = 307, 652
+
+
+class Fail(Exception):
+    pass
+
+
+class Skip(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+def mark_line(path, tag):
+    """Line number of the line that carries '# MARK: tag' (or '// MARK: tag')."""
+    pat = re.compile(r"(#|//) MARK: " + re.escape(tag) + r"\s*$")
+    hits = [i for i, line in enumerate(Path(path).read_text().splitlines(), 1) if pat.search(line)]
+    if len(hits) != 1:
+        raise Fail(f"{Path(path).name}: expected one '# MARK: {tag}' line, found {len(hits)}")
+    return hits[0]
+
+
+def at_line(col, path, line):
+    """SQL predicate: python_line-style column 'file:line function' names this file and line."""
+    f = Path(path).name
+    return f"({col} LIKE '%{f}:{line} %' OR {col} LIKE '%{f}:{line}')"
+
+
+def frame_at(alias, path, line):
+    return f"({alias}.file LIKE '%{Path(path).name}' AND {alias}.line = {line})"
+
+
+def last_json(text):
+    """The last stdout line that is a JSON object with a 'workload' key (gpurr may print too)."""
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(obj, dict) and "workload" in obj:
+                return obj
+    return None
+
+
+def tail(text, n=3):
+    lines = [l for l in (text or "").strip().splitlines() if l.strip()]
+    return " | ".join(lines[-n:])[-400:]
+
+
+def truthy(v):
+    return v in (1, True, "1", "true", "TRUE", "True")
+
+
+class Run:
+    def __init__(self, argv, rc, out, err, secs, timed_out):
+        self.argv, self.rc, self.out, self.err, self.secs, self.timed_out = argv, rc, out, err, secs, timed_out
+
+    def why(self):
+        if self.timed_out:
+            return f"timed out after {self.secs:.0f} s; stderr: {tail(self.err)}"
+        return f"exit {self.rc}; stderr: {tail(self.err)}"
+
+
+class Harness:
+    def __init__(self, args):
+        self.gpurr = str(Path(args.gpurr).resolve())
+        self.py = args.python
+        self.tmp = Path(args.tmp or tempfile.mkdtemp(prefix="gpurr-gputest-")).resolve()
+        self.logs = self.tmp / "logs"
+        self.recs = self.tmp / "rec"
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self.recs.mkdir(parents=True, exist_ok=True)
+        self.bare_only = args.bare_only
+        self.raw_cuda_bin = args.raw_cuda_bin
+        self.nvcc = args.nvcc
+        self.env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.env.pop("CUDA_INJECTION64_PATH", None)  # bare runs must be bare
+        self.cache = {}
+        self.recordings = []
+
+    # --- processes ---------------------------------------------------------------------
+    def sh(self, argv, timeout, log=None):
+        t0 = time.monotonic()
+        p = subprocess.Popen([str(a) for a in argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=self.env, cwd=ROOT, start_new_session=True)
+        timed_out = False
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            os.killpg(p.pid, signal.SIGKILL)  # the session we started for it, nothing else
+            out, err = p.communicate()
+        r = Run(argv, p.returncode, out, err, time.monotonic() - t0, timed_out)
+        if log:
+            self.save_log(log, r)
+        return r
+
+    def save_log(self, log, r):
+        (self.logs / f"{log}.out").write_text(r.out or "")
+        (self.logs / f"{log}.err").write_text(
+            f"$ {' '.join(map(str, r.argv))}\n# rc={r.rc} secs={r.secs:.1f} timed_out={r.timed_out}\n"
+            + (r.err or ""))
+
+    def record_argv(self, d, argv):
+        return [self.gpurr, "record", "-o", d, "--", *argv]
+
+    def new_recdir(self, name):
+        d = self.recs / name
+        shutil.rmtree(d, ignore_errors=True)
+        return d
+
+    def save_info(self, name, d):
+        r = self.sh([self.gpurr, "info", d], 60, log=f"{name}.info")
+        return r
+
+    # --- queries -----------------------------------------------------------------------
+    def query(self, d, sql, timeout=120):
+        r = self.sh([self.gpurr, "query", d, sql, "--format", "json"], timeout)
+        if r.rc != 0 or r.timed_out:
+            raise Fail(f"gpurr query failed ({r.why()}) for: {sql}")
+        try:
+            rows = json.loads(r.out)
+        except ValueError as e:
+            raise Fail(f"gpurr query printed no JSON ({e}): {r.out[:200]!r} for: {sql}")
+        check(isinstance(rows, list), f"gpurr query printed {type(rows).__name__}, not a list, for: {sql}")
+        return rows
+
+    def one(self, d, sql):
+        rows = self.query(d, sql)
+        check(len(rows) == 1, f"expected one row, got {len(rows)} for: {sql}")
+        return rows[0]
+
+    def n(self, d, sql):
+        """Value of the column 'n' of a one-row query."""
+        v = self.one(d, sql).get("n")
+        return 0 if v is None else v
+
+    def sample(self, d, col, table="launches", where="1=1", k=5):
+        rows = self.query(d, f"SELECT DISTINCT {col} AS v FROM {table} WHERE {where} LIMIT {k}")
+        return [r.get("v") for r in rows]
+
+    def drops(self, d):
+        row = self.one(d, "SELECT sum(launches_dropped) AS l, sum(activities_dropped) AS a FROM stats")
+        return f"(dropped: {row.get('l')} launches, {row.get('a')} activities)"
+
+    # --- workloads ---------------------------------------------------------------------
+    def workload(self, name, argv, timeout=240):
+        """Run a workload bare then recorded (once per name); returns (expected_json, recording_dir).
+
+        SKIP when the bare run says it cannot run here (exit 3); FAIL when the bare run fails
+        (the workload is broken, not gpurr), when the recorded run fails, prints different
+        results from the bare one, or leaves a recording whose processes are not complete."""
+        if name in self.cache:
+            res = self.cache[name]
+            if isinstance(res, Exception):
+                raise type(res)(f"{name} workload: {res}")
+            return res
+        try:
+            res = self._workload(name, argv, timeout)
+        except (Fail, Skip) as e:
+            self.cache[name] = e
+            raise
+        self.cache[name] = res
+        return res
+
+    def _workload(self, name, argv, timeout):
+        bare = self.sh(argv, timeout, log=f"{name}.bare")
+        if bare.rc == SKIP_EXIT:
+            said = [l[5:].strip() for l in bare.out.splitlines() if l.startswith("SKIP:")]
+            raise Skip(said[-1] if said else f"workload exited 3: {tail(bare.out + bare.err, 1)}")
+        if bare.rc != 0 or bare.timed_out:
+            raise Fail(f"bare run of the workload failed: {bare.why()}")
+        want = last_json(bare.out)
+        check(want is not None, f"bare run printed no JSON result line: {tail(bare.out)}")
+        if self.bare_only:
+            raise Skip(f"bare run ok in {bare.secs:.1f} s: {json.dumps(want)}")
+        d = self.new_recdir(name)
+        rec = self.sh(self.record_argv(d, argv), timeout, log=f"{name}.rec")
+        self.save_info(name, d)
+        check(rec.rc == 0 and not rec.timed_out,
+              f"under gpurr record the workload failed ({rec.why()}); bare it passed")
+        got = last_json(rec.out)
+        check(got == want, f"under gpurr record it printed {got}, bare {want}")
+        self.recordings.append(d)
+        procs = self.query(d, "SELECT process, complete, truncated FROM processes")
+        check(len(procs) >= 1, "recording has no process")
+        bad = [p for p in procs if not truthy(p.get("complete"))]
+        check(not bad, f"program exited normally but processes are not complete: {bad}")
+        return want, d
+
+    def py_workload(self, name, script=None, args=(), **kw):
+        return self.workload(name, [self.py, WL / (script or f"{name}.py"), *args], **kw)
+
+
+# --- tests -------------------------------------------------------------------------------
+TESTS = []
+
+
+def test(name):
+    def reg(fn):
+        TESTS.append((name, fn))
+        return fn
+    return reg
+
+
+@test("cli.unknown_command")
+def t_unknown_command(h):
+    r = h.sh([h.gpurr, "no-such-verb"], 30, log="cli.unknown_command")
+    check(r.rc == 2, f"exit {r.rc}, want 2")
+    lines = r.err.strip().splitlines()
+    check(len(lines) == 1, f"stderr has {len(lines)} lines, want 1: {r.err[:300]!r}")
+    return f"exit 2, stderr: {lines[0][:120]}"
+
+
+@test("cli.query_missing_recording")
+def t_query_missing(h):
+    r = h.sh([h.gpurr, "query", h.tmp / "does-not-exist", "SELECT 1", "--format", "json"], 30,
+             log="cli.query_missing")
+    check(r.rc == 2, f"exit {r.rc}, want 2")
+    lines = r.err.strip().splitlines()
+    check(len(lines) == 1, f"stderr has {len(lines)} lines, want 1: {r.err[:300]!r}")
+    return f"exit 2, stderr: {lines[0][:120]}"
+
+
+@test("exit_code")
+def t_exit_code(h):
+    script = WL / "exit_code.py"
+    bare = h.sh([h.py, script, "7"], 120, log="exit_code.bare")
+    check(bare.rc == 7, f"bare workload exited {bare.rc} ({bare.why()}), want 7")
+    if h.bare_only:
+        raise Skip("bare run ok (exit 7)")
+    d = h.new_recdir("exit_code")
+    rec = h.sh(h.record_argv(d, [h.py, script, "7"]), 120, log="exit_code.rec")
+    h.save_info("exit_code", d)
+    check(rec.rc == 7, f"gpurr record exited {rec.rc}, the program 7 ({rec.why()})")
+    line = mark_line(script, "exit-add")
+    n = h.n(d, f"SELECT count(*) AS n FROM launches WHERE {at_line('python_line', script, line)}")
+    check(n >= 1, f"no launch recorded at exit_code.py:{line}")
+    procs = h.query(d, "SELECT complete FROM processes")
+    check(procs and all(truthy(p.get("complete")) for p in procs), f"exited normally, yet complete: {procs}")
+    h.recordings.append(d)
+    return f"exit 7 passed through; {n} launch(es) at the marked line"
+
+
+@test("eager.python_line")
+def t_eager_line(h):
+    want, d = h.py_workload("eager")
+    script, line = WL / "eager.py", mark_line(WL / "eager.py", "eager-add")
+    n = h.n(d, f"SELECT count(*) AS n FROM launches WHERE python_line LIKE '%eager.py:{line} run_adds'")
+    if n == 0:
+        seen = h.sample(d, "python_line", where="python_line LIKE '%eager.py%'")
+        raise Fail(f"no launch with python_line 'eager.py:{line} run_adds'; seen: {seen}")
+    check(n % want["adds"] == 0, f"{n} launches at eager.py:{line}, not a multiple of {want['adds']} calls")
+    return f"{n} launches at eager.py:{line} run_adds ({want['adds']} calls)"
+
+
+@test("eager.callstack")
+def t_eager_callstack(h):
+    want, d = h.py_workload("eager")
+    script, line = WL / "eager.py", mark_line(WL / "eager.py", "eager-add")
+    at = h.n(d, f"SELECT count(*) AS n FROM launches WHERE {at_line('python_line', script, line)}")
+    check(at > 0, f"no launch at eager.py:{line}")
+    n = h.n(d, f"""SELECT count(DISTINCT l.seq) AS n FROM launches l JOIN frames f
+                   ON f.process = l.process AND f.callstack_id = l.callstack_id
+                   WHERE {frame_at('f', script, line)} AND f.function = 'run_adds'""")
+    if n != at:
+        seen = h.sample(d, "file || ':' || line || ' ' || function", "frames", "file LIKE '%eager.py'")
+        raise Fail(f"{n} of the {at} launches at eager.py:{line} have that frame (run_adds) in their "
+                   f"callstack; eager.py frames seen: {seen}")
+    return f"all {n} launches carry frame eager.py:{line} run_adds"
+
+
+@test("eager.cublas")
+def t_eager_cublas(h):
+    want, d = h.py_workload("eager")
+    script = WL / "eager.py"
+    found = []
+    for tag in ("eager-mm", "eager-mm-bf16"):
+        line = mark_line(script, tag)
+        rows = h.query(d, f"SELECT name, api FROM launches WHERE {at_line('python_line', script, line)}")
+        ok = [r for r in rows if CUBLAS_NAME.search(r.get("name") or "")
+              and (r.get("api") == CBID_LAUNCH_KERNEL_EX or "652" in str(r.get("api"))
+                   or "LaunchKernelEx" in str(r.get("api")))]
+        check(ok, f"{tag}: no cuBLAS-named launch via cuLaunchKernelEx (652) at eager.py:{line}; got "
+                  f"{[((r.get('name') or '')[:60], r.get('api')) for r in rows][:4]}")
+        found.append(ok[0]["name"][:50])
+    return f"cuBLAS kernels via api 652: {found}"
+
+
+@test("threads_streams.launches")
+def t_threads_launches(h):
+    want, d = h.py_workload("threads_streams")
+    k, per = want["kernel"], want["per_thread"]
+    total = h.n(d, f"SELECT count(*) AS n FROM launches WHERE name LIKE '%{k}%'")
+    check(total == want["launches_expected"],
+          f"{total} launches of {k}, the program made {want['launches_expected']} {h.drops(d)}")
+    corr = h.n(d, f"SELECT count(DISTINCT correlation_id) AS n FROM launches WHERE name LIKE '%{k}%'")
+    check(corr == total, f"{corr} distinct correlation ids for {total} launches")
+    rows = h.query(d, f"""SELECT stream_id, count(*) AS n, count(DISTINCT tid) AS tids FROM launches
+                          WHERE name LIKE '%{k}%' GROUP BY stream_id""")
+    check(len(rows) == want["streams"], f"{len(rows)} distinct stream_id, want {want['streams']}: {rows}")
+    check(all(r["n"] == per for r in rows), f"per-stream counts {[r['n'] for r in rows]}, want {per} each")
+    check(all(r["tids"] == 1 for r in rows), f"a stream's launches came from >1 thread: {rows}")
+    tids = h.n(d, f"SELECT count(DISTINCT tid) AS n FROM launches WHERE name LIKE '%{k}%'")
+    check(tids >= want["threads"], f"{tids} distinct tid, want >= {want['threads']}")
+    return f"{total} launches = {want['threads']} threads x {per}, {len(rows)} streams, {tids} tids"
+
+
+@test("threads_streams.activity")
+def t_threads_activity(h):
+    want, d = h.py_workload("threads_streams")
+    k = want["kernel"]
+    n = h.n(d, f"SELECT count(*) AS n FROM gpu_activity WHERE name LIKE '%{k}%'")
+    check(n == want["launches_expected"],
+          f"{n} gpu_activity rows for {k}, want {want['launches_expected']} {h.drops(d)}")
+    streams = h.n(d, f"SELECT count(DISTINCT stream_id) AS n FROM gpu_activity WHERE name LIKE '%{k}%'")
+    check(streams == want["streams"], f"activity on {streams} streams, want {want['streams']}")
+    bad = h.n(d, f"SELECT count(*) AS n FROM gpu_activity WHERE name LIKE '%{k}%' "
+                 f"AND NOT (end_ns > start_ns AND duration_ns = end_ns - start_ns)")
+    check(bad == 0, f"{bad} activity rows with end <= start or duration != end - start")
+    joined = h.n(d, f"""SELECT count(*) AS n FROM gpu_activity a JOIN launches l
+                        ON l.process = a.process AND l.correlation_id = a.correlation_id
+                        WHERE a.name LIKE '%{k}%'""")
+    check(joined == n, f"only {joined} of {n} activity rows join a launch by correlation_id")
+    return f"{n} kernel activities on {streams} streams, each joined to its launch"
+
+
+def graph_lines(want):
+    return {tag: mark_line(WL / "graphs.py", tag) for tag in want["marks"]}
+
+
+@test("graphs.capture")
+def t_graphs_capture(h):
+    want, d = h.py_workload("graphs")
+    script, lines = WL / "graphs.py", graph_lines(want)
+    per_line = {}
+    for tag, line in lines.items():
+        per_line[tag] = h.n(d, f"SELECT count(*) AS n FROM launches WHERE captured = 1 AND "
+                               f"{at_line('python_line', script, line)}")
+        check(per_line[tag] >= 1, f"no captured launch at graphs.py:{line} ({tag}); captured lines seen: "
+                                  f"{h.sample(d, 'python_line', where='captured = 1')}")
+    captured = h.n(d, "SELECT count(*) AS n FROM launches WHERE captured = 1")
+    check(captured == sum(per_line.values()),
+          f"{captured} captured launches, {sum(per_line.values())} of them at the marked lines")
+    any_line = " OR ".join(at_line("python_line", script, l) for l in lines.values())
+    eager = h.n(d, f"SELECT count(*) AS n FROM launches WHERE captured = 0 AND ({any_line})")
+    check(eager == want["warmup"] * captured,
+          f"{eager} eager launches at the marked lines, want warmup {want['warmup']} x {captured}")
+    glaunch = h.n(d, "SELECT count(*) AS n FROM graph_launches")
+    check(glaunch == want["replays"], f"{glaunch} graph_launches, the program replayed {want['replays']}")
+    return f"{captured} captured launches {per_line}, {eager} eager, {glaunch} graph launches"
+
+
+@test("graphs.replay_lines")
+def t_graphs_replay(h):
+    want, d = h.py_workload("graphs")
+    script, lines = WL / "graphs.py", graph_lines(want)
+    captured = h.n(d, "SELECT count(*) AS n FROM launches WHERE captured = 1")
+    check(captured > 0, "no captured launches")
+    via = h.n(d, "SELECT count(*) AS n FROM gpu_activity WHERE via_graph = 1")
+    check(via == want["replays"] * captured,
+          f"{via} kernel activities via graph, want {want['replays']} replays x {captured} {h.drops(d)}")
+    for tag, line in lines.items():
+        cap = h.n(d, f"SELECT count(*) AS n FROM launches WHERE captured = 1 AND "
+                     f"{at_line('python_line', script, line)}")
+        got = h.n(d, f"SELECT count(*) AS n FROM gpu_activity WHERE via_graph = 1 AND "
+                     f"{at_line('python_line', script, line)}")
+        check(got == want["replays"] * cap,
+              f"{got} replayed kernels carry graphs.py:{line} ({tag}), want {want['replays']} x {cap}; "
+              f"lines seen: {h.sample(d, 'python_line', table='gpu_activity', where='via_graph = 1')}")
+    return f"{via} replayed kernels, each with its capture-time line"
+
+
+@test("triton")
+def t_triton(h):
+    want, d = h.py_workload("triton_kernel")
+    script, line = WL / "triton_kernel.py", mark_line(WL / "triton_kernel.py", "triton-launch")
+    k = want["kernel"]
+    n = h.n(d, f"SELECT count(*) AS n FROM launches WHERE name LIKE '%{k}%'")
+    check(n == want["launches_expected"], f"{n} launches of {k}, want {want['launches_expected']} {h.drops(d)}")
+    grid = h.n(d, f"SELECT count(*) AS n FROM launches WHERE name LIKE '%{k}%' AND grid_x = {want['grid_x']}")
+    check(grid == n, f"{n - grid} launches of {k} with grid_x != {want['grid_x']}")
+    framed = h.n(d, f"""SELECT count(DISTINCT l.seq) AS n FROM launches l JOIN frames f
+                        ON f.process = l.process AND f.callstack_id = l.callstack_id
+                        WHERE l.name LIKE '%{k}%' AND {frame_at('f', script, line)}""")
+    check(framed == n, f"{framed} of {n} Triton launches have triton_kernel.py:{line} in their callstack")
+    mod = h.n(d, f"""SELECT count(*) AS n FROM kernels k JOIN modules m
+                     ON m.process = k.process AND m.sha256 = k.module_sha256 WHERE k.name LIKE '%{k}%'""")
+    check(mod >= 1, f"kernel {k} has no module in the modules table")
+    return f"{n} launches of {k}, grid_x={want['grid_x']}, all with the user's line in their callstack"
+
+
+@test("compiled")
+def t_compiled(h):
+    want, d = h.py_workload("compiled", timeout=400)
+    script, line = WL / "compiled.py", mark_line(WL / "compiled.py", "compiled-call")
+    calls = want["calls"]
+    base = f"""FROM launches l JOIN frames f ON f.process = l.process AND f.callstack_id = l.callstack_id
+               WHERE {frame_at('f', script, line)}"""
+    n = h.n(d, f"SELECT count(DISTINCT l.seq) AS n {base}")
+    check(n >= calls and n % calls == 0,
+          f"{n} launches with compiled.py:{line} in their callstack, want a non-zero multiple of {calls}")
+    tri = h.n(d, f"SELECT count(DISTINCT l.seq) AS n {base} AND l.name LIKE 'triton%'")
+    check(tri >= calls, f"{tri} Inductor (triton_*) launches from the marked line, want >= {calls}; names: "
+                        f"{h.sample(d, 'name')}")
+    return f"{n} launches from {calls} compiled calls, {tri} of them Inductor Triton kernels"
+
+
+@test("cupy_raw")
+def t_cupy(h):
+    want, d = h.py_workload("cupy_raw")
+    k = want["kernel"]
+    n = h.n(d, f"SELECT count(*) AS n FROM launches WHERE name = '{k}'")
+    check(n == want["launches_expected"], f"{n} launches of {k}, want {want['launches_expected']} {h.drops(d)}")
+    dims = h.n(d, f"SELECT count(*) AS n FROM launches WHERE name = '{k}' AND grid_x = {want['grid_x']} "
+                  f"AND grid_y = 1 AND block_x = {want['block_x']} AND block_y = 1")
+    check(dims == n, f"{n - dims} launches with wrong dims (want grid {want['grid_x']}, block {want['block_x']})")
+    api = h.n(d, f"SELECT count(*) AS n FROM launches WHERE name = '{k}' AND "
+                 f"(api = {CBID_LAUNCH_KERNEL} OR api LIKE '%cuLaunchKernel')")
+    check(api == n, f"{n - api} launches not via cuLaunchKernel (307): {h.sample(d, 'api')}")
+    rows = h.query(d, f"""SELECT k.param_count AS pc, k.param_bytes AS pb, m.kernel_count AS kc
+                          FROM kernels k JOIN modules m ON m.process = k.process AND m.sha256 = k.module_sha256
+                          WHERE k.name = '{k}'""")
+    check(len(rows) == 1, f"{len(rows)} rows for {k} in kernels joined to modules, want 1")
+    r = rows[0]
+    check(r["pc"] == want["param_count"] and r["pb"] == want["param_bytes"],
+          f"param_count/bytes {r['pc']}/{r['pb']}, want {want['param_count']}/{want['param_bytes']}")
+    check(r["kc"] >= 1, f"its module says kernel_count {r['kc']}")
+    return f"{n} launches, params {r['pc']}/{r['pb']} B, module with {r['kc']} kernel(s)"
+
+
+@test("raw_cuda")
+def t_raw_cuda(h):
+    binary = h.raw_cuda_bin
+    if not binary:
+        nvcc = h.nvcc if Path(h.nvcc).exists() else shutil.which("nvcc")
+        if not nvcc:
+            raise Skip("no nvcc to build raw_cuda.cu and no --raw-cuda-bin given")
+        binary = h.tmp / "raw_cuda"
+        r = h.sh([nvcc, "-O2", "-o", binary, WL / "raw_cuda.cu", "-lcuda"], 300, log="raw_cuda.nvcc")
+        check(r.rc == 0, f"nvcc failed: {r.why()}")
+    check(Path(binary).exists(), f"{binary} does not exist (did nvcc fail?)")
+    want, d = h.workload("raw_cuda", [binary])
+    like = lambda k: f"name LIKE '%{k}%'"
+    rt, drv = want["rt_kernel"], want["drv_kernel"]
+    n_rt = h.n(d, f"SELECT count(*) AS n FROM launches WHERE {like(rt)}")
+    check(n_rt == want["rt_launches"], f"{n_rt} runtime launches of {rt}, want {want['rt_launches']} {h.drops(d)}")
+    dem = h.sample(d, "demangled", where=like(rt))
+    check(dem and all(str(x).startswith(f"{rt}(") for x in dem), f"demangled names of {rt}: {dem}")
+    streams = h.n(d, f"SELECT count(DISTINCT stream_id) AS n FROM launches WHERE {like(rt)}")
+    check(streams == want["streams"], f"runtime launches on {streams} streams, want {want['streams']}")
+    plain = h.n(d, f"SELECT count(*) AS n FROM launches WHERE {like(drv)} AND (cluster_x IS NULL OR cluster_x <= 1)")
+    check(plain == want["drv_launches"], f"{plain} cuLaunchKernel launches of {drv}, want {want['drv_launches']}")
+    api = h.n(d, f"SELECT count(*) AS n FROM launches WHERE {like(drv)} AND (cluster_x IS NULL OR cluster_x <= 1) "
+                 f"AND (api = {CBID_LAUNCH_KERNEL} OR api LIKE '%cuLaunchKernel')")
+    check(api == plain, f"{plain - api} of the driver launches not recorded as cuLaunchKernel (307)")
+    ex = h.n(d, f"SELECT count(*) AS n FROM launches WHERE {like(drv)} AND cluster_x = {want['cluster_x']}")
+    check(ex == want["ex_launches"], f"{ex} launches of {drv} with cluster_x={want['cluster_x']}, "
+                                     f"want {want['ex_launches']}")
+    pc = h.n(d, f"SELECT param_count AS n FROM kernels WHERE {like(drv)}")
+    check(pc == 3, f"kernel {drv} (loaded from PTX) has param_count {pc}, want 3")
+    total = want["rt_launches"] + want["drv_launches"] + want["ex_launches"]
+    acts = h.n(d, f"SELECT count(*) AS n FROM gpu_activity WHERE {like(rt)} OR {like(drv)}")
+    check(acts == total, f"{acts} kernel activities, want {total} {h.drops(d)}")
+    return (f"runtime {n_rt} on {streams} streams ({dem[0]}), cuLaunchKernel {plain}, "
+            f"cuLaunchKernelEx cluster 2: {ex}, {acts} activities")
+
+
+@test("fork_after_init")
+def t_fork(h):
+    want, d = h.py_workload("fork_after_init", timeout=180)
+    script, line = WL / "fork_after_init.py", mark_line(WL / "fork_after_init.py", "after-fork")
+    procs = h.n(d, "SELECT count(*) AS n FROM processes")
+    check(procs == 1, f"{procs} processes recorded; the forked children and workers never touched CUDA")
+    calls = want["after_fork_calls"]
+    n = h.n(d, f"SELECT count(*) AS n FROM launches WHERE {at_line('python_line', script, line)}")
+    check(n >= calls and n % calls == 0,
+          f"{n} launches at fork_after_init.py:{line} after the fork, want a non-zero multiple of {calls}")
+    return f"children exited 0, parent's {n} post-fork launches recorded, 1 process"
+
+
+@test("sigkill")
+def t_sigkill(h):
+    script = WL / "sigkill.py"
+    bare = h.sh([h.py, script, "--max", "2001"], 120, log="sigkill.bare")
+    check(bare.rc == 0 and last_json(bare.out), f"bare run with --max failed: {bare.why()}")
+    if h.bare_only:
+        raise Skip("bare run ok")
+    kernel = last_json(bare.out)["kernel"]
+    d = h.new_recdir("sigkill")
+    argv = [str(a) for a in h.record_argv(d, [h.py, script])]
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=h.env,
+                         cwd=ROOT, start_new_session=True)
+    lines, errs = queue.Queue(), []
+
+    def read_out():
+        for l in p.stdout:
+            lines.put(l)
+        lines.put(None)
+
+    threading.Thread(target=read_out, daemon=True).start()
+    threading.Thread(target=lambda: errs.extend(p.stderr), daemon=True).start()
+    out, pid, rc = [], None, None
+    try:
+        deadline = time.monotonic() + 120
+        while pid is None and time.monotonic() < deadline:
+            try:
+                l = lines.get(timeout=1)
+            except queue.Empty:
+                continue
+            if l is None:
+                break
+            out.append(l)
+            if l.startswith("READY "):
+                pid = int(l.split()[1])
+        check(pid, f"no READY line in 120 s (gpurr exit {p.poll()}): {tail(''.join(errs))}")
+        time.sleep(2.0)
+        os.kill(pid, signal.SIGKILL)  # the workload's own pid, which it printed
+        try:
+            rc = p.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            raise Fail("gpurr record did not exit within 60 s after its program was SIGKILLed")
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)  # the session we started for gpurr record
+            p.wait()
+        try:
+            while (l := lines.get(timeout=10)) is not None:
+                out.append(l)
+        except queue.Empty:
+            out.append("# harness: stdout still open 10 s after gpurr exited\n")
+        h.save_log("sigkill.rec", Run(argv, rc, "".join(out), "".join(errs), time.monotonic() - t0, False))
+    check(rc in (128 + signal.SIGKILL, -signal.SIGKILL), f"gpurr record exited {rc}, want 137 (killed by signal 9)")
+    upto = max((int(l.split()[1]) for l in out if l.startswith("UPTO ")), default=1)
+    info = h.save_info("sigkill", d)
+    check(info.rc in (0, 1), f"gpurr info on the killed recording: {info.why()}")
+    check(re.search(r"incomplete|not complete|complete\W+(no|false)", info.out + info.err, re.I),
+          f"gpurr info does not say the recording is incomplete: {tail(info.out, 6)}")
+    procs = h.query(d, "SELECT complete FROM processes")
+    check(procs and not any(truthy(p.get("complete")) for p in procs), f"processes.complete: {procs}")
+    n = h.n(d, f"SELECT count(*) AS n FROM launches WHERE name = '{kernel}'")
+    check(0 < n <= upto, f"{n} launches recorded; the program had issued at most {upto}")
+    h.recordings.append(d)
+    return f"exit {rc}, info says incomplete, {n} of <= {upto} launches readable"
+
+
+@test("multi_gpu")
+def t_multi_gpu(h):
+    want, d = h.py_workload("multi_gpu")
+    script, line = WL / "multi_gpu.py", mark_line(WL / "multi_gpu.py", "multi-add")
+    devs = h.n(d, "SELECT count(DISTINCT ordinal) AS n FROM devices")
+    check(devs >= want["devices"], f"{devs} devices recorded, the program used {want['devices']}")
+    rows = h.query(d, f"""SELECT device, count(*) AS n FROM launches
+                          WHERE {at_line('python_line', script, line)} GROUP BY device""")
+    per = want["per_device"]
+    check(len(rows) == want["devices"], f"marked-line launches on {len(rows)} devices, want {want['devices']}")
+    check(all(r["n"] >= per and r["n"] % per == 0 for r in rows),
+          f"per-device counts {rows}, want a non-zero multiple of {per} each")
+    return f"{len(rows)} devices, {[r['n'] for r in rows]} launches"
+
+
+@test("cli.query_bad_sql")
+def t_bad_sql(h):
+    if not h.recordings:
+        raise Skip("no recording was made to query")
+    r = h.sh([h.gpurr, "query", h.recordings[0], "SELEC nonsense FROM", "--format", "json"], 60,
+             log="cli.query_bad_sql")
+    check(r.rc == 2, f"exit {r.rc}, want 2")
+    lines = r.err.strip().splitlines()
+    check(len(lines) == 1, f"stderr has {len(lines)} lines, want 1: {r.err[:300]!r}")
+    return f"exit 2, stderr: {lines[0][:120]}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--gpurr", default=str(ROOT / "bin" / "gpurr"))
+    ap.add_argument("--python", default=sys.executable, help="interpreter for the workloads")
+    ap.add_argument("--only", action="append", help="run tests whose name matches (glob or prefix); repeatable")
+    ap.add_argument("--bare-only", action="store_true", help="only check that the workloads run bare")
+    ap.add_argument("--raw-cuda-bin", help="prebuilt raw_cuda (else built here with nvcc)")
+    ap.add_argument("--nvcc", default="/usr/local/cuda/bin/nvcc")
+    ap.add_argument("--tmp", help="directory for recordings and logs (default: a new temp dir)")
+    ap.add_argument("--budget", type=float, default=480, help="seconds; later tests SKIP once spent")
+    ap.add_argument("--list", action="store_true")
+    args = ap.parse_args()
+    if args.list:
+        print("\n".join(name for name, _ in TESTS))
+        return 0
+
+    h = Harness(args)
+    if not args.bare_only and not os.access(h.gpurr, os.X_OK):
+        print(f"FAIL setup: {h.gpurr} is not an executable (build bin/ first)")
+        return 1
+    selected = [(n, f) for n, f in TESTS if not args.only or any(
+        fnmatch.fnmatch(n, p) or n.startswith(p) for p in args.only)]
+    print(f"gputest: {len(selected)} tests, logs and recordings in {h.tmp}", flush=True)
+    t_start, results = time.monotonic(), []
+    for name, fn in selected:
+        t0 = time.monotonic()
+        if args.bare_only and name.startswith("cli."):
+            status, reason = "SKIP", "--bare-only: needs gpurr"
+        elif t0 - t_start > args.budget:
+            status, reason = "SKIP", f"time budget of {args.budget:.0f} s spent"
+        else:
+            try:
+                status, reason = "PASS", fn(h) or "ok"
+            except Fail as e:
+                status, reason = "FAIL", str(e)
+            except Skip as e:
+                status, reason = "SKIP", str(e)
+            except Exception as e:  # a harness bug still reports as this test's failure
+                status, reason = "FAIL", f"harness error {type(e).__name__}: {e}"
+        reason = " ".join(reason.split())
+        secs = time.monotonic() - t0
+        results.append({"name": name, "status": status, "reason": reason, "seconds": round(secs, 1)})
+        print(f"{status} {name}: {reason} [{secs:.1f} s]", flush=True)
+        write_results(results, h.tmp)  # after every test, so a killed run still leaves its results
+
+    counts = write_results(results, h.tmp)
+    print(f"gputest: {counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped "
+          f"in {time.monotonic() - t_start:.0f} s", flush=True)
+    return 1 if counts["FAIL"] else 0
+
+
+def write_results(results, tmp):
+    counts = {s: sum(r["status"] == s for r in results) for s in ("PASS", "FAIL", "SKIP")}
+    out = os.environ.get("GPURR_RESULTS")
+    if out:
+        Path(out).write_text(json.dumps({"tests": results, "counts": counts, "tmp": str(tmp)}, indent=1))
+    return counts
+
+
+if __name__ == "__main__":
+    sys.exit(main())

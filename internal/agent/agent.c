@@ -1,0 +1,1008 @@
+// The agent's hot path: CUPTI callbacks that describe each launch and push
+// fixed-layout records into a bounded ring that the Go writer drains.
+// Nothing here calls into Go on the common path, allocates per launch, or
+// synchronizes with the GPU. See DESIGN.md, invariants 1-3.
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "_cgo_export.h"
+#include "agent.h"
+#include "cabi.h"
+#include "pystack.h"
+
+// ---- CUPTI and driver entry points, resolved with dlsym ----
+
+static struct {
+  gp_CUptiResult (*subscribe)(gp_CUpti_SubscriberHandle *, gp_CallbackFunc, void *);
+  gp_CUptiResult (*enableCallback)(uint32_t, gp_CUpti_SubscriberHandle, int, uint32_t);
+  gp_CUptiResult (*activityRegisterCallbacks)(gp_BufferRequestFunc, gp_BufferCompletedFunc);
+  gp_CUptiResult (*activityEnable)(int);
+  gp_CUptiResult (*activityGetNextRecord)(uint8_t *, size_t, gp_Activity **);
+  gp_CUptiResult (*activityFlushAll)(uint32_t);
+  gp_CUptiResult (*activityGetNumDroppedRecords)(gp_CUcontext, uint32_t, size_t *);
+  gp_CUptiResult (*getTimestamp)(uint64_t *);
+  gp_CUptiResult (*getStreamIdEx)(gp_CUcontext, gp_CUstream, uint8_t, uint32_t *);
+  gp_CUptiResult (*getGraphNodeId)(gp_CUgraphNode, uint64_t *);
+  gp_CUptiResult (*getGraphId)(gp_CUgraph, uint32_t *);
+  gp_CUptiResult (*getVersion)(uint32_t *);
+  gp_CUptiResult (*getResultString)(gp_CUptiResult, const char **);
+} cupti;
+
+static struct {
+  gp_CUresult (*funcGetParamInfo)(gp_CUfunction, size_t, size_t *, size_t *);
+  gp_CUresult (*kernelGetParamInfo)(void *, size_t, size_t *, size_t *);
+  gp_CUresult (*funcGetName)(const char **, gp_CUfunction);
+  gp_CUresult (*ctxGetDevice)(gp_CUdevice *);
+  gp_CUresult (*deviceGetName)(char *, int, gp_CUdevice);
+  gp_CUresult (*deviceGetUuid)(gp_CUuuid *, gp_CUdevice);
+  gp_CUresult (*deviceGetAttribute)(int *, int, gp_CUdevice);
+  gp_CUresult (*deviceTotalMem)(size_t *, gp_CUdevice);
+  gp_CUresult (*driverGetVersion)(int *);
+} cu;
+
+static gp_CUpti_SubscriberHandle subscriber;
+static uint32_t cupti_version;
+static int driver_version;
+static gp_config config;
+static int started;
+
+// ---- fork guard: no work, and never Go, in a forked child ----
+
+static pid_t agent_pid;
+static volatile int forked_child;
+
+static void on_fork_child(void) { forked_child = 1; }
+
+int gp_is_forked_child(void) { return forked_child; }
+
+// ---- counters ----
+
+static gp_counters counters;
+
+#define COUNT(field, n) atomic_fetch_add_explicit((_Atomic uint64_t *)&counters.field, (n), memory_order_relaxed)
+
+void gp_read_counters(gp_counters *out) {
+  uint64_t *src = (uint64_t *)&counters, *dst = (uint64_t *)out;
+  for (size_t i = 0; i < sizeof(counters) / sizeof(uint64_t); i++)
+    dst[i] = atomic_load_explicit((_Atomic uint64_t *)&src[i], memory_order_relaxed);
+}
+
+// ---- the ring: bounded, many writers, one reader (the Go writer) ----
+//
+// A mutex keeps it simple and correct; a record is built on the writer's
+// stack first, so the lock is held only for a memcpy. When the ring is full
+// the record is dropped and counted (invariant 3): the program never waits.
+
+static struct {
+  pthread_mutex_t mu;
+  uint8_t *buf;
+  uint64_t cap;   // power of two, multiple of 8
+  uint64_t head;  // total bytes written
+  uint64_t tail;  // total bytes taken
+} ring = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static inline uint32_t pad8(uint32_t n) { return (n + 7u) & ~7u; }
+
+static void ring_copy_in(uint64_t pos, const void *src, uint64_t n) {
+  uint64_t off = pos & (ring.cap - 1), first = ring.cap - off;
+  if (first >= n) {
+    memcpy(ring.buf + off, src, n);
+  } else {
+    memcpy(ring.buf + off, src, first);
+    memcpy(ring.buf, (const uint8_t *)src + first, n - first);
+  }
+}
+
+static void ring_copy_out(uint64_t pos, void *dst, uint64_t n) {
+  uint64_t off = pos & (ring.cap - 1), first = ring.cap - off;
+  if (first >= n) {
+    memcpy(dst, ring.buf + off, n);
+  } else {
+    memcpy(dst, ring.buf + off, first);
+    memcpy((uint8_t *)dst + first, ring.buf, n - first);
+  }
+}
+
+// ring_push publishes one record whose header size is already set.
+static int ring_push(const void *rec) {
+  const gp_rec_hdr *h = rec;
+  int ok = 0;
+  pthread_mutex_lock(&ring.mu);
+  if (ring.cap - (ring.head - ring.tail) >= h->size) {
+    ring_copy_in(ring.head, rec, h->size);
+    ring.head += h->size;
+    ok = 1;
+  }
+  pthread_mutex_unlock(&ring.mu);
+  if (!ok) {
+    COUNT(records_dropped, 1);
+    COUNT(ring_bytes_dropped, h->size);
+  }
+  return ok;
+}
+
+size_t gp_ring_take(uint8_t *dst, size_t cap) {
+  size_t n = 0;
+  pthread_mutex_lock(&ring.mu);
+  while (ring.tail + n < ring.head) {
+    gp_rec_hdr h;
+    ring_copy_out(ring.tail + n, &h, sizeof h);
+    if (n + h.size > cap) break;
+    ring_copy_out(ring.tail + n, dst + n, h.size);
+    n += h.size;
+  }
+  ring.tail += n;
+  pthread_mutex_unlock(&ring.mu);
+  return n;
+}
+
+// ---- per-thread state ----
+
+static __thread struct {
+  pid_t tid;
+  int in_launch;           // between ENTER and EXIT of a recorded launch
+  uint64_t seq, host_ns;   // of that launch
+  uint64_t graph_node_id;  // node built by that launch during stream capture
+} tls;
+
+// Large per-thread buffers live on the heap: the library's TLS block must
+// stay tiny, because a Go c-shared library is marked static-TLS and the
+// loader fits its whole TLS segment into a small reserve at dlopen.
+typedef struct {
+  struct {
+    gp_launch_rec r;
+    uint8_t params[32768];  // CUDA 12.1+ allows up to 32764 bytes of parameters
+  } launch;
+  struct stack_builder *stack;
+} thread_scratch;
+
+static __thread thread_scratch *tls_scratch;
+static pthread_key_t scratch_key;
+
+static void free_scratch(void *p) {
+  thread_scratch *s = p;
+  free(s->stack);
+  free(s);
+}
+
+static thread_scratch *scratch(void) {
+  if (!tls_scratch) {
+    tls_scratch = calloc(1, sizeof *tls_scratch);
+    if (tls_scratch) pthread_setspecific(scratch_key, tls_scratch);
+  }
+  return tls_scratch;
+}
+
+static inline pid_t thread_id(void) {
+  if (!tls.tid) tls.tid = (pid_t)syscall(SYS_gettid);
+  return tls.tid;
+}
+
+uint64_t gp_timestamp(void) {
+  uint64_t t = 0;
+  if (cupti.getTimestamp) cupti.getTimestamp(&t);
+  return t;
+}
+
+void gp_log(int level, const char *msg) {
+  struct {
+    gp_log_rec r;
+    char text[1024];
+  } rec;
+  size_t n = strnlen(msg, sizeof rec.text);
+  rec.r.h.type = GP_REC_LOG;
+  rec.r.h.size = pad8(sizeof rec.r + n);
+  rec.r.host_ns = gp_timestamp();
+  rec.r.level = level;
+  rec.r.len = n;
+  memcpy(rec.text, msg, n);
+  ring_push(&rec);
+}
+
+static void logf_(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void logf_(int level, const char *fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  gp_log(level, buf);
+}
+
+// ---- kernels: one description per CUfunction, found without locks ----
+
+enum { MAX_PARAMS = 1024, FUNC_TABLE = 1 << 14 };
+
+typedef struct {
+  _Atomic uint64_t key;  // CUfunction handle; published last
+  uint64_t id;
+  uint32_t nparams, param_bytes;
+  uint32_t *layout;  // nparams × (offset, size)
+  int selected;
+} func_entry;
+
+static func_entry funcs[FUNC_TABLE];
+static pthread_mutex_t funcs_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t next_kernel_id;
+
+static inline uint64_t mix64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  return x;
+}
+
+static func_entry *func_find(uint64_t key) {
+  for (uint64_t i = mix64(key), n = 0; n < 64; i++, n++) {
+    func_entry *e = &funcs[i & (FUNC_TABLE - 1)];
+    uint64_t k = atomic_load_explicit(&e->key, memory_order_acquire);
+    if (k == key) return e;
+    if (k == 0) return NULL;
+  }
+  return NULL;
+}
+
+// describe_function reads the parameter layout and pushes a kernel record.
+static func_entry *func_describe(gp_CUfunction f, const char *symbol) {
+  uint64_t key = (uint64_t)(uintptr_t)f;
+  pthread_mutex_lock(&funcs_mu);
+  func_entry *e = func_find(key);
+  if (e) {
+    pthread_mutex_unlock(&funcs_mu);
+    return e;
+  }
+  func_entry *slot = NULL;
+  for (uint64_t i = mix64(key), n = 0; n < 64; i++, n++) {
+    func_entry *c = &funcs[i & (FUNC_TABLE - 1)];
+    if (atomic_load_explicit(&c->key, memory_order_relaxed) == 0) {
+      slot = c;
+      break;
+    }
+  }
+  static uint32_t layout[2 * MAX_PARAMS];  // guarded by funcs_mu
+  uint32_t nparams = 0, bytes = 0;
+  for (; nparams < MAX_PARAMS; nparams++) {
+    size_t off = 0, size = 0;
+    gp_CUresult r = cu.funcGetParamInfo ? cu.funcGetParamInfo(f, nparams, &off, &size) : 1;
+    if (r != 0 && cu.kernelGetParamInfo) r = cu.kernelGetParamInfo((void *)f, nparams, &off, &size);
+    if (r != 0) break;
+    layout[2 * nparams] = off;
+    layout[2 * nparams + 1] = size;
+    if (off + size > bytes) bytes = off + size;
+  }
+  const char *name = symbol;
+  if ((!name || !*name) && cu.funcGetName) cu.funcGetName(&name, f);
+  if (!name) name = "";
+  int selected = 1;
+  if (config.has_kernel_filter) selected = gpurrKernelSelected((char *)name);
+
+  uint64_t id = ++next_kernel_id;
+  size_t name_len = strnlen(name, 4096);
+  size_t size = pad8(sizeof(gp_kernel_rec) + 8u * nparams + name_len);
+  gp_kernel_rec *rec = malloc(size);
+  if (rec) {
+    rec->h.type = GP_REC_KERNEL;
+    rec->h.size = size;
+    rec->function = key;
+    rec->kernel_id = id;
+    rec->nparams = nparams;
+    rec->param_bytes = bytes;
+    rec->name_len = name_len;
+    memcpy(rec + 1, layout, 8u * nparams);
+    memcpy((uint8_t *)(rec + 1) + 8u * nparams, name, name_len);
+    ring_push(rec);
+    free(rec);
+  }
+  if (!slot) {  // table full: describe it anew next time; the writer dedups
+    pthread_mutex_unlock(&funcs_mu);
+    static func_entry overflow;
+    overflow.id = id;
+    overflow.nparams = 0;
+    overflow.selected = selected;
+    return &overflow;
+  }
+  slot->id = id;
+  slot->nparams = nparams;
+  slot->param_bytes = bytes;
+  slot->layout = malloc(8u * nparams + 8);
+  if (slot->layout) {
+    memcpy(slot->layout, layout, 8u * nparams);
+  } else {
+    slot->nparams = 0;
+  }
+  slot->selected = selected;
+  atomic_store_explicit(&slot->key, key, memory_order_release);
+  pthread_mutex_unlock(&funcs_mu);
+  return slot;
+}
+
+// ---- devices: described once per context ----
+
+enum { MAX_CONTEXTS = 256 };
+static struct {
+  _Atomic uint32_t uid;
+  uint32_t ordinal;
+} contexts[MAX_CONTEXTS];
+static pthread_mutex_t contexts_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t devices_described;  // bit per ordinal < 64
+
+static uint32_t device_of(uint32_t ctx_uid) {
+  for (int i = 0; i < MAX_CONTEXTS; i++) {
+    uint32_t u = atomic_load_explicit(&contexts[i].uid, memory_order_acquire);
+    if (u == ctx_uid) return contexts[i].ordinal;
+    if (u == 0) break;
+  }
+  gp_CUdevice dev = 0;
+  if (!cu.ctxGetDevice || cu.ctxGetDevice(&dev) != 0) return 0;
+  pthread_mutex_lock(&contexts_mu);
+  for (int i = 0; i < MAX_CONTEXTS; i++) {
+    uint32_t u = atomic_load_explicit(&contexts[i].uid, memory_order_relaxed);
+    if (u == ctx_uid) break;
+    if (u == 0) {
+      contexts[i].ordinal = dev;
+      atomic_store_explicit(&contexts[i].uid, ctx_uid, memory_order_release);
+      break;
+    }
+  }
+  int describe = dev < 64 && !(devices_described & (1ULL << dev));
+  if (describe) devices_described |= 1ULL << dev;
+  pthread_mutex_unlock(&contexts_mu);
+  if (describe) {
+    gp_device_rec rec;
+    memset(&rec, 0, sizeof rec);
+    rec.h.type = GP_REC_DEVICE;
+    rec.h.size = pad8(sizeof rec);
+    rec.ordinal = dev;
+    rec.context_uid = ctx_uid;
+    int v = 0;
+    if (cu.deviceGetName) cu.deviceGetName(rec.name, sizeof rec.name - 1, dev);
+    if (cu.deviceGetUuid) cu.deviceGetUuid((gp_CUuuid *)rec.uuid, dev);
+    if (cu.deviceGetAttribute) {
+      if (cu.deviceGetAttribute(&v, GP_DEV_ATTR_COMPUTE_CAPABILITY_MAJOR, dev) == 0) rec.cc_major = v;
+      if (cu.deviceGetAttribute(&v, GP_DEV_ATTR_COMPUTE_CAPABILITY_MINOR, dev) == 0) rec.cc_minor = v;
+      if (cu.deviceGetAttribute(&v, GP_DEV_ATTR_MULTIPROCESSOR_COUNT, dev) == 0) rec.sm_count = v;
+    }
+    size_t mem = 0;
+    if (cu.deviceTotalMem && cu.deviceTotalMem(&mem, dev) == 0) rec.memory_bytes = mem;
+    ring_push(&rec);
+  }
+  return dev;
+}
+
+// ---- callstacks: each distinct stack described once ----
+//
+// The hot path hashes the raw frames (code object + instruction for Python,
+// return addresses for native code) and looks the hash up; only a new stack
+// is resolved to text. The id is FNV-1a 64 over the frames' text with 0xFF
+// between frames, so it is the same in every run of the same program.
+
+enum { STACK_TABLE = 1 << 16, MAX_FRAMES = 64 };
+static struct {
+  _Atomic uint64_t key;
+  _Atomic uint64_t id;
+} stacks[STACK_TABLE];
+
+static int py_present;
+
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+#define FNV_PRIME 0x100000001b3ULL
+
+static inline uint64_t fnv_bytes(uint64_t h, const void *p, size_t n) {
+  const uint8_t *b = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * FNV_PRIME;
+  return h;
+}
+
+static uint64_t stack_lookup(uint64_t key) {
+  for (uint64_t i = key, n = 0; n < 32; i++, n++) {
+    uint64_t k = atomic_load_explicit(&stacks[i & (STACK_TABLE - 1)].key, memory_order_acquire);
+    if (k == key) return atomic_load_explicit(&stacks[i & (STACK_TABLE - 1)].id, memory_order_relaxed);
+    if (k == 0) return 0;
+  }
+  return 0;
+}
+
+static void stack_insert(uint64_t key, uint64_t id) {
+  for (uint64_t i = key, n = 0; n < 32; i++, n++) {
+    typeof(&stacks[0]) e = &stacks[i & (STACK_TABLE - 1)];
+    uint64_t k = atomic_load_explicit(&e->key, memory_order_acquire);
+    if (k == key) return;
+    if (k != 0) continue;
+    atomic_store_explicit(&e->id, id, memory_order_relaxed);
+    uint64_t zero = 0;
+    if (atomic_compare_exchange_strong_explicit(&e->key, &zero, key, memory_order_release, memory_order_relaxed))
+      return;
+    if (zero == key) return;
+  }
+}
+
+// stack_builder accumulates a stack record; frames that do not fit are cut.
+typedef struct stack_builder {
+  uint8_t buf[32768];
+  size_t len;
+  uint32_t nframes;
+  uint64_t id;
+} stack_builder;
+
+static void stack_add(stack_builder *b, uint32_t kind, const char *file, const char *func, uint32_t line,
+                      uint64_t pc, uint64_t offset) {
+  size_t fl = strnlen(file, 1024), gl = strnlen(func, 1024);
+  size_t need = pad8(sizeof(gp_frame_rec) + fl + gl);
+  if (b->len + need > sizeof b->buf) return;
+  gp_frame_rec *f = (gp_frame_rec *)(b->buf + b->len);
+  memset(f, 0, sizeof *f);
+  f->kind = kind;
+  f->line = line;
+  f->pc = pc;
+  f->offset = offset;
+  f->file_len = fl;
+  f->func_len = gl;
+  memcpy(f + 1, file, fl);
+  memcpy((uint8_t *)(f + 1) + fl, func, gl);
+  b->len += need;
+  b->nframes++;
+  // The id hashes what a person reads: file, line, function (Python) or
+  // object and offset (native), never addresses that move between runs.
+  if (b->nframes > 1) b->id = fnv_bytes(b->id, "\xff", 1);
+  b->id = fnv_bytes(b->id, file, fl);
+  b->id = fnv_bytes(b->id, &line, sizeof line);
+  b->id = fnv_bytes(b->id, func, gl);
+  if (kind == GP_FRAME_NATIVE) b->id = fnv_bytes(b->id, &offset, sizeof offset);
+}
+
+static uint64_t stack_publish(stack_builder *b, uint64_t key, uint32_t source) {
+  gp_stack_rec *r = (gp_stack_rec *)b->buf;
+  if (b->id == 0) b->id = 1;
+  r->h.type = GP_REC_STACK;
+  r->h.size = b->len;
+  r->id = b->id;
+  r->nframes = b->nframes;
+  r->source = source;
+  if (!ring_push(r)) return 0;
+  stack_insert(key, b->id);
+  return b->id;
+}
+
+static stack_builder *builder(void) {
+  thread_scratch *s = scratch();
+  if (!s) return NULL;
+  if (!s->stack) s->stack = malloc(sizeof(stack_builder));
+  stack_builder *b = s->stack;
+  if (b) {
+    b->len = sizeof(gp_stack_rec);
+    b->nframes = 0;
+    b->id = FNV_OFFSET;
+  }
+  return b;
+}
+
+static uint64_t python_stack(void) {
+  gp_pyframe frames[MAX_FRAMES];
+  int n = gp_py_walk(frames, MAX_FRAMES);
+  if (n <= 0) return 0;
+  uint64_t key = FNV_OFFSET ^ 1;
+  for (int i = 0; i < n; i++) {  // field by field: the struct has padding
+    key = fnv_bytes(key, &frames[i].code, sizeof frames[i].code);
+    key = fnv_bytes(key, &frames[i].lasti, sizeof frames[i].lasti);
+  }
+  uint64_t id = stack_lookup(key);
+  if (id) return id;
+  stack_builder *b = builder();
+  if (!b) return 0;
+  for (int i = 0; i < n; i++) {
+    char file[512], func[256];
+    int line = 0;
+    if (!gp_py_resolve(&frames[i], file, sizeof file, func, sizeof func, &line)) {
+      COUNT(callstacks_failed, 1);
+      continue;
+    }
+    stack_add(b, GP_FRAME_PYTHON, file, func, line, 0, 0);
+  }
+  return stack_publish(b, key, 1);
+}
+
+static uint64_t native_stack(void) {
+  void *pcs[MAX_FRAMES];
+  int n = backtrace(pcs, MAX_FRAMES);
+  // Drop the agent's own frames: this function and the callback.
+  int skip = n > 3 ? 3 : 0;
+  if (n - skip <= 0) return 0;
+  uint64_t key = fnv_bytes(FNV_OFFSET ^ 2, pcs + skip, (n - skip) * sizeof pcs[0]);
+  uint64_t id = stack_lookup(key);
+  if (id) return id;
+  stack_builder *b = builder();
+  if (!b) return 0;
+  for (int i = skip; i < n; i++) {
+    Dl_info info;
+    memset(&info, 0, sizeof info);
+    uint64_t pc = (uint64_t)(uintptr_t)pcs[i], off = pc;
+    const char *obj = "", *sym = "";
+    if (dladdr(pcs[i], &info)) {
+      obj = info.dli_fname ? info.dli_fname : "";
+      sym = info.dli_sname ? info.dli_sname : "";
+      off = pc - (uint64_t)(uintptr_t)info.dli_fbase;
+    }
+    stack_add(b, GP_FRAME_NATIVE, obj, sym, 0, pc, off);
+  }
+  return stack_publish(b, key, 2);
+}
+
+static uint64_t take_callstack(void) {
+  switch (config.callstack_mode) {
+  case GP_STACK_OFF:
+    return 0;
+  case GP_STACK_PYTHON:
+    return py_present ? python_stack() : 0;
+  case GP_STACK_NATIVE:
+    return native_stack();
+  default: {  // auto: Python where the thread runs Python, else native
+    uint64_t id = py_present ? python_stack() : 0;
+    return id ? id : native_stack();
+  }
+  }
+}
+
+// ---- launches ----
+
+static _Atomic uint64_t launch_seq;
+
+static int is_launch(uint32_t cbid) {
+  switch (cbid) {
+  case GP_CBID_cuLaunchKernel:
+  case GP_CBID_cuLaunchKernel_ptsz:
+  case GP_CBID_cuLaunchCooperativeKernel:
+  case GP_CBID_cuLaunchCooperativeKernel_ptsz:
+  case GP_CBID_cuLaunchKernelEx:
+  case GP_CBID_cuLaunchKernelEx_ptsz:
+    return 1;
+  }
+  return 0;
+}
+
+static int is_ptsz(uint32_t cbid) {
+  return cbid == GP_CBID_cuLaunchKernel_ptsz || cbid == GP_CBID_cuLaunchCooperativeKernel_ptsz ||
+         cbid == GP_CBID_cuLaunchKernelEx_ptsz || cbid == GP_CBID_cuGraphLaunch_ptsz;
+}
+
+// launch_view is what every launch API says, whatever its parameter struct.
+typedef struct {
+  gp_CUfunction f;
+  unsigned grid[3], block[3], cluster[3], smem;
+  gp_CUstream stream;
+  void **kernel_params, **extra;
+} launch_view;
+
+static void view_launch(uint32_t cbid, const void *params, launch_view *v) {
+  memset(v, 0, sizeof *v);
+  if (cbid == GP_CBID_cuLaunchKernelEx || cbid == GP_CBID_cuLaunchKernelEx_ptsz) {
+    const gp_cuLaunchKernelEx_params *p = params;
+    const gp_CUlaunchConfig *c = p->config;
+    v->f = p->f;
+    v->kernel_params = p->kernelParams;
+    v->extra = p->extra;
+    if (!c) return;
+    v->grid[0] = c->gridDimX, v->grid[1] = c->gridDimY, v->grid[2] = c->gridDimZ;
+    v->block[0] = c->blockDimX, v->block[1] = c->blockDimY, v->block[2] = c->blockDimZ;
+    v->smem = c->sharedMemBytes;
+    v->stream = c->hStream;
+    for (unsigned i = 0; c->attrs && i < c->numAttrs; i++) {
+      if (c->attrs[i].id == GP_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+        v->cluster[0] = c->attrs[i].value.clusterDim.x;
+        v->cluster[1] = c->attrs[i].value.clusterDim.y;
+        v->cluster[2] = c->attrs[i].value.clusterDim.z;
+      }
+    }
+    return;
+  }
+  const gp_cuLaunchKernel_params *p = params;
+  v->f = p->f;
+  v->grid[0] = p->gridDimX, v->grid[1] = p->gridDimY, v->grid[2] = p->gridDimZ;
+  v->block[0] = p->blockDimX, v->block[1] = p->blockDimY, v->block[2] = p->blockDimZ;
+  v->smem = p->sharedMemBytes;
+  v->stream = p->hStream;
+  v->kernel_params = p->kernelParams;
+  // cuLaunchCooperativeKernel_params has no `extra` member.
+  if (cbid == GP_CBID_cuLaunchKernel || cbid == GP_CBID_cuLaunchKernel_ptsz) v->extra = p->extra;
+}
+
+// copy_params assembles the parameter buffer the kernel will see.
+static uint32_t copy_params(const func_entry *fe, const launch_view *v, uint8_t *dst, uint32_t cap) {
+  if (v->kernel_params && fe->layout) {
+    uint32_t n = fe->param_bytes < cap ? fe->param_bytes : cap;
+    memset(dst, 0, n);
+    for (uint32_t i = 0; i < fe->nparams; i++) {
+      uint32_t off = fe->layout[2 * i], size = fe->layout[2 * i + 1];
+      if (off + size <= n && v->kernel_params[i]) memcpy(dst + off, v->kernel_params[i], size);
+    }
+    return n;
+  }
+  if (v->extra) {
+    const void *buf = NULL;
+    size_t size = 0;
+    for (int i = 0; i < 16 && v->extra[i] != GP_LAUNCH_PARAM_END; i += 2) {
+      if (v->extra[i] == GP_LAUNCH_PARAM_BUFFER_POINTER) buf = v->extra[i + 1];
+      if (v->extra[i] == GP_LAUNCH_PARAM_BUFFER_SIZE && v->extra[i + 1]) size = *(size_t *)v->extra[i + 1];
+    }
+    if (buf && size) {
+      uint32_t n = size < cap ? size : cap;
+      memcpy(dst, buf, n);
+      return n;
+    }
+  }
+  return 0;
+}
+
+static uint32_t stream_id_of(gp_CUcontext ctx, gp_CUstream stream, uint32_t cbid) {
+  uint32_t id = 0;
+  if (cupti.getStreamIdEx) cupti.getStreamIdEx(ctx, stream, is_ptsz(cbid), &id);
+  return id;
+}
+
+static void on_launch_enter(uint32_t cbid, const gp_CallbackData *cb) {
+  launch_view v;
+  view_launch(cbid, cb->functionParams, &v);
+  uint64_t key = (uint64_t)(uintptr_t)v.f;
+  func_entry *fe = func_find(key);
+  if (!fe) fe = func_describe(v.f, cb->symbolName);
+  if (!fe->selected) {
+    COUNT(launches_filtered, 1);
+    return;
+  }
+  tls.in_launch = 1;
+  tls.seq = atomic_fetch_add_explicit(&launch_seq, 1, memory_order_relaxed) + 1;
+  tls.host_ns = gp_timestamp();
+  tls.graph_node_id = 0;
+}
+
+static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
+  if (!tls.in_launch) return;
+  tls.in_launch = 0;
+  launch_view v;
+  view_launch(cbid, cb->functionParams, &v);
+  func_entry *fe = func_find((uint64_t)(uintptr_t)v.f);
+  thread_scratch *s = scratch();
+  if (!s) {
+    COUNT(launches_dropped, 1);
+    return;
+  }
+  gp_launch_rec *rec = &s->launch.r;
+  memset(rec, 0, sizeof *rec);
+  rec->h.type = GP_REC_LAUNCH;
+  rec->seq = tls.seq;
+  rec->host_ns = tls.host_ns;
+  rec->kernel_id = fe ? fe->id : 0;
+  rec->context = (uint64_t)(uintptr_t)cb->context;
+  rec->stream = (uint64_t)(uintptr_t)v.stream;
+  rec->graph_node_id = tls.graph_node_id;
+  rec->captured = tls.graph_node_id != 0;
+  rec->tid = thread_id();
+  rec->context_uid = cb->contextUid;
+  rec->device = device_of(cb->contextUid);
+  rec->stream_id = stream_id_of(cb->context, v.stream, cbid);
+  rec->correlation_id = cb->correlationId;
+  rec->api = cbid;
+  rec->result = cb->functionReturnValue ? *(gp_CUresult *)cb->functionReturnValue : 0;
+  memcpy(rec->grid, v.grid, sizeof v.grid);
+  memcpy(rec->block, v.block, sizeof v.block);
+  memcpy(rec->cluster, v.cluster, sizeof v.cluster);
+  rec->shared_mem = v.smem;
+  rec->params_len = fe ? copy_params(fe, &v, s->launch.params, sizeof s->launch.params) : 0;
+  rec->callstack_id = take_callstack();
+  rec->h.size = pad8(sizeof *rec + rec->params_len);
+  if (ring_push(rec))
+    COUNT(launches, 1);
+  else
+    COUNT(launches_dropped, 1);
+}
+
+static void on_graph_launch(uint32_t cbid, const gp_CallbackData *cb) {
+  const gp_cuGraphLaunch_params *p = cb->functionParams;
+  gp_graphlaunch_rec rec;
+  memset(&rec, 0, sizeof rec);
+  rec.h.type = GP_REC_GRAPHLAUNCH;
+  rec.h.size = pad8(sizeof rec);
+  rec.seq = atomic_fetch_add_explicit(&launch_seq, 1, memory_order_relaxed) + 1;
+  rec.host_ns = gp_timestamp();
+  rec.graph_exec = (uint64_t)(uintptr_t)p->hGraph;
+  rec.stream = (uint64_t)(uintptr_t)p->hStream;
+  rec.tid = thread_id();
+  rec.device = device_of(cb->contextUid);
+  rec.stream_id = stream_id_of(cb->context, p->hStream, cbid);
+  rec.correlation_id = cb->correlationId;
+  rec.result = cb->functionReturnValue ? *(gp_CUresult *)cb->functionReturnValue : 0;
+  rec.callstack_id = take_callstack();
+  if (ring_push(&rec)) COUNT(graph_launches, 1);
+}
+
+// ---- resources: modules and graph nodes ----
+
+static void on_module_loaded(const gp_ResourceData *rd) {
+  const gp_ModuleResourceData *m = rd->resourceDescriptor;
+  if (!m || !m->pCubin || !m->cubinSize) return;
+  void *copy = malloc(m->cubinSize);
+  if (!copy) {
+    COUNT(modules_dropped, 1);
+    return;
+  }
+  memcpy(copy, m->pCubin, m->cubinSize);
+  gp_module_rec rec;
+  memset(&rec, 0, sizeof rec);
+  rec.h.type = GP_REC_MODULE;
+  rec.h.size = pad8(sizeof rec);
+  rec.image = copy;
+  rec.size = m->cubinSize;
+  rec.host_ns = gp_timestamp();
+  rec.module_id = m->moduleId;
+  rec.context_uid = 0;
+  if (ring_push(&rec)) {
+    COUNT(modules, 1);
+  } else {
+    free(copy);
+    COUNT(modules_dropped, 1);
+  }
+}
+
+static void on_graph_node(uint32_t cbid, const gp_ResourceData *rd) {
+  const gp_GraphData *g = rd->resourceDescriptor;
+  if (!g || !g->node || !cupti.getGraphNodeId) return;
+  gp_graphnode_rec rec;
+  memset(&rec, 0, sizeof rec);
+  rec.h.type = GP_REC_GRAPHNODE;
+  rec.h.size = pad8(sizeof rec);
+  rec.node_type = g->nodeType;
+  if (cupti.getGraphNodeId(g->node, &rec.node_id) != 0) return;
+  if (g->graph && cupti.getGraphId) cupti.getGraphId(g->graph, &rec.graph_id);
+  if (cbid == GP_CBID_RESOURCE_GRAPHNODE_CLONED) {
+    if (!g->originalNode || cupti.getGraphNodeId(g->originalNode, &rec.original_node_id) != 0) return;
+  } else if (tls.in_launch) {
+    // A node created inside a launch call is that launch, captured.
+    rec.launch_seq = tls.seq;
+    tls.graph_node_id = rec.node_id;
+  } else {
+    return;  // built with the graph API, not by a recorded launch
+  }
+  ring_push(&rec);
+}
+
+// ---- the callback ----
+
+static void on_cupti_callback(void *userdata, int domain, uint32_t cbid, const void *data) {
+  (void)userdata;
+  if (forked_child) return;
+  if (domain == GP_CB_DOMAIN_DRIVER_API) {
+    const gp_CallbackData *cb = data;
+    if (is_launch(cbid)) {
+      if (cb->callbackSite == GP_API_ENTER)
+        on_launch_enter(cbid, cb);
+      else
+        on_launch_exit(cbid, cb);
+    } else if ((cbid == GP_CBID_cuGraphLaunch || cbid == GP_CBID_cuGraphLaunch_ptsz) &&
+               cb->callbackSite == GP_API_EXIT) {
+      on_graph_launch(cbid, cb);
+    }
+    return;
+  }
+  if (domain == GP_CB_DOMAIN_RESOURCE) {
+    const gp_ResourceData *rd = data;
+    switch (cbid) {
+    case GP_CBID_RESOURCE_MODULE_LOADED:
+      on_module_loaded(rd);
+      break;
+    case GP_CBID_RESOURCE_GRAPHNODE_CREATED:
+    case GP_CBID_RESOURCE_GRAPHNODE_CLONED:
+      on_graph_node(cbid, rd);
+      break;
+    }
+  }
+}
+
+// ---- GPU activity ----
+
+enum { ACTIVITY_BUFFER = 8 << 20 };
+
+static void buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
+  *buffer = NULL;
+  *size = 0;
+  *max_records = 0;
+  if (forked_child) return;
+  void *p = NULL;
+  if (posix_memalign(&p, 8, ACTIVITY_BUFFER) == 0) {
+    *buffer = p;
+    *size = ACTIVITY_BUFFER;
+  }
+}
+
+static void push_kernel_activity(const gp_ActivityKernel10 *k) {
+  struct {
+    gp_activity_rec r;
+    char name[4096];
+  } rec;
+  memset(&rec.r, 0, sizeof rec.r);
+  size_t n = k->name ? strnlen(k->name, sizeof rec.name) : 0;
+  rec.r.h.type = GP_REC_ACTIVITY;
+  rec.r.h.size = pad8(sizeof rec.r + n);
+  rec.r.start = k->start;
+  rec.r.end = k->end;
+  rec.r.graph_node_id = k->graphNodeId;
+  rec.r.correlation_id = k->correlationId;
+  rec.r.device = k->deviceId;
+  rec.r.context_uid = k->contextId;
+  rec.r.stream_id = k->streamId;
+  rec.r.graph_id = k->graphId;
+  rec.r.grid[0] = k->gridX, rec.r.grid[1] = k->gridY, rec.r.grid[2] = k->gridZ;
+  rec.r.block[0] = k->blockX, rec.r.block[1] = k->blockY, rec.r.block[2] = k->blockZ;
+  rec.r.registers = k->registersPerThread;
+  rec.r.dynamic_smem = k->dynamicSharedMemory;
+  rec.r.static_smem = k->staticSharedMemory;
+  rec.r.name_len = n;
+  if (n) memcpy(rec.name, k->name, n);
+  if (ring_push(&rec)) COUNT(activities, 1);
+}
+
+static void buffer_completed(gp_CUcontext ctx, uint32_t stream_id, uint8_t *buffer, size_t size, size_t valid) {
+  (void)size;
+  if (!forked_child && buffer) {
+    gp_Activity *rec = NULL;
+    while (cupti.activityGetNextRecord(buffer, valid, &rec) == 0) {
+      if (rec->kind == GP_ACTIVITY_KIND_CONCURRENT_KERNEL) push_kernel_activity((const gp_ActivityKernel10 *)rec);
+    }
+    size_t dropped = 0;
+    if (cupti.activityGetNumDroppedRecords && cupti.activityGetNumDroppedRecords(ctx, stream_id, &dropped) == 0 &&
+        dropped)
+      COUNT(activities_dropped, dropped);
+  }
+  free(buffer);
+}
+
+void gp_flush_activity(int forced) {
+  if (started && !forked_child && cupti.activityFlushAll)
+    cupti.activityFlushAll(forced ? GP_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+}
+
+// ---- exit ----
+
+// on_exit_flush runs at exit(), before the CUDA runtime's own teardown
+// (atexit handlers run in reverse order and the runtime registered first).
+static void on_exit_flush(void) {
+  if (forked_child || getpid() != agent_pid) return;
+  gpurrAtExit();
+}
+
+// ---- start ----
+
+static int load_symbols(void *lib, const char *const *names, void **slots, size_t n, char *err, size_t errcap,
+                        const char *what) {
+  for (size_t i = 0; i < n; i++) {
+    slots[i] = dlsym(lib, names[i]);
+    if (!slots[i] && names[i][0] != '?') {
+      snprintf(err, errcap, "%s has no symbol %s", what, names[i]);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+static const char *cupti_error(gp_CUptiResult r) {
+  const char *s = NULL;
+  if (cupti.getResultString && cupti.getResultString(r, &s) == 0 && s) return s;
+  return "unknown CUPTI error";
+}
+
+int gp_start(const gp_config *cfg, char *err, size_t errcap) {
+  config = *cfg;
+  agent_pid = getpid();
+  pthread_key_create(&scratch_key, free_scratch);
+  pthread_atfork(NULL, NULL, on_fork_child);
+
+  uint64_t cap = 1;
+  while (cap < cfg->ring_bytes) cap <<= 1;
+  ring.buf = malloc(cap);
+  if (!ring.buf) {
+    snprintf(err, errcap, "cannot allocate a %llu-byte ring", (unsigned long long)cap);
+    return 0;
+  }
+  ring.cap = cap;
+
+  void *libcupti = dlopen(cfg->cupti_path, RTLD_NOW | RTLD_GLOBAL);
+  if (!libcupti) {
+    snprintf(err, errcap, "cannot load CUPTI %s: %s", cfg->cupti_path, dlerror());
+    return 0;
+  }
+  static const char *const cupti_names[] = {
+      "cuptiSubscribe",        "cuptiEnableCallback",
+      "cuptiActivityRegisterCallbacks", "cuptiActivityEnable",
+      "cuptiActivityGetNextRecord",     "cuptiActivityFlushAll",
+      "cuptiActivityGetNumDroppedRecords", "cuptiGetTimestamp",
+      "cuptiGetStreamIdEx",    "cuptiGetGraphNodeId",
+      "cuptiGetGraphId",       "cuptiGetVersion",
+      "cuptiGetResultString",
+  };
+  if (!load_symbols(libcupti, cupti_names, (void **)&cupti, sizeof cupti_names / sizeof *cupti_names, err, errcap,
+                    cfg->cupti_path))
+    return 0;
+  cupti.getVersion(&cupti_version);
+
+  void *libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!libcuda) libcuda = dlopen("libcuda.so.1", RTLD_NOW);
+  if (!libcuda) {
+    snprintf(err, errcap, "cannot load libcuda.so.1: %s", dlerror());
+    return 0;
+  }
+  // A leading '?' marks an optional symbol (older drivers lack it).
+  static const char *const cu_names[] = {
+      "cuFuncGetParamInfo", "?cuKernelGetParamInfo", "cuFuncGetName",    "cuCtxGetDevice", "cuDeviceGetName",
+      "cuDeviceGetUuid_v2", "cuDeviceGetAttribute",  "cuDeviceTotalMem_v2", "cuDriverGetVersion",
+  };
+  void **cu_slots = (void **)&cu;
+  for (size_t i = 0; i < sizeof cu_names / sizeof *cu_names; i++) {
+    const char *name = cu_names[i][0] == '?' ? cu_names[i] + 1 : cu_names[i];
+    cu_slots[i] = dlsym(libcuda, name);
+    if (!cu_slots[i] && cu_names[i][0] != '?') {
+      snprintf(err, errcap, "libcuda.so.1 has no symbol %s (driver too old?)", name);
+      return 0;
+    }
+  }
+  cu.driverGetVersion(&driver_version);
+
+  py_present = gp_py_init();
+  if (cfg->callstack_mode == GP_STACK_NATIVE || cfg->callstack_mode == GP_STACK_AUTO) {
+    void *pcs[4];
+    backtrace(pcs, 4);  // loads the unwinder now, not inside the first launch
+  }
+
+  gp_CUptiResult r = cupti.subscribe(&subscriber, (gp_CallbackFunc)on_cupti_callback, NULL);
+  if (r != 0) {
+    snprintf(err, errcap, "cuptiSubscribe: %s (is another CUPTI client, e.g. a profiler, attached?)",
+             cupti_error(r));
+    return 0;
+  }
+  // Only the callbacks we need: the whole driver domain costs µs per call.
+  static const uint32_t driver_cbids[] = {
+      GP_CBID_cuLaunchKernel,         GP_CBID_cuLaunchKernel_ptsz,    GP_CBID_cuLaunchCooperativeKernel,
+      GP_CBID_cuLaunchCooperativeKernel_ptsz, GP_CBID_cuLaunchKernelEx, GP_CBID_cuLaunchKernelEx_ptsz,
+      GP_CBID_cuGraphLaunch,          GP_CBID_cuGraphLaunch_ptsz,
+  };
+  for (size_t i = 0; i < sizeof driver_cbids / sizeof *driver_cbids; i++) {
+    r = cupti.enableCallback(1, subscriber, GP_CB_DOMAIN_DRIVER_API, driver_cbids[i]);
+    if (r != 0) {
+      snprintf(err, errcap, "cuptiEnableCallback(driver %u): %s", driver_cbids[i], cupti_error(r));
+      return 0;
+    }
+  }
+  static const uint32_t resource_cbids[] = {
+      GP_CBID_RESOURCE_MODULE_LOADED,
+      GP_CBID_RESOURCE_GRAPHNODE_CREATED,
+      GP_CBID_RESOURCE_GRAPHNODE_CLONED,
+  };
+  for (size_t i = 0; i < sizeof resource_cbids / sizeof *resource_cbids; i++) {
+    r = cupti.enableCallback(1, subscriber, GP_CB_DOMAIN_RESOURCE, resource_cbids[i]);
+    if (r != 0) {
+      snprintf(err, errcap, "cuptiEnableCallback(resource %u): %s", resource_cbids[i], cupti_error(r));
+      return 0;
+    }
+  }
+  started = 1;
+  atexit(on_exit_flush);
+  // Activity records are laid out as CUpti_ActivityKernel10, CUPTI 13's.
+  if (cupti_version < 130000) {
+    logf_(1, "GPU timing disabled: CUPTI API version %u predates CUDA 13", cupti_version);
+    return 1;
+  }
+  r = cupti.activityRegisterCallbacks(buffer_requested, buffer_completed);
+  if (r == 0) r = cupti.activityEnable(GP_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (r != 0) logf_(2, "GPU timing disabled: CUPTI activity: %s", cupti_error(r));
+  return 1;
+}
+
+const char *gp_python_description(void) { return gp_py_describe(); }
+uint32_t gp_cupti_version(void) { return cupti_version; }
+int gp_driver_version(void) { return driver_version; }

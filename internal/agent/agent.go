@@ -1,0 +1,186 @@
+// Package agent is gpurr's in-process recorder: the CUDA driver loads it
+// (through cmd/libgpurr, a c-shared library named by CUDA_INJECTION64_PATH)
+// into the program being recorded. Its C half (agent.c) receives CUPTI
+// callbacks on the program's threads and pushes fixed-layout records into a
+// bounded ring; its Go half drains the ring on a goroutine and writes the
+// recording. Configuration comes from the environment that `gpurr record`
+// sets (see the Env* constants).
+package agent
+
+/*
+#cgo CFLAGS: -O2 -std=gnu11 -Wall -Wno-unused-function -fvisibility=hidden
+#cgo LDFLAGS: -ldl -lpthread
+#include <stdlib.h>
+#include "agent.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"unsafe"
+
+	"github.com/gpurr/gpurr/internal/agent/agentenv"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// CallstackModes are the values of agentenv.Callstack, in the C side's order.
+var CallstackModes = map[string]C.int{
+	"off":    C.GP_STACK_OFF,
+	"auto":   C.GP_STACK_AUTO,
+	"python": C.GP_STACK_PYTHON,
+	"native": C.GP_STACK_NATIVE,
+}
+
+const defaultRingBytes = 64 << 20
+
+// The process-wide recorder: the agent is a singleton by nature (one per
+// process, created by the driver's single InitializeInjection call).
+var (
+	active       *recorder
+	kernelFilter *regexp.Regexp
+)
+
+// Initialize starts recording in this process. It never fails the program:
+// problems are reported on stderr (and in the recording when one exists)
+// and the program runs on unrecorded. It returns 1, CUDA's "success" for
+// InitializeInjection.
+func Initialize() (ok int) {
+	defer func() {
+		if p := recover(); p != nil {
+			fmt.Fprintf(os.Stderr, "gpurr: agent: internal error, not recording: %v\n%s", p, debug.Stack())
+		}
+		ok = 1
+	}()
+	if active != nil {
+		return 1
+	}
+	out := os.Getenv(agentenv.Out)
+	if out == "" {
+		return 1 // loaded without `gpurr record`: stay out of the way
+	}
+	cfg, err := configFromEnv()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "gpurr: agent: %v; not recording this process\n", err)
+		return 1
+	}
+	r, err := newRecorder(out, cfg)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "gpurr: agent: %v; not recording this process\n", err)
+		return 1
+	}
+	if err := r.start(); err != nil {
+		r.logf("error", "not recording: %v", err)
+		r.close("agent failed to start")
+		fmt.Fprintf(os.Stderr, "gpurr: agent: %v; not recording this process (see %s)\n", err, r.w.Dir())
+		return 1
+	}
+	active = r
+	return 1
+}
+
+type config struct {
+	cupti     string
+	kernels   string
+	callstack string
+	ringBytes uint64
+}
+
+func configFromEnv() (config, error) {
+	cfg := config{
+		cupti:     os.Getenv(agentenv.CUPTI),
+		kernels:   os.Getenv(agentenv.Kernels),
+		callstack: os.Getenv(agentenv.Callstack),
+		ringBytes: defaultRingBytes,
+	}
+	if cfg.cupti == "" {
+		return cfg, fmt.Errorf("%s is not set (run the program through gpurr record)", agentenv.CUPTI)
+	}
+	if cfg.callstack == "" {
+		cfg.callstack = "auto"
+	}
+	if _, ok := CallstackModes[cfg.callstack]; !ok {
+		return cfg, fmt.Errorf("%s=%q: want auto, python, native or off", agentenv.Callstack, cfg.callstack)
+	}
+	if s := os.Getenv(agentenv.RingBytes); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil || n < 1<<20 {
+			return cfg, fmt.Errorf("%s=%q: want a byte count of at least 1048576", agentenv.RingBytes, s)
+		}
+		cfg.ringBytes = n
+	}
+	if cfg.kernels != "" {
+		re, err := regexp.Compile(cfg.kernels)
+		if err != nil {
+			return cfg, fmt.Errorf("%s: %v", agentenv.Kernels, err)
+		}
+		kernelFilter = re
+	}
+	return cfg, nil
+}
+
+// start configures and starts the C side, then the writer goroutine.
+func (r *recorder) start() error {
+	cupti := C.CString(r.cfg.cupti)
+	defer C.free(unsafe.Pointer(cupti))
+	ccfg := C.gp_config{
+		cupti_path:     cupti,
+		ring_bytes:     C.uint64_t(r.cfg.ringBytes),
+		callstack_mode: CallstackModes[r.cfg.callstack],
+	}
+	if kernelFilter != nil {
+		ccfg.has_kernel_filter = 1
+	}
+	var errbuf [512]C.char
+	started := C.gp_start(&ccfg, &errbuf[0], C.size_t(len(errbuf))) != 0
+	r.info.CuptiApiVersion = uint32(C.gp_cupti_version())
+	r.info.DriverVersion = int32(C.gp_driver_version())
+	r.info.Python = pythonDescription()
+	r.info.StartNs = uint64(C.gp_timestamp())
+	if err := r.w.Write(&pb.Batch{Process: r.info}); err != nil {
+		return fmt.Errorf("write recording: %w", err)
+	}
+	if !started {
+		return fmt.Errorf("%s", C.GoString(&errbuf[0]))
+	}
+	r.wg.Add(1)
+	go r.loop()
+	return nil
+}
+
+func pythonDescription() string {
+	s := C.GoString(C.gp_python_description())
+	if s == "no python" {
+		return ""
+	}
+	return s
+}
+
+//export gpurrKernelSelected
+func gpurrKernelSelected(name *C.char) (selected C.int) {
+	defer func() {
+		if recover() != nil {
+			selected = 1 // record rather than lose launches
+		}
+	}()
+	if kernelFilter == nil || kernelFilter.MatchString(C.GoString(name)) {
+		return 1
+	}
+	return 0
+}
+
+var exitOnce sync.Once
+
+//export gpurrAtExit
+func gpurrAtExit() {
+	defer func() { _ = recover() }()
+	exitOnce.Do(func() {
+		if active != nil {
+			active.shutdown("exit")
+		}
+	})
+}

@@ -1,0 +1,136 @@
+// Records the C hot path passes to the Go writer through the agent's ring.
+// Every record starts with gp_rec_hdr; sizes are padded to 8 bytes so a
+// header never straddles the end of the ring.
+#ifndef GPURR_AGENT_H
+#define GPURR_AGENT_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+enum {
+  GP_REC_LAUNCH = 1,
+  GP_REC_KERNEL = 2,
+  GP_REC_STACK = 3,
+  GP_REC_MODULE = 4,
+  GP_REC_ACTIVITY = 5,
+  GP_REC_GRAPHNODE = 6,
+  GP_REC_GRAPHLAUNCH = 7,
+  GP_REC_DEVICE = 8,
+  GP_REC_LOG = 9,
+};
+
+typedef struct {
+  uint32_t type;
+  uint32_t size;  // whole record, header included, multiple of 8
+} gp_rec_hdr;
+
+typedef struct {
+  gp_rec_hdr h;
+  uint64_t seq, host_ns, kernel_id, context, stream, graph_node_id, callstack_id;
+  uint32_t tid, device, context_uid, stream_id, correlation_id, api;
+  int32_t result;
+  uint32_t grid[3], block[3], cluster[3];
+  uint32_t shared_mem, params_len;
+  uint8_t captured, pad[3];
+  // params_len bytes of parameters follow
+} gp_launch_rec;
+
+typedef struct {
+  gp_rec_hdr h;
+  uint64_t function;  // CUfunction handle
+  uint64_t kernel_id;
+  uint32_t nparams, param_bytes, name_len, pad;
+  // nparams × (uint32 offset, uint32 size), then name_len bytes of name
+} gp_kernel_rec;
+
+enum { GP_FRAME_PYTHON = 1, GP_FRAME_NATIVE = 2 };
+
+typedef struct {
+  gp_rec_hdr h;
+  uint64_t id;
+  uint32_t nframes, source;  // source: bit 0 python, bit 1 native
+  // nframes × gp_frame_rec, each followed by file_len + func_len bytes, padded to 8
+} gp_stack_rec;
+
+typedef struct {
+  uint64_t pc, offset;
+  uint32_t kind, line;
+  uint16_t file_len, func_len;
+  uint32_t pad;
+} gp_frame_rec;
+
+typedef struct {
+  gp_rec_hdr h;
+  void *image;  // malloc'd copy; the Go side frees it
+  uint64_t size, host_ns;
+  uint32_t module_id, context_uid;
+} gp_module_rec;
+
+typedef struct {
+  gp_rec_hdr h;
+  uint64_t start, end, graph_node_id;
+  uint32_t correlation_id, device, context_uid, stream_id, graph_id;
+  uint32_t grid[3], block[3];
+  uint32_t registers, dynamic_smem, static_smem, name_len;
+  // name_len bytes of name follow
+} gp_activity_rec;
+
+typedef struct {
+  gp_rec_hdr h;
+  uint64_t node_id, original_node_id, launch_seq;
+  uint32_t graph_id, node_type;
+} gp_graphnode_rec;
+
+typedef struct {
+  gp_rec_hdr h;
+  uint64_t seq, host_ns, graph_exec, stream, callstack_id;
+  uint32_t tid, device, stream_id, correlation_id;
+  int32_t result, pad;
+} gp_graphlaunch_rec;
+
+typedef struct {
+  gp_rec_hdr h;
+  uint64_t memory_bytes;
+  uint32_t ordinal, context_uid, cc_major, cc_minor, sm_count, pad;
+  uint8_t uuid[16];
+  char name[256];
+} gp_device_rec;
+
+typedef struct {
+  gp_rec_hdr h;
+  uint64_t host_ns;
+  uint32_t level, len;  // level: 0 info, 1 warn, 2 error
+  // len bytes of message follow
+} gp_log_rec;
+
+// Counters kept by the C side, read by Go for every frame's Stats.
+typedef struct {
+  uint64_t launches, launches_filtered, launches_dropped;
+  uint64_t graph_launches, activities, activities_dropped;
+  uint64_t callstacks_failed, modules, modules_dropped;
+  uint64_t ring_bytes_dropped, records_dropped;
+} gp_counters;
+
+// Configuration handed from Go to C at start.
+typedef struct {
+  const char *cupti_path;
+  uint64_t ring_bytes;
+  int callstack_mode;  // 0 off, 1 auto, 2 python, 3 native
+  int has_kernel_filter;
+} gp_config;
+
+enum { GP_STACK_OFF = 0, GP_STACK_AUTO = 1, GP_STACK_PYTHON = 2, GP_STACK_NATIVE = 3 };
+
+// Implemented in agent.c.
+int gp_start(const gp_config *cfg, char *err, size_t errcap);
+size_t gp_ring_take(uint8_t *dst, size_t cap);
+void gp_read_counters(gp_counters *out);
+void gp_flush_activity(int forced);
+uint64_t gp_timestamp(void);
+int gp_is_forked_child(void);
+const char *gp_python_description(void);
+uint32_t gp_cupti_version(void);
+int gp_driver_version(void);
+void gp_log(int level, const char *msg);
+
+#endif

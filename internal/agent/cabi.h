@@ -1,0 +1,213 @@
+// Hand-declared subset of the CUDA driver and CUPTI ABI (CUDA 13.0,
+// CUPTI API version 13.0.1) that the agent uses. Declaring it here keeps the
+// build free of the CUDA SDK; layoutcheck/layoutcheck.c, compiled against the
+// real headers on a GPU machine, checks every size and offset below.
+#ifndef GPURR_CABI_H
+#define GPURR_CABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef int gp_CUresult;  // CUDA_SUCCESS = 0
+typedef int gp_CUptiResult;  // CUPTI_SUCCESS = 0
+typedef int gp_CUdevice;
+typedef void *gp_CUcontext;
+typedef void *gp_CUstream;
+typedef void *gp_CUfunction;
+typedef void *gp_CUgraph;
+typedef void *gp_CUgraphNode;
+typedef void *gp_CUgraphExec;
+typedef void *gp_CUpti_SubscriberHandle;
+
+// CUpti_CallbackDomain
+enum { GP_CB_DOMAIN_DRIVER_API = 1, GP_CB_DOMAIN_RESOURCE = 3 };
+// CUpti_ApiCallbackSite
+enum { GP_API_ENTER = 0, GP_API_EXIT = 1 };
+
+// CUpti_driver_api_trace_cbid values the agent enables.
+enum {
+  GP_CBID_cuLaunchKernel = 307,
+  GP_CBID_cuLaunchKernel_ptsz = 442,
+  GP_CBID_cuLaunchCooperativeKernel = 477,
+  GP_CBID_cuLaunchCooperativeKernel_ptsz = 478,
+  GP_CBID_cuGraphLaunch = 514,
+  GP_CBID_cuGraphLaunch_ptsz = 515,
+  GP_CBID_cuLaunchKernelEx = 652,
+  GP_CBID_cuLaunchKernelEx_ptsz = 653,
+};
+
+// CUpti_CallbackIdResource values.
+enum {
+  GP_CBID_RESOURCE_CONTEXT_CREATED = 1,
+  GP_CBID_RESOURCE_MODULE_LOADED = 6,
+  GP_CBID_RESOURCE_GRAPHNODE_CREATED = 13,
+  GP_CBID_RESOURCE_GRAPHNODE_CLONED = 20,
+};
+
+// CUpti_CallbackData
+typedef struct {
+  int callbackSite;  // CUpti_ApiCallbackSite
+  const char *functionName;
+  const void *functionParams;
+  void *functionReturnValue;
+  const char *symbolName;
+  gp_CUcontext context;
+  uint32_t contextUid;
+  uint64_t *correlationData;
+  uint32_t correlationId;
+} gp_CallbackData;
+
+// CUpti_ResourceData
+typedef struct {
+  gp_CUcontext context;
+  union {
+    gp_CUstream stream;
+  } resourceHandle;
+  void *resourceDescriptor;
+} gp_ResourceData;
+
+// CUpti_ModuleResourceData
+typedef struct {
+  uint32_t moduleId;
+  size_t cubinSize;
+  const char *pCubin;
+} gp_ModuleResourceData;
+
+// CUpti_GraphData
+typedef struct {
+  gp_CUgraph graph;
+  gp_CUgraph originalGraph;
+  gp_CUgraphNode node;
+  gp_CUgraphNode originalNode;
+  int nodeType;  // CUgraphNodeType
+  gp_CUgraphNode dependency;
+  gp_CUgraphExec graphExec;
+} gp_GraphData;
+
+// cuLaunchKernel_params (also cuLaunchKernel_ptsz) and
+// cuLaunchCooperativeKernel_params, which is the same without `extra`.
+typedef struct {
+  gp_CUfunction f;
+  unsigned int gridDimX, gridDimY, gridDimZ;
+  unsigned int blockDimX, blockDimY, blockDimZ;
+  unsigned int sharedMemBytes;
+  gp_CUstream hStream;
+  void **kernelParams;
+  void **extra;
+} gp_cuLaunchKernel_params;
+
+// CUlaunchAttribute: id, padding to 8, 64-byte value union.
+typedef struct {
+  int id;  // CUlaunchAttributeID
+  char pad[4];
+  union {
+    char pad[64];
+    struct {
+      unsigned int x, y, z;
+    } clusterDim;
+  } value;
+} gp_CUlaunchAttribute;
+enum { GP_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4 };
+
+// CUlaunchConfig
+typedef struct {
+  unsigned int gridDimX, gridDimY, gridDimZ;
+  unsigned int blockDimX, blockDimY, blockDimZ;
+  unsigned int sharedMemBytes;
+  gp_CUstream hStream;
+  gp_CUlaunchAttribute *attrs;
+  unsigned int numAttrs;
+} gp_CUlaunchConfig;
+
+// cuLaunchKernelEx_params
+typedef struct {
+  const gp_CUlaunchConfig *config;
+  gp_CUfunction f;
+  void **kernelParams;
+  void **extra;
+} gp_cuLaunchKernelEx_params;
+
+// cuGraphLaunch_params
+typedef struct {
+  gp_CUgraphExec hGraph;
+  gp_CUstream hStream;
+} gp_cuGraphLaunch_params;
+
+// CU_LAUNCH_PARAM_* markers in the `extra` array.
+#define GP_LAUNCH_PARAM_END ((void *)0x00)
+#define GP_LAUNCH_PARAM_BUFFER_POINTER ((void *)0x01)
+#define GP_LAUNCH_PARAM_BUFFER_SIZE ((void *)0x02)
+
+// CUpti_ActivityKind values.
+enum { GP_ACTIVITY_KIND_CONCURRENT_KERNEL = 10 };
+// CUpti_ActivityFlag
+enum { GP_ACTIVITY_FLAG_FLUSH_FORCED = 1 };
+
+// CUpti_Activity: the common record header.
+typedef struct __attribute__((packed, aligned(8))) {
+  int kind;
+} gp_Activity;
+
+// CUpti_ActivityKernel10: packed, 8-byte aligned, 216 bytes.
+typedef struct __attribute__((packed, aligned(8))) {
+  int kind;
+  uint8_t cacheConfig;
+  uint8_t sharedMemoryConfig;
+  uint16_t registersPerThread;
+  int partitionedGlobalCacheRequested;
+  int partitionedGlobalCacheExecuted;
+  uint64_t start;
+  uint64_t end;
+  uint64_t completed;
+  uint32_t deviceId;
+  uint32_t contextId;
+  uint32_t streamId;
+  int32_t gridX, gridY, gridZ;
+  int32_t blockX, blockY, blockZ;
+  int32_t staticSharedMemory;
+  int32_t dynamicSharedMemory;
+  uint32_t localMemoryPerThread;
+  uint32_t localMemoryTotal;
+  uint32_t correlationId;
+  int64_t gridId;
+  const char *name;
+  void *reserved0;
+  uint64_t queued;
+  uint64_t submitted;
+  uint8_t launchType;
+  uint8_t isSharedMemoryCarveoutRequested;
+  uint8_t sharedMemoryCarveoutRequested;
+  uint8_t padding;
+  uint32_t sharedMemoryExecuted;
+  uint64_t graphNodeId;
+  int shmemLimitConfig;
+  uint32_t graphId;
+  void *pAccessPolicyWindow;
+  uint32_t channelID;
+  int channelType;
+  uint32_t clusterX, clusterY, clusterZ;
+  uint32_t clusterSchedulingPolicy;
+  uint64_t localMemoryTotal_v2;
+  uint32_t maxPotentialClusterSize;
+  uint32_t maxActiveClusters;
+  uint8_t isDeviceLaunched;
+  uint8_t padding3[7];
+} gp_ActivityKernel10;
+
+// CUuuid
+typedef struct {
+  char bytes[16];
+} gp_CUuuid;
+
+// CUdevice_attribute values.
+enum {
+  GP_DEV_ATTR_MULTIPROCESSOR_COUNT = 16,
+  GP_DEV_ATTR_COMPUTE_CAPABILITY_MAJOR = 75,
+  GP_DEV_ATTR_COMPUTE_CAPABILITY_MINOR = 76,
+};
+
+typedef void (*gp_CallbackFunc)(void *userdata, int domain, uint32_t cbid, const void *cbdata);
+typedef void (*gp_BufferRequestFunc)(uint8_t **buffer, size_t *size, size_t *maxNumRecords);
+typedef void (*gp_BufferCompletedFunc)(gp_CUcontext ctx, uint32_t streamId, uint8_t *buffer, size_t size, size_t validSize);
+
+#endif

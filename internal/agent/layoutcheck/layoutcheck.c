@@ -1,0 +1,149 @@
+// layoutcheck compares every type cabi.h declares by hand with the real
+// CUDA and CUPTI headers. It needs the CUDA SDK, so it is built on the GPU
+// machine by scripts/gpu-check:
+//   gcc -I/usr/local/cuda/include internal/agent/layoutcheck/layoutcheck.c -o layoutcheck && ./layoutcheck
+// It prints one line per mismatch and exits 1 if there is any.
+#include <cuda.h>
+#include <cupti.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "../cabi.h"
+
+static int failures, checks;
+
+static void check(const char *what, size_t ours, size_t real) {
+  checks++;
+  if (ours != real) {
+    failures++;
+    printf("MISMATCH %s: cabi.h %zu, CUDA headers %zu\n", what, ours, real);
+  }
+}
+
+#define SIZE(ours, real) check("sizeof " #ours, sizeof(ours), sizeof(real))
+#define FIELD(ours, real, f) check(#ours "." #f, offsetof(ours, f), offsetof(real, f))
+#define FIELD2(ours, real, fo, fr) check(#ours "." #fo, offsetof(ours, fo), offsetof(real, fr))
+#define VALUE(ours, real) check(#ours, (size_t)(ours), (size_t)(real))
+
+int main(void) {
+  SIZE(gp_CallbackData, CUpti_CallbackData);
+  FIELD(gp_CallbackData, CUpti_CallbackData, callbackSite);
+  FIELD(gp_CallbackData, CUpti_CallbackData, functionName);
+  FIELD(gp_CallbackData, CUpti_CallbackData, functionParams);
+  FIELD(gp_CallbackData, CUpti_CallbackData, functionReturnValue);
+  FIELD(gp_CallbackData, CUpti_CallbackData, symbolName);
+  FIELD(gp_CallbackData, CUpti_CallbackData, context);
+  FIELD(gp_CallbackData, CUpti_CallbackData, contextUid);
+  FIELD(gp_CallbackData, CUpti_CallbackData, correlationData);
+  FIELD(gp_CallbackData, CUpti_CallbackData, correlationId);
+
+  SIZE(gp_ResourceData, CUpti_ResourceData);
+  FIELD(gp_ResourceData, CUpti_ResourceData, context);
+  FIELD(gp_ResourceData, CUpti_ResourceData, resourceHandle);
+  FIELD(gp_ResourceData, CUpti_ResourceData, resourceDescriptor);
+
+  SIZE(gp_ModuleResourceData, CUpti_ModuleResourceData);
+  FIELD(gp_ModuleResourceData, CUpti_ModuleResourceData, moduleId);
+  FIELD(gp_ModuleResourceData, CUpti_ModuleResourceData, cubinSize);
+  FIELD(gp_ModuleResourceData, CUpti_ModuleResourceData, pCubin);
+
+  SIZE(gp_GraphData, CUpti_GraphData);
+  FIELD(gp_GraphData, CUpti_GraphData, graph);
+  FIELD(gp_GraphData, CUpti_GraphData, originalGraph);
+  FIELD(gp_GraphData, CUpti_GraphData, node);
+  FIELD(gp_GraphData, CUpti_GraphData, originalNode);
+  FIELD(gp_GraphData, CUpti_GraphData, nodeType);
+  FIELD(gp_GraphData, CUpti_GraphData, dependency);
+  FIELD(gp_GraphData, CUpti_GraphData, graphExec);
+
+  SIZE(gp_cuLaunchKernel_params, cuLaunchKernel_params);
+  FIELD(gp_cuLaunchKernel_params, cuLaunchKernel_params, f);
+  FIELD(gp_cuLaunchKernel_params, cuLaunchKernel_params, gridDimX);
+  FIELD(gp_cuLaunchKernel_params, cuLaunchKernel_params, blockDimZ);
+  FIELD(gp_cuLaunchKernel_params, cuLaunchKernel_params, sharedMemBytes);
+  FIELD(gp_cuLaunchKernel_params, cuLaunchKernel_params, hStream);
+  FIELD(gp_cuLaunchKernel_params, cuLaunchKernel_params, kernelParams);
+  FIELD(gp_cuLaunchKernel_params, cuLaunchKernel_params, extra);
+  // The _ptsz and cooperative variants share the prefix the agent reads.
+  FIELD(gp_cuLaunchKernel_params, cuLaunchKernel_ptsz_params, kernelParams);
+  FIELD(gp_cuLaunchKernel_params, cuLaunchKernel_ptsz_params, extra);
+  FIELD(gp_cuLaunchKernel_params, cuLaunchCooperativeKernel_params, hStream);
+  FIELD(gp_cuLaunchKernel_params, cuLaunchCooperativeKernel_params, kernelParams);
+  FIELD(gp_cuLaunchKernel_params, cuLaunchCooperativeKernel_ptsz_params, kernelParams);
+
+  SIZE(gp_cuLaunchKernelEx_params, cuLaunchKernelEx_params);
+  FIELD(gp_cuLaunchKernelEx_params, cuLaunchKernelEx_params, config);
+  FIELD(gp_cuLaunchKernelEx_params, cuLaunchKernelEx_params, f);
+  FIELD(gp_cuLaunchKernelEx_params, cuLaunchKernelEx_params, kernelParams);
+  FIELD(gp_cuLaunchKernelEx_params, cuLaunchKernelEx_params, extra);
+  FIELD(gp_cuLaunchKernelEx_params, cuLaunchKernelEx_ptsz_params, extra);
+
+  SIZE(gp_CUlaunchConfig, CUlaunchConfig);
+  FIELD(gp_CUlaunchConfig, CUlaunchConfig, gridDimX);
+  FIELD(gp_CUlaunchConfig, CUlaunchConfig, blockDimX);
+  FIELD(gp_CUlaunchConfig, CUlaunchConfig, sharedMemBytes);
+  FIELD(gp_CUlaunchConfig, CUlaunchConfig, hStream);
+  FIELD(gp_CUlaunchConfig, CUlaunchConfig, attrs);
+  FIELD(gp_CUlaunchConfig, CUlaunchConfig, numAttrs);
+  SIZE(gp_CUlaunchAttribute, CUlaunchAttribute);
+  FIELD(gp_CUlaunchAttribute, CUlaunchAttribute, id);
+  FIELD(gp_CUlaunchAttribute, CUlaunchAttribute, value);
+  FIELD2(gp_CUlaunchAttribute, CUlaunchAttribute, value.clusterDim.x, value.clusterDim.x);
+  FIELD2(gp_CUlaunchAttribute, CUlaunchAttribute, value.clusterDim.z, value.clusterDim.z);
+
+  SIZE(gp_cuGraphLaunch_params, cuGraphLaunch_params);
+  FIELD(gp_cuGraphLaunch_params, cuGraphLaunch_params, hGraph);
+  FIELD(gp_cuGraphLaunch_params, cuGraphLaunch_params, hStream);
+  FIELD(gp_cuGraphLaunch_params, cuGraphLaunch_ptsz_params, hStream);
+
+  SIZE(gp_ActivityKernel10, CUpti_ActivityKernel10);
+  FIELD(gp_ActivityKernel10, CUpti_ActivityKernel10, kind);
+  FIELD(gp_ActivityKernel10, CUpti_ActivityKernel10, registersPerThread);
+  FIELD(gp_ActivityKernel10, CUpti_ActivityKernel10, start);
+  FIELD(gp_ActivityKernel10, CUpti_ActivityKernel10, end);
+  FIELD(gp_ActivityKernel10, CUpti_ActivityKernel10, deviceId);
+  FIELD(gp_ActivityKernel10, CUpti_ActivityKernel10, contextId);
+  FIELD(gp_ActivityKernel10, CUpti_ActivityKernel10, streamId);
+  FIELD(gp_ActivityKernel10, CUpti_ActivityKernel10, gridX);
+  FIELD(gp_ActivityKernel10, CUpti_ActivityKernel10, blockZ);
+  FIELD(gp_ActivityKernel10, CUpti_ActivityKernel10, staticSharedMemory);
+  FIELD(gp_ActivityKernel10, CUpti_ActivityKernel10, dynamicSharedMemory);
+  FIELD(gp_ActivityKernel10, CUpti_ActivityKernel10, correlationId);
+  FIELD(gp_ActivityKernel10, CUpti_ActivityKernel10, gridId);
+  FIELD(gp_ActivityKernel10, CUpti_ActivityKernel10, name);
+  FIELD(gp_ActivityKernel10, CUpti_ActivityKernel10, graphNodeId);
+  FIELD(gp_ActivityKernel10, CUpti_ActivityKernel10, graphId);
+  FIELD(gp_ActivityKernel10, CUpti_ActivityKernel10, clusterX);
+  FIELD(gp_ActivityKernel10, CUpti_ActivityKernel10, isDeviceLaunched);
+
+  SIZE(gp_CUuuid, CUuuid);
+
+  VALUE(GP_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_DRIVER_API);
+  VALUE(GP_CB_DOMAIN_RESOURCE, CUPTI_CB_DOMAIN_RESOURCE);
+  VALUE(GP_API_ENTER, CUPTI_API_ENTER);
+  VALUE(GP_API_EXIT, CUPTI_API_EXIT);
+  VALUE(GP_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel);
+  VALUE(GP_CBID_cuLaunchKernel_ptsz, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz);
+  VALUE(GP_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel);
+  VALUE(GP_CBID_cuLaunchCooperativeKernel_ptsz, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz);
+  VALUE(GP_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch);
+  VALUE(GP_CBID_cuGraphLaunch_ptsz, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz);
+  VALUE(GP_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx);
+  VALUE(GP_CBID_cuLaunchKernelEx_ptsz, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz);
+  VALUE(GP_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
+  VALUE(GP_CBID_RESOURCE_MODULE_LOADED, CUPTI_CBID_RESOURCE_MODULE_LOADED);
+  VALUE(GP_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
+  VALUE(GP_CBID_RESOURCE_GRAPHNODE_CLONED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
+  VALUE(GP_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
+  VALUE(GP_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  VALUE(GP_ACTIVITY_FLAG_FLUSH_FORCED, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  VALUE(GP_DEV_ATTR_MULTIPROCESSOR_COUNT, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  VALUE(GP_DEV_ATTR_COMPUTE_CAPABILITY_MAJOR, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  VALUE(GP_DEV_ATTR_COMPUTE_CAPABILITY_MINOR, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  VALUE(GP_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_POINTER);
+  VALUE(GP_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_BUFFER_SIZE);
+  VALUE(GP_LAUNCH_PARAM_END, CU_LAUNCH_PARAM_END);
+
+  printf("layoutcheck: %d checks, %d mismatches\n", checks, failures);
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,579 @@
+package agent
+
+/*
+#include <stdlib.h>
+#include "agent.h"
+*/
+import "C"
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"io"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/ianlancetaylor/demangle"
+
+	"github.com/gpurr/gpurr/recording"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// Writer pacing: a frame is written when this many launches wait, or when
+// the oldest waiting record is this old, so a killed program loses at most
+// that much.
+const (
+	frameLaunches  = 8192
+	frameInterval  = 100 * time.Millisecond
+	drainInterval  = 2 * time.Millisecond
+	activityFlush  = 500 * time.Millisecond
+	takeBufferSize = 4 << 20
+)
+
+// recorder owns one process's recording: it drains the C ring, turns raw
+// records into recording messages and appends frames.
+type recorder struct {
+	cfg  config
+	info *pb.Process
+	w    *recording.Writer
+	log  *os.File
+
+	mu       sync.Mutex // guards everything below; the loop and shutdown share it
+	batch    *pb.Batch
+	pending  int // records in batch
+	oldest   time.Time
+	take     unsafe.Pointer // C buffer for gp_ring_take
+	stacks   map[uint64]bool
+	devices  map[uint32]bool
+	modules  []moduleInfo // in load order
+	kernels  map[uint64]*pb.Kernel
+	closed   bool
+	stats    pb.Stats // Go-side counters
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	lastTick time.Time
+}
+
+type moduleInfo struct {
+	sha256 string
+	names  map[string]bool
+}
+
+func newRecorder(out string, cfg config) (*recorder, error) {
+	info := processInfo(cfg)
+	name := processDirName(info)
+	// The Process frame is written once the agent has started and filled
+	// in what it learned (versions, clock), by start.
+	w, err := recording.Create(out, name, nil)
+	if err != nil {
+		return nil, fmt.Errorf("create recording: %w", err)
+	}
+	logf, err := os.OpenFile(filepath.Join(w.Dir(), recording.LogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("create agent log: %w", err)
+	}
+	return &recorder{
+		cfg:     cfg,
+		info:    info,
+		w:       w,
+		log:     logf,
+		batch:   &pb.Batch{},
+		take:    C.malloc(takeBufferSize),
+		stacks:  map[uint64]bool{},
+		devices: map[uint32]bool{},
+		kernels: map[uint64]*pb.Kernel{},
+		stop:    make(chan struct{}),
+	}, nil
+}
+
+func processInfo(cfg config) *pb.Process {
+	host, _ := os.Hostname()
+	info := &pb.Process{
+		Pid:           uint32(os.Getpid()),
+		Ppid:          uint32(os.Getppid()),
+		Hostname:      host,
+		Argv:          cmdline(),
+		StartUnixNs:   time.Now().UnixNano(),
+		AgentVersion:  Version,
+		CuptiPath:     cfg.cupti,
+		CallstackMode: cfg.callstack,
+		KernelFilter:  cfg.kernels,
+	}
+	info.Rank = envInt("RANK")
+	info.LocalRank = envInt("LOCAL_RANK")
+	info.WorldSize = envInt("WORLD_SIZE")
+	return info
+}
+
+// Version is the agent's version, stored in every recording.
+const Version = "0.1.0"
+
+func cmdline() []string {
+	b, err := os.ReadFile("/proc/self/cmdline")
+	if err != nil {
+		return os.Args
+	}
+	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+}
+
+func envInt(name string) *int32 {
+	v, err := strconv.ParseInt(os.Getenv(name), 10, 32)
+	if err != nil {
+		return nil
+	}
+	n := int32(v)
+	return &n
+}
+
+// processDirName names a process's directory: rank first where there is
+// one, so listings sort by rank; host and pid make it unique.
+func processDirName(p *pb.Process) string {
+	name := fmt.Sprintf("%s-%d", p.Hostname, p.Pid)
+	if p.Rank != nil {
+		name = fmt.Sprintf("rank%d-%s", *p.Rank, name)
+	}
+	return name
+}
+
+func (r *recorder) loop() {
+	defer r.wg.Done()
+	defer func() {
+		if p := recover(); p != nil {
+			r.logf("error", "writer stopped by an internal error: %v", p)
+		}
+	}()
+	t := time.NewTicker(drainInterval)
+	defer t.Stop()
+	lastFlush := time.Now()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case now := <-t.C:
+			if now.Sub(lastFlush) >= activityFlush {
+				// Hand over completed activity buffers so a killed program
+				// still has its GPU timeline up to here.
+				C.gp_flush_activity(0)
+				lastFlush = now
+			}
+			r.mu.Lock()
+			r.drain()
+			if r.pending > 0 && (len(r.batch.Launches) >= frameLaunches || now.Sub(r.oldest) >= frameInterval) {
+				r.writeFrame()
+			}
+			r.mu.Unlock()
+		}
+	}
+}
+
+// shutdown writes everything left and marks the recording complete.
+func (r *recorder) shutdown(reason string) {
+	close(r.stop)
+	r.wg.Wait()
+	C.gp_flush_activity(1)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.drain()
+	r.batch.End = &pb.End{EndNs: uint64(C.gp_timestamp()), Reason: reason}
+	r.writeFrame()
+	r.closeFiles()
+}
+
+// close ends a recording whose agent never started.
+func (r *recorder) close(reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.batch.End = &pb.End{Reason: reason}
+	r.writeFrame()
+	r.closeFiles()
+}
+
+func (r *recorder) closeFiles() {
+	if r.closed {
+		return
+	}
+	r.closed = true
+	r.w.Sync()
+	r.w.Close()
+	r.log.Close()
+}
+
+// drain empties the C ring into the current batch.
+func (r *recorder) drain() {
+	for {
+		n := int(C.gp_ring_take((*C.uint8_t)(r.take), takeBufferSize))
+		if n == 0 {
+			return
+		}
+		buf := unsafe.Slice((*byte)(r.take), n)
+		for off := 0; off < n; {
+			h := (*C.gp_rec_hdr)(unsafe.Pointer(&buf[off]))
+			size := int(h.size)
+			if size < int(unsafe.Sizeof(C.gp_rec_hdr{})) || off+size > n {
+				r.logf("error", "corrupt agent record (type %d, size %d): rest of batch dropped", h._type, size)
+				return
+			}
+			r.record(unsafe.Pointer(&buf[off]), buf[off:off+size])
+			off += size
+		}
+	}
+}
+
+func (r *recorder) added() {
+	if r.pending == 0 {
+		r.oldest = time.Now()
+	}
+	r.pending++
+}
+
+// tail returns the bytes after a record's fixed part.
+func tail(raw []byte, fixed uintptr, n int) []byte {
+	start := int(fixed)
+	if start+n > len(raw) {
+		n = len(raw) - start
+	}
+	if n < 0 {
+		return nil
+	}
+	return raw[start : start+n]
+}
+
+func dim3(v [3]C.uint32_t) *pb.Dim3 {
+	return &pb.Dim3{X: uint32(v[0]), Y: uint32(v[1]), Z: uint32(v[2])}
+}
+
+func (r *recorder) record(p unsafe.Pointer, raw []byte) {
+	switch (*C.gp_rec_hdr)(p)._type {
+	case C.GP_REC_LAUNCH:
+		l := (*C.gp_launch_rec)(p)
+		launch := &pb.Launch{
+			Seq:            uint64(l.seq),
+			Tid:            uint32(l.tid),
+			Device:         uint32(l.device),
+			Context:        uint64(l.context),
+			ContextUid:     uint32(l.context_uid),
+			Stream:         uint64(l.stream),
+			StreamId:       uint32(l.stream_id),
+			KernelId:       uint64(l.kernel_id),
+			Grid:           dim3(l.grid),
+			Block:          dim3(l.block),
+			SharedMemBytes: uint32(l.shared_mem),
+			Params:         bytes.Clone(tail(raw, unsafe.Sizeof(*l), int(l.params_len))),
+			CorrelationId:  uint32(l.correlation_id),
+			HostNs:         uint64(l.host_ns),
+			CallstackId:    uint64(l.callstack_id),
+			Captured:       l.captured != 0,
+			GraphNodeId:    uint64(l.graph_node_id),
+			Api:            uint32(l.api),
+			Result:         int32(l.result),
+		}
+		if l.cluster[0] != 0 {
+			launch.Cluster = dim3(l.cluster)
+		}
+		r.batch.Launches = append(r.batch.Launches, launch)
+	case C.GP_REC_KERNEL:
+		k := (*C.gp_kernel_rec)(p)
+		layout := tail(raw, unsafe.Sizeof(*k), int(k.nparams)*8)
+		name := string(tail(raw, unsafe.Sizeof(*k)+uintptr(len(layout)), int(k.name_len)))
+		kernel := &pb.Kernel{
+			Id:         uint64(k.kernel_id),
+			Name:       name,
+			Demangled:  demangleName(name),
+			ParamBytes: uint32(k.param_bytes),
+		}
+		for i := 0; i+8 <= len(layout); i += 8 {
+			kernel.Params = append(kernel.Params, &pb.ParamInfo{
+				Offset: leU32(layout[i:]),
+				Size:   leU32(layout[i+4:]),
+			})
+		}
+		kernel.ModuleSha256 = r.moduleOf(name)
+		kernel.Identity = KernelIdentity(kernel.ModuleSha256, name)
+		r.kernels[kernel.Id] = kernel
+		r.batch.Kernels = append(r.batch.Kernels, kernel)
+	case C.GP_REC_STACK:
+		r.stack((*C.gp_stack_rec)(p), raw)
+	case C.GP_REC_MODULE:
+		r.module((*C.gp_module_rec)(p))
+	case C.GP_REC_ACTIVITY:
+		a := (*C.gp_activity_rec)(p)
+		r.batch.Activities = append(r.batch.Activities, &pb.KernelActivity{
+			CorrelationId:        uint32(a.correlation_id),
+			Device:               uint32(a.device),
+			ContextUid:           uint32(a.context_uid),
+			StreamId:             uint32(a.stream_id),
+			StartNs:              uint64(a.start),
+			EndNs:                uint64(a.end),
+			Name:                 string(tail(raw, unsafe.Sizeof(*a), int(a.name_len))),
+			GraphId:              uint32(a.graph_id),
+			GraphNodeId:          uint64(a.graph_node_id),
+			Grid:                 dim3(a.grid),
+			Block:                dim3(a.block),
+			RegistersPerThread:   uint32(a.registers),
+			SharedMemBytes:       uint32(a.dynamic_smem),
+			StaticSharedMemBytes: uint32(a.static_smem),
+		})
+	case C.GP_REC_GRAPHNODE:
+		g := (*C.gp_graphnode_rec)(p)
+		r.batch.GraphNodes = append(r.batch.GraphNodes, &pb.GraphNode{
+			NodeId:         uint64(g.node_id),
+			GraphId:        uint32(g.graph_id),
+			OriginalNodeId: uint64(g.original_node_id),
+			LaunchSeq:      uint64(g.launch_seq),
+			NodeType:       uint32(g.node_type),
+		})
+	case C.GP_REC_GRAPHLAUNCH:
+		g := (*C.gp_graphlaunch_rec)(p)
+		r.batch.GraphLaunches = append(r.batch.GraphLaunches, &pb.GraphLaunch{
+			Seq:           uint64(g.seq),
+			Tid:           uint32(g.tid),
+			GraphExec:     uint64(g.graph_exec),
+			Stream:        uint64(g.stream),
+			StreamId:      uint32(g.stream_id),
+			CorrelationId: uint32(g.correlation_id),
+			HostNs:        uint64(g.host_ns),
+			CallstackId:   uint64(g.callstack_id),
+			Device:        uint32(g.device),
+			Result:        int32(g.result),
+		})
+	case C.GP_REC_DEVICE:
+		d := (*C.gp_device_rec)(p)
+		if r.devices[uint32(d.ordinal)] {
+			return
+		}
+		r.devices[uint32(d.ordinal)] = true
+		r.batch.Devices = append(r.batch.Devices, &pb.Device{
+			Ordinal:     uint32(d.ordinal),
+			Uuid:        formatUUID(C.GoBytes(unsafe.Pointer(&d.uuid[0]), 16)),
+			Name:        C.GoString(&d.name[0]),
+			CcMajor:     uint32(d.cc_major),
+			CcMinor:     uint32(d.cc_minor),
+			SmCount:     uint32(d.sm_count),
+			MemoryBytes: uint64(d.memory_bytes),
+			ContextUid:  uint32(d.context_uid),
+		})
+	case C.GP_REC_LOG:
+		l := (*C.gp_log_rec)(p)
+		r.addLog(uint64(l.host_ns), []string{"info", "warn", "error"}[min(int(l.level), 2)],
+			string(tail(raw, unsafe.Sizeof(*l), int(l.len))))
+		return
+	default:
+		r.logf("error", "unknown agent record type %d", (*C.gp_rec_hdr)(p)._type)
+		return
+	}
+	r.added()
+}
+
+func leU32(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
+func (r *recorder) stack(s *C.gp_stack_rec, raw []byte) {
+	id := uint64(s.id)
+	if r.stacks[id] {
+		return // another thread resolved the same stack concurrently
+	}
+	r.stacks[id] = true
+	cs := &pb.Callstack{Id: id}
+	switch s.source {
+	case 1:
+		cs.Source = "python"
+	case 2:
+		cs.Source = "native"
+	default:
+		cs.Source = "python+native"
+	}
+	off := int(unsafe.Sizeof(*s))
+	for i := 0; i < int(s.nframes) && off+int(unsafe.Sizeof(C.gp_frame_rec{})) <= len(raw); i++ {
+		f := (*C.gp_frame_rec)(unsafe.Pointer(&raw[off]))
+		body := off + int(unsafe.Sizeof(*f))
+		fl, gl := int(f.file_len), int(f.func_len)
+		if body+fl+gl > len(raw) {
+			break
+		}
+		frame := &pb.Frame{
+			File:     string(raw[body : body+fl]),
+			Function: string(raw[body+fl : body+fl+gl]),
+			Line:     uint32(f.line),
+		}
+		if f.kind == C.GP_FRAME_PYTHON {
+			frame.Kind = pb.Frame_PYTHON
+		} else {
+			frame.Kind = pb.Frame_NATIVE
+			frame.Pc = uint64(f.pc)
+			frame.Offset = uint64(f.offset)
+			frame.Function = demangleName(frame.Function)
+		}
+		cs.Frames = append(cs.Frames, frame)
+		off += (int(unsafe.Sizeof(*f)) + fl + gl + 7) &^ 7
+	}
+	r.batch.Callstacks = append(r.batch.Callstacks, cs)
+	r.stats.Callstacks++
+	r.added()
+}
+
+// module stores a module image and lists the functions it holds.
+func (r *recorder) module(m *C.gp_module_rec) {
+	image := C.GoBytes(m.image, C.int(m.size))
+	C.free(m.image)
+	mod := &pb.Module{
+		CuptiModuleId: uint32(m.module_id),
+		Size:          uint64(m.size),
+		HostNs:        uint64(m.host_ns),
+		KernelNames:   elfFunctions(image),
+	}
+	digest, err := r.w.PutModule(image)
+	mod.Sha256 = digest
+	mod.Stored = err == nil
+	if err != nil {
+		r.stats.ModulesFailed++
+		r.logf("error", "module %s not stored: %v", digest, err)
+	}
+	names := make(map[string]bool, len(mod.KernelNames))
+	for _, n := range mod.KernelNames {
+		names[n] = true
+	}
+	r.modules = append(r.modules, moduleInfo{sha256: digest, names: names})
+	r.batch.Modules = append(r.batch.Modules, mod)
+}
+
+// moduleOf finds the module a kernel came from: the most recently loaded
+// module that defines the name (a program that recompiles a kernel under
+// the same name launches the newest one).
+func (r *recorder) moduleOf(name string) string {
+	for i := len(r.modules) - 1; i >= 0; i-- {
+		if r.modules[i].names[name] {
+			return r.modules[i].sha256
+		}
+	}
+	return ""
+}
+
+// KernelIdentity names a kernel the same way in every run: FNV-1a 64 over
+// the module's SHA-256 (hex), a 0xFF byte and the mangled name.
+func KernelIdentity(moduleSHA256, name string) uint64 {
+	const offset, prime = 0xcbf29ce484222325, 0x100000001b3
+	h := uint64(offset)
+	for i := 0; i < len(moduleSHA256); i++ {
+		h = (h ^ uint64(moduleSHA256[i])) * prime
+	}
+	h = (h ^ 0xff) * prime
+	for i := 0; i < len(name); i++ {
+		h = (h ^ uint64(name[i])) * prime
+	}
+	return h
+}
+
+// elfFunctions lists the function symbols of a cubin (CUDA ELF).
+func elfFunctions(image []byte) []string {
+	if len(image) < 24 {
+		return nil
+	}
+	// NVIDIA keeps its own version numbers in the ELF version fields, which
+	// debug/elf rejects; the rest is standard ELF64. Parse a patched view.
+	header := bytes.Clone(image[:24])
+	header[6] = byte(elf.EV_CURRENT)
+	binary.LittleEndian.PutUint32(header[20:], uint32(elf.EV_CURRENT))
+	f, err := elf.NewFile(io.NewSectionReader(patchedReader{header, image}, 0, int64(len(image))))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Name != "" && s.Section != elf.SHN_UNDEF {
+			names = append(names, s.Name)
+		}
+	}
+	return names
+}
+
+// patchedReader reads image with its first bytes replaced by header.
+type patchedReader struct{ header, image []byte }
+
+func (p patchedReader) ReadAt(b []byte, off int64) (int, error) {
+	if off >= int64(len(p.image)) {
+		return 0, io.EOF
+	}
+	n := copy(b, p.image[off:])
+	if off < int64(len(p.header)) {
+		copy(b, p.header[off:])
+	}
+	if n < len(b) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func demangleName(name string) string {
+	if !strings.HasPrefix(name, "_Z") {
+		return name
+	}
+	return demangle.Filter(name, demangle.NoClones)
+}
+
+func formatUUID(b []byte) string {
+	if len(b) != 16 {
+		return ""
+	}
+	return fmt.Sprintf("GPU-%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+func (r *recorder) addLog(hostNs uint64, level, msg string) {
+	if level == "error" {
+		r.stats.Errors++
+	}
+	r.batch.Log = append(r.batch.Log, &pb.LogEntry{HostNs: hostNs, Level: level, Message: msg})
+	fmt.Fprintf(r.log, "%s %s: %s\n", time.Now().Format(time.RFC3339Nano), level, msg)
+	r.added()
+}
+
+// logf records a message from the Go side; callers hold r.mu or own r.
+func (r *recorder) logf(level, format string, args ...any) {
+	r.addLog(uint64(C.gp_timestamp()), level, fmt.Sprintf(format, args...))
+}
+
+// writeFrame appends the current batch with up-to-date counters.
+func (r *recorder) writeFrame() {
+	if r.closed {
+		return
+	}
+	var c C.gp_counters
+	C.gp_read_counters(&c)
+	r.stats.FramesWritten++
+	r.batch.Stats = &pb.Stats{
+		Launches:          uint64(c.launches),
+		LaunchesFiltered:  uint64(c.launches_filtered),
+		LaunchesDropped:   uint64(c.launches_dropped),
+		GraphLaunches:     uint64(c.graph_launches),
+		Activities:        uint64(c.activities),
+		ActivitiesDropped: uint64(c.activities_dropped),
+		Callstacks:        r.stats.Callstacks,
+		CallstacksFailed:  uint64(c.callstacks_failed),
+		Modules:           uint64(c.modules),
+		ModulesFailed:     uint64(c.modules_dropped) + r.stats.ModulesFailed,
+		Errors:            r.stats.Errors,
+		RingBytesDropped:  uint64(c.ring_bytes_dropped),
+		FramesWritten:     r.stats.FramesWritten,
+	}
+	if err := r.w.Write(r.batch); err != nil {
+		// Disk full or similar: say so once on stderr and stop writing;
+		// the program goes on (invariant 1).
+		fmt.Fprintf(os.Stderr, "gpurr: agent: writing %s failed, recording stopped: %v\n", r.w.Dir(), err)
+		r.closeFiles()
+	}
+	r.batch = &pb.Batch{}
+	r.pending = 0
+}

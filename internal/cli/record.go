@@ -1,0 +1,199 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpurr/gpurr/internal/agent/agentenv"
+	"github.com/gpurr/gpurr/internal/agentpath"
+	"github.com/gpurr/gpurr/internal/cupti/locate"
+	"github.com/gpurr/gpurr/recording"
+)
+
+type recordOptions struct {
+	out       string
+	kernels   string
+	callstack string
+	cupti     string
+	ringBytes uint64
+}
+
+func newRecordCmd() *cobra.Command {
+	var o recordOptions
+	cmd := &cobra.Command{
+		Use:   "record [flags] -- CMD [ARGS...]",
+		Short: "Run a program and record every kernel launch it and its child processes make",
+		Long: `record runs CMD with gpurr's agent injected through CUDA_INJECTION64_PATH.
+Every process of CMD that initializes CUDA (the program, its children, each
+torchrun rank) writes its own recording inside the output directory. The
+program is not changed and its exit code is gpurr's exit code.`,
+		Example: `  gpurr record -o run1 -- python train.py --epochs 1
+  gpurr record --kernels 'gemm|softmax' --callstack python -- torchrun --nproc-per-node 2 train.py`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErrorf("record: no command given (usage: gpurr record [flags] -- CMD [ARGS...])")
+			}
+			return runRecord(cmd, o, args)
+		},
+	}
+	cmd.Flags().SetInterspersed(false) // flags after CMD belong to CMD
+	f := cmd.Flags()
+	f.StringVarP(&o.out, "output", "o", "", "recording directory to create (default gpurr-YYYYMMDD-HHMMSS)")
+	f.StringVar(&o.kernels, "kernels", "", "record only kernels whose mangled name matches this regular expression")
+	f.StringVar(&o.callstack, "callstack", "auto", "callstacks: auto (Python frames where the thread runs Python, else native), python, native, off")
+	f.StringVar(&o.cupti, "cupti", "", "path of libcupti.so to use (default: search; also $"+locate.EnvCUPTI+")")
+	f.Uint64Var(&o.ringBytes, "ring-bytes", 64<<20, "size of the agent's in-memory record ring per process")
+	return cmd
+}
+
+func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
+	stderr := cmd.ErrOrStderr()
+	switch o.callstack {
+	case "auto", "python", "native", "off":
+	default:
+		return usageErrorf("record: --callstack %q: want auto, python, native or off", o.callstack)
+	}
+	if o.kernels != "" {
+		if _, err := regexp.Compile(o.kernels); err != nil {
+			return usageErrorf("record: --kernels: %v", err)
+		}
+	}
+	if o.ringBytes < 1<<20 {
+		return usageErrorf("record: --ring-bytes %d: want at least 1048576", o.ringBytes)
+	}
+	program, err := exec.LookPath(args[0])
+	if err != nil {
+		return usageErrorf("record: cannot run %q: %v", args[0], unwrapExecError(err))
+	}
+	agentLib, err := agentpath.Find()
+	if err != nil {
+		return usageErrorf("record: %v", err)
+	}
+	cuptiLib, err := locate.Find(o.cupti)
+	if err != nil {
+		return usageErrorf("record: %v", err)
+	}
+	if o.out == "" {
+		o.out = "gpurr-" + time.Now().Format("20060102-150405")
+	}
+	out, err := filepath.Abs(o.out)
+	if err != nil {
+		return usageErrorf("record: -o %s: %v", o.out, err)
+	}
+	if err := createRecordingDir(out, args); err != nil {
+		return usageErrorf("record: %v", err)
+	}
+
+	child := exec.Command(program, args[1:]...)
+	child.Args[0] = args[0]
+	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
+	child.Env = append(os.Environ(), agentenv.Vars(agentenv.Config{
+		Out:       out,
+		Agent:     agentLib,
+		CUPTI:     cuptiLib,
+		Kernels:   o.kernels,
+		Callstack: o.callstack,
+		RingBytes: o.ringBytes,
+	})...)
+	if prev := os.Getenv("CUDA_INJECTION64_PATH"); prev != "" {
+		fmt.Fprintf(stderr, "gpurr: record: replacing CUDA_INJECTION64_PATH=%s for the recorded program\n", prev)
+	}
+
+	// The terminal sends SIGINT to the whole process group, the program
+	// included; other signals sent to gpurr are passed on.
+	signal.Ignore(syscall.SIGINT, syscall.SIGQUIT)
+	forward := make(chan os.Signal, 4)
+	signal.Notify(forward, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2)
+	defer signal.Stop(forward)
+
+	if err := child.Start(); err != nil {
+		return usageErrorf("record: start %s: %v", args[0], unwrapExecError(err))
+	}
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case s := <-forward:
+				child.Process.Signal(s)
+			case <-done:
+				return
+			}
+		}
+	}()
+	waitErr := child.Wait()
+	close(done)
+
+	code := 0
+	var exitErr *exec.ExitError
+	switch {
+	case waitErr == nil:
+	case errors.As(waitErr, &exitErr):
+		code = exitErr.ExitCode()
+		if st, ok := exitErr.Sys().(syscall.WaitStatus); ok && st.Signaled() {
+			code = 128 + int(st.Signal())
+			fmt.Fprintf(stderr, "gpurr: record: %s was killed by %v; its recording is marked incomplete\n", args[0], st.Signal())
+		}
+	default:
+		return &exitError{code: exitFailure, err: fmt.Errorf("record: %v", waitErr)}
+	}
+	summarizeRecording(stderr, out)
+	if code != 0 {
+		return exitWith(code)
+	}
+	return nil
+}
+
+// setFile is recording.json, which marks a directory as a recording.
+type setFile struct {
+	Format  string    `json:"format"`
+	Version string    `json:"version"`
+	Command []string  `json:"command"`
+	Started time.Time `json:"started"`
+}
+
+func createRecordingDir(dir string, command []string) error {
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return fmt.Errorf("%s already exists and is not empty: choose another -o or remove it", dir)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(setFile{
+		Format:  "gpurr-recording",
+		Version: fmt.Sprintf("%d.%d", recording.MajorVersion, recording.MinorVersion),
+		Command: command,
+		Started: time.Now().UTC(),
+	}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, recording.SetFile), append(b, '\n'), 0o600)
+}
+
+func summarizeRecording(w interface{ Write([]byte) (int, error) }, dir string) {
+	set, err := recording.Open(dir)
+	if err != nil {
+		fmt.Fprintf(w, "gpurr: record: nothing recorded in %s: no process initialized CUDA (run gpurr doctor if it should have)\n", dir)
+		return
+	}
+	fmt.Fprintf(w, "gpurr: recorded %d process(es) into %s (gpurr info %s)\n", len(set.Processes), dir, dir)
+}
+
+func unwrapExecError(err error) error {
+	var ee *exec.Error
+	if errors.As(err, &ee) {
+		return ee.Err
+	}
+	return err
+}

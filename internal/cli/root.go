@@ -1,0 +1,83 @@
+// Package cli implements the gpurr command line: one file per verb, each
+// a thin layer over the package that owns the capability.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes shared by every verb.
+const (
+	exitOK      = 0
+	exitFound   = 1 // the command found a difference or a problem
+	exitUsage   = 2 // usage or input error
+	exitFailure = 2
+)
+
+// exitError carries an exit code through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageErrorf is a bad-input error: one line, exit 2.
+func usageErrorf(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// exitWith ends the command with code and no message (the command printed its own report).
+func exitWith(code int) error { return &exitError{code: code} }
+
+func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "gpurr",
+		Short:         "Record, replay and time-travel debugging for CUDA programs",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &exitError{code: exitUsage, err: fmt.Errorf("%s: %v (see gpurr %s --help)", c.CommandPath(), err, c.Name())}
+	})
+	root.AddCommand(
+		newRecordCmd(),
+		newInfoCmd(),
+		newQueryCmd(),
+		newDoctorCmd(),
+		newDemoCmd(),
+	)
+	return root
+}
+
+// Main runs the CLI and returns the process exit code.
+func Main(args []string) int {
+	return run(args, os.Stdout, os.Stderr)
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	root := newRootCmd(stdout, stderr)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintf(stderr, "gpurr: %v\n", ee.err)
+		}
+		return ee.code
+	}
+	// cobra's own errors (unknown command, bad args) are usage errors.
+	fmt.Fprintf(stderr, "gpurr: %v\n", err)
+	return exitUsage
+}

@@ -1,0 +1,247 @@
+package recording
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// Set is an opened recording: one or more process recordings sharing a
+// modules folder.
+type Set struct {
+	Dir       string     // the recording directory (holds modules/)
+	Processes []*Process // sorted by rank, then host and pid
+}
+
+// Process is one process's recording, opened but not read.
+type Process struct {
+	Dir     string // the process directory
+	Name    string // its name inside the set, e.g. "host-1234"
+	Info    *pb.Process
+	Version Version
+	setDir  string
+}
+
+// Open opens a recording directory, or a single process directory inside
+// one. The error names the path and the problem in one line.
+func Open(path string) (*Set, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, unwrapPathError(err))
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("%s: not a directory (a recording is the directory gpurr record -o wrote)", path)
+	}
+	if _, err := os.Stat(filepath.Join(path, EventsFile)); err == nil {
+		p, err := openProcess(filepath.Dir(path), path)
+		if err != nil {
+			return nil, err
+		}
+		return &Set{Dir: filepath.Dir(path), Processes: []*Process{p}}, nil
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, unwrapPathError(err))
+	}
+	set := &Set{Dir: path}
+	for _, e := range entries {
+		if !e.IsDir() || e.Name() == ModulesDir {
+			continue
+		}
+		dir := filepath.Join(path, e.Name())
+		if _, err := os.Stat(filepath.Join(dir, EventsFile)); err != nil {
+			continue
+		}
+		p, err := openProcess(path, dir)
+		if err != nil {
+			return nil, err
+		}
+		set.Processes = append(set.Processes, p)
+	}
+	if len(set.Processes) == 0 {
+		return nil, fmt.Errorf("%s: not a gpurr recording (no %s in it or its subdirectories)", path, EventsFile)
+	}
+	sort.Slice(set.Processes, func(i, j int) bool { return processLess(set.Processes[i], set.Processes[j]) })
+	return set, nil
+}
+
+func processLess(a, b *Process) bool {
+	ra, rb := a.Info.GetRank(), b.Info.GetRank()
+	if a.Info.Rank != nil && b.Info.Rank != nil && ra != rb {
+		return ra < rb
+	}
+	if a.Info.GetHostname() != b.Info.GetHostname() {
+		return a.Info.GetHostname() < b.Info.GetHostname()
+	}
+	return a.Info.GetPid() < b.Info.GetPid()
+}
+
+func unwrapPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// openProcess reads the file header and the first frame (Process).
+func openProcess(setDir, dir string) (*Process, error) {
+	p := &Process{Dir: dir, Name: filepath.Base(dir), setDir: setDir}
+	first := true
+	err := p.scan(func(b *pb.Batch) error {
+		if first && b.Process == nil {
+			return errors.New("first frame has no process description")
+		}
+		first = false
+		p.Info = b.Process
+		return errStop
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return nil, err
+	}
+	if p.Info == nil {
+		return nil, fmt.Errorf("%s: recording holds no frame (the program was killed before its first write)", filepath.Join(dir, EventsFile))
+	}
+	return p, nil
+}
+
+var errStop = errors.New("stop")
+
+// ScanResult says how a scan ended.
+type ScanResult struct {
+	Frames    int
+	Truncated bool // the file ended inside a frame: the program was killed mid-write
+}
+
+// Scan calls fn for each frame's batch in file order. It returns
+// Truncated when the file ends inside a frame (all whole frames were
+// delivered). Errors name the file.
+func (p *Process) Scan(fn func(*pb.Batch) error) (ScanResult, error) {
+	var res ScanResult
+	err := p.scan(func(b *pb.Batch) error {
+		res.Frames++
+		return fn(b)
+	})
+	if errors.Is(err, errTruncated) {
+		res.Truncated = true
+		return res, nil
+	}
+	return res, err
+}
+
+func (p *Process) scan(fn func(*pb.Batch) error) error {
+	path := filepath.Join(p.Dir, EventsFile)
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, unwrapPathError(err))
+	}
+	defer f.Close()
+	err = scanFrames(bufio.NewReaderSize(f, 1<<20), func(v Version) { p.Version = v }, fn)
+	if err != nil && !errors.Is(err, errStop) && !errors.Is(err, errTruncated) {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return err
+}
+
+// scanFrames reads a whole events stream: header, then frames.
+func scanFrames(r io.Reader, version func(Version), fn func(*pb.Batch) error) error {
+	h := make([]byte, headerSize)
+	if n, err := io.ReadFull(r, h); err != nil {
+		if n == 0 {
+			return errors.New("empty file (the program was killed before its first write)")
+		}
+		if err == io.ErrUnexpectedEOF {
+			return errTruncatedHeader
+		}
+		return err
+	}
+	v, err := decodeFileHeader(h)
+	if err != nil {
+		return err
+	}
+	version(v)
+	fr := &frameReader{r: r, offset: headerSize}
+	for {
+		payload, err := fr.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		b := &pb.Batch{}
+		if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(payload, b); err != nil {
+			return fmt.Errorf("frame ending at offset %d: %v", fr.offset, err)
+		}
+		if err := fn(b); err != nil {
+			return err
+		}
+	}
+}
+
+// Data is a process recording read whole into memory.
+type Data struct {
+	Process       *pb.Process
+	Devices       []*pb.Device
+	Modules       []*pb.Module
+	Kernels       []*pb.Kernel
+	Callstacks    []*pb.Callstack
+	Launches      []*pb.Launch
+	Activities    []*pb.KernelActivity
+	GraphNodes    []*pb.GraphNode
+	GraphLaunches []*pb.GraphLaunch
+	Log           []*pb.LogEntry
+	Stats         *pb.Stats // cumulative, from the last frame that had them
+	End           *pb.End   // nil when the recording is incomplete
+	Truncated     bool      // the file ended inside a frame
+	Frames        int
+}
+
+// Complete reports whether the process ended normally and its recording
+// was closed.
+func (d *Data) Complete() bool { return d.End != nil }
+
+// Load reads the whole process recording.
+func (p *Process) Load() (*Data, error) {
+	d := &Data{Stats: &pb.Stats{}}
+	res, err := p.Scan(func(b *pb.Batch) error {
+		if b.Process != nil {
+			d.Process = b.Process
+		}
+		d.Devices = append(d.Devices, b.Devices...)
+		d.Modules = append(d.Modules, b.Modules...)
+		d.Kernels = append(d.Kernels, b.Kernels...)
+		d.Callstacks = append(d.Callstacks, b.Callstacks...)
+		d.Launches = append(d.Launches, b.Launches...)
+		d.Activities = append(d.Activities, b.Activities...)
+		d.GraphNodes = append(d.GraphNodes, b.GraphNodes...)
+		d.GraphLaunches = append(d.GraphLaunches, b.GraphLaunches...)
+		d.Log = append(d.Log, b.Log...)
+		if b.Stats != nil {
+			d.Stats = b.Stats
+		}
+		if b.End != nil {
+			d.End = b.End
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.Truncated = res.Truncated
+	d.Frames = res.Frames
+	return d, nil
+}
+
+// ModulePath is where the module image with the given digest is stored.
+func (p *Process) ModulePath(sha256 string) string {
+	return filepath.Join(p.setDir, ModulesDir, sha256+ModuleExt)
+}

@@ -1,0 +1,121 @@
+package recording
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// File and folder names inside a recording.
+const (
+	EventsFile = "events.gpurr"
+	ModulesDir = "modules"
+	ModuleExt  = ".cubin"
+	LogFile    = "agent.log"
+	SetFile    = "recording.json"
+)
+
+// Writer appends frames to one process's events file. It is not safe for
+// concurrent use: the agent owns one writer goroutine per process.
+type Writer struct {
+	setDir string
+	dir    string
+	f      *os.File
+	buf    []byte
+}
+
+// Create makes setDir (0700) if needed, the process directory setDir/name
+// and its events file (0600), and writes the file header and, unless first
+// is nil, a first frame holding first. The first frame of a file must carry
+// Process.
+func Create(setDir, name string, first *pb.Batch) (*Writer, error) {
+	dir := filepath.Join(setDir, name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, EventsFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	w := &Writer{setDir: setDir, dir: dir, f: f}
+	if _, err := f.Write(encodeFileHeader()); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if first != nil {
+		if err := w.Write(first); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// Dir is the process directory.
+func (w *Writer) Dir() string { return w.dir }
+
+// Write appends b as one frame with a single write, so a killed program
+// leaves whole frames and at most one partial frame at the end.
+func (w *Writer) Write(b *pb.Batch) error {
+	payload, err := proto.Marshal(b)
+	if err != nil {
+		return err
+	}
+	w.buf = appendFrame(w.buf[:0], payload)
+	_, err = w.f.Write(w.buf)
+	return err
+}
+
+// Sync flushes the file to stable storage.
+func (w *Writer) Sync() error { return w.f.Sync() }
+
+// Close closes the events file.
+func (w *Writer) Close() error { return w.f.Close() }
+
+// PutModule stores image under the shared modules folder, named by its
+// SHA-256, unless it is already there, and returns the hex digest. The file
+// appears whole or not at all (temporary file, then rename).
+func (w *Writer) PutModule(image []byte) (string, error) {
+	return PutModule(w.setDir, image)
+}
+
+// PutModule stores image in setDir's modules folder; see Writer.PutModule.
+func PutModule(setDir string, image []byte) (string, error) {
+	sum := sha256.Sum256(image)
+	digest := hex.EncodeToString(sum[:])
+	dir := filepath.Join(setDir, ModulesDir)
+	path := filepath.Join(dir, digest+ModuleExt)
+	if _, err := os.Stat(path); err == nil {
+		return digest, nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return digest, err
+	}
+	tmp, err := os.CreateTemp(dir, ".tmp-"+digest[:16]+"-*")
+	if err != nil {
+		return digest, err
+	}
+	_, werr := tmp.Write(image)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return digest, fmt.Errorf("write module %s: %w", digest, err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o600); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		os.Remove(tmp.Name())
+		return digest, err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return digest, err
+	}
+	return digest, nil
+}
