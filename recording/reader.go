@@ -104,7 +104,7 @@ func openProcess(setDir, dir string) (*Process, error) {
 		p.Info = b.Process
 		return errStop
 	})
-	if err != nil && !errors.Is(err, errStop) {
+	if err != nil && !errors.Is(err, errStop) && !errors.Is(err, errTruncated) {
 		return nil, err
 	}
 	if p.Info == nil {

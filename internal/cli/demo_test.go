@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpurr/gpurr/internal/cuda"
+	"github.com/gpurr/gpurr/internal/demo"
+)
+
+// skipWithGPU skips tests of the no-GPU paths on a machine with a GPU.
+func skipWithGPU(t *testing.T) {
+	t.Helper()
+	if _, err := cuda.Probe(); err == nil {
+		t.Skip("a CUDA device is usable here; this test covers machines without one")
+	}
+}
+
+func TestDemoWithoutGPU(t *testing.T) {
+	skipWithGPU(t)
+	var stdout, stderr bytes.Buffer
+	dir := filepath.Join(t.TempDir(), "demo")
+	code := run([]string{"demo", "-o", dir}, &stdout, &stderr)
+	out := stdout.String()
+	if !strings.HasPrefix(out, "No usable GPU here (") {
+		t.Errorf("first line does not say why: %q", out)
+	}
+	if _, err := cuda.Probe(); !strings.Contains(out, err.Error()) {
+		t.Errorf("output lacks the cuda error %q:\n%s", err, out)
+	}
+	if demo.HasBundled() {
+		if code != exitOK || !strings.Contains(out, "gpurr query "+dir) {
+			t.Errorf("with a bundled recording: exit %d, output:\n%s\nstderr:\n%s", code, out, stderr.String())
+		}
+		return
+	}
+	if code != exitFound {
+		t.Errorf("exit %d, want %d", code, exitFound)
+	}
+	if !strings.Contains(stderr.String(), "no bundled recording in this build") {
+		t.Errorf("stderr = %q", stderr.String())
+	}
+}
+
+func TestDemoWorkloadWithoutGPU(t *testing.T) {
+	skipWithGPU(t)
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"demo", "--workload"}, &stdout, &stderr)
+	if code != exitFound || !strings.Contains(stderr.String(), "demo workload: no CUDA driver") {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+func TestDemoUsage(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"demo", "extra"}, &stdout, &stderr); code != exitUsage {
+		t.Errorf("gpurr demo extra: exit %d, want %d", code, exitUsage)
+	}
+	stdout.Reset()
+	run([]string{"demo", "--help"}, &stdout, &stderr)
+	if strings.Contains(stdout.String(), "--workload") {
+		t.Error("--help shows the hidden --workload flag")
+	}
+}
+
+// TestDemoOnGPU runs the whole demo with this test binary standing in for
+// gpurr, so it needs the real binary: it is covered by the GPU suite.
+func TestDemoOnGPU(t *testing.T) {
+	if _, err := cuda.Probe(); err != nil {
+		t.Skipf("no CUDA device: %v", err)
+	}
+	t.Skip("needs the gpurr binary and its agent: run bin/gpurr demo on the GPU machine")
+}
+
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"/tmp/gpurr-demo-123": "/tmp/gpurr-demo-123",
+		"my run":              "'my run'",
+		"it's":                `'it'\''s'`,
+		"":                    "''",
+	} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,276 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpurr/gpurr/internal/agentpath"
+	"github.com/gpurr/gpurr/internal/cuda"
+	"github.com/gpurr/gpurr/internal/cupti/locate"
+	"github.com/gpurr/gpurr/internal/demo"
+	"github.com/gpurr/gpurr/recording"
+)
+
+func newDoctorCmd() *cobra.Command {
+	var cupti string
+	cmd := &cobra.Command{
+		Use:   "doctor [--cupti PATH]",
+		Short: "Check that this machine can record: driver, GPU, CUPTI, agent, injection",
+		Long: `doctor checks each piece gpurr record needs and prints one line per
+check: ✓ when it is there, ✗ with how to fix it when not, and – when the
+check could not run because an earlier one failed.
+
+  NVIDIA driver  libcuda.so.1 loads; its CUDA version
+  GPUs           the devices the driver sees
+  CUPTI          found (every place looked is listed) and loadable
+  agent          libgpurr.so beside the gpurr executable
+  injection      gpurr record of the demo workload records every launch
+
+Exit status: 0 when every check passed, 1 when something is missing.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runDoctor(cmd.OutOrStdout(), cupti)
+		},
+	}
+	cmd.Flags().StringVar(&cupti, "cupti", "", "path of libcupti.so (or its directory) to check instead of searching; also $"+locate.EnvCUPTI)
+	return cmd
+}
+
+// report prints the doctor's lines and counts the failures.
+type report struct {
+	w        io.Writer
+	failures int
+}
+
+const checkWidth = 14
+
+func (r *report) ok(check, format string, args ...any) {
+	fmt.Fprintf(r.w, "✓ %-*s %s\n", checkWidth, check, fmt.Sprintf(format, args...))
+}
+
+// fail prints a ✗ line for check, what went wrong, and the fix.
+func (r *report) fail(check string, problem error, fix string) {
+	r.failures++
+	fmt.Fprintf(r.w, "✗ %-*s %v\n", checkWidth, check, problem)
+	if fix != "" {
+		r.detail("fix: " + fix)
+	}
+}
+
+func (r *report) skip(check, why string) {
+	fmt.Fprintf(r.w, "– %-*s skipped: %s\n", checkWidth, check, why)
+}
+
+func (r *report) detail(line string) {
+	fmt.Fprintf(r.w, "  %*s %s\n", checkWidth, "", line)
+}
+
+func runDoctor(stdout io.Writer, cuptiFlag string) error {
+	r := &report{w: stdout}
+	gpuOK := checkDriver(r)
+	cuptiPath := checkCUPTI(r, cuptiFlag)
+	agentOK := checkAgent(r)
+
+	var missing []string
+	for _, m := range []struct {
+		ok   bool
+		what string
+	}{{gpuOK, "a GPU"}, {cuptiPath != "", "CUPTI"}, {agentOK, "the agent"}} {
+		if !m.ok {
+			missing = append(missing, m.what)
+		}
+	}
+	if len(missing) > 0 {
+		r.skip("injection", "needs "+joinAnd(missing))
+	} else {
+		checkInjection(r, cuptiPath)
+	}
+
+	if r.failures > 0 {
+		fmt.Fprintf(stdout, "\n%d problem(s): fix the ✗ lines above, then run gpurr doctor again.\n", r.failures)
+		return exitWith(exitFound)
+	}
+	fmt.Fprintln(stdout, "\nThis machine can record: try gpurr demo, or gpurr record -o DIR -- YOUR-PROGRAM.")
+	return nil
+}
+
+// checkDriver checks libcuda.so.1 and the devices; it reports whether a
+// GPU is usable.
+func checkDriver(r *report) bool {
+	sys, err := cuda.Probe()
+	if errors.Is(err, cuda.ErrNoDriver) {
+		r.fail("NVIDIA driver", err, "install the NVIDIA driver for your GPU (nvidia-smi should then list it); in a container, run it with the GPU and driver libraries mounted (docker run --gpus all)")
+		r.skip("GPUs", "needs the NVIDIA driver")
+		return false
+	}
+	if sys.DriverVersion == 0 {
+		r.fail("NVIDIA driver", err, "reinstall the NVIDIA driver; nvidia-smi should work")
+		r.skip("GPUs", "needs the NVIDIA driver")
+		return false
+	}
+	r.ok("NVIDIA driver", "%s, CUDA %s", cuda.Library, cuda.FormatVersion(sys.DriverVersion))
+	if err != nil {
+		fix := "check that nvidia-smi lists the GPU and that CUDA_VISIBLE_DEVICES does not hide it"
+		if errors.Is(err, cuda.ErrorSystemDriverMismatch) || errors.Is(err, cuda.ErrorStubLibrary) {
+			fix = "the libcuda.so.1 found does not match the loaded kernel driver: reinstall the driver, or remove the stub or compatibility library from the library path"
+		}
+		r.fail("GPUs", err, fix)
+		return false
+	}
+	for _, d := range sys.Devices {
+		r.ok(fmt.Sprintf("GPU %d", d.Ordinal), "%s", describeDevice(d))
+	}
+	return true
+}
+
+// checkCUPTI searches for CUPTI, lists every place looked, and checks that
+// the library found loads. It returns the library's path, or "".
+func checkCUPTI(r *report, flag string) string {
+	res := locate.Search(locate.Config{Flag: flag, All: true})
+	if err := res.Err(); err != nil {
+		fix := locate.CUPTIFix
+		if res.Explicit {
+			fix = "give --cupti or $" + locate.EnvCUPTI + " the path of libcupti.so.13 (or of its directory)"
+		} else {
+			err = errNotFound
+		}
+		r.fail("CUPTI", err, fix)
+		listPlaces(r, res)
+		return ""
+	}
+	if err := cuda.CheckLibrary(res.Path); err != nil {
+		r.fail("CUPTI", fmt.Errorf("%s is found but does not load: %v", res.Path, err),
+			"install the libraries it needs (ldd "+shellQuote(res.Path)+" lists them) or point --cupti at another CUPTI")
+		listPlaces(r, res)
+		return ""
+	}
+	r.ok("CUPTI", "%s", res.Path)
+	listPlaces(r, res)
+	return res.Path
+}
+
+var errNotFound = errors.New("not found in any of the places below")
+
+// listPlaces prints every place a search looked at, in order.
+func listPlaces(r *report, res locate.Result) {
+	r.detail("looked in, in order:")
+	used := false
+	for _, p := range res.Looked {
+		where := p.Path
+		if where == "" {
+			where = p.Source
+		}
+		line := "✓ " + where
+		if p.Err != nil {
+			line = fmt.Sprintf("✗ %s: %v", where, p.Err)
+		}
+		if p.Source != where && !strings.HasPrefix(where, p.Source+"/") {
+			line += "  (" + p.Source + ")"
+		}
+		if p.Err == nil && p.Path == res.Path && !used {
+			line += "  ← used"
+			used = true
+		}
+		r.detail("  " + line)
+	}
+}
+
+// checkAgent checks that libgpurr.so is where gpurr record looks for it.
+// It is not loaded here: the agent carries a Go runtime of its own.
+func checkAgent(r *report) bool {
+	res := agentpath.Search()
+	if err := res.Err(); err != nil {
+		if !res.Explicit {
+			err = errNotFound
+		}
+		r.fail("agent", err, agentpath.Fix)
+		listPlaces(r, res)
+		return false
+	}
+	r.ok("agent", "%s", res.Path)
+	return true
+}
+
+// injectionTimeout bounds the recorded demo workload.
+const injectionTimeout = 2 * time.Minute
+
+// checkInjection records the demo workload and checks that the recording
+// holds every launch. A failed recording is kept for inspection.
+func checkInjection(r *report, cuptiPath string) {
+	exe, err := os.Executable()
+	if err != nil {
+		r.fail("injection", fmt.Errorf("cannot find the gpurr executable: %v", err), "run gpurr by its path")
+		return
+	}
+	tmp, err := os.MkdirTemp("", "gpurr-doctor-")
+	if err != nil {
+		r.fail("injection", err, "set $TMPDIR to a writable directory")
+		return
+	}
+	dir := filepath.Join(tmp, "rec")
+	ctx, cancel := context.WithTimeout(context.Background(), injectionTimeout)
+	defer cancel()
+	var out bytes.Buffer
+	err = recordWorkload(ctx, exe, dir, []string{"--cupti", cuptiPath}, &out, &out)
+	n := 0
+	if err == nil {
+		n, err = countLaunches(dir)
+	}
+	if err == nil && n == demo.Launches {
+		os.RemoveAll(tmp)
+		r.ok("injection", "gpurr record saw all %d launches of the demo workload", n)
+		return
+	}
+	if err == nil {
+		err = fmt.Errorf("the recording holds %d of the demo workload's %d launches", n, demo.Launches)
+	}
+	r.fail("injection", err, "read the agent's log in "+dir+" (gpurr info "+shellQuote(dir)+" shows it)")
+	for _, line := range lastLines(out.String(), 10) {
+		r.detail("| " + line)
+	}
+}
+
+// countLaunches counts the launches in a recording's processes.
+func countLaunches(dir string) (int, error) {
+	set, err := recording.Open(dir)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range set.Processes {
+		d, err := p.Load()
+		if err != nil {
+			return n, err
+		}
+		n += len(d.Launches)
+	}
+	return n, nil
+}
+
+// joinAnd joins ["a", "b", "c"] as "a, b and c".
+func joinAnd(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
+}
+
+func lastLines(s string, n int) []string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) == 1 && lines[0] == "" {
+		return nil
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines
+}

@@ -1,0 +1,60 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/gpurr/gpurr/internal/cupti/locate"
+	"github.com/gpurr/gpurr/internal/cupti/locate/locatetest"
+)
+
+func TestDoctorWithoutGPU(t *testing.T) {
+	skipWithGPU(t)
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"doctor"}, &stdout, &stderr)
+	out := stdout.String()
+	if code != exitFound {
+		t.Errorf("exit %d, want %d", code, exitFound)
+	}
+	for _, want := range []string{
+		"✗ NVIDIA driver  no CUDA driver: libcuda.so.1",
+		"fix: install the NVIDIA driver",
+		"– GPUs           skipped: needs the NVIDIA driver",
+		"CUPTI",
+		"looked in, in order:",
+		"agent",
+		"– injection      skipped: needs a GPU",
+		"fix: build it with make",
+		"problem(s)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// Every ✗ line is followed by how to fix it.
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "✗") && (i+1 >= len(lines) || !strings.HasPrefix(strings.TrimSpace(lines[i+1]), "fix: ")) {
+			t.Errorf("✗ line without a fix after it: %q", l)
+		}
+	}
+}
+
+func TestDoctorCUPTIFlag(t *testing.T) {
+	skipWithGPU(t)
+	lib := t.TempDir() + "/libcupti.so.13"
+	locatetest.Write(t, lib, locatetest.Library{Soname: "libcupti.so.13", Exports: []string{locate.CUPTISymbol}})
+	var stdout, stderr bytes.Buffer
+	run([]string{"doctor", "--cupti", lib}, &stdout, &stderr)
+	out := stdout.String()
+	// The fake passes the search; loading it shows the dlopen check runs.
+	if !strings.Contains(out, lib) || !strings.Contains(out, "--cupti") {
+		t.Errorf("output does not report the --cupti library:\n%s", out)
+	}
+	stdout.Reset()
+	run([]string{"doctor", "--cupti", "/nonexistent/libcupti.so.13"}, &stdout, &stderr)
+	if !strings.Contains(stdout.String(), "✗ CUPTI          CUPTI named by --cupti is not usable: /nonexistent/libcupti.so.13: does not exist") {
+		t.Errorf("bad --cupti:\n%s", stdout.String())
+	}
+}

@@ -1,0 +1,311 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpurr/gpurr/query"
+)
+
+func newQueryCmd() *cobra.Command {
+	var format string
+	var schema, listTables bool
+	cmd := &cobra.Command{
+		Use:   "query REC 'SQL'",
+		Short: "Run SQL over a recording's tables",
+		Long: `Load a recording into SQLite tables (in memory) and run one SQL statement.
+
+  gpurr query rec 'SELECT demangled, count(*) FROM gpu_activity GROUP BY 1 ORDER BY 2 DESC'
+  gpurr query --tables          the tables and what they hold
+  gpurr query --schema          every column, with its meaning
+
+Every table has a process column, so a recording of several ranks is one
+database. BLOBs print as hex (cut to 32 bytes in the table format).`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if schema || listTables {
+				if len(args) > 1 {
+					return usageErrorf("query: --schema and --tables take no SQL")
+				}
+				return nil
+			}
+			if len(args) != 2 {
+				return usageErrorf("query: want a recording and one SQL statement, got %d arguments (gpurr query REC 'SQL', or --schema)", len(args))
+			}
+			if strings.TrimSpace(args[1]) == "" {
+				return usageErrorf("query: the SQL statement is empty")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat("query", format, "table", "csv", "json"); err != nil {
+				return err
+			}
+			out := bufio.NewWriter(cmd.OutOrStdout())
+			w := newRowWriter(format, out)
+			var err error
+			switch {
+			case listTables:
+				err = writeTables(w)
+			case schema:
+				err = writeSchema(w)
+			default:
+				err = runQuery(cmd.Context(), cmd.ErrOrStderr(), args[0], args[1], w)
+			}
+			if err == nil {
+				err = w.Flush()
+			}
+			if ferr := out.Flush(); err == nil {
+				err = ferr
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "table", "output format: table, csv or json")
+	cmd.Flags().BoolVar(&schema, "schema", false, "list every table's columns and what they mean")
+	cmd.Flags().BoolVar(&listTables, "tables", false, "list the tables and what they hold")
+	return cmd
+}
+
+func runQuery(ctx context.Context, stderr io.Writer, path, statement string, w rowWriter) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	set, err := openRecording(path)
+	if err != nil {
+		return err
+	}
+	db, err := query.Load(ctx, set)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	defer db.Close()
+	for _, warning := range db.Warnings {
+		fmt.Fprintf(stderr, "gpurr: warning: %s\n", warning)
+	}
+	if err := db.Query(ctx, statement, w); err != nil {
+		return usageErrorf("query: %v", err)
+	}
+	return nil
+}
+
+func writeTables(w rowWriter) error {
+	if err := w.Columns([]string{"table", "columns", "description"}); err != nil {
+		return err
+	}
+	for _, t := range query.Schema() {
+		if err := w.Row([]any{t.Name, int64(len(t.Columns)), t.Doc}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeSchema(w rowWriter) error {
+	if err := w.Columns([]string{"table", "column", "type", "description"}); err != nil {
+		return err
+	}
+	for _, t := range query.Schema() {
+		for _, c := range t.Columns {
+			if err := w.Row([]any{t.Name, c.Name, c.Type, c.Doc}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// rowWriter is a query.RowWriter for one output format; Flush ends the
+// output once every row has been written.
+type rowWriter interface {
+	query.RowWriter
+	Flush() error
+}
+
+func newRowWriter(format string, w io.Writer) rowWriter {
+	switch format {
+	case "csv":
+		return &csvRows{w: csv.NewWriter(w)}
+	case "json":
+		return &jsonRows{w: w}
+	default:
+		return &tableRows{w: w}
+	}
+}
+
+// maxTableBlob is how many bytes of a BLOB the table format shows.
+const maxTableBlob = 32
+
+// tableRows aligns columns under a header. Rows are kept until Flush,
+// since a column's width is known only after its last row.
+type tableRows struct {
+	w     io.Writer
+	names []string
+	rows  [][]string
+}
+
+func (t *tableRows) Columns(names []string) error { t.names = names; return nil }
+
+func (t *tableRows) Row(values []any) error {
+	row := make([]string, len(values))
+	for i, v := range values {
+		row[i] = tableCell(v)
+	}
+	t.rows = append(t.rows, row)
+	return nil
+}
+
+func (t *tableRows) Flush() error {
+	tw := tabwriter.NewWriter(t.w, 0, 0, 2, ' ', 0)
+	writeLine := func(cells []string) {
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	writeLine(t.names)
+	for _, r := range t.rows {
+		writeLine(r)
+	}
+	return tw.Flush()
+}
+
+// tableCell writes a value on one line: the table has no room for a
+// newline or a tab inside a cell.
+func tableCell(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "NULL"
+	case []byte:
+		if len(v) > maxTableBlob {
+			return hex.EncodeToString(v[:maxTableBlob]) + fmt.Sprintf("...(%d bytes)", len(v))
+		}
+		return hex.EncodeToString(v)
+	case string:
+		return strings.NewReplacer("\n", `\n`, "\t", " ", "\r", `\r`).Replace(v)
+	default:
+		return scalarText(v)
+	}
+}
+
+// scalarText writes a number (or anything else SQLite returns) as text.
+func scalarText(v any) string {
+	switch v := v.(type) {
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	case string:
+		return v
+	case []byte:
+		return hex.EncodeToString(v)
+	case nil:
+		return ""
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+type csvRows struct{ w *csv.Writer }
+
+func (c *csvRows) Columns(names []string) error { return c.w.Write(names) }
+
+func (c *csvRows) Row(values []any) error {
+	row := make([]string, len(values))
+	for i, v := range values {
+		row[i] = scalarText(v)
+	}
+	return c.w.Write(row)
+}
+
+func (c *csvRows) Flush() error {
+	c.w.Flush()
+	return c.w.Error()
+}
+
+// jsonRows writes an array of objects, one per row, keys in column order,
+// as the rows arrive.
+type jsonRows struct {
+	w    io.Writer
+	keys [][]byte // each column name, encoded
+	rows int
+}
+
+func (j *jsonRows) Columns(names []string) error {
+	for _, n := range names {
+		k, err := jsonText(n)
+		if err != nil {
+			return err
+		}
+		j.keys = append(j.keys, k)
+	}
+	return nil
+}
+
+// jsonText encodes v as JSON, leaving <, > and & as they are: C++ kernel
+// names are full of them.
+func jsonText(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+func (j *jsonRows) Row(values []any) error {
+	var b strings.Builder
+	if j.rows == 0 {
+		b.WriteString("[\n  {")
+	} else {
+		b.WriteString(",\n  {")
+	}
+	for i, v := range values {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.Write(j.keys[i])
+		b.WriteString(": ")
+		val, err := jsonText(jsonValue(v))
+		if err != nil {
+			return err
+		}
+		b.Write(val)
+	}
+	b.WriteString("}")
+	j.rows++
+	_, err := io.WriteString(j.w, b.String())
+	return err
+}
+
+func (j *jsonRows) Flush() error {
+	end := "\n]\n"
+	if j.rows == 0 {
+		end = "[]\n"
+	}
+	_, err := io.WriteString(j.w, end)
+	return err
+}
+
+// jsonValue maps a SQLite value to what JSON can hold: BLOBs as hex, and
+// the infinities SQLite can compute as strings.
+func jsonValue(v any) any {
+	switch v := v.(type) {
+	case []byte:
+		return hex.EncodeToString(v)
+	case float64:
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			return strconv.FormatFloat(v, 'g', -1, 64)
+		}
+	}
+	return v
+}

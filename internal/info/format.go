@@ -1,0 +1,168 @@
+package info
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteJSON writes the report as one indented JSON object.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // C++ names are full of <, > and &
+	return enc.Encode(r)
+}
+
+// WriteTable writes the report for people: a block per process, problems
+// first and loud.
+func (r *Report) WriteTable(w io.Writer) error {
+	tw := &textWriter{w: w}
+	tw.printf("recording %s: %d process%s\n", r.Recording, len(r.Processes), plural(len(r.Processes), "es"))
+	for _, p := range r.Processes {
+		tw.printf("\n")
+		p.write(tw)
+	}
+	if t := r.Total; t != nil {
+		tw.printf("\ntotal        %d processes: %d eager launches, %d captured, %d graph launches; %d kernel runs, %s on the GPU; %d distinct kernels\n",
+			t.Processes, t.Launches, t.Captured, t.GraphLaunches, t.KernelRuns, formatNS(t.GPUTimeNS), t.Kernels)
+		if t.WithProblems > 0 {
+			tw.printf("!! %d of %d processes have problems (marked !! above)\n", t.WithProblems, t.Processes)
+		}
+	}
+	return tw.err
+}
+
+// textWriter keeps the first write error, so the report reads as prints.
+type textWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (t *textWriter) printf(format string, args ...any) {
+	if t.err == nil {
+		_, t.err = fmt.Fprintf(t.w, format, args...)
+	}
+}
+
+func (t *textWriter) field(name, format string, args ...any) {
+	t.printf("  %-12s %s\n", name, fmt.Sprintf(format, args...))
+}
+
+func (p *Process) write(t *textWriter) {
+	t.printf("%s  %spid %d (parent %d) on %s\n", p.Name, p.rankText(), p.PID, p.PPID, p.Host)
+	p.writeProblems(t)
+	t.field("command", "%s", strings.Join(p.Argv, " "))
+	if p.Python != "" {
+		t.field("python", "%s", p.Python)
+	}
+	t.field("recorder", "gpurr agent %s, CUDA driver %d, CUPTI %s, callstacks %s", p.AgentVersion, p.DriverVersion, p.CuptiPath, p.CallstackMode)
+	if p.KernelFilter != "" {
+		t.field("kernels", "only those matching %q (%d launches filtered out, by design)", p.KernelFilter, p.LaunchesFiltered)
+	}
+	for _, d := range p.Devices {
+		t.field(fmt.Sprintf("device %d", d.Ordinal), "%s, cc %s, %d SMs, %s, %s", d.Name, d.CC, d.SMs, formatBytes(d.MemoryBytes), d.UUID)
+	}
+	t.field("span", "%s, first to last timestamp", formatNS(p.SpanNS))
+	t.field("launches", "%d eager, %d captured into graphs, %d graph launches", p.Launches, p.Captured, p.GraphLaunches)
+	linked := "all linked to their launch"
+	if p.UnlinkedRuns > 0 {
+		linked = fmt.Sprintf("%d not linked to a launch (filtered, dropped or unknown)", p.UnlinkedRuns)
+	}
+	t.field("GPU", "%d kernel runs, %s; %s", p.KernelRuns, formatNS(p.GPUTimeNS), linked)
+	t.field("kernels", "%d distinct", p.Kernels)
+	t.field("modules", "%d, %s", p.Modules, formatBytes(p.ModuleBytes))
+	t.field("callstacks", "%d", p.Callstacks)
+	writeKernels(t, "top kernels by count", p.TopByCount)
+	writeKernels(t, "top kernels by GPU time", p.TopByTime)
+}
+
+func (p *Process) rankText() string {
+	if p.Rank == nil {
+		return ""
+	}
+	s := fmt.Sprintf("rank %d", *p.Rank)
+	if p.WorldSize != nil {
+		s += fmt.Sprintf(" of %d", *p.WorldSize)
+	}
+	if p.LocalRank != nil {
+		s += fmt.Sprintf(" (local %d)", *p.LocalRank)
+	}
+	return s + "  "
+}
+
+func (p *Process) writeProblems(t *textWriter) {
+	switch {
+	case p.Truncated:
+		t.printf("  !! TRUNCATED: the events file ends inside a frame (the program was killed mid-write); below is what was written\n")
+	case !p.Complete:
+		t.printf("  !! INCOMPLETE: no end record (the program was killed, or is still running)\n")
+	}
+	if len(p.Losses) > 0 {
+		var parts []string
+		for _, c := range p.Losses {
+			parts = append(parts, fmt.Sprintf("%s %d", c.Name, c.Value))
+		}
+		t.printf("  !! LOST OR FAILED: %s\n", strings.Join(parts, ", "))
+	}
+	if len(p.Errors) > 0 {
+		t.printf("  !! last errors in the agent's log:\n")
+		for _, e := range p.Errors {
+			t.printf("       +%s  %s\n", formatNS(e.AtNS), e.Message)
+		}
+	}
+	if len(p.Problems()) == 0 {
+		t.field("status", "complete (%s), nothing lost", p.EndReason)
+	}
+}
+
+func writeKernels(t *textWriter, title string, uses []KernelUse) {
+	if len(uses) == 0 || t.err != nil {
+		return
+	}
+	t.printf("\n  %s\n", title)
+	tab := tabwriter.NewWriter(t.w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tab, "    runs\tlaunches\tGPU time\t  kernel\n")
+	for _, u := range uses {
+		fmt.Fprintf(tab, "    %d\t%d\t%s\t  %s\n", u.Runs, u.Launches, formatNS(u.GPUTimeNS), u.Name)
+	}
+	t.err = tab.Flush()
+}
+
+func plural(n int, suffix string) string {
+	if n == 1 {
+		return ""
+	}
+	return suffix
+}
+
+// formatNS writes a duration with three or four significant digits.
+func formatNS(ns uint64) string {
+	d := time.Duration(ns)
+	switch {
+	case d < time.Microsecond:
+		return fmt.Sprintf("%dns", ns)
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.1fµs", float64(ns)/1e3)
+	case d < time.Second:
+		return fmt.Sprintf("%.2fms", float64(ns)/1e6)
+	default:
+		return fmt.Sprintf("%.3fs", float64(ns)/1e9)
+	}
+}
+
+func formatBytes(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, prefix := float64(n)/unit, 0
+	for v >= unit && prefix < 4 {
+		v /= unit
+		prefix++
+	}
+	return fmt.Sprintf("%.1f %ciB", v, "KMGTP"[prefix])
+}

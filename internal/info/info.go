@@ -1,0 +1,345 @@
+// Package info summarizes a recording: what ran where, for how long, which
+// kernels mattered, and everything the recording lost. Nothing lost is
+// left out of the summary: every non-zero drop or failure counter, a cut
+// short or unclosed recording, and the last errors the agent logged are
+// problems, and a report with problems says so first.
+package info
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/gpurr/gpurr/recording"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// Top kernels and log lines shown per process.
+const (
+	topKernels = 10
+	lastErrors = 5
+)
+
+// Report is the summary of a recording.
+type Report struct {
+	Recording string     `json:"recording"`
+	Processes []*Process `json:"processes"`
+	Total     *Total     `json:"total,omitempty"` // when there are several processes
+}
+
+// Process summarizes one process's recording.
+type Process struct {
+	Name          string   `json:"name"`
+	PID           uint32   `json:"pid"`
+	PPID          uint32   `json:"ppid"`
+	Host          string   `json:"host"`
+	Rank          *int32   `json:"rank,omitempty"`
+	LocalRank     *int32   `json:"local_rank,omitempty"`
+	WorldSize     *int32   `json:"world_size,omitempty"`
+	Argv          []string `json:"argv"`
+	Python        string   `json:"python,omitempty"`
+	AgentVersion  string   `json:"agent_version"`
+	CuptiPath     string   `json:"cupti_path"`
+	DriverVersion int32    `json:"driver_version"`
+	CallstackMode string   `json:"callstack_mode"`
+	KernelFilter  string   `json:"kernel_filter,omitempty"`
+	Devices       []Device `json:"devices"`
+
+	FirstNS uint64 `json:"first_ns"` // earliest host or GPU timestamp
+	LastNS  uint64 `json:"last_ns"`  // latest one
+	SpanNS  uint64 `json:"span_ns"`
+
+	Launches         int    `json:"launches"` // eager: ran as themselves
+	Captured         int    `json:"captured"` // built a graph node
+	GraphLaunches    int    `json:"graph_launches"`
+	KernelRuns       int    `json:"kernel_runs"` // GPU activity records
+	GPUTimeNS        uint64 `json:"gpu_time_ns"`
+	UnlinkedRuns     int    `json:"unlinked_runs"` // activity with no launch in the recording
+	Kernels          int    `json:"kernels"`       // distinct kernels described
+	Modules          int    `json:"modules"`
+	ModuleBytes      uint64 `json:"module_bytes"`
+	Callstacks       int    `json:"callstacks"`
+	LaunchesFiltered uint64 `json:"launches_filtered,omitempty"` // skipped by --kernels, by design
+
+	TopByCount []KernelUse `json:"top_by_count"`
+	TopByTime  []KernelUse `json:"top_by_gpu_time"`
+
+	Complete  bool        `json:"complete"`
+	Truncated bool        `json:"truncated"`
+	EndReason string      `json:"end_reason,omitempty"`
+	Losses    []Counter   `json:"losses"`      // non-zero drop and failure counters
+	Errors    []*LogEntry `json:"last_errors"` // the last error entries of the log
+}
+
+// Device is a GPU the process used.
+type Device struct {
+	Ordinal     uint32 `json:"ordinal"`
+	Name        string `json:"name"`
+	UUID        string `json:"uuid"`
+	CC          string `json:"cc"`
+	SMs         uint32 `json:"sm_count"`
+	MemoryBytes uint64 `json:"memory_bytes"`
+}
+
+// KernelUse is how much one kernel ran.
+type KernelUse struct {
+	Name      string `json:"name"` // readable, shortened
+	Launches  int    `json:"launches"`
+	Runs      int    `json:"runs"`
+	GPUTimeNS uint64 `json:"gpu_time_ns"`
+}
+
+// Counter is a named Stats counter.
+type Counter struct {
+	Name  string `json:"name"`
+	Value uint64 `json:"value"`
+}
+
+// LogEntry is a line of the agent's log.
+type LogEntry struct {
+	AtNS    uint64 `json:"at_ns"` // since the process started recording
+	Level   string `json:"level"`
+	Message string `json:"message"`
+}
+
+// Total adds up the processes of a recording.
+type Total struct {
+	Processes     int    `json:"processes"`
+	Launches      int    `json:"launches"`
+	Captured      int    `json:"captured"`
+	GraphLaunches int    `json:"graph_launches"`
+	KernelRuns    int    `json:"kernel_runs"`
+	GPUTimeNS     uint64 `json:"gpu_time_ns"`
+	Kernels       int    `json:"kernels"` // distinct by identity across processes
+	WithProblems  int    `json:"with_problems"`
+}
+
+// Problems names what went wrong with the process's recording, one short
+// item each; empty when it is complete and lost nothing.
+func (p *Process) Problems() []string {
+	var out []string
+	switch {
+	case p.Truncated:
+		out = append(out, "truncated")
+	case !p.Complete:
+		out = append(out, "incomplete")
+	}
+	for _, c := range p.Losses {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+// Summarize reads every process of set.
+func Summarize(set *recording.Set, name string) (*Report, error) {
+	r := &Report{Recording: name}
+	identities := map[uint64]bool{}
+	for _, p := range set.Processes {
+		d, err := p.Load()
+		if err != nil {
+			return nil, err
+		}
+		r.Processes = append(r.Processes, summarize(p.Name, d))
+		for _, k := range d.Kernels {
+			identities[k.GetIdentity()] = true
+		}
+	}
+	if len(r.Processes) > 1 {
+		t := &Total{Processes: len(r.Processes), Kernels: len(identities)}
+		for _, p := range r.Processes {
+			t.Launches += p.Launches
+			t.Captured += p.Captured
+			t.GraphLaunches += p.GraphLaunches
+			t.KernelRuns += p.KernelRuns
+			t.GPUTimeNS += p.GPUTimeNS
+			if len(p.Problems()) > 0 {
+				t.WithProblems++
+			}
+		}
+		r.Total = t
+	}
+	return r, nil
+}
+
+func summarize(name string, d *recording.Data) *Process {
+	info := d.Process
+	if info == nil {
+		info = &pb.Process{}
+	}
+	p := &Process{
+		Name: name, PID: info.GetPid(), PPID: info.GetPpid(), Host: info.GetHostname(),
+		Rank: info.Rank, LocalRank: info.LocalRank, WorldSize: info.WorldSize,
+		Argv: info.GetArgv(), Python: info.GetPython(), AgentVersion: info.GetAgentVersion(),
+		CuptiPath: info.GetCuptiPath(), DriverVersion: info.GetDriverVersion(),
+		CallstackMode: info.GetCallstackMode(), KernelFilter: info.GetKernelFilter(),
+		GraphLaunches: len(d.GraphLaunches), KernelRuns: len(d.Activities), Kernels: len(d.Kernels),
+		Modules: len(d.Modules), Callstacks: len(d.Callstacks),
+		Complete: d.Complete(), Truncated: d.Truncated,
+		LaunchesFiltered: d.Stats.GetLaunchesFiltered(),
+		Losses:           losses(d.Stats),
+	}
+	if d.End != nil {
+		p.EndReason = d.End.GetReason()
+	}
+	for _, dev := range d.Devices {
+		p.Devices = append(p.Devices, Device{
+			Ordinal: dev.GetOrdinal(), Name: dev.GetName(), UUID: dev.GetUuid(),
+			CC: ccString(dev), SMs: dev.GetSmCount(), MemoryBytes: dev.GetMemoryBytes(),
+		})
+	}
+	for _, m := range d.Modules {
+		p.ModuleBytes += m.GetSize()
+	}
+	p.FirstNS, p.LastNS = span(d)
+	p.SpanNS = p.LastNS - p.FirstNS
+	p.countKernels(d)
+	for _, e := range d.Log {
+		if e.GetLevel() == "error" {
+			p.Errors = append(p.Errors, &LogEntry{AtNS: since(info.GetStartNs(), e.GetHostNs()), Level: e.GetLevel(), Message: e.GetMessage()})
+		}
+	}
+	if len(p.Errors) > lastErrors {
+		p.Errors = p.Errors[len(p.Errors)-lastErrors:]
+	}
+	return p
+}
+
+func ccString(d *pb.Device) string { return fmt.Sprintf("%d.%d", d.GetCcMajor(), d.GetCcMinor()) }
+
+// losses lists the non-zero counters that count something lost or failed.
+// Found by name, so a counter added to Stats later is never left out.
+func losses(s *pb.Stats) []Counter {
+	var out []Counter
+	m := s.ProtoReflect()
+	fields := m.Descriptor().Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		name := string(fd.Name())
+		if !strings.HasSuffix(name, "_dropped") && !strings.HasSuffix(name, "_failed") && name != "errors" {
+			continue
+		}
+		if fd.Kind() != protoreflect.Uint64Kind || fd.IsList() {
+			continue
+		}
+		if v := m.Get(fd).Uint(); v != 0 {
+			out = append(out, Counter{Name: name, Value: v})
+		}
+	}
+	return out
+}
+
+func since(start, t uint64) uint64 {
+	if t < start {
+		return 0
+	}
+	return t - start
+}
+
+// span is the first and last timestamp anywhere in the recording; host
+// and GPU timestamps share one clock.
+func span(d *recording.Data) (first, last uint64) {
+	see := func(ts uint64) {
+		if ts == 0 {
+			return
+		}
+		if first == 0 || ts < first {
+			first = ts
+		}
+		last = max(last, ts)
+	}
+	see(d.Process.GetStartNs())
+	for _, l := range d.Launches {
+		see(l.GetHostNs())
+	}
+	for _, g := range d.GraphLaunches {
+		see(g.GetHostNs())
+	}
+	for _, a := range d.Activities {
+		see(a.GetStartNs())
+		see(a.GetEndNs())
+	}
+	see(d.End.GetEndNs())
+	return first, last
+}
+
+// countKernels counts launches and GPU runs per kernel and keeps the top
+// ones. Kernels are keyed by mangled name, the one name both a launch (via
+// its kernel) and an activity carry.
+func (p *Process) countKernels(d *recording.Data) {
+	links := d.Links()
+	uses := map[string]*KernelUse{}
+	use := func(name string) *KernelUse {
+		u := uses[name]
+		if u == nil {
+			u = &KernelUse{}
+			uses[name] = u
+		}
+		return u
+	}
+	readable := map[string]string{}
+	for _, k := range d.Kernels {
+		readable[k.GetName()] = links.KernelName(k)
+	}
+	for _, l := range d.Launches {
+		if l.GetCaptured() {
+			p.Captured++
+			continue
+		}
+		p.Launches++
+		use(links.Kernel(l.GetKernelId()).GetName()).Launches++
+	}
+	for _, a := range d.Activities {
+		u := use(a.GetName())
+		u.Runs++
+		// Clocks that go backwards would make a huge unsigned duration.
+		if a.GetEndNs() > a.GetStartNs() {
+			u.GPUTimeNS += a.GetEndNs() - a.GetStartNs()
+			p.GPUTimeNS += a.GetEndNs() - a.GetStartNs()
+		}
+		if l, _ := links.LaunchFor(a); l == nil {
+			p.UnlinkedRuns++
+		}
+	}
+	all := make([]KernelUse, 0, len(uses))
+	for name, u := range uses {
+		r, ok := readable[name]
+		if !ok {
+			r = links.Demangle(name)
+		}
+		u.Name = shorten(r, 80)
+		all = append(all, *u)
+	}
+	p.TopByCount = top(all, func(a, b KernelUse) int {
+		return cmp.Or(cmp.Compare(b.Runs, a.Runs), cmp.Compare(b.Launches, a.Launches), cmp.Compare(a.Name, b.Name))
+	})
+	p.TopByTime = top(all, func(a, b KernelUse) int {
+		return cmp.Or(cmp.Compare(b.GPUTimeNS, a.GPUTimeNS), cmp.Compare(b.Runs, a.Runs), cmp.Compare(a.Name, b.Name))
+	})
+}
+
+func top(all []KernelUse, order func(a, b KernelUse) int) []KernelUse {
+	s := slices.Clone(all)
+	slices.SortFunc(s, order)
+	return s[:min(len(s), topKernels)]
+}
+
+// shorten cuts a readable kernel name to at most n bytes. Template
+// arguments and parameter lists are what make C++ names long, so the head
+// (namespace and kernel name) is kept and the tail cut.
+func shorten(name string, n int) string {
+	if name == "" {
+		return "(unknown kernel)"
+	}
+	if len(name) <= n {
+		return name
+	}
+	cut := n - 3
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return name[:cut] + "..."
+}

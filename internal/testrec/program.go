@@ -1,0 +1,248 @@
+package testrec
+
+import (
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// program builds one rank's records in the order the agent would write
+// them, keeping the sequence numbers, correlation ids and clock consistent.
+type program struct {
+	rank  int
+	seq   uint64
+	now   uint64
+	stats *pb.Stats
+	nodes uint64 // last capture-time node id
+}
+
+func newProgram(rank int) *program {
+	return &program{rank: rank, now: startNS + uint64(rank)*1000, stats: &pb.Stats{}}
+}
+
+func (p *program) tick() uint64 {
+	p.now += launchGapNS
+	return p.now
+}
+
+// correlation ids: CUPTI numbers API calls; every launch is one call.
+func (p *program) correlation() uint32 { return 100 + uint32(p.seq) }
+
+func dim(x, y, z uint32) *pb.Dim3 { return &pb.Dim3{X: x, Y: y, Z: z} }
+
+// launch describes a launch of kernel k made at the current time.
+func (p *program) launch(k int, cs *pb.Callstack, salt uint64) *pb.Launch {
+	p.seq++
+	p.stats.Launches++
+	spec := kernels[k]
+	l := &pb.Launch{
+		Seq:            p.seq,
+		Tid:            pid(p.rank),
+		Device:         uint32(p.rank),
+		Context:        contextHandle,
+		ContextUid:     1,
+		Stream:         defaultStream,
+		StreamId:       defaultSID,
+		KernelId:       kernelID(k),
+		Grid:           dim(spec.gridX, 1, 1),
+		Block:          dim(spec.block, 1, 1),
+		Params:         params(p.rank, k, salt),
+		CorrelationId:  p.correlation(),
+		HostNs:         p.tick(),
+		Api:            307, // cuLaunchKernel
+		SharedMemBytes: 0,
+	}
+	if k == kGemm {
+		l.Api = 652 // cuLaunchKernelEx: cuBLAS names a cluster
+		l.Cluster = dim(2, 1, 1)
+		l.SharedMemBytes = 98304
+		l.Grid = dim(spec.gridX, 2, 1)
+	}
+	if cs != nil {
+		l.CallstackId = cs.Id
+	}
+	return l
+}
+
+// activity is the GPU execution of kernel k, correlated with corr.
+func (p *program) activity(k int, corr uint32, stream uint32, start uint64) *pb.KernelActivity {
+	p.stats.Activities++
+	spec := kernels[k]
+	a := &pb.KernelActivity{
+		CorrelationId:      corr,
+		Device:             uint32(p.rank),
+		ContextUid:         1,
+		StreamId:           stream,
+		StartNs:            start,
+		EndNs:              start + spec.gpuNS + uint64(p.rank)*100,
+		Name:               spec.name,
+		Grid:               dim(spec.gridX, 1, 1),
+		Block:              dim(spec.block, 1, 1),
+		RegistersPerThread: spec.registers,
+	}
+	if k == kGemm {
+		a.Grid = dim(spec.gridX, 2, 1)
+		a.SharedMemBytes = 98304
+	}
+	return a
+}
+
+func (p *program) eager(k int, cs *pb.Callstack, salt uint64) (*pb.Launch, *pb.KernelActivity) {
+	l := p.launch(k, cs, salt)
+	return l, p.activity(k, l.CorrelationId, l.StreamId, l.HostNs+queueNS)
+}
+
+// capture makes a launch during stream capture: it builds a graph node and
+// runs nothing.
+func (p *program) capture(k int, cs *pb.Callstack) (*pb.Launch, *pb.GraphNode) {
+	l := p.launch(k, cs, 9)
+	p.nodes++
+	l.Stream, l.StreamId = captureStream, captureSID
+	l.Captured = true
+	l.GraphNodeId = 0x1000 + p.nodes
+	return l, &pb.GraphNode{NodeId: l.GraphNodeId, GraphId: capturedGraph, LaunchSeq: l.Seq}
+}
+
+// replay launches the executable graph; its kernels run with the replay's
+// correlation id and the executable graph's node ids.
+func (p *program) replay(cs *pb.Callstack, ks []int, execNodes []uint64) (*pb.GraphLaunch, []*pb.KernelActivity) {
+	p.seq++
+	p.stats.GraphLaunches++
+	g := &pb.GraphLaunch{
+		Seq:           p.seq,
+		Tid:           pid(p.rank),
+		GraphExec:     graphExec,
+		Stream:        captureStream,
+		StreamId:      captureSID,
+		CorrelationId: p.correlation(),
+		HostNs:        p.tick(),
+		CallstackId:   cs.Id,
+		Device:        uint32(p.rank),
+	}
+	var acts []*pb.KernelActivity
+	start := g.HostNs + queueNS
+	for i, k := range ks {
+		a := p.activity(k, g.CorrelationId, captureSID, start)
+		a.GraphId = execGraph
+		a.GraphNodeId = execNodes[i]
+		acts = append(acts, a)
+		start = a.EndNs + 500
+	}
+	return g, acts
+}
+
+// Batches returns the frames rank's process writes, in order, for a
+// complete recording that lost nothing.
+func Batches(rank int) []*pb.Batch { return build(rank, false) }
+
+// build writes a short training step. lossy makes the agent report what it
+// lost (dropped launches and activities, a module it could not store).
+func build(rank int, lossy bool) []*pb.Batch {
+	p := newProgram(rank)
+	fill, gemm, triton := callstack(csFill), callstack(csGemm), callstack(csTriton)
+	capture, replay, nat := callstack(csCapture), callstack(csReplay), callstack(csNative)
+	rk := int32(rank)
+
+	var batches []*pb.Batch
+	// Every frame after the first carries the counters as of itself.
+	emit := func(b *pb.Batch) {
+		p.stats.FramesWritten++
+		if b.Process == nil {
+			b.Stats = proto.CloneOf(p.stats)
+		}
+		batches = append(batches, b)
+	}
+
+	emit(&pb.Batch{
+		Process: &pb.Process{
+			Pid: pid(rank), Ppid: 4200, Hostname: "gpu-box",
+			Argv: []string{"python", script, "--steps", "2"},
+			Rank: &rk, LocalRank: &rk, WorldSize: ptr(int32(Ranks)),
+			StartNs: p.now, StartUnixNs: startUnixNS,
+			AgentVersion: "0.1.0", CuptiPath: "/usr/local/cuda/lib64/libcupti.so.13", CuptiApiVersion: 130000,
+			DriverVersion: 13000, CallstackMode: "auto", Python: "CPython 3.12.3",
+		},
+		Devices: []*pb.Device{{
+			Ordinal: uint32(rank), Uuid: []string{"GPU-6f1c2d3e-4a5b-6c7d-8e9f-0a1b2c3d4e5f", "GPU-0b9a8c7d-6e5f-4a3b-2c1d-0e9f8a7b6c5d"}[rank],
+			Name: "NVIDIA H100 80GB HBM3", CcMajor: 9, CcMinor: 0, SmCount: 132, MemoryBytes: 85_520_809_984, ContextUid: 1,
+		}},
+		Log: []*pb.LogEntry{{HostNs: p.now, Level: "info", Message: "recording started (callstacks auto, kernels all)"}},
+	})
+
+	mods := moduleRecords(rank)
+	p.stats.Modules = uint64(len(mods))
+	p.stats.Callstacks = 6
+	b := &pb.Batch{Modules: mods, Kernels: kernelRecords(), Callstacks: []*pb.Callstack{fill, gemm, triton}}
+	// Initialization fills many small tensors: the most launched kernel,
+	// though not the one that takes the GPU's time.
+	for i := range 6 {
+		l, a := p.eager(kFill, fill, uint64(i))
+		b.Launches, b.Activities = append(b.Launches, l), append(b.Activities, a)
+	}
+	for i := range 3 {
+		l, a := p.eager(kGemm, gemm, uint64(i))
+		b.Launches, b.Activities = append(b.Launches, l), append(b.Activities, a)
+	}
+	l, a := p.eager(kTriton, triton, 2)
+	b.Launches = append(b.Launches, l)
+	// Activity buffers arrive later than the launches they describe.
+	late := a
+	emit(b)
+
+	b = &pb.Batch{Callstacks: []*pb.Callstack{capture}, Activities: []*pb.KernelActivity{late}}
+	var captureNodes []*pb.GraphNode
+	for _, k := range []int{kGemm, kTriton} {
+		l, n := p.capture(k, capture)
+		b.Launches = append(b.Launches, l)
+		captureNodes = append(captureNodes, n)
+	}
+	b.GraphNodes = captureNodes
+	emit(b)
+
+	// Instantiation clones every node. The gemm node is cloned straight
+	// from the captured graph; the triton node went through cuGraphClone
+	// first, so its chain has two hops.
+	b = &pb.Batch{Callstacks: []*pb.Callstack{replay}}
+	b.GraphNodes = []*pb.GraphNode{
+		{NodeId: 0x3001, GraphId: clonedGraph, OriginalNodeId: captureNodes[1].NodeId},
+		{NodeId: 0x4001, GraphId: execGraph, OriginalNodeId: captureNodes[0].NodeId},
+		{NodeId: 0x4002, GraphId: execGraph, OriginalNodeId: 0x3001},
+	}
+	for range 2 {
+		g, acts := p.replay(replay, []int{kGemm, kTriton}, []uint64{0x4001, 0x4002})
+		b.GraphLaunches = append(b.GraphLaunches, g)
+		b.Activities = append(b.Activities, acts...)
+	}
+	emit(b)
+
+	b = &pb.Batch{Callstacks: []*pb.Callstack{nat}}
+	l, a = p.eager(kAdd, nat, 3)
+	b.Launches = append(b.Launches, l)
+	if lossy {
+		p.stats.Activities--
+		p.stats.ActivitiesDropped = 1
+	} else {
+		b.Activities = append(b.Activities, a)
+	}
+	l = p.launch(kAdd, nil, 4) // no callstack: the agent took none
+	b.Launches = append(b.Launches, l)
+	b.Activities = append(b.Activities, p.activity(kAdd, l.CorrelationId, l.StreamId, l.HostNs+queueNS))
+	if lossy {
+		p.stats.LaunchesDropped = 3
+		p.stats.RingBytesDropped = 3 * 412
+		p.stats.ModulesFailed = 1
+		p.stats.Errors = 1
+		p.stats.CallstacksFailed = 1
+		b.Modules = []*pb.Module{{Sha256: digest([]byte("lost module")), CuptiModuleId: 9, Size: 11, HostNs: p.tick(), ContextUid: 1}}
+		b.Log = []*pb.LogEntry{
+			{HostNs: p.now, Level: "warn", Message: "event ring full: 3 launches dropped"},
+			{HostNs: p.now + 1, Level: "error", Message: "store module " + digest([]byte("lost module"))[:16] + ": no space left on device"},
+		}
+	}
+	emit(b)
+
+	emit(&pb.Batch{End: &pb.End{EndNs: p.tick(), Reason: "exit"}})
+	return batches
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,135 @@
+package testrec
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gpurr/gpurr/recording"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// Variant selects what happened to the first rank's recording; the other
+// rank's is always whole.
+type Variant string
+
+const (
+	Good       Variant = "good"       // complete, nothing lost
+	Lossy      Variant = "lossy"      // complete, but the agent counted drops and errors
+	Incomplete Variant = "incomplete" // killed between frames: no End record
+	Truncated  Variant = "truncated"  // killed while writing: the last frame is cut short
+	Corrupt    Variant = "corrupt"    // a byte of the second frame is flipped
+	Newer      Variant = "newer"      // written by a gpurr of the next major format version
+	Empty      Variant = "empty"      // killed before the first write: an empty events file
+)
+
+// Variants lists every variant.
+var Variants = []Variant{Good, Lossy, Incomplete, Truncated, Corrupt, Newer, Empty}
+
+// Write writes a synthetic recording into dir (created if needed).
+func Write(dir string, v Variant) error {
+	switch v {
+	case Good, Lossy, Incomplete, Truncated, Corrupt, Newer, Empty:
+	default:
+		return fmt.Errorf("testrec: unknown variant %q", v)
+	}
+	for _, img := range Images() {
+		if _, err := recording.PutModule(dir, img); err != nil {
+			return err
+		}
+	}
+	for rank := range Ranks {
+		if rank == 0 {
+			if err := writeVariant(dir, v); err != nil {
+				return err
+			}
+			continue
+		}
+		if _, err := writeFrames(dir, rank, Batches(rank)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeFrames writes the batches as one process and returns the events
+// file's size after each frame.
+func writeFrames(dir string, rank int, batches []*pb.Batch) (ends []int64, err error) {
+	w, err := recording.Create(dir, Name(rank), batches[0])
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(w.Dir(), recording.EventsFile)
+	size := func() {
+		if st, serr := os.Stat(path); serr == nil {
+			ends = append(ends, st.Size())
+		}
+	}
+	size()
+	for _, b := range batches[1:] {
+		if err := w.Write(b); err != nil {
+			w.Close()
+			return nil, err
+		}
+		size()
+	}
+	return ends, w.Close()
+}
+
+func writeVariant(dir string, v Variant) error {
+	batches := build(0, v == Lossy)
+	if v == Incomplete {
+		batches = batches[:len(batches)-1]
+	}
+	ends, err := writeFrames(dir, 0, batches)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, Name(0), recording.EventsFile)
+	switch v {
+	case Truncated:
+		last, prev := ends[len(ends)-1], ends[len(ends)-2]
+		return os.Truncate(path, prev+(last-prev)/2)
+	case Corrupt:
+		return patch(path, func(b []byte) { b[corruptOffset(ends)] ^= 0x55 })
+	case Newer:
+		return patch(path, func(b []byte) { binary.LittleEndian.PutUint16(b[8:], recording.MajorVersion+1) })
+	case Empty:
+		return os.Truncate(path, 0)
+	}
+	return nil
+}
+
+// corruptOffset is the byte the Corrupt variant flips: the middle of the
+// second frame's payload, given the file size after each frame.
+func corruptOffset(ends []int64) int64 {
+	const frameHeader = 12
+	start := ends[0] + frameHeader
+	return start + (ends[1]-start)/2
+}
+
+func patch(path string, change func([]byte)) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	change(b)
+	return os.WriteFile(path, b, 0o600)
+}
+
+// Open writes a synthetic recording into a temporary directory of tb and
+// opens it: the usual first line of a test that reads recordings.
+func Open(tb testing.TB, v Variant) *recording.Set {
+	tb.Helper()
+	dir := tb.TempDir()
+	if err := Write(dir, v); err != nil {
+		tb.Fatal(err)
+	}
+	set, err := recording.Open(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return set
+}

@@ -1,0 +1,191 @@
+package recording
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/ianlancetaylor/demangle"
+
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// maxCloneHops bounds the walk from an executable graph's node back to the
+// node its capture created. Instantiation clones each node once; a graph
+// cloned again (cuGraphClone, then instantiated) adds a hop per clone. A
+// longer chain means the records are damaged, and the walk gives up.
+const maxCloneHops = 16
+
+// Links joins a process's records: GPU activity to the launch that caused
+// it, and ids to the kernels and callstacks they name. It is the one place
+// that knows how those records refer to each other; info, query and trace
+// all read through it. A Links is not safe for concurrent use (it caches
+// demangled names).
+type Links struct {
+	kernels       map[uint64]*pb.Kernel
+	callstacks    map[uint64]*pb.Callstack
+	launchBySeq   map[uint64]*pb.Launch
+	launchByCorr  map[uint32]*pb.Launch // launches that ran as themselves (not captured)
+	graphByCorr   map[uint32]*pb.GraphLaunch
+	nodes         map[uint64]*pb.GraphNode
+	demangleCache map[string]string
+}
+
+// Links indexes d's records. It walks every record once; build it once per
+// Data and keep it.
+func (d *Data) Links() *Links {
+	l := &Links{
+		kernels:       make(map[uint64]*pb.Kernel, len(d.Kernels)),
+		callstacks:    make(map[uint64]*pb.Callstack, len(d.Callstacks)),
+		launchBySeq:   make(map[uint64]*pb.Launch, len(d.Launches)),
+		launchByCorr:  make(map[uint32]*pb.Launch, len(d.Launches)),
+		graphByCorr:   make(map[uint32]*pb.GraphLaunch, len(d.GraphLaunches)),
+		nodes:         make(map[uint64]*pb.GraphNode, len(d.GraphNodes)),
+		demangleCache: make(map[string]string),
+	}
+	for _, k := range d.Kernels {
+		l.kernels[k.GetId()] = k
+	}
+	for _, c := range d.Callstacks {
+		l.callstacks[c.GetId()] = c
+	}
+	for _, la := range d.Launches {
+		l.launchBySeq[la.GetSeq()] = la
+		// A captured launch only built a graph node: its correlation id
+		// never appears on an activity, and graph replays are joined
+		// through the nodes instead.
+		if !la.GetCaptured() {
+			l.launchByCorr[la.GetCorrelationId()] = la
+		}
+	}
+	for _, g := range d.GraphLaunches {
+		l.graphByCorr[g.GetCorrelationId()] = g
+	}
+	for _, n := range d.GraphNodes {
+		l.nodes[n.GetNodeId()] = n
+	}
+	return l
+}
+
+// LaunchFor returns the launch that a GPU activity executes, or nil when
+// the recording does not hold it (dropped, filtered, or records damaged).
+//
+// An eager kernel shares its launch's correlation id. A kernel run by a
+// graph replay carries the replay's correlation id (shared by every kernel
+// of that replay) and the executable graph's node; the node leads, through
+// the clones made at instantiation, to the node that a captured launch
+// created. viaGraph reports that the activity was run by a graph replay;
+// the launch returned then is the capture-time one, whose callstack is
+// where the graph was captured, not where it was replayed (GraphLaunchFor
+// gives that).
+func (l *Links) LaunchFor(a *pb.KernelActivity) (launch *pb.Launch, viaGraph bool) {
+	if a.GetGraphId() == 0 {
+		return l.launchByCorr[a.GetCorrelationId()], false
+	}
+	n := l.CaptureNode(a.GetGraphNodeId())
+	if n == nil {
+		return nil, true
+	}
+	return l.launchBySeq[n.GetLaunchSeq()], true
+}
+
+// CaptureNode follows an executable graph's node back through its clones to
+// the node a captured launch created (the first with a launch sequence
+// number). It returns nil when the chain breaks, loops, or runs past
+// maxCloneHops.
+func (l *Links) CaptureNode(nodeID uint64) *pb.GraphNode {
+	var seen [maxCloneHops + 1]uint64 // on the stack: this runs once per graph kernel
+	for hop := range seen {
+		n := l.nodes[nodeID]
+		if n == nil {
+			return nil
+		}
+		if n.GetLaunchSeq() != 0 {
+			return n
+		}
+		seen[hop] = nodeID
+		nodeID = n.GetOriginalNodeId()
+		if slices.Contains(seen[:hop+1], nodeID) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// GraphLaunchFor returns the graph launch (replay) that ran a graph
+// activity, or nil for eager activities and unknown replays.
+func (l *Links) GraphLaunchFor(a *pb.KernelActivity) *pb.GraphLaunch {
+	if a.GetGraphId() == 0 {
+		return nil
+	}
+	return l.graphByCorr[a.GetCorrelationId()]
+}
+
+// Launch returns the launch with sequence number seq, or nil.
+func (l *Links) Launch(seq uint64) *pb.Launch { return l.launchBySeq[seq] }
+
+// Kernel returns the kernel with the given per-process id, or nil.
+func (l *Links) Kernel(id uint64) *pb.Kernel { return l.kernels[id] }
+
+// Callstack returns the callstack with the given id, or nil (id 0: none
+// was taken).
+func (l *Links) Callstack(id uint64) *pb.Callstack { return l.callstacks[id] }
+
+// TopPythonFrame returns the innermost Python frame of a callstack: the
+// line of the user's program (or of the library it called) that was
+// running when the kernel was launched. Frames are stored innermost first,
+// so this is the first Python frame; native frames above it (the CUDA
+// runtime, PyTorch's C++) are skipped. nil when the callstack is unknown
+// or holds no Python frame.
+func (l *Links) TopPythonFrame(callstackID uint64) *pb.Frame {
+	for _, f := range l.callstacks[callstackID].GetFrames() {
+		if f.GetKind() == pb.Frame_PYTHON {
+			return f
+		}
+	}
+	return nil
+}
+
+// PythonLine is TopPythonFrame as FrameText writes it, or "" when there is
+// none.
+func (l *Links) PythonLine(callstackID uint64) string {
+	f := l.TopPythonFrame(callstackID)
+	if f == nil {
+		return ""
+	}
+	return FrameText(f)
+}
+
+// FrameText writes a frame on one line, where then what: a Python frame as
+// "file:line function", a native one as "object+0xoffset function".
+func FrameText(f *pb.Frame) string {
+	if f.GetKind() == pb.Frame_PYTHON {
+		return fmt.Sprintf("%s:%d %s", f.GetFile(), f.GetLine(), f.GetFunction())
+	}
+	return fmt.Sprintf("%s+0x%x %s", f.GetFile(), f.GetOffset(), f.GetFunction())
+}
+
+// KernelName returns the readable name of a kernel: the agent's demangled
+// form, or the name demangled here when the agent left it empty.
+func (l *Links) KernelName(k *pb.Kernel) string {
+	if d := k.GetDemangled(); d != "" {
+		return d
+	}
+	return l.Demangle(k.GetName())
+}
+
+// Demangle is the package function Demangle, remembering each name: an
+// activity stream repeats a few kernel names millions of times.
+func (l *Links) Demangle(name string) string {
+	if d, ok := l.demangleCache[name]; ok {
+		return d
+	}
+	d := Demangle(name)
+	l.demangleCache[name] = d
+	return d
+}
+
+// Demangle returns the readable form of a mangled C++ kernel name. Names
+// that are not mangled (Triton's, cuBLAS's) come back as they are.
+func Demangle(name string) string {
+	return demangle.Filter(name)
+}

@@ -1,0 +1,155 @@
+package recording_test
+
+import (
+	"testing"
+
+	"github.com/gpurr/gpurr/internal/testrec"
+	"github.com/gpurr/gpurr/recording"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+func loadSynthetic(t *testing.T, rank int) *recording.Data {
+	t.Helper()
+	dir := t.TempDir()
+	writeProcess(t, dir, "p", testrec.Batches(rank))
+	d, err := openOne(t, dir).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestLaunchForEveryActivity(t *testing.T) {
+	d := loadSynthetic(t, 0)
+	links := d.Links()
+	var eager, graph int
+	for _, a := range d.Activities {
+		l, viaGraph := links.LaunchFor(a)
+		if l == nil {
+			t.Fatalf("activity %v has no launch", a)
+		}
+		if k := links.Kernel(l.KernelId); k.GetName() != a.Name {
+			t.Errorf("activity %s linked to a launch of %s", a.Name, k.GetName())
+		}
+		if viaGraph != (a.GraphId != 0) {
+			t.Errorf("viaGraph=%v for graph id %d", viaGraph, a.GraphId)
+		}
+		if viaGraph {
+			graph++
+			if !l.Captured {
+				t.Errorf("graph activity linked to launch %d, which was not captured", l.Seq)
+			}
+			g := links.GraphLaunchFor(a)
+			if g == nil || g.CorrelationId != a.CorrelationId {
+				t.Errorf("graph activity has no graph launch")
+			}
+			continue
+		}
+		eager++
+		if l.CorrelationId != a.CorrelationId || l.Captured {
+			t.Errorf("eager activity %d linked to launch %d (correlation %d, captured %v)", a.CorrelationId, l.Seq, l.CorrelationId, l.Captured)
+		}
+		if links.GraphLaunchFor(a) != nil {
+			t.Errorf("eager activity has a graph launch")
+		}
+	}
+	if eager == 0 || graph == 0 {
+		t.Fatalf("synthetic recording has %d eager and %d graph activities; want both", eager, graph)
+	}
+}
+
+// chain builds executable node 1 -> 2 -> ... -> n, where node n was created
+// by launch 7.
+func chain(n uint64) *recording.Data {
+	d := &recording.Data{Launches: []*pb.Launch{{Seq: 7, Captured: true, CorrelationId: 70}}}
+	for id := uint64(1); id < n; id++ {
+		d.GraphNodes = append(d.GraphNodes, &pb.GraphNode{NodeId: id, OriginalNodeId: id + 1})
+	}
+	d.GraphNodes = append(d.GraphNodes, &pb.GraphNode{NodeId: n, LaunchSeq: 7})
+	return d
+}
+
+func TestCloneChains(t *testing.T) {
+	act := &pb.KernelActivity{GraphId: 4, GraphNodeId: 1, CorrelationId: 90}
+	for hops, found := range map[uint64]bool{0: true, 1: true, 16: true, 17: false} {
+		l, viaGraph := chain(hops + 1).Links().LaunchFor(act)
+		if (l != nil) != found || !viaGraph {
+			t.Errorf("%d clone hops: launch %v, viaGraph %v; want found=%v", hops, l, viaGraph, found)
+		}
+	}
+
+	cycle := &recording.Data{GraphNodes: []*pb.GraphNode{
+		{NodeId: 1, OriginalNodeId: 2},
+		{NodeId: 2, OriginalNodeId: 3},
+		{NodeId: 3, OriginalNodeId: 2},
+	}}
+	if n := cycle.Links().CaptureNode(1); n != nil {
+		t.Errorf("cycle resolved to %v", n)
+	}
+	broken := &recording.Data{GraphNodes: []*pb.GraphNode{{NodeId: 1, OriginalNodeId: 5}}}
+	if l, _ := broken.Links().LaunchFor(act); l != nil {
+		t.Errorf("broken chain resolved to %v", l)
+	}
+}
+
+func TestCapturedLaunchNotCorrelated(t *testing.T) {
+	d := chain(1)
+	if l, _ := d.Links().LaunchFor(&pb.KernelActivity{CorrelationId: 70}); l != nil {
+		t.Errorf("an eager activity linked to captured launch %d", l.Seq)
+	}
+}
+
+func TestPythonFrames(t *testing.T) {
+	d := loadSynthetic(t, 0)
+	links := d.Links()
+	for _, c := range d.Callstacks {
+		top := links.TopPythonFrame(c.Id)
+		if c.Source == "native" {
+			if top != nil {
+				t.Errorf("native callstack has Python frame %v", top)
+			}
+			continue
+		}
+		for _, f := range c.Frames {
+			if f.Kind == pb.Frame_PYTHON {
+				if f != top {
+					t.Errorf("TopPythonFrame = %v, want the innermost Python frame %v", top, f)
+				}
+				break
+			}
+		}
+	}
+	var gemm *pb.Launch
+	for _, l := range d.Launches {
+		if links.Kernel(l.KernelId).GetName() == "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas" && !l.Captured {
+			gemm = l
+			break
+		}
+	}
+	if got, want := links.PythonLine(gemm.CallstackId), "/home/ada/.venv/lib/python3.12/site-packages/torch/nn/modules/linear.py:125 Linear.forward"; got != want {
+		t.Errorf("PythonLine = %q, want %q", got, want)
+	}
+	if links.TopPythonFrame(0) != nil || links.PythonLine(12345) != "" {
+		t.Errorf("unknown callstacks must have no Python frame")
+	}
+	if links.Callstack(0) != nil {
+		t.Errorf("callstack id 0 means none was taken")
+	}
+}
+
+func TestKernelNames(t *testing.T) {
+	d := loadSynthetic(t, 0)
+	links := d.Links()
+	for id, want := range map[uint64]string{
+		1: "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)",
+		3: "triton_poi_fused_add_mul_0",
+		4: "add_kernel(float*, float const*, float const*, int)",
+	} {
+		if got := links.KernelName(links.Kernel(id)); got != want {
+			t.Errorf("kernel %d: %q, want %q", id, got, want)
+		}
+	}
+	if got := links.KernelName(&pb.Kernel{Name: "_Z1fv", Demangled: "agent's name"}); got != "agent's name" {
+		t.Errorf("the agent's demangled name must win, got %q", got)
+	}
+}

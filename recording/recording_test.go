@@ -1,0 +1,334 @@
+package recording_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/gpurr/gpurr/internal/testrec"
+	"github.com/gpurr/gpurr/recording"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// writeProcess writes batches as one process of a recording in setDir and
+// returns the events file's path and its size after each frame.
+func writeProcess(t *testing.T, setDir, name string, batches []*pb.Batch) (path string, ends []int64) {
+	t.Helper()
+	w, err := recording.Create(setDir, name, batches[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(w.Dir(), recording.EventsFile)
+	for i, b := range batches {
+		if i > 0 {
+			if err := w.Write(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ends = append(ends, st.Size())
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path, ends
+}
+
+// patch rewrites a file through change.
+func patch(t *testing.T, path string, change func([]byte)) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	change(b)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func openOne(t *testing.T, dir string) *recording.Process {
+	t.Helper()
+	set, err := recording.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Processes) != 1 {
+		t.Fatalf("opened %d processes, want 1", len(set.Processes))
+	}
+	return set.Processes[0]
+}
+
+// wantOneLine checks the reader's promise: an error is one line that names
+// the path and says what is wrong.
+func wantOneLine(t *testing.T, err error, path string, says ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("no error, want one naming %s", path)
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "\n") {
+		t.Errorf("error spans lines: %q", msg)
+	}
+	if !strings.Contains(msg, path) {
+		t.Errorf("error %q does not name %s", msg, path)
+	}
+	for _, s := range says {
+		if !strings.Contains(msg, s) {
+			t.Errorf("error %q does not say %q", msg, s)
+		}
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	for rank := range testrec.Ranks {
+		writeProcess(t, dir, testrec.Name(rank), testrec.Batches(rank))
+	}
+	set, err := recording.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Processes) != testrec.Ranks {
+		t.Fatalf("opened %d processes, want %d", len(set.Processes), testrec.Ranks)
+	}
+	for rank, p := range set.Processes {
+		want := testrec.Batches(rank)
+		if p.Name != testrec.Name(rank) {
+			t.Errorf("process %d is %s, want %s (sorted by rank)", rank, p.Name, testrec.Name(rank))
+		}
+		if p.Version != (recording.Version{Major: recording.MajorVersion, Minor: recording.MinorVersion}) {
+			t.Errorf("version %v", p.Version)
+		}
+		var got []*pb.Batch
+		res, err := p.Scan(func(b *pb.Batch) error { got = append(got, b); return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Truncated || res.Frames != len(want) || len(got) != len(want) {
+			t.Fatalf("scan: %+v, %d batches; want %d frames, not truncated", res, len(got), len(want))
+		}
+		for i := range want {
+			if !proto.Equal(got[i], want[i]) {
+				t.Errorf("rank %d frame %d differs:\n got %v\nwant %v", rank, i, got[i], want[i])
+			}
+		}
+		d, err := p.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !d.Complete() || d.Truncated || d.Frames != len(want) {
+			t.Errorf("complete=%v truncated=%v frames=%d", d.Complete(), d.Truncated, d.Frames)
+		}
+		last := want[len(want)-1]
+		if !proto.Equal(d.Stats, last.Stats) || !proto.Equal(d.End, last.End) || !proto.Equal(d.Process, want[0].Process) {
+			t.Errorf("loaded stats/end/process differ from the written ones")
+		}
+		if n := countLaunches(want); len(d.Launches) != n {
+			t.Errorf("loaded %d launches, want %d", len(d.Launches), n)
+		}
+	}
+}
+
+func countLaunches(bs []*pb.Batch) int {
+	n := 0
+	for _, b := range bs {
+		n += len(b.Launches)
+	}
+	return n
+}
+
+// TestTruncatedLastFrame cuts the file at every byte of its last frame: the
+// reader must deliver every earlier frame and say the file was cut short.
+func TestTruncatedLastFrame(t *testing.T) {
+	batches := testrec.Batches(0)
+	src := t.TempDir()
+	path, ends := writeProcess(t, src, "p", batches)
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev, last := ends[len(ends)-2], ends[len(ends)-1]
+	dir := t.TempDir()
+	cut := filepath.Join(dir, recording.EventsFile)
+	for n := prev; n < last; n++ {
+		if err := os.WriteFile(cut, whole[:n], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		d, err := openOne(t, dir).Load()
+		if err != nil {
+			t.Fatalf("cut at %d: %v", n, err)
+		}
+		if d.Frames != len(batches)-1 || d.Truncated != (n > prev) || d.Complete() {
+			t.Fatalf("cut at %d: frames=%d truncated=%v complete=%v; want %d, %v, false",
+				n, d.Frames, d.Truncated, d.Complete(), len(batches)-1, n > prev)
+		}
+		if n := countLaunches(batches); len(d.Launches) != n {
+			t.Fatalf("cut at %d: %d launches, want %d", n, len(d.Launches), n)
+		}
+	}
+}
+
+func TestCutBeforeFirstFrame(t *testing.T) {
+	src := t.TempDir()
+	path, ends := writeProcess(t, src, "p", testrec.Batches(0))
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		size int64
+		says string
+	}{
+		{0, "empty file"},
+		{7, "file header cut short"},
+		{16, "holds no frame"},
+		{ends[0] - 1, "holds no frame"},
+	} {
+		dir := t.TempDir()
+		events := filepath.Join(dir, recording.EventsFile)
+		if err := os.WriteFile(events, whole[:tc.size], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := recording.Open(dir)
+		wantOneLine(t, err, events, tc.says)
+	}
+}
+
+func TestCorruptByte(t *testing.T) {
+	dir := t.TempDir()
+	path, ends := writeProcess(t, dir, "p", testrec.Batches(0))
+	// The middle of the second frame's payload: its header sits at ends[0].
+	patch(t, path, func(b []byte) { b[ends[0]+12+(ends[1]-ends[0]-12)/2] ^= 0x01 })
+	_, err := openOne(t, filepath.Dir(path)).Load()
+	wantOneLine(t, err, path, fmt.Sprintf("offset %d", ends[0]), "checksum")
+}
+
+func TestNewerMajorVersion(t *testing.T) {
+	dir := t.TempDir()
+	path, _ := writeProcess(t, dir, "p", testrec.Batches(0))
+	patch(t, path, func(b []byte) { binary.LittleEndian.PutUint16(b[8:], recording.MajorVersion+1) })
+	_, err := recording.Open(dir)
+	wantOneLine(t, err, path, "upgrade gpurr", fmt.Sprintf("%d.0", recording.MajorVersion+1))
+}
+
+func TestNewerMinorVersionReads(t *testing.T) {
+	dir := t.TempDir()
+	path, _ := writeProcess(t, dir, "p", testrec.Batches(0))
+	patch(t, path, func(b []byte) { binary.LittleEndian.PutUint16(b[10:], recording.MinorVersion+1) })
+	d, err := openOne(t, filepath.Dir(path)).Load()
+	if err != nil || !d.Complete() {
+		t.Fatalf("a newer minor version must read: %v", err)
+	}
+}
+
+func TestNotARecording(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.Mkdir(empty, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing")
+	magic := filepath.Join(dir, "magic")
+	if err := os.Mkdir(magic, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(magic, recording.EventsFile), bytes.Repeat([]byte("z"), 64), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for path, says := range map[string]string{
+		file:    "not a directory",
+		empty:   "not a gpurr recording",
+		missing: "no such file",
+		magic:   "bad magic",
+	} {
+		_, err := recording.Open(path)
+		wantOneLine(t, err, path, says)
+	}
+}
+
+func TestOpenProcessDirectory(t *testing.T) {
+	dir := t.TempDir()
+	for rank := range testrec.Ranks {
+		writeProcess(t, dir, testrec.Name(rank), testrec.Batches(rank))
+	}
+	p := openOne(t, filepath.Join(dir, testrec.Name(1)))
+	if p.Info.GetRank() != 1 {
+		t.Errorf("opened rank %d, want 1", p.Info.GetRank())
+	}
+}
+
+func TestPutModule(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "rec")
+	image := []byte("\x7fELF module image")
+	sum := sha256.Sum256(image)
+	want := hex.EncodeToString(sum[:])
+	for range 2 {
+		got, err := recording.PutModule(dir, image)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("digest %s, want %s", got, want)
+		}
+	}
+	modules := filepath.Join(dir, recording.ModulesDir)
+	entries, err := os.ReadDir(modules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Name() != want+recording.ModuleExt {
+		t.Fatalf("modules/ holds %v, want only %s%s (no temporary files)", entries, want, recording.ModuleExt)
+	}
+	stored := filepath.Join(modules, want+recording.ModuleExt)
+	if b, err := os.ReadFile(stored); err != nil || !bytes.Equal(b, image) {
+		t.Fatalf("stored image differs: %v", err)
+	}
+	for path, perm := range map[string]os.FileMode{dir: 0o700, modules: 0o700, stored: 0o600} {
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != perm {
+			t.Errorf("%s has mode %v, want %v", path, st.Mode().Perm(), perm)
+		}
+	}
+	w, err := recording.Create(dir, "p", testrec.Batches(0)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if got, err := w.PutModule(image); err != nil || got != want {
+		t.Fatalf("Writer.PutModule: %s, %v", got, err)
+	}
+	st, err := os.Stat(filepath.Join(w.Dir(), recording.EventsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("events file has mode %v, want 0600", st.Mode().Perm())
+	}
+}
+
+func TestCreateRefusesExisting(t *testing.T) {
+	dir := t.TempDir()
+	writeProcess(t, dir, "p", testrec.Batches(0))
+	if _, err := recording.Create(dir, "p", testrec.Batches(0)[0]); err == nil {
+		t.Fatal("Create over an existing events file succeeded; it must never append to another run")
+	}
+}
