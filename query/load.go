@@ -242,7 +242,7 @@ func (ld *loader) processRow(d *recording.Data) {
 	ld.row("processes", int64(p.GetPid()), int64(p.GetPpid()), p.GetHostname(),
 		optional(p.Rank), optional(p.LocalRank), optional(p.WorldSize), strings.Join(p.GetArgv(), " "),
 		u(p.GetStartNs()), p.GetStartUnixNs(), endNS, endReason, p.GetPython(), p.GetAgentVersion(),
-		p.GetCuptiPath(), int64(p.GetDriverVersion()), p.GetCallstackMode(), p.GetKernelFilter(),
+		p.GetCuptiPath(), int64(p.GetDriverVersion()), p.GetCallstackMode(), b(p.GetGpuTiming()), p.GetKernelFilter(),
 		b(d.Complete()), b(d.Truncated), int64(d.Frames))
 }
 

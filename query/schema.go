@@ -77,6 +77,7 @@ var tables = []Table{
 		col("cupti_path", "TEXT", "CUPTI library the agent used"),
 		col("driver_version", "INTEGER", "CUDA driver version, e.g. 13000"),
 		col("callstack_mode", "TEXT", "auto, python, native or off"),
+		col("gpu_timing", "INTEGER", "1 when kernel start/end times on the GPU were collected"),
 		col("kernel_filter", "TEXT", "the --kernels regular expression, empty for all"),
 		col("complete", "INTEGER", "1 when the recording was closed normally"),
 		col("truncated", "INTEGER", "1 when the events file ends inside a frame (killed mid-write)"),

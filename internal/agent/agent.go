@@ -88,6 +88,7 @@ type config struct {
 	kernels   string
 	callstack string
 	ringBytes uint64
+	gpuTiming bool
 }
 
 func configFromEnv() (config, error) {
@@ -99,6 +100,13 @@ func configFromEnv() (config, error) {
 	}
 	if cfg.cupti == "" {
 		return cfg, fmt.Errorf("%s is not set (run the program through gpurr record)", agentenv.CUPTI)
+	}
+	switch os.Getenv(agentenv.GPUTiming) {
+	case "", "on":
+		cfg.gpuTiming = true
+	case "off":
+	default:
+		return cfg, fmt.Errorf("%s=%q: want on or off", agentenv.GPUTiming, os.Getenv(agentenv.GPUTiming))
 	}
 	if cfg.callstack == "" {
 		cfg.callstack = "auto"
@@ -134,6 +142,9 @@ func (r *recorder) start() error {
 	}
 	if kernelFilter != nil {
 		ccfg.has_kernel_filter = 1
+	}
+	if r.cfg.gpuTiming {
+		ccfg.gpu_timing = 1
 	}
 	var errbuf [512]C.char
 	started := C.gp_start(&ccfg, &errbuf[0], C.size_t(len(errbuf))) != 0

@@ -117,6 +117,7 @@ typedef struct {
   uint64_t ring_bytes;
   int callstack_mode;  // 0 off, 1 auto, 2 python, 3 native
   int has_kernel_filter;
+  int gpu_timing;  // collect kernel start/end on the GPU (CUPTI activity)
 } gp_config;
 
 enum { GP_STACK_OFF = 0, GP_STACK_AUTO = 1, GP_STACK_PYTHON = 2, GP_STACK_NATIVE = 3 };

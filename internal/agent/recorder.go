@@ -106,6 +106,7 @@ func processInfo(cfg config) *pb.Process {
 		CuptiPath:     cfg.cupti,
 		CallstackMode: cfg.callstack,
 		KernelFilter:  cfg.kernels,
+		GpuTiming:     cfg.gpuTiming,
 	}
 	info.Rank = envInt("RANK")
 	info.LocalRank = envInt("LOCAL_RANK")

@@ -26,6 +26,7 @@ type recordOptions struct {
 	callstack string
 	cupti     string
 	ringBytes uint64
+	gpuTiming bool
 }
 
 func newRecordCmd() *cobra.Command {
@@ -53,6 +54,7 @@ program is not changed and its exit code is gpurr's exit code.`,
 	f.StringVar(&o.kernels, "kernels", "", "record only kernels whose mangled name matches this regular expression")
 	f.StringVar(&o.callstack, "callstack", "auto", "callstacks: auto (Python frames where the thread runs Python, else native), python, native, off")
 	f.StringVar(&o.cupti, "cupti", "", "path of libcupti.so to use (default: search; also $"+locate.EnvCUPTI+")")
+	f.BoolVar(&o.gpuTiming, "gpu-timing", true, "record each kernel's start and end on the GPU (CUPTI activity; costs about 2.5 us per launch on an H100)")
 	f.Uint64Var(&o.ringBytes, "ring-bytes", 64<<20, "size of the agent's in-memory record ring per process")
 	return cmd
 }
@@ -105,6 +107,7 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 		Kernels:   o.kernels,
 		Callstack: o.callstack,
 		RingBytes: o.ringBytes,
+		GPUTiming: o.gpuTiming,
 	})...)
 	if prev := os.Getenv("CUDA_INJECTION64_PATH"); prev != "" {
 		fmt.Fprintf(stderr, "gpurr: record: replacing CUDA_INJECTION64_PATH=%s for the recorded program\n", prev)

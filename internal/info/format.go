@@ -59,7 +59,7 @@ func (p *Process) write(t *textWriter) {
 	if p.Python != "" {
 		t.field("python", "%s", p.Python)
 	}
-	t.field("recorder", "gpurr agent %s, CUDA driver %d, CUPTI %s, callstacks %s", p.AgentVersion, p.DriverVersion, p.CuptiPath, p.CallstackMode)
+	t.field("recorder", "gpurr agent %s, CUDA driver %d, CUPTI %s, callstacks %s, GPU timing %s", p.AgentVersion, p.DriverVersion, p.CuptiPath, p.CallstackMode, onOff(p.GPUTiming))
 	if p.KernelFilter != "" {
 		t.field("kernels", "only those matching %q (%d launches filtered out, by design)", p.KernelFilter, p.LaunchesFiltered)
 	}
@@ -165,4 +165,11 @@ func formatBytes(n uint64) string {
 		prefix++
 	}
 	return fmt.Sprintf("%.1f %ciB", v, "KMGTP"[prefix])
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }

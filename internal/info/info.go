@@ -46,6 +46,7 @@ type Process struct {
 	CuptiPath     string   `json:"cupti_path"`
 	DriverVersion int32    `json:"driver_version"`
 	CallstackMode string   `json:"callstack_mode"`
+	GPUTiming     bool     `json:"gpu_timing"`
 	KernelFilter  string   `json:"kernel_filter,omitempty"`
 	Devices       []Device `json:"devices"`
 
@@ -175,7 +176,7 @@ func summarize(name string, d *recording.Data) *Process {
 		Rank: info.Rank, LocalRank: info.LocalRank, WorldSize: info.WorldSize,
 		Argv: info.GetArgv(), Python: info.GetPython(), AgentVersion: info.GetAgentVersion(),
 		CuptiPath: info.GetCuptiPath(), DriverVersion: info.GetDriverVersion(),
-		CallstackMode: info.GetCallstackMode(), KernelFilter: info.GetKernelFilter(),
+		CallstackMode: info.GetCallstackMode(), GPUTiming: info.GetGpuTiming(), KernelFilter: info.GetKernelFilter(),
 		GraphLaunches: len(d.GraphLaunches), KernelRuns: len(d.Activities), Kernels: len(d.Kernels),
 		Modules: len(d.Modules), Callstacks: len(d.Callstacks),
 		Complete: d.Complete(), Truncated: d.Truncated,

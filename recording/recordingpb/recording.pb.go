@@ -228,6 +228,7 @@ type Process struct {
 	CallstackMode   string                 `protobuf:"bytes,14,opt,name=callstack_mode,json=callstackMode,proto3" json:"callstack_mode,omitempty"`  // auto | python | native | off
 	KernelFilter    string                 `protobuf:"bytes,15,opt,name=kernel_filter,json=kernelFilter,proto3" json:"kernel_filter,omitempty"`     // the --kernels regular expression, "" for all
 	Python          string                 `protobuf:"bytes,16,opt,name=python,proto3" json:"python,omitempty"`                                     // detected interpreter, e.g. "CPython 3.12.3", or ""
+	GpuTiming       bool                   `protobuf:"varint,17,opt,name=gpu_timing,json=gpuTiming,proto3" json:"gpu_timing,omitempty"`             // kernel activity (GPU start/end) was collected
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -372,6 +373,13 @@ func (x *Process) GetPython() string {
 		return x.Python
 	}
 	return ""
+}
+
+func (x *Process) GetGpuTiming() bool {
+	if x != nil {
+		return x.GpuTiming
+	}
+	return false
 }
 
 type Device struct {
@@ -1734,7 +1742,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x03log\x18\n" +
 	" \x03(\v2\x1c.gpurr.recording.v1.LogEntryR\x03log\x12/\n" +
 	"\x05stats\x18\v \x01(\v2\x19.gpurr.recording.v1.StatsR\x05stats\x12)\n" +
-	"\x03end\x18\f \x01(\v2\x17.gpurr.recording.v1.EndR\x03end\"\xa1\x04\n" +
+	"\x03end\x18\f \x01(\v2\x17.gpurr.recording.v1.EndR\x03end\"\xc0\x04\n" +
 	"\aProcess\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\rR\x03pid\x12\x12\n" +
 	"\x04ppid\x18\x02 \x01(\rR\x04ppid\x12\x1a\n" +
@@ -1755,7 +1763,9 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x0edriver_version\x18\r \x01(\x05R\rdriverVersion\x12%\n" +
 	"\x0ecallstack_mode\x18\x0e \x01(\tR\rcallstackMode\x12#\n" +
 	"\rkernel_filter\x18\x0f \x01(\tR\fkernelFilter\x12\x16\n" +
-	"\x06python\x18\x10 \x01(\tR\x06pythonB\a\n" +
+	"\x06python\x18\x10 \x01(\tR\x06python\x12\x1d\n" +
+	"\n" +
+	"gpu_timing\x18\x11 \x01(\bR\tgpuTimingB\a\n" +
 	"\x05_rankB\r\n" +
 	"\v_local_rankB\r\n" +
 	"\v_world_size\"\xdf\x01\n" +

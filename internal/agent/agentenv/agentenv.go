@@ -12,6 +12,7 @@ const (
 	Kernels   = "GPURR_KERNELS"    // regular expression: record only matching kernel names
 	Callstack = "GPURR_CALLSTACK"  // auto | python | native | off
 	RingBytes = "GPURR_RING_BYTES" // size of the record ring (bytes)
+	GPUTiming = "GPURR_GPU_TIMING" // on | off: kernel start/end times from CUPTI activity
 	// Injection is read by the CUDA driver, which loads the named library
 	// into every process that initializes CUDA and calls its
 	// InitializeInjection.
@@ -22,6 +23,7 @@ const (
 type Config struct {
 	Out, Agent, CUPTI, Kernels, Callstack string
 	RingBytes                             uint64
+	GPUTiming                             bool
 }
 
 // Vars renders c as NAME=value entries to append to a child's environment.
@@ -32,9 +34,17 @@ func Vars(c Config) []string {
 		CUPTI + "=" + c.CUPTI,
 		Callstack + "=" + c.Callstack,
 		Kernels + "=" + c.Kernels,
+		GPUTiming + "=" + onOff(c.GPUTiming),
 	}
 	if c.RingBytes != 0 {
 		v = append(v, RingBytes+"="+strconv.FormatUint(c.RingBytes, 10))
 	}
 	return v
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }
