@@ -12,7 +12,7 @@ import time
 import torch
 
 ITERS = 20_000
-REPEATS = 7
+REPEATS = 11
 WARMUP = 2_000
 
 

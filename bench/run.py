@@ -27,7 +27,13 @@ LAUNCH_MAX_ADDED_US = 1.0
 TRAIN_STEP_MAX_SLOWDOWN_PCT = 3.0
 
 
+# Every variant runs on the same four cores: the machine's other tenants and the scheduler's
+# choices moved single runs by +-30%, which drowned differences of a microsecond.
+PIN = ["taskset", "-c", "4-7"] if shutil.which("taskset") and (os.cpu_count() or 0) >= 8 else []
+
+
 def run(argv, timeout, env):
+    argv = PIN + list(argv)
     t0 = time.monotonic()
     p = subprocess.Popen([str(a) for a in argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True, env=env, cwd=ROOT, start_new_session=True)

@@ -112,6 +112,7 @@ class Harness:
         self.env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.env.pop("CUDA_INJECTION64_PATH", None)  # bare runs must be bare
         self.cache = {}
+        self.bare_cache = {}
         self.recordings = []
 
     # --- processes ---------------------------------------------------------------------
@@ -137,8 +138,8 @@ class Harness:
             f"$ {' '.join(map(str, r.argv))}\n# rc={r.rc} secs={r.secs:.1f} timed_out={r.timed_out}\n"
             + (r.err or ""))
 
-    def record_argv(self, d, argv):
-        return [self.gpurr, "record", "-o", d, "--", *argv]
+    def record_argv(self, d, argv, flags=()):
+        return [self.gpurr, "record", "-o", d, *flags, "--", *argv]
 
     def new_recdir(self, name):
         d = self.recs / name
@@ -180,8 +181,9 @@ class Harness:
         return f"(dropped: {row.get('l')} launches, {row.get('a')} activities)"
 
     # --- workloads ---------------------------------------------------------------------
-    def workload(self, name, argv, timeout=240):
-        """Run a workload bare then recorded (once per name); returns (expected_json, recording_dir).
+    def workload(self, name, argv, timeout=240, flags=()):
+        """Run a workload bare then recorded with gpurr record's flags (once per name);
+        returns (expected_json, recording_dir).
 
         SKIP when the bare run says it cannot run here (exit 3); FAIL when the bare run fails
         (the workload is broken, not gpurr), when the recorded run fails, prints different
@@ -192,14 +194,28 @@ class Harness:
                 raise type(res)(f"{name} workload: {res}")
             return res
         try:
-            res = self._workload(name, argv, timeout)
+            res = self._workload(name, argv, timeout, flags)
         except (Fail, Skip) as e:
             self.cache[name] = e
             raise
         self.cache[name] = res
         return res
 
-    def _workload(self, name, argv, timeout):
+    def bare(self, name, argv, timeout):
+        """The JSON result line of argv run bare. Runs once per command line: the recordings
+        of one workload under different flags share it."""
+        key = tuple(map(str, argv))
+        if key not in self.bare_cache:
+            try:
+                self.bare_cache[key] = self._bare(name, argv, timeout)
+            except (Fail, Skip) as e:
+                self.bare_cache[key] = e
+        res = self.bare_cache[key]
+        if isinstance(res, Exception):
+            raise type(res)(str(res))
+        return res
+
+    def _bare(self, name, argv, timeout):
         bare = self.sh(argv, timeout, log=f"{name}.bare")
         if bare.rc == SKIP_EXIT:
             said = [l[5:].strip() for l in bare.out.splitlines() if l.startswith("SKIP:")]
@@ -210,8 +226,12 @@ class Harness:
         check(want is not None, f"bare run printed no JSON result line: {tail(bare.out)}")
         if self.bare_only:
             raise Skip(f"bare run ok in {bare.secs:.1f} s: {json.dumps(want)}")
+        return want
+
+    def _workload(self, name, argv, timeout, flags):
+        want = self.bare(name, argv, timeout)
         d = self.new_recdir(name)
-        rec = self.sh(self.record_argv(d, argv), timeout, log=f"{name}.rec")
+        rec = self.sh(self.record_argv(d, argv, flags), timeout, log=f"{name}.rec")
         self.save_info(name, d)
         check(rec.rc == 0 and not rec.timed_out,
               f"under gpurr record the workload failed ({rec.why()}); bare it passed")
@@ -465,6 +485,48 @@ def t_cupy(h):
     return f"{n} launches, params {r['pc']}/{r['pb']} B, module with {r['kc']} kernel(s)"
 
 
+@test("torchrun_ranks")
+def t_torchrun(h):
+    """torchrun starts 2 ranks; each must get its own recording tagged with its rank."""
+    script = WL / "torchrun_ranks.py"
+    want, d = h.workload("torchrun_ranks", [h.py, "-m", "torch.distributed.run", "--standalone",
+                                            "--nproc-per-node", "2", script])
+    procs = h.query(d, "SELECT process, rank, local_rank, world_size FROM processes ORDER BY rank")
+    check([(p["rank"], p["local_rank"], p["world_size"]) for p in procs] == [(0, 0, 2), (1, 1, 2)],
+          f"processes (rank, local_rank, world_size): {procs}, want ranks 0 and 1 of 2")
+    line = mark_line(script, "rank-add")
+    rows = h.query(d, f"SELECT process, count(*) AS n FROM launches WHERE {at_line('python_line', script, line)} "
+                      "GROUP BY process ORDER BY process")
+    counts = [r["n"] for r in rows]
+    check(len(counts) == 2 and all(c == want["launches_per_rank"] for c in counts),
+          f"launches at torchrun_ranks.py:{line} per process: {rows}, want {want['launches_per_rank']} each")
+    return f"2 recordings, ranks 0 and 1 of 2, {counts[0]} launches at the marked line in each"
+
+
+@test("cudnn")
+def t_cudnn(h):
+    script = WL / "conv_cudnn.py"
+    want, d = h.py_workload("conv_cudnn")
+    line = mark_line(script, "conv-forward")
+    names = [r["name"] for r in h.query(d, f"SELECT DISTINCT name FROM launches WHERE "
+                                           f"{at_line('python_line', script, line)}")]
+    conv = [n for n in names if re.search(r"cudnn|conv|fprop|xmma|implicit|winograd|sm90", n, re.I)]
+    check(conv, f"no convolution kernel at conv_cudnn.py:{line}; kernels there: {names[:6]}")
+    return f"cuDNN {want['cudnn']}: {conv[0][:60]} at the conv line"
+
+
+@test("jax")
+def t_jax(h):
+    want, d = h.py_workload("jax_jit")
+    n = h.n(d, "SELECT count(*) AS n FROM launches")
+    check(n >= want["calls"], f"{n} launches for {want['calls']} jitted calls {h.drops(d)}")
+    ran = h.n(d, "SELECT count(*) AS n FROM gpu_activity WHERE launch_seq IS NOT NULL")
+    check(ran >= want["calls"], f"only {ran} kernel runs linked to launches")
+    mods = h.n(d, "SELECT count(*) AS n FROM modules WHERE kernel_count > 0")
+    check(mods >= 1, "no module with kernels recorded (XLA loads its kernels as modules)")
+    return f"{n} launches for {want['calls']} calls, {ran} linked kernel runs, {mods} module(s)"
+
+
 @test("raw_cuda")
 def t_raw_cuda(h):
     binary = h.raw_cuda_bin
@@ -594,6 +656,116 @@ def t_multi_gpu(h):
     check(all(r["n"] >= per and r["n"] % per == 0 for r in rows),
           f"per-device counts {rows}, want a non-zero multiple of {per} each")
     return f"{len(rows)} devices, {[r['n'] for r in rows]} launches"
+
+
+# --- gpurr record's options, on eager.py (one bare run shared by all) ----------------------
+def eager_with(h, name, flags, **process):
+    """Record eager.py with gpurr record's flags; the recording names its own options:
+    each keyword is a column of the processes table and the value it must hold."""
+    want, d = h.py_workload(name, script="eager.py", flags=flags)
+    for col, value in process.items():
+        got = h.one(d, f"SELECT {col} FROM processes").get(col)
+        check(got == value, f"processes.{col} = {got!r}, want {value!r}")
+    return want, d
+
+
+def want_none(h, d, what, sql):
+    """sql counts, as n, what must not be in the recording."""
+    n = h.n(d, sql)
+    check(n == 0, f"{n} {what}, want none")
+
+
+def info_of(h, name, d):
+    info = h.save_info(name, d)
+    check(info.rc == 0, f"gpurr info: {info.why()}")
+    return info.out
+
+
+@test("options.kernels_filter")
+def t_opt_kernels(h):
+    pattern = "nvjet|gemm"
+    want, d = eager_with(h, "eager_kernels", ["--kernels", pattern], kernel_filter=pattern)
+    rows = h.query(d, "SELECT name, api, python_line FROM launches")
+    check(rows, "no launch recorded; the filter should keep cuBLAS's")
+    other = [r["name"] for r in rows if not re.search(pattern, r.get("name") or "")]
+    check(not other, f"{len(other)} of {len(rows)} launches do not match {pattern!r}: {other[:3]}")
+    script = WL / "eager.py"
+    mm_lines = [mark_line(script, tag) for tag in ("eager-mm", "eager-mm-bf16")]
+    cublas = [r for r in rows if r.get("api") == CBID_LAUNCH_KERNEL_EX
+              and any(re.search(rf"eager\.py:{l}\b", r.get("python_line") or "") for l in mm_lines)]
+    check(cublas, f"no cuBLAS launch (api 652) at eager.py:{mm_lines}; kept: "
+                  f"{[((r.get('name') or '')[:40], r.get('api'), r.get('python_line')) for r in rows[:4]]}")
+    filtered = h.n(d, "SELECT sum(launches_filtered) AS n FROM stats")
+    check(filtered >= want["adds"], f"stats.launches_filtered = {filtered}, want >= the {want['adds']} add_ launches")
+    out = info_of(h, "eager_kernels", d)
+    check(pattern in out and "filtered" in out, f"gpurr info does not mention the filter: {tail(out, 12)}")
+    return f"{len(rows)} launches all match {pattern!r} ({len(cublas)} cuBLAS at the mm lines), {filtered} filtered"
+
+
+@test("options.callstack_native")
+def t_opt_native(h):
+    want, d = eager_with(h, "eager_native", ["--callstack", "native"], callstack_mode="native")
+    sources = h.query(d, "SELECT source, count(*) AS n FROM callstacks GROUP BY source")
+    check(sources, "no callstack recorded")
+    check([r["source"] for r in sources] == ["native"], f"callstack sources {sources}, want only native")
+    want_none(h, d, "frames that are not native", "SELECT count(*) AS n FROM frames WHERE kind != 'native'")
+    want_none(h, d, "launches with a python_line (no Python frame was taken)",
+              "SELECT count(python_line) AS n FROM launches")
+    ours = h.n(d, """SELECT count(DISTINCT callstack_id) AS n FROM frames WHERE kind = 'native'
+                     AND (file LIKE '%libtorch%' OR file LIKE '%libc10%' OR file LIKE '%python%')""")
+    check(ours >= 1, f"no callstack has a native frame in libtorch, libc10 or python; objects seen: "
+                     f"{h.sample(d, 'file', 'frames')}")
+    total = sum(r["n"] for r in sources)
+    return f"{total} native callstacks, {ours} through libtorch/libc10/python"
+
+
+@test("options.callstack_off")
+def t_opt_off(h):
+    want, d = eager_with(h, "eager_nostack", ["--callstack", "off"], callstack_mode="off")
+    launches = h.n(d, "SELECT count(*) AS n FROM launches")
+    check(launches >= want["adds"], f"{launches} launches, want >= the {want['adds']} add_ calls")
+    want_none(h, d, f"of {launches} launches name a callstack",
+              "SELECT count(*) AS n FROM launches WHERE callstack_id IS NOT NULL AND callstack_id != 0")
+    want_none(h, d, "rows in callstacks", "SELECT count(*) AS n FROM callstacks")
+    want_none(h, d, "rows in frames", "SELECT count(*) AS n FROM frames")
+    want_none(h, d, "callstacks_failed (off is not a failure)", "SELECT sum(callstacks_failed) AS n FROM stats")
+    return f"{launches} launches, no callstack taken or stored"
+
+
+@test("options.gpu_timing_off")
+def t_opt_no_timing(h):
+    want, d = eager_with(h, "eager_notiming", ["--gpu-timing=false"], gpu_timing=0)
+    want_none(h, d, "gpu_activity rows", "SELECT count(*) AS n FROM gpu_activity")
+    script, line = WL / "eager.py", mark_line(WL / "eager.py", "eager-add")
+    adds = h.n(d, f"SELECT count(*) AS n FROM launches WHERE {at_line('python_line', script, line)}")
+    check(adds >= want["adds"] and adds % want["adds"] == 0,
+          f"{adds} launches at eager.py:{line}, want a non-zero multiple of {want['adds']} {h.drops(d)}")
+    ex = h.n(d, f"SELECT count(*) AS n FROM launches WHERE api = {CBID_LAUNCH_KERNEL_EX}")
+    check(ex >= 1, "no cuLaunchKernelEx (652) launch: cuBLAS's matmuls are missing")
+    out = info_of(h, "eager_notiming", d)
+    check("GPU timing off" in out, f"gpurr info does not say GPU timing is off: {tail(out, 12)}")
+    return f"no activity; {adds} launches at eager.py:{line}, {ex} via cuLaunchKernelEx"
+
+
+@test("options.bad_flags")
+def t_opt_bad_flags(h):
+    if h.bare_only:
+        raise Skip("--bare-only: needs gpurr")
+    said = []
+    for i, (flags, names) in enumerate([(["--callstack", "bogus"], "callstack"),
+                                        (["--kernels", "("], "kernels"),
+                                        (["--gpu-timing=maybe"], "gpu-timing")]):
+        d, ran = h.new_recdir(f"bad_flags_{i}"), h.tmp / f"bad_flags_{i}.ran"
+        ran.unlink(missing_ok=True)
+        r = h.sh(h.record_argv(d, ["touch", ran], flags), 30, log=f"options.bad_flags_{i}")
+        check(r.rc == 2, f"{' '.join(flags)}: exit {r.rc}, want 2 ({r.why()})")
+        lines = r.err.strip().splitlines()
+        check(len(lines) == 1 and lines[0].startswith("gpurr: ") and names in lines[0],
+              f"{' '.join(flags)}: stderr is not one 'gpurr: ...' line naming --{names}: {r.err[:300]!r}")
+        check(not ran.exists(), f"{' '.join(flags)}: the program ran")
+        check(not d.exists(), f"{' '.join(flags)}: {d} was created")
+        said.append(lines[0][:80])
+    return "exit 2, program not run: " + " | ".join(said)
 
 
 @test("cli.query_bad_sql")

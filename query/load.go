@@ -186,11 +186,11 @@ type loader struct {
 	process     string
 	links       *recording.Links
 	kernels     map[uint64]kernelNames
-	pythonLines map[uint64]any
+	pythonLines map[uint64][2]any
 }
 
 func insertProcess(ins *inserter, name string, d *recording.Data) {
-	ld := &loader{ins: ins, process: name, links: d.Links(), kernels: map[uint64]kernelNames{}, pythonLines: map[uint64]any{}}
+	ld := &loader{ins: ins, process: name, links: d.Links(), kernels: map[uint64]kernelNames{}, pythonLines: map[uint64][2]any{}}
 	ld.processRow(d)
 	for _, dev := range d.Devices {
 		ld.row("devices", int64(dev.GetOrdinal()), dev.GetUuid(), dev.GetName(),
@@ -218,7 +218,7 @@ func insertProcess(ins *inserter, name string, d *recording.Data) {
 	for _, g := range d.GraphLaunches {
 		ld.row("graph_launches", u(g.GetSeq()), int64(g.GetTid()), u(g.GetGraphExec()), u(g.GetStream()), int64(g.GetStreamId()),
 			int64(g.GetCorrelationId()), u(g.GetHostNs()), nullID(g.GetCallstackId()), int64(g.GetDevice()), int64(g.GetResult()),
-			ld.pythonLine(g.GetCallstackId()))
+			ld.lines(g.GetCallstackId())[0], ld.lines(g.GetCallstackId())[1])
 	}
 	for _, e := range d.Log {
 		ld.row("log", u(e.GetHostNs()), e.GetLevel(), e.GetMessage())
@@ -272,16 +272,17 @@ func (ld *loader) callstack(c *pb.Callstack) {
 		}
 		ld.row("frames", u(c.GetId()), int64(i), kind, f.GetFile(), line, f.GetFunction(), pc, offset)
 	}
-	ld.row("callstacks", u(c.GetId()), c.GetSource(), int64(len(c.GetFrames())), ld.pythonLine(c.GetId()), text.String())
+	lines := ld.lines(c.GetId())
+	ld.row("callstacks", u(c.GetId()), c.GetSource(), int64(len(c.GetFrames())), lines[0], lines[1], text.String())
 }
 
-// pythonLine is the callstack's innermost Python frame, or NULL; computed
-// once per callstack however many launches share it.
-func (ld *loader) pythonLine(id uint64) any {
+// lines are a callstack's python_line and user_line, each NULL when there
+// is none; computed once per callstack however many launches share it.
+func (ld *loader) lines(id uint64) [2]any {
 	if v, ok := ld.pythonLines[id]; ok {
 		return v
 	}
-	v := nullText(ld.links.PythonLine(id))
+	v := [2]any{nullText(ld.links.PythonLine(id)), nullText(ld.links.UserLine(id))}
 	ld.pythonLines[id] = v
 	return v
 }
@@ -298,16 +299,19 @@ func (ld *loader) launch(l *pb.Launch) {
 	values = append(values, dim(l.GetBlock())...)
 	values = append(values, optionalDim(l.GetCluster())...)
 	values = append(values, int64(l.GetSharedMemBytes()), l.GetParams(), int64(l.GetCorrelationId()), u(l.GetHostNs()),
-		nullID(l.GetCallstackId()), b(l.GetCaptured()), graphNode, int64(l.GetApi()), int64(l.GetResult()), ld.pythonLine(l.GetCallstackId()))
+		nullID(l.GetCallstackId()), b(l.GetCaptured()), graphNode, int64(l.GetApi()), int64(l.GetResult()))
+	lines := ld.lines(l.GetCallstackId())
+	values = append(values, lines[0], lines[1])
 	ld.row("launches", values...)
 }
 
 func (ld *loader) activity(a *pb.KernelActivity) {
 	launch, viaGraph := ld.links.LaunchFor(a)
-	var launchSeq, pythonLine, graphSeq any
+	var launchSeq, graphSeq any
+	lines := [2]any{nil, nil}
 	demangled := ld.links.Demangle(a.GetName())
 	if launch != nil {
-		launchSeq, pythonLine = u(launch.GetSeq()), ld.pythonLine(launch.GetCallstackId())
+		launchSeq, lines = u(launch.GetSeq()), ld.lines(launch.GetCallstackId())
 		if k, ok := ld.kernels[launch.GetKernelId()]; ok && k.name == a.GetName() {
 			demangled = k.demangled
 		}
@@ -319,7 +323,7 @@ func (ld *loader) activity(a *pb.KernelActivity) {
 	duration := int64(a.GetEndNs()) - int64(a.GetStartNs())
 	values := []any{int64(a.GetCorrelationId()), int64(a.GetDevice()), int64(a.GetContextUid()), int64(a.GetStreamId()),
 		u(a.GetStartNs()), u(a.GetEndNs()), duration, a.GetName(), demangled, int64(a.GetGraphId()), u(a.GetGraphNodeId()),
-		launchSeq, b(viaGraph), graphSeq, pythonLine}
+		launchSeq, b(viaGraph), graphSeq, lines[0], lines[1]}
 	values = append(values, dim(a.GetGrid())...)
 	values = append(values, dim(a.GetBlock())...)
 	values = append(values, int64(a.GetRegistersPerThread()), int64(a.GetSharedMemBytes()), int64(a.GetStaticSharedMemBytes()))

@@ -138,6 +138,7 @@ var tables = []Table{
 		col("api", "INTEGER", "CUPTI driver callback id: 307 cuLaunchKernel, 652 cuLaunchKernelEx, ..."),
 		col("result", "INTEGER", "CUresult of the call (0: success)"),
 		col("python_line", "TEXT", "innermost Python frame as file:line function, NULL when none"),
+		col("user_line", "TEXT", "innermost Python frame outside installed packages and the standard library, NULL when none"),
 	))},
 	{Name: "gpu_activity", Doc: "kernel executions on the GPU, joined to the launch that ran them", Key: []string{"process", "launch_seq"}, Columns: columns(cols(
 		col("correlation_id", "INTEGER", "correlation id of the API call (a graph replay's for graph kernels)"),
@@ -155,6 +156,7 @@ var tables = []Table{
 		col("via_graph", "INTEGER", "1 when a graph replay ran it"),
 		col("graph_launch_seq", "INTEGER", "graph_launches.seq of the replay that ran it, NULL for eager kernels"),
 		col("python_line", "TEXT", "python_line of launch_seq"),
+		col("user_line", "TEXT", "user_line of launch_seq"),
 	), dims("grid", "grid blocks in"), dims("block", "block threads in"), cols(
 		col("registers_per_thread", "INTEGER", "registers per thread"),
 		col("shared_mem_bytes", "INTEGER", "dynamic shared memory"),
@@ -165,6 +167,7 @@ var tables = []Table{
 		col("source", "TEXT", "python, native or python+native"),
 		col("depth", "INTEGER", "number of frames"),
 		col("python_line", "TEXT", "innermost Python frame, NULL when none"),
+		col("user_line", "TEXT", "innermost Python frame outside installed packages and the standard library, NULL when none"),
 		col("text", "TEXT", "the frames, innermost first, one per line"),
 	))},
 	{Name: "frames", Doc: "the frames of each callstack", Key: []string{"process", "callstack_id"}, Columns: columns(cols(
@@ -196,6 +199,7 @@ var tables = []Table{
 		col("device", "INTEGER", "device ordinal"),
 		col("result", "INTEGER", "CUresult of the call"),
 		col("python_line", "TEXT", "innermost Python frame, NULL when none"),
+		col("user_line", "TEXT", "innermost Python frame outside installed packages and the standard library, NULL when none"),
 	))},
 	{Name: "log", Doc: "the agent's log: what went wrong or was skipped while recording", Columns: columns(cols(
 		col("host_ns", "INTEGER", "when"),

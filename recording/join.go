@@ -2,6 +2,7 @@ package recording
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 
 	"github.com/ianlancetaylor/demangle"
@@ -154,6 +155,35 @@ func (l *Links) PythonLine(callstackID uint64) string {
 	}
 	return FrameText(f)
 }
+
+// UserFrame returns the innermost Python frame in the program's own code:
+// the first Python frame whose file is not library code (installed
+// packages, the standard library, frozen modules). For a kernel launched
+// by torch.nn.Linear inside model.py that is the line of model.py, where
+// TopPythonFrame is the line inside torch. nil when there is none.
+func (l *Links) UserFrame(callstackID uint64) *pb.Frame {
+	for _, f := range l.callstacks[callstackID].GetFrames() {
+		if f.GetKind() == pb.Frame_PYTHON && !IsLibraryFile(f.GetFile()) {
+			return f
+		}
+	}
+	return nil
+}
+
+// UserLine is UserFrame as FrameText writes it, or "" when there is none.
+func (l *Links) UserLine(callstackID uint64) string {
+	f := l.UserFrame(callstackID)
+	if f == nil {
+		return ""
+	}
+	return FrameText(f)
+}
+
+var libraryPath = regexp.MustCompile(`/(site|dist)-packages/|/lib/python\d+(\.\d+)?t?/|^<frozen `)
+
+// IsLibraryFile reports whether a Python source path belongs to installed
+// packages or the standard library rather than to the program itself.
+func IsLibraryFile(path string) bool { return libraryPath.MatchString(path) }
 
 // FrameText writes a frame on one line, where then what: a Python frame as
 // "file:line function", a native one as "object+0xoffset function".

@@ -153,3 +153,22 @@ func TestKernelNames(t *testing.T) {
 		t.Errorf("the agent's demangled name must win, got %q", got)
 	}
 }
+
+func TestIsLibraryFile(t *testing.T) {
+	for path, want := range map[string]bool{
+		"/opt/torch/.venv/lib/python3.12/site-packages/torch/nn/modules/linear.py": true,
+		"/usr/lib/python3/dist-packages/numpy/core/numeric.py":                     true,
+		"/usr/lib/python3.12/threading.py":                                         true,
+		"/root/.pyenv/versions/3.13.0t/lib/python3.13t/asyncio/events.py":          true,
+		"<frozen runpy>":                                          true,
+		"/home/ada/proj/train.py":                                 false,
+		"/home/ada/lib/python_utils/model.py":                     false,
+		"<string>":                                                false,
+		"/work/main/testdata/workloads/torch_graphs.py":           false,
+		"/home/ada/.venv/src/mylib/python3/site_packages_fake.py": false,
+	} {
+		if got := recording.IsLibraryFile(path); got != want {
+			t.Errorf("IsLibraryFile(%q) = %v, want %v", path, got, want)
+		}
+	}
+}

@@ -11,8 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <x86intrin.h>
 
 #include "_cgo_export.h"
 #include "agent.h"
@@ -143,6 +145,20 @@ size_t gp_ring_take(uint8_t *dst, size_t cap) {
   ring.tail += n;
   pthread_mutex_unlock(&ring.mu);
   return n;
+}
+
+// TSC frequency, measured against CLOCK_MONOTONIC between gp_start and now.
+static uint64_t tsc_start, ns_start;
+
+static uint64_t monotonic_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+double gp_tsc_ns_per_cycle(void) {
+  uint64_t cycles = __rdtsc() - tsc_start, ns = monotonic_ns() - ns_start;
+  return cycles ? (double)ns / (double)cycles : 0;
 }
 
 // ---- per-thread state ----
@@ -775,9 +791,19 @@ static void on_graph_node(uint32_t cbid, const gp_ResourceData *rd) {
 
 // ---- the callback ----
 
+static void dispatch(int domain, uint32_t cbid, const void *data);
+
+// Every callback's time on the program's thread is counted (TSC cycles, a
+// few ns to read), so a recording says what the agent cost the program.
 static void on_cupti_callback(void *userdata, int domain, uint32_t cbid, const void *data) {
   (void)userdata;
   if (forked_child) return;
+  uint64_t t0 = __rdtsc();
+  dispatch(domain, cbid, data);
+  COUNT(callback_cycles, __rdtsc() - t0);
+}
+
+static void dispatch(int domain, uint32_t cbid, const void *data) {
   if (domain == GP_CB_DOMAIN_DRIVER_API) {
     const gp_CallbackData *cb = data;
     if (is_launch(cbid)) {
@@ -900,6 +926,8 @@ static const char *cupti_error(gp_CUptiResult r) {
 int gp_start(const gp_config *cfg, char *err, size_t errcap) {
   config = *cfg;
   agent_pid = getpid();
+  tsc_start = __rdtsc();
+  ns_start = monotonic_ns();
   pthread_key_create(&scratch_key, free_scratch);
   pthread_atfork(NULL, NULL, on_fork_child);
 
@@ -1007,5 +1035,6 @@ int gp_start(const gp_config *cfg, char *err, size_t errcap) {
 }
 
 const char *gp_python_description(void) { return gp_py_describe(); }
+
 uint32_t gp_cupti_version(void) { return cupti_version; }
 int gp_driver_version(void) { return driver_version; }

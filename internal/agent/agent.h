@@ -109,6 +109,7 @@ typedef struct {
   uint64_t graph_launches, activities, activities_dropped;
   uint64_t callstacks_failed, modules, modules_dropped;
   uint64_t ring_bytes_dropped, records_dropped;
+  uint64_t callback_cycles;  // TSC cycles spent in CUPTI callbacks on program threads
 } gp_counters;
 
 // Configuration handed from Go to C at start.
@@ -128,6 +129,7 @@ size_t gp_ring_take(uint8_t *dst, size_t cap);
 void gp_read_counters(gp_counters *out);
 void gp_flush_activity(int forced);
 uint64_t gp_timestamp(void);
+double gp_tsc_ns_per_cycle(void);
 int gp_is_forked_child(void);
 const char *gp_python_description(void);
 uint32_t gp_cupti_version(void);

@@ -7,15 +7,17 @@ import (
 	"testing"
 )
 
-// The fixture is a real cuBLAS module recorded on an H100 (CUDA 13.0): its
-// ELF version fields hold NVIDIA's numbers, which debug/elf alone rejects.
+// The fixture is gpurr's demo kernels built by nvcc 13.0 for sm_90
+// (scripts/gen-testdata): its ELF version fields hold NVIDIA's numbers,
+// which debug/elf alone rejects.
 func TestELFFunctionsReadsCubin(t *testing.T) {
-	image, err := os.ReadFile(filepath.Join("testdata", "nvjet_sm90.cubin"))
+	image, err := os.ReadFile(filepath.Join("testdata", "demo_sm90.cubin"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := elfFunctions(image)
-	want := []string{"nvjet_sm90_hsh_64x24_64x16_2x4_h_bz_NNT"}
+	slices.Sort(got)
+	want := []string{"gpurr_demo_fill", "gpurr_demo_reduce", "gpurr_demo_saxpy"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("elfFunctions = %q, want %q", got, want)
 	}

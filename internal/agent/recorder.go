@@ -568,6 +568,7 @@ func (r *recorder) writeFrame() {
 		Errors:            r.stats.Errors,
 		RingBytesDropped:  uint64(c.ring_bytes_dropped),
 		FramesWritten:     r.stats.FramesWritten,
+		AgentCallbackNs:   uint64(float64(c.callback_cycles) * float64(C.gp_tsc_ns_per_cycle())),
 	}
 	if err := r.w.Write(r.batch); err != nil {
 		// Disk full or similar: say so once on stderr and stop writing;

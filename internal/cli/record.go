@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/gpurr/gpurr/internal/agent/agentenv"
 	"github.com/gpurr/gpurr/internal/agentpath"
@@ -145,7 +146,7 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 		code = exitErr.ExitCode()
 		if st, ok := exitErr.Sys().(syscall.WaitStatus); ok && st.Signaled() {
 			code = 128 + int(st.Signal())
-			fmt.Fprintf(stderr, "gpurr: record: %s was killed by %v; its recording is marked incomplete\n", args[0], st.Signal())
+			fmt.Fprintf(stderr, "gpurr: record: %s was killed by %s; its recording is incomplete\n", args[0], unix.SignalName(st.Signal()))
 		}
 	default:
 		return &exitError{code: exitFailure, err: fmt.Errorf("record: %v", waitErr)}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -46,7 +47,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &exitError{code: exitUsage, err: fmt.Errorf("%s: %v (see gpurr %s --help)", c.CommandPath(), err, c.Name())}
+		return &exitError{code: exitUsage, err: fmt.Errorf("%s: %v (see %s --help)", strings.TrimPrefix(c.CommandPath(), "gpurr "), err, c.CommandPath())}
 	})
 	root.AddCommand(
 		newRecordCmd(),

@@ -24,8 +24,25 @@ func TestMain(m *testing.M) {
 	})
 }
 
+// realRecordings are the recordings made on a GPU machine by
+// scripts/gen-testdata, relative to this package. The scripts read them in
+// place through these variables; golden files write their paths as $NAME,
+// so that they do not depend on where the tree is checked out.
+var realRecordings = []struct{ name, path string }{
+	{"REC_TORCH_GRAPHS", "../../testdata/recordings/torch-graphs"},
+	{"REC_KILLED", "../../testdata/recordings/killed"},
+	{"REC_DEMO", "../demo/bundled/rec"},
+}
+
+// workloadsDir holds the programs that made the real recordings, for
+// markline. Golden files keep its path as it is: the recordings' Python
+// frames name it as it was on the machine that recorded them.
+const workloadsDir = "../../testdata/workloads"
+
 // TestScripts runs testdata/script/*.txtar. Each script's $WORK holds a
-// synthetic recording of two ranks in rec/ (see internal/testrec).
+// synthetic recording of two ranks in rec/ (see internal/testrec); the real
+// recordings are at $REC_TORCH_GRAPHS, $REC_KILLED and $REC_DEMO, and the
+// programs that made them in $WORKLOADS.
 //
 // Commands added for the scripts:
 //
@@ -33,22 +50,40 @@ func TestMain(m *testing.M) {
 //	                      truncated, corrupt, newer, empty) into DIR
 //	exits CODE CMD ARGS   run CMD; require exit CODE and, when CODE is not 0,
 //	                      exactly one "gpurr: ..." line on stderr
-//	golden NAME           compare stdout with testdata/golden/NAME ($WORK
-//	                      written as $WORK); -update rewrites the file
+//	golden NAME           compare stdout with testdata/golden/NAME ($WORK and
+//	                      the real recordings' paths written as variables);
+//	                      -update rewrites the file
+//	markline VAR FILE MARK  set VAR to the number of the line of FILE that
+//	                      ends with the comment "# FIXTURE: MARK"
 func TestScripts(t *testing.T) {
 	goldenDir, err := filepath.Abs(filepath.Join("testdata", "golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{}
+	for _, r := range realRecordings {
+		if vars[r.name], err = filepath.Abs(filepath.FromSlash(r.path)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	workloads, err := filepath.Abs(filepath.FromSlash(workloadsDir))
 	if err != nil {
 		t.Fatal(err)
 	}
 	testscript.Run(t, testscript.Params{
 		Dir: filepath.Join("testdata", "script"),
 		Setup: func(env *testscript.Env) error {
+			for name, path := range vars {
+				env.Setenv(name, path)
+			}
+			env.Setenv("WORKLOADS", workloads)
 			return testrec.Write(filepath.Join(env.WorkDir, "rec"), testrec.Good)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"mkrec":  cmdMkrec,
-			"exits":  cmdExits,
-			"golden": func(ts *testscript.TestScript, neg bool, args []string) { cmdGolden(ts, neg, args, goldenDir) },
+			"mkrec":    cmdMkrec,
+			"exits":    cmdExits,
+			"golden":   func(ts *testscript.TestScript, neg bool, args []string) { cmdGolden(ts, neg, args, goldenDir) },
+			"markline": cmdMarkline,
 		},
 		RequireExplicitExec: true,
 	})
@@ -94,6 +129,9 @@ func cmdGolden(ts *testscript.TestScript, neg bool, args []string, dir string) {
 		ts.Fatalf("usage: golden NAME")
 	}
 	got := strings.ReplaceAll(ts.ReadFile("stdout"), ts.Getenv("WORK"), "$WORK")
+	for _, r := range realRecordings {
+		got = strings.ReplaceAll(got, ts.Getenv(r.name), "$"+r.name)
+	}
 	path := filepath.Join(dir, args[0])
 	if *update {
 		ts.Check(os.MkdirAll(dir, 0o755))
@@ -107,6 +145,23 @@ func cmdGolden(ts *testscript.TestScript, neg bool, args []string, dir string) {
 	if got != string(want) {
 		ts.Fatalf("stdout differs from %s (go test ./internal/cli -update rewrites it):\n%s", path, lineDiff(string(want), got))
 	}
+}
+
+func cmdMarkline(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: markline VAR FILE MARK")
+	}
+	comment := "# FIXTURE: " + args[2]
+	var found []int
+	for i, line := range strings.Split(ts.ReadFile(args[1]), "\n") {
+		if strings.HasSuffix(strings.TrimRight(line, " \t\r"), comment) {
+			found = append(found, i+1)
+		}
+	}
+	if len(found) != 1 {
+		ts.Fatalf("%s: %d lines end with %q, want 1 (lines %v)", args[1], len(found), comment, found)
+	}
+	ts.Setenv(args[0], strconv.Itoa(found[0]))
 }
 
 // lineDiff shows the first lines where want and got part.

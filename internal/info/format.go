@@ -76,8 +76,35 @@ func (p *Process) write(t *textWriter) {
 	t.field("kernels", "%d distinct", p.Kernels)
 	t.field("modules", "%d, %s", p.Modules, formatBytes(p.ModuleBytes))
 	t.field("callstacks", "%d", p.Callstacks)
+	if calls := p.Launches + p.Captured + p.GraphLaunches; p.AgentNS > 0 && calls > 0 {
+		t.field("overhead", "agent ran %s on the program's threads, %s per launch (CUPTI's own work not included)",
+			formatNS(p.AgentNS), formatNS(p.AgentNS/uint64(calls)))
+	}
 	writeKernels(t, "top kernels by count", p.TopByCount)
 	writeKernels(t, "top kernels by GPU time", p.TopByTime)
+	writeLines(t, p.TopLines)
+}
+
+func writeLines(t *textWriter, lines []LineUse) {
+	if len(lines) == 0 || t.err != nil {
+		return
+	}
+	t.printf("\n  top lines of the program by GPU time (graph replays count at their capture line)\n")
+	tab := tabwriter.NewWriter(t.w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tab, "    runs\tGPU time\t  line\n")
+	for _, u := range lines {
+		fmt.Fprintf(tab, "    %d\t%s\t  %s\n", u.Runs, formatNS(u.GPUTimeNS), shortenPath(u.Line, 100))
+	}
+	t.err = tab.Flush()
+}
+
+// shortenPath keeps the end of a "file:line function" text, where the
+// file name and line are, when it is too long.
+func shortenPath(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return "..." + string(r[len(r)-n+3:])
+	}
+	return s
 }
 
 func (p *Process) rankText() string {

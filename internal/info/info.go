@@ -65,9 +65,11 @@ type Process struct {
 	ModuleBytes      uint64 `json:"module_bytes"`
 	Callstacks       int    `json:"callstacks"`
 	LaunchesFiltered uint64 `json:"launches_filtered,omitempty"` // skipped by --kernels, by design
+	AgentNS          uint64 `json:"agent_ns"`                    // agent time on the program's threads
 
 	TopByCount []KernelUse `json:"top_by_count"`
 	TopByTime  []KernelUse `json:"top_by_gpu_time"`
+	TopLines   []LineUse   `json:"top_lines_by_gpu_time"` // the program's lines that launched the GPU time
 
 	Complete  bool        `json:"complete"`
 	Truncated bool        `json:"truncated"`
@@ -90,6 +92,13 @@ type Device struct {
 type KernelUse struct {
 	Name      string `json:"name"` // readable, shortened
 	Launches  int    `json:"launches"`
+	Runs      int    `json:"runs"`
+	GPUTimeNS uint64 `json:"gpu_time_ns"`
+}
+
+// LineUse is the GPU work launched from one line of the program.
+type LineUse struct {
+	Line      string `json:"line"` // file:line function, the innermost frame in the program's own code
 	Runs      int    `json:"runs"`
 	GPUTimeNS uint64 `json:"gpu_time_ns"`
 }
@@ -181,6 +190,7 @@ func summarize(name string, d *recording.Data) *Process {
 		Modules: len(d.Modules), Callstacks: len(d.Callstacks),
 		Complete: d.Complete(), Truncated: d.Truncated,
 		LaunchesFiltered: d.Stats.GetLaunchesFiltered(),
+		AgentNS:          d.Stats.GetAgentCallbackNs(),
 		Losses:           losses(d.Stats),
 	}
 	if d.End != nil {
@@ -293,18 +303,41 @@ func (p *Process) countKernels(d *recording.Data) {
 		p.Launches++
 		use(links.Kernel(l.GetKernelId()).GetName()).Launches++
 	}
+	lines := map[string]*LineUse{}
 	for _, a := range d.Activities {
 		u := use(a.GetName())
 		u.Runs++
+		var ns uint64
 		// Clocks that go backwards would make a huge unsigned duration.
 		if a.GetEndNs() > a.GetStartNs() {
-			u.GPUTimeNS += a.GetEndNs() - a.GetStartNs()
-			p.GPUTimeNS += a.GetEndNs() - a.GetStartNs()
+			ns = a.GetEndNs() - a.GetStartNs()
 		}
-		if l, _ := links.LaunchFor(a); l == nil {
+		u.GPUTimeNS += ns
+		p.GPUTimeNS += ns
+		l, _ := links.LaunchFor(a)
+		if l == nil {
 			p.UnlinkedRuns++
+			continue
 		}
+		line := cmp.Or(links.UserLine(l.GetCallstackId()), links.PythonLine(l.GetCallstackId()))
+		if line == "" {
+			continue
+		}
+		lu := lines[line]
+		if lu == nil {
+			lu = &LineUse{Line: line}
+			lines[line] = lu
+		}
+		lu.Runs++
+		lu.GPUTimeNS += ns
 	}
+	for _, lu := range lines {
+		p.TopLines = append(p.TopLines, *lu)
+	}
+	slices.SortFunc(p.TopLines, func(a, b LineUse) int {
+		return cmp.Or(cmp.Compare(b.GPUTimeNS, a.GPUTimeNS), cmp.Compare(b.Runs, a.Runs), cmp.Compare(a.Line, b.Line))
+	})
+	p.TopLines = p.TopLines[:min(len(p.TopLines), topKernels)]
 	all := make([]KernelUse, 0, len(uses))
 	for name, u := range uses {
 		r, ok := readable[name]

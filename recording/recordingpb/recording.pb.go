@@ -1542,6 +1542,7 @@ type Stats struct {
 	Errors            uint64                 `protobuf:"varint,11,opt,name=errors,proto3" json:"errors,omitempty"`                                               // log entries at level error
 	RingBytesDropped  uint64                 `protobuf:"varint,12,opt,name=ring_bytes_dropped,json=ringBytesDropped,proto3" json:"ring_bytes_dropped,omitempty"` // any record lost to a full ring, in bytes
 	FramesWritten     uint64                 `protobuf:"varint,13,opt,name=frames_written,json=framesWritten,proto3" json:"frames_written,omitempty"`
+	AgentCallbackNs   uint64                 `protobuf:"varint,14,opt,name=agent_callback_ns,json=agentCallbackNs,proto3" json:"agent_callback_ns,omitempty"` // time the agent spent in CUPTI callbacks on the program's threads
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
@@ -1663,6 +1664,13 @@ func (x *Stats) GetRingBytesDropped() uint64 {
 func (x *Stats) GetFramesWritten() uint64 {
 	if x != nil {
 		return x.FramesWritten
+	}
+	return 0
+}
+
+func (x *Stats) GetAgentCallbackNs() uint64 {
+	if x != nil {
+		return x.AgentCallbackNs
 	}
 	return 0
 }
@@ -1884,7 +1892,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\bLogEntry\x12\x17\n" +
 	"\ahost_ns\x18\x01 \x01(\x04R\x06hostNs\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\tR\x05level\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\xec\x03\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\x98\x04\n" +
 	"\x05Stats\x12\x1a\n" +
 	"\blaunches\x18\x01 \x01(\x04R\blaunches\x12+\n" +
 	"\x11launches_filtered\x18\x02 \x01(\x04R\x10launchesFiltered\x12)\n" +
@@ -1903,7 +1911,8 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	" \x01(\x04R\rmodulesFailed\x12\x16\n" +
 	"\x06errors\x18\v \x01(\x04R\x06errors\x12,\n" +
 	"\x12ring_bytes_dropped\x18\f \x01(\x04R\x10ringBytesDropped\x12%\n" +
-	"\x0eframes_written\x18\r \x01(\x04R\rframesWritten\"4\n" +
+	"\x0eframes_written\x18\r \x01(\x04R\rframesWritten\x12*\n" +
+	"\x11agent_callback_ns\x18\x0e \x01(\x04R\x0fagentCallbackNs\"4\n" +
 	"\x03End\x12\x15\n" +
 	"\x06end_ns\x18\x01 \x01(\x04R\x05endNs\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reasonB.Z,github.com/gpurr/gpurr/recording/recordingpbb\x06proto3"

@@ -1,0 +1,220 @@
+package recording_test
+
+import (
+	"cmp"
+	"encoding/binary"
+	"hash/fnv"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/gpurr/gpurr/recording"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// realRecordings were made by the agent on an H100 (scripts/gen-testdata
+// regenerates them). Unlike the synthetic ones of internal/testrec, they
+// hold whatever the driver, CUPTI and PyTorch really did. killed.py was
+// SIGKILLed a second after its last launch, so its recording has no End but
+// lost nothing: the agent writes a frame at least every 100 ms.
+var realRecordings = []struct {
+	name, dir string
+	complete  bool
+}{
+	{"torch-graphs", "../testdata/recordings/torch-graphs", true},
+	{"killed", "../testdata/recordings/killed", false},
+	{"demo", "../internal/demo/bundled/rec", true},
+}
+
+// TestRealRecordings checks, on every real recording, that the records
+// refer to each other the way docs/format.md says.
+func TestRealRecordings(t *testing.T) {
+	for _, rr := range realRecordings {
+		t.Run(rr.name, func(t *testing.T) {
+			set, err := recording.Open(filepath.FromSlash(rr.dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range set.Processes {
+				d, err := p.Load()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d.Complete() != rr.complete || d.Truncated {
+					t.Errorf("%s: complete=%v truncated=%v; want complete=%v, not truncated", p.Name, d.Complete(), d.Truncated, rr.complete)
+				}
+				checkReal(t, d)
+			}
+		})
+	}
+}
+
+// checkReal checks what holds for every process of a real recording
+// whose workload is small enough that nothing was dropped.
+func checkReal(t *testing.T, d *recording.Data) {
+	if len(d.Launches) == 0 || len(d.Activities) == 0 {
+		t.Fatalf("%d launches, %d activities; the workloads make both", len(d.Launches), len(d.Activities))
+	}
+	links := d.Links()
+
+	modules := map[string]bool{}
+	for _, m := range d.Modules {
+		modules[m.Sha256] = true
+	}
+	kernelIDs := map[uint64]bool{}
+	for _, k := range d.Kernels {
+		if kernelIDs[k.Id] {
+			t.Errorf("kernel id %d described twice", k.Id)
+		}
+		kernelIDs[k.Id] = true
+		if k.ModuleSha256 != "" && !modules[k.ModuleSha256] {
+			t.Errorf("kernel %s names module %s, which the recording does not describe", k.Name, k.ModuleSha256)
+		}
+	}
+
+	callstackIDs := map[uint64]bool{}
+	for _, c := range d.Callstacks {
+		if callstackIDs[c.Id] {
+			t.Errorf("callstack %d described twice", c.Id)
+		}
+		callstackIDs[c.Id] = true
+		if got := callstackHash(c); got != c.Id {
+			t.Errorf("callstack %d: its frames hash to %d (FNV-1a over file, line, function, offset)", c.Id, got)
+		}
+	}
+	checkCallstack := func(what string, seq, id uint64) {
+		if id != 0 && links.Callstack(id) == nil {
+			t.Errorf("%s %d: callstack %d is not in the recording", what, seq, id)
+		}
+	}
+
+	// Launches and graph launches share one sequence, and each thread
+	// numbers its calls in the order it makes them.
+	type call struct {
+		what        string
+		seq, hostNs uint64
+	}
+	seqs := map[uint64]bool{}
+	byTid := map[uint32][]call{}
+	addCall := func(tid uint32, c call) {
+		if c.seq == 0 || seqs[c.seq] {
+			t.Errorf("%s: seq %d is zero or used twice", c.what, c.seq)
+		}
+		seqs[c.seq] = true
+		byTid[tid] = append(byTid[tid], c)
+	}
+	nodes := map[uint64]*pb.GraphNode{}
+	for _, n := range d.GraphNodes {
+		nodes[n.NodeId] = n
+	}
+	for _, l := range d.Launches {
+		addCall(l.Tid, call{"launch", l.Seq, l.HostNs})
+		if links.Kernel(l.KernelId) == nil {
+			t.Errorf("launch %d: kernel %d is not in the recording", l.Seq, l.KernelId)
+		}
+		checkCallstack("launch", l.Seq, l.CallstackId)
+		if l.Result != 0 {
+			t.Errorf("launch %d returned CUresult %d", l.Seq, l.Result)
+		}
+		if l.Captured {
+			if n := nodes[l.GraphNodeId]; n == nil || n.LaunchSeq != l.Seq {
+				t.Errorf("captured launch %d: graph node %d does not name it (%v)", l.Seq, l.GraphNodeId, n)
+			}
+		}
+	}
+	for _, g := range d.GraphLaunches {
+		addCall(g.Tid, call{"graph launch", g.Seq, g.HostNs})
+		checkCallstack("graph launch", g.Seq, g.CallstackId)
+	}
+	for tid, calls := range byTid {
+		slices.SortFunc(calls, func(a, b call) int { return cmp.Compare(a.seq, b.seq) })
+		for i := 1; i < len(calls); i++ {
+			if prev, c := calls[i-1], calls[i]; c.hostNs < prev.hostNs {
+				t.Errorf("thread %d: %s %d at %d ns is earlier than %s %d at %d ns", tid, c.what, c.seq, c.hostNs, prev.what, prev.seq, prev.hostNs)
+			}
+		}
+	}
+
+	// Every kernel the GPU ran links to its launch, and (one clock) started
+	// after the host made the call that ran it.
+	ranCalls := map[uint64]bool{}
+	for _, a := range d.Activities {
+		if a.EndNs < a.StartNs {
+			t.Errorf("activity %d ends at %d before it starts at %d", a.CorrelationId, a.EndNs, a.StartNs)
+		}
+		l, viaGraph := links.LaunchFor(a)
+		if l == nil {
+			t.Errorf("activity %s (correlation %d, graph %d node %d) links to no launch", a.Name, a.CorrelationId, a.GraphId, a.GraphNodeId)
+			continue
+		}
+		if k := links.Kernel(l.KernelId); k.GetName() != a.Name {
+			t.Errorf("activity %s links to launch %d of %s", a.Name, l.Seq, k.GetName())
+		}
+		calledNs := l.HostNs
+		if viaGraph {
+			g := links.GraphLaunchFor(a)
+			if !l.Captured || g == nil {
+				t.Errorf("graph activity %d: launch %d captured=%v, graph launch %v", a.CorrelationId, l.Seq, l.Captured, g)
+				continue
+			}
+			calledNs = g.HostNs
+			ranCalls[g.Seq] = true
+		} else {
+			if l.Captured || l.CorrelationId != a.CorrelationId {
+				t.Errorf("eager activity %d links to launch %d (correlation %d, captured %v)", a.CorrelationId, l.Seq, l.CorrelationId, l.Captured)
+			}
+			ranCalls[l.Seq] = true
+		}
+		if a.StartNs < calledNs {
+			t.Errorf("activity %d started at %d ns, before its call at %d ns", a.CorrelationId, a.StartNs, calledNs)
+		}
+	}
+	// ... and every call that ran a kernel has its activity: nothing is
+	// dropped in these small workloads.
+	for _, l := range d.Launches {
+		if !l.Captured && !ranCalls[l.Seq] {
+			t.Errorf("launch %d (%s) has no GPU activity", l.Seq, links.Kernel(l.KernelId).GetName())
+		}
+	}
+	for _, g := range d.GraphLaunches {
+		if !ranCalls[g.Seq] {
+			t.Errorf("graph launch %d has no GPU activity", g.Seq)
+		}
+	}
+
+	// The counters agree with the records, and nothing was lost.
+	s := d.Stats
+	if s.Launches != uint64(len(d.Launches)) || s.GraphLaunches != uint64(len(d.GraphLaunches)) ||
+		s.Activities != uint64(len(d.Activities)) || s.Callstacks != uint64(len(d.Callstacks)) || s.Modules != uint64(len(d.Modules)) {
+		t.Errorf("stats %v disagree with the records: %d launches, %d graph launches, %d activities, %d callstacks, %d modules",
+			s, len(d.Launches), len(d.GraphLaunches), len(d.Activities), len(d.Callstacks), len(d.Modules))
+	}
+	if s.LaunchesDropped+s.ActivitiesDropped+s.CallstacksFailed+s.ModulesFailed+s.Errors+s.RingBytesDropped != 0 {
+		t.Errorf("stats report losses: %v", s)
+	}
+}
+
+// callstackHash is the callstack id the agent computes: FNV-1a 64 over each
+// frame's file, line (4 bytes, little-endian), function and, for native
+// frames, offset (8 bytes), with 0xFF between frames.
+func callstackHash(c *pb.Callstack) uint64 {
+	h := fnv.New64a()
+	var b [8]byte
+	for i, f := range c.Frames {
+		if i > 0 {
+			h.Write([]byte{0xff})
+		}
+		h.Write([]byte(f.File))
+		binary.LittleEndian.PutUint32(b[:4], f.Line)
+		h.Write(b[:4])
+		h.Write([]byte(f.Function))
+		if f.Kind == pb.Frame_NATIVE {
+			binary.LittleEndian.PutUint64(b[:], f.Offset)
+			h.Write(b[:])
+		}
+	}
+	if id := h.Sum64(); id != 0 {
+		return id
+	}
+	return 1
+}
