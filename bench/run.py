@@ -71,10 +71,14 @@ class Bench:
         res, secs = run(argv, timeout, self.env)
         res["wall_s"] = round(secs, 1)
         if recorded:
-            q = [self.gpurr, "query", d, "SELECT count(*) AS n FROM launches", "--format", "json"]
+            q = [self.gpurr, "query", d, "SELECT (SELECT count(*) FROM launches) AS n, "
+                 "(SELECT sum(agent_callback_ns) FROM stats) AS agent_ns", "--format", "json"]
             qp = subprocess.run(q, capture_output=True, text=True, timeout=120)
             try:
-                res["recorded_launches"] = json.loads(qp.stdout)[0]["n"]
+                row = json.loads(qp.stdout)[0]
+                res["recorded_launches"] = row["n"]
+                # The agent's own time on the program's threads, per launch (CUPTI's excluded).
+                res["agent_ns_per_launch"] = round((row["agent_ns"] or 0) / max(row["n"], 1))
             except (ValueError, IndexError, KeyError, TypeError):
                 raise RuntimeError(f"gpurr query on {d} failed: exit {qp.returncode}: {qp.stderr.strip()[:300]}")
             shutil.rmtree(d, ignore_errors=True)  # keep the disk for the next run
