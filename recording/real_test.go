@@ -2,8 +2,6 @@ package recording_test
 
 import (
 	"cmp"
-	"encoding/binary"
-	"hash/fnv"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -78,7 +76,7 @@ func checkReal(t *testing.T, d *recording.Data) {
 			t.Errorf("callstack %d described twice", c.Id)
 		}
 		callstackIDs[c.Id] = true
-		if got := callstackHash(c); got != c.Id {
+		if got := recording.CallstackID(c.GetFrames()); got != c.Id {
 			t.Errorf("callstack %d: its frames hash to %d (FNV-1a over file, line, function, offset)", c.Id, got)
 		}
 	}
@@ -194,27 +192,3 @@ func checkReal(t *testing.T, d *recording.Data) {
 	}
 }
 
-// callstackHash is the callstack id the agent computes: FNV-1a 64 over each
-// frame's file, line (4 bytes, little-endian), function and, for native
-// frames, offset (8 bytes), with 0xFF between frames.
-func callstackHash(c *pb.Callstack) uint64 {
-	h := fnv.New64a()
-	var b [8]byte
-	for i, f := range c.Frames {
-		if i > 0 {
-			h.Write([]byte{0xff})
-		}
-		h.Write([]byte(f.File))
-		binary.LittleEndian.PutUint32(b[:4], f.Line)
-		h.Write(b[:4])
-		h.Write([]byte(f.Function))
-		if f.Kind == pb.Frame_NATIVE {
-			binary.LittleEndian.PutUint64(b[:], f.Offset)
-			h.Write(b[:])
-		}
-	}
-	if id := h.Sum64(); id != 0 {
-		return id
-	}
-	return 1
-}

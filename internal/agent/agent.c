@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <execinfo.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -168,6 +169,10 @@ static __thread struct {
   int in_launch;           // between ENTER and EXIT of a recorded launch
   uint64_t seq, host_ns;   // of that launch
   uint64_t graph_node_id;  // node built by that launch during stream capture
+  gp_CUstream stream;      // the last stream id looked up, valid for stream_epoch
+  gp_CUcontext stream_ctx;
+  uint32_t stream_id, stream_epoch;
+  int stream_ptsz;
 } tls;
 
 // Large per-thread buffers live on the heap: the library's TLS block must
@@ -418,6 +423,13 @@ static inline uint64_t fnv_bytes(uint64_t h, const void *p, size_t n) {
   return h;
 }
 
+// hash_word folds one 64-bit word into h; the hot path hashes raw frames
+// word by word, which costs a few ns where byte-wise FNV cost tens.
+static inline uint64_t hash_word(uint64_t h, uint64_t w) {
+  h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
+  return h ^ (h >> 29);
+}
+
 static uint64_t stack_lookup(uint64_t key) {
   for (uint64_t i = key, n = 0; n < 32; i++, n++) {
     uint64_t k = atomic_load_explicit(&stacks[i & (STACK_TABLE - 1)].key, memory_order_acquire);
@@ -506,10 +518,8 @@ static uint64_t python_stack(void) {
   int n = gp_py_walk(frames, MAX_FRAMES);
   if (n <= 0) return 0;
   uint64_t key = FNV_OFFSET ^ 1;
-  for (int i = 0; i < n; i++) {  // field by field: the struct has padding
-    key = fnv_bytes(key, &frames[i].code, sizeof frames[i].code);
-    key = fnv_bytes(key, &frames[i].lasti, sizeof frames[i].lasti);
-  }
+  for (int i = 0; i < n; i++)  // field by field: the struct has padding
+    key = hash_word(hash_word(key, (uint64_t)(uintptr_t)frames[i].code), (uint64_t)(uint32_t)frames[i].lasti);
   uint64_t id = stack_lookup(key);
   if (id) return id;
   stack_builder *b = builder();
@@ -526,28 +536,50 @@ static uint64_t python_stack(void) {
   return stack_publish(b, key, 1);
 }
 
+// _dl_find_object (glibc 2.35+) finds the object holding an address in
+// tens of ns; dladdr, the fallback, is much slower.
+static int (*find_object)(void *, struct dl_find_object *);
+
+static void object_of(void *pc, const char **obj, uint64_t *off) {
+  struct dl_find_object fo;
+  if (find_object && find_object(pc, &fo) == 0 && fo.dlfo_link_map) {
+    *obj = fo.dlfo_link_map->l_name ? fo.dlfo_link_map->l_name : "";
+    *off = (uint64_t)(uintptr_t)pc - fo.dlfo_link_map->l_addr;
+    return;
+  }
+  Dl_info info;
+  if (dladdr(pc, &info)) {
+    *obj = info.dli_fname ? info.dli_fname : "";
+    *off = (uint64_t)(uintptr_t)pc - (uint64_t)(uintptr_t)info.dli_fbase;
+  }
+}
+
+int gp_symbolize(uint64_t pc, char *buf, size_t cap) {
+  Dl_info info;
+  if (!dladdr((void *)(uintptr_t)pc, &info) || !info.dli_sname) return 0;
+  snprintf(buf, cap, "%s", info.dli_sname);
+  return 1;
+}
+
 static uint64_t native_stack(void) {
   void *pcs[MAX_FRAMES];
   int n = backtrace(pcs, MAX_FRAMES);
   // Drop the agent's own frames: this function and the callback.
   int skip = n > 3 ? 3 : 0;
   if (n - skip <= 0) return 0;
-  uint64_t key = fnv_bytes(FNV_OFFSET ^ 2, pcs + skip, (n - skip) * sizeof pcs[0]);
+  uint64_t key = FNV_OFFSET ^ 2;
+  for (int i = skip; i < n; i++) key = hash_word(key, (uint64_t)(uintptr_t)pcs[i]);
   uint64_t id = stack_lookup(key);
   if (id) return id;
   stack_builder *b = builder();
   if (!b) return 0;
   for (int i = skip; i < n; i++) {
-    Dl_info info;
-    memset(&info, 0, sizeof info);
     uint64_t pc = (uint64_t)(uintptr_t)pcs[i], off = pc;
-    const char *obj = "", *sym = "";
-    if (dladdr(pcs[i], &info)) {
-      obj = info.dli_fname ? info.dli_fname : "";
-      sym = info.dli_sname ? info.dli_sname : "";
-      off = pc - (uint64_t)(uintptr_t)info.dli_fbase;
-    }
-    stack_add(b, GP_FRAME_NATIVE, obj, sym, 0, pc, off);
+    const char *obj = "";
+    object_of(pcs[i], &obj, &off);
+    // Symbol names are looked up later by the writer (gp_symbolize): the
+    // lookup scans symbol tables and costs far too much for a launch.
+    stack_add(b, GP_FRAME_NATIVE, obj, "", 0, pc, off);
   }
   return stack_publish(b, key, 2);
 }
@@ -657,9 +689,23 @@ static uint32_t copy_params(const func_entry *fe, const launch_view *v, uint8_t 
   return 0;
 }
 
+// Stream ids are cached per thread (a thread usually launches on one
+// stream after another); destroying any stream invalidates every cache,
+// since a new stream may reuse the handle.
+static _Atomic uint32_t stream_epoch = 1;
+
 static uint32_t stream_id_of(gp_CUcontext ctx, gp_CUstream stream, uint32_t cbid) {
+  uint32_t epoch = atomic_load_explicit(&stream_epoch, memory_order_acquire);
+  int ptsz = is_ptsz(cbid);
+  if (tls.stream_epoch == epoch && tls.stream == stream && tls.stream_ctx == ctx && tls.stream_ptsz == ptsz)
+    return tls.stream_id;
   uint32_t id = 0;
-  if (cupti.getStreamIdEx) cupti.getStreamIdEx(ctx, stream, is_ptsz(cbid), &id);
+  if (cupti.getStreamIdEx) cupti.getStreamIdEx(ctx, stream, ptsz, &id);
+  tls.stream_epoch = epoch;
+  tls.stream = stream;
+  tls.stream_ctx = ctx;
+  tls.stream_ptsz = ptsz;
+  tls.stream_id = id;
   return id;
 }
 
@@ -827,6 +873,9 @@ static void dispatch(int domain, uint32_t cbid, const void *data) {
     case GP_CBID_RESOURCE_GRAPHNODE_CLONED:
       on_graph_node(cbid, rd);
       break;
+    case GP_CBID_RESOURCE_STREAM_DESTROY_STARTING:
+      atomic_fetch_add_explicit(&stream_epoch, 1, memory_order_release);
+      break;
     }
   }
 }
@@ -982,6 +1031,7 @@ int gp_start(const gp_config *cfg, char *err, size_t errcap) {
   cu.driverGetVersion(&driver_version);
 
   py_present = gp_py_init();
+  find_object = (int (*)(void *, struct dl_find_object *))dlsym(RTLD_DEFAULT, "_dl_find_object");
   if (cfg->callstack_mode == GP_STACK_NATIVE || cfg->callstack_mode == GP_STACK_AUTO) {
     void *pcs[4];
     backtrace(pcs, 4);  // loads the unwinder now, not inside the first launch
@@ -1010,6 +1060,7 @@ int gp_start(const gp_config *cfg, char *err, size_t errcap) {
       GP_CBID_RESOURCE_MODULE_LOADED,
       GP_CBID_RESOURCE_GRAPHNODE_CREATED,
       GP_CBID_RESOURCE_GRAPHNODE_CLONED,
+      GP_CBID_RESOURCE_STREAM_DESTROY_STARTING,
   };
   for (size_t i = 0; i < sizeof resource_cbids / sizeof *resource_cbids; i++) {
     r = cupti.enableCallback(1, subscriber, GP_CB_DOMAIN_RESOURCE, resource_cbids[i]);

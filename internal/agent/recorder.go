@@ -51,6 +51,7 @@ type recorder struct {
 	oldest   time.Time
 	take     unsafe.Pointer // C buffer for gp_ring_take
 	stacks   map[uint64]bool
+	symbols  map[uint64]string // native symbol names by address
 	devices  map[uint32]bool
 	modules  []moduleInfo // in load order
 	kernels  map[uint64]*pb.Kernel
@@ -88,6 +89,7 @@ func newRecorder(out string, cfg config) (*recorder, error) {
 		batch:   &pb.Batch{},
 		take:    C.malloc(takeBufferSize),
 		stacks:  map[uint64]bool{},
+		symbols: map[uint64]string{},
 		devices: map[uint32]bool{},
 		kernels: map[uint64]*pb.Kernel{},
 		stop:    make(chan struct{}),
@@ -411,7 +413,7 @@ func (r *recorder) stack(s *C.gp_stack_rec, raw []byte) {
 			frame.Kind = pb.Frame_NATIVE
 			frame.Pc = uint64(f.pc)
 			frame.Offset = uint64(f.offset)
-			frame.Function = demangleName(frame.Function)
+			frame.Function = r.symbol(frame.Pc)
 		}
 		cs.Frames = append(cs.Frames, frame)
 		off += (int(unsafe.Sizeof(*f)) + fl + gl + 7) &^ 7
@@ -419,6 +421,22 @@ func (r *recorder) stack(s *C.gp_stack_rec, raw []byte) {
 	r.batch.Callstacks = append(r.batch.Callstacks, cs)
 	r.stats.Callstacks++
 	r.added()
+}
+
+// symbol names the function holding pc, demangled, "" when unknown. The
+// lookup (dladdr) scans symbol tables, so it runs here on the writer, once
+// per address, and never on the program's threads.
+func (r *recorder) symbol(pc uint64) string {
+	if name, ok := r.symbols[pc]; ok {
+		return name
+	}
+	var buf [1024]C.char
+	name := ""
+	if C.gp_symbolize(C.uint64_t(pc), &buf[0], C.size_t(len(buf))) != 0 {
+		name = demangleName(C.GoString(&buf[0]))
+	}
+	r.symbols[pc] = name
+	return name
 }
 
 // module stores a module image and lists the functions it holds.
