@@ -191,6 +191,9 @@ func FrameText(f *pb.Frame) string {
 	if f.GetKind() == pb.Frame_PYTHON {
 		return fmt.Sprintf("%s:%d %s", f.GetFile(), f.GetLine(), f.GetFunction())
 	}
+	if f.GetFunction() == "" {
+		return fmt.Sprintf("%s+0x%x", f.GetFile(), f.GetOffset())
+	}
 	return fmt.Sprintf("%s+0x%x %s", f.GetFile(), f.GetOffset(), f.GetFunction())
 }
 

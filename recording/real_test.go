@@ -191,4 +191,3 @@ func checkReal(t *testing.T, d *recording.Data) {
 		t.Errorf("stats report losses: %v", s)
 	}
 }
-

@@ -406,7 +406,7 @@ static uint32_t device_of(uint32_t ctx_uid) {
 // is resolved to text. The id is FNV-1a 64 over the frames' text with 0xFF
 // between frames, so it is the same in every run of the same program.
 
-enum { STACK_TABLE = 1 << 16, MAX_FRAMES = 64 };
+enum { STACK_TABLE = 1 << 16, MAX_FRAMES = 64, AUTO_NATIVE_FRAMES = 24 };
 static struct {
   _Atomic uint64_t key;
   _Atomic uint64_t id;
@@ -561,11 +561,27 @@ int gp_symbolize(uint64_t pc, char *buf, size_t cap) {
   return 1;
 }
 
-static uint64_t native_stack(void) {
-  void *pcs[MAX_FRAMES];
-  int n = backtrace(pcs, MAX_FRAMES);
-  // Drop the agent's own frames: this function and the callback.
-  int skip = n > 3 ? 3 : 0;
+// The agent's and CUPTI's own frames sit innermost in every native stack;
+// they are dropped so a stack starts at the driver call the program made.
+static const void *agent_object, *cupti_object;
+static char exe_path[512];
+
+static const void *link_map_of(const void *pc) {
+  struct dl_find_object fo;
+  if (find_object && find_object((void *)pc, &fo) == 0) return fo.dlfo_link_map;
+  return NULL;
+}
+
+static uint64_t native_stack(int depth) {
+  void *pcs[MAX_FRAMES + 16];
+  int n = backtrace(pcs, depth + 16 < MAX_FRAMES + 16 ? depth + 16 : MAX_FRAMES + 16);
+  int skip = 0;
+  while (skip < n && skip < 16) {
+    const void *m = link_map_of(pcs[skip]);
+    if (!m || (m != agent_object && m != cupti_object)) break;
+    skip++;
+  }
+  if (n - skip > depth) n = skip + depth;
   if (n - skip <= 0) return 0;
   uint64_t key = FNV_OFFSET ^ 2;
   for (int i = skip; i < n; i++) key = hash_word(key, (uint64_t)(uintptr_t)pcs[i]);
@@ -577,6 +593,7 @@ static uint64_t native_stack(void) {
     uint64_t pc = (uint64_t)(uintptr_t)pcs[i], off = pc;
     const char *obj = "";
     object_of(pcs[i], &obj, &off);
+    if (!*obj) obj = exe_path;  // the main program's link map has no name
     // Symbol names are looked up later by the writer (gp_symbolize): the
     // lookup scans symbol tables and costs far too much for a launch.
     stack_add(b, GP_FRAME_NATIVE, obj, "", 0, pc, off);
@@ -591,10 +608,12 @@ static uint64_t take_callstack(void) {
   case GP_STACK_PYTHON:
     return py_present ? python_stack() : 0;
   case GP_STACK_NATIVE:
-    return native_stack();
+    return native_stack(MAX_FRAMES);
   default: {  // auto: Python where the thread runs Python, else native
     uint64_t id = py_present ? python_stack() : 0;
-    return id ? id : native_stack();
+    // Unwinding costs hundreds of ns a frame; auto keeps the innermost
+    // AUTO_NATIVE_FRAMES, which name the library call that launched.
+    return id ? id : native_stack(AUTO_NATIVE_FRAMES);
   }
   }
 }
@@ -1032,6 +1051,10 @@ int gp_start(const gp_config *cfg, char *err, size_t errcap) {
 
   py_present = gp_py_init();
   find_object = (int (*)(void *, struct dl_find_object *))dlsym(RTLD_DEFAULT, "_dl_find_object");
+  agent_object = link_map_of((const void *)gp_start);
+  cupti_object = link_map_of((const void *)cupti.subscribe);
+  ssize_t len = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
+  exe_path[len > 0 ? len : 0] = 0;
   if (cfg->callstack_mode == GP_STACK_NATIVE || cfg->callstack_mode == GP_STACK_AUTO) {
     void *pcs[4];
     backtrace(pcs, 4);  // loads the unwinder now, not inside the first launch
