@@ -1542,7 +1542,7 @@ type Stats struct {
 	Errors            uint64                 `protobuf:"varint,11,opt,name=errors,proto3" json:"errors,omitempty"`                                               // log entries at level error
 	RingBytesDropped  uint64                 `protobuf:"varint,12,opt,name=ring_bytes_dropped,json=ringBytesDropped,proto3" json:"ring_bytes_dropped,omitempty"` // any record lost to a full ring, in bytes
 	FramesWritten     uint64                 `protobuf:"varint,13,opt,name=frames_written,json=framesWritten,proto3" json:"frames_written,omitempty"`
-	AgentCallbackNs   uint64                 `protobuf:"varint,14,opt,name=agent_callback_ns,json=agentCallbackNs,proto3" json:"agent_callback_ns,omitempty"` // time the agent spent in CUPTI callbacks on the program's threads
+	AgentCallbackNs   uint64                 `protobuf:"varint,14,opt,name=agent_callback_ns,json=agentCallbackNs,proto3" json:"agent_callback_ns,omitempty"` // time the agent spent in CUPTI callbacks on the program's threads (sampled: 1 callback in 16 per thread, scaled)
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
