@@ -27,7 +27,26 @@ type Process struct {
 	Name    string // its name inside the set, e.g. "host-1234"
 	Info    *pb.Process
 	Version Version
+	Size    int64 // bytes in the events file when it was opened
 	setDir  string
+
+	progress func(read int64) // bytes of the events file read so far, while scanning
+}
+
+// ReportProgress makes later scans and loads of the set's processes call
+// fn with the bytes read so far over all processes and their total, about
+// every megabyte: for a progress bar over large recordings.
+func (s *Set) ReportProgress(fn func(done, total int64)) {
+	var total int64
+	for _, p := range s.Processes {
+		total += p.Size
+	}
+	var base int64
+	for _, p := range s.Processes {
+		start := base
+		p.progress = func(read int64) { fn(start+read, total) }
+		base += p.Size
+	}
 }
 
 // Open opens a recording directory, or a single process directory inside
@@ -92,9 +111,26 @@ func unwrapPathError(err error) error {
 	return err
 }
 
+// countingReader reports the bytes read through it.
+type countingReader struct {
+	r      io.Reader
+	n      int64
+	report func(int64)
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += int64(n)
+	c.report(c.n)
+	return n, err
+}
+
 // openProcess reads the file header and the first frame (Process).
 func openProcess(setDir, dir string) (*Process, error) {
 	p := &Process{Dir: dir, Name: filepath.Base(dir), setDir: setDir}
+	if st, err := os.Stat(filepath.Join(dir, EventsFile)); err == nil {
+		p.Size = st.Size()
+	}
 	first := true
 	err := p.scan(func(b *pb.Batch) error {
 		if first && b.Process == nil {
@@ -144,7 +180,11 @@ func (p *Process) scan(fn func(*pb.Batch) error) error {
 		return fmt.Errorf("%s: %w", path, unwrapPathError(err))
 	}
 	defer f.Close()
-	err = scanFrames(bufio.NewReaderSize(f, 1<<20), func(v Version) { p.Version = v }, fn)
+	var r io.Reader = f
+	if p.progress != nil {
+		r = &countingReader{r: f, report: p.progress}
+	}
+	err = scanFrames(bufio.NewReaderSize(r, 1<<20), func(v Version) { p.Version = v }, fn)
 	if err != nil && !errors.Is(err, errStop) && !errors.Is(err, errTruncated) {
 		return fmt.Errorf("%s: %w", path, err)
 	}

@@ -332,3 +332,27 @@ func TestCreateRefusesExisting(t *testing.T) {
 		t.Fatal("Create over an existing events file succeeded; it must never append to another run")
 	}
 }
+
+func TestReportProgressReachesTotal(t *testing.T) {
+	set, err := recording.Open("../testdata/recordings/torch-graphs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last, total int64
+	calls := 0
+	set.ReportProgress(func(done, all int64) {
+		if done < last {
+			t.Errorf("progress went back from %d to %d", last, done)
+		}
+		last, total = done, all
+		calls++
+	})
+	for _, p := range set.Processes {
+		if _, err := p.Load(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if calls == 0 || last != total || total != set.Processes[0].Size {
+		t.Fatalf("progress: %d calls, last %d of %d, file size %d", calls, last, total, set.Processes[0].Size)
+	}
+}

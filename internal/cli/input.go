@@ -1,20 +1,55 @@
 package cli
 
 import (
+	"os"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
 
 	"github.com/gpurr/gpurr/recording"
 )
 
 // openRecording opens the recording a verb was given; any failure is an
-// input error naming the path.
+// input error naming the path. Reading a large recording shows a progress
+// bar on stderr when stderr is a terminal.
 func openRecording(path string) (*recording.Set, error) {
 	set, err := recording.Open(path)
 	if err != nil {
 		return nil, usageErrorf("%v", err)
 	}
+	showProgress(set, path)
 	return set, nil
+}
+
+// progressMinBytes is the recording size from which reading takes long
+// enough (a second or more) to deserve a progress bar.
+const progressMinBytes = 64 << 20
+
+func showProgress(set *recording.Set, path string) {
+	var total int64
+	for _, p := range set.Processes {
+		total += p.Size
+	}
+	if total < progressMinBytes || !term.IsTerminal(int(os.Stderr.Fd())) {
+		return
+	}
+	bar := progressbar.NewOptions64(total,
+		progressbar.OptionSetWriter(os.Stderr),
+		progressbar.OptionSetDescription("reading "+path),
+		progressbar.OptionShowBytes(true),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+	)
+	set.ReportProgress(func(done, _ int64) {
+		if done >= total {
+			bar.Finish()
+			return
+		}
+		bar.Set64(done)
+	})
 }
 
 // checkFormat accepts one of the formats a verb writes.
