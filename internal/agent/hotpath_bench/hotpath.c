@@ -1,0 +1,474 @@
+/*
+ * hotpath.c - CPU micro-benchmark and equivalence check of the agent's hot
+ * path (the CUPTI launch callbacks), without a GPU, CUPTI or libcuda.
+ *
+ * agent.c is included (not linked) so the harness can fill its static state
+ * the way gp_start does, minus the dlopen of CUPTI and libcuda: the `cupti`
+ * and `cu` tables get fakes (a timestamp on CLOCK_REALTIME, a stream-id
+ * lookup that spins STREAM_ID_NS like the real one on the H100, a 3-param
+ * layout). pystack.c is linked as its own object, as in the real build.
+ * A drainer thread empties the ring every 2 ms, like the Go writer.
+ *
+ * Entry points (ctypes from bench.py, or main() in the hotpath binary):
+ *   hp_setup(mode)       once; mode = callstack mode (0 off, 1 auto, 2 python, 3 native)
+ *   hp_set_mode(mode)    change the callstack mode
+ *   hp_bench(n, batches, out) ENTER+EXIT of cuLaunchKernel n×batches times on
+ *                        the calling thread; out[i] = ns per launch of batch i
+ *                        (wall clock, or thread CPU time with hp_cpu_clock(1))
+ *   hp_scenario(path)    a fixed sequence covering every launch API and the
+ *                        resource callbacks; writes every record the ring got
+ *                        (host_ns and tid zeroed) and the counters to path,
+ *                        so two builds of agent.c can be compared byte for byte.
+ *
+ * Override the agent source with -DHP_AGENT_C='"/path/agent.c"'.
+ */
+#ifndef HP_AGENT_C
+#define HP_AGENT_C "../agent.c"
+#endif
+#include HP_AGENT_C
+
+#include <errno.h>
+
+// The real build hides every symbol (-fvisibility=hidden); ctypes needs these.
+#define HP_API __attribute__((visibility("default")))
+
+enum { STREAM_ID_NS = 220 };
+
+// ---- the Go exports ----
+
+int gpurrKernelSelected(char *name) { return strstr(name, "skip") == NULL; }
+void gpurrAtExit(void) {}
+
+// ---- fakes for CUPTI and the driver ----
+
+static double hp_cycles_per_ns;
+static _Atomic uint32_t stream_generation;  // bumped by each STREAM_DESTROY the harness sends
+static _Atomic uint64_t stream_id_calls;
+
+static gp_CUptiResult fake_getTimestamp(uint64_t *t) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  *t = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  return 0;
+}
+
+static gp_CUptiResult fake_getStreamIdEx(gp_CUcontext ctx, gp_CUstream s, uint8_t ptsz, uint32_t *id) {
+  (void)ctx;
+  uint64_t end = __rdtsc() + (uint64_t)(STREAM_ID_NS * hp_cycles_per_ns);
+  while (__rdtsc() < end) _mm_pause();
+  atomic_fetch_add_explicit(&stream_id_calls, 1, memory_order_relaxed);
+  // The id depends on everything the agent's cache keys on, and on the
+  // stream generation, so a stale cached id shows in the scenario output.
+  *id = (uint32_t)((uintptr_t)s >> 4) + 1000u * ptsz + 7u + 100000u * atomic_load(&stream_generation);
+  return 0;
+}
+
+static gp_CUptiResult fake_getGraphNodeId(gp_CUgraphNode n, uint64_t *id) {
+  *id = (uint64_t)(uintptr_t)n * 3;
+  return 0;
+}
+
+static gp_CUptiResult fake_getGraphId(gp_CUgraph g, uint32_t *id) {
+  *id = (uint32_t)(uintptr_t)g;
+  return 0;
+}
+
+// Kernels: F_MAIN has 3 params (8, 4, 4 bytes), F_EXTRA none (its launches
+// pass `extra`), F_SKIP is filtered out by name, F_EX has 2 params (8, 8).
+#define F_MAIN ((gp_CUfunction)0x7f0000001000)
+#define F_EXTRA ((gp_CUfunction)0x7f0000002000)
+#define F_SKIP ((gp_CUfunction)0x7f0000003000)
+#define F_EX ((gp_CUfunction)0x7f0000004000)
+
+static gp_CUresult fake_funcGetParamInfo(gp_CUfunction f, size_t i, size_t *off, size_t *size) {
+  static const size_t main_l[][2] = {{0, 8}, {8, 4}, {12, 4}}, ex_l[][2] = {{0, 8}, {8, 8}};
+  if ((f == F_MAIN || f == F_SKIP) && i < 3) {
+    *off = main_l[i][0], *size = main_l[i][1];
+    return 0;
+  }
+  if (f == F_EX && i < 2) {
+    *off = ex_l[i][0], *size = ex_l[i][1];
+    return 0;
+  }
+  return 1;  // CUDA_ERROR_INVALID_VALUE
+}
+
+static gp_CUresult fake_funcGetName(const char **name, gp_CUfunction f) {
+  *name = f == F_SKIP ? "skip_me" : f == F_EX ? "ex_kernel" : "extra_kernel";
+  return 0;
+}
+
+static gp_CUresult fake_ctxGetDevice(gp_CUdevice *d) {
+  *d = 0;
+  return 0;
+}
+
+static gp_CUresult fake_deviceGetName(char *name, int len, gp_CUdevice d) {
+  snprintf(name, (size_t)len, "Fake GPU %d", d);
+  return 0;
+}
+
+// ---- setup ----
+
+static uint8_t *drain_buf;
+enum { DRAIN_CAP = 4 << 20 };
+static _Atomic int drain_paused, drain_stop;
+static _Atomic uint64_t drained_bytes, drained_launches;
+static pthread_t drainer;
+
+static void *drain_loop(void *arg) {
+  (void)arg;
+  while (!atomic_load(&drain_stop)) {
+    if (!atomic_load(&drain_paused)) {
+      size_t n;
+      while ((n = gp_ring_take(drain_buf, DRAIN_CAP)) > 0) {
+        for (size_t off = 0; off < n;) {
+          const gp_rec_hdr *h = (const gp_rec_hdr *)(drain_buf + off);
+          if (h->type == GP_REC_LAUNCH) drained_launches++;
+          off += h->size;
+        }
+        drained_bytes += n;
+      }
+    }
+    struct timespec ts = {0, 2000000};
+    nanosleep(&ts, NULL);
+  }
+  return NULL;
+}
+
+static int hp_ready;
+
+HP_API int hp_setup(int mode) {
+  if (hp_ready) return 1;
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  uint64_t c0 = __rdtsc();
+  do clock_gettime(CLOCK_MONOTONIC, &b);
+  while ((b.tv_sec - a.tv_sec) * 1000000000ll + (b.tv_nsec - a.tv_nsec) < 20000000);
+  hp_cycles_per_ns = (double)(__rdtsc() - c0) / (double)((b.tv_sec - a.tv_sec) * 1000000000ll + (b.tv_nsec - a.tv_nsec));
+
+  // What gp_start does, minus CUPTI and libcuda.
+  config.cupti_path = "fake";
+  config.ring_bytes = 64 << 20;
+  config.callstack_mode = mode;
+  config.has_kernel_filter = 1;
+  agent_pid = getpid();
+  tsc_start = __rdtsc();
+  ns_start = monotonic_ns();
+  pthread_key_create(&scratch_key, free_scratch);
+  uint64_t cap = 1;
+  while (cap < config.ring_bytes) cap <<= 1;
+  ring.buf = malloc(cap);
+  ring.cap = cap;
+  memset(ring.buf, 0, cap);  // fault the pages in: steady state, not first touch
+  cupti.getTimestamp = fake_getTimestamp;
+  cupti.getStreamIdEx = fake_getStreamIdEx;
+  cupti.getGraphNodeId = fake_getGraphNodeId;
+  cupti.getGraphId = fake_getGraphId;
+  cu.funcGetParamInfo = fake_funcGetParamInfo;
+  cu.funcGetName = fake_funcGetName;
+  cu.ctxGetDevice = fake_ctxGetDevice;
+  cu.deviceGetName = fake_deviceGetName;
+  py_present = gp_py_init();
+  find_object = (int (*)(void *, struct dl_find_object *))dlsym(RTLD_DEFAULT, "_dl_find_object");
+  agent_object = link_map_of((const void *)hp_setup);
+  cupti_object = NULL;
+  ssize_t len = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
+  exe_path[len > 0 ? len : 0] = 0;
+  void *pcs[4];
+  backtrace(pcs, 4);
+  started = 1;
+  drain_buf = malloc(DRAIN_CAP);
+  memset(drain_buf, 0, DRAIN_CAP);
+  pthread_create(&drainer, NULL, drain_loop, NULL);
+  hp_ready = 1;
+  return py_present;
+}
+
+HP_API void hp_set_mode(int mode) { config.callstack_mode = mode; }
+
+// ---- the launches ----
+
+static gp_CUcontext const CTX = (gp_CUcontext)0x5555000010;
+static _Atomic uint32_t correlation;
+
+static void callback(uint32_t cbid, int site, const void *params, gp_CUresult *ret, const char *symbol) {
+  gp_CallbackData cb = {
+      .callbackSite = site,
+      .functionName = "cuLaunchKernel",
+      .functionParams = params,
+      .functionReturnValue = site == GP_API_EXIT ? ret : NULL,
+      .symbolName = symbol,
+      .context = CTX,
+      .contextUid = 1,
+      .correlationId = atomic_load_explicit(&correlation, memory_order_relaxed),
+  };
+  on_cupti_callback(NULL, GP_CB_DOMAIN_DRIVER_API, cbid, &cb);
+}
+
+static void resource(uint32_t cbid, void *descriptor, gp_CUstream stream) {
+  gp_ResourceData rd = {.context = CTX, .resourceHandle.stream = stream, .resourceDescriptor = descriptor};
+  on_cupti_callback(NULL, GP_CB_DOMAIN_RESOURCE, cbid, &rd);
+}
+
+static int hp_cpu;  // time batches with the thread's CPU clock
+HP_API void hp_cpu_clock(int on) { hp_cpu = on; }
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(hp_cpu ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static const char *const SYM_MAIN = "_Z11fake_kernelPfif";
+
+// hp_bench: what PyTorch's eager `x + 1` looks like to the agent: a
+// cuLaunchKernel on the default stream of one kernel with 3 parameters.
+HP_API int hp_bench(long n, int batches, double *out) {
+  void *ptr = (void *)0x7e0000200000;
+  int count = 1 << 20;
+  float alpha = 1.0f;
+  void *kp[3] = {&ptr, &count, &alpha};
+  gp_cuLaunchKernel_params p = {
+      .f = F_MAIN, .gridDimX = 4096, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 256, .blockDimY = 1,
+      .blockDimZ = 1, .sharedMemBytes = 0, .hStream = NULL, .kernelParams = kp, .extra = NULL,
+  };
+  gp_CUresult ret = 0;
+  for (int b = 0; b < batches; b++) {
+    uint64_t t0 = now_ns();
+    for (long i = 0; i < n; i++) {
+      atomic_fetch_add_explicit(&correlation, 1, memory_order_relaxed);
+      callback(GP_CBID_cuLaunchKernel, GP_API_ENTER, &p, &ret, SYM_MAIN);
+      callback(GP_CBID_cuLaunchKernel, GP_API_EXIT, &p, &ret, SYM_MAIN);
+    }
+    out[b] = (double)(now_ns() - t0) / (double)n;
+  }
+  return 0;
+}
+
+// hp_bench_cold: the same launches, but before each one the harness writes
+// evict_bytes of its own memory, as the framework code between two launches
+// does (PyTorch's dispatcher, the interpreter), so the agent's data is no
+// longer in L1/L2 and the cost of its cache footprint shows. Only the
+// ENTER+EXIT is timed (rdtsc), minus the cost of an empty timed region.
+HP_API int hp_bench_cold(long n, int batches, long evict_bytes, double *out) {
+  void *ptr = (void *)0x7e0000200000;
+  int count = 1 << 20;
+  float alpha = 1.0f;
+  void *kp[3] = {&ptr, &count, &alpha};
+  gp_cuLaunchKernel_params p = {
+      .f = F_MAIN, .gridDimX = 4096, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 256, .blockDimY = 1,
+      .blockDimZ = 1, .sharedMemBytes = 0, .hStream = NULL, .kernelParams = kp, .extra = NULL,
+  };
+  gp_CUresult ret = 0;
+  static __thread volatile uint8_t *evict;
+  if (!evict) evict = calloc(1, (size_t)evict_bytes);
+  uint64_t empty = UINT64_MAX;
+  for (int i = 0; i < 1000; i++) {
+    _mm_lfence();
+    uint64_t t0 = __rdtsc();
+    _mm_lfence();
+    uint64_t t1 = __rdtsc();
+    if (t1 - t0 < empty) empty = t1 - t0;
+  }
+  for (int b = 0; b < batches; b++) {
+    uint64_t cycles = 0;
+    for (long i = 0; i < n; i++) {
+      for (long j = 0; j < evict_bytes; j += 64) evict[j]++;
+      atomic_fetch_add_explicit(&correlation, 1, memory_order_relaxed);
+      _mm_lfence();
+      uint64_t t0 = __rdtsc();
+      callback(GP_CBID_cuLaunchKernel, GP_API_ENTER, &p, &ret, SYM_MAIN);
+      callback(GP_CBID_cuLaunchKernel, GP_API_EXIT, &p, &ret, SYM_MAIN);
+      _mm_lfence();
+      cycles += __rdtsc() - t0 - empty;
+    }
+    out[b] = (double)cycles / hp_cycles_per_ns / (double)n;
+  }
+  return 0;
+}
+
+// Stream-id lookups so far (the fake's calls): shows the cache at work.
+HP_API uint64_t hp_stream_id_calls(void) { return atomic_load(&stream_id_calls); }
+HP_API uint64_t hp_drained_launches(void) { return drained_launches; }
+
+// ---- the equivalence scenario ----
+
+static void launch(uint32_t cbid, void *params, gp_CUresult result, const char *symbol) {
+  atomic_fetch_add_explicit(&correlation, 1, memory_order_relaxed);
+  gp_CUresult r = result;
+  callback(cbid, GP_API_ENTER, params, &r, symbol);
+  callback(cbid, GP_API_EXIT, params, &r, symbol);
+}
+
+static void dump(FILE *f, const uint8_t *p, size_t n) {
+  for (size_t i = 0; i < n; i++) fprintf(f, "%s%02x", i % 32 ? "" : "\n  ", p[i]);
+}
+
+// write_records prints every byte of each record that the Go reader reads;
+// padding the agent never initialises (pad8 tails, gp_kernel_rec.pad) and
+// what differs between runs (host_ns, tid) are left out.
+static void write_records(FILE *f, const uint8_t *buf, size_t n) {
+  static uint8_t rec[65536];
+  for (size_t off = 0; off < n;) {
+    gp_rec_hdr h;
+    memcpy(&h, buf + off, sizeof h);
+    size_t keep = h.size < sizeof rec ? h.size : sizeof rec;
+    memcpy(rec, buf + off, keep);
+    fprintf(f, "rec type %u size %u:", h.type, h.size);
+    if (h.type == GP_REC_LAUNCH) {
+      gp_launch_rec *l = (gp_launch_rec *)rec;
+      if (l->host_ns == 0) fprintf(f, " !! host_ns is 0");
+      l->host_ns = 0, l->tid = 0;
+      dump(f, rec, sizeof *l + l->params_len);
+    } else if (h.type == GP_REC_KERNEL) {
+      gp_kernel_rec *k = (gp_kernel_rec *)rec;
+      k->pad = 0;
+      dump(f, rec, sizeof *k + 8u * k->nparams + k->name_len);
+    } else if (h.type == GP_REC_STACK) {
+      gp_stack_rec *s = (gp_stack_rec *)rec;
+      dump(f, rec, sizeof *s);
+      size_t at = sizeof *s;
+      for (uint32_t i = 0; i < s->nframes && at < keep; i++) {
+        const gp_frame_rec *fr = (const gp_frame_rec *)(rec + at);
+        dump(f, rec + at, sizeof *fr + fr->file_len + fr->func_len);
+        at += pad8(sizeof *fr + fr->file_len + fr->func_len);
+      }
+    } else if (h.type == GP_REC_GRAPHLAUNCH) {
+      gp_graphlaunch_rec *g = (gp_graphlaunch_rec *)rec;
+      g->host_ns = 0, g->tid = 0;
+      dump(f, rec, keep);
+    } else if (h.type == GP_REC_LOG) {
+      gp_log_rec *l = (gp_log_rec *)rec;
+      l->host_ns = 0;
+      dump(f, rec, sizeof *l + l->len);
+    } else {
+      dump(f, rec, keep);
+    }
+    fprintf(f, "\n");
+    off += h.size;
+  }
+}
+
+HP_API int hp_scenario(const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f) return -1;
+  atomic_store(&drain_paused, 1);
+  // Let a drain in progress finish, then start from an empty ring.
+  struct timespec ts = {0, 10000000};
+  nanosleep(&ts, NULL);
+  while (gp_ring_take(drain_buf, DRAIN_CAP) > 0) {
+  }
+
+  void *ptr = (void *)0x7e0000200000;
+  int count = 77;
+  float alpha = 2.5f;
+  void *kp[3] = {&ptr, &count, &alpha};
+  void *kp_null[3] = {&ptr, NULL, &alpha};  // a NULL parameter pointer is skipped
+  gp_cuLaunchKernel_params p = {F_MAIN, 10, 2, 3, 128, 2, 1, 48, NULL, kp, NULL};
+  launch(GP_CBID_cuLaunchKernel, &p, 0, SYM_MAIN);
+  p.gridDimX = 11;
+  launch(GP_CBID_cuLaunchKernel, &p, 0, SYM_MAIN);
+  p.hStream = (gp_CUstream)0x7000a0;  // another stream
+  launch(GP_CBID_cuLaunchKernel, &p, 0, SYM_MAIN);
+  launch(GP_CBID_cuLaunchKernel_ptsz, &p, 0, SYM_MAIN);  // same stream, per-thread flavour
+  p.kernelParams = kp_null;
+  launch(GP_CBID_cuLaunchKernel, &p, 0, SYM_MAIN);
+  p.kernelParams = kp;
+  launch(GP_CBID_cuLaunchKernel, &p, 719, SYM_MAIN);  // a failed launch
+  launch(GP_CBID_cuLaunchCooperativeKernel, &p, 0, SYM_MAIN);
+  launch(GP_CBID_cuLaunchCooperativeKernel_ptsz, &p, 0, "");
+
+  // Parameters through `extra` (no layout for this kernel), no symbol name.
+  uint8_t argbuf[20];
+  for (int i = 0; i < 20; i++) argbuf[i] = (uint8_t)(0xa0 + i);
+  size_t argsize = sizeof argbuf;
+  void *extra[] = {GP_LAUNCH_PARAM_BUFFER_POINTER, argbuf, GP_LAUNCH_PARAM_BUFFER_SIZE, &argsize, GP_LAUNCH_PARAM_END};
+  gp_cuLaunchKernel_params px = {F_EXTRA, 1, 1, 1, 32, 1, 1, 0, (gp_CUstream)0x7000a0, NULL, extra};
+  launch(GP_CBID_cuLaunchKernel, &px, 0, NULL);
+
+  // Filtered by name: no launch record, counted.
+  gp_cuLaunchKernel_params ps = {F_SKIP, 1, 1, 1, 32, 1, 1, 0, NULL, kp, NULL};
+  launch(GP_CBID_cuLaunchKernel, &ps, 0, NULL);
+  launch(GP_CBID_cuLaunchKernel, &ps, 0, NULL);
+
+  // cuLaunchKernelEx with a cluster attribute.
+  uint64_t a0 = 0x1111222233334444ull, a1 = 0x5555666677778888ull;
+  void *kpx[2] = {&a0, &a1};
+  gp_CUlaunchAttribute attrs[2];
+  memset(attrs, 0, sizeof attrs);
+  attrs[0].id = 1;
+  attrs[1].id = GP_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attrs[1].value.clusterDim.x = 2, attrs[1].value.clusterDim.y = 1, attrs[1].value.clusterDim.z = 1;
+  gp_CUlaunchConfig lc = {64, 1, 1, 256, 1, 1, 1024, (gp_CUstream)0x7000c0, attrs, 2};
+  gp_cuLaunchKernelEx_params pe = {&lc, F_EX, kpx, NULL};
+  launch(GP_CBID_cuLaunchKernelEx, &pe, 0, "_Z9ex_kernelll");
+  launch(GP_CBID_cuLaunchKernelEx_ptsz, &pe, 0, "_Z9ex_kernelll");
+  lc.numAttrs = 1;
+  launch(GP_CBID_cuLaunchKernelEx, &pe, 0, "_Z9ex_kernelll");
+
+  // A launch captured into a graph: the node is created between ENTER and EXIT.
+  atomic_fetch_add(&correlation, 1);
+  gp_CUresult r = 0;
+  callback(GP_CBID_cuLaunchKernel, GP_API_ENTER, &p, &r, SYM_MAIN);
+  gp_GraphData gd = {.graph = (gp_CUgraph)0x42, .node = (gp_CUgraphNode)0x9000, .nodeType = 0};
+  resource(GP_CBID_RESOURCE_GRAPHNODE_CREATED, &gd, NULL);
+  callback(GP_CBID_cuLaunchKernel, GP_API_EXIT, &p, &r, SYM_MAIN);
+  // A node cloned when the graph is instantiated; one built by the graph API.
+  gp_GraphData gc = {.graph = (gp_CUgraph)0x43, .node = (gp_CUgraphNode)0x9100,
+                     .originalNode = (gp_CUgraphNode)0x9000, .nodeType = 0};
+  resource(GP_CBID_RESOURCE_GRAPHNODE_CLONED, &gc, NULL);
+  gp_GraphData gapi = {.graph = (gp_CUgraph)0x42, .node = (gp_CUgraphNode)0x9200, .nodeType = 0};
+  resource(GP_CBID_RESOURCE_GRAPHNODE_CREATED, &gapi, NULL);
+  // And the next launch is not captured.
+  launch(GP_CBID_cuLaunchKernel, &p, 0, SYM_MAIN);
+
+  // A graph launch (EXIT only is recorded).
+  gp_cuGraphLaunch_params pg = {(gp_CUgraphExec)0xe0e0, (gp_CUstream)0x7000a0};
+  launch(GP_CBID_cuGraphLaunch, &pg, 0, NULL);
+  launch(GP_CBID_cuGraphLaunch_ptsz, &pg, 0, NULL);
+
+  // Destroying a stream invalidates the cached ids.
+  atomic_fetch_add(&stream_generation, 1);
+  resource(GP_CBID_RESOURCE_STREAM_DESTROY_STARTING, NULL, (gp_CUstream)0x7000b0);
+  launch(GP_CBID_cuLaunchKernel, &p, 0, SYM_MAIN);
+  launch(GP_CBID_cuGraphLaunch, &pg, 0, NULL);
+
+  // An EXIT without its ENTER (agent started mid-call) records nothing.
+  callback(GP_CBID_cuLaunchKernel, GP_API_EXIT, &p, &r, SYM_MAIN);
+
+  size_t n = gp_ring_take(drain_buf, DRAIN_CAP);
+  write_records(f, drain_buf, n);
+  gp_counters c;
+  gp_read_counters(&c);
+  c.callback_cycles = 0;
+  fprintf(f, "counters: launches %llu filtered %llu dropped %llu graph %llu stacks_failed %llu rec_dropped %llu\n",
+          (unsigned long long)c.launches, (unsigned long long)c.launches_filtered,
+          (unsigned long long)c.launches_dropped, (unsigned long long)c.graph_launches,
+          (unsigned long long)c.callstacks_failed, (unsigned long long)c.records_dropped);
+  fclose(f);
+  atomic_store(&drain_paused, 0);
+  return 0;
+}
+
+#ifdef HP_MAIN
+// C-only runs (no Python anywhere): callstack off and native.
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv) {
+  int mode = argc > 1 ? atoi(argv[1]) : 0;
+  long n = argc > 2 ? atol(argv[2]) : 2000;
+  int batches = argc > 3 ? atoi(argv[3]) : 300;
+  hp_setup(mode);
+  if (argc > 4) return hp_scenario(argv[4]);
+  double *out = calloc((size_t)batches, sizeof *out);
+  hp_bench(n, 20, out);  // warm up
+  hp_bench(n, batches, out);
+  qsort(out, (size_t)batches, sizeof *out, cmp_double);
+  printf("%.1f\n", out[batches / 2]);
+  return 0;
+}
+#endif

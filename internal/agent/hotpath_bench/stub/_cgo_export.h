@@ -1,0 +1,7 @@
+/* Stand-in for the _cgo_export.h that cgo generates: the two Go exports
+ * agent.c calls, implemented by hotpath.c. */
+#ifndef GPURR_HOTPATH_CGO_EXPORT_H
+#define GPURR_HOTPATH_CGO_EXPORT_H
+extern int gpurrKernelSelected(char *name);
+extern void gpurrAtExit(void);
+#endif
