@@ -138,23 +138,12 @@ func (l *Links) Callstack(id uint64) *pb.Callstack { return l.callstacks[id] }
 // runtime, PyTorch's C++) are skipped. nil when the callstack is unknown
 // or holds no Python frame.
 func (l *Links) TopPythonFrame(callstackID uint64) *pb.Frame {
-	for _, f := range l.callstacks[callstackID].GetFrames() {
-		if f.GetKind() == pb.Frame_PYTHON {
-			return f
-		}
-	}
-	return nil
+	return l.firstFrame(callstackID, func(f *pb.Frame) bool { return f.GetKind() == pb.Frame_PYTHON })
 }
 
 // PythonLine is TopPythonFrame as FrameText writes it, or "" when there is
 // none.
-func (l *Links) PythonLine(callstackID uint64) string {
-	f := l.TopPythonFrame(callstackID)
-	if f == nil {
-		return ""
-	}
-	return FrameText(f)
-}
+func (l *Links) PythonLine(callstackID uint64) string { return frameLine(l.TopPythonFrame(callstackID)) }
 
 // UserFrame returns the innermost Python frame in the program's own code:
 // the first Python frame whose file is not library code (installed
@@ -162,17 +151,25 @@ func (l *Links) PythonLine(callstackID uint64) string {
 // by torch.nn.Linear inside model.py that is the line of model.py, where
 // TopPythonFrame is the line inside torch. nil when there is none.
 func (l *Links) UserFrame(callstackID uint64) *pb.Frame {
+	return l.firstFrame(callstackID, func(f *pb.Frame) bool {
+		return f.GetKind() == pb.Frame_PYTHON && !IsLibraryFile(f.GetFile())
+	})
+}
+
+// UserLine is UserFrame as FrameText writes it, or "" when there is none.
+func (l *Links) UserLine(callstackID uint64) string { return frameLine(l.UserFrame(callstackID)) }
+
+// firstFrame is the innermost frame of a callstack that satisfies want.
+func (l *Links) firstFrame(callstackID uint64, want func(*pb.Frame) bool) *pb.Frame {
 	for _, f := range l.callstacks[callstackID].GetFrames() {
-		if f.GetKind() == pb.Frame_PYTHON && !IsLibraryFile(f.GetFile()) {
+		if want(f) {
 			return f
 		}
 	}
 	return nil
 }
 
-// UserLine is UserFrame as FrameText writes it, or "" when there is none.
-func (l *Links) UserLine(callstackID uint64) string {
-	f := l.UserFrame(callstackID)
+func frameLine(f *pb.Frame) string {
 	if f == nil {
 		return ""
 	}
