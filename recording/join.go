@@ -143,7 +143,9 @@ func (l *Links) TopPythonFrame(callstackID uint64) *pb.Frame {
 
 // PythonLine is TopPythonFrame as FrameText writes it, or "" when there is
 // none.
-func (l *Links) PythonLine(callstackID uint64) string { return frameLine(l.TopPythonFrame(callstackID)) }
+func (l *Links) PythonLine(callstackID uint64) string {
+	return frameLine(l.TopPythonFrame(callstackID))
+}
 
 // UserFrame returns the innermost Python frame in the program's own code:
 // the first Python frame whose file is not library code (installed
