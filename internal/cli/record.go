@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"syscall"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"github.com/gpurr/gpurr/internal/agentpath"
 	"github.com/gpurr/gpurr/internal/cupti/locate"
 	"github.com/gpurr/gpurr/recording"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
 type recordOptions struct {
@@ -185,13 +188,54 @@ func createRecordingDir(dir string, command []string) error {
 	return os.WriteFile(filepath.Join(dir, recording.SetFile), append(b, '\n'), 0o600)
 }
 
-func summarizeRecording(w interface{ Write([]byte) (int, error) }, dir string) {
+// summaryMaxBytes bounds the recordings record summarizes at exit: reading
+// one costs about a second per 100 MB, and info is there for larger ones.
+const summaryMaxBytes = 256 << 20
+
+// summarizeRecording says in a line or two what was recorded, and loudly
+// what is incomplete or was lost.
+func summarizeRecording(w io.Writer, dir string) {
 	set, err := recording.Open(dir)
 	if err != nil {
 		fmt.Fprintf(w, "gpurr: record: nothing recorded in %s: no process initialized CUDA (run gpurr doctor if it should have)\n", dir)
 		return
 	}
-	fmt.Fprintf(w, "gpurr: recorded %d process(es) into %s (gpurr info %s)\n", len(set.Processes), dir, dir)
+	var size int64
+	for _, p := range set.Processes {
+		size += p.Size
+	}
+	if size > summaryMaxBytes {
+		fmt.Fprintf(w, "gpurr: recorded %d process(es) into %s (gpurr info %s)\n", len(set.Processes), dir, dir)
+		return
+	}
+	var launches, lost uint64
+	var problems []string
+	for _, p := range set.Processes {
+		var stats *pb.Stats
+		complete := false
+		res, err := p.Scan(func(b *pb.Batch) error {
+			if b.Stats != nil {
+				stats = b.Stats
+			}
+			complete = complete || b.End != nil
+			return nil
+		})
+		switch {
+		case err != nil:
+			problems = append(problems, fmt.Sprintf("%s unreadable: %v", p.Name, err))
+		case res.Truncated || !complete:
+			problems = append(problems, p.Name+" incomplete")
+		}
+		launches += stats.GetLaunches()
+		lost += stats.GetLaunchesDropped() + stats.GetActivitiesDropped() + stats.GetRingBytesDropped() + stats.GetModulesFailed()
+	}
+	fmt.Fprintf(w, "gpurr: recorded %d launch(es) in %d process(es) into %s (gpurr info %s)\n", launches, len(set.Processes), dir, dir)
+	if lost > 0 {
+		problems = append(problems, "records were lost (see gpurr info)")
+	}
+	if len(problems) > 0 {
+		fmt.Fprintf(w, "gpurr: record: %s\n", strings.Join(problems, "; "))
+	}
 }
 
 func unwrapExecError(err error) error {
