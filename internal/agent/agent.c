@@ -177,6 +177,7 @@ size_t gp_ring_take(uint8_t *dst, size_t cap) {
   while (tail + n < head) {
     gp_rec_hdr h;
     ring_copy_out(tail + n, &h, sizeof h);
+    if (h.size < sizeof h) break;  // never written so; never loop on it
     if (n + h.size > cap) break;
     ring_copy_out(tail + n, dst + n, h.size);
     n += h.size;

@@ -254,6 +254,14 @@ func dim3(v [3]C.uint32_t) *pb.Dim3 {
 }
 
 func (r *recorder) record(p unsafe.Pointer, raw []byte) {
+	if r.closed {
+		// Writing failed (a full disk): keep the ring moving so the program
+		// is not slowed, and hold nothing, or memory would grow without bound.
+		if (*C.gp_rec_hdr)(p)._type == C.GP_REC_MODULE {
+			C.free((*C.gp_module_rec)(p).image)
+		}
+		return
+	}
 	switch (*C.gp_rec_hdr)(p)._type {
 	case C.GP_REC_LAUNCH:
 		l := (*C.gp_launch_rec)(p)
@@ -567,6 +575,8 @@ func (r *recorder) logf(level, format string, args ...any) {
 // writeFrame appends the current batch with up-to-date counters.
 func (r *recorder) writeFrame() {
 	if r.closed {
+		r.batch = &pb.Batch{}
+		r.pending = 0
 		return
 	}
 	var c C.gp_counters

@@ -222,17 +222,34 @@ static uint64_t now_ns(void) {
 
 static const char *const SYM_MAIN = "_Z11fake_kernelPfif";
 
+// launch_args holds the parameter values the benchmark's launches point to.
+typedef struct {
+  void *ptr;
+  int count;
+  float alpha;
+  void *kp[3];
+} launch_args;
+
+// eager_launch is what PyTorch's eager `x + 1` passes to cuLaunchKernel: one
+// kernel with 3 parameters on the default stream.
+static gp_cuLaunchKernel_params eager_launch(launch_args *a) {
+  a->ptr = (void *)0x7e0000200000;
+  a->count = 1 << 20;
+  a->alpha = 1.0f;
+  a->kp[0] = &a->ptr;
+  a->kp[1] = &a->count;
+  a->kp[2] = &a->alpha;
+  return (gp_cuLaunchKernel_params){
+      .f = F_MAIN, .gridDimX = 4096, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 256, .blockDimY = 1,
+      .blockDimZ = 1, .sharedMemBytes = 0, .hStream = NULL, .kernelParams = a->kp, .extra = NULL,
+  };
+}
+
 // hp_bench: what PyTorch's eager `x + 1` looks like to the agent: a
 // cuLaunchKernel on the default stream of one kernel with 3 parameters.
 HP_API int hp_bench(long n, int batches, double *out) {
-  void *ptr = (void *)0x7e0000200000;
-  int count = 1 << 20;
-  float alpha = 1.0f;
-  void *kp[3] = {&ptr, &count, &alpha};
-  gp_cuLaunchKernel_params p = {
-      .f = F_MAIN, .gridDimX = 4096, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 256, .blockDimY = 1,
-      .blockDimZ = 1, .sharedMemBytes = 0, .hStream = NULL, .kernelParams = kp, .extra = NULL,
-  };
+  launch_args a;
+  gp_cuLaunchKernel_params p = eager_launch(&a);
   gp_CUresult ret = 0;
   for (int b = 0; b < batches; b++) {
     uint64_t t0 = now_ns();
@@ -252,14 +269,8 @@ HP_API int hp_bench(long n, int batches, double *out) {
 // longer in L1/L2 and the cost of its cache footprint shows. Only the
 // ENTER+EXIT is timed (rdtsc), minus the cost of an empty timed region.
 HP_API int hp_bench_cold(long n, int batches, long evict_bytes, double *out) {
-  void *ptr = (void *)0x7e0000200000;
-  int count = 1 << 20;
-  float alpha = 1.0f;
-  void *kp[3] = {&ptr, &count, &alpha};
-  gp_cuLaunchKernel_params p = {
-      .f = F_MAIN, .gridDimX = 4096, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 256, .blockDimY = 1,
-      .blockDimZ = 1, .sharedMemBytes = 0, .hStream = NULL, .kernelParams = kp, .extra = NULL,
-  };
+  launch_args a;
+  gp_cuLaunchKernel_params p = eager_launch(&a);
   gp_CUresult ret = 0;
   static __thread volatile uint8_t *evict;
   if (!evict) evict = calloc(1, (size_t)evict_bytes);
