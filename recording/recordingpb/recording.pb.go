@@ -71,7 +71,184 @@ func (x Frame_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Frame_Kind.Descriptor instead.
 func (Frame_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{6, 0}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{7, 0}
+}
+
+type MemoryPlan_Status int32
+
+const (
+	MemoryPlan_STATUS_UNSPECIFIED     MemoryPlan_Status = 0
+	MemoryPlan_HASH                   MemoryPlan_Status = 1 // a hash of every region after the launch
+	MemoryPlan_SNAPSHOT               MemoryPlan_Status = 2 // contents of every region before and after the launch
+	MemoryPlan_SKIPPED_CAPTURE        MemoryPlan_Status = 3 // made during stream capture: no memory ops (see docs/memory.md)
+	MemoryPlan_SKIPPED_NO_REGIONS     MemoryPlan_Status = 4 // no parameter word points into device memory
+	MemoryPlan_SKIPPED_RING_TOO_SMALL MemoryPlan_Status = 5 // the staging ring cannot hold its regions
+	MemoryPlan_SKIPPED_RING_FULL      MemoryPlan_Status = 6 // drop-oldest could not make room in time
+	MemoryPlan_SKIPPED_ERROR          MemoryPlan_Status = 7 // a CUDA call of the agent failed (see log)
+	MemoryPlan_SKIPPED_STOPPED        MemoryPlan_Status = 8 // capture stopped earlier (disk full, fatal error)
+)
+
+// Enum value maps for MemoryPlan_Status.
+var (
+	MemoryPlan_Status_name = map[int32]string{
+		0: "STATUS_UNSPECIFIED",
+		1: "HASH",
+		2: "SNAPSHOT",
+		3: "SKIPPED_CAPTURE",
+		4: "SKIPPED_NO_REGIONS",
+		5: "SKIPPED_RING_TOO_SMALL",
+		6: "SKIPPED_RING_FULL",
+		7: "SKIPPED_ERROR",
+		8: "SKIPPED_STOPPED",
+	}
+	MemoryPlan_Status_value = map[string]int32{
+		"STATUS_UNSPECIFIED":     0,
+		"HASH":                   1,
+		"SNAPSHOT":               2,
+		"SKIPPED_CAPTURE":        3,
+		"SKIPPED_NO_REGIONS":     4,
+		"SKIPPED_RING_TOO_SMALL": 5,
+		"SKIPPED_RING_FULL":      6,
+		"SKIPPED_ERROR":          7,
+		"SKIPPED_STOPPED":        8,
+	}
+)
+
+func (x MemoryPlan_Status) Enum() *MemoryPlan_Status {
+	p := new(MemoryPlan_Status)
+	*p = x
+	return p
+}
+
+func (x MemoryPlan_Status) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (MemoryPlan_Status) Descriptor() protoreflect.EnumDescriptor {
+	return file_recording_recordingpb_recording_proto_enumTypes[1].Descriptor()
+}
+
+func (MemoryPlan_Status) Type() protoreflect.EnumType {
+	return &file_recording_recordingpb_recording_proto_enumTypes[1]
+}
+
+func (x MemoryPlan_Status) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use MemoryPlan_Status.Descriptor instead.
+func (MemoryPlan_Status) EnumDescriptor() ([]byte, []int) {
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{12, 0}
+}
+
+type Allocation_Kind int32
+
+const (
+	Allocation_KIND_UNSPECIFIED  Allocation_Kind = 0
+	Allocation_MEM_ALLOC         Allocation_Kind = 1 // cuMemAlloc / cudaMalloc
+	Allocation_MEM_ALLOC_PITCH   Allocation_Kind = 2
+	Allocation_MEM_ALLOC_ASYNC   Allocation_Kind = 3 // stream-ordered, from a pool
+	Allocation_MEM_MAP           Allocation_Kind = 4 // cuMemMap of a cuMemCreate handle (e.g. expandable segments)
+	Allocation_MEM_ALLOC_MANAGED Allocation_Kind = 5
+	Allocation_RANGE_QUERY       Allocation_Kind = 6 // found by cuMemGetAddressRange for a launch, not by a callback
+)
+
+// Enum value maps for Allocation_Kind.
+var (
+	Allocation_Kind_name = map[int32]string{
+		0: "KIND_UNSPECIFIED",
+		1: "MEM_ALLOC",
+		2: "MEM_ALLOC_PITCH",
+		3: "MEM_ALLOC_ASYNC",
+		4: "MEM_MAP",
+		5: "MEM_ALLOC_MANAGED",
+		6: "RANGE_QUERY",
+	}
+	Allocation_Kind_value = map[string]int32{
+		"KIND_UNSPECIFIED":  0,
+		"MEM_ALLOC":         1,
+		"MEM_ALLOC_PITCH":   2,
+		"MEM_ALLOC_ASYNC":   3,
+		"MEM_MAP":           4,
+		"MEM_ALLOC_MANAGED": 5,
+		"RANGE_QUERY":       6,
+	}
+)
+
+func (x Allocation_Kind) Enum() *Allocation_Kind {
+	p := new(Allocation_Kind)
+	*p = x
+	return p
+}
+
+func (x Allocation_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Allocation_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_recording_recordingpb_recording_proto_enumTypes[2].Descriptor()
+}
+
+func (Allocation_Kind) Type() protoreflect.EnumType {
+	return &file_recording_recordingpb_recording_proto_enumTypes[2]
+}
+
+func (x Allocation_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Allocation_Kind.Descriptor instead.
+func (Allocation_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{13, 0}
+}
+
+type MemoryState_Point int32
+
+const (
+	MemoryState_POINT_UNSPECIFIED MemoryState_Point = 0
+	MemoryState_BEFORE            MemoryState_Point = 1
+	MemoryState_AFTER             MemoryState_Point = 2
+)
+
+// Enum value maps for MemoryState_Point.
+var (
+	MemoryState_Point_name = map[int32]string{
+		0: "POINT_UNSPECIFIED",
+		1: "BEFORE",
+		2: "AFTER",
+	}
+	MemoryState_Point_value = map[string]int32{
+		"POINT_UNSPECIFIED": 0,
+		"BEFORE":            1,
+		"AFTER":             2,
+	}
+)
+
+func (x MemoryState_Point) Enum() *MemoryState_Point {
+	p := new(MemoryState_Point)
+	*p = x
+	return p
+}
+
+func (x MemoryState_Point) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (MemoryState_Point) Descriptor() protoreflect.EnumDescriptor {
+	return file_recording_recordingpb_recording_proto_enumTypes[3].Descriptor()
+}
+
+func (MemoryState_Point) Type() protoreflect.EnumType {
+	return &file_recording_recordingpb_recording_proto_enumTypes[3]
+}
+
+func (x MemoryState_Point) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use MemoryState_Point.Descriptor instead.
+func (MemoryState_Point) EnumDescriptor() ([]byte, []int) {
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{14, 0}
 }
 
 // Batch is the payload of one frame. A frame holds any mix of records;
@@ -88,8 +265,10 @@ type Batch struct {
 	GraphNodes    []*GraphNode           `protobuf:"bytes,8,rep,name=graph_nodes,json=graphNodes,proto3" json:"graph_nodes,omitempty"`
 	GraphLaunches []*GraphLaunch         `protobuf:"bytes,9,rep,name=graph_launches,json=graphLaunches,proto3" json:"graph_launches,omitempty"`
 	Log           []*LogEntry            `protobuf:"bytes,10,rep,name=log,proto3" json:"log,omitempty"`
-	Stats         *Stats                 `protobuf:"bytes,11,opt,name=stats,proto3" json:"stats,omitempty"` // cumulative counters as of this frame
-	End           *End                   `protobuf:"bytes,12,opt,name=end,proto3" json:"end,omitempty"`     // present only in the last frame of a complete recording
+	Stats         *Stats                 `protobuf:"bytes,11,opt,name=stats,proto3" json:"stats,omitempty"`             // cumulative counters as of this frame
+	End           *End                   `protobuf:"bytes,12,opt,name=end,proto3" json:"end,omitempty"`                 // present only in the last frame of a complete recording
+	Allocations   []*Allocation          `protobuf:"bytes,13,rep,name=allocations,proto3" json:"allocations,omitempty"` // device memory allocated or freed (--memory hash|snapshot)
+	Memory        []*MemoryState         `protobuf:"bytes,14,rep,name=memory,proto3" json:"memory,omitempty"`           // hashes (and snapshots) of launches' regions, as the GPU produced them
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -208,6 +387,20 @@ func (x *Batch) GetEnd() *End {
 	return nil
 }
 
+func (x *Batch) GetAllocations() []*Allocation {
+	if x != nil {
+		return x.Allocations
+	}
+	return nil
+}
+
+func (x *Batch) GetMemory() []*MemoryState {
+	if x != nil {
+		return x.Memory
+	}
+	return nil
+}
+
 // Process describes the recorded process. Timestamps named *_ns are on the
 // recording clock (CUPTI's timestamp, nanoseconds); *_unix_ns are wall-clock.
 type Process struct {
@@ -229,6 +422,7 @@ type Process struct {
 	KernelFilter    string                 `protobuf:"bytes,15,opt,name=kernel_filter,json=kernelFilter,proto3" json:"kernel_filter,omitempty"`     // the --kernels regular expression, "" for all
 	Python          string                 `protobuf:"bytes,16,opt,name=python,proto3" json:"python,omitempty"`                                     // detected interpreter, e.g. "CPython 3.12.3", or ""
 	GpuTiming       bool                   `protobuf:"varint,17,opt,name=gpu_timing,json=gpuTiming,proto3" json:"gpu_timing,omitempty"`             // kernel activity (GPU start/end) was collected
+	Memory          *MemoryConfig          `protobuf:"bytes,18,opt,name=memory,proto3" json:"memory,omitempty"`                                     // what memory capture was asked for; unset when off
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -382,6 +576,106 @@ func (x *Process) GetGpuTiming() bool {
 	return false
 }
 
+func (x *Process) GetMemory() *MemoryConfig {
+	if x != nil {
+		return x.Memory
+	}
+	return nil
+}
+
+// MemoryConfig is the memory capture a recording was made with.
+type MemoryConfig struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Mode             string                 `protobuf:"bytes,1,opt,name=mode,proto3" json:"mode,omitempty"`                                                 // hash | snapshot
+	ChunkBytes       uint32                 `protobuf:"varint,2,opt,name=chunk_bytes,json=chunkBytes,proto3" json:"chunk_bytes,omitempty"`                  // 65536: the chunk of chunk hashes and of snapshots
+	SnapshotKernels  string                 `protobuf:"bytes,3,opt,name=snapshot_kernels,json=snapshotKernels,proto3" json:"snapshot_kernels,omitempty"`    // --snapshot-kernels regular expression, "" for all
+	SnapshotLaunches string                 `protobuf:"bytes,4,opt,name=snapshot_launches,json=snapshotLaunches,proto3" json:"snapshot_launches,omitempty"` // --snapshot-launches ranges, "" for all
+	OnFull           string                 `protobuf:"bytes,5,opt,name=on_full,json=onFull,proto3" json:"on_full,omitempty"`                               // backpressure | drop-oldest
+	StagingBytes     uint64                 `protobuf:"varint,6,opt,name=staging_bytes,json=stagingBytes,proto3" json:"staging_bytes,omitempty"`            // pinned staging ring
+	FlightRecorder   uint64                 `protobuf:"varint,7,opt,name=flight_recorder,json=flightRecorder,proto3" json:"flight_recorder,omitempty"`      // keep only the last N launches' snapshots (0: keep all)
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *MemoryConfig) Reset() {
+	*x = MemoryConfig{}
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemoryConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemoryConfig) ProtoMessage() {}
+
+func (x *MemoryConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemoryConfig.ProtoReflect.Descriptor instead.
+func (*MemoryConfig) Descriptor() ([]byte, []int) {
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *MemoryConfig) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+func (x *MemoryConfig) GetChunkBytes() uint32 {
+	if x != nil {
+		return x.ChunkBytes
+	}
+	return 0
+}
+
+func (x *MemoryConfig) GetSnapshotKernels() string {
+	if x != nil {
+		return x.SnapshotKernels
+	}
+	return ""
+}
+
+func (x *MemoryConfig) GetSnapshotLaunches() string {
+	if x != nil {
+		return x.SnapshotLaunches
+	}
+	return ""
+}
+
+func (x *MemoryConfig) GetOnFull() string {
+	if x != nil {
+		return x.OnFull
+	}
+	return ""
+}
+
+func (x *MemoryConfig) GetStagingBytes() uint64 {
+	if x != nil {
+		return x.StagingBytes
+	}
+	return 0
+}
+
+func (x *MemoryConfig) GetFlightRecorder() uint64 {
+	if x != nil {
+		return x.FlightRecorder
+	}
+	return 0
+}
+
 type Device struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Ordinal       uint32                 `protobuf:"varint,1,opt,name=ordinal,proto3" json:"ordinal,omitempty"`
@@ -398,7 +692,7 @@ type Device struct {
 
 func (x *Device) Reset() {
 	*x = Device{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[2]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -410,7 +704,7 @@ func (x *Device) String() string {
 func (*Device) ProtoMessage() {}
 
 func (x *Device) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[2]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -423,7 +717,7 @@ func (x *Device) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Device.ProtoReflect.Descriptor instead.
 func (*Device) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{2}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Device) GetOrdinal() uint32 {
@@ -499,7 +793,7 @@ type Module struct {
 
 func (x *Module) Reset() {
 	*x = Module{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[3]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -511,7 +805,7 @@ func (x *Module) String() string {
 func (*Module) ProtoMessage() {}
 
 func (x *Module) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[3]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -524,7 +818,7 @@ func (x *Module) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Module.ProtoReflect.Descriptor instead.
 func (*Module) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{3}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Module) GetSha256() string {
@@ -586,7 +880,7 @@ type ParamInfo struct {
 
 func (x *ParamInfo) Reset() {
 	*x = ParamInfo{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[4]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -598,7 +892,7 @@ func (x *ParamInfo) String() string {
 func (*ParamInfo) ProtoMessage() {}
 
 func (x *ParamInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[4]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -611,7 +905,7 @@ func (x *ParamInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParamInfo.ProtoReflect.Descriptor instead.
 func (*ParamInfo) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{4}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ParamInfo) GetOffset() uint32 {
@@ -644,7 +938,7 @@ type Kernel struct {
 
 func (x *Kernel) Reset() {
 	*x = Kernel{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[5]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -656,7 +950,7 @@ func (x *Kernel) String() string {
 func (*Kernel) ProtoMessage() {}
 
 func (x *Kernel) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[5]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -669,7 +963,7 @@ func (x *Kernel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Kernel.ProtoReflect.Descriptor instead.
 func (*Kernel) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{5}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Kernel) GetId() uint64 {
@@ -735,7 +1029,7 @@ type Frame struct {
 
 func (x *Frame) Reset() {
 	*x = Frame{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[6]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -747,7 +1041,7 @@ func (x *Frame) String() string {
 func (*Frame) ProtoMessage() {}
 
 func (x *Frame) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[6]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -760,7 +1054,7 @@ func (x *Frame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Frame.ProtoReflect.Descriptor instead.
 func (*Frame) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{6}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Frame) GetKind() Frame_Kind {
@@ -817,7 +1111,7 @@ type Callstack struct {
 
 func (x *Callstack) Reset() {
 	*x = Callstack{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[7]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -829,7 +1123,7 @@ func (x *Callstack) String() string {
 func (*Callstack) ProtoMessage() {}
 
 func (x *Callstack) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[7]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -842,7 +1136,7 @@ func (x *Callstack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Callstack.ProtoReflect.Descriptor instead.
 func (*Callstack) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{7}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Callstack) GetId() uint64 {
@@ -877,7 +1171,7 @@ type Dim3 struct {
 
 func (x *Dim3) Reset() {
 	*x = Dim3{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[8]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -889,7 +1183,7 @@ func (x *Dim3) String() string {
 func (*Dim3) ProtoMessage() {}
 
 func (x *Dim3) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[8]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -902,7 +1196,7 @@ func (x *Dim3) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Dim3.ProtoReflect.Descriptor instead.
 func (*Dim3) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{8}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Dim3) GetX() uint32 {
@@ -949,13 +1243,15 @@ type Launch struct {
 	GraphNodeId    uint64                 `protobuf:"varint,18,opt,name=graph_node_id,json=graphNodeId,proto3" json:"graph_node_id,omitempty"` // the capture-time graph node it built (captured only)
 	Api            uint32                 `protobuf:"varint,19,opt,name=api,proto3" json:"api,omitempty"`                                      // CUPTI driver callback id (307 cuLaunchKernel, 652 cuLaunchKernelEx, ...)
 	Result         int32                  `protobuf:"varint,20,opt,name=result,proto3" json:"result,omitempty"`                                // CUresult of the launch call
+	Regions        []*Region              `protobuf:"bytes,21,rep,name=regions,proto3" json:"regions,omitempty"`                               // device memory the kernel can reach (--memory hash|snapshot)
+	Memory         *MemoryPlan            `protobuf:"bytes,22,opt,name=memory,proto3" json:"memory,omitempty"`                                 // what memory capture was enqueued for this launch
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Launch) Reset() {
 	*x = Launch{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[9]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -967,7 +1263,7 @@ func (x *Launch) String() string {
 func (*Launch) ProtoMessage() {}
 
 func (x *Launch) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[9]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -980,7 +1276,7 @@ func (x *Launch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Launch.ProtoReflect.Descriptor instead.
 func (*Launch) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{9}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Launch) GetSeq() uint64 {
@@ -1123,6 +1419,393 @@ func (x *Launch) GetResult() int32 {
 	return 0
 }
 
+func (x *Launch) GetRegions() []*Region {
+	if x != nil {
+		return x.Regions
+	}
+	return nil
+}
+
+func (x *Launch) GetMemory() *MemoryPlan {
+	if x != nil {
+		return x.Memory
+	}
+	return nil
+}
+
+// Region is one device allocation a launch can reach: some 8-byte-aligned
+// word of its parameter buffer holds an address inside it. The region is the
+// whole allocation (a kernel may index anywhere in it), so it is a superset
+// of what the kernel touched.
+type Region struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Address       uint64                 `protobuf:"varint,1,opt,name=address,proto3" json:"address,omitempty"`                                      // start of the allocation
+	Size          uint64                 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`                                            // bytes
+	ParamOffsets  []uint32               `protobuf:"varint,3,rep,packed,name=param_offsets,json=paramOffsets,proto3" json:"param_offsets,omitempty"` // byte offsets of the parameter words that point into it
+	AllocationId  uint64                 `protobuf:"varint,4,opt,name=allocation_id,json=allocationId,proto3" json:"allocation_id,omitempty"`        // Allocation.id, 0 when found by the driver's range query
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Region) Reset() {
+	*x = Region{}
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Region) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Region) ProtoMessage() {}
+
+func (x *Region) ProtoReflect() protoreflect.Message {
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Region.ProtoReflect.Descriptor instead.
+func (*Region) Descriptor() ([]byte, []int) {
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *Region) GetAddress() uint64 {
+	if x != nil {
+		return x.Address
+	}
+	return 0
+}
+
+func (x *Region) GetSize() uint64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *Region) GetParamOffsets() []uint32 {
+	if x != nil {
+		return x.ParamOffsets
+	}
+	return nil
+}
+
+func (x *Region) GetAllocationId() uint64 {
+	if x != nil {
+		return x.AllocationId
+	}
+	return 0
+}
+
+// MemoryPlan says what the agent enqueued on the launch's stream around the
+// launch; the results arrive later as MemoryState records.
+type MemoryPlan struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Status           MemoryPlan_Status      `protobuf:"varint,1,opt,name=status,proto3,enum=gpurr.recording.v1.MemoryPlan_Status" json:"status,omitempty"`
+	SnapshotSelected bool                   `protobuf:"varint,2,opt,name=snapshot_selected,json=snapshotSelected,proto3" json:"snapshot_selected,omitempty"` // matched --snapshot-kernels/--snapshot-launches
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *MemoryPlan) Reset() {
+	*x = MemoryPlan{}
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemoryPlan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemoryPlan) ProtoMessage() {}
+
+func (x *MemoryPlan) ProtoReflect() protoreflect.Message {
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemoryPlan.ProtoReflect.Descriptor instead.
+func (*MemoryPlan) Descriptor() ([]byte, []int) {
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *MemoryPlan) GetStatus() MemoryPlan_Status {
+	if x != nil {
+		return x.Status
+	}
+	return MemoryPlan_STATUS_UNSPECIFIED
+}
+
+func (x *MemoryPlan) GetSnapshotSelected() bool {
+	if x != nil {
+		return x.SnapshotSelected
+	}
+	return false
+}
+
+// Allocation records device memory becoming reachable or going away.
+type Allocation struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"` // per process, from 1
+	Kind          Allocation_Kind        `protobuf:"varint,2,opt,name=kind,proto3,enum=gpurr.recording.v1.Allocation_Kind" json:"kind,omitempty"`
+	Address       uint64                 `protobuf:"varint,3,opt,name=address,proto3" json:"address,omitempty"`
+	Size          uint64                 `protobuf:"varint,4,opt,name=size,proto3" json:"size,omitempty"`
+	HostNs        uint64                 `protobuf:"varint,5,opt,name=host_ns,json=hostNs,proto3" json:"host_ns,omitempty"`
+	Freed         bool                   `protobuf:"varint,6,opt,name=freed,proto3" json:"freed,omitempty"` // this record is the free of allocation id
+	Device        uint32                 `protobuf:"varint,7,opt,name=device,proto3" json:"device,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Allocation) Reset() {
+	*x = Allocation{}
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Allocation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Allocation) ProtoMessage() {}
+
+func (x *Allocation) ProtoReflect() protoreflect.Message {
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Allocation.ProtoReflect.Descriptor instead.
+func (*Allocation) Descriptor() ([]byte, []int) {
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *Allocation) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *Allocation) GetKind() Allocation_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return Allocation_KIND_UNSPECIFIED
+}
+
+func (x *Allocation) GetAddress() uint64 {
+	if x != nil {
+		return x.Address
+	}
+	return 0
+}
+
+func (x *Allocation) GetSize() uint64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *Allocation) GetHostNs() uint64 {
+	if x != nil {
+		return x.HostNs
+	}
+	return 0
+}
+
+func (x *Allocation) GetFreed() bool {
+	if x != nil {
+		return x.Freed
+	}
+	return false
+}
+
+func (x *Allocation) GetDevice() uint32 {
+	if x != nil {
+		return x.Device
+	}
+	return 0
+}
+
+// MemoryState is the state of a launch's regions at one point, computed on
+// the GPU in stream order with the launch.
+type MemoryState struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	LaunchSeq     uint64                 `protobuf:"varint,1,opt,name=launch_seq,json=launchSeq,proto3" json:"launch_seq,omitempty"`
+	Point         MemoryState_Point      `protobuf:"varint,2,opt,name=point,proto3,enum=gpurr.recording.v1.MemoryState_Point" json:"point,omitempty"`
+	Regions       []*RegionState         `protobuf:"bytes,3,rep,name=regions,proto3" json:"regions,omitempty"`    // in Launch.regions order
+	Snapshot      bool                   `protobuf:"varint,4,opt,name=snapshot,proto3" json:"snapshot,omitempty"` // chunks are stored in the process's chunk store
+	Lost          bool                   `protobuf:"varint,5,opt,name=lost,proto3" json:"lost,omitempty"`         // enqueued but never completed (GPU fault, exit, dropped); see regions empty
+	LostReason    string                 `protobuf:"bytes,6,opt,name=lost_reason,json=lostReason,proto3" json:"lost_reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MemoryState) Reset() {
+	*x = MemoryState{}
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemoryState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemoryState) ProtoMessage() {}
+
+func (x *MemoryState) ProtoReflect() protoreflect.Message {
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemoryState.ProtoReflect.Descriptor instead.
+func (*MemoryState) Descriptor() ([]byte, []int) {
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *MemoryState) GetLaunchSeq() uint64 {
+	if x != nil {
+		return x.LaunchSeq
+	}
+	return 0
+}
+
+func (x *MemoryState) GetPoint() MemoryState_Point {
+	if x != nil {
+		return x.Point
+	}
+	return MemoryState_POINT_UNSPECIFIED
+}
+
+func (x *MemoryState) GetRegions() []*RegionState {
+	if x != nil {
+		return x.Regions
+	}
+	return nil
+}
+
+func (x *MemoryState) GetSnapshot() bool {
+	if x != nil {
+		return x.Snapshot
+	}
+	return false
+}
+
+func (x *MemoryState) GetLost() bool {
+	if x != nil {
+		return x.Lost
+	}
+	return false
+}
+
+func (x *MemoryState) GetLostReason() string {
+	if x != nil {
+		return x.LostReason
+	}
+	return ""
+}
+
+type RegionState struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	Hash              []byte                 `protobuf:"bytes,1,opt,name=hash,proto3" json:"hash,omitempty"`                                                     // gpurr-h128 of the region (16 bytes, docs/hash.md)
+	ChunkHashes       []byte                 `protobuf:"bytes,2,opt,name=chunk_hashes,json=chunkHashes,proto3" json:"chunk_hashes,omitempty"`                    // gpurr-h128 of each chunk, 16 bytes each, concatenated
+	ChunksTransferred uint32                 `protobuf:"varint,3,opt,name=chunks_transferred,json=chunksTransferred,proto3" json:"chunks_transferred,omitempty"` // snapshot: chunks that crossed PCIe (the rest were unchanged)
+	ChunksMissing     uint32                 `protobuf:"varint,4,opt,name=chunks_missing,json=chunksMissing,proto3" json:"chunks_missing,omitempty"`             // snapshot: chunks whose bytes were dropped (drop-oldest)
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *RegionState) Reset() {
+	*x = RegionState{}
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegionState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegionState) ProtoMessage() {}
+
+func (x *RegionState) ProtoReflect() protoreflect.Message {
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegionState.ProtoReflect.Descriptor instead.
+func (*RegionState) Descriptor() ([]byte, []int) {
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *RegionState) GetHash() []byte {
+	if x != nil {
+		return x.Hash
+	}
+	return nil
+}
+
+func (x *RegionState) GetChunkHashes() []byte {
+	if x != nil {
+		return x.ChunkHashes
+	}
+	return nil
+}
+
+func (x *RegionState) GetChunksTransferred() uint32 {
+	if x != nil {
+		return x.ChunksTransferred
+	}
+	return 0
+}
+
+func (x *RegionState) GetChunksMissing() uint32 {
+	if x != nil {
+		return x.ChunksMissing
+	}
+	return 0
+}
+
 // KernelActivity is one kernel execution on the GPU (CUPTI activity record).
 type KernelActivity struct {
 	state                protoimpl.MessageState `protogen:"open.v1"`
@@ -1146,7 +1829,7 @@ type KernelActivity struct {
 
 func (x *KernelActivity) Reset() {
 	*x = KernelActivity{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[10]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1158,7 +1841,7 @@ func (x *KernelActivity) String() string {
 func (*KernelActivity) ProtoMessage() {}
 
 func (x *KernelActivity) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[10]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1171,7 +1854,7 @@ func (x *KernelActivity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelActivity.ProtoReflect.Descriptor instead.
 func (*KernelActivity) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{10}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *KernelActivity) GetCorrelationId() uint32 {
@@ -1287,7 +1970,7 @@ type GraphNode struct {
 
 func (x *GraphNode) Reset() {
 	*x = GraphNode{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[11]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1299,7 +1982,7 @@ func (x *GraphNode) String() string {
 func (*GraphNode) ProtoMessage() {}
 
 func (x *GraphNode) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[11]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1312,7 +1995,7 @@ func (x *GraphNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GraphNode.ProtoReflect.Descriptor instead.
 func (*GraphNode) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{11}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GraphNode) GetNodeId() uint64 {
@@ -1368,7 +2051,7 @@ type GraphLaunch struct {
 
 func (x *GraphLaunch) Reset() {
 	*x = GraphLaunch{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[12]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1380,7 +2063,7 @@ func (x *GraphLaunch) String() string {
 func (*GraphLaunch) ProtoMessage() {}
 
 func (x *GraphLaunch) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[12]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1393,7 +2076,7 @@ func (x *GraphLaunch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GraphLaunch.ProtoReflect.Descriptor instead.
 func (*GraphLaunch) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{12}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GraphLaunch) GetSeq() uint64 {
@@ -1477,7 +2160,7 @@ type LogEntry struct {
 
 func (x *LogEntry) Reset() {
 	*x = LogEntry{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[13]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1489,7 +2172,7 @@ func (x *LogEntry) String() string {
 func (*LogEntry) ProtoMessage() {}
 
 func (x *LogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[13]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1502,7 +2185,7 @@ func (x *LogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogEntry.ProtoReflect.Descriptor instead.
 func (*LogEntry) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{13}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *LogEntry) GetHostNs() uint64 {
@@ -1528,28 +2211,43 @@ func (x *LogEntry) GetMessage() string {
 
 // Stats are cumulative; the last frame's stats are the recording's.
 type Stats struct {
-	state             protoimpl.MessageState `protogen:"open.v1"`
-	Launches          uint64                 `protobuf:"varint,1,opt,name=launches,proto3" json:"launches,omitempty"`                                         // launches described
-	LaunchesFiltered  uint64                 `protobuf:"varint,2,opt,name=launches_filtered,json=launchesFiltered,proto3" json:"launches_filtered,omitempty"` // skipped by --kernels (by design, not a loss)
-	LaunchesDropped   uint64                 `protobuf:"varint,3,opt,name=launches_dropped,json=launchesDropped,proto3" json:"launches_dropped,omitempty"`    // lost: agent ring full
-	GraphLaunches     uint64                 `protobuf:"varint,4,opt,name=graph_launches,json=graphLaunches,proto3" json:"graph_launches,omitempty"`
-	Activities        uint64                 `protobuf:"varint,5,opt,name=activities,proto3" json:"activities,omitempty"`
-	ActivitiesDropped uint64                 `protobuf:"varint,6,opt,name=activities_dropped,json=activitiesDropped,proto3" json:"activities_dropped,omitempty"` // CUPTI reported dropped activity records
-	Callstacks        uint64                 `protobuf:"varint,7,opt,name=callstacks,proto3" json:"callstacks,omitempty"`
-	CallstacksFailed  uint64                 `protobuf:"varint,8,opt,name=callstacks_failed,json=callstacksFailed,proto3" json:"callstacks_failed,omitempty"`
-	Modules           uint64                 `protobuf:"varint,9,opt,name=modules,proto3" json:"modules,omitempty"`
-	ModulesFailed     uint64                 `protobuf:"varint,10,opt,name=modules_failed,json=modulesFailed,proto3" json:"modules_failed,omitempty"`
-	Errors            uint64                 `protobuf:"varint,11,opt,name=errors,proto3" json:"errors,omitempty"`                                               // log entries at level error
-	RingBytesDropped  uint64                 `protobuf:"varint,12,opt,name=ring_bytes_dropped,json=ringBytesDropped,proto3" json:"ring_bytes_dropped,omitempty"` // any record lost to a full ring, in bytes
-	FramesWritten     uint64                 `protobuf:"varint,13,opt,name=frames_written,json=framesWritten,proto3" json:"frames_written,omitempty"`
-	AgentCallbackNs   uint64                 `protobuf:"varint,14,opt,name=agent_callback_ns,json=agentCallbackNs,proto3" json:"agent_callback_ns,omitempty"` // time the agent spent in CUPTI callbacks on the program's threads (sampled: 1 callback in 16 per thread, scaled)
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	Launches           uint64                 `protobuf:"varint,1,opt,name=launches,proto3" json:"launches,omitempty"`                                         // launches described
+	LaunchesFiltered   uint64                 `protobuf:"varint,2,opt,name=launches_filtered,json=launchesFiltered,proto3" json:"launches_filtered,omitempty"` // skipped by --kernels (by design, not a loss)
+	LaunchesDropped    uint64                 `protobuf:"varint,3,opt,name=launches_dropped,json=launchesDropped,proto3" json:"launches_dropped,omitempty"`    // lost: agent ring full
+	GraphLaunches      uint64                 `protobuf:"varint,4,opt,name=graph_launches,json=graphLaunches,proto3" json:"graph_launches,omitempty"`
+	Activities         uint64                 `protobuf:"varint,5,opt,name=activities,proto3" json:"activities,omitempty"`
+	ActivitiesDropped  uint64                 `protobuf:"varint,6,opt,name=activities_dropped,json=activitiesDropped,proto3" json:"activities_dropped,omitempty"` // CUPTI reported dropped activity records
+	Callstacks         uint64                 `protobuf:"varint,7,opt,name=callstacks,proto3" json:"callstacks,omitempty"`
+	CallstacksFailed   uint64                 `protobuf:"varint,8,opt,name=callstacks_failed,json=callstacksFailed,proto3" json:"callstacks_failed,omitempty"`
+	Modules            uint64                 `protobuf:"varint,9,opt,name=modules,proto3" json:"modules,omitempty"`
+	ModulesFailed      uint64                 `protobuf:"varint,10,opt,name=modules_failed,json=modulesFailed,proto3" json:"modules_failed,omitempty"`
+	Errors             uint64                 `protobuf:"varint,11,opt,name=errors,proto3" json:"errors,omitempty"`                                               // log entries at level error
+	RingBytesDropped   uint64                 `protobuf:"varint,12,opt,name=ring_bytes_dropped,json=ringBytesDropped,proto3" json:"ring_bytes_dropped,omitempty"` // any record lost to a full ring, in bytes
+	FramesWritten      uint64                 `protobuf:"varint,13,opt,name=frames_written,json=framesWritten,proto3" json:"frames_written,omitempty"`
+	AgentCallbackNs    uint64                 `protobuf:"varint,14,opt,name=agent_callback_ns,json=agentCallbackNs,proto3" json:"agent_callback_ns,omitempty"`            // time the agent spent in CUPTI callbacks on the program's threads (sampled: 1 callback in 16 per thread, scaled)
+	Allocations        uint64                 `protobuf:"varint,15,opt,name=allocations,proto3" json:"allocations,omitempty"`                                             // allocation records
+	MemoryLaunches     uint64                 `protobuf:"varint,16,opt,name=memory_launches,json=memoryLaunches,proto3" json:"memory_launches,omitempty"`                 // launches with memory ops enqueued
+	MemorySkipped      uint64                 `protobuf:"varint,17,opt,name=memory_skipped,json=memorySkipped,proto3" json:"memory_skipped,omitempty"`                    // launches with regions but no memory ops (capture, ring too small, stopped)
+	MemoryStates       uint64                 `protobuf:"varint,18,opt,name=memory_states,json=memoryStates,proto3" json:"memory_states,omitempty"`                       // MemoryState records completed
+	MemoryStatesLost   uint64                 `protobuf:"varint,19,opt,name=memory_states_lost,json=memoryStatesLost,proto3" json:"memory_states_lost,omitempty"`         // enqueued but never completed, or dropped (drop-oldest)
+	BytesHashed        uint64                 `protobuf:"varint,20,opt,name=bytes_hashed,json=bytesHashed,proto3" json:"bytes_hashed,omitempty"`                          // region bytes hashed on the GPU
+	Snapshots          uint64                 `protobuf:"varint,21,opt,name=snapshots,proto3" json:"snapshots,omitempty"`                                                 // MemoryState records with contents stored
+	ChunksTotal        uint64                 `protobuf:"varint,22,opt,name=chunks_total,json=chunksTotal,proto3" json:"chunks_total,omitempty"`                          // snapshot chunks referenced
+	ChunksTransferred  uint64                 `protobuf:"varint,23,opt,name=chunks_transferred,json=chunksTransferred,proto3" json:"chunks_transferred,omitempty"`        // snapshot chunks that crossed PCIe
+	ChunksStored       uint64                 `protobuf:"varint,24,opt,name=chunks_stored,json=chunksStored,proto3" json:"chunks_stored,omitempty"`                       // distinct chunks written to packs
+	ChunkBytesStored   uint64                 `protobuf:"varint,25,opt,name=chunk_bytes_stored,json=chunkBytesStored,proto3" json:"chunk_bytes_stored,omitempty"`         // compressed bytes written to packs
+	StagingWaitNs      uint64                 `protobuf:"varint,26,opt,name=staging_wait_ns,json=stagingWaitNs,proto3" json:"staging_wait_ns,omitempty"`                  // time program threads waited for staging space (backpressure)
+	MemoryCaptureGpuNs uint64                 `protobuf:"varint,27,opt,name=memory_capture_gpu_ns,json=memoryCaptureGpuNs,proto3" json:"memory_capture_gpu_ns,omitempty"` // GPU time of gpurr's own hash/snapshot kernels
+	FlightDumps        uint64                 `protobuf:"varint,28,opt,name=flight_dumps,json=flightDumps,proto3" json:"flight_dumps,omitempty"`                          // flight-recorder dumps written
+	MemoryStopped      string                 `protobuf:"bytes,29,opt,name=memory_stopped,json=memoryStopped,proto3" json:"memory_stopped,omitempty"`                     // why memory capture stopped early ("" when it did not)
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Stats) Reset() {
 	*x = Stats{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[14]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1561,7 +2259,7 @@ func (x *Stats) String() string {
 func (*Stats) ProtoMessage() {}
 
 func (x *Stats) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[14]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1574,7 +2272,7 @@ func (x *Stats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stats.ProtoReflect.Descriptor instead.
 func (*Stats) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{14}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Stats) GetLaunches() uint64 {
@@ -1675,6 +2373,111 @@ func (x *Stats) GetAgentCallbackNs() uint64 {
 	return 0
 }
 
+func (x *Stats) GetAllocations() uint64 {
+	if x != nil {
+		return x.Allocations
+	}
+	return 0
+}
+
+func (x *Stats) GetMemoryLaunches() uint64 {
+	if x != nil {
+		return x.MemoryLaunches
+	}
+	return 0
+}
+
+func (x *Stats) GetMemorySkipped() uint64 {
+	if x != nil {
+		return x.MemorySkipped
+	}
+	return 0
+}
+
+func (x *Stats) GetMemoryStates() uint64 {
+	if x != nil {
+		return x.MemoryStates
+	}
+	return 0
+}
+
+func (x *Stats) GetMemoryStatesLost() uint64 {
+	if x != nil {
+		return x.MemoryStatesLost
+	}
+	return 0
+}
+
+func (x *Stats) GetBytesHashed() uint64 {
+	if x != nil {
+		return x.BytesHashed
+	}
+	return 0
+}
+
+func (x *Stats) GetSnapshots() uint64 {
+	if x != nil {
+		return x.Snapshots
+	}
+	return 0
+}
+
+func (x *Stats) GetChunksTotal() uint64 {
+	if x != nil {
+		return x.ChunksTotal
+	}
+	return 0
+}
+
+func (x *Stats) GetChunksTransferred() uint64 {
+	if x != nil {
+		return x.ChunksTransferred
+	}
+	return 0
+}
+
+func (x *Stats) GetChunksStored() uint64 {
+	if x != nil {
+		return x.ChunksStored
+	}
+	return 0
+}
+
+func (x *Stats) GetChunkBytesStored() uint64 {
+	if x != nil {
+		return x.ChunkBytesStored
+	}
+	return 0
+}
+
+func (x *Stats) GetStagingWaitNs() uint64 {
+	if x != nil {
+		return x.StagingWaitNs
+	}
+	return 0
+}
+
+func (x *Stats) GetMemoryCaptureGpuNs() uint64 {
+	if x != nil {
+		return x.MemoryCaptureGpuNs
+	}
+	return 0
+}
+
+func (x *Stats) GetFlightDumps() uint64 {
+	if x != nil {
+		return x.FlightDumps
+	}
+	return 0
+}
+
+func (x *Stats) GetMemoryStopped() string {
+	if x != nil {
+		return x.MemoryStopped
+	}
+	return ""
+}
+
 type End struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	EndNs         uint64                 `protobuf:"varint,1,opt,name=end_ns,json=endNs,proto3" json:"end_ns,omitempty"`
@@ -1685,7 +2488,7 @@ type End struct {
 
 func (x *End) Reset() {
 	*x = End{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[15]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1697,7 +2500,7 @@ func (x *End) String() string {
 func (*End) ProtoMessage() {}
 
 func (x *End) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[15]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1710,7 +2513,7 @@ func (x *End) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use End.ProtoReflect.Descriptor instead.
 func (*End) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{15}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *End) GetEndNs() uint64 {
@@ -1731,7 +2534,7 @@ var File_recording_recordingpb_recording_proto protoreflect.FileDescriptor
 
 const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\n" +
-	"%recording/recordingpb/recording.proto\x12\x12gpurr.recording.v1\"\xaf\x05\n" +
+	"%recording/recordingpb/recording.proto\x12\x12gpurr.recording.v1\"\xaa\x06\n" +
 	"\x05Batch\x125\n" +
 	"\aprocess\x18\x01 \x01(\v2\x1b.gpurr.recording.v1.ProcessR\aprocess\x124\n" +
 	"\adevices\x18\x02 \x03(\v2\x1a.gpurr.recording.v1.DeviceR\adevices\x124\n" +
@@ -1750,7 +2553,9 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x03log\x18\n" +
 	" \x03(\v2\x1c.gpurr.recording.v1.LogEntryR\x03log\x12/\n" +
 	"\x05stats\x18\v \x01(\v2\x19.gpurr.recording.v1.StatsR\x05stats\x12)\n" +
-	"\x03end\x18\f \x01(\v2\x17.gpurr.recording.v1.EndR\x03end\"\xc0\x04\n" +
+	"\x03end\x18\f \x01(\v2\x17.gpurr.recording.v1.EndR\x03end\x12@\n" +
+	"\vallocations\x18\r \x03(\v2\x1e.gpurr.recording.v1.AllocationR\vallocations\x127\n" +
+	"\x06memory\x18\x0e \x03(\v2\x1f.gpurr.recording.v1.MemoryStateR\x06memory\"\xfa\x04\n" +
 	"\aProcess\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\rR\x03pid\x12\x12\n" +
 	"\x04ppid\x18\x02 \x01(\rR\x04ppid\x12\x1a\n" +
@@ -1773,10 +2578,20 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\rkernel_filter\x18\x0f \x01(\tR\fkernelFilter\x12\x16\n" +
 	"\x06python\x18\x10 \x01(\tR\x06python\x12\x1d\n" +
 	"\n" +
-	"gpu_timing\x18\x11 \x01(\bR\tgpuTimingB\a\n" +
+	"gpu_timing\x18\x11 \x01(\bR\tgpuTiming\x128\n" +
+	"\x06memory\x18\x12 \x01(\v2 .gpurr.recording.v1.MemoryConfigR\x06memoryB\a\n" +
 	"\x05_rankB\r\n" +
 	"\v_local_rankB\r\n" +
-	"\v_world_size\"\xdf\x01\n" +
+	"\v_world_size\"\x82\x02\n" +
+	"\fMemoryConfig\x12\x12\n" +
+	"\x04mode\x18\x01 \x01(\tR\x04mode\x12\x1f\n" +
+	"\vchunk_bytes\x18\x02 \x01(\rR\n" +
+	"chunkBytes\x12)\n" +
+	"\x10snapshot_kernels\x18\x03 \x01(\tR\x0fsnapshotKernels\x12+\n" +
+	"\x11snapshot_launches\x18\x04 \x01(\tR\x10snapshotLaunches\x12\x17\n" +
+	"\aon_full\x18\x05 \x01(\tR\x06onFull\x12#\n" +
+	"\rstaging_bytes\x18\x06 \x01(\x04R\fstagingBytes\x12'\n" +
+	"\x0fflight_recorder\x18\a \x01(\x04R\x0eflightRecorder\"\xdf\x01\n" +
 	"\x06Device\x12\x18\n" +
 	"\aordinal\x18\x01 \x01(\rR\aordinal\x12\x12\n" +
 	"\x04uuid\x18\x02 \x01(\tR\x04uuid\x12\x12\n" +
@@ -1828,7 +2643,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x04Dim3\x12\f\n" +
 	"\x01x\x18\x01 \x01(\rR\x01x\x12\f\n" +
 	"\x01y\x18\x02 \x01(\rR\x01y\x12\f\n" +
-	"\x01z\x18\x03 \x01(\rR\x01z\"\xf2\x04\n" +
+	"\x01z\x18\x03 \x01(\rR\x01z\"\xe0\x05\n" +
 	"\x06Launch\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x10\n" +
 	"\x03tid\x18\x02 \x01(\rR\x03tid\x12\x16\n" +
@@ -1851,7 +2666,64 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\bcaptured\x18\x11 \x01(\bR\bcaptured\x12\"\n" +
 	"\rgraph_node_id\x18\x12 \x01(\x04R\vgraphNodeId\x12\x10\n" +
 	"\x03api\x18\x13 \x01(\rR\x03api\x12\x16\n" +
-	"\x06result\x18\x14 \x01(\x05R\x06result\"\x83\x04\n" +
+	"\x06result\x18\x14 \x01(\x05R\x06result\x124\n" +
+	"\aregions\x18\x15 \x03(\v2\x1a.gpurr.recording.v1.RegionR\aregions\x126\n" +
+	"\x06memory\x18\x16 \x01(\v2\x1e.gpurr.recording.v1.MemoryPlanR\x06memory\"\x80\x01\n" +
+	"\x06Region\x12\x18\n" +
+	"\aaddress\x18\x01 \x01(\x04R\aaddress\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x04R\x04size\x12#\n" +
+	"\rparam_offsets\x18\x03 \x03(\rR\fparamOffsets\x12#\n" +
+	"\rallocation_id\x18\x04 \x01(\x04R\fallocationId\"\xbb\x02\n" +
+	"\n" +
+	"MemoryPlan\x12=\n" +
+	"\x06status\x18\x01 \x01(\x0e2%.gpurr.recording.v1.MemoryPlan.StatusR\x06status\x12+\n" +
+	"\x11snapshot_selected\x18\x02 \x01(\bR\x10snapshotSelected\"\xc0\x01\n" +
+	"\x06Status\x12\x16\n" +
+	"\x12STATUS_UNSPECIFIED\x10\x00\x12\b\n" +
+	"\x04HASH\x10\x01\x12\f\n" +
+	"\bSNAPSHOT\x10\x02\x12\x13\n" +
+	"\x0fSKIPPED_CAPTURE\x10\x03\x12\x16\n" +
+	"\x12SKIPPED_NO_REGIONS\x10\x04\x12\x1a\n" +
+	"\x16SKIPPED_RING_TOO_SMALL\x10\x05\x12\x15\n" +
+	"\x11SKIPPED_RING_FULL\x10\x06\x12\x11\n" +
+	"\rSKIPPED_ERROR\x10\a\x12\x13\n" +
+	"\x0fSKIPPED_STOPPED\x10\b\"\xd7\x02\n" +
+	"\n" +
+	"Allocation\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x127\n" +
+	"\x04kind\x18\x02 \x01(\x0e2#.gpurr.recording.v1.Allocation.KindR\x04kind\x12\x18\n" +
+	"\aaddress\x18\x03 \x01(\x04R\aaddress\x12\x12\n" +
+	"\x04size\x18\x04 \x01(\x04R\x04size\x12\x17\n" +
+	"\ahost_ns\x18\x05 \x01(\x04R\x06hostNs\x12\x14\n" +
+	"\x05freed\x18\x06 \x01(\bR\x05freed\x12\x16\n" +
+	"\x06device\x18\a \x01(\rR\x06device\"\x8a\x01\n" +
+	"\x04Kind\x12\x14\n" +
+	"\x10KIND_UNSPECIFIED\x10\x00\x12\r\n" +
+	"\tMEM_ALLOC\x10\x01\x12\x13\n" +
+	"\x0fMEM_ALLOC_PITCH\x10\x02\x12\x13\n" +
+	"\x0fMEM_ALLOC_ASYNC\x10\x03\x12\v\n" +
+	"\aMEM_MAP\x10\x04\x12\x15\n" +
+	"\x11MEM_ALLOC_MANAGED\x10\x05\x12\x0f\n" +
+	"\vRANGE_QUERY\x10\x06\"\xac\x02\n" +
+	"\vMemoryState\x12\x1d\n" +
+	"\n" +
+	"launch_seq\x18\x01 \x01(\x04R\tlaunchSeq\x12;\n" +
+	"\x05point\x18\x02 \x01(\x0e2%.gpurr.recording.v1.MemoryState.PointR\x05point\x129\n" +
+	"\aregions\x18\x03 \x03(\v2\x1f.gpurr.recording.v1.RegionStateR\aregions\x12\x1a\n" +
+	"\bsnapshot\x18\x04 \x01(\bR\bsnapshot\x12\x12\n" +
+	"\x04lost\x18\x05 \x01(\bR\x04lost\x12\x1f\n" +
+	"\vlost_reason\x18\x06 \x01(\tR\n" +
+	"lostReason\"5\n" +
+	"\x05Point\x12\x15\n" +
+	"\x11POINT_UNSPECIFIED\x10\x00\x12\n" +
+	"\n" +
+	"\x06BEFORE\x10\x01\x12\t\n" +
+	"\x05AFTER\x10\x02\"\x9a\x01\n" +
+	"\vRegionState\x12\x12\n" +
+	"\x04hash\x18\x01 \x01(\fR\x04hash\x12!\n" +
+	"\fchunk_hashes\x18\x02 \x01(\fR\vchunkHashes\x12-\n" +
+	"\x12chunks_transferred\x18\x03 \x01(\rR\x11chunksTransferred\x12%\n" +
+	"\x0echunks_missing\x18\x04 \x01(\rR\rchunksMissing\"\x83\x04\n" +
 	"\x0eKernelActivity\x12%\n" +
 	"\x0ecorrelation_id\x18\x01 \x01(\rR\rcorrelationId\x12\x16\n" +
 	"\x06device\x18\x02 \x01(\rR\x06device\x12\x1f\n" +
@@ -1892,7 +2764,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\bLogEntry\x12\x17\n" +
 	"\ahost_ns\x18\x01 \x01(\x04R\x06hostNs\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\tR\x05level\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\x98\x04\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xe8\b\n" +
 	"\x05Stats\x12\x1a\n" +
 	"\blaunches\x18\x01 \x01(\x04R\blaunches\x12+\n" +
 	"\x11launches_filtered\x18\x02 \x01(\x04R\x10launchesFiltered\x12)\n" +
@@ -1912,7 +2784,22 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x06errors\x18\v \x01(\x04R\x06errors\x12,\n" +
 	"\x12ring_bytes_dropped\x18\f \x01(\x04R\x10ringBytesDropped\x12%\n" +
 	"\x0eframes_written\x18\r \x01(\x04R\rframesWritten\x12*\n" +
-	"\x11agent_callback_ns\x18\x0e \x01(\x04R\x0fagentCallbackNs\"4\n" +
+	"\x11agent_callback_ns\x18\x0e \x01(\x04R\x0fagentCallbackNs\x12 \n" +
+	"\vallocations\x18\x0f \x01(\x04R\vallocations\x12'\n" +
+	"\x0fmemory_launches\x18\x10 \x01(\x04R\x0ememoryLaunches\x12%\n" +
+	"\x0ememory_skipped\x18\x11 \x01(\x04R\rmemorySkipped\x12#\n" +
+	"\rmemory_states\x18\x12 \x01(\x04R\fmemoryStates\x12,\n" +
+	"\x12memory_states_lost\x18\x13 \x01(\x04R\x10memoryStatesLost\x12!\n" +
+	"\fbytes_hashed\x18\x14 \x01(\x04R\vbytesHashed\x12\x1c\n" +
+	"\tsnapshots\x18\x15 \x01(\x04R\tsnapshots\x12!\n" +
+	"\fchunks_total\x18\x16 \x01(\x04R\vchunksTotal\x12-\n" +
+	"\x12chunks_transferred\x18\x17 \x01(\x04R\x11chunksTransferred\x12#\n" +
+	"\rchunks_stored\x18\x18 \x01(\x04R\fchunksStored\x12,\n" +
+	"\x12chunk_bytes_stored\x18\x19 \x01(\x04R\x10chunkBytesStored\x12&\n" +
+	"\x0fstaging_wait_ns\x18\x1a \x01(\x04R\rstagingWaitNs\x121\n" +
+	"\x15memory_capture_gpu_ns\x18\x1b \x01(\x04R\x12memoryCaptureGpuNs\x12!\n" +
+	"\fflight_dumps\x18\x1c \x01(\x04R\vflightDumps\x12%\n" +
+	"\x0ememory_stopped\x18\x1d \x01(\tR\rmemoryStopped\"4\n" +
 	"\x03End\x12\x15\n" +
 	"\x06end_ns\x18\x01 \x01(\x04R\x05endNs\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reasonB.Z,github.com/gpurr/gpurr/recording/recordingpbb\x06proto3"
@@ -1929,53 +2816,71 @@ func file_recording_recordingpb_recording_proto_rawDescGZIP() []byte {
 	return file_recording_recordingpb_recording_proto_rawDescData
 }
 
-var file_recording_recordingpb_recording_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_recording_recordingpb_recording_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_recording_recordingpb_recording_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_recording_recordingpb_recording_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_recording_recordingpb_recording_proto_goTypes = []any{
 	(Frame_Kind)(0),        // 0: gpurr.recording.v1.Frame.Kind
-	(*Batch)(nil),          // 1: gpurr.recording.v1.Batch
-	(*Process)(nil),        // 2: gpurr.recording.v1.Process
-	(*Device)(nil),         // 3: gpurr.recording.v1.Device
-	(*Module)(nil),         // 4: gpurr.recording.v1.Module
-	(*ParamInfo)(nil),      // 5: gpurr.recording.v1.ParamInfo
-	(*Kernel)(nil),         // 6: gpurr.recording.v1.Kernel
-	(*Frame)(nil),          // 7: gpurr.recording.v1.Frame
-	(*Callstack)(nil),      // 8: gpurr.recording.v1.Callstack
-	(*Dim3)(nil),           // 9: gpurr.recording.v1.Dim3
-	(*Launch)(nil),         // 10: gpurr.recording.v1.Launch
-	(*KernelActivity)(nil), // 11: gpurr.recording.v1.KernelActivity
-	(*GraphNode)(nil),      // 12: gpurr.recording.v1.GraphNode
-	(*GraphLaunch)(nil),    // 13: gpurr.recording.v1.GraphLaunch
-	(*LogEntry)(nil),       // 14: gpurr.recording.v1.LogEntry
-	(*Stats)(nil),          // 15: gpurr.recording.v1.Stats
-	(*End)(nil),            // 16: gpurr.recording.v1.End
+	(MemoryPlan_Status)(0), // 1: gpurr.recording.v1.MemoryPlan.Status
+	(Allocation_Kind)(0),   // 2: gpurr.recording.v1.Allocation.Kind
+	(MemoryState_Point)(0), // 3: gpurr.recording.v1.MemoryState.Point
+	(*Batch)(nil),          // 4: gpurr.recording.v1.Batch
+	(*Process)(nil),        // 5: gpurr.recording.v1.Process
+	(*MemoryConfig)(nil),   // 6: gpurr.recording.v1.MemoryConfig
+	(*Device)(nil),         // 7: gpurr.recording.v1.Device
+	(*Module)(nil),         // 8: gpurr.recording.v1.Module
+	(*ParamInfo)(nil),      // 9: gpurr.recording.v1.ParamInfo
+	(*Kernel)(nil),         // 10: gpurr.recording.v1.Kernel
+	(*Frame)(nil),          // 11: gpurr.recording.v1.Frame
+	(*Callstack)(nil),      // 12: gpurr.recording.v1.Callstack
+	(*Dim3)(nil),           // 13: gpurr.recording.v1.Dim3
+	(*Launch)(nil),         // 14: gpurr.recording.v1.Launch
+	(*Region)(nil),         // 15: gpurr.recording.v1.Region
+	(*MemoryPlan)(nil),     // 16: gpurr.recording.v1.MemoryPlan
+	(*Allocation)(nil),     // 17: gpurr.recording.v1.Allocation
+	(*MemoryState)(nil),    // 18: gpurr.recording.v1.MemoryState
+	(*RegionState)(nil),    // 19: gpurr.recording.v1.RegionState
+	(*KernelActivity)(nil), // 20: gpurr.recording.v1.KernelActivity
+	(*GraphNode)(nil),      // 21: gpurr.recording.v1.GraphNode
+	(*GraphLaunch)(nil),    // 22: gpurr.recording.v1.GraphLaunch
+	(*LogEntry)(nil),       // 23: gpurr.recording.v1.LogEntry
+	(*Stats)(nil),          // 24: gpurr.recording.v1.Stats
+	(*End)(nil),            // 25: gpurr.recording.v1.End
 }
 var file_recording_recordingpb_recording_proto_depIdxs = []int32{
-	2,  // 0: gpurr.recording.v1.Batch.process:type_name -> gpurr.recording.v1.Process
-	3,  // 1: gpurr.recording.v1.Batch.devices:type_name -> gpurr.recording.v1.Device
-	4,  // 2: gpurr.recording.v1.Batch.modules:type_name -> gpurr.recording.v1.Module
-	6,  // 3: gpurr.recording.v1.Batch.kernels:type_name -> gpurr.recording.v1.Kernel
-	8,  // 4: gpurr.recording.v1.Batch.callstacks:type_name -> gpurr.recording.v1.Callstack
-	10, // 5: gpurr.recording.v1.Batch.launches:type_name -> gpurr.recording.v1.Launch
-	11, // 6: gpurr.recording.v1.Batch.activities:type_name -> gpurr.recording.v1.KernelActivity
-	12, // 7: gpurr.recording.v1.Batch.graph_nodes:type_name -> gpurr.recording.v1.GraphNode
-	13, // 8: gpurr.recording.v1.Batch.graph_launches:type_name -> gpurr.recording.v1.GraphLaunch
-	14, // 9: gpurr.recording.v1.Batch.log:type_name -> gpurr.recording.v1.LogEntry
-	15, // 10: gpurr.recording.v1.Batch.stats:type_name -> gpurr.recording.v1.Stats
-	16, // 11: gpurr.recording.v1.Batch.end:type_name -> gpurr.recording.v1.End
-	5,  // 12: gpurr.recording.v1.Kernel.params:type_name -> gpurr.recording.v1.ParamInfo
-	0,  // 13: gpurr.recording.v1.Frame.kind:type_name -> gpurr.recording.v1.Frame.Kind
-	7,  // 14: gpurr.recording.v1.Callstack.frames:type_name -> gpurr.recording.v1.Frame
-	9,  // 15: gpurr.recording.v1.Launch.grid:type_name -> gpurr.recording.v1.Dim3
-	9,  // 16: gpurr.recording.v1.Launch.block:type_name -> gpurr.recording.v1.Dim3
-	9,  // 17: gpurr.recording.v1.Launch.cluster:type_name -> gpurr.recording.v1.Dim3
-	9,  // 18: gpurr.recording.v1.KernelActivity.grid:type_name -> gpurr.recording.v1.Dim3
-	9,  // 19: gpurr.recording.v1.KernelActivity.block:type_name -> gpurr.recording.v1.Dim3
-	20, // [20:20] is the sub-list for method output_type
-	20, // [20:20] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	5,  // 0: gpurr.recording.v1.Batch.process:type_name -> gpurr.recording.v1.Process
+	7,  // 1: gpurr.recording.v1.Batch.devices:type_name -> gpurr.recording.v1.Device
+	8,  // 2: gpurr.recording.v1.Batch.modules:type_name -> gpurr.recording.v1.Module
+	10, // 3: gpurr.recording.v1.Batch.kernels:type_name -> gpurr.recording.v1.Kernel
+	12, // 4: gpurr.recording.v1.Batch.callstacks:type_name -> gpurr.recording.v1.Callstack
+	14, // 5: gpurr.recording.v1.Batch.launches:type_name -> gpurr.recording.v1.Launch
+	20, // 6: gpurr.recording.v1.Batch.activities:type_name -> gpurr.recording.v1.KernelActivity
+	21, // 7: gpurr.recording.v1.Batch.graph_nodes:type_name -> gpurr.recording.v1.GraphNode
+	22, // 8: gpurr.recording.v1.Batch.graph_launches:type_name -> gpurr.recording.v1.GraphLaunch
+	23, // 9: gpurr.recording.v1.Batch.log:type_name -> gpurr.recording.v1.LogEntry
+	24, // 10: gpurr.recording.v1.Batch.stats:type_name -> gpurr.recording.v1.Stats
+	25, // 11: gpurr.recording.v1.Batch.end:type_name -> gpurr.recording.v1.End
+	17, // 12: gpurr.recording.v1.Batch.allocations:type_name -> gpurr.recording.v1.Allocation
+	18, // 13: gpurr.recording.v1.Batch.memory:type_name -> gpurr.recording.v1.MemoryState
+	6,  // 14: gpurr.recording.v1.Process.memory:type_name -> gpurr.recording.v1.MemoryConfig
+	9,  // 15: gpurr.recording.v1.Kernel.params:type_name -> gpurr.recording.v1.ParamInfo
+	0,  // 16: gpurr.recording.v1.Frame.kind:type_name -> gpurr.recording.v1.Frame.Kind
+	11, // 17: gpurr.recording.v1.Callstack.frames:type_name -> gpurr.recording.v1.Frame
+	13, // 18: gpurr.recording.v1.Launch.grid:type_name -> gpurr.recording.v1.Dim3
+	13, // 19: gpurr.recording.v1.Launch.block:type_name -> gpurr.recording.v1.Dim3
+	13, // 20: gpurr.recording.v1.Launch.cluster:type_name -> gpurr.recording.v1.Dim3
+	15, // 21: gpurr.recording.v1.Launch.regions:type_name -> gpurr.recording.v1.Region
+	16, // 22: gpurr.recording.v1.Launch.memory:type_name -> gpurr.recording.v1.MemoryPlan
+	1,  // 23: gpurr.recording.v1.MemoryPlan.status:type_name -> gpurr.recording.v1.MemoryPlan.Status
+	2,  // 24: gpurr.recording.v1.Allocation.kind:type_name -> gpurr.recording.v1.Allocation.Kind
+	3,  // 25: gpurr.recording.v1.MemoryState.point:type_name -> gpurr.recording.v1.MemoryState.Point
+	19, // 26: gpurr.recording.v1.MemoryState.regions:type_name -> gpurr.recording.v1.RegionState
+	13, // 27: gpurr.recording.v1.KernelActivity.grid:type_name -> gpurr.recording.v1.Dim3
+	13, // 28: gpurr.recording.v1.KernelActivity.block:type_name -> gpurr.recording.v1.Dim3
+	29, // [29:29] is the sub-list for method output_type
+	29, // [29:29] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_recording_recordingpb_recording_proto_init() }
@@ -1989,8 +2894,8 @@ func file_recording_recordingpb_recording_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_recording_recordingpb_recording_proto_rawDesc), len(file_recording_recordingpb_recording_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   16,
+			NumEnums:      4,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
