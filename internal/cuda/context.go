@@ -207,8 +207,9 @@ type Dim3 struct{ X, Y, Z uint32 }
 
 // Launch enqueues f on the stream with cuLaunchKernel. Each argument is
 // one kernel parameter, passed as its bytes: a DevicePtr, int32, uint32,
-// int64, uint64, float32 or float64 (a plain int is refused: its size on
-// the device side would be a guess). The driver copies the parameters
+// int64, uint64, float32 or float64, or a []byte holding a struct passed
+// by value (a plain int is refused: its size on the device side would be a
+// guess). The driver copies the parameters
 // before cuLaunchKernel returns.
 func (s *Stream) Launch(f Function, grid, block Dim3, sharedMem uint32, args ...any) error {
 	call := "cuLaunchKernel"
@@ -240,6 +241,10 @@ func (s *Stream) Launch(f Function, grid, block Dim3, sharedMem uint32, args ...
 			*(*uint32)(slot) = math.Float32bits(v)
 		case float64:
 			*(*uint64)(slot) = math.Float64bits(v)
+		case []byte: // a struct passed by value, as its bytes
+			blob := C.CBytes(v)
+			defer C.free(blob)
+			slot = blob
 		default:
 			return fmt.Errorf("%s %s: argument %d has type %T; pass a DevicePtr or a sized integer or float", call, f.name, i, a)
 		}
@@ -300,4 +305,53 @@ func Elapsed(start, end *Event) (time.Duration, error) {
 		return 0, err
 	}
 	return time.Duration(float64(ms) * float64(time.Millisecond)), nil
+}
+
+// HostMem is page-locked host memory mapped into the device's address
+// space (cuMemHostAlloc with CU_MEMHOSTALLOC_DEVICEMAP): kernels read and
+// write it through Device, the host through Bytes.
+type HostMem struct {
+	p      unsafe.Pointer
+	n      int
+	Device DevicePtr
+}
+
+// HostAlloc allocates n bytes of mapped, page-locked host memory.
+func (c *Context) HostAlloc(n int) (*HostMem, error) {
+	const deviceMap = 0x02 // CU_MEMHOSTALLOC_DEVICEMAP
+	var p unsafe.Pointer
+	if err := check("cuMemHostAlloc", C.gpurr_cuMemHostAlloc(&p, C.size_t(n), deviceMap)); err != nil {
+		return nil, fmt.Errorf("%w (%d bytes)", err, n)
+	}
+	var d C.CUdeviceptr
+	if err := check("cuMemHostGetDevicePointer", C.gpurr_cuMemHostGetDevicePointer(&d, p, 0)); err != nil {
+		C.gpurr_cuMemFreeHost(p)
+		return nil, err
+	}
+	return &HostMem{p: p, n: n, Device: DevicePtr(d)}, nil
+}
+
+// Bytes is the memory as a slice; valid until Free.
+func (h *HostMem) Bytes() []byte { return unsafe.Slice((*byte)(h.p), h.n) }
+
+// Free releases the memory.
+func (h *HostMem) Free() error { return check("cuMemFreeHost", C.gpurr_cuMemFreeHost(h.p)) }
+
+// MemsetD8 sets n bytes at p to v (cuMemsetD8_v2, synchronous for the host).
+func MemsetD8(p DevicePtr, v byte, n int) error {
+	return check("cuMemsetD8_v2", C.gpurr_cuMemsetD8(C.CUdeviceptr(p), C.uchar(v), C.size_t(n)))
+}
+
+// CopyDtoD enqueues a device-to-device copy of n bytes on the stream.
+func (s *Stream) CopyDtoD(dst, src DevicePtr, n int) error {
+	return check("cuMemcpyDtoDAsync_v2", C.gpurr_cuMemcpyDtoDAsync(C.CUdeviceptr(dst), C.CUdeviceptr(src), C.size_t(n), s.handle()))
+}
+
+// CopyDtoHost enqueues a copy of n bytes from the device to mapped host
+// memory at offset off on the stream.
+func (s *Stream) CopyDtoHost(dst *HostMem, off int, src DevicePtr, n int) error {
+	if off < 0 || n < 0 || off+n > dst.n {
+		return fmt.Errorf("cuMemcpyDtoHAsync: %d bytes at %d do not fit %d", n, off, dst.n)
+	}
+	return check("cuMemcpyDtoHAsync_v2", C.gpurr_cuMemcpyDtoHAsync(unsafe.Add(dst.p, off), C.CUdeviceptr(src), C.size_t(n), s.handle()))
 }

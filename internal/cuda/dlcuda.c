@@ -37,6 +37,12 @@ static CUresult (*p_cuEventRecord)(CUevent, CUstream);
 static CUresult (*p_cuEventSynchronize)(CUevent);
 static CUresult (*p_cuEventElapsedTime)(float *, CUevent, CUevent);
 static CUresult (*p_cuEventDestroy)(CUevent);
+static CUresult (*p_cuMemHostAlloc)(void **, size_t, unsigned int);
+static CUresult (*p_cuMemFreeHost)(void *);
+static CUresult (*p_cuMemHostGetDevicePointer)(CUdeviceptr *, void *, unsigned int);
+static CUresult (*p_cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
+static CUresult (*p_cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+static CUresult (*p_cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
 
 // Each entry names the exported symbol that cuda.h (CUDA 13) maps the API
 // name to, and an older export with the same signature to fall back on, so
@@ -80,6 +86,12 @@ static const struct sym syms[] = {
 	{SLOT(p_cuEventSynchronize), "cuEventSynchronize", NULL},
 	{SLOT(p_cuEventElapsedTime), "cuEventElapsedTime_v2", "cuEventElapsedTime"},
 	{SLOT(p_cuEventDestroy), "cuEventDestroy_v2", NULL},
+	{SLOT(p_cuMemHostAlloc), "cuMemHostAlloc", NULL},
+	{SLOT(p_cuMemFreeHost), "cuMemFreeHost", NULL},
+	{SLOT(p_cuMemHostGetDevicePointer), "cuMemHostGetDevicePointer_v2", NULL},
+	{SLOT(p_cuMemsetD8), "cuMemsetD8_v2", NULL},
+	{SLOT(p_cuMemcpyDtoDAsync), "cuMemcpyDtoDAsync_v2", NULL},
+	{SLOT(p_cuMemcpyDtoHAsync), "cuMemcpyDtoHAsync_v2", NULL},
 };
 
 int gpurr_cuda_open(const char *name, const char **what) {
@@ -155,3 +167,9 @@ CUresult gpurr_cuEventRecord(CUevent e, CUstream s) { return CALL(p_cuEventRecor
 CUresult gpurr_cuEventSynchronize(CUevent e) { return CALL(p_cuEventSynchronize, e); }
 CUresult gpurr_cuEventElapsedTime(float *ms, CUevent a, CUevent b) { return CALL(p_cuEventElapsedTime, ms, a, b); }
 CUresult gpurr_cuEventDestroy(CUevent e) { return CALL(p_cuEventDestroy, e); }
+CUresult gpurr_cuMemHostAlloc(void **p, size_t n, unsigned int flags) { return CALL(p_cuMemHostAlloc, p, n, flags); }
+CUresult gpurr_cuMemFreeHost(void *p) { return CALL(p_cuMemFreeHost, p); }
+CUresult gpurr_cuMemHostGetDevicePointer(CUdeviceptr *d, void *p, unsigned int flags) { return CALL(p_cuMemHostGetDevicePointer, d, p, flags); }
+CUresult gpurr_cuMemsetD8(CUdeviceptr p, unsigned char v, size_t n) { return CALL(p_cuMemsetD8, p, v, n); }
+CUresult gpurr_cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) { return CALL(p_cuMemcpyDtoDAsync, dst, src, n, s); }
+CUresult gpurr_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream s) { return CALL(p_cuMemcpyDtoHAsync, dst, src, n, s); }

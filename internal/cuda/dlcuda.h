@@ -63,5 +63,11 @@ CUresult gpurr_cuEventRecord(CUevent ev, CUstream stream);
 CUresult gpurr_cuEventSynchronize(CUevent ev);
 CUresult gpurr_cuEventElapsedTime(float *ms, CUevent start, CUevent end);
 CUresult gpurr_cuEventDestroy(CUevent ev);
+CUresult gpurr_cuMemHostAlloc(void **p, size_t bytes, unsigned int flags);
+CUresult gpurr_cuMemFreeHost(void *p);
+CUresult gpurr_cuMemHostGetDevicePointer(CUdeviceptr *dptr, void *p, unsigned int flags);
+CUresult gpurr_cuMemsetD8(CUdeviceptr p, unsigned char value, size_t bytes);
+CUresult gpurr_cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream);
+CUresult gpurr_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t bytes, CUstream stream);
 
 #endif

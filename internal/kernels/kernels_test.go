@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"regexp"
+	"strconv"
 	"testing"
 )
 
@@ -28,5 +29,24 @@ func TestDemoPTXIsACopy(t *testing.T) {
 	a[0] ^= 0xFF
 	if b := DemoPTX(); b[0] == a[0] {
 		t.Error("DemoPTX returned the embedded bytes, not a copy")
+	}
+}
+
+// TestMemcapParamSize checks that Job.Encode matches the parameter size the
+// compiler gave gpurr_memcap: the agent and the kernel agree on the layout.
+func TestMemcapParamSize(t *testing.T) {
+	m := regexp.MustCompile(`\.param \.align 8 \.b8 ` + Memcap + `_param_0\[(\d+)\]`).FindStringSubmatch(string(MemcapPTX()))
+	if m == nil {
+		t.Fatal("hash.ptx has no gpurr_memcap parameter")
+	}
+	if want := strconv.Itoa(JobBytes); m[1] != want {
+		t.Fatalf("gpurr_memcap takes %s bytes, JobBytes = %s", m[1], want)
+	}
+	b, err := NewJob(1, 65537).Encode()
+	if err != nil || len(b) != JobBytes {
+		t.Fatalf("Encode: %d bytes, %v", len(b), err)
+	}
+	if _, err := (Job{}).Encode(); err == nil {
+		t.Error("a job without regions encoded")
 	}
 }

@@ -1,9 +1,9 @@
-// gpurr-h128 v1 on the GPU (docs/hash.md): the memory-capture kernels of the
-// agent. Package memhash computes the same values on the CPU; tests compare
-// them bit for bit. scripts/gen-ptx turns this file into ptx/hash.ptx.
-//
-// Work in progress for the memory-capture issue: not yet loaded by the
-// agent, and not yet run on a GPU.
+// The agent's memory-capture kernel: gpurr-h128 v1 (docs/hash.md) of every
+// region of one launch and of each 64 KiB chunk of it, and in snapshot mode
+// the bytes of the chunks that changed since the region was last copied.
+// Package memhash computes the same hashes on the CPU; tests compare them bit
+// for bit. scripts/gen-ptx turns this file into ptx/hash.ptx, and the layout
+// of gpurr_job is mirrored in internal/agent/memcap.h and internal/kernels.
 
 #define P1 0x9E3779B1u
 #define P2 0x85EBCA77u
@@ -13,10 +13,53 @@
 
 #define CHUNK 65536u
 #define GROUPS 256u
+#define MAX_JOB_REGIONS 48
+
+// One region of a job. Chunks of all regions are numbered consecutively:
+// region i owns chunks [first_chunk, first_chunk + ceil(size / CHUNK)).
+struct gpurr_region {
+  const unsigned char *base;
+  unsigned long long size;
+  uint4 *shadow;            // snapshot: hash of each chunk as last copied (device memory), or 0
+  unsigned int first_chunk;
+  unsigned int flags;       // REGION_COPY_ALL: copy every chunk whatever shadow says
+};
+#define REGION_COPY_ALL 1u
+
+// A job, passed by value as the kernel's only parameter (1600 bytes).
+//
+// out is host memory the GPU writes through a mapping:
+//   u64 done            written last: equals seq once everything below is valid
+//   u32 transferred     chunks copied to staging (snapshot)
+//   u32 pad, u64 pad[6] (64-byte header)
+//   uint4 region_hash[nregions]
+//   uint4 chunk_hash[total_chunks]
+//   u32 transfer_list[total_chunks]   snapshot: staging slot k holds chunk transfer_list[k]
+// staging (snapshot only) is host memory too: slot k at k*CHUNK bytes.
+// scratch is device memory: the chunk hashes again, for the final fold.
+// counters points to two zeroed device words (blocks done, chunks copied);
+// the last block zeroes them again.
+struct gpurr_job {
+  unsigned long long seq;
+  unsigned char *out;
+  unsigned char *staging;
+  uint4 *scratch;
+  unsigned int *counters;
+  unsigned int nregions, total_chunks;
+  unsigned int snapshot, pad;
+  gpurr_region r[MAX_JOB_REGIONS];
+};
 
 __device__ __forceinline__ unsigned int round32(unsigned int acc, unsigned int x) {
   unsigned int v = acc + x * P2;
   return __funnelshift_l(v, v, 13) * P1;  // rotl(v, 13)
+}
+
+__device__ __forceinline__ void round4(uint4 &h, uint4 w) {
+  h.x = round32(h.x, w.x);
+  h.y = round32(h.y, w.y);
+  h.z = round32(h.z, w.z);
+  h.w = round32(h.w, w.w);
 }
 
 __device__ __forceinline__ uint4 avalanche(uint4 h) {
@@ -42,59 +85,98 @@ __device__ __forceinline__ uint4 avalanche(uint4 h) {
 // The words of stripe s of a chunk of m bytes at p, zero-padded past m.
 __device__ __forceinline__ uint4 load_stripe(const unsigned char *p, unsigned int s, unsigned int m, bool aligned) {
   unsigned int off = 16u * s;
-  if (aligned && off + 16u <= m) return __ldg(reinterpret_cast<const uint4 *>(p + off));
+  if (aligned && off + 16u <= m) return __ldcs(reinterpret_cast<const uint4 *>(p + off));
   unsigned int w[4] = {0, 0, 0, 0};
-  for (unsigned int i = 0; i < 16u && off + i < m; i++) w[i / 4] |= (unsigned int)__ldg(p + off + i) << (8 * (i % 4));
+  for (unsigned int i = 0; i < 16u && off + i < m; i++) w[i / 4] |= (unsigned int)p[off + i] << (8 * (i % 4));
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-// gpurr_hash_chunks hashes the n bytes at base, one 64 KiB chunk per block
-// of GROUPS threads: thread g is lane group g. out[k] is chunk k's hash.
-extern "C" __global__ void __launch_bounds__(GROUPS) gpurr_hash_chunks(const unsigned char *base, unsigned long long n,
-                                                                       uint4 *out) {
+__device__ __forceinline__ bool same(uint4 a, uint4 b) { return a.x == b.x && a.y == b.y && a.z == b.z && a.w == b.w; }
+
+// One block of GROUPS threads per chunk; thread g is lane group g. The last
+// block to finish folds the chunk hashes into region hashes and publishes.
+extern "C" __global__ void __launch_bounds__(GROUPS) gpurr_memcap(const gpurr_job job) {
   __shared__ uint4 groups[GROUPS];
-  unsigned long long start = (unsigned long long)blockIdx.x * CHUNK;
-  if (start >= n) return;
-  unsigned int m = (unsigned int)min((unsigned long long)CHUNK, n - start);
-  const unsigned char *p = base + start;
-  bool aligned = ((unsigned long long)p & 15u) == 0;
-  unsigned int g = threadIdx.x;
+  __shared__ unsigned int ticket, slot;
+  const unsigned int b = blockIdx.x, g = threadIdx.x;
+
+  unsigned int ri = 0;
+  while (ri + 1 < job.nregions && job.r[ri + 1].first_chunk <= b) ri++;
+  const gpurr_region &reg = job.r[ri];
+  const unsigned long long start = (unsigned long long)(b - reg.first_chunk) * CHUNK;
+  const unsigned int m = (unsigned int)min((unsigned long long)CHUNK, reg.size - start);
+  const unsigned char *p = reg.base + start;
+  const bool aligned = ((unsigned long long)p & 15u) == 0;
+
   uint4 acc = make_uint4(P1 * 1u + P2 * g, P1 * 2u + P2 * g, P1 * 3u + P2 * g, P1 * 4u + P2 * g);
-  unsigned int stripes = (m + 15u) / 16u;
-  for (unsigned int s = g; s < stripes; s += GROUPS) {
-    uint4 w = load_stripe(p, s, m, aligned);
-    acc.x = round32(acc.x, w.x);
-    acc.y = round32(acc.y, w.y);
-    acc.z = round32(acc.z, w.z);
-    acc.w = round32(acc.w, w.w);
-  }
+  const unsigned int stripes = (m + 15u) / 16u;
+#pragma unroll 4
+  for (unsigned int s = g; s < stripes; s += GROUPS) round4(acc, load_stripe(p, s, m, aligned));
   groups[g] = acc;
   __syncthreads();
-  if (g != 0) return;
-  uint4 h = make_uint4(P3 ^ m, P4 ^ m, P5 ^ m, P1 ^ m);
-  for (unsigned int i = 0; i < GROUPS; i++) {
-    uint4 a = groups[i];
-    h.x = round32(h.x, a.x);
-    h.y = round32(h.y, a.y);
-    h.z = round32(h.z, a.z);
-    h.w = round32(h.w, a.w);
-  }
-  out[blockIdx.x] = avalanche(h);
-}
 
-// gpurr_hash_region folds nchunks chunk hashes of an n-byte region into its
-// hash (one thread: the fold is sequential by definition).
-extern "C" __global__ void gpurr_hash_region(const uint4 *chunks, unsigned long long nchunks, unsigned long long n,
-                                             uint4 *out) {
-  if (blockIdx.x != 0 || threadIdx.x != 0) return;
-  unsigned int lo = (unsigned int)n, hi = (unsigned int)(n >> 32);
-  uint4 h = make_uint4(P5 ^ lo, P4 ^ hi, P3 ^ lo, P2 ^ hi);
-  for (unsigned long long i = 0; i < nchunks; i++) {
-    uint4 c = chunks[i];
-    h.x = round32(h.x, c.x);
-    h.y = round32(h.y, c.y);
-    h.z = round32(h.z, c.z);
-    h.w = round32(h.w, c.w);
+  uint4 *chunk_out = reinterpret_cast<uint4 *>(job.out + 64) + job.nregions;
+  if (g == 0) {
+    uint4 h = make_uint4(P3 ^ m, P4 ^ m, P5 ^ m, P1 ^ m);
+    for (unsigned int i = 0; i < GROUPS; i++) round4(h, groups[i]);
+    h = avalanche(h);
+    job.scratch[b] = h;
+    chunk_out[b] = h;
+    slot = 0xffffffffu;
+    if (job.snapshot) {
+      uint4 *shadow = reg.shadow ? reg.shadow + (b - reg.first_chunk) : 0;
+      if ((reg.flags & REGION_COPY_ALL) || !shadow || !same(*shadow, h)) {
+        slot = atomicAdd(&job.counters[1], 1u);
+        if (shadow) *shadow = h;
+        reinterpret_cast<unsigned int *>(chunk_out + job.total_chunks)[slot] = b;
+      }
+    }
   }
-  *out = avalanche(h);
+  __syncthreads();
+
+  if (slot != 0xffffffffu) {  // copy the changed chunk to its staging slot
+    uint4 *dst = reinterpret_cast<uint4 *>(job.staging + (unsigned long long)slot * CHUNK);
+    if (aligned) {
+      const uint4 *src = reinterpret_cast<const uint4 *>(p);
+      for (unsigned int s = g; s < m / 16u; s += GROUPS) dst[s] = __ldcs(src + s);
+      for (unsigned int i = (m & ~15u) + g; i < m; i += GROUPS) job.staging[(unsigned long long)slot * CHUNK + i] = p[i];
+    } else {
+      for (unsigned int i = g; i < m; i += GROUPS) job.staging[(unsigned long long)slot * CHUNK + i] = p[i];
+    }
+  }
+
+  // Make this block's writes (host and device) visible before counting it done.
+  __threadfence_system();
+  __syncthreads();
+  if (g == 0) ticket = atomicAdd(&job.counters[0], 1u);
+  __syncthreads();
+  if (ticket != job.total_chunks - 1) return;
+  __threadfence();
+
+  // Last block: fold each region's chunk hashes (sequential by definition;
+  // the block loads GROUPS of them at a time into shared memory).
+  uint4 *region_out = reinterpret_cast<uint4 *>(job.out + 64);
+  for (unsigned int r = 0; r < job.nregions; r++) {
+    const unsigned long long n = job.r[r].size;
+    const unsigned int k = (unsigned int)((n + CHUNK - 1) / CHUNK);
+    const unsigned int lo = (unsigned int)n, hi = (unsigned int)(n >> 32);
+    uint4 h = make_uint4(P5 ^ lo, P4 ^ hi, P3 ^ lo, P2 ^ hi);
+    for (unsigned int base = 0; base < k; base += GROUPS) {
+      __syncthreads();
+      if (base + g < k) groups[g] = __ldcg(job.scratch + job.r[r].first_chunk + base + g);
+      __syncthreads();
+      if (g == 0) {
+        const unsigned int end = min(GROUPS, k - base);
+        for (unsigned int i = 0; i < end; i++) round4(h, groups[i]);
+      }
+    }
+    if (g == 0) region_out[r] = avalanche(h);
+  }
+  if (g == 0) {
+    reinterpret_cast<volatile unsigned int *>(job.out)[2] = __ldcg(&job.counters[1]);
+    job.counters[0] = 0;
+    job.counters[1] = 0;
+    __threadfence_system();
+    *reinterpret_cast<volatile unsigned long long *>(job.out) = job.seq;
+  }
 }
