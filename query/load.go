@@ -1,9 +1,11 @@
 package query
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -19,6 +21,8 @@ type DB struct {
 	// Warnings says, one line each, what the recording lacks (processes
 	// cut short or not closed). The tables hold everything that was written.
 	Warnings []string
+
+	chunks []stateChunks // memory_chunks rows not inserted yet (see fillChunks)
 }
 
 // Load reads every process of set into a new in-memory database.
@@ -47,34 +51,27 @@ func (db *DB) load(ctx context.Context, set *recording.Set) error {
 			return fmt.Errorf("create table %s: %w", t.Name, err)
 		}
 	}
-	tx, err := db.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	ins, err := newInserter(ctx, tx)
-	if err != nil {
-		return err
-	}
-	defer ins.close()
 	// One process at a time: only its records are held in memory.
-	for _, p := range set.Processes {
-		d, err := p.Load()
-		if err != nil {
-			return err
+	err := db.insert(ctx, func(ins *inserter) error {
+		for _, p := range set.Processes {
+			d, err := p.Load()
+			if err != nil {
+				return err
+			}
+			if d.Truncated {
+				db.Warnings = append(db.Warnings, fmt.Sprintf("%s: recording truncated (the program was killed mid-write); its tables hold what was written before", p.Name))
+			} else if !d.Complete() {
+				db.Warnings = append(db.Warnings, fmt.Sprintf("%s: recording incomplete (no end record: the program was killed or is still running)", p.Name))
+			}
+			insertProcess(ins, p.Name, d)
+			db.keepChunks(p.Name, d)
+			if ins.err != nil {
+				return fmt.Errorf("load %s: %w", p.Name, ins.err)
+			}
 		}
-		if d.Truncated {
-			db.Warnings = append(db.Warnings, fmt.Sprintf("%s: recording truncated (the program was killed mid-write); its tables hold what was written before", p.Name))
-		} else if !d.Complete() {
-			db.Warnings = append(db.Warnings, fmt.Sprintf("%s: recording incomplete (no end record: the program was killed or is still running)", p.Name))
-		}
-		insertProcess(ins, p.Name, d)
-		if ins.err != nil {
-			return fmt.Errorf("load %s: %w", p.Name, ins.err)
-		}
-	}
-	ins.close()
-	if err := tx.Commit(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	for _, t := range tables {
@@ -85,6 +82,26 @@ func (db *DB) load(ctx context.Context, set *recording.Set) error {
 		}
 	}
 	return nil
+}
+
+// insert runs fill with an inserter inside one transaction, and commits
+// what it inserted unless fill fails.
+func (db *DB) insert(ctx context.Context, fill func(*inserter) error) error {
+	tx, err := db.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	ins, err := newInserter(ctx, tx)
+	if err != nil {
+		return err
+	}
+	defer ins.close()
+	if err := fill(ins); err != nil {
+		return err
+	}
+	ins.close()
+	return tx.Commit()
 }
 
 // inserter holds a prepared INSERT per table and the first error, so the
@@ -220,6 +237,15 @@ func insertProcess(ins *inserter, name string, d *recording.Data) {
 			int64(g.GetCorrelationId()), u(g.GetHostNs()), nullID(g.GetCallstackId()), int64(g.GetDevice()), int64(g.GetResult()),
 			ld.lines(g.GetCallstackId())[0], ld.lines(g.GetCallstackId())[1])
 	}
+	ld.allocations(d.Allocations)
+	for _, l := range d.Launches {
+		for i, r := range l.GetRegions() {
+			ld.row("regions", u(l.GetSeq()), int64(i), u(r.GetAddress()), u(r.GetSize()), nullID(r.GetAllocationId()), offsetsText(r.GetParamOffsets()))
+		}
+	}
+	for _, st := range d.Memory {
+		ld.memoryState(st)
+	}
 	for _, e := range d.Log {
 		ld.row("log", u(e.GetHostNs()), e.GetLevel(), e.GetMessage())
 	}
@@ -235,15 +261,29 @@ func (ld *loader) processRow(d *recording.Data) {
 	if p == nil {
 		p = &pb.Process{}
 	}
+	memory := make([]any, 7) // NULL when memory capture was off
+	if m := p.GetMemory(); m != nil {
+		memory = []any{m.GetMode(), int64(m.GetChunkBytes()), m.GetSnapshotKernels(), m.GetSnapshotLaunches(),
+			m.GetOnFull(), u(m.GetStagingBytes()), u(m.GetFlightRecorder())}
+	}
 	var endNS, endReason any
 	if d.End != nil {
 		endNS, endReason = u(d.End.GetEndNs()), d.End.GetReason()
 	}
-	ld.row("processes", int64(p.GetPid()), int64(p.GetPpid()), p.GetHostname(),
+	values := []any{int64(p.GetPid()), int64(p.GetPpid()), p.GetHostname(),
 		optional(p.Rank), optional(p.LocalRank), optional(p.WorldSize), strings.Join(p.GetArgv(), " "),
 		u(p.GetStartNs()), p.GetStartUnixNs(), endNS, endReason, p.GetPython(), p.GetAgentVersion(),
 		p.GetCuptiPath(), int64(p.GetDriverVersion()), p.GetCallstackMode(), b(p.GetGpuTiming()), p.GetKernelFilter(),
-		b(d.Complete()), b(d.Truncated), int64(d.Frames))
+		b(d.Complete()), b(d.Truncated), int64(d.Frames)}
+	ld.row("processes", append(values, memory...)...)
+}
+
+// nullIf is v, or NULL when null.
+func nullIf(null bool, v any) any {
+	if null {
+		return nil
+	}
+	return v
 }
 
 func (ld *loader) kernel(k *pb.Kernel) {
@@ -302,7 +342,73 @@ func (ld *loader) launch(l *pb.Launch) {
 		nullID(l.GetCallstackId()), b(l.GetCaptured()), graphNode, int64(l.GetApi()), int64(l.GetResult()))
 	lines := ld.lines(l.GetCallstackId())
 	values = append(values, lines[0], lines[1])
+	plan := l.GetMemory()
+	values = append(values, nullIf(plan == nil, recording.EnumText(plan.GetStatus())), nullIf(plan == nil, b(plan.GetSnapshotSelected())),
+		nullIf(plan == nil && len(l.GetRegions()) == 0, int64(len(l.GetRegions()))))
 	ld.row("launches", values...)
+}
+
+// allocations writes a row per allocation, joining its free.
+func (ld *loader) allocations(records []*pb.Allocation) {
+	seen := make(map[uint64]bool, len(records))
+	for _, r := range records {
+		id := r.GetId()
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		alloc, free := ld.links.Allocation(id), ld.links.Freed(id)
+		a := cmp.Or(alloc, free)
+		var allocNS, freeNS any
+		if alloc != nil {
+			allocNS = u(alloc.GetHostNs())
+		}
+		if free != nil {
+			freeNS = u(free.GetHostNs())
+		}
+		ld.row("allocations", u(id), recording.EnumText(a.GetKind()), int64(a.GetDevice()), u(a.GetAddress()), u(a.GetSize()), allocNS, freeNS)
+	}
+}
+
+// offsetsText writes parameter offsets as "0,8,16".
+func offsetsText(offsets []uint32) string {
+	parts := make([]string, len(offsets))
+	for i, o := range offsets {
+		parts[i] = strconv.FormatUint(uint64(o), 10)
+	}
+	return strings.Join(parts, ",")
+}
+
+// memoryState writes a row per region of a memory state. A lost state
+// holds no region states: it gets a row per region of its launch (or one
+// row, when the launch is unknown) saying so.
+func (ld *loader) memoryState(st *pb.MemoryState) {
+	seq, point := u(st.GetLaunchSeq()), recording.EnumText(st.GetPoint())
+	lost := b(st.GetLost())
+	reason := nullIf(!st.GetLost(), st.GetLostReason())
+	region := func(i int) []any {
+		r := ld.links.StateRegion(st, i)
+		if r == nil {
+			return []any{int64(i), nil, nil}
+		}
+		return []any{int64(i), u(r.GetAddress()), u(r.GetSize())}
+	}
+	if len(st.GetRegions()) == 0 {
+		n := len(ld.links.Launch(st.GetLaunchSeq()).GetRegions())
+		if n == 0 {
+			ld.row("memory_states", seq, point, nil, nil, nil, nil, nil, nil, nil, b(st.GetSnapshot()), lost, reason)
+		}
+		for i := range n {
+			values := append([]any{seq, point}, region(i)...)
+			ld.row("memory_states", append(values, nil, nil, nil, nil, b(st.GetSnapshot()), lost, reason)...)
+		}
+		return
+	}
+	for i, rs := range st.GetRegions() {
+		values := append([]any{seq, point}, region(i)...)
+		ld.row("memory_states", append(values, nullText(recording.HashText(rs.GetHash())), int64(len(rs.GetChunkHashes())/recording.HashBytes),
+			int64(rs.GetChunksTransferred()), int64(rs.GetChunksMissing()), b(st.GetSnapshot()), lost, reason)...)
+	}
 }
 
 func (ld *loader) activity(a *pb.KernelActivity) {
@@ -335,18 +441,21 @@ func (ld *loader) stats(s *pb.Stats) {
 	m := s.ProtoReflect()
 	values := make([]any, fields.Len())
 	for i := range fields.Len() {
-		values[i] = counter(m, fields.Get(i))
+		values[i] = statValue(m, fields.Get(i))
 	}
 	ld.row("stats", values...)
 }
 
-// counter reads a Stats field as an integer. Counters are uint64 today; a
-// field of another kind added later reads as NULL rather than failing.
-func counter(m protoreflect.Message, fd protoreflect.FieldDescriptor) any {
+// statValue reads a Stats field: an integer counter, or text (why memory
+// capture stopped). A field of another kind added later reads as NULL
+// rather than failing.
+func statValue(m protoreflect.Message, fd protoreflect.FieldDescriptor) any {
 	if fd.IsList() || fd.IsMap() {
 		return nil
 	}
 	switch fd.Kind() {
+	case protoreflect.StringKind:
+		return m.Get(fd).String()
 	case protoreflect.Uint64Kind, protoreflect.Uint32Kind, protoreflect.Fixed64Kind, protoreflect.Fixed32Kind:
 		return u(m.Get(fd).Uint())
 	case protoreflect.Int64Kind, protoreflect.Int32Kind, protoreflect.Sint64Kind, protoreflect.Sint32Kind,

@@ -13,6 +13,9 @@ type RowWriter interface {
 // Query runs one SQL statement and streams its result to w. The error is
 // SQLite's message when the statement is wrong.
 func (db *DB) Query(ctx context.Context, statement string, w RowWriter) error {
+	if err := db.fillChunks(ctx, statement); err != nil {
+		return err
+	}
 	rows, err := db.db.QueryContext(ctx, statement)
 	if err != nil {
 		return err

@@ -52,7 +52,7 @@ func one(t *testing.T, db *DB, q string) any {
 }
 
 func TestTablesMatchSchema(t *testing.T) {
-	db := load(t, testrec.Good)
+	db := load(t, testrec.Memory) // everything the good one holds, and memory capture
 	for _, table := range Schema() {
 		c := run(t, db, "SELECT name, type FROM pragma_table_info('"+table.Name+"')")
 		if len(c.rows) != len(table.Columns) {
@@ -121,6 +121,64 @@ func TestValues(t *testing.T) {
 	}
 }
 
+// TestMemory checks the memory tables against what testrec's Memory variant
+// records: rank 0 in snapshot mode (gemm launches), rank 1 in hash mode.
+func TestMemory(t *testing.T) {
+	db := load(t, testrec.Memory)
+	for q, want := range map[string]any{
+		"SELECT memory_mode || ' ' || memory_snapshot_kernels FROM processes WHERE process = 'gpu-box-4242'":         "snapshot gemm",
+		"SELECT memory_chunk_bytes FROM processes WHERE process = 'gpu-box-4243'":                                    int64(65536),
+		"SELECT group_concat(kind || ':' || (free_ns IS NULL), ' ') FROM allocations WHERE process = 'gpu-box-4243'": "mem_alloc:0 mem_alloc:1 mem_alloc_async:0 mem_alloc:1",
+		// The weights were freed and allocated again, larger, at the same address.
+		"SELECT count(DISTINCT address) || ' ' || count(*) FROM allocations WHERE kind = 'mem_alloc' AND process = 'gpu-box-4242'": "2 3",
+		"SELECT group_concat(memory_status || '/' || region_count, ' ') FROM launches WHERE process = 'gpu-box-4242' AND seq >= 7": "snapshot/2 snapshot/2 skipped_ring_too_small/1 hash/1 skipped_capture/1 skipped_capture/1 hash/1 skipped_stopped/1",
+		"SELECT param_offsets FROM regions WHERE process = 'gpu-box-4242' AND launch_seq = 7 AND region = 0":                       "0,8",
+		// Every region belongs to an allocation that was live when the launch was made.
+		`SELECT count(*) FROM regions r JOIN launches l ON l.process = r.process AND l.seq = r.launch_seq
+			LEFT JOIN allocations a ON a.process = r.process AND a.allocation_id = r.allocation_id
+			WHERE a.address != r.address OR a.size != r.size OR l.host_ns < a.alloc_ns OR l.host_ns > coalesce(a.free_ns, l.host_ns)`: int64(0),
+		// Hash mode: one AFTER state per launch that ran with memory ops.
+		"SELECT count(DISTINCT launch_seq) || ' ' || count(*) FROM memory_states WHERE process = 'gpu-box-4243'": "12 14",
+		"SELECT group_concat(DISTINCT point) FROM memory_states WHERE process = 'gpu-box-4243'":                  "after",
+		// Snapshot: before and after; only chunks not stored yet crossed PCIe.
+		"SELECT group_concat(point || ':' || chunks_transferred || '/' || chunks, ' ') FROM memory_states WHERE process = 'gpu-box-4242' AND launch_seq = 7 AND region = 0": "before:17/17 after:1/17",
+		"SELECT lost_reason FROM memory_states WHERE lost AND process = 'gpu-box-4242'":                                                                                     "memory capture stopped before the GPU completed it",
+		"SELECT count(*) FROM memory_states WHERE lost = 0 AND (hash IS NULL OR length(hash) != 32)":                                                                        int64(0),
+		// The same kernel on the same data gives the same hash in both ranks.
+		`SELECT count(*) FROM memory_states a JOIN memory_states b ON a.launch_seq = b.launch_seq AND a.point = b.point AND a.region = b.region
+			WHERE a.process = 'gpu-box-4242' AND b.process = 'gpu-box-4243' AND a.hash = b.hash`: int64(11),
+		// The gemm's write changed only the first chunk of the weights.
+		`SELECT group_concat(a.chunk) FROM memory_chunks a JOIN memory_chunks b ON b.process = a.process AND b.launch_seq = a.launch_seq
+			AND b.region = a.region AND b.chunk = a.chunk AND b.point = 'after'
+			WHERE a.process = 'gpu-box-4242' AND a.launch_seq = 8 AND a.point = 'before' AND a.hash != b.hash`: "0",
+		"SELECT sum(chunks) FROM memory_states":                                                        one(t, db, "SELECT count(*) FROM memory_chunks"),
+		"SELECT max(offset) FROM memory_chunks WHERE region = 0 AND launch_seq = 9":                    int64(47 << 16),
+		"SELECT memory_stopped FROM stats WHERE process = 'gpu-box-4242'":                              "chunk store: write pack: no space left on device",
+		"SELECT memory_states_lost || ' ' || memory_stopped FROM stats WHERE process = 'gpu-box-4243'": "0 ",
+	} {
+		if got := one(t, db, q); got != want {
+			t.Errorf("%s = %#v, want %#v", q, got, want)
+		}
+	}
+	good := load(t, testrec.Good)
+	if got := one(t, good, "SELECT count(*) FROM launches WHERE memory_status IS NULL AND snapshot_selected IS NULL AND region_count IS NULL"); got != int64(28) {
+		t.Errorf("without memory capture, %v of 28 launches have NULL memory columns", got)
+	}
+	if got := one(t, good, "SELECT count(*) FROM processes WHERE memory_mode IS NULL AND memory_staging_bytes IS NULL"); got != int64(2) {
+		t.Errorf("without memory capture, %v of 2 processes have NULL memory columns", got)
+	}
+}
+
+// TestLostStateOfUnknownLaunch: a lost state still gets a row when the
+// recording lacks its launch.
+func TestLostStateOfUnknownLaunch(t *testing.T) {
+	db := loadBatches(t, &pb.Batch{Process: &pb.Process{Pid: 1}},
+		&pb.Batch{Memory: []*pb.MemoryState{{LaunchSeq: 9, Point: pb.MemoryState_AFTER, Lost: true, LostReason: "gone"}}})
+	if got := one(t, db, "SELECT launch_seq || point || coalesce(region, 'none') || lost || lost_reason FROM memory_states"); got != "9afternone1gone" {
+		t.Errorf("lost state row %v", got)
+	}
+}
+
 func TestWarnings(t *testing.T) {
 	for v, want := range map[testrec.Variant]string{
 		testrec.Good:       "",
@@ -136,10 +194,24 @@ func TestWarnings(t *testing.T) {
 }
 
 func TestAbsentRankIsNull(t *testing.T) {
+	db := loadBatches(t, &pb.Batch{Process: &pb.Process{Pid: 1}})
+	if got := one(t, db, "SELECT rank IS NULL AND world_size IS NULL AND end_ns IS NULL FROM processes"); got != int64(1) {
+		t.Errorf("absent rank and end must be NULL")
+	}
+}
+
+// loadBatches loads a recording of one process that wrote batches.
+func loadBatches(t *testing.T, batches ...*pb.Batch) *DB {
+	t.Helper()
 	dir := t.TempDir()
-	w, err := recording.Create(dir, "solo", &pb.Batch{Process: &pb.Process{Pid: 1}})
+	w, err := recording.Create(dir, "solo", batches[0])
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, b := range batches[1:] {
+		if err := w.Write(b); err != nil {
+			t.Fatal(err)
+		}
 	}
 	w.Close()
 	set, err := recording.Open(filepath.Join(dir, "solo"))
@@ -150,10 +222,8 @@ func TestAbsentRankIsNull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	if got := one(t, db, "SELECT rank IS NULL AND world_size IS NULL AND end_ns IS NULL FROM processes"); got != int64(1) {
-		t.Errorf("absent rank and end must be NULL")
-	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
 
 func TestSQLError(t *testing.T) {

@@ -82,6 +82,13 @@ var tables = []Table{
 		col("complete", "INTEGER", "1 when the recording was closed normally"),
 		col("truncated", "INTEGER", "1 when the events file ends inside a frame (killed mid-write)"),
 		col("frames", "INTEGER", "frames read from the events file"),
+		col("memory_mode", "TEXT", "memory capture (--memory): hash or snapshot, NULL when it was off"),
+		col("memory_chunk_bytes", "INTEGER", "bytes per chunk of chunk hashes and snapshots (65536), NULL when off"),
+		col("memory_snapshot_kernels", "TEXT", "--snapshot-kernels regular expression, empty for all, NULL when off"),
+		col("memory_snapshot_launches", "TEXT", "--snapshot-launches ranges, empty for all, NULL when off"),
+		col("memory_on_full", "TEXT", "what a full staging ring did: backpressure (the program waited) or drop-oldest, NULL when off"),
+		col("memory_staging_bytes", "INTEGER", "pinned staging ring, NULL when off"),
+		col("memory_flight_recorder", "INTEGER", "snapshots kept of only the last N launches (0: all), NULL when off"),
 	))},
 	{Name: "devices", Doc: "GPUs each process used", Key: []string{"process", "ordinal"}, Columns: columns(cols(
 		col("ordinal", "INTEGER", "CUDA device ordinal"),
@@ -139,6 +146,9 @@ var tables = []Table{
 		col("result", "INTEGER", "CUresult of the call (0: success)"),
 		col("python_line", "TEXT", "innermost Python frame as file:line function, NULL when none"),
 		col("user_line", "TEXT", "innermost Python frame outside installed packages and the standard library, NULL when none"),
+		col("memory_status", "TEXT", "memory capture of the launch: hash, snapshot, or why skipped (skipped_capture, skipped_no_regions, skipped_ring_too_small, skipped_ring_full, skipped_error, skipped_stopped); NULL when memory capture was off"),
+		col("snapshot_selected", "INTEGER", "1 when --snapshot-kernels/--snapshot-launches selected it, NULL when memory capture was off"),
+		col("region_count", "INTEGER", "regions (allocations its parameters point into), NULL when memory capture was off"),
 	))},
 	{Name: "gpu_activity", Doc: "kernel executions on the GPU, joined to the launch that ran them", Key: []string{"process", "launch_seq"}, Columns: columns(cols(
 		col("correlation_id", "INTEGER", "correlation id of the API call (a graph replay's for graph kernels)"),
@@ -201,12 +211,51 @@ var tables = []Table{
 		col("python_line", "TEXT", "innermost Python frame, NULL when none"),
 		col("user_line", "TEXT", "innermost Python frame outside installed packages and the standard library, NULL when none"),
 	))},
+	{Name: "allocations", Doc: "device memory allocations (--memory), with when each was freed", Key: []string{"process", "allocation_id"}, Columns: columns(cols(
+		col("allocation_id", "INTEGER", "per-process id; regions.allocation_id refers to it"),
+		col("kind", "TEXT", "mem_alloc, mem_alloc_pitch, mem_alloc_async (stream-ordered pool), mem_map (cuMemMap), mem_alloc_managed or range_query (found by cuMemGetAddressRange for a launch)"),
+		col("device", "INTEGER", "device ordinal"),
+		col("address", "INTEGER", "start address (printf('0x%x', address) shows it in hex)"),
+		col("size", "INTEGER", "bytes"),
+		col("alloc_ns", "INTEGER", "when it was allocated, NULL when the recording holds only its free"),
+		col("free_ns", "INTEGER", "when it was freed, NULL when it was still live at the end of the recording"),
+	))},
+	{Name: "regions", Doc: "device memory each launch can reach: whole allocations its parameter words point into (--memory)", Key: []string{"process", "launch_seq"}, Columns: columns(cols(
+		col("launch_seq", "INTEGER", "launches.seq"),
+		col("region", "INTEGER", "index in the launch's regions, from 0; memory_states.region refers to it"),
+		col("address", "INTEGER", "start of the allocation"),
+		col("size", "INTEGER", "bytes: the whole allocation, a superset of what the kernel touched"),
+		col("allocation_id", "INTEGER", "allocations.allocation_id, NULL when found by the driver's range query"),
+		col("param_offsets", "TEXT", "byte offsets in launches.params of the 8-byte words that point into it, comma-separated"),
+	))},
+	{Name: "memory_states", Doc: "hash (and snapshot) of each launch's regions before or after it ran, computed on the GPU in stream order (--memory)", Key: []string{"process", "launch_seq"}, Columns: columns(cols(
+		col("launch_seq", "INTEGER", "launches.seq"),
+		col("point", "TEXT", "before or after the launch"),
+		col("region", "INTEGER", "regions.region, NULL for a lost state of a launch whose regions are unknown"),
+		col("address", "INTEGER", "regions.address"),
+		col("size", "INTEGER", "regions.size"),
+		col("hash", "TEXT", "gpurr-h128 of the region, 32 hex digits (docs/hash.md), NULL when lost"),
+		col("chunks", "INTEGER", "chunk hashes recorded (memory_chunks), NULL when lost"),
+		col("chunks_transferred", "INTEGER", "snapshot: chunks that crossed PCIe (the others were stored already), NULL when lost"),
+		col("chunks_missing", "INTEGER", "snapshot: chunks whose bytes were dropped (drop-oldest), NULL when lost"),
+		col("snapshot", "INTEGER", "1 when the region's chunks are in the chunk store"),
+		col("lost", "INTEGER", "1 when the state was enqueued but never completed or was dropped; its region rows carry no hash"),
+		col("lost_reason", "TEXT", "why it was lost, NULL when not lost"),
+	))},
+	{Name: "memory_chunks", Doc: "hash of each chunk of each region state: where two states of a region differ; a snapshot's chunks are stored under these hashes in the chunk store (--memory; filled the first time a statement names it)", Key: []string{"process", "launch_seq"}, Columns: columns(cols(
+		col("launch_seq", "INTEGER", "memory_states.launch_seq"),
+		col("point", "TEXT", "memory_states.point"),
+		col("region", "INTEGER", "memory_states.region"),
+		col("chunk", "INTEGER", "index in the region, from 0"),
+		col("offset", "INTEGER", "byte offset in the region: chunk × processes.memory_chunk_bytes"),
+		col("hash", "TEXT", "gpurr-h128 of the chunk's bytes, 32 hex digits"),
+	))},
 	{Name: "log", Doc: "the agent's log: what went wrong or was skipped while recording", Columns: columns(cols(
 		col("host_ns", "INTEGER", "when"),
 		col("level", "TEXT", "info, warn or error"),
 		col("message", "TEXT", "what happened"),
 	))},
-	{Name: "stats", Doc: "the agent's counters as of the last frame; *_dropped and *_failed count losses", Key: []string{"process"}, Columns: columns(statsColumns())},
+	{Name: "stats", Doc: "the agent's counters as of the last frame; *_dropped, *_failed and *_lost count losses", Key: []string{"process"}, Columns: columns(statsColumns())},
 }
 
 // statsDocs explains each counter; a field added to Stats later still
@@ -225,6 +274,23 @@ var statsDocs = map[string]string{
 	"errors":             "log entries at level error",
 	"ring_bytes_dropped": "bytes of any record lost to a full ring",
 	"frames_written":     "frames the agent wrote",
+	"agent_callback_ns":  "time the agent spent in CUPTI callbacks on the program's threads (sampled and scaled)",
+
+	"allocations":           "allocation and free records (--memory)",
+	"memory_launches":       "launches with memory ops enqueued (hash or snapshot)",
+	"memory_skipped":        "launches with regions but no memory ops (stream capture, ring too small, capture stopped)",
+	"memory_states":         "memory states completed",
+	"memory_states_lost":    "memory states enqueued but never completed, or dropped (a loss)",
+	"bytes_hashed":          "region bytes hashed on the GPU",
+	"snapshots":             "memory states with contents stored",
+	"chunks_total":          "snapshot chunks referenced",
+	"chunks_transferred":    "snapshot chunks that crossed PCIe (the rest were stored already)",
+	"chunks_stored":         "distinct chunks written to the chunk store",
+	"chunk_bytes_stored":    "compressed bytes written to the chunk store",
+	"staging_wait_ns":       "time the program's threads waited for staging space (backpressure)",
+	"memory_capture_gpu_ns": "GPU time of gpurr's own hash and copy kernels",
+	"flight_dumps":          "flight-recorder dumps written",
+	"memory_stopped":        "why memory capture stopped early, empty when it did not",
 }
 
 func statsFields() protoreflect.FieldDescriptors {
@@ -235,12 +301,17 @@ func statsColumns() []Column {
 	fields := statsFields()
 	var out []Column
 	for i := range fields.Len() {
-		name := string(fields.Get(i).Name())
+		fd := fields.Get(i)
+		name := string(fd.Name())
 		doc := statsDocs[name]
 		if doc == "" {
 			doc = strings.ReplaceAll(name, "_", " ")
 		}
-		out = append(out, col(name, "INTEGER", doc))
+		typ := "INTEGER"
+		if fd.Kind() == protoreflect.StringKind {
+			typ = "TEXT"
+		}
+		out = append(out, col(name, typ, doc))
 	}
 	return out
 }

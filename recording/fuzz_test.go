@@ -15,15 +15,9 @@ import (
 // Readers are total: the result is the records the bytes hold or a one-line
 // error naming the file, never a panic or a hang.
 func FuzzScan(f *testing.F) {
-	src := f.TempDir()
-	if err := testrec.Write(src, testrec.Lossy); err != nil {
-		f.Fatal(err)
-	}
-	whole, err := os.ReadFile(filepath.Join(src, testrec.Name(0), recording.EventsFile))
-	if err != nil {
-		f.Fatal(err)
-	}
+	whole := variantEvents(f, testrec.Lossy)
 	f.Add(whole)
+	f.Add(variantEvents(f, testrec.Memory))
 	f.Add(whole[:len(whole)-7])
 	f.Add(whole[:16])
 	f.Add(whole[:40])
@@ -62,8 +56,28 @@ func FuzzScan(f *testing.F) {
 		}
 		for _, l := range d.Launches {
 			links.PythonLine(l.CallstackId)
+			links.MemoryFor(l.Seq)
+		}
+		for _, st := range d.Memory {
+			for i, rs := range st.Regions {
+				links.Allocation(links.StateRegion(st, i).GetAllocationId())
+				recording.ChunkHashes(rs)
+			}
 		}
 	})
+}
+
+// variantEvents is rank 0's events file of a synthetic recording.
+func variantEvents(f *testing.F, v testrec.Variant) []byte {
+	dir := f.TempDir()
+	if err := testrec.Write(dir, v); err != nil {
+		f.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, testrec.Name(0), recording.EventsFile))
+	if err != nil {
+		f.Fatal(err)
+	}
+	return b
 }
 
 func checkError(t *testing.T, err error, path string) {

@@ -17,7 +17,8 @@ import (
 const maxCloneHops = 16
 
 // Links joins a process's records: GPU activity to the launch that caused
-// it, and ids to the kernels and callstacks they name. It is the one place
+// it, memory states to their launch, and ids to the kernels, callstacks and
+// allocations they name. It is the one place
 // that knows how those records refer to each other; info, query and trace
 // all read through it. A Links is not safe for concurrent use (it caches
 // demangled names).
@@ -28,6 +29,9 @@ type Links struct {
 	launchByCorr  map[uint32]*pb.Launch // launches that ran as themselves (not captured)
 	graphByCorr   map[uint32]*pb.GraphLaunch
 	nodes         map[uint64]*pb.GraphNode
+	memory        map[uint64][]*pb.MemoryState // by launch seq, BEFORE first
+	allocs        map[uint64]*pb.Allocation    // the allocating record of each id
+	frees         map[uint64]*pb.Allocation
 	demangleCache map[string]string
 }
 
@@ -43,6 +47,7 @@ func (d *Data) Links() *Links {
 		nodes:         make(map[uint64]*pb.GraphNode, len(d.GraphNodes)),
 		demangleCache: make(map[string]string),
 	}
+	l.indexMemory(d)
 	for _, k := range d.Kernels {
 		l.kernels[k.GetId()] = k
 	}

@@ -1,9 +1,15 @@
 package recording_test
 
 import (
+	"bytes"
+	"encoding/binary"
+	"slices"
 	"testing"
 
+	"google.golang.org/protobuf/reflect/protoreflect"
+
 	"github.com/gpurr/gpurr/internal/testrec"
+	"github.com/gpurr/gpurr/memhash"
 	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
@@ -169,6 +175,126 @@ func TestIsLibraryFile(t *testing.T) {
 	} {
 		if got := recording.IsLibraryFile(path); got != want {
 			t.Errorf("IsLibraryFile(%q) = %v, want %v", path, got, want)
+		}
+	}
+}
+
+// TestMemoryJoins follows every memory state of testrec's Memory variant to
+// its launch, regions and allocations, and checks that each region hash is
+// the gpurr-h128 of its chunk hashes.
+func TestMemoryJoins(t *testing.T) {
+	set := testrec.Open(t, testrec.Memory)
+	for _, p := range set.Processes {
+		d, err := p.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Allocations) == 0 || len(d.Memory) == 0 {
+			t.Fatalf("%s: %d allocations, %d memory states", p.Name, len(d.Allocations), len(d.Memory))
+		}
+		links := d.Links()
+		var lost int
+		for _, st := range d.Memory {
+			states := links.MemoryFor(st.LaunchSeq)
+			if !slices.Contains(states, st) {
+				t.Fatalf("launch %d: MemoryFor lacks its state %v", st.LaunchSeq, st)
+			}
+			if st.Lost {
+				lost++
+				continue
+			}
+			l := links.Launch(st.LaunchSeq)
+			if len(st.Regions) != len(l.GetRegions()) || links.StateRegion(st, len(st.Regions)) != nil {
+				t.Fatalf("launch %d: %d region states for %d regions", st.LaunchSeq, len(st.Regions), len(l.GetRegions()))
+			}
+			for i, rs := range st.Regions {
+				r := links.StateRegion(st, i)
+				var sums []memhash.Sum
+				for _, h := range recording.ChunkHashes(rs) {
+					sums = append(sums, sumOf(h))
+				}
+				if want := memhash.Region(sums, r.Size).Bytes(); !bytes.Equal(rs.Hash, want[:]) {
+					t.Errorf("launch %d region %d: hash %s, want %s from its chunks", st.LaunchSeq, i, recording.HashText(rs.Hash), recording.HashText(want[:]))
+				}
+				a := links.Allocation(r.AllocationId)
+				if a == nil || a.Address != r.Address || a.Size != r.Size || a.HostNs > l.HostNs {
+					t.Errorf("launch %d region %d: allocation %v", st.LaunchSeq, i, a)
+				}
+				if f := links.Freed(r.AllocationId); f != nil && f.HostNs < l.HostNs {
+					t.Errorf("launch %d region %d: allocation freed before the launch", st.LaunchSeq, i)
+				}
+			}
+		}
+		if want := int(d.Stats.MemoryStatesLost); lost != want {
+			t.Errorf("%s: %d lost states, stats say %d", p.Name, lost, want)
+		}
+		for _, l := range d.Launches {
+			if l.Captured && links.MemoryFor(l.Seq) != nil {
+				t.Errorf("captured launch %d has memory states", l.Seq)
+			}
+		}
+	}
+}
+
+func sumOf(h []byte) memhash.Sum {
+	var s memhash.Sum
+	for l := range s {
+		s[l] = binary.LittleEndian.Uint32(h[4*l:])
+	}
+	return s
+}
+
+// TestMemoryOrder: a launch's states come BEFORE first, however they
+// arrived, and allocation ids lead to the allocation and to its free.
+func TestMemoryOrder(t *testing.T) {
+	after := &pb.MemoryState{LaunchSeq: 3, Point: pb.MemoryState_AFTER}
+	before := &pb.MemoryState{LaunchSeq: 3, Point: pb.MemoryState_BEFORE}
+	alloc := &pb.Allocation{Id: 1, Address: 0x1000, Size: 64}
+	free := &pb.Allocation{Id: 1, Freed: true}
+	d := &recording.Data{
+		Launches:    []*pb.Launch{{Seq: 3, Regions: []*pb.Region{{Address: 0x1000, Size: 64, AllocationId: 1}}}},
+		Memory:      []*pb.MemoryState{after, before, {LaunchSeq: 4, Point: pb.MemoryState_AFTER}},
+		Allocations: []*pb.Allocation{alloc, free, {Id: 2}},
+	}
+	links := d.Links()
+	if got := links.MemoryFor(3); len(got) != 2 || got[0] != before || got[1] != after {
+		t.Errorf("MemoryFor(3) = %v, want before, after", got)
+	}
+	if links.MemoryFor(5) != nil {
+		t.Errorf("a launch without states has some")
+	}
+	if links.StateRegion(before, 0) != d.Launches[0].Regions[0] || links.StateRegion(before, -1) != nil || links.StateRegion(d.Memory[2], 0) != nil {
+		t.Errorf("StateRegion does not follow Launch.regions")
+	}
+	if links.Allocation(1) != alloc || links.Freed(1) != free || links.Freed(2) != nil || links.Allocation(9) != nil {
+		t.Errorf("allocation joins wrong")
+	}
+}
+
+func TestChunkHashes(t *testing.T) {
+	rs := &pb.RegionState{ChunkHashes: bytes.Repeat([]byte{1}, 2*recording.HashBytes+5)}
+	got := recording.ChunkHashes(rs)
+	if len(got) != 2 || len(got[1]) != recording.HashBytes || cap(got[0]) != recording.HashBytes {
+		t.Errorf("ChunkHashes split %d bytes into %d hashes", len(rs.ChunkHashes), len(got))
+	}
+	if recording.HashText([]byte{0x0a, 0xff}) != "0aff" || recording.HashText(nil) != "" {
+		t.Errorf("HashText is not lower-case hex")
+	}
+}
+
+func TestEnumText(t *testing.T) {
+	for _, tc := range []struct {
+		e    protoreflect.Enum
+		want string
+	}{
+		{pb.MemoryPlan_SKIPPED_RING_TOO_SMALL, "skipped_ring_too_small"},
+		{pb.MemoryState_BEFORE, "before"},
+		{pb.Allocation_MEM_ALLOC_ASYNC, "mem_alloc_async"},
+		{pb.MemoryPlan_STATUS_UNSPECIFIED, ""},
+		{pb.MemoryPlan_Status(99), "99"},
+	} {
+		if got := recording.EnumText(tc.e); got != tc.want {
+			t.Errorf("EnumText(%v) = %q, want %q", tc.e, got, tc.want)
 		}
 	}
 }

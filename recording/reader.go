@@ -238,6 +238,8 @@ type Data struct {
 	Activities    []*pb.KernelActivity
 	GraphNodes    []*pb.GraphNode
 	GraphLaunches []*pb.GraphLaunch
+	Allocations   []*pb.Allocation  // allocations and frees in order; a free repeats its allocation's id
+	Memory        []*pb.MemoryState // launches' memory states, in the order they completed (after their launch)
 	Log           []*pb.LogEntry
 	Stats         *pb.Stats // cumulative, from the last frame that had them
 	End           *pb.End   // nil when the recording is incomplete
@@ -264,6 +266,8 @@ func (p *Process) Load() (*Data, error) {
 		d.Activities = append(d.Activities, b.Activities...)
 		d.GraphNodes = append(d.GraphNodes, b.GraphNodes...)
 		d.GraphLaunches = append(d.GraphLaunches, b.GraphLaunches...)
+		d.Allocations = append(d.Allocations, b.Allocations...)
+		d.Memory = append(d.Memory, b.Memory...)
 		d.Log = append(d.Log, b.Log...)
 		if b.Stats != nil {
 			d.Stats = b.Stats

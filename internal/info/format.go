@@ -80,6 +80,7 @@ func (p *Process) write(t *textWriter) {
 		t.field("overhead", "agent ran %s on the program's threads, %s per launch (CUPTI's own work not included)",
 			formatNS(p.AgentNS), formatNS(p.AgentNS/uint64(calls)))
 	}
+	p.Memory.write(t)
 	writeKernels(t, "top kernels by count", p.TopByCount)
 	writeKernels(t, "top kernels by GPU time", p.TopByTime)
 	writeLines(t, p.TopLines)
@@ -135,6 +136,7 @@ func (p *Process) writeProblems(t *textWriter) {
 		}
 		t.printf("  !! LOST OR FAILED: %s\n", strings.Join(parts, ", "))
 	}
+	p.Memory.writeProblems(t)
 	if len(p.Errors) > 0 {
 		t.printf("  !! last errors in the agent's log:\n")
 		for _, e := range p.Errors {

@@ -1,8 +1,9 @@
 // Package info summarizes a recording: what ran where, for how long, which
 // kernels mattered, and everything the recording lost. Nothing lost is
 // left out of the summary: every non-zero drop or failure counter, a cut
-// short or unclosed recording, and the last errors the agent logged are
-// problems, and a report with problems says so first.
+// short or unclosed recording, the last errors the agent logged, and
+// memory states lost or not taken are problems, and a report with problems
+// says so first.
 package info
 
 import (
@@ -54,18 +55,19 @@ type Process struct {
 	LastNS  uint64 `json:"last_ns"`  // latest one
 	SpanNS  uint64 `json:"span_ns"`
 
-	Launches         int    `json:"launches"` // eager: ran as themselves
-	Captured         int    `json:"captured"` // built a graph node
-	GraphLaunches    int    `json:"graph_launches"`
-	KernelRuns       int    `json:"kernel_runs"` // GPU activity records
-	GPUTimeNS        uint64 `json:"gpu_time_ns"`
-	UnlinkedRuns     int    `json:"unlinked_runs"` // activity with no launch in the recording
-	Kernels          int    `json:"kernels"`       // distinct kernels described
-	Modules          int    `json:"modules"`
-	ModuleBytes      uint64 `json:"module_bytes"`
-	Callstacks       int    `json:"callstacks"`
-	LaunchesFiltered uint64 `json:"launches_filtered,omitempty"` // skipped by --kernels, by design
-	AgentNS          uint64 `json:"agent_ns"`                    // agent time on the program's threads
+	Launches         int     `json:"launches"` // eager: ran as themselves
+	Captured         int     `json:"captured"` // built a graph node
+	GraphLaunches    int     `json:"graph_launches"`
+	KernelRuns       int     `json:"kernel_runs"` // GPU activity records
+	GPUTimeNS        uint64  `json:"gpu_time_ns"`
+	UnlinkedRuns     int     `json:"unlinked_runs"` // activity with no launch in the recording
+	Kernels          int     `json:"kernels"`       // distinct kernels described
+	Modules          int     `json:"modules"`
+	ModuleBytes      uint64  `json:"module_bytes"`
+	Callstacks       int     `json:"callstacks"`
+	LaunchesFiltered uint64  `json:"launches_filtered,omitempty"` // skipped by --kernels, by design
+	AgentNS          uint64  `json:"agent_ns"`                    // agent time on the program's threads
+	Memory           *Memory `json:"memory,omitempty"`            // memory capture, when it was on
 
 	TopByCount []KernelUse `json:"top_by_count"`
 	TopByTime  []KernelUse `json:"top_by_gpu_time"`
@@ -141,7 +143,7 @@ func (p *Process) Problems() []string {
 	for _, c := range p.Losses {
 		out = append(out, c.Name)
 	}
-	return out
+	return append(out, p.Memory.problems()...)
 }
 
 // Summarize reads every process of set.
@@ -192,6 +194,7 @@ func summarize(name string, d *recording.Data) *Process {
 		LaunchesFiltered: d.Stats.GetLaunchesFiltered(),
 		AgentNS:          d.Stats.GetAgentCallbackNs(),
 		Losses:           losses(d.Stats),
+		Memory:           summarizeMemory(d),
 	}
 	if d.End != nil {
 		p.EndReason = d.End.GetReason()
@@ -268,6 +271,9 @@ func span(d *recording.Data) (first, last uint64) {
 	}
 	for _, g := range d.GraphLaunches {
 		see(g.GetHostNs())
+	}
+	for _, a := range d.Allocations {
+		see(a.GetHostNs())
 	}
 	for _, a := range d.Activities {
 		see(a.GetStartNs())

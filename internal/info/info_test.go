@@ -1,12 +1,14 @@
 package info
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/gpurr/gpurr/internal/testrec"
+	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
@@ -26,6 +28,7 @@ func TestProblems(t *testing.T) {
 		testrec.Incomplete: "incomplete",
 		testrec.Truncated:  "truncated",
 		testrec.Lossy:      "launches_dropped activities_dropped callstacks_failed modules_failed errors ring_bytes_dropped",
+		testrec.Memory:     "errors memory_states_lost memory_stopped skipped_ring_too_small",
 	} {
 		r := summarizeVariant(t, v)
 		if got := strings.Join(r.Processes[0].Problems(), " "); got != want {
@@ -44,12 +47,89 @@ func TestEveryLossCounted(t *testing.T) {
 	for i := range fields.Len() {
 		fd := fields.Get(i)
 		name := string(fd.Name())
+		if fd.Kind() != protoreflect.Uint64Kind {
+			continue // memory_stopped, text: a problem of its own (TestMemoryProblems)
+		}
 		s := &pb.Stats{}
 		s.ProtoReflect().Set(fd, protoreflect.ValueOfUint64(7))
 		got := losses(s)
 		isLoss := strings.HasSuffix(name, "_dropped") || strings.HasSuffix(name, "_failed") || name == "errors"
 		if isLoss != (len(got) == 1) {
 			t.Errorf("%s: losses %v", name, got)
+		}
+	}
+}
+
+func TestMemorySummary(t *testing.T) {
+	r := summarizeVariant(t, testrec.Memory)
+	snap, hash := r.Processes[0].Memory, r.Processes[1].Memory
+	if snap == nil || hash == nil || snap.Mode != "snapshot" || hash.Mode != "hash" {
+		t.Fatalf("memory summaries %+v, %+v", snap, hash)
+	}
+	want := []Counter{{"hash", 8}, {"snapshot", 2}, {"skipped_capture", 2}, {"skipped_ring_too_small", 1}, {"skipped_stopped", 1}}
+	if !slices.Equal(snap.Launches, want) {
+		t.Errorf("snapshot rank launches %v, want %v", snap.Launches, want)
+	}
+	if snap.MemoryLaunches != 10 || snap.MemorySkipped != 4 || snap.Snapshots != 4 || snap.ChunksTransferred != 20 || snap.ChunksTotal != 72 {
+		t.Errorf("snapshot rank counters %+v", snap)
+	}
+	if len(snap.LostReasons) != 1 || snap.LostReasons[0].Value != 1 {
+		t.Errorf("lost reasons %v", snap.LostReasons)
+	}
+	if got := hash.problems(); len(got) != 0 {
+		t.Errorf("hash rank has problems %v", got)
+	}
+	if summarizeVariant(t, testrec.Good).Processes[0].Memory != nil {
+		t.Errorf("a recording without memory capture has a memory summary")
+	}
+}
+
+// TestMemoryProblems: every memory status that means a launch should have
+// been captured and was not is a problem; skipping stream capture, launches
+// without regions and launches after a stop (the stop is the problem) are not.
+func TestMemoryProblems(t *testing.T) {
+	for status, want := range map[pb.MemoryPlan_Status]string{
+		pb.MemoryPlan_HASH:                   "",
+		pb.MemoryPlan_SNAPSHOT:               "",
+		pb.MemoryPlan_SKIPPED_CAPTURE:        "",
+		pb.MemoryPlan_SKIPPED_NO_REGIONS:     "",
+		pb.MemoryPlan_SKIPPED_STOPPED:        "",
+		pb.MemoryPlan_SKIPPED_RING_TOO_SMALL: "skipped_ring_too_small",
+		pb.MemoryPlan_SKIPPED_RING_FULL:      "skipped_ring_full",
+		pb.MemoryPlan_SKIPPED_ERROR:          "skipped_error",
+	} {
+		d := &recording.Data{
+			Process:  &pb.Process{Memory: &pb.MemoryConfig{Mode: "hash"}},
+			Launches: []*pb.Launch{{Seq: 1, Memory: &pb.MemoryPlan{Status: status}}},
+			Stats:    &pb.Stats{},
+			End:      &pb.End{},
+		}
+		p := summarize("p", d)
+		if got := strings.Join(p.Problems(), " "); got != want {
+			t.Errorf("%v: problems %q, want %q", status, got, want)
+		}
+		var out strings.Builder
+		p.write(&textWriter{w: &out})
+		if loud := strings.Contains(out.String(), "!! MEMORY NOT CAPTURED: 1 launch "); loud != (want != "") {
+			t.Errorf("%v: report says\n%s", status, out.String())
+		}
+	}
+	d := &recording.Data{
+		Process: &pb.Process{Memory: &pb.MemoryConfig{Mode: "snapshot"}},
+		Memory:  []*pb.MemoryState{{LaunchSeq: 1, Lost: true}},
+		Stats:   &pb.Stats{MemoryStatesLost: 1, MemoryStopped: "fatal"},
+		End:     &pb.End{},
+	}
+	p := summarize("p", d)
+	if got := strings.Join(p.Problems(), " "); got != "memory_states_lost memory_stopped" {
+		t.Errorf("problems %q", got)
+	}
+	var out strings.Builder
+	p.write(&textWriter{w: &out})
+	for _, line := range []string{"  !! MEMORY CAPTURE STOPPED: fatal; 0 launches made after it without memory states\n",
+		"  !! MEMORY STATES LOST: 1 enqueued on the GPU but never recorded (no reason given: 1)\n"} {
+		if !strings.Contains(out.String(), line) {
+			t.Errorf("report lacks %q:\n%s", line, out.String())
 		}
 	}
 }

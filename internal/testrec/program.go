@@ -3,6 +3,7 @@ package testrec
 import (
 	"google.golang.org/protobuf/proto"
 
+	"github.com/gpurr/gpurr/memhash"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
@@ -13,7 +14,8 @@ type program struct {
 	seq   uint64
 	now   uint64
 	stats *pb.Stats
-	nodes uint64 // last capture-time node id
+	nodes uint64  // last capture-time node id
+	mem   *memory // nil when memory capture is off
 }
 
 func newProgram(rank int) *program {
@@ -30,8 +32,9 @@ func (p *program) correlation() uint32 { return 100 + uint32(p.seq) }
 
 func dim(x, y, z uint32) *pb.Dim3 { return &pb.Dim3{X: x, Y: y, Z: z} }
 
-// launch describes a launch of kernel k made at the current time.
-func (p *program) launch(k int, cs *pb.Callstack, salt uint64) *pb.Launch {
+// launch describes a launch of kernel k made at the current time; a
+// captured one builds a graph node and runs nothing.
+func (p *program) launch(k int, cs *pb.Callstack, salt uint64, captured bool) *pb.Launch {
 	p.seq++
 	p.stats.Launches++
 	spec := kernels[k]
@@ -61,6 +64,13 @@ func (p *program) launch(k int, cs *pb.Callstack, salt uint64) *pb.Launch {
 	if cs != nil {
 		l.CallstackId = cs.Id
 	}
+	if captured {
+		p.nodes++
+		l.Stream, l.StreamId = captureStream, captureSID
+		l.Captured = true
+		l.GraphNodeId = 0x1000 + p.nodes
+	}
+	p.describeMemory(l, spec.name)
 	return l
 }
 
@@ -88,18 +98,14 @@ func (p *program) activity(k int, corr uint32, stream uint32, start uint64) *pb.
 }
 
 func (p *program) eager(k int, cs *pb.Callstack, salt uint64) (*pb.Launch, *pb.KernelActivity) {
-	l := p.launch(k, cs, salt)
+	l := p.launch(k, cs, salt, false)
 	return l, p.activity(k, l.CorrelationId, l.StreamId, l.HostNs+queueNS)
 }
 
 // capture makes a launch during stream capture: it builds a graph node and
 // runs nothing.
 func (p *program) capture(k int, cs *pb.Callstack) (*pb.Launch, *pb.GraphNode) {
-	l := p.launch(k, cs, 9)
-	p.nodes++
-	l.Stream, l.StreamId = captureStream, captureSID
-	l.Captured = true
-	l.GraphNodeId = 0x1000 + p.nodes
+	l := p.launch(k, cs, 9, true)
 	return l, &pb.GraphNode{NodeId: l.GraphNodeId, GraphId: capturedGraph, LaunchSeq: l.Seq}
 }
 
@@ -122,6 +128,9 @@ func (p *program) replay(cs *pb.Callstack, ks []int, execNodes []uint64) (*pb.Gr
 	var acts []*pb.KernelActivity
 	start := g.HostNs + queueNS
 	for i, k := range ks {
+		if p.mem != nil {
+			p.mem.run(params(p.rank, k, 9))
+		}
 		a := p.activity(k, g.CorrelationId, captureSID, start)
 		a.GraphId = execGraph
 		a.GraphNodeId = execNodes[i]
@@ -133,21 +142,54 @@ func (p *program) replay(cs *pb.Callstack, ks []int, execNodes []uint64) (*pb.Gr
 
 // Batches returns the frames rank's process writes, in order, for a
 // complete recording that lost nothing.
-func Batches(rank int) []*pb.Batch { return build(rank, false) }
+func Batches(rank int) []*pb.Batch { return build(rank, options{}) }
 
-// build writes a short training step. lossy makes the agent report what it
-// lost (dropped launches and activities, a module it could not store).
-func build(rank int, lossy bool) []*pb.Batch {
+// options say how the agent recorded the program.
+type options struct {
+	lossy      bool             // report what was lost (dropped launches and activities, a module it could not store)
+	memory     *pb.MemoryConfig // --memory; nil when off
+	stopMemory bool             // memory capture stops near the end (disk full): a state lost, a launch skipped
+}
+
+// Memory capture configurations of the Memory variant.
+func snapshotConfig() *pb.MemoryConfig {
+	return &pb.MemoryConfig{Mode: "snapshot", ChunkBytes: memhash.ChunkSize, SnapshotKernels: "gemm", OnFull: "backpressure", StagingBytes: 2 << 20}
+}
+
+func hashConfig() *pb.MemoryConfig {
+	return &pb.MemoryConfig{Mode: "hash", ChunkBytes: memhash.ChunkSize, OnFull: "backpressure", StagingBytes: 64 << 20}
+}
+
+// Device memory of the program: its kernels' pointer parameters (see
+// params) point into the weights (param words 0 and 1) and the activations
+// (word 2); a workspace is allocated from the stream-ordered pool and
+// freed, and the weights are reallocated, larger, at the same address.
+const (
+	weightsBytes    = 1<<20 + 40<<10
+	activationBytes = 64 << 10
+	workspaceBytes  = 256 << 10
+	newWeightsBytes = 3 << 20
+)
+
+func deviceBase(rank int) uint64 { return 0x7f3a_0000_0000 + uint64(rank)<<32 }
+
+// build writes a short training step.
+func build(rank int, o options) []*pb.Batch {
 	p := newProgram(rank)
+	if o.memory != nil {
+		p.mem = newMemory(o.memory)
+	}
 	fill, gemm, triton := callstack(csFill), callstack(csGemm), callstack(csTriton)
 	capture, replay, nat := callstack(csCapture), callstack(csReplay), callstack(csNative)
 	rk := int32(rank)
 
 	var batches []*pb.Batch
-	// Every frame after the first carries the counters as of itself.
+	// Every frame after the first carries the counters as of itself, and
+	// the memory states the GPU completed since the frame before.
 	emit := func(b *pb.Batch) {
 		p.stats.FramesWritten++
 		if b.Process == nil {
+			b.Memory = p.completed()
 			b.Stats = proto.CloneOf(p.stats)
 		}
 		batches = append(batches, b)
@@ -160,7 +202,7 @@ func build(rank int, lossy bool) []*pb.Batch {
 			Rank: &rk, LocalRank: &rk, WorldSize: ptr(int32(Ranks)),
 			StartNs: p.now, StartUnixNs: startUnixNS,
 			AgentVersion: "0.1.0", CuptiPath: "/usr/local/cuda/lib64/libcupti.so.13", CuptiApiVersion: 130000,
-			DriverVersion: 13000, CallstackMode: "auto", Python: "CPython 3.12.3",
+			DriverVersion: 13000, CallstackMode: "auto", Python: "CPython 3.12.3", Memory: o.memory,
 		},
 		Devices: []*pb.Device{{
 			Ordinal: uint32(rank), Uuid: []string{"GPU-6f1c2d3e-4a5b-6c7d-8e9f-0a1b2c3d4e5f", "GPU-0b9a8c7d-6e5f-4a3b-2c1d-0e9f8a7b6c5d"}[rank],
@@ -173,6 +215,14 @@ func build(rank int, lossy bool) []*pb.Batch {
 	p.stats.Modules = uint64(len(mods))
 	p.stats.Callstacks = 6
 	b := &pb.Batch{Modules: mods, Kernels: kernelRecords(), Callstacks: []*pb.Callstack{fill, gemm, triton}}
+	var weights, workspace *pb.Allocation
+	if p.mem != nil {
+		base := deviceBase(rank)
+		weights = p.alloc(pb.Allocation_MEM_ALLOC, base, weightsBytes)
+		activations := p.alloc(pb.Allocation_MEM_ALLOC, base+2<<20, activationBytes)
+		workspace = p.alloc(pb.Allocation_MEM_ALLOC_ASYNC, base+8<<20, workspaceBytes)
+		b.Allocations = []*pb.Allocation{weights, activations, workspace}
+	}
 	// Initialization fills many small tensors: the most launched kernel,
 	// though not the one that takes the GPU's time.
 	for i := range 6 {
@@ -180,6 +230,9 @@ func build(rank int, lossy bool) []*pb.Batch {
 		b.Launches, b.Activities = append(b.Launches, l), append(b.Activities, a)
 	}
 	for i := range 3 {
+		if i == 2 && p.mem != nil {
+			b.Allocations = append(b.Allocations, p.free(weights.Id), p.alloc(pb.Allocation_MEM_ALLOC, weights.Address, newWeightsBytes))
+		}
 		l, a := p.eager(kGemm, gemm, uint64(i))
 		b.Launches, b.Activities = append(b.Launches, l), append(b.Activities, a)
 	}
@@ -216,18 +269,27 @@ func build(rank int, lossy bool) []*pb.Batch {
 	emit(b)
 
 	b = &pb.Batch{Callstacks: []*pb.Callstack{nat}}
+	if p.mem != nil {
+		b.Allocations = []*pb.Allocation{p.free(workspace.Id)}
+	}
 	l, a = p.eager(kAdd, nat, 3)
 	b.Launches = append(b.Launches, l)
-	if lossy {
+	if o.lossy {
 		p.stats.Activities--
 		p.stats.ActivitiesDropped = 1
 	} else {
 		b.Activities = append(b.Activities, a)
 	}
-	l = p.launch(kAdd, nil, 4) // no callstack: the agent took none
+	if o.stopMemory {
+		why := "chunk store: write pack: no space left on device"
+		p.stopMemory(why)
+		p.stats.Errors++
+		b.Log = append(b.Log, &pb.LogEntry{HostNs: p.now + 1, Level: "error", Message: "memory capture stopped: " + why})
+	}
+	l = p.launch(kAdd, nil, 4, false) // no callstack: the agent took none
 	b.Launches = append(b.Launches, l)
 	b.Activities = append(b.Activities, p.activity(kAdd, l.CorrelationId, l.StreamId, l.HostNs+queueNS))
-	if lossy {
+	if o.lossy {
 		p.stats.LaunchesDropped = 3
 		p.stats.RingBytesDropped = 3 * 412
 		p.stats.ModulesFailed = 1

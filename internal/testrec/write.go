@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/gpurr/gpurr/recording"
@@ -23,16 +24,19 @@ const (
 	Corrupt    Variant = "corrupt"    // a byte of the second frame is flipped
 	Newer      Variant = "newer"      // written by a gpurr of the next major format version
 	Empty      Variant = "empty"      // killed before the first write: an empty events file
+	// Memory is recorded with memory capture, both ranks: rank 0 in
+	// snapshot mode (gemm launches), where one snapshot did not fit the
+	// staging ring and capture stopped near the end (disk full), losing a
+	// state; rank 1 in hash mode, nothing lost.
+	Memory Variant = "memory"
 )
 
 // Variants lists every variant.
-var Variants = []Variant{Good, Lossy, Incomplete, Truncated, Corrupt, Newer, Empty}
+var Variants = []Variant{Good, Lossy, Incomplete, Truncated, Corrupt, Newer, Empty, Memory}
 
 // Write writes a synthetic recording into dir (created if needed).
 func Write(dir string, v Variant) error {
-	switch v {
-	case Good, Lossy, Incomplete, Truncated, Corrupt, Newer, Empty:
-	default:
+	if !slices.Contains(Variants, v) {
 		return fmt.Errorf("testrec: unknown variant %q", v)
 	}
 	for _, img := range Images() {
@@ -40,14 +44,15 @@ func Write(dir string, v Variant) error {
 			return err
 		}
 	}
-	for rank := range Ranks {
-		if rank == 0 {
-			if err := writeVariant(dir, v); err != nil {
-				return err
-			}
-			continue
+	if err := writeVariant(dir, v); err != nil {
+		return err
+	}
+	for rank := 1; rank < Ranks; rank++ {
+		o := options{}
+		if v == Memory {
+			o.memory = hashConfig()
 		}
-		if _, err := writeFrames(dir, rank, Batches(rank)); err != nil {
+		if _, err := writeFrames(dir, rank, build(rank, o)); err != nil {
 			return err
 		}
 	}
@@ -78,8 +83,13 @@ func writeFrames(dir string, rank int, batches []*pb.Batch) (ends []int64, err e
 	return ends, w.Close()
 }
 
+// writeVariant writes rank 0's process.
 func writeVariant(dir string, v Variant) error {
-	batches := build(0, v == Lossy)
+	o := options{lossy: v == Lossy}
+	if v == Memory {
+		o.memory, o.stopMemory = snapshotConfig(), true
+	}
+	batches := build(0, o)
 	if v == Incomplete {
 		batches = batches[:len(batches)-1]
 	}

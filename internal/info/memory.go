@@ -1,0 +1,239 @@
+package info
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/gpurr/gpurr/recording"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// Memory summarizes memory capture (gpurr record --memory hash|snapshot).
+type Memory struct {
+	Mode             string `json:"mode"` // hash | snapshot
+	ChunkBytes       uint32 `json:"chunk_bytes"`
+	SnapshotKernels  string `json:"snapshot_kernels,omitempty"`
+	SnapshotLaunches string `json:"snapshot_launches,omitempty"`
+	OnFull           string `json:"on_full"`
+	StagingBytes     uint64 `json:"staging_bytes"`
+	FlightRecorder   uint64 `json:"flight_recorder,omitempty"` // keeps the last N launches' snapshots
+
+	// Launches by what memory capture did for them (MemoryPlan.status in
+	// lower case: hash, snapshot, skipped_capture, ...), in that order.
+	Launches []Counter `json:"launches"`
+
+	// The agent's counters.
+	MemoryLaunches    uint64    `json:"memory_launches"`
+	MemorySkipped     uint64    `json:"memory_skipped"`
+	States            uint64    `json:"memory_states"`
+	StatesLost        uint64    `json:"memory_states_lost"`
+	BytesHashed       uint64    `json:"bytes_hashed"`
+	Snapshots         uint64    `json:"snapshots"`
+	ChunksTotal       uint64    `json:"chunks_total"`
+	ChunksTransferred uint64    `json:"chunks_transferred"`
+	ChunksStored      uint64    `json:"chunks_stored"`
+	ChunkBytesStored  uint64    `json:"chunk_bytes_stored"`
+	StagingWaitNS     uint64    `json:"staging_wait_ns"`
+	CaptureGPUNS      uint64    `json:"memory_capture_gpu_ns"`
+	FlightDumps       uint64    `json:"flight_dumps"`
+	Stopped           string    `json:"memory_stopped,omitempty"` // why capture stopped early
+	ChunksMissing     uint64    `json:"chunks_missing"`           // snapshot chunks dropped (drop-oldest), from the states
+	LostReasons       []Counter `json:"lost_reasons,omitempty"`   // lost states by reason, from the states
+
+	statuses map[pb.MemoryPlan_Status]uint64
+}
+
+// failedStatuses are the launches memory capture should have covered and
+// could not: each is a problem. Skipping stream capture, launches without
+// regions, and launches after capture stopped (reported once, as the stop)
+// are not.
+var failedStatuses = []pb.MemoryPlan_Status{
+	pb.MemoryPlan_SKIPPED_RING_TOO_SMALL,
+	pb.MemoryPlan_SKIPPED_RING_FULL,
+	pb.MemoryPlan_SKIPPED_ERROR,
+}
+
+// summarizeMemory is nil when the recording has no memory capture.
+func summarizeMemory(d *recording.Data) *Memory {
+	cfg := d.Process.GetMemory()
+	if cfg == nil {
+		return nil
+	}
+	s := d.Stats
+	m := &Memory{
+		Mode: cfg.GetMode(), ChunkBytes: cfg.GetChunkBytes(), SnapshotKernels: cfg.GetSnapshotKernels(),
+		SnapshotLaunches: cfg.GetSnapshotLaunches(), OnFull: cfg.GetOnFull(), StagingBytes: cfg.GetStagingBytes(),
+		FlightRecorder: cfg.GetFlightRecorder(),
+
+		MemoryLaunches: s.GetMemoryLaunches(), MemorySkipped: s.GetMemorySkipped(),
+		States: s.GetMemoryStates(), StatesLost: s.GetMemoryStatesLost(), BytesHashed: s.GetBytesHashed(),
+		Snapshots: s.GetSnapshots(), ChunksTotal: s.GetChunksTotal(), ChunksTransferred: s.GetChunksTransferred(),
+		ChunksStored: s.GetChunksStored(), ChunkBytesStored: s.GetChunkBytesStored(), StagingWaitNS: s.GetStagingWaitNs(),
+		CaptureGPUNS: s.GetMemoryCaptureGpuNs(), FlightDumps: s.GetFlightDumps(), Stopped: s.GetMemoryStopped(),
+	}
+	m.statuses = map[pb.MemoryPlan_Status]uint64{}
+	for _, l := range d.Launches {
+		if p := l.GetMemory(); p != nil {
+			m.statuses[p.GetStatus()]++
+		}
+	}
+	for _, st := range slices.Sorted(maps.Keys(m.statuses)) {
+		m.Launches = append(m.Launches, Counter{Name: statusText(st), Value: m.statuses[st]})
+	}
+	reasons := map[string]uint64{}
+	for _, st := range d.Memory {
+		if st.GetLost() {
+			reasons[cmp.Or(st.GetLostReason(), "no reason given")]++
+		}
+		for _, r := range st.GetRegions() {
+			m.ChunksMissing += uint64(r.GetChunksMissing())
+		}
+	}
+	for _, r := range slices.Sorted(maps.Keys(reasons)) {
+		m.LostReasons = append(m.LostReasons, Counter{Name: r, Value: reasons[r]})
+	}
+	return m
+}
+
+func statusText(st pb.MemoryPlan_Status) string { return cmp.Or(recording.EnumText(st), "unspecified") }
+
+// launches is how many launches had the given status.
+func (m *Memory) launches(st pb.MemoryPlan_Status) uint64 { return m.statuses[st] }
+
+// problems names what memory capture lost, one short item each.
+func (m *Memory) problems() []string {
+	if m == nil {
+		return nil
+	}
+	var out []string
+	if m.StatesLost > 0 {
+		out = append(out, "memory_states_lost")
+	}
+	if m.Stopped != "" {
+		out = append(out, "memory_stopped")
+	}
+	for _, st := range failedStatuses {
+		if m.launches(st) > 0 {
+			out = append(out, recording.EnumText(st))
+		}
+	}
+	return out
+}
+
+// why says, for people, why a launch got a memory status.
+var why = map[pb.MemoryPlan_Status]string{
+	pb.MemoryPlan_SKIPPED_CAPTURE:        "made during stream capture (by design)",
+	pb.MemoryPlan_SKIPPED_NO_REGIONS:     "with no parameter pointing into device memory",
+	pb.MemoryPlan_SKIPPED_RING_TOO_SMALL: "whose regions do not fit the staging ring",
+	pb.MemoryPlan_SKIPPED_RING_FULL:      "for which drop-oldest could not make room in the staging ring in time",
+	pb.MemoryPlan_SKIPPED_ERROR:          "where a CUDA call of the agent failed (see the log)",
+	pb.MemoryPlan_SKIPPED_STOPPED:        "after capture stopped",
+}
+
+func (m *Memory) writeProblems(t *textWriter) {
+	if m == nil {
+		return
+	}
+	if m.Stopped != "" {
+		t.printf("  !! MEMORY CAPTURE STOPPED: %s; %s made after it without memory states\n", m.Stopped, launchCount(m.launches(pb.MemoryPlan_SKIPPED_STOPPED)))
+	}
+	if m.StatesLost > 0 {
+		var parts []string
+		for _, r := range m.LostReasons {
+			parts = append(parts, fmt.Sprintf("%s: %d", r.Name, r.Value))
+		}
+		t.printf("  !! MEMORY STATES LOST: %d enqueued on the GPU but never recorded (%s)\n", m.StatesLost, strings.Join(parts, "; "))
+	}
+	for _, st := range failedStatuses {
+		n := m.launches(st)
+		if n == 0 {
+			continue
+		}
+		detail := ""
+		if st == pb.MemoryPlan_SKIPPED_RING_TOO_SMALL {
+			detail = fmt.Sprintf(" (%s)", formatBytes(m.StagingBytes))
+		}
+		t.printf("  !! MEMORY NOT CAPTURED: %s %s%s\n", launchCount(n), why[st], detail)
+	}
+}
+
+func launchCount(n uint64) string {
+	return fmt.Sprintf("%d launch%s", n, plural(int(n), "es"))
+}
+
+func (m *Memory) write(t *textWriter) {
+	if m == nil {
+		return
+	}
+	t.printf("\n  memory capture: %s\n", m.configText())
+	field := func(name, format string, args ...any) { t.printf("    %-12s %s\n", name, fmt.Sprintf(format, args...)) }
+
+	captured := fmt.Sprintf("%d with memory ops", m.launches(pb.MemoryPlan_HASH)+m.launches(pb.MemoryPlan_SNAPSHOT))
+	if n := m.launches(pb.MemoryPlan_SNAPSHOT); n > 0 {
+		captured += fmt.Sprintf(" (%d snapshot, %d hash)", n, m.launches(pb.MemoryPlan_HASH))
+	}
+	var skipped []string
+	for _, st := range slices.Sorted(maps.Keys(m.statuses)) {
+		if st == pb.MemoryPlan_HASH || st == pb.MemoryPlan_SNAPSHOT {
+			continue
+		}
+		skipped = append(skipped, fmt.Sprintf("%d %s", m.statuses[st], cmp.Or(why[st], statusText(st))))
+	}
+	if len(skipped) > 0 {
+		captured += "; skipped: " + strings.Join(skipped, ", ")
+	}
+	field("launches", "%s", captured)
+	states := fmt.Sprintf("%d recorded", m.States)
+	if m.StatesLost > 0 {
+		states += fmt.Sprintf(", %d lost", m.StatesLost)
+	}
+	field("states", "%s; %s hashed", states, formatBytes(m.BytesHashed))
+	field("GPU time", "%s in gpurr's hash and copy kernels", formatNS(m.CaptureGPUNS))
+	if m.Mode == "snapshot" || m.Snapshots > 0 {
+		field("snapshots", "%d states with contents stored", m.Snapshots)
+		chunks := fmt.Sprintf("%d of %d transferred (%s), the others were stored already", m.ChunksTransferred, m.ChunksTotal, percent(m.ChunksTransferred, m.ChunksTotal))
+		if m.ChunksMissing > 0 {
+			chunks += fmt.Sprintf("; %d missing (dropped by drop-oldest)", m.ChunksMissing)
+		}
+		field("chunks", "%s", chunks)
+		field("chunk store", "%d distinct chunks, %s compressed", m.ChunksStored, formatBytes(m.ChunkBytesStored))
+	}
+	field("staging", "program threads waited %s for staging space", formatNS(m.StagingWaitNS))
+	if m.FlightRecorder > 0 || m.FlightDumps > 0 {
+		field("flight dumps", "%d", m.FlightDumps)
+	}
+}
+
+// configText is how memory capture was asked for, in one line.
+func (m *Memory) configText() string {
+	parts := []string{m.Mode + " mode"}
+	if m.Mode == "snapshot" {
+		var which []string
+		if m.SnapshotKernels != "" {
+			which = append(which, fmt.Sprintf("kernels matching %q", m.SnapshotKernels))
+		}
+		if m.SnapshotLaunches != "" {
+			which = append(which, "launches "+m.SnapshotLaunches)
+		}
+		if len(which) == 0 {
+			which = append(which, "every launch")
+		}
+		parts[0] += " (snapshots of " + strings.Join(which, ", in ") + "; hashes of the others)"
+	}
+	parts = append(parts, formatBytes(uint64(m.ChunkBytes))+" chunks",
+		fmt.Sprintf("staging ring %s (%s when full)", formatBytes(m.StagingBytes), m.OnFull))
+	if m.FlightRecorder > 0 {
+		parts = append(parts, fmt.Sprintf("flight recorder of the last %d launches", m.FlightRecorder))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func percent(n, of uint64) string {
+	if of == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(of))
+}

@@ -1,0 +1,272 @@
+package testrec
+
+import (
+	"cmp"
+	"encoding/binary"
+	"regexp"
+	"slices"
+
+	"github.com/gpurr/gpurr/memhash"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// memory is the program's device memory and the agent's memory capture
+// over it (gpurr record --memory): the allocations a launch's parameters
+// point into become its regions, and their hashes (and, in snapshot mode,
+// contents) are taken in stream order around the launch. Contents are
+// synthetic and versioned: a kernel bumps the version of the allocation its
+// first pointer parameter names, which changes the allocation's first chunk
+// only, so snapshots deduplicate the rest.
+type memory struct {
+	config   *pb.MemoryConfig
+	snapshot *regexp.Regexp // kernels snapshot mode selects
+	live     []*devAlloc    // by address
+	nextID   uint64
+	stored   map[[16]byte]bool        // chunk hashes in the chunk store
+	chunks   map[chunkKey]memhash.Sum // chunk hashes computed so far
+	pending  []*pendingState          // enqueued on the GPU, not yet written
+	stopped  bool
+}
+
+type devAlloc struct {
+	rec     *pb.Allocation
+	version int
+}
+
+// chunkKey names a chunk's synthetic contents: the allocation, the chunk's
+// index and length, and the allocation's version (first chunk only).
+type chunkKey struct {
+	id                 uint64
+	chunk, length, ver int
+}
+
+// pendingState is a memory state with what the agent counts when it
+// completes.
+type pendingState struct {
+	state         *pb.MemoryState
+	bytes         uint64 // region bytes hashed
+	chunksStored  uint64 // chunks new to the chunk store
+	chunkBytesNew uint64
+}
+
+func newMemory(config *pb.MemoryConfig) *memory {
+	return &memory{
+		config:   config,
+		snapshot: regexp.MustCompile(config.SnapshotKernels),
+		nextID:   1,
+		stored:   map[[16]byte]bool{},
+		chunks:   map[chunkKey]memhash.Sum{},
+	}
+}
+
+// alloc makes an allocation live and returns its record.
+func (p *program) alloc(kind pb.Allocation_Kind, address, size uint64) *pb.Allocation {
+	m := p.mem
+	a := &pb.Allocation{Id: m.nextID, Kind: kind, Address: address, Size: size, HostNs: p.tick(), Device: uint32(p.rank)}
+	m.nextID++
+	m.live = append(m.live, &devAlloc{rec: a})
+	slices.SortFunc(m.live, func(x, y *devAlloc) int { return cmp.Compare(x.rec.Address, y.rec.Address) })
+	p.stats.Allocations++
+	return a
+}
+
+// free ends allocation id and returns the record of its free.
+func (p *program) free(id uint64) *pb.Allocation {
+	m := p.mem
+	i := slices.IndexFunc(m.live, func(a *devAlloc) bool { return a.rec.Id == id })
+	a := m.live[i].rec
+	m.live = slices.Delete(m.live, i, i+1)
+	p.stats.Allocations++
+	return &pb.Allocation{Id: id, Kind: a.Kind, Address: a.Address, Size: a.Size, HostNs: p.tick(), Freed: true, Device: a.Device}
+}
+
+// holding returns the live allocation that holds address, or nil.
+func (m *memory) holding(address uint64) *devAlloc {
+	for _, a := range m.live {
+		if address >= a.rec.Address && address < a.rec.Address+a.rec.Size {
+			return a
+		}
+	}
+	return nil
+}
+
+// regions finds what the agent finds: every 8-byte-aligned word of the
+// parameter buffer that holds an address inside a live allocation makes
+// that whole allocation a region, in the order of the first such word.
+func (m *memory) regions(params []byte) ([]*pb.Region, []*devAlloc) {
+	var regions []*pb.Region
+	var allocs []*devAlloc
+	for off := 0; off+8 <= len(params); off += 8 {
+		a := m.holding(binary.LittleEndian.Uint64(params[off:]))
+		if a == nil {
+			continue
+		}
+		i := slices.Index(allocs, a)
+		if i < 0 {
+			i = len(allocs)
+			allocs = append(allocs, a)
+			regions = append(regions, &pb.Region{Address: a.rec.Address, Size: a.rec.Size, AllocationId: a.rec.Id})
+		}
+		regions[i].ParamOffsets = append(regions[i].ParamOffsets, uint32(off))
+	}
+	return regions, allocs
+}
+
+// run is the kernel of a launch running: it writes the allocation its
+// first pointer parameter points into.
+func (m *memory) run(params []byte) {
+	for off := 0; off+8 <= len(params); off += 8 {
+		if a := m.holding(binary.LittleEndian.Uint64(params[off:])); a != nil {
+			a.version++
+			return
+		}
+	}
+}
+
+// describeMemory adds the launch's regions and memory plan, and enqueues its
+// memory states. A captured launch runs nothing, so it changes no memory.
+func (p *program) describeMemory(l *pb.Launch, kernel string) {
+	m := p.mem
+	if m == nil {
+		return
+	}
+	regions, allocs := m.regions(l.Params)
+	l.Regions = regions
+	plan := &pb.MemoryPlan{SnapshotSelected: m.config.Mode == "snapshot" && m.snapshot.MatchString(kernel)}
+	l.Memory = plan
+	var size uint64
+	for _, r := range regions {
+		size += r.Size
+	}
+	switch {
+	case len(regions) == 0:
+		plan.Status = pb.MemoryPlan_SKIPPED_NO_REGIONS
+		return
+	case m.stopped:
+		plan.Status = pb.MemoryPlan_SKIPPED_STOPPED
+	case l.Captured:
+		plan.Status = pb.MemoryPlan_SKIPPED_CAPTURE
+	case plan.SnapshotSelected && size > m.config.StagingBytes:
+		plan.Status = pb.MemoryPlan_SKIPPED_RING_TOO_SMALL
+	case plan.SnapshotSelected:
+		plan.Status = pb.MemoryPlan_SNAPSHOT
+	default:
+		plan.Status = pb.MemoryPlan_HASH
+	}
+	switch plan.Status {
+	case pb.MemoryPlan_HASH:
+		p.stats.MemoryLaunches++
+		m.run(l.Params)
+		m.enqueue(l.Seq, pb.MemoryState_AFTER, allocs, false)
+	case pb.MemoryPlan_SNAPSHOT:
+		p.stats.MemoryLaunches++
+		p.stats.StagingWaitNs += 420_000 // backpressure: the copies waited for staging space
+		m.enqueue(l.Seq, pb.MemoryState_BEFORE, allocs, true)
+		m.run(l.Params)
+		m.enqueue(l.Seq, pb.MemoryState_AFTER, allocs, true)
+	default:
+		p.stats.MemorySkipped++
+		if !l.Captured {
+			m.run(l.Params)
+		}
+	}
+}
+
+// hashes returns an allocation's region hash and chunk hashes as they are
+// now.
+func (m *memory) hashes(a *devAlloc) (memhash.Sum, []memhash.Sum) {
+	chunkBytes := uint64(m.config.ChunkBytes)
+	var sums []memhash.Sum
+	for c := uint64(0); c*chunkBytes < a.rec.Size; c++ {
+		length := int(min(chunkBytes, a.rec.Size-c*chunkBytes))
+		key := chunkKey{id: a.rec.Id, chunk: int(c), length: length}
+		if c == 0 {
+			key.ver = a.version
+		}
+		sum, ok := m.chunks[key]
+		if !ok {
+			sum = memhash.Chunk(chunkContents(key))
+			m.chunks[key] = sum
+		}
+		sums = append(sums, sum)
+	}
+	return memhash.Region(sums, a.rec.Size), sums
+}
+
+// chunkContents is the synthetic bytes of one chunk of an allocation.
+func chunkContents(k chunkKey) []byte {
+	b := make([]byte, k.length)
+	for i := range b {
+		b[i] = byte(i*7 + int(k.id)*31 + k.chunk*13 + k.ver*101)
+	}
+	return b
+}
+
+func (m *memory) enqueue(seq uint64, point pb.MemoryState_Point, allocs []*devAlloc, snapshot bool) {
+	ps := &pendingState{state: &pb.MemoryState{LaunchSeq: seq, Point: point, Snapshot: snapshot}}
+	for _, a := range allocs {
+		region, chunks := m.hashes(a)
+		h := region.Bytes()
+		rs := &pb.RegionState{Hash: h[:]}
+		for i, c := range chunks {
+			cb := c.Bytes()
+			rs.ChunkHashes = append(rs.ChunkHashes, cb[:]...)
+			if !snapshot || m.stored[cb] {
+				continue
+			}
+			// Only chunks the store lacks cross PCIe.
+			m.stored[cb] = true
+			rs.ChunksTransferred++
+			ps.chunksStored++
+			ps.chunkBytesNew += min(uint64(m.config.ChunkBytes), a.rec.Size-uint64(i)*uint64(m.config.ChunkBytes))
+		}
+		ps.state.Regions = append(ps.state.Regions, rs)
+		ps.bytes += a.rec.Size
+	}
+	m.pending = append(m.pending, ps)
+}
+
+// stop is memory capture giving up: states still on the GPU are lost, and
+// later launches are skipped.
+func (p *program) stopMemory(why string) {
+	m := p.mem
+	m.stopped = true
+	p.stats.MemoryStopped = why
+	for _, ps := range m.pending {
+		ps.state.Regions = nil
+		ps.state.Lost = true
+		ps.state.LostReason = "memory capture stopped before the GPU completed it"
+	}
+}
+
+// completed returns the memory states the GPU finished since the last
+// call, counting them as the agent does when it writes them.
+func (p *program) completed() []*pb.MemoryState {
+	m := p.mem
+	if m == nil {
+		return nil
+	}
+	var out []*pb.MemoryState
+	for _, ps := range m.pending {
+		s := ps.state
+		out = append(out, s)
+		if s.Lost {
+			p.stats.MemoryStatesLost++
+			continue
+		}
+		p.stats.MemoryStates++
+		p.stats.BytesHashed += ps.bytes
+		p.stats.MemoryCaptureGpuNs += ps.bytes / 2000 // about 2 TB/s
+		if s.Snapshot {
+			p.stats.Snapshots++
+			for _, rs := range s.Regions {
+				p.stats.ChunksTotal += uint64(len(rs.ChunkHashes) / 16)
+				p.stats.ChunksTransferred += uint64(rs.ChunksTransferred)
+			}
+			p.stats.ChunksStored += ps.chunksStored
+			p.stats.ChunkBytesStored += ps.chunkBytesNew / 3 // compressed
+		}
+	}
+	m.pending = nil
+	return out
+}

@@ -1,0 +1,98 @@
+package recording
+
+import (
+	"cmp"
+	"encoding/hex"
+	"slices"
+	"strconv"
+	"strings"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// HashBytes is the size of a gpurr-h128 hash (docs/hash.md).
+const HashBytes = 16
+
+// indexMemory indexes the records of memory capture: states by launch,
+// allocations by id.
+func (l *Links) indexMemory(d *Data) {
+	l.memory = make(map[uint64][]*pb.MemoryState)
+	for _, s := range d.Memory {
+		l.memory[s.GetLaunchSeq()] = append(l.memory[s.GetLaunchSeq()], s)
+	}
+	for _, states := range l.memory {
+		// The GPU finishes BEFORE ahead of AFTER, but the two can land in
+		// different frames; readers want them in stream order.
+		slices.SortStableFunc(states, func(a, b *pb.MemoryState) int { return cmp.Compare(a.GetPoint(), b.GetPoint()) })
+	}
+	l.allocs = make(map[uint64]*pb.Allocation)
+	l.frees = make(map[uint64]*pb.Allocation)
+	for _, a := range d.Allocations {
+		if a.GetFreed() {
+			l.frees[a.GetId()] = a
+		} else {
+			l.allocs[a.GetId()] = a
+		}
+	}
+}
+
+// MemoryFor returns the memory states recorded for the launch with sequence
+// number seq, BEFORE ahead of AFTER: one AFTER state in hash mode; BEFORE
+// and AFTER for a launch snapshot mode selected. nil when there are none:
+// memory capture was off or skipped for the launch (Launch.memory says
+// which), or the recording ended before the GPU finished them.
+func (l *Links) MemoryFor(seq uint64) []*pb.MemoryState { return l.memory[seq] }
+
+// StateRegion returns the launch region that s.regions[i] describes (a
+// memory state's regions are in its launch's Launch.regions order), or nil
+// when the launch is not in the recording or has no region i.
+func (l *Links) StateRegion(s *pb.MemoryState, i int) *pb.Region {
+	regions := l.launchBySeq[s.GetLaunchSeq()].GetRegions()
+	if i < 0 || i >= len(regions) {
+		return nil
+	}
+	return regions[i]
+}
+
+// Allocation returns the record that allocated id (Region.allocation_id,
+// Allocation.id), or nil when the recording does not hold it.
+func (l *Links) Allocation(id uint64) *pb.Allocation { return l.allocs[id] }
+
+// Freed returns the record that freed allocation id, or nil when it was
+// not freed while the process was recorded.
+func (l *Links) Freed(id uint64) *pb.Allocation { return l.frees[id] }
+
+// ChunkHashes splits a region state's chunk hashes into one 16-byte hash
+// per chunk, chunk 0 first; chunk i covers bytes [i·chunk_bytes,
+// (i+1)·chunk_bytes) of the region (MemoryConfig.chunk_bytes). The slices
+// share the record's bytes. Bytes short of a whole hash at the end (a
+// damaged record) are left out.
+func ChunkHashes(rs *pb.RegionState) [][]byte {
+	b := rs.GetChunkHashes()
+	out := make([][]byte, 0, len(b)/HashBytes)
+	for off := 0; off+HashBytes <= len(b); off += HashBytes {
+		out = append(out, b[off:off+HashBytes:off+HashBytes])
+	}
+	return out
+}
+
+// HashText writes a hash as gpurr prints it: lower-case hex, 32 digits for
+// a gpurr-h128 hash (docs/hash.md, "Encoding"); "" when there is none.
+func HashText(h []byte) string { return hex.EncodeToString(h) }
+
+// EnumText writes an enum value of the format as gpurr prints it: its name
+// in lower case (MemoryPlan.SKIPPED_CAPTURE is "skipped_capture",
+// MemoryState.AFTER "after"); "" for the unspecified zero value, and the
+// number for a value added by a newer format than this reader knows.
+func EnumText(e protoreflect.Enum) string {
+	if e.Number() == 0 {
+		return ""
+	}
+	v := e.Descriptor().Values().ByNumber(e.Number())
+	if v == nil {
+		return strconv.Itoa(int(e.Number()))
+	}
+	return strings.ToLower(string(v.Name()))
+}
