@@ -782,6 +782,149 @@ def t_bad_sql(h):
     return f"exit 2, stderr: {lines[0][:120]}"
 
 
+# --- memory capture ------------------------------------------------------------------------
+def h128():
+    """The Python implementation of gpurr-h128 in scripts/gen-hash-vectors (stdlib only)."""
+    import importlib.machinery
+    import importlib.util
+    loader = importlib.machinery.SourceFileLoader("gen_hash_vectors", str(ROOT / "scripts" / "gen-hash-vectors"))
+    spec = importlib.util.spec_from_loader("gen_hash_vectors", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+def region_hash_hex(data):
+    m = h128()
+    chunks = [m.chunk_hash(data[i:i + m.CHUNK]) for i in range(0, len(data), m.CHUNK)]
+    return m.hexsum(m.region_hash(chunks, len(data)))
+
+
+def mem_states(h, d, kernel, point="after"):
+    return h.query(d, f"""SELECT l.seq AS seq, m.region AS region, m.address AS address, m.size AS size,
+                                 m.hash AS hash, m.chunks AS chunks, m.chunks_transferred AS xfer,
+                                 m.snapshot AS snapshot, m.lost AS lost
+                          FROM launches l JOIN memory_states m ON m.process = l.process AND m.launch_seq = l.seq
+                          WHERE l.name = '{kernel}' AND m.point = '{point}' ORDER BY l.seq, m.region""")
+
+
+@test("memory.hash")
+def t_memory_hash(h):
+    """Hash mode: every launch's after-hash equals gpurr-h128 (Python) of the bytes the program
+    itself read back; odd sizes and tails; a concurrent second stream does not disturb it."""
+    out = h.tmp / "memory_hash"
+    want, d = h.py_workload("memory_hash", args=[out], flags=["--memory", "hash"])
+    rows = mem_states(h, d, "gpurr_mem_fill")
+    checks = want["checks"]
+    check(len(rows) == len(checks), f"{len(rows)} after-states of gpurr_mem_fill, want {len(checks)}: {rows[:3]}")
+    for c, r in zip(checks, rows):
+        check(r["size"] == c["size"], f"{c['name']}: region of {r['size']} bytes, the allocation has {c['size']}")
+        data = (out / f"{c['name']}.bin").read_bytes()
+        if len(data) > (1 << 20):  # the pure-Python hash is slow: compare big ones by chunk count only
+            check(r["chunks"] == (len(data) + 65535) // 65536, f"{c['name']}: {r['chunks']} chunks")
+            continue
+        want_hash = region_hash_hex(data)
+        check(r["hash"] == want_hash, f"{c['name']} ({c['size']} B): recorded {r['hash']}, bytes hash to {want_hash}")
+    # The stream race: the buffer ends as stream 2 wrote it, yet stream 1's launch is hashed
+    # as stream 1 left it. 4 MiB is too slow for the Python hash: compare through the chunk
+    # hashes of chunk 0 (the whole first 64 KiB).
+    m = h128()
+    by_name = {c["name"]: r for c, r in zip(checks, rows)}
+    s1, s2 = by_name["stream1"], by_name["stream2"]
+    check(s1["hash"] != s2["hash"], "both streams' launches hashed alike: the hash did not follow stream order")
+    for name in ("stream1", "stream2"):
+        first = (out / f"{name}.bin").read_bytes()[:65536]
+        got = h.one(d, f"""SELECT c.hash AS hash FROM memory_chunks c
+                           WHERE c.launch_seq = {by_name[name]['seq']} AND c.point = 'after' AND c.chunk = 0""")["hash"]
+        check(got == m.hexsum(m.chunk_hash(first)), f"{name}: chunk 0 hash {got} is not that of its own bytes")
+    regions = h.n(d, "SELECT count(*) AS n FROM regions r JOIN launches l ON l.process = r.process AND l.seq = r.launch_seq "
+                     "WHERE l.name = 'gpurr_mem_fill' AND r.param_offsets = '0'")
+    check(regions == len(checks), f"{regions} regions found through parameter offset 0, want {len(checks)}")
+    return f"{len(checks)} launches: hashes equal the program's bytes (sizes 17 B..8 MiB), stream order kept"
+
+
+def rewind(h, d, seq, point, out):
+    r = h.sh([h.gpurr, "rewind", d, "--launch", seq, f"--{point}", "--region", "0", "-o", out], 120)
+    check(r.rc == 0, f"gpurr rewind --launch {seq} --{point}: {r.why()}")
+    return Path(out).read_bytes()
+
+
+@test("memory.snapshot")
+def t_memory_snapshot(h):
+    """Snapshot mode: rewind before/after each poke equals the program's own copies; only the
+    changed chunk crosses PCIe."""
+    out = h.tmp / "memory_snapshot"
+    want, d = h.py_workload("memory_snapshot_exact", "memory_snapshot.py", args=["exact", out], flags=["--memory", "snapshot",
+                            "--snapshot-kernels", "gpurr_snap_", "--staging-bytes", str(256 << 20)])
+    pokes = mem_states(h, d, "gpurr_snap_poke")
+    check(len(pokes) == want["pokes"], f"{len(pokes)} poke after-states, want {want['pokes']}")
+    seqs = [r["seq"] for r in pokes]
+    for i, seq in enumerate(seqs):
+        before = rewind(h, d, seq, "before", h.tmp / "rw-before.bin")
+        prev = out / ("before0.bin" if i == 0 else f"after{i - 1}.bin")
+        check(before == prev.read_bytes(), f"poke {i} (launch {seq}): rewind --before differs from the program's copy")
+        after = rewind(h, d, seq, "after", h.tmp / "rw-after.bin")
+        check(after == (out / f"after{i}.bin").read_bytes(), f"poke {i} (launch {seq}): rewind --after differs")
+    xfer = [r["xfer"] for r in pokes]
+    check(all(x == 1 for x in xfer), f"chunks transferred after each poke: {xfer}, want 1 each (1 of 1024 changed)")
+    bx = [r["xfer"] for r in mem_states(h, d, "gpurr_snap_poke", "before")]
+    check(all(x == 0 for x in bx), f"chunks transferred before each poke: {bx}, want 0 (nothing changed since)")
+    st = h.one(d, "SELECT sum(chunks_total) AS total, sum(chunks_transferred) AS xfer FROM stats")
+    return (f"{len(seqs)} pokes: rewind before/after == program copies; 1 of 1024 chunks per poke crossed PCIe "
+            f"({st['xfer']} of {st['total']} chunks in all)")
+
+
+@test("memory.drop_oldest")
+def t_memory_drop(h):
+    out = h.tmp / "memory_drop"
+    want, d = h.py_workload("memory_snapshot_drop", "memory_snapshot.py", args=["drop", out], flags=[
+        "--memory", "snapshot", "--on-full", "drop-oldest", "--staging-bytes", str(4 << 20)])
+    lost = h.query(d, "SELECT count(DISTINCT launch_seq) AS n, min(lost_reason) AS why FROM memory_states WHERE lost = 1")[0]
+    st = h.one(d, "SELECT sum(memory_states_lost) AS lost, sum(snapshots) AS snaps FROM stats")
+    check(lost["n"] and lost["n"] > 0, f"no lost memory states with a 4 MiB ring and drop-oldest (stats {st})")
+    check("drop" in (lost["why"] or ""), f"lost reason {lost['why']!r} does not say dropped")
+    info = h.save_info("memory_drop", d)
+    check(info.rc == 1 and "LOST" in info.out, f"gpurr info does not flag the drops loudly (exit {info.rc})")
+    return f"{lost['n']} launches lost states ({lost['why']}), {st['snaps']} snapshots kept; info exits 1"
+
+
+@test("memory.flight_sigusr2")
+def t_memory_flight(h):
+    out = h.tmp / "memory_flight"
+    want, d = h.py_workload("memory_snapshot_flight", "memory_snapshot.py", args=["flight", out], flags=[
+        "--memory", "snapshot", "--snapshot-kernels", "gpurr_snap_poke", "--flight-recorder", "3"])
+    st = h.one(d, "SELECT max(flight_dumps) AS dumps FROM stats")
+    check(st["dumps"] and st["dumps"] >= 2, f"flight_dumps {st['dumps']}, want >= 2 (SIGUSR2 and exit)")
+    snap = [r["seq"] for r in mem_states(h, d, "gpurr_snap_poke") if truthy(r["snapshot"])]
+    allp = [r["seq"] for r in mem_states(h, d, "gpurr_snap_poke")]
+    check(len(allp) == want["pokes"], f"{len(allp)} poke after-states, want {want['pokes']}")
+    # Window of 3 launches at the signal (pokes 6..8) and at exit (pokes 10..12).
+    want_snap = allp[5:8] + allp[9:12]
+    check(snap == want_snap, f"snapshots kept for launches {snap}, want the windows {want_snap}")
+    rewind(h, d, allp[7], "after", h.tmp / "fl.bin")
+    return f"{st['dumps']} dumps; snapshots of launches {snap} kept, the others hash-only"
+
+
+@test("memory.flight_fault")
+def t_memory_fault(h):
+    script = WL / "memory_snapshot.py"
+    d = h.new_recdir("memory_fault")
+    r = h.sh(h.record_argv(d, [h.py, script, "fault", h.tmp / "memory_fault"],
+                           ["--memory", "snapshot", "--flight-recorder", "4"]), 240, log="memory_fault.rec")
+    got = last_json(r.out)
+    check(got and got.get("fault", "none") != "none", f"the planted illegal-address kernel did not fault: {got} {r.why()}")
+    st = h.one(d, "SELECT max(flight_dumps) AS dumps FROM stats")
+    check(st["dumps"] and st["dumps"] >= 1, f"no flight-recorder dump after {got['fault']} (stats {st})")
+    bad = h.query(d, "SELECT seq FROM launches WHERE name = 'gpurr_snap_bad'")
+    check(len(bad) == 1, f"{len(bad)} launches of the faulting kernel recorded")
+    seq = bad[0]["seq"]
+    before = h.query(d, f"SELECT snapshot FROM memory_states WHERE launch_seq = {seq} AND point = 'before'")
+    check(before and all(truthy(b["snapshot"]) for b in before), f"no stored snapshot before the faulting launch {seq}: {before}")
+    data = rewind(h, d, seq, "before", h.tmp / "fault-before.bin")
+    h.recordings.append(d)
+    return f"{got['fault']}: dumped; the faulting launch's inputs ({len(data)} B) are in the recording"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gpurr", default=str(ROOT / "bin" / "gpurr"))

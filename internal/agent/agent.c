@@ -21,6 +21,7 @@
 #include "_cgo_export.h"
 #include "agent.h"
 #include "cabi.h"
+#include "memcap.h"
 #include "pystack.h"
 
 // ---- CUPTI and driver entry points, resolved with dlsym ----
@@ -56,7 +57,7 @@ static struct {
 static gp_CUpti_SubscriberHandle subscriber;
 static uint32_t cupti_version;
 static int driver_version;
-static gp_config config;
+gp_config config;
 static int started;
 
 // ---- fork guard: no work, and never Go, in a forked child ----
@@ -70,9 +71,7 @@ int gp_is_forked_child(void) { return forked_child; }
 
 // ---- counters ----
 
-static gp_counters counters;
-
-#define COUNT(field, n) atomic_fetch_add_explicit((_Atomic uint64_t *)&counters.field, (n), memory_order_relaxed)
+gp_counters counters;
 
 void gp_read_counters(gp_counters *out) {
   uint64_t *src = (uint64_t *)&counters, *dst = (uint64_t *)out;
@@ -162,7 +161,7 @@ static int ring_push_counted(const void *rec, uint64_t *pushed) {
   return ok;
 }
 
-static int ring_push(const void *rec) { return ring_push_counted(rec, NULL); }
+int ring_push(const void *rec) { return ring_push_counted(rec, NULL); }
 
 // gp_ring_take copies whole records out. Bytes in [tail, head) are complete
 // (written under the lock before head moved past them) and stay put until
@@ -224,7 +223,11 @@ static GP_TLS struct {
   int stream_ptsz;
   uint32_t callbacks;        // on this thread, for sampling the agent's own time
   const void *launch_func;  // func_entry of the launch in flight
+  int in_agent;             // inside the agent's own CUDA calls: ignore their callbacks
+  uint32_t params_len;      // memory capture: parameters already copied at ENTER
 } tls;
+
+int gp_in_agent_call(int enter) { return tls.in_agent = enter; }
 
 // Large per-thread buffers live on the heap: the library's TLS block must
 // stay tiny, because a Go c-shared library is marked static-TLS and the
@@ -232,9 +235,11 @@ static GP_TLS struct {
 typedef struct {
   struct {
     gp_launch_rec r;
-    uint8_t params[32768];  // CUDA 12.1+ allows up to 32764 bytes of parameters
+    // CUDA 12.1+ allows up to 32764 bytes of parameters; regions follow them.
+    uint8_t tail[32768 + GP_MAX_REGIONS * sizeof(gp_region_rec) + GP_MAX_POINTERS * sizeof(gp_pointer_rec)];
   } launch;
   struct stack_builder *stack;
+  gp_mem_launch mem;
 } thread_scratch;
 
 static GP_TLS thread_scratch *tls_scratch;
@@ -280,8 +285,7 @@ void gp_log(int level, const char *msg) {
   ring_push(&rec);
 }
 
-static void logf_(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void logf_(int level, const char *fmt, ...) {
+void logf_(int level, const char *fmt, ...) {
   char buf[1024];
   va_list ap;
   va_start(ap, fmt);
@@ -300,6 +304,7 @@ typedef struct {
   uint32_t nparams, param_bytes;
   uint32_t *layout;  // nparams × (offset, size)
   int selected;
+  int snapshot;  // matches --snapshot-kernels
 } func_entry;
 
 static func_entry funcs[FUNC_TABLE];
@@ -356,6 +361,7 @@ static func_entry *func_describe(gp_CUfunction f, const char *symbol) {
   if (!name) name = "";
   int selected = 1;
   if (config.has_kernel_filter) selected = gpurrKernelSelected((char *)name);
+  int snapshot = config.memory_mode == GP_MEM_SNAPSHOT && gpurrSnapshotKernel((char *)name);
 
   uint64_t id = ++next_kernel_id;
   size_t name_len = strnlen(name, 4096);
@@ -380,6 +386,7 @@ static func_entry *func_describe(gp_CUfunction f, const char *symbol) {
     overflow.id = id;
     overflow.nparams = 0;
     overflow.selected = selected;
+    overflow.snapshot = snapshot;
     return &overflow;
   }
   slot->id = id;
@@ -392,6 +399,7 @@ static func_entry *func_describe(gp_CUfunction f, const char *symbol) {
     slot->nparams = 0;
   }
   slot->selected = selected;
+  slot->snapshot = snapshot;
   atomic_store_explicit(&slot->key, key, memory_order_release);
   pthread_mutex_unlock(&funcs_mu);
   return slot;
@@ -807,6 +815,15 @@ static void on_launch_enter(uint32_t cbid, const gp_CallbackData *cb) {
   tls.seq = atomic_fetch_add_explicit(&launch_seq, 1, memory_order_relaxed) + 1;
   tls.host_ns = gp_timestamp();
   tls.graph_node_id = 0;
+  tls.params_len = 0;
+  if (config.memory_mode == GP_MEM_OFF) return;
+  thread_scratch *s = scratch();
+  if (!s) return;
+  launch_view v;
+  view_launch(cbid, cb->functionParams, &v);
+  tls.params_len = copy_params(fe, &v, s->launch.tail, 32768);
+  gp_mem_launch_enter(&s->mem, s->launch.tail, tls.params_len, cb->context, v.stream, is_ptsz(cbid), tls.seq,
+                      fe->snapshot);
 }
 
 static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
@@ -831,7 +848,10 @@ static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
   rec->stream = (uint64_t)(uintptr_t)v.stream;
   rec->graph_node_id = tls.graph_node_id;
   rec->captured = tls.graph_node_id != 0;
-  rec->pad[0] = rec->pad[1] = rec->pad[2] = 0;
+  rec->mem_status = 0;
+  rec->snapshot_selected = 0;
+  rec->pad = 0;
+  rec->nregions = rec->npointers = 0;
   rec->tid = thread_id();
   rec->context_uid = cb->contextUid;
   rec->device = device_of(cb->contextUid);
@@ -843,9 +863,26 @@ static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
   memcpy(rec->block, v.block, sizeof v.block);
   memcpy(rec->cluster, v.cluster, sizeof v.cluster);
   rec->shared_mem = v.smem;
-  rec->params_len = fe ? copy_params(fe, &v, s->launch.params, sizeof s->launch.params) : 0;
   rec->callstack_id = take_callstack();
-  rec->h.size = pad8(sizeof *rec + rec->params_len);
+  if (config.memory_mode == GP_MEM_OFF) {
+    rec->params_len = fe ? copy_params(fe, &v, s->launch.tail, 32768) : 0;
+    rec->h.size = pad8(sizeof *rec + rec->params_len);
+  } else {
+    gp_mem_launch *m = &s->mem;
+    rec->params_len = tls.params_len;
+    gp_mem_launch_exit(m, cb->context, v.stream, is_ptsz(cbid), tls.seq, rec->captured, rec->result);
+    rec->mem_status = m->status;
+    rec->snapshot_selected = m->snapshot;
+    rec->nregions = m->nregions;
+    rec->npointers = m->npointers;
+    uint32_t at = pad8(rec->params_len);
+    memset(s->launch.tail + rec->params_len, 0, at - rec->params_len);
+    memcpy(s->launch.tail + at, m->regions, m->nregions * sizeof(gp_region_rec));
+    at += m->nregions * sizeof(gp_region_rec);
+    memcpy(s->launch.tail + at, m->pointers, m->npointers * sizeof(gp_pointer_rec));
+    at += m->npointers * sizeof(gp_pointer_rec);
+    rec->h.size = pad8(sizeof *rec + at);
+  }
   if (!ring_push_counted(rec, &counters.launches)) COUNT(launches_dropped, 1);
 }
 
@@ -930,7 +967,7 @@ enum { TIMING_SAMPLE = 16 };
 
 static void on_cupti_callback(void *userdata, int domain, uint32_t cbid, const void *data) {
   (void)userdata;
-  if (forked_child) return;
+  if (forked_child || tls.in_agent) return;
   if (++tls.callbacks % TIMING_SAMPLE) {
     dispatch(domain, cbid, data);
     return;
@@ -951,6 +988,12 @@ static void dispatch(int domain, uint32_t cbid, const void *data) {
     } else if ((cbid == GP_CBID_cuGraphLaunch || cbid == GP_CBID_cuGraphLaunch_ptsz) &&
                cb->callbackSite == GP_API_EXIT) {
       on_graph_launch(cbid, cb);
+    } else if (gp_mem_alloc_callback(cbid)) {
+      gp_mem_on_api(cbid, cb);
+    } else if (gp_mem_error_callback(cbid) && cb->callbackSite == GP_API_EXIT && cb->functionReturnValue) {
+      gp_CUresult r = *(gp_CUresult *)cb->functionReturnValue;
+      if (r != 0 && r != 600 && !forked_child && getpid() == agent_pid)  // 600: CUDA_ERROR_NOT_READY
+        gpurrCudaError((char *)cb->functionName, r);
     }
     return;
   }
@@ -988,6 +1031,10 @@ static void buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records
 }
 
 static void push_kernel_activity(const gp_ActivityKernel10 *k) {
+  if (k->name && strncmp(k->name, "gpurr_memcap", 12) == 0) {  // our own: its cost is a statistic
+    COUNT(memcap_gpu_ns, k->end > k->start ? k->end - k->start : 0);
+    return;
+  }
   struct {
     gp_activity_rec r;
     char name[4096];
@@ -1162,6 +1209,31 @@ int gp_start(const gp_config *cfg, char *err, size_t errcap) {
     if (r != 0) {
       snprintf(err, errcap, "cuptiEnableCallback(resource %u): %s", resource_cbids[i], cupti_error(r));
       return 0;
+    }
+  }
+  if (cfg->memory_mode != GP_MEM_OFF) {
+    if (!gp_mem_start(cfg, err, errcap)) return 0;
+    static const uint32_t alloc_cbids[] = {
+        GP_CBID_cuMemAlloc_v2,        GP_CBID_cuMemAllocPitch_v2,          GP_CBID_cuMemAllocManaged,
+        GP_CBID_cuMemAllocAsync,      GP_CBID_cuMemAllocAsync_ptsz,        GP_CBID_cuMemAllocFromPoolAsync,
+        GP_CBID_cuMemAllocFromPoolAsync_ptsz, GP_CBID_cuMemFree_v2,        GP_CBID_cuMemFreeAsync,
+        GP_CBID_cuMemFreeAsync_ptsz,  GP_CBID_cuMemMap,                    GP_CBID_cuMemUnmap,
+        GP_CBID_cuIpcCloseMemHandle,
+    };
+    for (size_t i = 0; i < sizeof alloc_cbids / sizeof *alloc_cbids; i++) {
+      r = cupti.enableCallback(1, subscriber, GP_CB_DOMAIN_DRIVER_API, alloc_cbids[i]);
+      if (r != 0) {
+        snprintf(err, errcap, "cuptiEnableCallback(driver %u): %s", alloc_cbids[i], cupti_error(r));
+        return 0;
+      }
+    }
+    for (uint32_t cbid = 1; cfg->flight_recorder && cbid < 1024; cbid++) {
+      if (!gp_mem_error_callback(cbid)) continue;
+      r = cupti.enableCallback(1, subscriber, GP_CB_DOMAIN_DRIVER_API, cbid);
+      if (r != 0) {
+        snprintf(err, errcap, "cuptiEnableCallback(driver %u): %s", cbid, cupti_error(r));
+        return 0;
+      }
     }
   }
   started = 1;

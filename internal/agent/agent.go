@@ -12,6 +12,7 @@ package agent
 #cgo LDFLAGS: -ldl -lpthread
 #include <stdlib.h>
 #include "agent.h"
+#include "memcap.h"
 */
 import "C"
 
@@ -22,9 +23,11 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/gpurr/gpurr/internal/agent/agentenv"
+	"github.com/gpurr/gpurr/internal/kernels"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
@@ -41,8 +44,9 @@ const defaultRingBytes = 64 << 20
 // The process-wide recorder: the agent is a singleton by nature (one per
 // process, created by the driver's single InitializeInjection call).
 var (
-	active       *recorder
-	kernelFilter *regexp.Regexp
+	active         *recorder
+	kernelFilter   *regexp.Regexp
+	snapshotFilter *regexp.Regexp
 )
 
 // Initialize starts recording in this process. It never fails the program:
@@ -89,6 +93,7 @@ type config struct {
 	callstack string
 	ringBytes uint64
 	gpuTiming bool
+	memory    agentenv.MemoryConfig
 }
 
 func configFromEnv() (config, error) {
@@ -121,6 +126,38 @@ func configFromEnv() (config, error) {
 		}
 		cfg.ringBytes = n
 	}
+	cfg.memory = agentenv.MemoryConfig{
+		Mode:             os.Getenv(agentenv.Memory),
+		SnapshotKernels:  os.Getenv(agentenv.SnapshotKernels),
+		SnapshotLaunches: os.Getenv(agentenv.SnapshotLaunches),
+		OnFull:           os.Getenv(agentenv.OnFull),
+	}
+	var err error
+	if s := os.Getenv(agentenv.StagingBytes); s != "" {
+		if cfg.memory.StagingBytes, err = strconv.ParseUint(s, 10, 64); err != nil {
+			return cfg, fmt.Errorf("%s=%q: want a byte count", agentenv.StagingBytes, s)
+		}
+	}
+	if s := os.Getenv(agentenv.FlightRecorder); s != "" {
+		if cfg.memory.FlightRecorder, err = strconv.ParseUint(s, 10, 64); err != nil {
+			return cfg, fmt.Errorf("%s=%q: want a launch count", agentenv.FlightRecorder, s)
+		}
+	}
+	if cfg.memory.Mode == "" {
+		cfg.memory.Mode = "off"
+	}
+	if cfg.memory.OnFull == "" {
+		cfg.memory.OnFull = "backpressure"
+	}
+	if cfg.memory.StagingBytes == 0 {
+		cfg.memory.StagingBytes = defaultStagingBytes
+	}
+	if err := cfg.memory.Validate(); err != nil {
+		return cfg, fmt.Errorf("memory capture: %v", err)
+	}
+	if cfg.memory.SnapshotKernels != "" {
+		snapshotFilter = regexp.MustCompile(cfg.memory.SnapshotKernels)
+	}
 	if cfg.kernels != "" {
 		re, err := regexp.Compile(cfg.kernels)
 		if err != nil {
@@ -145,6 +182,38 @@ func (r *recorder) start() error {
 	}
 	if r.cfg.gpuTiming {
 		ccfg.gpu_timing = 1
+	}
+	if m := r.cfg.memory; m.Mode != "off" {
+		mem, err := newMemoryCapture(r)
+		if err != nil {
+			return fmt.Errorf("memory capture: %w", err)
+		}
+		r.mem = mem
+		ccfg.memory_mode = C.GP_MEM_HASH
+		if m.Mode == "snapshot" {
+			ccfg.memory_mode = C.GP_MEM_SNAPSHOT
+		}
+		if m.OnFull == "drop-oldest" {
+			ccfg.on_full = C.GP_ON_FULL_DROP_OLDEST
+		}
+		// Both stay allocated for the life of the process: C keeps them.
+		ptx := kernels.MemcapPTX()
+		ccfg.memcap_ptx = (*C.char)(C.CBytes(ptx))
+		ccfg.results_bytes = defaultResultsBytes
+		ccfg.staging_bytes = C.uint64_t(m.StagingBytes)
+		if m.FlightRecorder > 0 {
+			ccfg.flight_recorder = 1
+			r.watchDumpSignal()
+		}
+		ranges, _ := agentenv.ParseRanges(m.SnapshotLaunches)
+		if len(ranges) > 0 {
+			arr := (*[1 << 20]C.uint64_t)(C.malloc(C.size_t(16 * len(ranges))))
+			for i, rg := range ranges {
+				arr[2*i], arr[2*i+1] = C.uint64_t(rg.Lo), C.uint64_t(rg.Hi)
+			}
+			ccfg.snapshot_ranges = &arr[0]
+			ccfg.nsnapshot_ranges = C.int(len(ranges))
+		}
 	}
 	var errbuf [512]C.char
 	started := C.gp_start(&ccfg, &errbuf[0], C.size_t(len(errbuf))) != 0
@@ -182,6 +251,43 @@ func gpurrKernelSelected(name *C.char) (selected C.int) {
 		return 1
 	}
 	return 0
+}
+
+//export gpurrSnapshotKernel
+func gpurrSnapshotKernel(name *C.char) (selected C.int) {
+	defer func() {
+		if recover() != nil {
+			selected = 0
+		}
+	}()
+	if snapshotFilter == nil || snapshotFilter.MatchString(C.GoString(name)) {
+		return 1
+	}
+	return 0
+}
+
+// gpurrCudaError is called on the program's thread when a call that
+// reports kernel failures returns an error: the flight recorder writes its
+// window before the program reacts (often by exiting). It waits at most
+// a few seconds.
+//
+//export gpurrCudaError
+func gpurrCudaError(call *C.char, code C.int) {
+	defer func() { _ = recover() }()
+	r := active
+	if r == nil || r.mem == nil || r.mem.flight == nil {
+		return
+	}
+	reason := fmt.Sprintf("%s returned CUDA error %d", C.GoString(call), int(code))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.dumpFlightRecorder(reason)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+	}
 }
 
 var exitOnce sync.Once

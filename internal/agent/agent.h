@@ -17,6 +17,8 @@ enum {
   GP_REC_GRAPHLAUNCH = 7,
   GP_REC_DEVICE = 8,
   GP_REC_LOG = 9,
+  GP_REC_ALLOC = 10,
+  GP_REC_MEMLOST = 11,
 };
 
 typedef struct {
@@ -31,8 +33,10 @@ typedef struct {
   int32_t result;
   uint32_t grid[3], block[3], cluster[3];
   uint32_t shared_mem, params_len;
-  uint8_t captured, pad[3];
-  // params_len bytes of parameters follow
+  uint8_t captured, mem_status, snapshot_selected, pad;
+  uint32_t nregions, npointers;
+  // params_len bytes of parameters follow (padded to 8), then nregions
+  // gp_region_rec and npointers gp_pointer_rec (memcap.h)
 } gp_launch_rec;
 
 typedef struct {
@@ -110,6 +114,8 @@ typedef struct {
   uint64_t callstacks_failed, modules, modules_dropped;
   uint64_t ring_bytes_dropped, records_dropped;
   uint64_t callback_cycles;  // TSC cycles spent in CUPTI callbacks on program threads
+  uint64_t allocations, memory_launches, memory_skipped, bytes_hashed;
+  uint64_t staging_wait_ns, memcap_gpu_ns, memory_jobs_dropped;
 } gp_counters;
 
 // Configuration handed from Go to C at start.
@@ -119,6 +125,13 @@ typedef struct {
   int callstack_mode;  // 0 off, 1 auto, 2 python, 3 native
   int has_kernel_filter;
   int gpu_timing;  // collect kernel start/end on the GPU (CUPTI activity)
+  int memory_mode;  // GP_MEM_* (memcap.h)
+  int on_full;      // GP_ON_FULL_*
+  const char *memcap_ptx;
+  uint64_t results_bytes, staging_bytes;
+  const uint64_t *snapshot_ranges;  // [lo, hi] launch seq pairs, inclusive; none: every launch
+  int nsnapshot_ranges;
+  int flight_recorder;  // watch for failing CUDA calls (gpurrCudaError)
 } gp_config;
 
 enum { GP_STACK_OFF = 0, GP_STACK_AUTO = 1, GP_STACK_PYTHON = 2, GP_STACK_NATIVE = 3 };

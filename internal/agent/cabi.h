@@ -36,6 +36,65 @@ enum {
   GP_CBID_cuLaunchKernelEx_ptsz = 653,
 };
 
+// Allocation callbacks (memory capture) and the calls that report a
+// failed kernel (flight recorder).
+enum {
+  GP_CBID_cuCtxSynchronize = 17,
+  GP_CBID_cuEventSynchronize = 121,
+  GP_CBID_cuStreamSynchronize = 126,
+  GP_CBID_cuMemAlloc_v2 = 243,
+  GP_CBID_cuMemAllocPitch_v2 = 244,
+  GP_CBID_cuMemFree_v2 = 245,
+  GP_CBID_cuMemcpyDtoH_v2 = 278,
+  GP_CBID_cuMemcpyDtoHAsync_v2 = 279,
+  GP_CBID_cuMemcpy = 305,
+  GP_CBID_cuMemcpyAsync = 306,
+  GP_CBID_cuIpcCloseMemHandle = 330,
+  GP_CBID_cuMemAllocManaged = 371,
+  GP_CBID_cuMemcpyDtoH_v2_ptds = 398,
+  GP_CBID_cuMemcpy_ptds = 408,
+  GP_CBID_cuMemcpyAsync_ptsz = 418,
+  GP_CBID_cuMemcpyDtoHAsync_v2_ptsz = 422,
+  GP_CBID_cuStreamSynchronize_ptsz = 440,
+  GP_CBID_cuMemMap = 551,
+  GP_CBID_cuMemUnmap = 552,
+  GP_CBID_cuMemAllocAsync = 598,
+  GP_CBID_cuMemAllocAsync_ptsz = 599,
+  GP_CBID_cuMemFreeAsync = 600,
+  GP_CBID_cuMemFreeAsync_ptsz = 601,
+  GP_CBID_cuMemAllocFromPoolAsync = 611,
+  GP_CBID_cuMemAllocFromPoolAsync_ptsz = 612,
+  GP_CBID_cuCtxSynchronize_v2 = 800,
+};
+
+// cuMemAlloc_v2_params; cuMemAllocManaged, cuMemAllocAsync and
+// cuMemAllocFromPoolAsync start with the same two fields.
+typedef struct {
+  uint64_t *dptr;
+  size_t bytesize;
+} gp_cuMemAlloc_params;
+
+typedef struct {
+  uint64_t *dptr;
+  size_t *pPitch;
+  size_t WidthInBytes;
+  size_t Height;
+  unsigned int ElementSizeBytes;
+} gp_cuMemAllocPitch_params;
+
+typedef struct {
+  uint64_t ptr;
+  size_t size;
+  size_t offset;
+  unsigned long long handle;
+  unsigned long long flags;
+} gp_cuMemMap_params;
+
+typedef struct {
+  uint64_t ptr;
+  size_t size;
+} gp_cuMemUnmap_params;
+
 // CUpti_CallbackIdResource values.
 enum {
   GP_CBID_RESOURCE_CONTEXT_CREATED = 1,

@@ -3,6 +3,7 @@ package agent
 /*
 #include <stdlib.h>
 #include "agent.h"
+#include "memcap.h"
 */
 import "C"
 
@@ -22,6 +23,7 @@ import (
 
 	"github.com/ianlancetaylor/demangle"
 
+	"github.com/gpurr/gpurr/internal/kernels"
 	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
@@ -56,7 +58,8 @@ type recorder struct {
 	modules  []moduleInfo // in load order
 	kernels  map[uint64]*pb.Kernel
 	closed   bool
-	stats    pb.Stats // Go-side counters
+	stats    pb.Stats       // Go-side counters
+	mem      *memoryCapture // nil when memory capture is off
 	stop     chan struct{}
 	wg       sync.WaitGroup
 	lastTick time.Time
@@ -109,6 +112,19 @@ func processInfo(cfg config) *pb.Process {
 		CallstackMode: cfg.callstack,
 		KernelFilter:  cfg.kernels,
 		GpuTiming:     cfg.gpuTiming,
+	}
+	if m := cfg.memory; m.Mode == "hash" || m.Mode == "snapshot" {
+		info.Memory = &pb.MemoryConfig{
+			Mode:             m.Mode,
+			ChunkBytes:       kernels.ChunkBytes,
+			SnapshotKernels:  m.SnapshotKernels,
+			SnapshotLaunches: m.SnapshotLaunches,
+			OnFull:           m.OnFull,
+			FlightRecorder:   m.FlightRecorder,
+		}
+		if m.Mode == "snapshot" {
+			info.Memory.StagingBytes = m.StagingBytes
+		}
 	}
 	info.Rank = envInt("RANK")
 	info.LocalRank = envInt("LOCAL_RANK")
@@ -169,6 +185,9 @@ func (r *recorder) loop() {
 			}
 			r.mu.Lock()
 			r.drain()
+			if r.mem != nil {
+				r.mem.drain(r)
+			}
 			if r.pending > 0 && (len(r.batch.Launches) >= frameLaunches || now.Sub(r.oldest) >= frameInterval) {
 				r.writeFrame()
 			}
@@ -185,6 +204,9 @@ func (r *recorder) shutdown(reason string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.drain()
+	if r.mem != nil {
+		r.mem.finishAll(r, reason)
+	}
 	r.batch.End = &pb.End{EndNs: uint64(C.gp_timestamp()), Reason: reason}
 	r.writeFrame()
 	r.closeFiles()
@@ -289,6 +311,15 @@ func (r *recorder) record(p unsafe.Pointer, raw []byte) {
 		if l.cluster[0] != 0 {
 			launch.Cluster = dim3(l.cluster)
 		}
+		if l.mem_status != 0 {
+			launch.Memory = &pb.MemoryPlan{
+				Status:           pb.MemoryPlan_Status(l.mem_status),
+				SnapshotSelected: l.snapshot_selected != 0,
+			}
+			if at := int(unsafe.Sizeof(*l)) + (int(l.params_len)+7)&^7; at <= len(raw) {
+				launch.Regions = regions(raw[at:], int(l.nregions), int(l.npointers))
+			}
+		}
 		r.batch.Launches = append(r.batch.Launches, launch)
 	case C.GP_REC_KERNEL:
 		k := (*C.gp_kernel_rec)(p)
@@ -371,6 +402,22 @@ func (r *recorder) record(p unsafe.Pointer, raw []byte) {
 			MemoryBytes: uint64(d.memory_bytes),
 			ContextUid:  uint32(d.context_uid),
 		})
+	case C.GP_REC_ALLOC:
+		a := (*C.gp_alloc_rec)(p)
+		r.batch.Allocations = append(r.batch.Allocations, &pb.Allocation{
+			Id:      uint64(a.id),
+			Kind:    pb.Allocation_Kind(a.kind),
+			Address: uint64(a.address),
+			Size:    uint64(a.size),
+			HostNs:  uint64(a.host_ns),
+			Freed:   a.freed != 0,
+			Device:  uint32(a.device),
+		})
+	case C.GP_REC_MEMLOST:
+		if r.mem != nil {
+			r.mem.lost(r, (*C.gp_memlost_rec)(p))
+		}
+		return
 	case C.GP_REC_LOG:
 		l := (*C.gp_log_rec)(p)
 		r.addLog(uint64(l.host_ns), []string{"info", "warn", "error"}[min(int(l.level), 2)],
@@ -583,20 +630,29 @@ func (r *recorder) writeFrame() {
 	C.gp_read_counters(&c)
 	r.stats.FramesWritten++
 	r.batch.Stats = &pb.Stats{
-		Launches:          uint64(c.launches),
-		LaunchesFiltered:  uint64(c.launches_filtered),
-		LaunchesDropped:   uint64(c.launches_dropped),
-		GraphLaunches:     uint64(c.graph_launches),
-		Activities:        uint64(c.activities),
-		ActivitiesDropped: uint64(c.activities_dropped),
-		Callstacks:        r.stats.Callstacks,
-		CallstacksFailed:  uint64(c.callstacks_failed),
-		Modules:           uint64(c.modules),
-		ModulesFailed:     uint64(c.modules_dropped) + r.stats.ModulesFailed,
-		Errors:            r.stats.Errors,
-		RingBytesDropped:  uint64(c.ring_bytes_dropped),
-		FramesWritten:     r.stats.FramesWritten,
-		AgentCallbackNs:   uint64(float64(c.callback_cycles) * float64(C.gp_tsc_ns_per_cycle())),
+		Launches:           uint64(c.launches),
+		LaunchesFiltered:   uint64(c.launches_filtered),
+		LaunchesDropped:    uint64(c.launches_dropped),
+		GraphLaunches:      uint64(c.graph_launches),
+		Activities:         uint64(c.activities),
+		ActivitiesDropped:  uint64(c.activities_dropped),
+		Callstacks:         r.stats.Callstacks,
+		CallstacksFailed:   uint64(c.callstacks_failed),
+		Modules:            uint64(c.modules),
+		ModulesFailed:      uint64(c.modules_dropped) + r.stats.ModulesFailed,
+		Errors:             r.stats.Errors,
+		RingBytesDropped:   uint64(c.ring_bytes_dropped),
+		FramesWritten:      r.stats.FramesWritten,
+		AgentCallbackNs:    uint64(float64(c.callback_cycles) * float64(C.gp_tsc_ns_per_cycle())),
+		Allocations:        uint64(c.allocations),
+		MemoryLaunches:     uint64(c.memory_launches),
+		MemorySkipped:      uint64(c.memory_skipped),
+		BytesHashed:        uint64(c.bytes_hashed),
+		StagingWaitNs:      uint64(c.staging_wait_ns),
+		MemoryCaptureGpuNs: uint64(c.memcap_gpu_ns),
+	}
+	if r.mem != nil {
+		r.mem.fill(r.batch.Stats)
 	}
 	if err := r.w.Write(r.batch); err != nil {
 		// Disk full or similar: say so once on stderr and stop writing;
@@ -606,4 +662,27 @@ func (r *recorder) writeFrame() {
 	}
 	r.batch = &pb.Batch{}
 	r.pending = 0
+}
+
+// regions decodes a launch record's region tail: gp_region_rec entries,
+// then gp_pointer_rec entries naming which parameter word hit which region.
+func regions(b []byte, n, npointers int) []*pb.Region {
+	const regionSize, pointerSize = 24, 8
+	if n*regionSize+npointers*pointerSize > len(b) {
+		return nil
+	}
+	le := binary.LittleEndian
+	out := make([]*pb.Region, n)
+	for i := range out {
+		e := b[i*regionSize:]
+		out[i] = &pb.Region{Address: le.Uint64(e), Size: le.Uint64(e[8:]), AllocationId: le.Uint64(e[16:])}
+	}
+	ptrs := b[n*regionSize:]
+	for i := range npointers {
+		off, reg := le.Uint32(ptrs[i*pointerSize:]), le.Uint32(ptrs[i*pointerSize+4:])
+		if int(reg) < n {
+			out[reg].ParamOffsets = append(out[reg].ParamOffsets, off)
+		}
+	}
+	return out
 }

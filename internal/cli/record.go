@@ -31,6 +31,7 @@ type recordOptions struct {
 	cupti     string
 	ringBytes uint64
 	gpuTiming bool
+	memory    agentenv.MemoryConfig
 }
 
 func newRecordCmd() *cobra.Command {
@@ -60,6 +61,12 @@ program is not changed and its exit code is gpurr's exit code.`,
 	f.StringVar(&o.cupti, "cupti", "", "path of libcupti.so to use (default: search; also $"+locate.EnvCUPTI+")")
 	f.BoolVar(&o.gpuTiming, "gpu-timing", true, "record each kernel's start and end on the GPU (CUPTI activity; costs about 2.5 us per launch on an H100)")
 	f.Uint64Var(&o.ringBytes, "ring-bytes", 64<<20, "size of the agent's in-memory record ring per process")
+	f.StringVar(&o.memory.Mode, "memory", "off", "memory capture: off, hash (a hash of every region after every launch), snapshot (contents before and after selected launches; docs/memory.md)")
+	f.StringVar(&o.memory.SnapshotKernels, "snapshot-kernels", "", "with --memory snapshot: snapshot only kernels whose mangled name matches this regular expression")
+	f.StringVar(&o.memory.SnapshotLaunches, "snapshot-launches", "", "with --memory snapshot: snapshot only these launches, e.g. 1-100,250,900- (launch numbers as gpurr info shows them)")
+	f.StringVar(&o.memory.OnFull, "on-full", "backpressure", "when the snapshot staging ring is full: backpressure (the program waits; nothing is lost) or drop-oldest (oldest unsaved snapshots are dropped and counted)")
+	f.Uint64Var(&o.memory.StagingBytes, "staging-bytes", 256<<20, "pinned host memory per process for snapshot transfers; a launch whose regions do not fit is not snapshotted")
+	f.Uint64Var(&o.memory.FlightRecorder, "flight-recorder", 0, "with --memory snapshot: keep only the last N launches' snapshots in memory and write them at exit, on SIGUSR2 or when a CUDA call fails")
 	return cmd
 }
 
@@ -77,6 +84,12 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 	}
 	if o.ringBytes < 1<<20 {
 		return usageErrorf("record: --ring-bytes %d: want at least 1048576", o.ringBytes)
+	}
+	if err := o.memory.Validate(); err != nil {
+		return usageErrorf("record: --%v", err)
+	}
+	if o.memory.Mode != "snapshot" && (o.memory.SnapshotKernels != "" || o.memory.SnapshotLaunches != "" || o.memory.FlightRecorder != 0) {
+		return usageErrorf("record: --snapshot-kernels, --snapshot-launches and --flight-recorder need --memory snapshot")
 	}
 	program, err := exec.LookPath(args[0])
 	if err != nil {
@@ -112,6 +125,7 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 		Callstack: o.callstack,
 		RingBytes: o.ringBytes,
 		GPUTiming: o.gpuTiming,
+		Memory:    o.memory,
 	})...)
 	if prev := os.Getenv("CUDA_INJECTION64_PATH"); prev != "" {
 		fmt.Fprintf(stderr, "gpurr: record: replacing CUDA_INJECTION64_PATH=%s for the recorded program\n", prev)

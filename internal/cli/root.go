@@ -55,6 +55,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newQueryCmd(),
 		newDoctorCmd(),
 		newDemoCmd(),
+		newRewindCmd(),
 	)
 	return root
 }

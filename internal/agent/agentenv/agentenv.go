@@ -3,7 +3,13 @@
 // so the CLI can use it without linking the agent.
 package agentenv
 
-import "strconv"
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+)
 
 // Variables read by the agent in the recorded process.
 const (
@@ -13,6 +19,13 @@ const (
 	Callstack = "GPURR_CALLSTACK"  // auto | python | native | off
 	RingBytes = "GPURR_RING_BYTES" // size of the record ring (bytes)
 	GPUTiming = "GPURR_GPU_TIMING" // on | off: kernel start/end times from CUPTI activity
+	// Memory capture (docs/memory.md).
+	Memory           = "GPURR_MEMORY"            // off | hash | snapshot
+	SnapshotKernels  = "GPURR_SNAPSHOT_KERNELS"  // regular expression over mangled kernel names
+	SnapshotLaunches = "GPURR_SNAPSHOT_LAUNCHES" // launch ranges, e.g. "1-100,250,900-"
+	OnFull           = "GPURR_ON_FULL"           // backpressure | drop-oldest
+	StagingBytes     = "GPURR_STAGING_BYTES"     // pinned staging ring for snapshots
+	FlightRecorder   = "GPURR_FLIGHT_RECORDER"   // keep only the last N launches' snapshots
 	// Injection is read by the CUDA driver, which loads the named library
 	// into every process that initializes CUDA and calls its
 	// InitializeInjection.
@@ -24,6 +37,75 @@ type Config struct {
 	Out, Agent, CUPTI, Kernels, Callstack string
 	RingBytes                             uint64
 	GPUTiming                             bool
+	Memory                                MemoryConfig
+}
+
+// MemoryConfig is the memory capture asked for; the zero value is off.
+type MemoryConfig struct {
+	Mode             string // "", "off", "hash" or "snapshot"
+	SnapshotKernels  string
+	SnapshotLaunches string
+	OnFull           string
+	StagingBytes     uint64
+	FlightRecorder   uint64
+}
+
+// Validate checks c the way the agent will, so record can refuse bad flags
+// before the program starts.
+func (c MemoryConfig) Validate() error {
+	switch c.Mode {
+	case "", "off", "hash", "snapshot":
+	default:
+		return fmt.Errorf("memory mode %q: want off, hash or snapshot", c.Mode)
+	}
+	switch c.OnFull {
+	case "", "backpressure", "drop-oldest":
+	default:
+		return fmt.Errorf("on-full %q: want backpressure or drop-oldest", c.OnFull)
+	}
+	if c.SnapshotKernels != "" {
+		if _, err := regexp.Compile(c.SnapshotKernels); err != nil {
+			return fmt.Errorf("snapshot kernels: %v", err)
+		}
+	}
+	if _, err := ParseRanges(c.SnapshotLaunches); err != nil {
+		return err
+	}
+	if c.StagingBytes != 0 && c.StagingBytes < 1<<20 {
+		return fmt.Errorf("staging bytes %d: want at least 1048576", c.StagingBytes)
+	}
+	return nil
+}
+
+// Range is an inclusive range of launch sequence numbers.
+type Range struct{ Lo, Hi uint64 }
+
+// ParseRanges parses "1-100,250,900-" (an open end runs to the last
+// launch); "" is no ranges (every launch).
+func ParseRanges(s string) ([]Range, error) {
+	var out []Range
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.ParseUint(lo, 10, 64)
+		if err != nil || a == 0 {
+			return nil, fmt.Errorf("launch ranges %q: %q is not a launch number (launches count from 1)", s, lo)
+		}
+		b := a
+		if isRange {
+			b = math.MaxUint64
+			if hi != "" {
+				if b, err = strconv.ParseUint(hi, 10, 64); err != nil || b < a {
+					return nil, fmt.Errorf("launch ranges %q: bad range %q", s, part)
+				}
+			}
+		}
+		out = append(out, Range{a, b})
+	}
+	return out, nil
 }
 
 // Vars renders c as NAME=value entries to append to a child's environment.
@@ -38,6 +120,12 @@ func Vars(c Config) []string {
 	}
 	if c.RingBytes != 0 {
 		v = append(v, RingBytes+"="+strconv.FormatUint(c.RingBytes, 10))
+	}
+	if m := c.Memory; m.Mode != "" && m.Mode != "off" {
+		v = append(v, Memory+"="+m.Mode, SnapshotKernels+"="+m.SnapshotKernels,
+			SnapshotLaunches+"="+m.SnapshotLaunches, OnFull+"="+m.OnFull,
+			StagingBytes+"="+strconv.FormatUint(m.StagingBytes, 10),
+			FlightRecorder+"="+strconv.FormatUint(m.FlightRecorder, 10))
 	}
 	return v
 }

@@ -145,6 +145,49 @@ int main(void) {
   VALUE(GP_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_BUFFER_SIZE);
   VALUE(GP_LAUNCH_PARAM_END, CU_LAUNCH_PARAM_END);
 
+  // memory capture and the flight recorder
+  SIZE(gp_cuMemAlloc_params, cuMemAlloc_v2_params);
+  FIELD(gp_cuMemAlloc_params, cuMemAlloc_v2_params, bytesize);
+  FIELD(gp_cuMemAlloc_params, cuMemAllocManaged_params, bytesize);
+  FIELD(gp_cuMemAlloc_params, cuMemAllocAsync_params, bytesize);
+  FIELD(gp_cuMemAlloc_params, cuMemAllocFromPoolAsync_params, bytesize);
+  SIZE(gp_cuMemAllocPitch_params, cuMemAllocPitch_v2_params);
+  FIELD(gp_cuMemAllocPitch_params, cuMemAllocPitch_v2_params, pPitch);
+  FIELD(gp_cuMemAllocPitch_params, cuMemAllocPitch_v2_params, Height);
+  SIZE(gp_cuMemMap_params, cuMemMap_params);
+  FIELD(gp_cuMemMap_params, cuMemMap_params, size);
+  SIZE(gp_cuMemUnmap_params, cuMemUnmap_params);
+  FIELD(gp_cuMemUnmap_params, cuMemUnmap_params, size);
+  check("cuMemFree_v2_params.dptr", offsetof(cuMemFree_v2_params, dptr), 0);
+  check("cuMemFreeAsync_params.dptr", offsetof(cuMemFreeAsync_params, dptr), 0);
+  check("cuIpcCloseMemHandle_params.dptr", offsetof(cuIpcCloseMemHandle_params, dptr), 0);
+  VALUE(GP_CBID_cuCtxSynchronize, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize);
+  VALUE(GP_CBID_cuEventSynchronize, CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize);
+  VALUE(GP_CBID_cuStreamSynchronize, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize);
+  VALUE(GP_CBID_cuMemAlloc_v2, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2);
+  VALUE(GP_CBID_cuMemAllocPitch_v2, CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2);
+  VALUE(GP_CBID_cuMemFree_v2, CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2);
+  VALUE(GP_CBID_cuMemcpyDtoH_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2);
+  VALUE(GP_CBID_cuMemcpyDtoHAsync_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2);
+  VALUE(GP_CBID_cuMemcpy, CUPTI_DRIVER_TRACE_CBID_cuMemcpy);
+  VALUE(GP_CBID_cuMemcpyAsync, CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync);
+  VALUE(GP_CBID_cuIpcCloseMemHandle, CUPTI_DRIVER_TRACE_CBID_cuIpcCloseMemHandle);
+  VALUE(GP_CBID_cuMemAllocManaged, CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged);
+  VALUE(GP_CBID_cuMemcpyDtoH_v2_ptds, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2_ptds);
+  VALUE(GP_CBID_cuMemcpy_ptds, CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds);
+  VALUE(GP_CBID_cuMemcpyAsync_ptsz, CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz);
+  VALUE(GP_CBID_cuMemcpyDtoHAsync_v2_ptsz, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz);
+  VALUE(GP_CBID_cuStreamSynchronize_ptsz, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz);
+  VALUE(GP_CBID_cuMemMap, CUPTI_DRIVER_TRACE_CBID_cuMemMap);
+  VALUE(GP_CBID_cuMemUnmap, CUPTI_DRIVER_TRACE_CBID_cuMemUnmap);
+  VALUE(GP_CBID_cuMemAllocAsync, CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync);
+  VALUE(GP_CBID_cuMemAllocAsync_ptsz, CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz);
+  VALUE(GP_CBID_cuMemFreeAsync, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync);
+  VALUE(GP_CBID_cuMemFreeAsync_ptsz, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz);
+  VALUE(GP_CBID_cuMemAllocFromPoolAsync, CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync);
+  VALUE(GP_CBID_cuMemAllocFromPoolAsync_ptsz, CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz);
+  VALUE(GP_CBID_cuCtxSynchronize_v2, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2);
+
   printf("layoutcheck: %d checks, %d mismatches\n", checks, failures);
   return failures ? 1 : 0;
 }

@@ -1,0 +1,865 @@
+// Memory capture on the program's threads: the allocation table, the
+// regions of each launch, and the memory jobs enqueued on the launch's own
+// stream (invariant 2: stream order is truth, no host synchronization).
+//
+// A job is one gpurr_memcap kernel over up to GP_MAX_JOB_REGIONS regions.
+// Its results go to a slice of the results ring (pinned host memory the GPU
+// writes through a mapping, mirrored by device scratch of the same size) and,
+// for a snapshot, the changed chunks to a slice of the staging ring. Jobs sit
+// in a FIFO; the Go writer takes the oldest once the GPU has published it
+// (gp_mem_poll) and frees its space (gp_mem_release).
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "memcap.h"
+
+static struct {
+  gp_CUresult (*memGetAddressRange)(uint64_t *, size_t *, uint64_t);
+  gp_CUresult (*moduleLoadData)(void **, const void *);
+  gp_CUresult (*moduleGetFunction)(gp_CUfunction *, void *, const char *);
+  gp_CUresult (*launchKernel)(gp_CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              gp_CUstream, void **, void **);
+  gp_CUresult (*memHostAlloc)(void **, size_t, unsigned);
+  gp_CUresult (*memHostGetDevicePointer)(uint64_t *, void *, unsigned);
+  gp_CUresult (*memAlloc)(uint64_t *, size_t);
+  gp_CUresult (*memsetD8)(uint64_t, unsigned char, size_t);
+  gp_CUresult (*streamIsCapturing)(gp_CUstream, int *);
+  gp_CUresult (*threadExchangeStreamCaptureMode)(int *);
+  gp_CUresult (*ctxGetDevice)(gp_CUdevice *);
+  gp_CUresult (*deviceTotalMem)(size_t *, gp_CUdevice);
+  gp_CUresult (*getErrorName)(gp_CUresult, const char **);
+} drv;
+
+static const char *cu_error(gp_CUresult r) {
+  const char *s = NULL;
+  if (drv.getErrorName && drv.getErrorName(r, &s) == 0 && s) return s;
+  return "CUDA error";
+}
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static _Atomic int stopped;
+static char stop_reason[256];
+
+void gp_mem_stop(const char *reason) {
+  int expected = 0;
+  if (atomic_compare_exchange_strong(&stopped, &expected, 1)) {
+    snprintf(stop_reason, sizeof stop_reason, "%s", reason);
+    logf_(2, "memory capture stopped: %s", reason);
+  }
+}
+
+// ---- a small spinlock, as the record ring's ----
+
+typedef _Atomic int spinlock;
+
+static void spin_lock(spinlock *l) {
+  for (unsigned spins = 0; atomic_exchange_explicit(l, 1, memory_order_acquire);) {
+    while (atomic_load_explicit(l, memory_order_relaxed)) {
+      if (++spins < 128)
+        __builtin_ia32_pause();
+      else
+        sched_yield();
+    }
+  }
+}
+
+static void spin_unlock(spinlock *l) { atomic_store_explicit(l, 0, memory_order_release); }
+
+// ---- allocations: sorted by base, under alloc_lock ----
+
+typedef struct {
+  uint64_t base, size, id;
+  uint32_t kind, device;
+  uint64_t shadow;          // device address of one hash per chunk, 0 until the first snapshot
+  void *shadow_ctx;         // the context whose pool holds it
+  int copy_all;             // next snapshot copies every chunk (new, or a drop lost chunks)
+} allocation;
+
+static spinlock alloc_lock;
+static allocation *allocs;
+static uint32_t nallocs, allocs_cap;
+static uint64_t alloc_lo = UINT64_MAX, alloc_hi;  // span of every allocation ever seen
+static uint64_t next_alloc_id;
+
+static void push_alloc_rec(const allocation *a, int freed) {
+  gp_alloc_rec r;
+  memset(&r, 0, sizeof r);
+  r.h.type = GP_REC_ALLOC;
+  r.h.size = sizeof r;
+  r.id = a->id;
+  r.address = a->base;
+  r.size = a->size;
+  r.host_ns = gp_timestamp();
+  r.kind = a->kind;
+  r.device = a->device;
+  r.freed = freed;
+  ring_push(&r);
+  if (!freed) COUNT(allocations, 1);
+}
+
+// find returns the index of the allocation holding addr, or -1. Caller holds alloc_lock.
+static int find_alloc(uint64_t addr) {
+  if (addr < alloc_lo || addr >= alloc_hi) return -1;
+  uint32_t lo = 0, hi = nallocs;
+  while (lo < hi) {
+    uint32_t mid = (lo + hi) / 2;
+    if (allocs[mid].base <= addr)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo == 0) return -1;
+  const allocation *a = &allocs[lo - 1];
+  return addr - a->base < a->size ? (int)(lo - 1) : -1;
+}
+
+static void shadow_free(void *ctx, uint64_t shadow, uint64_t size);
+
+static void add_alloc(uint64_t base, uint64_t size, uint32_t kind) {
+  if (!size) return;
+  gp_CUdevice dev = 0;
+  if (drv.ctxGetDevice) drv.ctxGetDevice(&dev);
+  spin_lock(&alloc_lock);
+  if (nallocs == allocs_cap) {
+    uint32_t cap = allocs_cap ? 2 * allocs_cap : 1024;
+    allocation *n = realloc(allocs, cap * sizeof *n);
+    if (!n) {
+      spin_unlock(&alloc_lock);
+      logf_(2, "memory capture: out of host memory for the allocation table");
+      return;
+    }
+    allocs = n;
+    allocs_cap = cap;
+  }
+  uint32_t i = 0;
+  while (i < nallocs && allocs[i].base < base) i++;  // allocations are rare next to launches
+  // A stale overlapping entry (its free was never seen) gives way.
+  while (i < nallocs && allocs[i].base < base + size) {
+    shadow_free(allocs[i].shadow_ctx, allocs[i].shadow, allocs[i].size);
+    memmove(&allocs[i], &allocs[i + 1], (nallocs - i - 1) * sizeof *allocs);
+    nallocs--;
+  }
+  if (i > 0 && allocs[i - 1].base + allocs[i - 1].size > base) {
+    i--;
+    shadow_free(allocs[i].shadow_ctx, allocs[i].shadow, allocs[i].size);
+    memmove(&allocs[i], &allocs[i + 1], (nallocs - i - 1) * sizeof *allocs);
+    nallocs--;
+  }
+  memmove(&allocs[i + 1], &allocs[i], (nallocs - i) * sizeof *allocs);
+  allocation a = {.base = base, .size = size, .id = ++next_alloc_id, .kind = kind, .device = dev, .copy_all = 1};
+  allocs[i] = a;
+  nallocs++;
+  if (base < alloc_lo) alloc_lo = base;
+  if (base + size > alloc_hi) alloc_hi = base + size;
+  spin_unlock(&alloc_lock);
+  push_alloc_rec(&a, 0);
+}
+
+static void remove_alloc(uint64_t base, uint64_t size) {
+  spin_lock(&alloc_lock);
+  int i = find_alloc(base);
+  allocation a = {0};
+  if (i >= 0 && allocs[i].base == base && (!size || allocs[i].size == size)) {
+    a = allocs[i];
+    shadow_free(a.shadow_ctx, a.shadow, a.size);
+    memmove(&allocs[i], &allocs[i + 1], (nallocs - i - 1) * sizeof *allocs);
+    nallocs--;
+  }
+  spin_unlock(&alloc_lock);
+  if (a.id) push_alloc_rec(&a, 1);
+}
+
+int gp_mem_alloc_callback(uint32_t cbid) {
+  switch (cbid) {
+  case GP_CBID_cuMemAlloc_v2:
+  case GP_CBID_cuMemAllocPitch_v2:
+  case GP_CBID_cuMemAllocManaged:
+  case GP_CBID_cuMemAllocAsync:
+  case GP_CBID_cuMemAllocAsync_ptsz:
+  case GP_CBID_cuMemAllocFromPoolAsync:
+  case GP_CBID_cuMemAllocFromPoolAsync_ptsz:
+  case GP_CBID_cuMemFree_v2:
+  case GP_CBID_cuMemFreeAsync:
+  case GP_CBID_cuMemFreeAsync_ptsz:
+  case GP_CBID_cuMemMap:
+  case GP_CBID_cuMemUnmap:
+  case GP_CBID_cuIpcCloseMemHandle:
+    return 1;
+  }
+  return 0;
+}
+
+// Calls where a kernel's failure (an illegal address, a trap) surfaces.
+int gp_mem_error_callback(uint32_t cbid) {
+  switch (cbid) {
+  case GP_CBID_cuCtxSynchronize:
+  case GP_CBID_cuCtxSynchronize_v2:
+  case GP_CBID_cuStreamSynchronize:
+  case GP_CBID_cuStreamSynchronize_ptsz:
+  case GP_CBID_cuEventSynchronize:
+  case GP_CBID_cuMemcpyDtoH_v2:
+  case GP_CBID_cuMemcpyDtoH_v2_ptds:
+  case GP_CBID_cuMemcpyDtoHAsync_v2:
+  case GP_CBID_cuMemcpyDtoHAsync_v2_ptsz:
+  case GP_CBID_cuMemcpy:
+  case GP_CBID_cuMemcpy_ptds:
+  case GP_CBID_cuMemcpyAsync:
+  case GP_CBID_cuMemcpyAsync_ptsz:
+    return 1;
+  }
+  return 0;
+}
+
+// gp_mem_on_api tracks allocations: new ones at API exit (when the address
+// is known and the call succeeded), frees at API enter (before the address
+// can be handed out again).
+void gp_mem_on_api(uint32_t cbid, const gp_CallbackData *cb) {
+  const void *p = cb->functionParams;
+  int exit = cb->callbackSite == GP_API_EXIT;
+  if (exit && cb->functionReturnValue && *(gp_CUresult *)cb->functionReturnValue != 0) return;
+  switch (cbid) {
+  case GP_CBID_cuMemAlloc_v2:
+    if (exit) add_alloc(*((const gp_cuMemAlloc_params *)p)->dptr, ((const gp_cuMemAlloc_params *)p)->bytesize,
+                        GP_ALLOC_MEM_ALLOC);
+    break;
+  case GP_CBID_cuMemAllocManaged:
+    if (exit) add_alloc(*((const gp_cuMemAlloc_params *)p)->dptr, ((const gp_cuMemAlloc_params *)p)->bytesize,
+                        GP_ALLOC_MANAGED);
+    break;
+  case GP_CBID_cuMemAllocAsync:
+  case GP_CBID_cuMemAllocAsync_ptsz:
+  case GP_CBID_cuMemAllocFromPoolAsync:
+  case GP_CBID_cuMemAllocFromPoolAsync_ptsz:
+    if (exit) add_alloc(*((const gp_cuMemAlloc_params *)p)->dptr, ((const gp_cuMemAlloc_params *)p)->bytesize,
+                        GP_ALLOC_ASYNC);
+    break;
+  case GP_CBID_cuMemAllocPitch_v2:
+    if (exit) {
+      const gp_cuMemAllocPitch_params *a = p;
+      add_alloc(*a->dptr, (uint64_t)*a->pPitch * a->Height, GP_ALLOC_PITCH);
+    }
+    break;
+  case GP_CBID_cuMemMap:
+    if (exit) add_alloc(((const gp_cuMemMap_params *)p)->ptr, ((const gp_cuMemMap_params *)p)->size, GP_ALLOC_MAP);
+    break;
+  case GP_CBID_cuMemFree_v2:
+  case GP_CBID_cuMemFreeAsync:
+  case GP_CBID_cuMemFreeAsync_ptsz:
+  case GP_CBID_cuIpcCloseMemHandle:
+    if (!exit) remove_alloc(*(const uint64_t *)p, 0);
+    break;
+  case GP_CBID_cuMemUnmap:
+    if (!exit) remove_alloc(((const gp_cuMemUnmap_params *)p)->ptr, ((const gp_cuMemUnmap_params *)p)->size);
+    break;
+  }
+}
+
+// Memory the callbacks never showed (IPC handles, graph allocations) is
+// found with the driver's range query, for words that look like device
+// pointers; misses are remembered so a hot launch does not ask again.
+enum { MISS_CACHE = 4096, QUERIES_PER_LAUNCH = 8 };
+static _Atomic uint64_t misses[MISS_CACHE];
+
+static int range_query(uint64_t word) {
+  if (word < (1ull << 32) || word >= (1ull << 48) || (word & 15) || !drv.memGetAddressRange) return -1;
+  uint64_t page = word >> 21, slot = (page * 0x9E3779B97F4A7C15ull) >> 52;
+  if (atomic_load_explicit(&misses[slot], memory_order_relaxed) == page) return -1;
+  uint64_t base = 0;
+  size_t size = 0;
+  gp_in_agent_call(1);
+  gp_CUresult r = drv.memGetAddressRange(&base, &size, word);
+  gp_in_agent_call(0);
+  if (r != 0 || !size) {
+    atomic_store_explicit(&misses[slot], page, memory_order_relaxed);
+    return -1;
+  }
+  add_alloc(base, size, GP_ALLOC_RANGE_QUERY);
+  return 0;
+}
+
+// ---- regions of one launch ----
+
+static int add_region(gp_mem_launch *m, int ai) {
+  for (uint32_t r = 0; r < m->nregions; r++)
+    if (m->alloc_index[r] == ai) return (int)r;
+  if (m->nregions == GP_MAX_REGIONS) return -1;
+  const allocation *a = &allocs[ai];
+  gp_region_rec *reg = &m->regions[m->nregions];
+  reg->base = a->base;
+  reg->size = a->size;
+  reg->alloc_id = a->kind == GP_ALLOC_RANGE_QUERY ? 0 : a->id;
+  m->alloc_index[m->nregions] = ai;
+  return (int)m->nregions++;
+}
+
+// find_regions widens every parameter word that points into an allocation
+// to the whole allocation; a cuMemMap'd piece brings the pieces mapped right
+// next to it, since a tensor may straddle them (expandable segments).
+static void find_regions(gp_mem_launch *m, const uint8_t *params, uint32_t len) {
+  m->nregions = m->npointers = 0;
+  int queries = 0;
+  for (uint32_t off = 0; off + 8 <= len; off += 8) {
+    uint64_t w;
+    memcpy(&w, params + off, 8);
+    if (!w) continue;
+    int ai = find_alloc(w);
+    if (ai < 0 && queries < QUERIES_PER_LAUNCH) {
+      // Looked up without the lock held: range_query takes it to insert.
+      spin_unlock(&alloc_lock);
+      queries++;
+      int ok = range_query(w) == 0;
+      spin_lock(&alloc_lock);
+      if (ok) {
+        m->nregions = m->npointers = 0;  // the table moved: start over with the new entry
+        off = (uint32_t)-8;
+        continue;
+      }
+    }
+    if (ai < 0) continue;
+    int r = add_region(m, ai);
+    if (r < 0) break;
+    if (m->npointers < GP_MAX_POINTERS) m->pointers[m->npointers++] = (gp_pointer_rec){off, (uint32_t)r};
+    if (allocs[ai].kind == GP_ALLOC_MAP) {
+      for (int j = ai - 1; j >= 0 && allocs[j].kind == GP_ALLOC_MAP && allocs[j].base + allocs[j].size == allocs[j + 1].base; j--)
+        if (add_region(m, j) < 0) break;
+      for (uint32_t j = ai + 1; j < nallocs && allocs[j].kind == GP_ALLOC_MAP && allocs[j - 1].base + allocs[j - 1].size == allocs[j].base; j++)
+        if (add_region(m, j) < 0) break;
+    }
+  }
+}
+
+// ---- per-context GPU state ----
+
+enum { MAX_MEM_CONTEXTS = 64, NJOBS = 8192 };
+
+typedef struct {
+  void *ctx;
+  int ok;                   // 0: not tried, 1: ready, -1: failed (logged once)
+  gp_CUfunction fn;
+  uint64_t results_dev;     // the results ring, as this context addresses it
+  uint64_t staging_dev;
+  uint64_t scratch;         // device mirror of the results ring
+  uint64_t counters;        // NJOBS × 2 zeroed uint32
+  uint64_t pool, pool_size; // shadow pool: one hash per chunk of snapshotted allocations
+  uint64_t *free_off, *free_len;  // free extents of the pool, unsorted
+  uint32_t nfree, free_cap;
+} mem_context;
+
+static mem_context mctx[MAX_MEM_CONTEXTS];
+static pthread_mutex_t mctx_mu = PTHREAD_MUTEX_INITIALIZER;
+
+// The pinned rings, shared by every context (CU_MEMHOSTALLOC_PORTABLE).
+static uint8_t *results_host, *staging_host;
+static uint64_t results_cap, staging_cap;
+
+static void init_context(mem_context *c) {
+  gp_CUresult r;
+  const char *step = "";
+  int mode = 2;  // CU_STREAM_CAPTURE_MODE_RELAXED: our calls never disturb another thread's capture
+  drv.threadExchangeStreamCaptureMode(&mode);
+  if (!results_host) {
+    step = "cuMemHostAlloc(results)";
+    if ((r = drv.memHostAlloc((void **)&results_host, results_cap, 0x01 | 0x02)) != 0) goto fail;
+    memset(results_host, 0, results_cap);
+    if (staging_cap) {
+      step = "cuMemHostAlloc(staging)";
+      if ((r = drv.memHostAlloc((void **)&staging_host, staging_cap, 0x01 | 0x02)) != 0) goto fail;
+    }
+  }
+  step = "cuMemHostGetDevicePointer";
+  if ((r = drv.memHostGetDevicePointer(&c->results_dev, results_host, 0)) != 0) goto fail;
+  if (staging_host && (r = drv.memHostGetDevicePointer(&c->staging_dev, staging_host, 0)) != 0) goto fail;
+  void *mod = NULL;
+  step = "cuModuleLoadData(memcap PTX)";
+  if ((r = drv.moduleLoadData(&mod, config.memcap_ptx)) != 0) goto fail;
+  step = "cuModuleGetFunction(gpurr_memcap)";
+  if ((r = drv.moduleGetFunction(&c->fn, mod, "gpurr_memcap")) != 0) goto fail;
+  step = "cuMemAlloc(scratch)";
+  if ((r = drv.memAlloc(&c->scratch, results_cap)) != 0) goto fail;
+  step = "cuMemAlloc(counters)";
+  if ((r = drv.memAlloc(&c->counters, NJOBS * 8)) != 0) goto fail;
+  step = "cuMemsetD8(counters)";
+  if ((r = drv.memsetD8(c->counters, 0, NJOBS * 8)) != 0) goto fail;
+  if (config.memory_mode == GP_MEM_SNAPSHOT) {
+    gp_CUdevice dev = 0;
+    size_t total = 0;
+    drv.ctxGetDevice(&dev);
+    drv.deviceTotalMem(&total, dev);
+    c->pool_size = (total / GP_CHUNK + 1) * 16 * 2;  // twice what all of memory needs: room for fragments
+    if (drv.memAlloc(&c->pool, c->pool_size) != 0) {
+      c->pool = c->pool_size = 0;
+      logf_(1, "memory capture: no shadow pool (%llu bytes): every snapshot copies every chunk",
+            (unsigned long long)c->pool_size);
+    } else {
+      c->free_cap = 64;
+      c->free_off = malloc(c->free_cap * sizeof(uint64_t));
+      c->free_len = malloc(c->free_cap * sizeof(uint64_t));
+      if (c->free_off && c->free_len) {
+        c->free_off[0] = 0;
+        c->free_len[0] = c->pool_size;
+        c->nfree = 1;
+      }
+    }
+  }
+  drv.threadExchangeStreamCaptureMode(&mode);
+  c->ok = 1;
+  return;
+fail:
+  drv.threadExchangeStreamCaptureMode(&mode);
+  c->ok = -1;
+  logf_(2, "memory capture disabled in this context: %s: %s (%d)", step, cu_error(r), r);
+}
+
+static mem_context *context_state(void *ctx) {
+  for (int i = 0; i < MAX_MEM_CONTEXTS; i++) {
+    mem_context *c = &mctx[i];
+    if (c->ctx == ctx && c->ok) return c->ok > 0 ? c : NULL;
+  }
+  pthread_mutex_lock(&mctx_mu);
+  mem_context *c = NULL;
+  for (int i = 0; i < MAX_MEM_CONTEXTS && !c; i++) {
+    if (mctx[i].ctx == ctx && mctx[i].ok) c = &mctx[i];
+    if (!mctx[i].ctx) {
+      c = &mctx[i];
+      c->ctx = ctx;
+      gp_in_agent_call(1);
+      init_context(c);
+      gp_in_agent_call(0);
+    }
+  }
+  pthread_mutex_unlock(&mctx_mu);
+  return c && c->ok > 0 ? c : NULL;
+}
+
+// Shadow extents: first fit over a short free list. Caller holds alloc_lock.
+static uint64_t shadow_alloc(mem_context *c, uint64_t size) {
+  uint64_t need = (size + GP_CHUNK - 1) / GP_CHUNK * 16;
+  for (uint32_t i = 0; i < c->nfree; i++) {
+    if (c->free_len[i] < need) continue;
+    uint64_t off = c->free_off[i];
+    c->free_off[i] += need;
+    c->free_len[i] -= need;
+    return c->pool + off;
+  }
+  return 0;
+}
+
+static void shadow_free(void *ctx, uint64_t shadow, uint64_t size) {
+  if (!shadow) return;
+  for (int i = 0; i < MAX_MEM_CONTEXTS; i++) {
+    mem_context *c = &mctx[i];
+    if (c->ctx != ctx || !c->pool) continue;
+    if (c->nfree == c->free_cap) {
+      uint32_t cap = 2 * c->free_cap;
+      uint64_t *o = realloc(c->free_off, cap * sizeof *o);
+      if (o) c->free_off = o;
+      uint64_t *l = realloc(c->free_len, cap * sizeof *l);
+      if (l) c->free_len = l;
+      if (!o || !l) return;  // leaked: the pool only shrinks
+      c->free_cap = cap;
+    }
+    c->free_off[c->nfree] = shadow - c->pool;
+    c->free_len[c->nfree] = (size + GP_CHUNK - 1) / GP_CHUNK * 16;
+    c->nfree++;
+    return;
+  }
+}
+
+// ---- the job FIFO and the two rings ----
+
+enum { JOB_FREE = 0, JOB_ENQUEUED = 1, JOB_CONSUMING = 2 };
+
+typedef struct {
+  _Atomic uint32_t state;
+  uint32_t point, snapshot, region_base, nregions, njobs, total_chunks;
+  uint64_t launch_seq, job_seq;
+  uint64_t res_off, res_end, stg_off, stg_end;  // ring positions (monotonic byte counts)
+  uint64_t region_addr[GP_MAX_JOB_REGIONS], region_size[GP_MAX_JOB_REGIONS];
+  uint64_t alloc_id[GP_MAX_JOB_REGIONS];
+} mem_job;
+
+static spinlock job_lock;
+static mem_job *jobs;
+static uint64_t job_head, job_tail;     // FIFO of jobs, under job_lock
+static uint64_t res_head, res_tail;     // bytes of the results ring
+static uint64_t stg_head, stg_tail;     // bytes of the staging ring
+
+// ring_reserve finds n contiguous bytes in a ring of cap bytes whose free
+// space runs from *head to tail + cap; a slice never wraps, so the bytes
+// left at the end are skipped. Returns the start position, or UINT64_MAX.
+static uint64_t ring_reserve(uint64_t *head, uint64_t tail, uint64_t cap, uint64_t n) {
+  uint64_t pos = *head, off = pos % cap;
+  if (off + n > cap) pos += cap - off;  // skip to the ring's start
+  if (pos + n - tail > cap) return UINT64_MAX;
+  *head = pos + n;
+  return pos;
+}
+
+static void release_tail(void) {  // caller holds job_lock
+  mem_job *j = &jobs[job_tail % NJOBS];
+  res_tail = j->res_end;
+  if (j->snapshot) stg_tail = j->stg_end;
+  atomic_store_explicit(&j->state, JOB_FREE, memory_order_release);
+  job_tail++;
+}
+
+static int job_done(const mem_job *j) {
+  const volatile uint64_t *done = (const volatile uint64_t *)(results_host + j->res_off % results_cap);
+  return *done == j->job_seq;
+}
+
+static void push_lost(const mem_job *j, const char *reason) {
+  gp_memlost_rec r;
+  memset(&r, 0, sizeof r);
+  r.h.type = GP_REC_MEMLOST;
+  r.h.size = sizeof r;
+  r.launch_seq = j->launch_seq;
+  r.point = j->point;
+  r.region_base = j->region_base;
+  r.nregions = j->nregions;
+  r.njobs = j->njobs;
+  snprintf(r.reason, sizeof r.reason, "%s", reason);
+  ring_push(&r);
+  COUNT(memory_jobs_dropped, 1);
+}
+
+// drop_oldest frees the oldest job if the GPU has finished it and the
+// writer has not started on it; its chunks are lost, so every allocation it
+// covered copies all chunks at its next snapshot. Caller holds job_lock.
+static int drop_oldest(void) {
+  if (job_tail == job_head) return 0;
+  mem_job *j = &jobs[job_tail % NJOBS];
+  uint32_t expected = JOB_ENQUEUED;
+  if (!job_done(j) || !atomic_compare_exchange_strong(&j->state, &expected, JOB_CONSUMING)) return 0;
+  push_lost(j, "dropped: staging ring full (--on-full drop-oldest)");
+  if (j->snapshot) {
+    spin_lock(&alloc_lock);
+    for (uint32_t r = 0; r < j->nregions; r++)
+      for (uint32_t i = 0; i < nallocs; i++)
+        if (allocs[i].id == j->alloc_id[r]) allocs[i].copy_all = 1;
+    spin_unlock(&alloc_lock);
+  }
+  release_tail();
+  return 1;
+}
+
+// reserve_job claims a FIFO slot and ring space for a job, waiting
+// (backpressure) or dropping old jobs (drop-oldest) when full. Returns the
+// job, or NULL with *status set to why not.
+static mem_job *reserve_job(uint64_t res_bytes, uint64_t stg_bytes, uint32_t *status) {
+  if (res_bytes > results_cap || stg_bytes > staging_cap) {
+    *status = GP_PLAN_SKIPPED_RING_TOO_SMALL;
+    return NULL;
+  }
+  uint64_t t0 = 0;
+  for (;;) {
+    spin_lock(&job_lock);
+    if (job_head - job_tail < NJOBS) {
+      uint64_t rh = res_head, sh = stg_head;
+      uint64_t ro = ring_reserve(&rh, res_tail, results_cap, res_bytes);
+      uint64_t so = stg_bytes ? ring_reserve(&sh, stg_tail, staging_cap, stg_bytes) : 0;
+      if (ro != UINT64_MAX && so != UINT64_MAX) {
+        res_head = rh;
+        stg_head = sh;
+        mem_job *j = &jobs[job_head % NJOBS];
+        memset((uint8_t *)j + sizeof j->state, 0, sizeof *j - sizeof j->state);
+        j->job_seq = job_head + 1;
+        j->res_off = ro;
+        j->res_end = rh;
+        j->stg_off = so;
+        j->stg_end = stg_bytes ? sh : stg_tail;
+        job_head++;
+        spin_unlock(&job_lock);
+        if (t0) COUNT(staging_wait_ns, now_ns() - t0);
+        return j;
+      }
+    }
+    int dropped = config.on_full == GP_ON_FULL_DROP_OLDEST && drop_oldest();
+    spin_unlock(&job_lock);
+    if (dropped) continue;
+    if (config.on_full == GP_ON_FULL_DROP_OLDEST) {
+      *status = GP_PLAN_SKIPPED_RING_FULL;  // the oldest job is still on the GPU
+      return NULL;
+    }
+    if (!t0) t0 = now_ns();
+    if (now_ns() - t0 > 60ull * 1000000000ull) {
+      logf_(2, "memory capture: waited 60 s for staging space; skipping this launch's memory ops");
+      *status = GP_PLAN_SKIPPED_RING_FULL;
+      return NULL;
+    }
+    usleep(20);
+  }
+}
+
+// cancel_job returns a reserved job that could not be launched: it stays
+// in the FIFO, already "done", and the writer reports it lost.
+static void cancel_job(mem_job *j, const char *why) {
+  volatile uint64_t *done = (volatile uint64_t *)(results_host + j->res_off % results_cap);
+  ((volatile uint32_t *)done)[3] = 1;  // lost marker (header word 3)
+  ((volatile uint32_t *)done)[2] = 0;
+  *done = j->job_seq;
+  (void)why;
+}
+
+// ---- enqueueing ----
+
+static uint64_t selected_launch(uint64_t seq) {
+  if (!config.nsnapshot_ranges) return 1;
+  for (int i = 0; i < config.nsnapshot_ranges; i++)
+    if (seq >= config.snapshot_ranges[2 * i] && seq <= config.snapshot_ranges[2 * i + 1]) return 1;
+  return 0;
+}
+
+// enqueue_point launches the jobs for one point (before/after) of a launch.
+// Returns a GP_PLAN_* status.
+static uint32_t enqueue_point(gp_mem_launch *m, mem_context *c, gp_CUstream stream, uint64_t seq, uint32_t point,
+                              int snapshot) {
+  uint32_t njobs = (m->nregions + GP_MAX_JOB_REGIONS - 1) / GP_MAX_JOB_REGIONS;
+  for (uint32_t first = 0; first < m->nregions; first += GP_MAX_JOB_REGIONS) {
+    uint32_t n = m->nregions - first < GP_MAX_JOB_REGIONS ? m->nregions - first : GP_MAX_JOB_REGIONS;
+    gp_job_param p;
+    memset(&p, 0, sizeof p);
+    uint64_t chunks = 0;
+    for (uint32_t r = 0; r < n; r++) {
+      p.r[r].base = m->regions[first + r].base;
+      p.r[r].size = m->regions[first + r].size;
+      p.r[r].first_chunk = (uint32_t)chunks;
+      chunks += (p.r[r].size + GP_CHUNK - 1) / GP_CHUNK;
+    }
+    if (chunks >= (1ull << 31)) return GP_PLAN_SKIPPED_RING_TOO_SMALL;
+    uint64_t res_bytes = (GP_RESULT_HEADER + 16 * n + 20 * chunks + 63) & ~63ull;
+    uint64_t stg_bytes = snapshot ? chunks * GP_CHUNK : 0;
+    uint32_t status = 0;
+    mem_job *j = reserve_job(res_bytes, stg_bytes, &status);
+    if (!j) return status;
+    j->point = point;
+    j->snapshot = snapshot;
+    j->region_base = first;
+    j->nregions = n;
+    j->njobs = njobs;
+    j->total_chunks = (uint32_t)chunks;
+    j->launch_seq = seq;
+    // Clear the header so a stale done from a previous lap never matches.
+    memset(results_host + j->res_off % results_cap, 0, GP_RESULT_HEADER);
+    if (snapshot) {
+      spin_lock(&alloc_lock);
+      for (uint32_t r = 0; r < n; r++) {
+        allocation *a = NULL;
+        for (uint32_t i = 0; i < nallocs; i++)
+          if (allocs[i].base == p.r[r].base && allocs[i].size == p.r[r].size) a = &allocs[i];
+        if (!a) {
+          p.r[r].flags = 1;
+          continue;
+        }
+        if (!a->shadow && c->pool) {
+          a->shadow = shadow_alloc(c, a->size);
+          a->shadow_ctx = c->ctx;
+          a->copy_all = 1;
+        }
+        if (a->shadow_ctx != c->ctx) a->copy_all = 1;  // another device's shadow: compare nothing
+        p.r[r].shadow = a->shadow_ctx == c->ctx ? a->shadow : 0;
+        p.r[r].flags = a->copy_all ? 1 : 0;
+        a->copy_all = 0;
+        j->alloc_id[r] = a->id;
+      }
+      spin_unlock(&alloc_lock);
+    }
+    for (uint32_t r = 0; r < n; r++) j->region_addr[r] = p.r[r].base, j->region_size[r] = p.r[r].size;
+    uint64_t slot = (j->job_seq - 1) % NJOBS;
+    p.seq = j->job_seq;
+    p.out = c->results_dev + j->res_off % results_cap;
+    p.staging = snapshot ? c->staging_dev + j->stg_off % staging_cap : 0;
+    p.scratch = c->scratch + (j->res_off % results_cap + GP_RESULT_HEADER + 16 * n);
+    p.counters = c->counters + slot * 8;
+    p.nregions = n;
+    p.total_chunks = (uint32_t)chunks;
+    p.snapshot = snapshot;
+    void *args[] = {&p};
+    atomic_store_explicit(&j->state, JOB_ENQUEUED, memory_order_release);
+    gp_in_agent_call(1);
+    gp_CUresult r = drv.launchKernel(c->fn, (unsigned)chunks, 1, 1, 256, 1, 1, 0, stream, args, NULL);
+    gp_in_agent_call(0);
+    if (r != 0) {
+      cancel_job(j, cu_error(r));
+      logf_(2, "memory capture: cuLaunchKernel(gpurr_memcap) for launch %llu: %s (%d)", (unsigned long long)seq,
+            cu_error(r), r);
+      return GP_PLAN_SKIPPED_ERROR;
+    }
+    for (uint32_t i = 0; i < n; i++) COUNT(bytes_hashed, p.r[i].size);
+  }
+  return snapshot ? GP_PLAN_SNAPSHOT : GP_PLAN_HASH;
+}
+
+static gp_CUstream job_stream(gp_CUstream stream, int ptsz) {
+  // A _ptsz launch on stream 0 ran on the per-thread stream; our plain
+  // cuLaunchKernel must name it (CU_STREAM_PER_THREAD), or it would land on
+  // the legacy stream.
+  return ptsz && !stream ? (gp_CUstream)0x2 : stream;
+}
+
+void gp_mem_launch_enter(gp_mem_launch *m, const uint8_t *params, uint32_t params_len, gp_CUcontext ctx,
+                         gp_CUstream stream, int ptsz, uint64_t seq, int snapshot_kernel) {
+  m->status = GP_PLAN_NONE;
+  m->snapshot = config.memory_mode == GP_MEM_SNAPSHOT && snapshot_kernel && selected_launch(seq);
+  spin_lock(&alloc_lock);
+  find_regions(m, params, params_len);
+  spin_unlock(&alloc_lock);
+  if (!m->nregions) {
+    m->status = GP_PLAN_SKIPPED_NO_REGIONS;
+    return;
+  }
+  if (atomic_load_explicit(&stopped, memory_order_relaxed)) {
+    m->status = GP_PLAN_SKIPPED_STOPPED;
+    return;
+  }
+  if (!m->snapshot) return;  // hash mode works at exit only
+  gp_CUstream s = job_stream(stream, ptsz);
+  int capturing = 0;
+  gp_in_agent_call(1);
+  gp_CUresult r = drv.streamIsCapturing(s, &capturing);
+  gp_in_agent_call(0);
+  if (r != 0 || capturing) {
+    m->status = GP_PLAN_SKIPPED_CAPTURE;
+    return;
+  }
+  mem_context *c = context_state(ctx);
+  if (!c) {
+    m->status = GP_PLAN_SKIPPED_ERROR;
+    return;
+  }
+  m->status = enqueue_point(m, c, s, seq, GP_POINT_BEFORE, 1);
+}
+
+void gp_mem_launch_exit(gp_mem_launch *m, gp_CUcontext ctx, gp_CUstream stream, int ptsz, uint64_t seq,
+                        int captured, int result) {
+  if (m->status != GP_PLAN_NONE && m->status != GP_PLAN_SNAPSHOT) {
+    COUNT(memory_skipped, m->status != GP_PLAN_SKIPPED_NO_REGIONS);
+    return;
+  }
+  if (captured) {
+    m->status = GP_PLAN_SKIPPED_CAPTURE;
+    COUNT(memory_skipped, 1);
+    return;
+  }
+  if (result != 0) {  // the kernel never ran: nothing after it to observe
+    if (m->status == GP_PLAN_NONE) m->status = GP_PLAN_SKIPPED_ERROR;
+    return;
+  }
+  mem_context *c = context_state(ctx);
+  if (!c) {
+    m->status = GP_PLAN_SKIPPED_ERROR;
+    COUNT(memory_skipped, 1);
+    return;
+  }
+  uint32_t s = enqueue_point(m, c, job_stream(stream, ptsz), seq, GP_POINT_AFTER, m->snapshot);
+  if (m->status == GP_PLAN_NONE || s != GP_PLAN_SNAPSHOT) m->status = s;
+  if (m->status == GP_PLAN_HASH || m->status == GP_PLAN_SNAPSHOT)
+    COUNT(memory_launches, 1);
+  else
+    COUNT(memory_skipped, 1);
+}
+
+// ---- the writer's side ----
+
+int gp_mem_poll(gp_memjob_view *v) {
+  if (!jobs) return 0;
+  spin_lock(&job_lock);
+  if (job_tail == job_head) {
+    spin_unlock(&job_lock);
+    return 0;
+  }
+  mem_job *j = &jobs[job_tail % NJOBS];
+  uint32_t expected = JOB_ENQUEUED;
+  if (!job_done(j) || !atomic_compare_exchange_strong(&j->state, &expected, JOB_CONSUMING)) {
+    spin_unlock(&job_lock);
+    return 0;
+  }
+  spin_unlock(&job_lock);
+  const uint8_t *res = results_host + j->res_off % results_cap;
+  v->launch_seq = j->launch_seq;
+  v->job_seq = j->job_seq;
+  v->point = j->point;
+  v->snapshot = j->snapshot;
+  v->region_base = j->region_base;
+  v->nregions = j->nregions;
+  v->njobs = j->njobs;
+  v->total_chunks = j->total_chunks;
+  v->transferred = ((const volatile uint32_t *)res)[2];
+  v->lost = ((const volatile uint32_t *)res)[3];
+  v->result = res;
+  v->staging = j->snapshot ? staging_host + j->stg_off % staging_cap : NULL;
+  memcpy(v->region_addr, j->region_addr, sizeof v->region_addr);
+  memcpy(v->region_size, j->region_size, sizeof v->region_size);
+  return 1;
+}
+
+void gp_mem_release(void) {
+  spin_lock(&job_lock);
+  if (job_tail != job_head) release_tail();
+  spin_unlock(&job_lock);
+}
+
+uint64_t gp_mem_outstanding(void) {
+  spin_lock(&job_lock);
+  uint64_t n = job_head - job_tail;
+  spin_unlock(&job_lock);
+  return n;
+}
+
+// gp_mem_flush_lost reports every job still in the FIFO as lost (at exit,
+// after the writer gave the GPU time to finish them).
+void gp_mem_flush_lost(const char *reason) {
+  spin_lock(&job_lock);
+  while (job_tail != job_head) {
+    mem_job *j = &jobs[job_tail % NJOBS];
+    push_lost(j, reason);
+    release_tail();
+  }
+  spin_unlock(&job_lock);
+}
+
+// ---- start ----
+
+int gp_mem_start(const gp_config *cfg, char *err, size_t errcap) {
+  void *libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!libcuda) libcuda = dlopen("libcuda.so.1", RTLD_NOW);
+  if (!libcuda) {
+    snprintf(err, errcap, "cannot load libcuda.so.1: %s", dlerror());
+    return 0;
+  }
+  static const char *const names[] = {
+      "cuMemGetAddressRange_v2", "cuModuleLoadData", "cuModuleGetFunction", "cuLaunchKernel",
+      "cuMemHostAlloc", "cuMemHostGetDevicePointer_v2", "cuMemAlloc_v2", "cuMemsetD8_v2",
+      "cuStreamIsCapturing", "cuThreadExchangeStreamCaptureMode", "cuCtxGetDevice", "cuDeviceTotalMem_v2",
+      "cuGetErrorName",
+  };
+  void **slots = (void **)&drv;
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    slots[i] = dlsym(libcuda, names[i]);
+    if (!slots[i]) {
+      snprintf(err, errcap, "libcuda.so.1 has no symbol %s (driver too old for memory capture?)", names[i]);
+      return 0;
+    }
+  }
+  results_cap = cfg->results_bytes;
+  staging_cap = cfg->memory_mode == GP_MEM_SNAPSHOT ? cfg->staging_bytes : 0;
+  jobs = calloc(NJOBS, sizeof *jobs);
+  if (!jobs) {
+    snprintf(err, errcap, "cannot allocate the memory job table");
+    return 0;
+  }
+  return 1;
+}

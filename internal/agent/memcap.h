@@ -1,0 +1,121 @@
+// Memory capture: the device memory each launch can reach (regions), and
+// the GPU work the agent enqueues around a launch on its own stream to hash
+// or snapshot that memory (internal/kernels/src/hash.cu). Results land in
+// pinned host rings that the Go writer drains (docs/memory.md).
+#ifndef GPURR_MEMCAP_H
+#define GPURR_MEMCAP_H
+
+#include <stdint.h>
+
+#include "agent.h"
+#include "cabi.h"
+
+enum { GP_MEM_OFF = 0, GP_MEM_HASH = 1, GP_MEM_SNAPSHOT = 2 };
+enum { GP_ON_FULL_BACKPRESSURE = 0, GP_ON_FULL_DROP_OLDEST = 1 };
+
+// MemoryPlan.Status values (recording.proto).
+enum {
+  GP_PLAN_NONE = 0,
+  GP_PLAN_HASH = 1,
+  GP_PLAN_SNAPSHOT = 2,
+  GP_PLAN_SKIPPED_CAPTURE = 3,
+  GP_PLAN_SKIPPED_NO_REGIONS = 4,
+  GP_PLAN_SKIPPED_RING_TOO_SMALL = 5,
+  GP_PLAN_SKIPPED_RING_FULL = 6,
+  GP_PLAN_SKIPPED_ERROR = 7,
+  GP_PLAN_SKIPPED_STOPPED = 8,
+};
+
+// Allocation.Kind values.
+enum {
+  GP_ALLOC_MEM_ALLOC = 1,
+  GP_ALLOC_PITCH = 2,
+  GP_ALLOC_ASYNC = 3,
+  GP_ALLOC_MAP = 4,
+  GP_ALLOC_MANAGED = 5,
+  GP_ALLOC_RANGE_QUERY = 6,
+};
+
+enum { GP_POINT_BEFORE = 1, GP_POINT_AFTER = 2 };
+
+enum { GP_MAX_JOB_REGIONS = 48, GP_CHUNK = 65536, GP_RESULT_HEADER = 64 };
+
+// gpurr_job of hash.cu, the kernel's parameter (1592 bytes).
+typedef struct {
+  uint64_t base, size, shadow;
+  uint32_t first_chunk, flags;
+} gp_job_region;
+
+typedef struct {
+  uint64_t seq, out, staging, scratch, counters;
+  uint32_t nregions, total_chunks, snapshot, pad;
+  gp_job_region r[GP_MAX_JOB_REGIONS];
+} gp_job_param;
+
+// One region in a launch record's tail.
+typedef struct {
+  uint64_t base, size, alloc_id;
+} gp_region_rec;
+
+// One parameter word that points into a region.
+typedef struct {
+  uint32_t offset, region;
+} gp_pointer_rec;
+
+typedef struct {
+  gp_rec_hdr h;
+  uint64_t id, address, size, host_ns;
+  uint32_t kind, device, freed, pad;
+} gp_alloc_rec;
+
+// A memory job that will never produce results (dropped to make room).
+typedef struct {
+  gp_rec_hdr h;
+  uint64_t launch_seq;
+  uint32_t point, region_base, nregions, njobs;
+  char reason[64];
+} gp_memlost_rec;
+
+// What the Go writer sees of a completed job (gp_mem_poll).
+typedef struct {
+  uint64_t launch_seq, job_seq;
+  uint32_t point, snapshot, region_base, nregions, njobs, total_chunks, transferred, lost;
+  const uint8_t *result;   // ResultLayout of internal/kernels
+  const uint8_t *staging;  // transferred × GP_CHUNK bytes
+  uint64_t region_addr[GP_MAX_JOB_REGIONS], region_size[GP_MAX_JOB_REGIONS];
+} gp_memjob_view;
+
+// Per-launch state between ENTER and EXIT, kept in thread scratch.
+enum { GP_MAX_REGIONS = 512, GP_MAX_POINTERS = 4096 };
+typedef struct {
+  uint32_t nregions, npointers;
+  uint32_t status, snapshot;
+  gp_region_rec regions[GP_MAX_REGIONS];
+  int32_t alloc_index[GP_MAX_REGIONS];
+  gp_pointer_rec pointers[GP_MAX_POINTERS];
+} gp_mem_launch;
+
+// Implemented in memcap.c.
+int gp_mem_start(const gp_config *cfg, char *err, size_t errcap);
+int gp_mem_alloc_callback(uint32_t cbid);  // is cbid one memcap needs?
+int gp_mem_error_callback(uint32_t cbid);  // does cbid report a failed kernel (flight recorder)?
+void gp_mem_on_api(uint32_t cbid, const gp_CallbackData *cb);
+void gp_mem_launch_enter(gp_mem_launch *m, const uint8_t *params, uint32_t params_len, gp_CUcontext ctx,
+                         gp_CUstream stream, int ptsz, uint64_t seq, int snapshot_kernel);
+void gp_mem_launch_exit(gp_mem_launch *m, gp_CUcontext ctx, gp_CUstream stream, int ptsz, uint64_t seq,
+                        int captured, int result);
+int gp_mem_poll(gp_memjob_view *v);
+void gp_mem_release(void);
+uint64_t gp_mem_outstanding(void);
+void gp_mem_stop(const char *reason);
+void gp_mem_flush_lost(const char *reason);
+
+// Shared from agent.c.
+extern gp_config config;
+extern gp_counters counters;
+int ring_push(const void *rec);
+void logf_(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int gp_in_agent_call(int enter);  // re-entrancy guard around the agent's own CUDA calls
+#define COUNT(field, n) atomic_fetch_add_explicit((_Atomic uint64_t *)&counters.field, (n), memory_order_relaxed)
+
+#endif

@@ -1,0 +1,419 @@
+package agent
+
+/*
+#include <stdlib.h>
+#include "memcap.h"
+*/
+import "C"
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/gpurr/gpurr/chunkstore"
+	"github.com/gpurr/gpurr/internal/kernels"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// Memory-capture defaults (docs/memory.md).
+const (
+	defaultResultsBytes = 32 << 20  // chunk hashes in flight: 2M chunks, 128 GiB of regions
+	defaultStagingBytes = 256 << 20 // pinned snapshot staging
+	exitWait            = 10 * time.Second
+)
+
+// memoryCapture turns completed GPU jobs into MemoryState records and
+// snapshot chunks into the chunk store. It runs on the writer goroutine,
+// under recorder.mu.
+type memoryCapture struct {
+	store   *chunkstore.Writer // snapshot mode only
+	pending map[pointKey]*pendingPoint
+	flight  *flightRecorder // --flight-recorder N > 0
+	stats   pb.Stats        // Go-side memory counters
+}
+
+type pointKey struct {
+	seq   uint64
+	point uint32
+}
+
+// pendingPoint gathers the jobs of one launch point: a launch with more
+// than kernels.MaxJobRegions regions needs several.
+type pendingPoint struct {
+	state    *pb.MemoryState
+	parts    map[uint32][]*pb.RegionState // by first region index
+	regions  map[uint32][]regionKey
+	chunks   map[[16]byte][]byte // snapshot bytes that crossed PCIe (flight recorder only)
+	received uint32
+	njobs    uint32
+}
+
+type regionKey struct{ addr, size uint64 }
+
+func newMemoryCapture(r *recorder) (*memoryCapture, error) {
+	m := &memoryCapture{pending: map[pointKey]*pendingPoint{}}
+	if r.cfg.memory.Mode != "snapshot" {
+		return m, nil
+	}
+	store, err := chunkstore.Create(r.w.Dir(), chunkstore.Options{})
+	if err != nil {
+		return nil, err
+	}
+	m.store = store
+	if n := r.cfg.memory.FlightRecorder; n > 0 {
+		m.flight = newFlightRecorder(int(n))
+	}
+	return m, nil
+}
+
+// drain takes every job the GPU has finished, oldest first.
+func (m *memoryCapture) drain(r *recorder) {
+	var v C.gp_memjob_view
+	for C.gp_mem_poll(&v) != 0 {
+		m.job(r, &v)
+		C.gp_mem_release()
+	}
+}
+
+func le16(b []byte) [16]byte { return [16]byte(b[:16]) }
+
+// job turns one completed job into region states; the staging bytes it
+// copied go to the chunk store (or the flight recorder) before the job's
+// space is released.
+func (m *memoryCapture) job(r *recorder, v *C.gp_memjob_view) {
+	n := int(v.nregions)
+	chunks := uint32(v.total_chunks)
+	key := pointKey{uint64(v.launch_seq), uint32(v.point)}
+	p := m.point(key, uint32(v.njobs))
+	p.received++
+	if v.lost != 0 {
+		p.state.Lost = true
+		p.state.LostReason = "the agent could not launch its memory kernel (see the log)"
+		m.finish(r, key, p)
+		return
+	}
+	l := kernels.Layout(n, chunks)
+	res := unsafe.Slice((*byte)(unsafe.Pointer(v.result)), l.Size)
+	states := make([]*pb.RegionState, n)
+	firsts := make([]uint32, n+1)
+	keys := make([]regionKey, n)
+	for i := range n {
+		size := uint64(v.region_size[i])
+		k := kernels.Chunks(size)
+		firsts[i+1] = firsts[i] + k
+		keys[i] = regionKey{uint64(v.region_addr[i]), size}
+		states[i] = &pb.RegionState{
+			Hash:        bytes.Clone(res[l.RegionHashes+16*i : l.RegionHashes+16*i+16]),
+			ChunkHashes: bytes.Clone(res[l.ChunkHashes+16*int(firsts[i]) : l.ChunkHashes+16*int(firsts[i+1])]),
+		}
+	}
+	if v.snapshot != 0 {
+		staging := unsafe.Slice((*byte)(unsafe.Pointer(v.staging)), int(v.transferred)*kernels.ChunkBytes)
+		for t := range int(v.transferred) {
+			b := binary.LittleEndian.Uint32(res[l.TransferList+4*t:])
+			i := sort.Search(n, func(i int) bool { return firsts[i+1] > b })
+			if i == n {
+				continue // cannot happen: the kernel numbers chunks below total_chunks
+			}
+			size := keys[i].size
+			off := uint64(b-firsts[i]) * kernels.ChunkBytes
+			length := min(uint64(kernels.ChunkBytes), size-off)
+			data := staging[t*kernels.ChunkBytes : t*kernels.ChunkBytes+int(length)]
+			hash := le16(res[l.ChunkHashes+16*int(b):])
+			states[i].ChunksTransferred++
+			m.stats.ChunksTransferred++
+			if m.flight != nil {
+				if _, ok := p.chunks[hash]; !ok {
+					p.chunks[hash] = bytes.Clone(data)
+				}
+			} else if err := m.store.Put(hash, data); err != nil {
+				m.stop(r, fmt.Sprintf("chunk store: %v", err))
+			}
+		}
+		p.state.Snapshot = true
+		m.stats.ChunksTotal += uint64(chunks)
+	}
+	p.parts[uint32(v.region_base)] = states
+	p.regions[uint32(v.region_base)] = keys
+	m.finish(r, key, p)
+}
+
+func (m *memoryCapture) point(key pointKey, njobs uint32) *pendingPoint {
+	p := m.pending[key]
+	if p == nil {
+		p = &pendingPoint{
+			state:   &pb.MemoryState{LaunchSeq: key.seq, Point: pb.MemoryState_Point(key.point)},
+			parts:   map[uint32][]*pb.RegionState{},
+			regions: map[uint32][]regionKey{},
+			chunks:  map[[16]byte][]byte{},
+			njobs:   max(njobs, 1),
+		}
+		m.pending[key] = p
+	}
+	return p
+}
+
+// finish emits a point once all its jobs are in.
+func (m *memoryCapture) finish(r *recorder, key pointKey, p *pendingPoint) {
+	if p.received < p.njobs {
+		return
+	}
+	delete(m.pending, key)
+	s := p.state
+	if s.Lost {
+		s.Regions = nil
+		s.Snapshot = false
+		m.stats.MemoryStatesLost++
+		r.batch.Memory = append(r.batch.Memory, s)
+		r.added()
+		return
+	}
+	bases := make([]uint32, 0, len(p.parts))
+	for b := range p.parts {
+		bases = append(bases, b)
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	var keys []regionKey
+	for _, b := range bases {
+		s.Regions = append(s.Regions, p.parts[b]...)
+		keys = append(keys, p.regions[b]...)
+	}
+	m.stats.MemoryStates++
+	if s.Snapshot {
+		m.stats.Snapshots++
+	}
+	if m.flight != nil && s.Snapshot {
+		m.flight.add(r, m, s, keys, p.chunks)
+		return
+	}
+	r.batch.Memory = append(r.batch.Memory, s)
+	r.added()
+}
+
+// lost records a job the C side gave up on (drop-oldest, exit).
+func (m *memoryCapture) lost(r *recorder, rec *C.gp_memlost_rec) {
+	key := pointKey{uint64(rec.launch_seq), uint32(rec.point)}
+	p := m.point(key, uint32(rec.njobs))
+	p.received++
+	p.state.Lost = true
+	p.state.LostReason = C.GoString(&rec.reason[0])
+	m.finish(r, key, p)
+}
+
+func (m *memoryCapture) stop(r *recorder, reason string) {
+	if m.stats.MemoryStopped != "" {
+		return
+	}
+	m.stats.MemoryStopped = reason
+	cs := C.CString(reason)
+	C.gp_mem_stop(cs)
+	C.free(unsafe.Pointer(cs))
+	r.logf("error", "memory capture stopped: %s", reason)
+}
+
+// finishAll waits for the GPU to finish what was enqueued (bounded), then
+// reports whatever never completed as lost, dumps the flight recorder and
+// closes the chunk store.
+func (m *memoryCapture) finishAll(r *recorder, reason string) {
+	deadline := time.Now().Add(exitWait)
+	for C.gp_mem_outstanding() > 0 && time.Now().Before(deadline) {
+		m.drain(r)
+		if C.gp_mem_outstanding() > 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	m.drain(r)
+	if n := C.gp_mem_outstanding(); n > 0 {
+		cs := C.CString("not finished by the GPU when the process ended")
+		C.gp_mem_flush_lost(cs)
+		C.free(unsafe.Pointer(cs))
+		r.logf("warn", "%d memory jobs never finished on the GPU (a fault, or the process ended first)", n)
+	}
+	r.drain()
+	if m.flight != nil {
+		m.flight.dump(r, m, reason)
+	}
+	if m.store != nil {
+		if err := m.store.Close(); err != nil {
+			m.stop(r, fmt.Sprintf("chunk store: %v", err))
+		}
+	}
+}
+
+// fill adds the memory counters to a frame's stats.
+func (m *memoryCapture) fill(s *pb.Stats) {
+	s.MemoryStates = m.stats.MemoryStates
+	s.MemoryStatesLost = m.stats.MemoryStatesLost
+	s.Snapshots = m.stats.Snapshots
+	s.ChunksTotal = m.stats.ChunksTotal
+	s.ChunksTransferred = m.stats.ChunksTransferred
+	s.FlightDumps = m.stats.FlightDumps
+	s.MemoryStopped = m.stats.MemoryStopped
+	if m.store != nil {
+		st := m.store.Stats()
+		s.ChunksStored = uint64(st.Chunks)
+		s.ChunkBytesStored = uint64(st.StoredBytes)
+	}
+}
+
+// flightRecorder keeps the snapshots of the last n launches in memory and
+// writes them only when asked (exit, SIGUSR2, a CUDA error). Chunk bytes
+// are shared and counted: a window snapshot's chunk may have crossed PCIe
+// long before (the GPU copies only what changed), so the latest contents
+// of every snapshotted region stay held too.
+type flightRecorder struct {
+	n      int
+	window []*flightEntry
+	held   map[[16]byte]*heldChunk
+	latest map[regionKey][][16]byte
+}
+
+type flightEntry struct {
+	state  *pb.MemoryState
+	dumped bool
+}
+
+type heldChunk struct {
+	data []byte
+	refs int
+}
+
+func newFlightRecorder(n int) *flightRecorder {
+	return &flightRecorder{n: n, held: map[[16]byte]*heldChunk{}, latest: map[regionKey][][16]byte{}}
+}
+
+func chunkList(rs *pb.RegionState) [][16]byte {
+	out := make([][16]byte, len(rs.ChunkHashes)/16)
+	for i := range out {
+		out[i] = le16(rs.ChunkHashes[16*i:])
+	}
+	return out
+}
+
+func (f *flightRecorder) ref(h [16]byte, data []byte) bool {
+	c := f.held[h]
+	if c == nil {
+		if data == nil {
+			return false
+		}
+		c = &heldChunk{data: data}
+		f.held[h] = c
+	}
+	c.refs++
+	return true
+}
+
+func (f *flightRecorder) unref(h [16]byte) {
+	if c := f.held[h]; c != nil {
+		if c.refs--; c.refs <= 0 {
+			delete(f.held, h)
+		}
+	}
+}
+
+func (f *flightRecorder) add(r *recorder, m *memoryCapture, s *pb.MemoryState, keys []regionKey, fresh map[[16]byte][]byte) {
+	for i, rs := range s.Regions {
+		hashes := chunkList(rs)
+		for _, h := range hashes {
+			if !f.ref(h, fresh[h]) {
+				rs.ChunksMissing++
+			}
+		}
+		if i < len(keys) { // the region's latest contents, which later deltas build on
+			for _, h := range hashes {
+				f.ref(h, fresh[h])
+			}
+			for _, h := range f.latest[keys[i]] {
+				f.unref(h)
+			}
+			f.latest[keys[i]] = hashes
+		}
+	}
+	f.window = append(f.window, &flightEntry{state: s})
+	for f.launches() > f.n {
+		e := f.window[0]
+		f.window = f.window[1:]
+		for _, rs := range e.state.Regions {
+			for _, h := range chunkList(rs) {
+				f.unref(h)
+			}
+		}
+		if !e.dumped { // its hashes stay in the recording; its bytes go
+			e.state.Snapshot = false
+			r.batch.Memory = append(r.batch.Memory, e.state)
+			r.added()
+		}
+	}
+}
+
+func (f *flightRecorder) launches() int {
+	seen := map[uint64]bool{}
+	for _, e := range f.window {
+		seen[e.state.LaunchSeq] = true
+	}
+	return len(seen)
+}
+
+// dump writes every snapshot in the window not written yet.
+func (f *flightRecorder) dump(r *recorder, m *memoryCapture, reason string) {
+	n := 0
+	for _, e := range f.window {
+		if e.dumped {
+			continue
+		}
+		for _, rs := range e.state.Regions {
+			for _, h := range chunkList(rs) {
+				if c := f.held[h]; c != nil {
+					if err := m.store.Put(h, c.data); err != nil {
+						m.stop(r, fmt.Sprintf("chunk store: %v", err))
+					}
+				}
+			}
+		}
+		e.dumped = true
+		r.batch.Memory = append(r.batch.Memory, e.state)
+		r.added()
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	m.stats.FlightDumps++
+	r.logf("info", "flight recorder: wrote the snapshots of the last %d launch points (%s)", n, reason)
+	if err := m.store.Flush(); err != nil {
+		m.stop(r, fmt.Sprintf("chunk store: %v", err))
+	}
+}
+
+// watchDumpSignal dumps the flight recorder on every SIGUSR2.
+func (r *recorder) watchDumpSignal() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGUSR2)
+	go func() {
+		defer func() { _ = recover() }()
+		for range ch {
+			r.dumpFlightRecorder("SIGUSR2")
+		}
+	}()
+}
+
+// dumpFlightRecorder writes the window now, with everything the GPU has
+// finished so far.
+func (r *recorder) dumpFlightRecorder(reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed || r.mem == nil || r.mem.flight == nil {
+		return
+	}
+	r.drain()
+	r.mem.drain(r)
+	r.mem.flight.dump(r, r.mem, reason)
+	r.writeFrame()
+}

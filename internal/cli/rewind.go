@@ -1,0 +1,194 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpurr/gpurr/chunkstore"
+	"github.com/gpurr/gpurr/recording"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+type rewindOptions struct {
+	launch        uint64
+	before, after bool
+	region        int
+	addr          string
+	length        uint64
+	out           string
+	process       string
+}
+
+func newRewindCmd() *cobra.Command {
+	var o rewindOptions
+	cmd := &cobra.Command{
+		Use:   "rewind REC --launch SEQ (--before|--after) (--region N | --addr 0xADDR [--len N]) -o FILE",
+		Short: "Write a buffer as it was just before or after a snapshotted launch",
+		Long: `rewind rebuilds a region of a launch (the whole allocation a parameter
+pointed into) from the chunks a --memory snapshot recording stored, as it was
+just before or just after that launch ran, and writes its bytes to FILE
+("-" for stdout). --addr picks the region holding an address and, with
+--len, writes only that range.`,
+		Example: `  gpurr rewind run1 --launch 42 --after --region 0 -o out.bin
+  gpurr rewind run1 --launch 42 --before --addr 0x7f1c2a000200 --len 4096 -o in.bin`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runRewind(cmd, o, args[0]) },
+	}
+	f := cmd.Flags()
+	f.Uint64Var(&o.launch, "launch", 0, "launch sequence number (as gpurr info and the launches table show it)")
+	f.BoolVar(&o.before, "before", false, "contents just before the launch")
+	f.BoolVar(&o.after, "after", false, "contents just after the launch")
+	f.IntVar(&o.region, "region", -1, "region index of the launch (the regions table lists them)")
+	f.StringVar(&o.addr, "addr", "", "a device address inside one of the launch's regions (hex)")
+	f.Uint64Var(&o.length, "len", 0, "with --addr: bytes to write from the address (default: to the region's end)")
+	f.StringVarP(&o.out, "output", "o", "", "file to write, - for stdout")
+	f.StringVar(&o.process, "process", "", "process of a multi-process recording: its directory name, pid or rank")
+	return cmd
+}
+
+func runRewind(cmd *cobra.Command, o rewindOptions, path string) error {
+	if o.launch == 0 {
+		return usageErrorf("rewind: --launch is required")
+	}
+	if o.before == o.after {
+		return usageErrorf("rewind: say --before or --after")
+	}
+	if (o.region < 0) == (o.addr == "") {
+		return usageErrorf("rewind: say --region N or --addr 0xADDR")
+	}
+	if o.out == "" {
+		return usageErrorf("rewind: -o FILE is required (- for stdout)")
+	}
+	var addr uint64
+	if o.addr != "" {
+		a, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(o.addr), "0x"), 16, 64)
+		if err != nil {
+			return usageErrorf("rewind: --addr %q is not a hex address", o.addr)
+		}
+		addr = a
+	}
+	set, err := openRecording(path)
+	if err != nil {
+		return err
+	}
+	proc, err := pickProcess(set, o.process)
+	if err != nil {
+		return err
+	}
+	data, err := proc.Load()
+	if err != nil {
+		return usageErrorf("rewind: %v", err)
+	}
+	links := data.Links()
+	launch := links.Launch(o.launch)
+	if launch == nil {
+		return usageErrorf("rewind: %s has no launch %d", proc.Name, o.launch)
+	}
+	point, pointName := pb.MemoryState_AFTER, "after"
+	if o.before {
+		point, pointName = pb.MemoryState_BEFORE, "before"
+	}
+	var state *pb.MemoryState
+	for _, s := range links.MemoryFor(o.launch) {
+		if s.Point == point {
+			state = s
+		}
+	}
+	switch {
+	case data.Process.GetMemory().GetMode() != "snapshot":
+		return usageErrorf("rewind: %s was recorded without snapshots (record with --memory snapshot)", proc.Name)
+	case state == nil:
+		return usageErrorf("rewind: launch %d has no memory state %s it (status %s; not selected for snapshots?)",
+			o.launch, pointName, recording.EnumText(launch.GetMemory().GetStatus()))
+	case state.Lost:
+		return usageErrorf("rewind: the state %s launch %d was lost: %s", pointName, o.launch, state.LostReason)
+	case !state.Snapshot:
+		return usageErrorf("rewind: launch %d has only hashes %s it, no contents (snapshot selection or flight-recorder window)", o.launch, pointName)
+	}
+	idx := o.region
+	if o.addr != "" {
+		idx = -1
+		for i, r := range launch.Regions {
+			if addr >= r.Address && addr-r.Address < r.Size {
+				idx = i
+			}
+		}
+		if idx < 0 {
+			return usageErrorf("rewind: 0x%x is outside every region of launch %d", addr, o.launch)
+		}
+	}
+	if idx >= len(launch.Regions) || idx >= len(state.Regions) {
+		return usageErrorf("rewind: launch %d has %d regions; no region %d", o.launch, len(launch.Regions), idx)
+	}
+	region := launch.Regions[idx]
+	store, err := chunkstore.Open(proc.Dir)
+	if err != nil {
+		return usageErrorf("rewind: %v", err)
+	}
+	defer store.Close()
+	start, end := uint64(0), region.Size
+	if o.addr != "" {
+		start = addr - region.Address
+		if o.length > 0 {
+			end = min(region.Size, start+o.length)
+		}
+	}
+	buf := make([]byte, 0, end-start)
+	for i, h := range recording.ChunkHashes(state.Regions[idx]) {
+		lo := uint64(i) * uint64(data.Process.GetMemory().GetChunkBytes())
+		if lo >= end {
+			break
+		}
+		chunk, err := store.Get([16]byte(h))
+		if err != nil {
+			return usageErrorf("rewind: region %d chunk %d: %v", idx, i, err)
+		}
+		hi := lo + uint64(len(chunk))
+		if hi <= start {
+			continue
+		}
+		buf = append(buf, chunk[max(start, lo)-lo:min(end, hi)-lo]...)
+	}
+	if uint64(len(buf)) != end-start {
+		return usageErrorf("rewind: region %d rebuilt to %d bytes, want %d", idx, len(buf), end-start)
+	}
+	if o.out == "-" {
+		_, err = cmd.OutOrStdout().Write(buf)
+	} else {
+		err = os.WriteFile(o.out, buf, 0o644)
+	}
+	if err != nil {
+		return fmt.Errorf("rewind: %w", err)
+	}
+	if o.out != "-" {
+		fmt.Fprintf(cmd.ErrOrStderr(), "rewind: wrote %d bytes of region %d (0x%x, %d bytes) %s launch %d to %s\n",
+			len(buf), idx, region.Address, region.Size, pointName, o.launch, o.out)
+	}
+	return nil
+}
+
+// pickProcess chooses the process a verb works on: the only one, or the
+// one named by directory name, pid or rank.
+func pickProcess(set *recording.Set, which string) (*recording.Process, error) {
+	if which == "" {
+		if len(set.Processes) == 1 {
+			return set.Processes[0], nil
+		}
+		var names []string
+		for _, p := range set.Processes {
+			names = append(names, p.Name)
+		}
+		return nil, usageErrorf("%s holds %d processes; pick one with --process (%s)", set.Dir, len(set.Processes), strings.Join(names, ", "))
+	}
+	for _, p := range set.Processes {
+		if p.Name == which || strconv.Itoa(int(p.Info.GetPid())) == which ||
+			(p.Info.Rank != nil && strconv.Itoa(int(p.Info.GetRank())) == which) {
+			return p, nil
+		}
+	}
+	return nil, usageErrorf("%s has no process %q", set.Dir, which)
+}
