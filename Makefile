@@ -9,10 +9,15 @@ export CGO_ENABLED := 1
 
 all: build
 
-build: bin/gpurr bin/libgpurr.so
+build: bin/gpurr bin/libgpurr.so bin/kernels.test
 
 bin/gpurr: FORCE
 	$(GO) build -o $@ ./cmd/gpurr
+
+# The memory-capture kernel's GPU test and benchmark, run on the GPU machine
+# by scripts/gpu-check (which has no Go).
+bin/kernels.test: FORCE
+	$(GO) test -c -o $@ ./internal/kernels
 
 bin/libgpurr.so: FORCE
 	$(GO) build -buildmode=c-shared -o $@ ./cmd/libgpurr

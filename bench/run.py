@@ -4,7 +4,7 @@ round (bare, gpurr, [profiler], bare, gpurr, ...) so clock and thermal drift hit
 and report medians. Each recorded run is checked to have recorded at least the launches the
 benchmark made, so a gpurr that records nothing cannot look fast.
 
-  python3 bench/run.py [--rounds 2] [--only launch_overhead|train_step] [--json PATH]
+  python3 bench/run.py [--rounds 2] [--only launch_overhead|train_step|memcap] [--memory-modes] [--json PATH]
 
 Prints one row per comparison, last: workload, baseline, under gpurr, delta, target, verdict.
 Stdlib only."""
@@ -25,6 +25,11 @@ ROOT = Path(__file__).resolve().parent.parent
 # adds about 3 us), and at most 3% on a GPU-bound training step.
 LAUNCH_MAX_ADDED_US = 1.0
 TRAIN_STEP_MAX_SLOWDOWN_PCT = 3.0
+# From the memory-capture issue: hash mode may cost at most 25% of a training step; the hash
+# kernel must run at >= 50% of a device-to-device copy of the same bytes, a snapshot at >= 80%
+# of a pinned cudaMemcpy DtoH.
+TRAIN_STEP_HASH_MAX_SLOWDOWN_PCT = 25.0
+HASH_MIN_COPY_RATIO, SNAPSHOT_MIN_DTOH_RATIO = 0.5, 0.8
 
 
 # Every variant runs on the same four cores: the machine's other tenants and the scheduler's
@@ -61,6 +66,7 @@ class Bench:
         self.env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.env.pop("CUDA_INJECTION64_PATH", None)
         self.log = []
+        self.memory_modes = args.memory_modes
 
     def variant(self, name, script, args, recorded, timeout, record_flags=()):
         argv = [self.py, ROOT / "bench" / script, *args]
@@ -72,13 +78,16 @@ class Bench:
         res["wall_s"] = round(secs, 1)
         if recorded:
             q = [self.gpurr, "query", d, "SELECT (SELECT count(*) FROM launches) AS n, "
-                 "(SELECT sum(agent_callback_ns) FROM stats) AS agent_ns", "--format", "json"]
+                 "(SELECT sum(agent_callback_ns) FROM stats) AS agent_ns, "
+                 "(SELECT sum(memory_launches) FROM stats) AS mem, (SELECT sum(snapshots) FROM stats) AS snaps",
+                 "--format", "json"]
             qp = subprocess.run(q, capture_output=True, text=True, timeout=120)
             try:
                 row = json.loads(qp.stdout)[0]
                 res["recorded_launches"] = row["n"]
                 # The agent's own time on the program's threads, per launch (CUPTI's excluded).
                 res["agent_ns_per_launch"] = round((row["agent_ns"] or 0) / max(row["n"], 1))
+                res["memory_launches"], res["snapshots"] = row["mem"] or 0, row["snaps"] or 0
             except (ValueError, IndexError, KeyError, TypeError):
                 raise RuntimeError(f"gpurr query on {d} failed: exit {qp.returncode}: {qp.stderr.strip()[:300]}")
             shutil.rmtree(d, ignore_errors=True)  # keep the disk for the next run
@@ -119,22 +128,80 @@ def rows_launch_overhead(b, rounds):
 
 
 def rows_train_step(b, rounds):
-    got = {"bare": [], "gpurr": []}
-    recorded = []
-    for _ in range(rounds):
+    """A GPU-bound transformer training step, bare and recorded: launch log only, --memory hash,
+    and --memory snapshot of every 10th launch (hashes of the others)."""
+    variants = {"gpurr": []}
+    if b.memory_modes:  # opt-in: they cost seconds per step and would not fit gpu-check's budget
+        variants.update({"gpurr_hash": ["--memory", "hash"],
+                         "gpurr_snap10": ["--memory", "snapshot", "--snapshot-launches", "1-:10"]})
+    got = {"bare": [], **{k: [] for k in variants}}
+    checks = {k: [] for k in variants}
+    for i in range(rounds):
         got["bare"].append(b.variant("train_step.bare", "train_step.py", [], False, 300)["ms_per_step"])
-        r = b.variant("train_step.gpurr", "train_step.py", [], True, 400)
-        got["gpurr"].append(r["ms_per_step"])
-        recorded.append(r["recorded_launches"] > 0)
-    base, rec = statistics.median(got["bare"]), statistics.median(got["gpurr"])
-    pct = (rec / base - 1) * 100
-    ok = all(recorded) and pct <= TRAIN_STEP_MAX_SLOWDOWN_PCT
-    verdict = "ok" if ok else ("INVALID: nothing recorded" if not all(recorded) else "over target")
-    return [{"workload": "train_step (ms/step)", "baseline": base, "under": rec, "delta": f"{pct:+.1f}%",
-             "target": f"<= {TRAIN_STEP_MAX_SLOWDOWN_PCT:.0f}%", "verdict": verdict, "samples": got}]
+        for key, flags in variants.items():
+            if key != "gpurr" and i > 0:
+                continue  # one run each: the memory modes cost seconds, not noise-sized deltas
+            r = b.variant(f"train_step.{key}", "train_step.py", [], True, 400, flags)
+            got[key].append(r["ms_per_step"])
+            ok = r["recorded_launches"] > 0
+            if key != "gpurr":
+                ok = ok and r["memory_launches"] > 0
+            if key == "gpurr_snap10":
+                ok = ok and r["snapshots"] > 0
+            checks[key].append(ok)
+    base = statistics.median(got["bare"])
+    rows = []
+    for key, label, limit in (("gpurr", "train_step (ms/step)", TRAIN_STEP_MAX_SLOWDOWN_PCT),
+                              ("gpurr_hash", "train_step --memory hash", TRAIN_STEP_HASH_MAX_SLOWDOWN_PCT),
+                              ("gpurr_snap10", "train_step snapshot 10%", None)):
+        if key not in variants:
+            continue
+        rec = statistics.median(got[key])
+        pct = (rec / base - 1) * 100
+        if not all(checks[key]):
+            verdict = "INVALID: nothing recorded"
+        elif limit is None:
+            verdict = "measured"
+        else:
+            verdict = "ok" if pct <= limit else "over target"
+        rows.append({"workload": label, "baseline": base, "under": rec, "delta": f"{pct:+.1f}%",
+                     "target": f"<= {limit:.0f}%" if limit is not None else "(report)", "verdict": verdict,
+                     "samples": {"bare": got["bare"], key: got[key]}})
+    return rows
 
 
-BENCHES = {"launch_overhead": rows_launch_overhead, "train_step": rows_train_step}
+def rows_memcap(b, rounds):
+    """gpurr's hash and snapshot kernels against a D2D copy and a pinned DtoH of the same bytes,
+    timed with CUDA events in one process (internal/kernels BenchmarkMemcap, built by make)."""
+    binary = ROOT / "bin" / "kernels.test"
+    if not binary.exists():
+        raise RuntimeError(f"{binary} is missing (make builds it)")
+    metrics = {}
+    for _ in range(rounds):
+        p = subprocess.run(PIN + [binary, "-test.run", "^$", "-test.bench", "Memcap", "-test.benchtime", "1x"],
+                           capture_output=True, text=True, timeout=300)
+        line = next((l for l in p.stdout.splitlines() if l.startswith("BenchmarkMemcap")), None)
+        if p.returncode != 0 or line is None:
+            raise RuntimeError(f"kernels.test: exit {p.returncode}: {(p.stdout + p.stderr).strip()[-300:]}")
+        fields = line.split()
+        for value, unit in zip(fields[2::2], fields[3::2]):
+            metrics.setdefault(unit, []).append(float(value))
+        print(f"  memcap {line}", flush=True)
+    m = {k: statistics.median(v) for k, v in metrics.items()}
+    b.log.append({"variant": "memcap", **metrics})
+    hash_ok = m["hash/copy"] >= HASH_MIN_COPY_RATIO
+    snap_ok = m["snapshot/dtoh"] >= SNAPSHOT_MIN_DTOH_RATIO
+    return [
+        {"workload": "memcap hash 1 GiB (GB/s)", "baseline": m["copy-GB/s"], "under": m["hash-GB/s"],
+         "delta": f"{m['hash/copy']:.2f}x copy", "target": f">= {HASH_MIN_COPY_RATIO}x D2D copy",
+         "verdict": "ok" if hash_ok else "under target"},
+        {"workload": "memcap snapshot 256 MiB (GB/s)", "baseline": m["dtoh-GB/s"], "under": m["snapshot-GB/s"],
+         "delta": f"{m['snapshot/dtoh']:.2f}x DtoH", "target": f">= {SNAPSHOT_MIN_DTOH_RATIO}x pinned DtoH",
+         "verdict": "ok" if snap_ok else "under target"},
+    ]
+
+
+BENCHES = {"launch_overhead": rows_launch_overhead, "train_step": rows_train_step, "memcap": rows_memcap}
 
 
 def main():
@@ -143,6 +210,8 @@ def main():
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--only", choices=sorted(BENCHES))
+    ap.add_argument("--memory-modes", action="store_true",
+                    help="train_step also under --memory hash and --memory snapshot of every 10th launch")
     ap.add_argument("--tmp")
     ap.add_argument("--json", help="write rows and every run's numbers here")
     args = ap.parse_args()

@@ -220,7 +220,7 @@ func TestNewerMajorVersion(t *testing.T) {
 	path, _ := writeProcess(t, dir, "p", testrec.Batches(0))
 	patch(t, path, func(b []byte) { binary.LittleEndian.PutUint16(b[8:], recording.MajorVersion+1) })
 	_, err := recording.Open(dir)
-	wantOneLine(t, err, path, "upgrade gpurr", fmt.Sprintf("%d.0", recording.MajorVersion+1))
+	wantOneLine(t, err, path, "upgrade gpurr", fmt.Sprintf("%d.%d", recording.MajorVersion+1, recording.MinorVersion))
 }
 
 func TestNewerMinorVersionReads(t *testing.T) {

@@ -207,9 +207,9 @@ func (r *recorder) start() error {
 		}
 		ranges, _ := agentenv.ParseRanges(m.SnapshotLaunches)
 		if len(ranges) > 0 {
-			arr := (*[1 << 20]C.uint64_t)(C.malloc(C.size_t(16 * len(ranges))))
+			arr := (*[1 << 20]C.uint64_t)(C.malloc(C.size_t(24 * len(ranges))))
 			for i, rg := range ranges {
-				arr[2*i], arr[2*i+1] = C.uint64_t(rg.Lo), C.uint64_t(rg.Hi)
+				arr[3*i], arr[3*i+1], arr[3*i+2] = C.uint64_t(rg.Lo), C.uint64_t(rg.Hi), C.uint64_t(rg.Step)
 			}
 			ccfg.snapshot_ranges = &arr[0]
 			ccfg.nsnapshot_ranges = C.int(len(ranges))

@@ -129,7 +129,7 @@ typedef struct {
   int on_full;      // GP_ON_FULL_*
   const char *memcap_ptx;
   uint64_t results_bytes, staging_bytes;
-  const uint64_t *snapshot_ranges;  // [lo, hi] launch seq pairs, inclusive; none: every launch
+  const uint64_t *snapshot_ranges;  // (lo, hi, step) launch seq triples, inclusive; none: every launch
   int nsnapshot_ranges;
   int flight_recorder;  // watch for failing CUDA calls (gpurrCudaError)
 } gp_config;

@@ -618,8 +618,10 @@ static void cancel_job(mem_job *j, const char *why) {
 
 static uint64_t selected_launch(uint64_t seq) {
   if (!config.nsnapshot_ranges) return 1;
-  for (int i = 0; i < config.nsnapshot_ranges; i++)
-    if (seq >= config.snapshot_ranges[2 * i] && seq <= config.snapshot_ranges[2 * i + 1]) return 1;
+  for (int i = 0; i < config.nsnapshot_ranges; i++) {
+    const uint64_t *r = &config.snapshot_ranges[3 * i];
+    if (seq >= r[0] && seq <= r[1] && (seq - r[0]) % r[2] == 0) return 1;
+  }
   return 0;
 }
 

@@ -116,6 +116,7 @@ func TestMemcapHashMatchesCPU(t *testing.T) {
 	must(t, err)
 	defer r.ctx.MemFree(buf)
 	must(t, cuda.CopyHtoD(buf, host))
+	must(t, r.ctx.Synchronize())
 
 	j := NewJob(sizes...)
 	at := uint64(0)
@@ -158,6 +159,7 @@ func TestMemcapSnapshotCopiesChangedChunks(t *testing.T) {
 	must(t, err)
 	defer r.ctx.MemFree(shadow)
 	must(t, cuda.CopyHtoD(buf, host))
+	must(t, r.ctx.Synchronize())
 
 	snap := func(flags uint32) (transferred []uint32, staging []byte) {
 		j := NewJob(n)
@@ -204,6 +206,9 @@ func TestMemcapSnapshotCopiesChangedChunks(t *testing.T) {
 	host[3*ChunkBytes+5] ^= 1
 	host[n-1] ^= 0x80
 	must(t, cuda.CopyHtoD(buf, host))
+	// A copy from pageable memory may return before its DMA lands, and the
+	// rig's stream does not wait for the legacy stream: wait here.
+	must(t, r.ctx.Synchronize())
 	check("changed", []uint32{3, 10})
 }
 

@@ -77,11 +77,13 @@ func (c MemoryConfig) Validate() error {
 	return nil
 }
 
-// Range is an inclusive range of launch sequence numbers.
-type Range struct{ Lo, Hi uint64 }
+// Range is an inclusive range of launch sequence numbers, every Step-th
+// from Lo.
+type Range struct{ Lo, Hi, Step uint64 }
 
-// ParseRanges parses "1-100,250,900-" (an open end runs to the last
-// launch); "" is no ranges (every launch).
+// ParseRanges parses "1-100,250,900-,1-:10" (an open end runs to the last
+// launch; ":N" keeps every Nth launch of the range from its start); "" is
+// no ranges (every launch).
 func ParseRanges(s string) ([]Range, error) {
 	var out []Range
 	if strings.TrimSpace(s) == "" {
@@ -89,6 +91,14 @@ func ParseRanges(s string) ([]Range, error) {
 	}
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
+		step := uint64(1)
+		if body, st, ok := strings.Cut(part, ":"); ok {
+			n, err := strconv.ParseUint(st, 10, 64)
+			if err != nil || n == 0 {
+				return nil, fmt.Errorf("launch ranges %q: step %q is not a positive number", s, st)
+			}
+			part, step = body, n
+		}
 		lo, hi, isRange := strings.Cut(part, "-")
 		a, err := strconv.ParseUint(lo, 10, 64)
 		if err != nil || a == 0 {
@@ -103,7 +113,7 @@ func ParseRanges(s string) ([]Range, error) {
 				}
 			}
 		}
-		out = append(out, Range{a, b})
+		out = append(out, Range{a, b, step})
 	}
 	return out, nil
 }
