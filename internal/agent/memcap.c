@@ -596,7 +596,9 @@ static mem_job *reserve_job(uint64_t res_bytes, uint64_t stg_bytes, uint32_t *st
     }
     if (!t0) t0 = now_ns();
     if (now_ns() - t0 > 60ull * 1000000000ull) {
-      logf_(2, "memory capture: waited 60 s for staging space; skipping this launch's memory ops");
+      // The GPU is not finishing our jobs (a fault, a hung kernel): stop,
+      // so no later launch waits again.
+      gp_mem_stop("the GPU did not finish memory jobs for 60 s (staging ring full)");
       *status = GP_PLAN_SKIPPED_RING_FULL;
       return NULL;
     }
