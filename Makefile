@@ -31,6 +31,8 @@ test: build
 # Short fuzzing pass over every decoder of untrusted bytes.
 fuzz:
 	$(GO) test ./recording -run '^$$' -fuzz FuzzScan -fuzztime 30s
+	$(GO) test ./chunkstore -run '^$$' -fuzz FuzzPack -fuzztime 30s
+	$(GO) test ./chunkstore -run '^$$' -fuzz FuzzIndex -fuzztime 30s
 
 # Regenerate recording.pb.go from recording.proto (needs protoc).
 proto:
