@@ -888,6 +888,23 @@ def t_memory_drop(h):
     return f"{lost['n']} launches lost states ({lost['why']}), {st['snaps']} snapshots kept; info exits 1"
 
 
+@test("memory.ring_restart")
+def t_memory_ring(h):
+    """Snapshots that need most of the staging ring, after small ones left it part-way: each
+    fits once the ring empties (before the fix, backpressure waited forever and capture stopped)."""
+    out = h.tmp / "memory_ring"
+    want, d = h.py_workload("memory_snapshot_ring", "memory_snapshot.py", args=["ring", out], flags=[
+        "--memory", "snapshot", "--staging-bytes", str(4 << 20)])
+    st = h.one(d, "SELECT max(memory_stopped) AS stopped, sum(memory_states_lost) AS lost, sum(snapshots) AS snaps FROM stats")
+    check(not st["stopped"], f"memory capture stopped: {st['stopped']}")
+    statuses = h.query(d, "SELECT memory_status AS s, count(*) AS n FROM launches GROUP BY 1")
+    check(statuses == [{"s": "snapshot", "n": want["fills"]}], f"launch memory statuses {statuses}, want {want['fills']} snapshot")
+    last = h.query(d, "SELECT max(seq) AS seq FROM launches")[0]["seq"]
+    data = rewind(h, d, last, "after", h.tmp / "ring.bin")
+    check(data == (out / "big.bin").read_bytes(), "rewind of the 3.5 MiB buffer after its last fill differs from the program's copy")
+    return f"{want['fills']} launches snapshotted through a 4 MiB ring ({st['snaps']} states), none lost"
+
+
 @test("memory.flight_sigusr2")
 def t_memory_flight(h):
     out = h.tmp / "memory_flight"
@@ -923,6 +940,35 @@ def t_memory_fault(h):
     data = rewind(h, d, seq, "before", h.tmp / "fault-before.bin")
     h.recordings.append(d)
     return f"{got['fault']}: dumped; the faulting launch's inputs ({len(data)} B) are in the recording"
+
+
+@test("memory.flight_crash")
+def t_memory_crash(h):
+    """A host crash (SIGSEGV, then SIGABRT) writes the flight recorder's window and every launch
+    record before the program dies; the recording is still called incomplete."""
+    script = WL / "memory_snapshot.py"
+    got = []
+    for sig in ("segv", "abort"):
+        d = h.new_recdir(f"memory_{sig}")
+        r = h.sh(h.record_argv(d, [h.py, script, sig, h.tmp / f"memory_{sig}"],
+                               ["--memory", "snapshot", "--snapshot-kernels", "gpurr_snap_poke", "--flight-recorder", "3"]),
+                 240, log=f"memory_{sig}.rec")
+        want = last_json(r.out)
+        check(want and want.get("pokes"), f"{sig}: the workload did not reach the crash: {r.why()}")
+        check(r.rc != 0, f"{sig}: gpurr record exited 0; the program was meant to die")
+        st = h.one(d, "SELECT max(flight_dumps) AS dumps FROM stats")
+        check(st["dumps"] and st["dumps"] >= 1, f"{sig}: no flight-recorder dump before the crash (stats {st})")
+        pokes = mem_states(h, d, "gpurr_snap_poke")
+        check(len(pokes) == want["pokes"], f"{sig}: {len(pokes)} poke after-states written, want {want['pokes']}")
+        snap = [p["seq"] for p in pokes if truthy(p["snapshot"])]
+        want_snap = [p["seq"] for p in pokes][-3:]
+        check(snap == want_snap, f"{sig}: snapshots kept for launches {snap}, want the last 3 {want_snap}")
+        log = h.query(d, "SELECT message FROM log WHERE message LIKE '%received SIG%'")
+        check(log, f"{sig}: the recording's log does not say which signal ended the program")
+        rewind(h, d, want_snap[-1], "after", h.tmp / f"{sig}.bin")
+        h.recordings.append(d)
+        got.append(f"{sig} (exit {r.rc}): {len(pokes)} launches, {len(snap)} snapshots written")
+    return "; ".join(got)
 
 
 def main():

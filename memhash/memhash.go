@@ -116,14 +116,33 @@ func Chunk(c []byte) Sum {
 // Region hashes a whole region from its chunk hashes, in order, and its
 // length in bytes.
 func Region(chunks []Sum, length uint64) Sum {
-	lo, hi := uint32(length), uint32(length>>32)
-	h := Sum{p5 ^ lo, p4 ^ hi, p3 ^ lo, p2 ^ hi}
+	h := regionStart(length)
 	for _, c := range chunks {
 		for l := range 4 {
 			h[l] = round(h[l], c[l])
 		}
 	}
 	return avalanche(h)
+}
+
+// RegionOfEncoded is Region over chunk hashes given in their 16-byte
+// encoding (Sum.Bytes), one after another, as the GPU kernel writes them.
+func RegionOfEncoded(chunks []byte, length uint64) Sum {
+	if len(chunks)%16 != 0 {
+		panic("memhash: encoded chunk hashes are not a multiple of 16 bytes")
+	}
+	h := regionStart(length)
+	for off := 0; off < len(chunks); off += 16 {
+		for l := range 4 {
+			h[l] = round(h[l], binary.LittleEndian.Uint32(chunks[off+4*l:]))
+		}
+	}
+	return avalanche(h)
+}
+
+func regionStart(length uint64) Sum {
+	lo, hi := uint32(length), uint32(length>>32)
+	return Sum{p5 ^ lo, p4 ^ hi, p3 ^ lo, p2 ^ hi}
 }
 
 // Hash returns the hash of data as a region, and the hashes of its chunks.

@@ -103,6 +103,21 @@ func TestChunksDependOnContentOnly(t *testing.T) {
 	}
 }
 
+func TestRegionOfEncodedEqualsRegion(t *testing.T) {
+	for _, n := range []int{0, 1, ChunkSize, 5*ChunkSize + 3} {
+		data := vectorData(n, n)
+		region, chunks := Hash(data)
+		var enc []byte
+		for _, c := range chunks {
+			b := c.Bytes()
+			enc = append(enc, b[:]...)
+		}
+		if got := RegionOfEncoded(enc, uint64(n)); got != region {
+			t.Errorf("%d bytes: RegionOfEncoded %v, Region %v", n, got, region)
+		}
+	}
+}
+
 func TestChunkRejectsOversize(t *testing.T) {
 	defer func() {
 		if recover() == nil {

@@ -7,8 +7,13 @@
   drop    many launches that rewrite a 1 MiB buffer, to overflow a small staging ring.
   flight  POKES launches, then SIGUSR2 to itself (flight-recorder dump), then more launches.
   fault   POKES launches, then a kernel that writes to an illegal address.
+  ring    fills of a 1 MiB and a 3.5 MiB buffer, alternating: with a 4 MiB staging ring, the big
+          one only fits once the ring, left part-way by the small one, starts over.
+  segv    POKES launches, then a segmentation fault in the host process.
+  abort   POKES launches, then abort().
 
 Usage: memory_snapshot.py MODE OUTDIR"""
+import ctypes
 import json
 import os
 import signal
@@ -86,6 +91,23 @@ def main():
             result["fault"] = str(e).split(":")[0]
         print(json.dumps(result), flush=True)
         os._exit(0)  # the context is dead: skip CuPy's teardown, which would only fail
+    elif mode == "ring":
+        big_n = 7 << 19
+        big = cp.cuda.runtime.malloc(big_n)
+        for i in range(4):
+            fill((256,), (256,), (np.uint64(ptr), np.uint64(words), np.uint32(i)))
+            fill((256,), (256,), (np.uint64(big), np.uint64(big_n // 4), np.uint32(i)))
+        cp.cuda.runtime.deviceSynchronize()
+        read(big, big_n).tofile(os.path.join(out, "big.bin"))
+        result["fills"] = 9
+    elif mode in ("segv", "abort"):
+        pokes(POKES)
+        cp.cuda.runtime.deviceSynchronize()
+        result["pokes"] = POKES
+        print(json.dumps(result), flush=True)
+        if mode == "segv":
+            ctypes.string_at(0)  # reads address 0: SIGSEGV
+        os.abort()
     cp.cuda.runtime.deviceSynchronize()
     print(json.dumps(result))
 

@@ -227,8 +227,15 @@ func (r *recorder) start() error {
 	if !started {
 		return fmt.Errorf("%s", C.GoString(&errbuf[0]))
 	}
+	if err := r.watchFatalSignals(); err != nil {
+		r.logf("warn", "a crash of the program will lose the launches since the last frame: %v", err)
+	}
 	r.wg.Add(1)
 	go r.loop()
+	if r.mem != nil {
+		r.wg.Add(1)
+		go r.memLoop()
+	}
 	return nil
 }
 

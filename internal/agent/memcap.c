@@ -500,6 +500,13 @@ static uint64_t stg_head, stg_tail;     // bytes of the staging ring
 // ring_reserve finds n contiguous bytes in a ring of cap bytes whose free
 // space runs from *head to tail + cap; a slice never wraps, so the bytes
 // left at the end are skipped. Returns the start position, or UINT64_MAX.
+// ring_restart moves an empty ring to its start: else a request longer than
+// the space on either side of where the ring last stopped would never fit,
+// and backpressure would wait for it forever.
+static void ring_restart(uint64_t *head, uint64_t *tail, uint64_t cap) {
+  if (cap && *head == *tail && *head % cap) *head = *tail = *head + cap - *head % cap;
+}
+
 static uint64_t ring_reserve(uint64_t *head, uint64_t tail, uint64_t cap, uint64_t n) {
   uint64_t pos = *head, off = pos % cap;
   if (off + n > cap) pos += cap - off;  // skip to the ring's start
@@ -556,6 +563,11 @@ static int drop_oldest(void) {
   return 1;
 }
 
+// DROP_WAIT_NS bounds how long drop-oldest waits for the GPU to finish the
+// oldest job before it gives up on this launch's snapshot instead: the
+// oldest may sit behind a long kernel of the program.
+#define DROP_WAIT_NS (10ull * 1000000ull)
+
 // reserve_job claims a FIFO slot and ring space for a job, waiting
 // (backpressure) or dropping old jobs (drop-oldest) when full. Returns the
 // job, or NULL with *status set to why not.
@@ -568,6 +580,8 @@ static mem_job *reserve_job(uint64_t res_bytes, uint64_t stg_bytes, uint32_t *st
   for (;;) {
     spin_lock(&job_lock);
     if (job_head - job_tail < NJOBS) {
+      ring_restart(&res_head, &res_tail, results_cap);
+      ring_restart(&stg_head, &stg_tail, staging_cap);
       uint64_t rh = res_head, sh = stg_head;
       uint64_t ro = ring_reserve(&rh, res_tail, results_cap, res_bytes);
       uint64_t so = stg_bytes ? ring_reserve(&sh, stg_tail, staging_cap, stg_bytes) : 0;
@@ -590,11 +604,19 @@ static mem_job *reserve_job(uint64_t res_bytes, uint64_t stg_bytes, uint32_t *st
     int dropped = config.on_full == GP_ON_FULL_DROP_OLDEST && drop_oldest();
     spin_unlock(&job_lock);
     if (dropped) continue;
-    if (config.on_full == GP_ON_FULL_DROP_OLDEST) {
-      *status = GP_PLAN_SKIPPED_RING_FULL;  // the oldest job is still on the GPU
-      return NULL;
-    }
     if (!t0) t0 = now_ns();
+    if (config.on_full == GP_ON_FULL_DROP_OLDEST) {
+      // The oldest job is still on the GPU (or being saved): wait for it a
+      // little, so that it is the one dropped rather than this launch's
+      // snapshot; the newest snapshots are the ones worth keeping.
+      if (now_ns() - t0 > DROP_WAIT_NS) {
+        *status = GP_PLAN_SKIPPED_RING_FULL;
+        COUNT(staging_wait_ns, now_ns() - t0);
+        return NULL;
+      }
+      usleep(20);
+      continue;
+    }
     if (now_ns() - t0 > 60ull * 1000000000ull) {
       // The GPU is not finishing our jobs (a fault, a hung kernel): stop,
       // so no later launch waits again.
@@ -644,7 +666,7 @@ static uint32_t enqueue_point(gp_mem_launch *m, mem_context *c, gp_CUstream stre
       chunks += (p.r[r].size + GP_CHUNK - 1) / GP_CHUNK;
     }
     if (chunks >= (1ull << 31)) return GP_PLAN_SKIPPED_RING_TOO_SMALL;
-    uint64_t res_bytes = (GP_RESULT_HEADER + 16 * n + 20 * chunks + 63) & ~63ull;
+    uint64_t res_bytes = (GP_RESULT_HEADER + 20 * chunks + 63) & ~63ull;
     uint64_t stg_bytes = snapshot ? chunks * GP_CHUNK : 0;
     uint32_t status = 0;
     mem_job *j = reserve_job(res_bytes, stg_bytes, &status);
@@ -686,7 +708,7 @@ static uint32_t enqueue_point(gp_mem_launch *m, mem_context *c, gp_CUstream stre
     p.seq = j->job_seq;
     p.out = c->results_dev + j->res_off % results_cap;
     p.staging = snapshot ? c->staging_dev + j->stg_off % staging_cap : 0;
-    p.scratch = c->scratch + (j->res_off % results_cap + GP_RESULT_HEADER + 16 * n);
+    p.scratch = c->scratch + (j->res_off % results_cap + GP_RESULT_HEADER);
     p.counters = c->counters + slot * 8;
     p.nregions = n;
     p.total_chunks = (uint32_t)chunks;

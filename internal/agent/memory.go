@@ -19,6 +19,7 @@ import (
 
 	"github.com/gpurr/gpurr/chunkstore"
 	"github.com/gpurr/gpurr/internal/kernels"
+	"github.com/gpurr/gpurr/memhash"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
@@ -99,7 +100,7 @@ func (m *memoryCapture) job(r *recorder, v *C.gp_memjob_view) {
 		m.finish(r, key, p)
 		return
 	}
-	l := kernels.Layout(n, chunks)
+	l := kernels.Layout(chunks)
 	res := unsafe.Slice((*byte)(unsafe.Pointer(v.result)), l.Size)
 	states := make([]*pb.RegionState, n)
 	firsts := make([]uint32, n+1)
@@ -109,10 +110,9 @@ func (m *memoryCapture) job(r *recorder, v *C.gp_memjob_view) {
 		k := kernels.Chunks(size)
 		firsts[i+1] = firsts[i] + k
 		keys[i] = regionKey{uint64(v.region_addr[i]), size}
-		states[i] = &pb.RegionState{
-			Hash:        bytes.Clone(res[l.RegionHashes+16*i : l.RegionHashes+16*i+16]),
-			ChunkHashes: bytes.Clone(res[l.ChunkHashes+16*int(firsts[i]) : l.ChunkHashes+16*int(firsts[i+1])]),
-		}
+		chunkHashes := bytes.Clone(res[l.ChunkHashes+16*int(firsts[i]) : l.ChunkHashes+16*int(firsts[i+1])])
+		region := memhash.RegionOfEncoded(chunkHashes, size).Bytes()
+		states[i] = &pb.RegionState{Hash: region[:], ChunkHashes: chunkHashes}
 	}
 	if v.snapshot != 0 {
 		staging := unsafe.Slice((*byte)(unsafe.Pointer(v.staging)), int(v.transferred)*kernels.ChunkBytes)
@@ -237,6 +237,9 @@ func (m *memoryCapture) finishAll(r *recorder, reason string) {
 		r.logf("warn", "%d memory jobs never finished on the GPU (a fault, or the process ended first)", n)
 	}
 	r.drain()
+	if sel := r.cfg.memory; sel.Mode == "snapshot" && m.stats.SnapshotSelected == 0 && (sel.SnapshotKernels != "" || sel.SnapshotLaunches != "") {
+		r.logf("warn", "no launch matched the snapshot selection (--snapshot-kernels %q, --snapshot-launches %q): nothing was snapshotted", sel.SnapshotKernels, sel.SnapshotLaunches)
+	}
 	if m.flight != nil {
 		m.flight.dump(r, m, reason)
 	}
@@ -255,6 +258,7 @@ func (m *memoryCapture) fill(s *pb.Stats) {
 	s.ChunksTotal = m.stats.ChunksTotal
 	s.ChunksTransferred = m.stats.ChunksTransferred
 	s.FlightDumps = m.stats.FlightDumps
+	s.SnapshotSelected = m.stats.SnapshotSelected
 	s.MemoryStopped = m.stats.MemoryStopped
 	if m.store != nil {
 		st := m.store.Stats()

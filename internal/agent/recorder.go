@@ -32,11 +32,13 @@ import (
 // the oldest waiting record is this old, so a killed program loses at most
 // that much.
 const (
-	frameLaunches  = 8192
-	frameInterval  = 100 * time.Millisecond
-	drainInterval  = 2 * time.Millisecond
-	activityFlush  = 500 * time.Millisecond
-	takeBufferSize = 4 << 20
+	frameLaunches = 8192
+	frameInterval = 100 * time.Millisecond
+	drainInterval = 2 * time.Millisecond
+	// memDrainInterval is shorter: snapshot staging fills at PCIe speed.
+	memDrainInterval = 500 * time.Microsecond
+	activityFlush    = 500 * time.Millisecond
+	takeBufferSize   = 4 << 20
 )
 
 // recorder owns one process's recording: it drains the C ring, turns raw
@@ -185,12 +187,35 @@ func (r *recorder) loop() {
 			}
 			r.mu.Lock()
 			r.drain()
-			if r.mem != nil {
-				r.mem.drain(r)
-			}
 			if r.pending > 0 && (len(r.batch.Launches) >= frameLaunches || now.Sub(r.oldest) >= frameInterval) {
 				r.writeFrame()
 			}
+			r.mu.Unlock()
+		}
+	}
+}
+
+// memLoop consumes the memory jobs the GPU finished. It runs apart from
+// loop because cuptiActivityFlushAll there can wait for a program thread
+// that sits in a launch callback waiting for staging space, which only
+// this loop frees: one goroutine for both deadlocked until the 60 s timeout
+// stopped memory capture.
+func (r *recorder) memLoop() {
+	defer r.wg.Done()
+	defer func() {
+		if p := recover(); p != nil {
+			r.logf("error", "memory capture stopped by an internal error: %v", p)
+		}
+	}()
+	t := time.NewTicker(memDrainInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+			r.mu.Lock()
+			r.mem.drain(r)
 			r.mu.Unlock()
 		}
 	}
@@ -315,6 +340,9 @@ func (r *recorder) record(p unsafe.Pointer, raw []byte) {
 			launch.Memory = &pb.MemoryPlan{
 				Status:           pb.MemoryPlan_Status(l.mem_status),
 				SnapshotSelected: l.snapshot_selected != 0,
+			}
+			if l.snapshot_selected != 0 && r.mem != nil {
+				r.mem.stats.SnapshotSelected++
 			}
 			if at := int(unsafe.Sizeof(*l)) + (int(l.params_len)+7)&^7; at <= len(raw) {
 				launch.Regions = regions(raw[at:], int(l.nregions), int(l.npointers))

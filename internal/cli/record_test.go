@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpurr/gpurr/recording"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
 func TestSummarizeRecording(t *testing.T) {
@@ -22,6 +25,68 @@ func TestSummarizeRecording(t *testing.T) {
 			if !strings.Contains(out.String(), w) {
 				t.Errorf("%s: summary %q lacks %q", filepath.Base(tc.dir), out.String(), w)
 			}
+		}
+	}
+}
+
+// A snapshot selection that matched nothing is said at the end of record.
+func TestSummarizeUnmatchedSelection(t *testing.T) {
+	for _, c := range []struct {
+		memory   *pb.MemoryConfig
+		selected uint64
+		want     string
+	}{
+		{&pb.MemoryConfig{Mode: "snapshot", SnapshotKernels: "nomatch", SnapshotLaunches: "5-9"}, 0, `--snapshot-kernels "nomatch" --snapshot-launches 5-9 matched no launch`},
+		{&pb.MemoryConfig{Mode: "snapshot", SnapshotKernels: "gemm"}, 2, ""},
+		{&pb.MemoryConfig{Mode: "snapshot"}, 0, ""}, // no selection: every launch, even if none ran
+		{&pb.MemoryConfig{Mode: "hash"}, 0, ""},
+	} {
+		dir := filepath.Join(t.TempDir(), "rec")
+		if err := createRecordingDir(dir, []string{"prog"}); err != nil {
+			t.Fatal(err)
+		}
+		w, err := recording.Create(dir, "host-1", &pb.Batch{Process: &pb.Process{Hostname: "host", Pid: 1, Memory: c.memory}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Write(&pb.Batch{Stats: &pb.Stats{Launches: 3, SnapshotSelected: c.selected}, End: &pb.End{Reason: "exit"}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		summarizeRecording(&out, dir)
+		got := out.String()
+		if c.want == "" && strings.Contains(got, "matched no launch") || c.want != "" && !strings.Contains(got, c.want) {
+			t.Errorf("%v selected %d: summary %q, want %q", c.memory, c.selected, got, c.want)
+		}
+	}
+}
+
+func TestPytorchAllocatorEnv(t *testing.T) {
+	for _, c := range []struct {
+		name, mode string
+		keep       bool
+		conf       string
+		confSet    bool
+		add        string
+		noteHas    string
+	}{
+		{name: "memory off", mode: "off"},
+		{name: "hash, unset", mode: "hash", add: "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync", noteHas: "--keep-pytorch-allocator"},
+		{name: "snapshot, unset", mode: "snapshot", add: "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync", noteHas: "each tensor is its own region"},
+		{name: "kept by flag", mode: "hash", keep: true},
+		{name: "user's own setting", mode: "hash", conf: "expandable_segments:True", confSet: true, noteHas: "expandable_segments:True is kept"},
+		{name: "set but empty", mode: "hash", conf: "", confSet: true, noteHas: "is kept"},
+		{name: "user already chose async", mode: "hash", conf: "backend:cudaMallocAsync", confSet: true},
+	} {
+		add, note := pytorchAllocatorEnv(c.mode, c.keep, c.conf, c.confSet)
+		if add != c.add {
+			t.Errorf("%s: add = %q, want %q", c.name, add, c.add)
+		}
+		if (c.noteHas == "") != (note == "") || !strings.Contains(note, c.noteHas) {
+			t.Errorf("%s: note = %q, want one containing %q", c.name, note, c.noteHas)
 		}
 	}
 }

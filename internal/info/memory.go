@@ -39,6 +39,7 @@ type Memory struct {
 	StagingWaitNS     uint64    `json:"staging_wait_ns"`
 	CaptureGPUNS      uint64    `json:"memory_capture_gpu_ns"`
 	FlightDumps       uint64    `json:"flight_dumps"`
+	SnapshotSelected  uint64    `json:"snapshot_selected"`
 	Stopped           string    `json:"memory_stopped,omitempty"` // why capture stopped early
 	ChunksMissing     uint64    `json:"chunks_missing"`           // snapshot chunks dropped (drop-oldest), from the states
 	LostReasons       []Counter `json:"lost_reasons,omitempty"`   // lost states by reason, from the states
@@ -73,6 +74,7 @@ func summarizeMemory(d *recording.Data) *Memory {
 		Snapshots: s.GetSnapshots(), ChunksTotal: s.GetChunksTotal(), ChunksTransferred: s.GetChunksTransferred(),
 		ChunksStored: s.GetChunksStored(), ChunkBytesStored: s.GetChunkBytesStored(), StagingWaitNS: s.GetStagingWaitNs(),
 		CaptureGPUNS: s.GetMemoryCaptureGpuNs(), FlightDumps: s.GetFlightDumps(), Stopped: s.GetMemoryStopped(),
+		SnapshotSelected: s.GetSnapshotSelected(),
 	}
 	m.statuses = map[pb.MemoryPlan_Status]uint64{}
 	for _, l := range d.Launches {
@@ -192,6 +194,13 @@ func (m *Memory) write(t *textWriter) {
 	}
 	field("states", "%s; %s hashed", states, formatBytes(m.BytesHashed))
 	field("GPU time", "%s in gpurr's hash and copy kernels", formatNS(m.CaptureGPUNS))
+	if m.Mode == "snapshot" {
+		selected := fmt.Sprintf("%d launches selected for snapshots", m.SnapshotSelected)
+		if m.SnapshotSelected == 0 && (m.SnapshotKernels != "" || m.SnapshotLaunches != "") {
+			selected += ": the selection matched nothing"
+		}
+		field("selected", "%s", selected)
+	}
 	if m.Mode == "snapshot" || m.Snapshots > 0 {
 		field("snapshots", "%d states with contents stored", m.Snapshots)
 		chunks := fmt.Sprintf("%d of %d transferred (%s), the others were stored already", m.ChunksTransferred, m.ChunksTotal, percent(m.ChunksTransferred, m.ChunksTotal))

@@ -96,14 +96,14 @@ func (j Job) Encode() ([]byte, error) {
 
 // ResultLayout gives the offsets of a job's result area.
 type ResultLayout struct {
-	RegionHashes, ChunkHashes, TransferList, Size int
+	ChunkHashes, TransferList, Size int
 }
 
-// Layout returns where the kernel writes the results of a job with
-// nregions regions and chunks chunks.
-func Layout(nregions int, chunks uint32) ResultLayout {
-	l := ResultLayout{RegionHashes: ResultHeader}
-	l.ChunkHashes = l.RegionHashes + 16*nregions
+// Layout returns where the kernel writes the results of a job of chunks
+// chunks. Region hashes are not among them: the reader folds a region's
+// chunk hashes with memhash.Region.
+func Layout(chunks uint32) ResultLayout {
+	l := ResultLayout{ChunkHashes: ResultHeader}
 	l.TransferList = l.ChunkHashes + 16*int(chunks)
 	l.Size = l.TransferList + 4*int(chunks)
 	return l

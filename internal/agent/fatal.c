@@ -1,0 +1,71 @@
+// Everything here runs in a signal handler on the crashing thread, so it uses
+// only async-signal-safe calls (write, poll, read, sigaction, raise). The
+// thread that writes the recording is a Go goroutine, woken through a pipe.
+#include "fatal.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+#define NFATAL (sizeof fatal_signals / sizeof fatal_signals[0])
+
+static struct sigaction previous[NFATAL];
+static int notify_fd = -1, ack_fd = -1, wait_ms;
+static pid_t owner;  // a forked child inherits the handler but not the writer
+static atomic_int notified;
+
+static int slot_of(int sig) {
+  for (unsigned i = 0; i < NFATAL; i++)
+    if (fatal_signals[i] == sig) return (int)i;
+  return -1;
+}
+
+static void on_fatal(int sig, siginfo_t *info, void *uc) {
+  int saved_errno = errno;
+  // Only the first fatal signal waits for the writer: a second one (another
+  // thread, or the writer itself crashing) goes straight on.
+  if (getpid() == owner && atomic_exchange(&notified, 1) == 0) {
+    unsigned char b = (unsigned char)sig;
+    if (write(notify_fd, &b, 1) == 1) {
+      struct pollfd p = {.fd = ack_fd, .events = POLLIN};
+      if (poll(&p, 1, wait_ms) == 1) (void)!read(ack_fd, &b, 1);
+    }
+  }
+  int i = slot_of(sig);
+  const struct sigaction *prev = i >= 0 ? &previous[i] : NULL;
+  if (prev && (prev->sa_flags & SA_SIGINFO) && prev->sa_sigaction) {
+    prev->sa_sigaction(sig, info, uc);  // e.g. the Go runtime's, or Python's faulthandler
+  } else if (prev && prev->sa_handler != SIG_DFL && prev->sa_handler != SIG_IGN) {
+    prev->sa_handler(sig);
+  } else {
+    // Default action: restore it and raise again; the signal is blocked in
+    // this handler, so it lands as soon as the handler returns.
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, NULL);
+    raise(sig);
+  }
+  errno = saved_errno;
+}
+
+int gp_watch_fatal_signals(int notify, int ack, int wait) {
+  notify_fd = notify;
+  ack_fd = ack;
+  wait_ms = wait;
+  owner = getpid();
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_fatal;
+  // SA_ONSTACK: the Go runtime requires it of every handler in its process.
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  for (unsigned i = 0; i < NFATAL; i++)
+    if (sigaction(fatal_signals[i], &sa, &previous[i]) != 0) return -1;
+  return 0;
+}
