@@ -195,11 +195,9 @@ func (r *recorder) loop() {
 	}
 }
 
-// memLoop consumes the memory jobs the GPU finished. It runs apart from
-// loop because cuptiActivityFlushAll there can wait for a program thread
-// that sits in a launch callback waiting for staging space, which only
-// this loop frees: one goroutine for both deadlocked until the 60 s timeout
-// stopped memory capture.
+// memLoop consumes the memory jobs the GPU finished, every 0.5 ms: a thread
+// waiting for staging space (backpressure) waits on this loop, which must
+// not sit behind loop's activity flushes and frame writes.
 func (r *recorder) memLoop() {
 	defer r.wg.Done()
 	defer func() {
