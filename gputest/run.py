@@ -905,6 +905,34 @@ def t_memory_ring(h):
     return f"{want['fills']} launches snapshotted through a 4 MiB ring ({st['snaps']} states), none lost"
 
 
+@test("memory.disk_full")
+def t_memory_disk_full(h):
+    """Snapshots into a 40 MiB file system: the chunk store runs out of space, memory capture
+    stops, the program still finishes with its own exit status, and info says what happened."""
+    fs = h.tmp / "smallfs"
+    fs.mkdir(exist_ok=True)
+    m = h.sh(["mount", "-t", "tmpfs", "-o", "size=40m", "tmpfs", fs], 30, log="memory_disk_full.mount")
+    if m.rc != 0:
+        raise Skip(f"cannot mount a small tmpfs here (needs root): {m.why()}")
+    try:
+        d = fs / "rec"
+        r = h.sh(h.record_argv(d, [h.py, WL / "memory_snapshot.py", "exact", h.tmp / "memory_disk_full"],
+                               ["--memory", "snapshot", "--snapshot-kernels", "gpurr_snap_"]), 240, log="memory_disk_full.rec")
+        got = last_json(r.out)
+        check(r.rc == 0 and got and got.get("pokes"), f"the program did not finish normally: {r.why()}")
+        info = h.save_info("memory_disk_full", d)
+        check(info.rc == 1, f"gpurr info exits {info.rc} on a recording whose disk filled up, want 1")
+        said = [l.strip() for l in info.out.splitlines() if "memory capture stopped" in l.lower()]
+        check(said, f"gpurr info does not say memory capture stopped: {info.out[:600]!r}")
+        check("!! TRUNCATED" not in info.out and "!! INCOMPLETE" not in info.out,
+              f"the launch log did not go on after the disk filled: {info.out[:600]!r}")
+        n = h.n(d, "SELECT count(*) AS n FROM launches")
+        check(n == 1 + got["pokes"], f"{n} launches in the log, want {1 + got['pokes']} (every launch, snapshots or not)")
+        return f"program exit 0; memory capture stopped, all {n} launches logged; info: {said[0][:120]}"
+    finally:
+        h.sh(["umount", "-l", fs], 30, log="memory_disk_full.umount")
+
+
 @test("memory.flight_sigusr2")
 def t_memory_flight(h):
     out = h.tmp / "memory_flight"

@@ -30,6 +30,7 @@ type Writer struct {
 	dir    string
 	f      *os.File
 	buf    []byte
+	size   int64 // bytes of whole frames (and the header) written
 }
 
 // Create makes setDir (0700) if needed, the process directory setDir/name
@@ -46,10 +47,12 @@ func Create(setDir, name string, first *pb.Batch) (*Writer, error) {
 		return nil, err
 	}
 	w := &Writer{setDir: setDir, dir: dir, f: f}
-	if _, err := f.Write(encodeFileHeader()); err != nil {
+	header := encodeFileHeader()
+	if _, err := f.Write(header); err != nil {
 		f.Close()
 		return nil, err
 	}
+	w.size = int64(len(header))
 	if first != nil {
 		if err := w.Write(first); err != nil {
 			f.Close()
@@ -63,15 +66,23 @@ func Create(setDir, name string, first *pb.Batch) (*Writer, error) {
 func (w *Writer) Dir() string { return w.dir }
 
 // Write appends b as one frame with a single write, so a killed program
-// leaves whole frames and at most one partial frame at the end.
+// leaves whole frames and at most one partial frame at the end. A write that
+// fails (disk full) is cut back off, so the file ends at its last whole
+// frame and a later Write may succeed.
 func (w *Writer) Write(b *pb.Batch) error {
 	payload, err := proto.Marshal(b)
 	if err != nil {
 		return err
 	}
 	w.buf = appendFrame(w.buf[:0], payload)
-	_, err = w.f.Write(w.buf)
-	return err
+	if _, err := w.f.Write(w.buf); err != nil {
+		if terr := w.f.Truncate(w.size); terr != nil {
+			return errors.Join(err, fmt.Errorf("cut back the partial frame: %w", terr))
+		}
+		return err
+	}
+	w.size += int64(len(w.buf))
+	return nil
 }
 
 // Sync flushes the file to stable storage.

@@ -61,6 +61,8 @@ void gp_mem_stop(const char *reason) {
   }
 }
 
+const char *gp_mem_stop_reason(void) { return atomic_load(&stopped) ? stop_reason : ""; }
+
 // ---- a small spinlock, as the record ring's ----
 
 typedef _Atomic int spinlock;

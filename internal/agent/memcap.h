@@ -108,6 +108,8 @@ int gp_mem_poll(gp_memjob_view *v);
 void gp_mem_release(void);
 uint64_t gp_mem_outstanding(void);
 void gp_mem_stop(const char *reason);
+// gp_mem_stop_reason is why memory capture stopped, "" while it runs.
+const char *gp_mem_stop_reason(void);
 void gp_mem_flush_lost(const char *reason);
 
 // Shared from agent.c.

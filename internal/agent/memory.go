@@ -68,6 +68,9 @@ func newMemoryCapture(r *recorder) (*memoryCapture, error) {
 		return nil, err
 	}
 	m.store = store
+	if err := r.holdDiskReserve(); err != nil {
+		r.logf("warn", "could not hold %d MiB back for the launch log (%v): if snapshots fill the disk, the recording ends there", diskReserveBytes>>20, err)
+	}
 	if n := r.cfg.memory.FlightRecorder; n > 0 {
 		m.flight = newFlightRecorder(int(n))
 	}
@@ -212,10 +215,10 @@ func (m *memoryCapture) stop(r *recorder, reason string) {
 		return
 	}
 	m.stats.MemoryStopped = reason
-	cs := C.CString(reason)
+	r.releaseDiskReserve()  // the chunk store's trouble is most often a full disk
+	cs := C.CString(reason) // the C side logs it
 	C.gp_mem_stop(cs)
 	C.free(unsafe.Pointer(cs))
-	r.logf("error", "memory capture stopped: %s", reason)
 }
 
 // finishAll waits for the GPU to finish what was enqueued (bounded), then
@@ -259,6 +262,9 @@ func (m *memoryCapture) fill(s *pb.Stats) {
 	s.ChunksTransferred = m.stats.ChunksTransferred
 	s.FlightDumps = m.stats.FlightDumps
 	s.SnapshotSelected = m.stats.SnapshotSelected
+	if m.stats.MemoryStopped == "" { // stopped by the C side (the GPU stopped finishing jobs)
+		m.stats.MemoryStopped = C.GoString(C.gp_mem_stop_reason())
+	}
 	s.MemoryStopped = m.stats.MemoryStopped
 	if m.store != nil {
 		st := m.store.Stats()

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -62,6 +63,7 @@ type recorder struct {
 	closed   bool
 	stats    pb.Stats       // Go-side counters
 	mem      *memoryCapture // nil when memory capture is off
+	reserve  string         // disk space held back for the launch log (see holdDiskReserve), "" when none
 	stop     chan struct{}
 	wg       sync.WaitGroup
 	lastTick time.Time
@@ -249,6 +251,7 @@ func (r *recorder) closeFiles() {
 		return
 	}
 	r.closed = true
+	r.releaseDiskReserve()
 	r.w.Sync()
 	r.w.Close()
 	r.log.Close()
@@ -680,7 +683,17 @@ func (r *recorder) writeFrame() {
 	if r.mem != nil {
 		r.mem.fill(r.batch.Stats)
 	}
-	if err := r.w.Write(r.batch); err != nil {
+	err := r.w.Write(r.batch)
+	if err != nil && r.releaseDiskReserve() {
+		// The disk filled up (snapshots, most likely): stop memory capture
+		// and write the launch log on into the space held back for it.
+		if r.mem != nil {
+			r.mem.stop(r, fmt.Sprintf("writing the recording failed: %v", err))
+			r.mem.fill(r.batch.Stats)
+		}
+		err = r.w.Write(r.batch)
+	}
+	if err != nil {
 		// Disk full or similar: say so once on stderr and stop writing;
 		// the program goes on (invariant 1).
 		fmt.Fprintf(os.Stderr, "gpurr: agent: writing %s failed, recording stopped: %v\n", r.w.Dir(), err)
@@ -711,4 +724,37 @@ func regions(b []byte, n, npointers int) []*pb.Region {
 		}
 	}
 	return out
+}
+
+// diskReserveBytes is held back, in snapshot mode, for the launch log: about
+// 100,000 launches' records once snapshots have filled the disk.
+const diskReserveBytes = 16 << 20
+
+// holdDiskReserve allocates diskReserveBytes in the process directory, so
+// that when snapshots fill the disk, memory capture can stop and the launch
+// log still has room to say so and to go on. Without it, the first frame
+// after the disk filled would fail and end the recording.
+func (r *recorder) holdDiskReserve() error {
+	path := filepath.Join(r.w.Dir(), ".disk-reserve")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := syscall.Fallocate(int(f.Fd()), 0, 0, diskReserveBytes); err != nil {
+		os.Remove(path)
+		return err
+	}
+	r.reserve = path
+	return nil
+}
+
+// releaseDiskReserve frees the reserve; it reports whether there was one.
+func (r *recorder) releaseDiskReserve() bool {
+	if r.reserve == "" {
+		return false
+	}
+	os.Remove(r.reserve)
+	r.reserve = ""
+	return true
 }

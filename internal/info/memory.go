@@ -45,6 +45,7 @@ type Memory struct {
 	LostReasons       []Counter `json:"lost_reasons,omitempty"`   // lost states by reason, from the states
 
 	statuses map[pb.MemoryPlan_Status]uint64
+	complete bool // the recording has its End: counters are final
 }
 
 // failedStatuses are the launches memory capture should have covered and
@@ -76,6 +77,7 @@ func summarizeMemory(d *recording.Data) *Memory {
 		CaptureGPUNS: s.GetMemoryCaptureGpuNs(), FlightDumps: s.GetFlightDumps(), Stopped: s.GetMemoryStopped(),
 		SnapshotSelected: s.GetSnapshotSelected(),
 	}
+	m.complete = d.End != nil
 	m.statuses = map[pb.MemoryPlan_Status]uint64{}
 	for _, l := range d.Launches {
 		if p := l.GetMemory(); p != nil {
@@ -196,7 +198,7 @@ func (m *Memory) write(t *textWriter) {
 	field("GPU time", "%s in gpurr's hash and copy kernels", formatNS(m.CaptureGPUNS))
 	if m.Mode == "snapshot" {
 		selected := fmt.Sprintf("%d launches selected for snapshots", m.SnapshotSelected)
-		if m.SnapshotSelected == 0 && (m.SnapshotKernels != "" || m.SnapshotLaunches != "") {
+		if m.complete && m.SnapshotSelected == 0 && (m.SnapshotKernels != "" || m.SnapshotLaunches != "") {
 			selected += ": the selection matched nothing"
 		}
 		field("selected", "%s", selected)
