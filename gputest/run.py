@@ -999,6 +999,28 @@ def t_memory_crash(h):
     return "; ".join(got)
 
 
+@test("diff.scatter")
+def t_diff_scatter(h):
+    """Two recordings of a loop whose only nondeterministic kernel is a float scatter-add with
+    colliding indices: gpurr diff names that kernel and the Python line that launched it."""
+    script = WL / "diff_scatter.py"
+    line = mark_line(script, "scatter")
+    recs = []
+    for i in (1, 2):
+        d = h.new_recdir(f"diff_scatter{i}")
+        r = h.sh(h.record_argv(d, [h.py, script], ["--memory", "hash"]), 240, log=f"diff_scatter{i}.rec")
+        check(r.rc == 0, f"recording {i}: {r.why()}")
+        recs.append(d)
+    r = h.sh([h.gpurr, "diff", *recs], 120, log="diff_scatter.diff")
+    check(r.rc == 1, f"gpurr diff exit {r.rc}, want 1 (the runs part ways): {r.why()} {r.out[:300]}")
+    kernel = [l.strip() for l in r.out.splitlines() if l.strip().startswith("kernel")]
+    check(kernel and "scatter" in kernel[0], f"diff names {kernel[:1]}, want the scatter-add kernel:\n{r.out[:800]}")
+    check(f"diff_scatter.py:{line}" in r.out, f"diff does not name diff_scatter.py:{line}:\n{r.out[:800]}")
+    same = h.sh([h.gpurr, "diff", recs[0], recs[0]], 120, log="diff_scatter.same")
+    check(same.rc == 0 and "agree" in same.out, f"a recording diffed with itself: exit {same.rc}: {same.out[:300]}")
+    return f"parts ways at {kernel[0][6:].strip()[:70]} at diff_scatter.py:{line}; a run with itself agrees"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gpurr", default=str(ROOT / "bin" / "gpurr"))

@@ -56,6 +56,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newDoctorCmd(),
 		newDemoCmd(),
 		newRewindCmd(),
+		newDiffCmd(),
 	)
 	return root
 }

@@ -64,7 +64,7 @@ func (p *Process) write(t *textWriter) {
 		t.field("kernels", "only those matching %q (%d launches filtered out, by design)", p.KernelFilter, p.LaunchesFiltered)
 	}
 	for _, d := range p.Devices {
-		t.field(fmt.Sprintf("device %d", d.Ordinal), "%s, cc %s, %d SMs, %s, %s", d.Name, d.CC, d.SMs, formatBytes(d.MemoryBytes), d.UUID)
+		t.field(fmt.Sprintf("device %d", d.Ordinal), "%s, cc %s, %d SMs, %s, %s", d.Name, d.CC, d.SMs, FormatBytes(d.MemoryBytes), d.UUID)
 	}
 	t.field("span", "%s, first to last timestamp", formatNS(p.SpanNS))
 	t.field("launches", "%d eager, %d captured into graphs, %d graph launches", p.Launches, p.Captured, p.GraphLaunches)
@@ -74,7 +74,7 @@ func (p *Process) write(t *textWriter) {
 	}
 	t.field("GPU", "%d kernel runs, %s; %s", p.KernelRuns, formatNS(p.GPUTimeNS), linked)
 	t.field("kernels", "%d distinct", p.Kernels)
-	t.field("modules", "%d, %s", p.Modules, formatBytes(p.ModuleBytes))
+	t.field("modules", "%d, %s", p.Modules, FormatBytes(p.ModuleBytes))
 	t.field("callstacks", "%d", p.Callstacks)
 	if calls := p.Launches + p.Captured + p.GraphLaunches; p.AgentNS > 0 && calls > 0 {
 		t.field("overhead", "agent ran %s on the program's threads, %s per launch (CUPTI's own work not included)",
@@ -183,7 +183,8 @@ func formatNS(ns uint64) string {
 	}
 }
 
-func formatBytes(n uint64) string {
+// FormatBytes writes a byte count with a binary prefix: 512 B, 4.0 MiB.
+func FormatBytes(n uint64) string {
 	const unit = 1024
 	if n < unit {
 		return fmt.Sprintf("%d B", n)

@@ -168,8 +168,8 @@ func TestFormats(t *testing.T) {
 		}
 	}
 	for n, want := range map[uint64]string{12: "12 B", 36 << 10: "36.0 KiB", 85_520_809_984: "79.6 GiB"} {
-		if got := formatBytes(n); got != want {
-			t.Errorf("formatBytes(%d) = %q, want %q", n, got, want)
+		if got := FormatBytes(n); got != want {
+			t.Errorf("FormatBytes(%d) = %q, want %q", n, got, want)
 		}
 	}
 }

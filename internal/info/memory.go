@@ -158,7 +158,7 @@ func (m *Memory) writeProblems(t *textWriter) {
 		}
 		detail := ""
 		if st == pb.MemoryPlan_SKIPPED_RING_TOO_SMALL {
-			detail = fmt.Sprintf(" (%s)", formatBytes(m.StagingBytes))
+			detail = fmt.Sprintf(" (%s)", FormatBytes(m.StagingBytes))
 		}
 		t.printf("  !! MEMORY NOT CAPTURED: %s %s%s\n", launchCount(n), why[st], detail)
 	}
@@ -194,7 +194,7 @@ func (m *Memory) write(t *textWriter) {
 	if m.StatesLost > 0 {
 		states += fmt.Sprintf(", %d lost", m.StatesLost)
 	}
-	field("states", "%s; %s hashed", states, formatBytes(m.BytesHashed))
+	field("states", "%s; %s hashed", states, FormatBytes(m.BytesHashed))
 	field("GPU time", "%s in gpurr's hash and copy kernels", formatNS(m.CaptureGPUNS))
 	if m.Mode == "snapshot" {
 		selected := fmt.Sprintf("%d launches selected for snapshots", m.SnapshotSelected)
@@ -210,7 +210,7 @@ func (m *Memory) write(t *textWriter) {
 			chunks += fmt.Sprintf("; %d missing (dropped by drop-oldest)", m.ChunksMissing)
 		}
 		field("chunks", "%s", chunks)
-		field("chunk store", "%d distinct chunks, %s compressed", m.ChunksStored, formatBytes(m.ChunkBytesStored))
+		field("chunk store", "%d distinct chunks, %s compressed", m.ChunksStored, FormatBytes(m.ChunkBytesStored))
 	}
 	field("staging", "program threads waited %s for staging space", formatNS(m.StagingWaitNS))
 	if m.FlightRecorder > 0 || m.FlightDumps > 0 {
@@ -234,8 +234,8 @@ func (m *Memory) configText() string {
 		}
 		parts[0] += " (snapshots of " + strings.Join(which, ", in ") + "; hashes of the others)"
 	}
-	parts = append(parts, formatBytes(uint64(m.ChunkBytes))+" chunks",
-		fmt.Sprintf("staging ring %s (%s when full)", formatBytes(m.StagingBytes), m.OnFull))
+	parts = append(parts, FormatBytes(uint64(m.ChunkBytes))+" chunks",
+		fmt.Sprintf("staging ring %s (%s when full)", FormatBytes(m.StagingBytes), m.OnFull))
 	if m.FlightRecorder > 0 {
 		parts = append(parts, fmt.Sprintf("flight recorder of the last %d launches", m.FlightRecorder))
 	}

@@ -1,0 +1,149 @@
+package diff
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/gpurr/gpurr/chunkstore"
+	"github.com/gpurr/gpurr/recording"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// Side is one run's record of a launch, with what it refers to.
+type Side struct {
+	Process       *recording.Process
+	Launch        *pb.Launch
+	Kernel        *pb.Kernel
+	Callstack     *pb.Callstack // nil when none was taken
+	Before, After *pb.MemoryState
+	ChunkBytes    uint64
+}
+
+// ReadLaunch reads the launch with sequence number seq from p's recording
+// (a second pass over it), with its kernel, callstack and memory states.
+func ReadLaunch(p *recording.Process, seq uint64) (*Side, error) {
+	s := &Side{Process: p}
+	kernels := map[uint64]*pb.Kernel{}
+	stacks := map[uint64]*pb.Callstack{}
+	_, err := p.Scan(func(b *pb.Batch) error {
+		if b.Process != nil {
+			s.ChunkBytes = uint64(b.Process.GetMemory().GetChunkBytes())
+		}
+		for _, k := range b.Kernels {
+			kernels[k.GetId()] = k
+		}
+		for _, c := range b.Callstacks {
+			stacks[c.GetId()] = c
+		}
+		for _, l := range b.Launches {
+			if l.GetSeq() == seq {
+				s.Launch = l
+			}
+		}
+		for _, m := range b.Memory {
+			if m.GetLaunchSeq() != seq {
+				continue
+			}
+			switch m.GetPoint() {
+			case pb.MemoryState_BEFORE:
+				s.Before = m
+			case pb.MemoryState_AFTER:
+				s.After = m
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if s.Launch == nil {
+		return nil, fmt.Errorf("%s has no launch %d", p.Name, seq)
+	}
+	s.Kernel = kernels[s.Launch.GetKernelId()]
+	s.Callstack = stacks[s.Launch.GetCallstackId()]
+	if s.ChunkBytes == 0 {
+		s.ChunkBytes = 64 << 10
+	}
+	return s, nil
+}
+
+// RegionDiff is one region of a launch whose memory after it differs.
+type RegionDiff struct {
+	Index           int
+	A, B            *pb.Region // as each run recorded it (address, size, parameter offsets)
+	Chunks          int        // chunk hashes compared
+	DifferentChunks int
+	FirstChunk      int // index of the first differing chunk, -1 when only the sizes differ
+	// With snapshots of the first differing chunk on both sides and a dtype:
+	Elements    []Element // the first differing elements of that chunk
+	ElementsOff uint64    // byte offset in the region of that chunk
+	Note        string    // why elements are not shown, when they are not
+}
+
+// Differences lists the regions whose state after the launch differs, with
+// element values from the snapshots when both sides have them and dtype is
+// set. maxElems bounds the elements listed per region.
+func Differences(a, b *Side, dt *Dtype, maxElems int) ([]RegionDiff, error) {
+	var out []RegionDiff
+	ra, rb := a.After.GetRegions(), b.After.GetRegions()
+	for i := 0; i < max(len(ra), len(rb)); i++ {
+		d := RegionDiff{Index: i, FirstChunk: -1}
+		if i < len(a.Launch.GetRegions()) {
+			d.A = a.Launch.GetRegions()[i]
+		}
+		if i < len(b.Launch.GetRegions()) {
+			d.B = b.Launch.GetRegions()[i]
+		}
+		if i >= len(ra) || i >= len(rb) {
+			d.Note = "present after the launch in one run only"
+			out = append(out, d)
+			continue
+		}
+		if bytes.Equal(ra[i].GetHash(), rb[i].GetHash()) {
+			continue
+		}
+		ca, cb := recording.ChunkHashes(ra[i]), recording.ChunkHashes(rb[i])
+		d.Chunks = max(len(ca), len(cb))
+		for k := 0; k < d.Chunks; k++ {
+			if k >= len(ca) || k >= len(cb) || !bytes.Equal(ca[k], cb[k]) {
+				d.DifferentChunks++
+				if d.FirstChunk < 0 {
+					d.FirstChunk = k
+				}
+			}
+		}
+		if d.FirstChunk >= 0 && d.FirstChunk < len(ca) && d.FirstChunk < len(cb) {
+			d.ElementsOff = uint64(d.FirstChunk) * a.ChunkBytes
+			switch {
+			case dt == nil:
+			case !a.After.GetSnapshot() || !b.After.GetSnapshot():
+				d.Note = "no snapshot on both sides (record with --memory snapshot to see values)"
+			default:
+				ba, err := readChunk(a.Process, ca[d.FirstChunk])
+				if err != nil {
+					return nil, err
+				}
+				bb, err := readChunk(b.Process, cb[d.FirstChunk])
+				if err != nil {
+					return nil, err
+				}
+				d.Elements = dt.Compare(ba, bb, d.ElementsOff, maxElems)
+			}
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func readChunk(p *recording.Process, hash []byte) ([]byte, error) {
+	store, err := chunkstore.Open(p.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p.Name, err)
+	}
+	defer store.Close()
+	b, err := store.Get([16]byte(hash))
+	if err != nil {
+		return nil, fmt.Errorf("%s: chunk %x: %w", p.Name, hash, err)
+	}
+	return b, nil
+}

@@ -1,0 +1,96 @@
+package diff
+
+import (
+	"testing"
+)
+
+// run builds a Run from kernel identities per launch (stream 0) and the
+// state digest's first byte (0: no state).
+func run(ids []uint64, states []byte, streams []int) *Run {
+	r := &Run{}
+	for i, id := range ids {
+		l := Launch{Seq: uint64(i + 1), Identity: id}
+		if streams != nil {
+			l.Stream = streams[i]
+		}
+		if states[i] != 0 {
+			l.HasState = true
+			l.State[0] = states[i]
+		}
+		r.Launches = append(r.Launches, l)
+	}
+	return r
+}
+
+func TestAlign(t *testing.T) {
+	for _, c := range []struct {
+		name            string
+		a, b            *Run
+		first           *Pair
+		matched, differ int
+		onlyA, onlyB    []int
+		compared        int
+	}{
+		{name: "identical", a: run([]uint64{1, 2, 3}, []byte{1, 2, 3}, nil), b: run([]uint64{1, 2, 3}, []byte{1, 2, 3}, nil),
+			matched: 3, compared: 3},
+		{name: "second differs and everything after it", a: run([]uint64{1, 2, 3}, []byte{1, 2, 3}, nil), b: run([]uint64{1, 2, 3}, []byte{1, 9, 9}, nil),
+			first: &Pair{1, 1}, matched: 3, compared: 3, differ: 2},
+		{name: "extra warm-up in A", a: run([]uint64{7, 7, 1, 2}, []byte{5, 5, 1, 2}, nil), b: run([]uint64{1, 2}, []byte{1, 3}, nil),
+			first: &Pair{3, 1}, matched: 2, compared: 2, differ: 1, onlyA: []int{0, 1}},
+		{name: "extra launch in B's middle", a: run([]uint64{1, 2, 3}, []byte{1, 2, 3}, nil), b: run([]uint64{1, 8, 2, 3}, []byte{1, 8, 2, 3}, nil),
+			matched: 3, compared: 3, onlyB: []int{1}},
+		{name: "no state on one side is not compared", a: run([]uint64{1, 2}, []byte{1, 0}, nil), b: run([]uint64{1, 2}, []byte{1, 4}, nil),
+			matched: 2, compared: 1},
+		{name: "streams align apart; the first is by A's order", a: run([]uint64{1, 2, 1, 2}, []byte{1, 2, 3, 4}, []int{0, 1, 0, 1}),
+			b:     run([]uint64{2, 1, 2, 1}, []byte{2, 1, 9, 9}, []int{1, 0, 1, 0}),
+			first: &Pair{2, 3}, matched: 4, compared: 4, differ: 2},
+		{name: "different kernels, no resync", a: run([]uint64{1, 2}, []byte{1, 2}, nil), b: run([]uint64{3, 4}, []byte{1, 2}, nil),
+			onlyA: []int{0, 1}, onlyB: []int{0, 1}},
+	} {
+		res := Align(c.a, c.b)
+		if (res.First == nil) != (c.first == nil) || res.First != nil && *res.First != *c.first {
+			t.Errorf("%s: first %v, want %v", c.name, res.First, c.first)
+		}
+		if res.Matched != c.matched || res.Compared != c.compared || res.Differ != c.differ {
+			t.Errorf("%s: matched/compared/differ %d/%d/%d, want %d/%d/%d", c.name, res.Matched, res.Compared, res.Differ, c.matched, c.compared, c.differ)
+		}
+		if !equalInts(res.OnlyA, c.onlyA) || !equalInts(res.OnlyB, c.onlyB) {
+			t.Errorf("%s: only A %v only B %v, want %v %v", c.name, res.OnlyA, res.OnlyB, c.onlyA, c.onlyB)
+		}
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestDtypes(t *testing.T) {
+	f16, _ := ParseDtype("f16")
+	for bits, want := range map[uint16]float64{0x3c00: 1, 0xc000: -2, 0x0001: 5.960464477539063e-08, 0x7bff: 65504} {
+		if got := f16.value([]byte{byte(bits), byte(bits >> 8)}); got != want {
+			t.Errorf("f16 0x%04x = %v, want %v", bits, got, want)
+		}
+	}
+	bf16, _ := ParseDtype("bf16")
+	if got := bf16.value([]byte{0x80, 0x3f}); got != 1 {
+		t.Errorf("bf16 0x3f80 = %v, want 1", got)
+	}
+	f32, _ := ParseDtype("f32")
+	a := []byte{0, 0, 128, 63, 0, 0, 0, 64}  // 1, 2
+	b := []byte{0, 0, 128, 63, 0, 0, 64, 64} // 1, 3
+	got := f32.Compare(a, b, 4096, 8)
+	if len(got) != 1 || got[0].Index != 1025 || got[0].A != 2 || got[0].B != 3 || got[0].Abs != 1 {
+		t.Errorf("f32 compare = %+v, want element 1025: 2 vs 3", got)
+	}
+	if _, err := ParseDtype("f8"); err == nil {
+		t.Error("f8 accepted")
+	}
+}

@@ -1,0 +1,102 @@
+package diff
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Dtype decodes memory as elements of one type.
+type Dtype struct {
+	Name  string
+	Size  int
+	value func([]byte) float64
+}
+
+var dtypes = []*Dtype{
+	{"f32", 4, func(b []byte) float64 { return float64(math.Float32frombits(binary.LittleEndian.Uint32(b))) }},
+	{"f64", 8, func(b []byte) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b)) }},
+	{"f16", 2, func(b []byte) float64 { return half(binary.LittleEndian.Uint16(b)) }},
+	{"bf16", 2, func(b []byte) float64 {
+		return float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(b)) << 16))
+	}},
+	{"i8", 1, func(b []byte) float64 { return float64(int8(b[0])) }},
+	{"u8", 1, func(b []byte) float64 { return float64(b[0]) }},
+	{"i16", 2, func(b []byte) float64 { return float64(int16(binary.LittleEndian.Uint16(b))) }},
+	{"i32", 4, func(b []byte) float64 { return float64(int32(binary.LittleEndian.Uint32(b))) }},
+	{"u32", 4, func(b []byte) float64 { return float64(binary.LittleEndian.Uint32(b)) }},
+	{"i64", 8, func(b []byte) float64 { return float64(int64(binary.LittleEndian.Uint64(b))) }},
+}
+
+// ParseDtype names a dtype: f32, f64, f16, bf16, i8, u8, i16, i32, u32, i64.
+func ParseDtype(name string) (*Dtype, error) {
+	var names []string
+	for _, d := range dtypes {
+		if d.Name == name {
+			return d, nil
+		}
+		names = append(names, d.Name)
+	}
+	return nil, fmt.Errorf("unknown dtype %q (want %s)", name, strings.Join(names, ", "))
+}
+
+// half converts an IEEE 754 binary16 value.
+func half(h uint16) float64 {
+	sign := 1.0
+	if h&0x8000 != 0 {
+		sign = -1
+	}
+	exp, frac := int(h>>10)&0x1f, float64(h&0x3ff)
+	switch exp {
+	case 0:
+		return sign * math.Ldexp(frac, -24)
+	case 0x1f:
+		if frac != 0 {
+			return math.NaN()
+		}
+		return sign * math.Inf(1)
+	}
+	return sign * math.Ldexp(1+frac/1024, exp-15)
+}
+
+// Element is one element that differs between two runs.
+type Element struct {
+	Index  uint64 // element index in the region
+	A, B   float64
+	Abs    float64 // |A - B|
+	Rel    float64 // |A - B| / max(|A|, |B|); 0 when both are 0
+	BitsA  uint64
+	BitsB  uint64
+	IsReal bool // a floating-point dtype (NaN and Inf are values, not bit patterns)
+}
+
+// Compare lists up to max elements whose bytes differ between a and b,
+// which start at byte offset off of their region.
+func (d *Dtype) Compare(a, b []byte, off uint64, max int) []Element {
+	var out []Element
+	n := min(len(a), len(b)) / d.Size
+	for i := 0; i < n && len(out) < max; i++ {
+		ea, eb := a[i*d.Size:(i+1)*d.Size], b[i*d.Size:(i+1)*d.Size]
+		if string(ea) == string(eb) {
+			continue
+		}
+		va, vb := d.value(ea), d.value(eb)
+		e := Element{Index: off/uint64(d.Size) + uint64(i), A: va, B: vb, Abs: math.Abs(va - vb),
+			IsReal: strings.HasPrefix(d.Name, "f") || d.Name == "bf16"}
+		if m := math.Max(math.Abs(va), math.Abs(vb)); m > 0 {
+			e.Rel = e.Abs / m
+		}
+		e.BitsA, e.BitsB = bits(ea), bits(eb)
+		out = append(out, e)
+	}
+	return out
+}
+
+func bits(b []byte) uint64 {
+	var v uint64
+	for i := len(b) - 1; i >= 0; i-- {
+		v = v<<8 | uint64(b[i])
+	}
+	return v
+}

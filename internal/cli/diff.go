@@ -1,0 +1,251 @@
+package cli
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpurr/gpurr/diff"
+	"github.com/gpurr/gpurr/internal/info"
+	"github.com/gpurr/gpurr/recording"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+type diffOptions struct {
+	dtype     string
+	elements  int
+	unmatched int
+	frames    int
+}
+
+func newDiffCmd() *cobra.Command {
+	var o diffOptions
+	cmd := &cobra.Command{
+		Use:   "diff A B",
+		Short: "Find the first kernel launch where two runs' device memory parts ways",
+		Long: `diff aligns the kernel launches of two recordings of the same program
+(process by process: by rank, else in order; stream by stream; by kernel) and
+reports the first launch after which a region of device memory differs: the
+kernel, both launches, both callstacks down to the Python line, the regions
+and the first differing chunk. With snapshots on both sides and --dtype, it
+decodes the first differing elements. Launches present in one run only (an
+extra warm-up) are skipped over and listed.
+
+Both runs need memory capture (gpurr record --memory hash, or snapshot).
+Exit status: 0 when the runs agree, 1 when they part ways, 2 on bad input.`,
+		Example: `  gpurr record --memory hash -o run1 -- python train.py
+  gpurr record --memory hash -o run2 -- python train.py
+  gpurr diff run1 run2
+  gpurr diff --dtype bf16 snap1 snap2`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error { return runDiff(cmd, o, args[0], args[1]) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.dtype, "dtype", "", "decode differing memory as f32, f16, bf16, f64, i8, u8, i16, i32, u32 or i64 (needs snapshots on both sides)")
+	f.IntVar(&o.elements, "elements", 8, "differing elements to show per region (with --dtype)")
+	f.IntVar(&o.unmatched, "unmatched", 5, "launches present in one run only to list by name (all are counted)")
+	f.IntVar(&o.frames, "frames", 6, "Python frames of each callstack to show, innermost first")
+	return cmd
+}
+
+func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
+	out, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	var dt *diff.Dtype
+	if o.dtype != "" {
+		var err error
+		if dt, err = diff.ParseDtype(o.dtype); err != nil {
+			return usageErrorf("diff: --dtype: %v", err)
+		}
+	}
+	setA, err := recording.Open(pathA)
+	if err != nil {
+		return usageErrorf("diff: %v", err)
+	}
+	setB, err := recording.Open(pathB)
+	if err != nil {
+		return usageErrorf("diff: %v", err)
+	}
+	pairs, warnings := pairProcesses(setA, setB)
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "gpurr: diff: warning: %s\n", w)
+	}
+	if len(pairs) == 0 {
+		return usageErrorf("diff: no processes to compare")
+	}
+	diverged := false
+	for _, pp := range pairs {
+		a, err := diff.Scan(pp[0])
+		if err != nil {
+			return usageErrorf("diff: %s: %v", pp[0].Name, err)
+		}
+		b, err := diff.Scan(pp[1])
+		if err != nil {
+			return usageErrorf("diff: %s: %v", pp[1].Name, err)
+		}
+		for _, r := range []*diff.Run{a, b} {
+			if r.Mode == "" {
+				return usageErrorf("diff: %s was recorded without memory capture: record both runs with --memory hash (or --memory snapshot)", r.Process.Dir)
+			}
+			if !r.Complete {
+				fmt.Fprintf(stderr, "gpurr: diff: warning: %s is incomplete; comparing what it holds\n", r.Process.Dir)
+			}
+		}
+		res := diff.Align(a, b)
+		if res.Compared == 0 {
+			return usageErrorf("diff: %s and %s: no matched launch has memory states on both sides (%d matched)", pp[0].Name, pp[1].Name, res.Matched)
+		}
+		label := fmt.Sprintf("%s vs %s", pp[0].Name, pp[1].Name)
+		if res.First == nil {
+			fmt.Fprintf(out, "%s: the runs agree: %d launches compared after they ran (%d matched)\n", label, res.Compared, res.Matched)
+		} else {
+			diverged = true
+			if err := reportDivergence(out, o, dt, label, a, b, res); err != nil {
+				return usageErrorf("diff: %v", err)
+			}
+		}
+		reportUnmatched(out, o, a, b, res)
+	}
+	if diverged {
+		return exitWith(exitFound)
+	}
+	return nil
+}
+
+// pairProcesses matches the processes of two recordings: by rank where
+// both have ranks, else in order.
+func pairProcesses(a, b *recording.Set) (pairs [][2]*recording.Process, warnings []string) {
+	if len(a.Processes) != len(b.Processes) {
+		warnings = append(warnings, fmt.Sprintf("%s has %d processes, %s has %d: comparing %d pairs",
+			a.Dir, len(a.Processes), b.Dir, min(len(a.Processes), len(b.Processes)), min(len(a.Processes), len(b.Processes))))
+	}
+	byRank := map[int32]*recording.Process{}
+	for _, p := range b.Processes {
+		if p.Info.Rank != nil {
+			byRank[p.Info.GetRank()] = p
+		}
+	}
+	for i, p := range a.Processes {
+		var q *recording.Process
+		if p.Info.Rank != nil {
+			q = byRank[p.Info.GetRank()]
+		} else if i < len(b.Processes) {
+			q = b.Processes[i]
+		}
+		if q == nil {
+			continue
+		}
+		if ca, cb := strings.Join(p.Info.GetArgv(), " "), strings.Join(q.Info.GetArgv(), " "); ca != cb {
+			warnings = append(warnings, fmt.Sprintf("%s ran %q, %s ran %q: different programs? aligning what can be aligned", p.Name, ca, q.Name, cb))
+		}
+		pairs = append(pairs, [2]*recording.Process{p, q})
+	}
+	return pairs, warnings
+}
+
+func reportDivergence(w io.Writer, o diffOptions, dt *diff.Dtype, label string, a, b *diff.Run, res *diff.Result) error {
+	la, lb := a.Launches[res.First.A], b.Launches[res.First.B]
+	sa, err := diff.ReadLaunch(a.Process, la.Seq)
+	if err != nil {
+		return err
+	}
+	sb, err := diff.ReadLaunch(b.Process, lb.Seq)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s: the runs part ways at launch %d of A and %d of B: the memory after it differs\n", label, la.Seq, lb.Seq)
+	fmt.Fprintf(w, "  kernel   %s (stream %d)\n", a.KernelName(la), la.Stream)
+	for _, s := range []struct {
+		name string
+		side *diff.Side
+	}{{"A", sa}, {"B", sb}} {
+		frames := pythonFrames(s.side.Callstack, o.frames)
+		if len(frames) == 0 {
+			fmt.Fprintf(w, "  %s        (no Python callstack recorded)\n", s.name)
+			continue
+		}
+		fmt.Fprintf(w, "  %s        %s\n", s.name, frames[0])
+		for _, f := range frames[1:] {
+			fmt.Fprintf(w, "           %s\n", f)
+		}
+	}
+	regions, err := diff.Differences(sa, sb, dt, o.elements)
+	if err != nil {
+		return err
+	}
+	for _, r := range regions {
+		fmt.Fprintf(w, "  region %d %s\n", r.Index, regionText(r))
+		for _, e := range r.Elements {
+			fmt.Fprintf(w, "    [%d] A %s  B %s  abs %.3g  rel %.3g\n", e.Index, elemText(e.A, e.BitsA, e.IsReal), elemText(e.B, e.BitsB, e.IsReal), e.Abs, e.Rel)
+		}
+		if r.Note != "" {
+			fmt.Fprintf(w, "    (%s)\n", r.Note)
+		}
+	}
+	fmt.Fprintf(w, "  %d launches matched, %d compared; %d of them differ after they ran, this one first\n", res.Matched, res.Compared, res.Differ)
+	return nil
+}
+
+func regionText(r diff.RegionDiff) string {
+	reg := cmp.Or(r.A, r.B)
+	where := ""
+	if reg != nil {
+		where = fmt.Sprintf("(%s, parameter offset %s)", info.FormatBytes(reg.GetSize()), joinOffsets(reg.GetParamOffsets()))
+	}
+	switch {
+	case r.A != nil && r.B != nil && r.A.GetSize() != r.B.GetSize():
+		return fmt.Sprintf("%s: sizes differ, A %d B %d bytes; %d of %d chunks differ", where, r.A.GetSize(), r.B.GetSize(), r.DifferentChunks, r.Chunks)
+	case r.FirstChunk >= 0:
+		return fmt.Sprintf("%s: %d of %d chunks differ, the first at byte 0x%x (chunk %d)", where, r.DifferentChunks, r.Chunks, r.ElementsOff, r.FirstChunk)
+	}
+	return where
+}
+
+func joinOffsets(offs []uint32) string {
+	var s []string
+	for _, o := range offs {
+		s = append(s, fmt.Sprint(o))
+	}
+	return cmp.Or(strings.Join(s, ","), "-")
+}
+
+func elemText(v float64, bits uint64, real bool) string {
+	if real {
+		return fmt.Sprintf("%.9g", v)
+	}
+	return fmt.Sprintf("%d (0x%x)", int64(v), bits)
+}
+
+// pythonFrames are a callstack's Python frames, innermost first, as text.
+func pythonFrames(c *pb.Callstack, n int) []string {
+	var out []string
+	for _, f := range c.GetFrames() {
+		if f.GetKind() == pb.Frame_PYTHON && len(out) < n {
+			out = append(out, recording.FrameText(f))
+		}
+	}
+	return out
+}
+
+func reportUnmatched(w io.Writer, o diffOptions, a, b *diff.Run, res *diff.Result) {
+	for _, side := range []struct {
+		name string
+		run  *diff.Run
+		idx  []int
+	}{{"A", a, res.OnlyA}, {"B", b, res.OnlyB}} {
+		if len(side.idx) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "  %d launches only in %s:", len(side.idx), side.name)
+		for _, i := range side.idx[:min(len(side.idx), o.unmatched)] {
+			l := side.run.Launches[i]
+			fmt.Fprintf(w, "\n    %d %s", l.Seq, side.run.KernelName(l))
+		}
+		if len(side.idx) > o.unmatched {
+			fmt.Fprintf(w, "\n    ...")
+		}
+		fmt.Fprintln(w)
+	}
+}

@@ -1,0 +1,159 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpurr/gpurr/chunkstore"
+	"github.com/gpurr/gpurr/memhash"
+	"github.com/gpurr/gpurr/recording"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// fakeLaunch is one launch of a synthetic run: its kernel, the Python line
+// that made it, and its one region's contents after it ran.
+type fakeLaunch struct {
+	kernel uint64 // 1: fill, 2: scatter_add, 3: warm-up
+	line   uint32
+	after  []byte
+}
+
+var fakeKernels = map[uint64]string{1: "fill_kernel", 2: "scatter_add_kernel", 3: "warmup_kernel"}
+
+// writeRun writes a recording of launches with --memory mode ("" for off).
+func writeRun(t *testing.T, mode string, launches []fakeLaunch) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "rec")
+	if err := createRecordingDir(dir, []string{"python", "train.py"}); err != nil {
+		t.Fatal(err)
+	}
+	proc := &pb.Process{Hostname: "box", Pid: 7, Argv: []string{"python", "train.py"}}
+	if mode != "" {
+		proc.Memory = &pb.MemoryConfig{Mode: mode, ChunkBytes: memhash.ChunkSize}
+	}
+	w, err := recording.Create(dir, "box-7", &pb.Batch{Process: proc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var store *chunkstore.Writer
+	if mode == "snapshot" {
+		if store, err = chunkstore.Create(w.Dir(), chunkstore.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := &pb.Batch{}
+	for id, name := range fakeKernels {
+		b.Kernels = append(b.Kernels, &pb.Kernel{Id: id, Identity: 1000 + id, Name: name})
+	}
+	for i, l := range launches {
+		seq := uint64(i + 1)
+		stack := &pb.Callstack{Id: uint64(l.line), Frames: []*pb.Frame{{Kind: pb.Frame_PYTHON, File: "train.py", Line: l.line, Function: "step"}}}
+		b.Callstacks = append(b.Callstacks, stack)
+		b.Launches = append(b.Launches, &pb.Launch{Seq: seq, KernelId: l.kernel, CallstackId: stack.Id,
+			Regions: []*pb.Region{{Address: 0x7000_0000 + seq<<20, Size: uint64(len(l.after)), ParamOffsets: []uint32{0}}}})
+		if mode == "" {
+			continue
+		}
+		region, chunks := memhash.Hash(l.after)
+		rh := region.Bytes()
+		rs := &pb.RegionState{Hash: rh[:]}
+		for k, c := range chunks {
+			h := c.Bytes()
+			rs.ChunkHashes = append(rs.ChunkHashes, h[:]...)
+			if store != nil {
+				lo := k * memhash.ChunkSize
+				if err := store.Put(h, l.after[lo:min(lo+memhash.ChunkSize, len(l.after))]); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		b.Memory = append(b.Memory, &pb.MemoryState{LaunchSeq: seq, Point: pb.MemoryState_AFTER, Regions: []*pb.RegionState{rs}, Snapshot: store != nil})
+	}
+	b.Stats = &pb.Stats{Launches: uint64(len(launches))}
+	b.End = &pb.End{Reason: "exit"}
+	if err := w.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if store != nil {
+		if err := store.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func floats(vs ...float32) []byte {
+	b := make([]byte, 0, 4*len(vs))
+	for _, v := range vs {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
+	}
+	return b
+}
+
+// a training-like run: fills, then a scatter-add whose sum may differ.
+func trainRun(sum float32, warmup bool) []fakeLaunch {
+	var ls []fakeLaunch
+	if warmup {
+		ls = append(ls, fakeLaunch{3, 5, floats(0)})
+	}
+	big := make([]byte, 3*memhash.ChunkSize)
+	copy(big[2*memhash.ChunkSize+8:], floats(sum))
+	return append(ls, fakeLaunch{1, 10, floats(1, 2, 3)}, fakeLaunch{1, 11, floats(4, 5)},
+		fakeLaunch{2, 30, big}, fakeLaunch{1, 12, floats(6)})
+}
+
+func runCLI(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestDiff(t *testing.T) {
+	same1, same2 := writeRun(t, "hash", trainRun(1.5, false)), writeRun(t, "hash", trainRun(1.5, false))
+	code, out, errs := runCLI("diff", same1, same2)
+	if code != 0 || !strings.Contains(out, "the runs agree: 4 launches compared") {
+		t.Errorf("equal runs: exit %d, out %q, err %q", code, out, errs)
+	}
+
+	a, b := writeRun(t, "snapshot", trainRun(1.5, false)), writeRun(t, "snapshot", trainRun(1.5000001, true))
+	code, out, errs = runCLI("diff", "--dtype", "f32", a, b)
+	for _, want := range []string{
+		"the runs part ways at launch 3 of A and 4 of B",
+		"kernel   scatter_add_kernel",
+		"A        train.py:30 step",
+		"region 0 (192.0 KiB, parameter offset 0): 1 of 3 chunks differ, the first at byte 0x20000 (chunk 2)",
+		"[32770] A 1.5  B 1.50000012",
+		"1 launches only in B:\n    1 warmup_kernel",
+	} {
+		if code != 1 || !strings.Contains(out, want) {
+			t.Errorf("diverging runs: exit %d, want 1 and output with %q:\n%s%s", code, want, out, errs)
+		}
+	}
+
+	code, out, _ = runCLI("diff", writeRun(t, "hash", trainRun(1.5, false)), writeRun(t, "hash", trainRun(2, false)))
+	if code != 1 || !strings.Contains(out, "(no snapshot") && strings.Contains(out, "[") {
+		t.Errorf("hash-only runs: exit %d:\n%s", code, out)
+	}
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"diff", writeRun(t, "", trainRun(1, false)), same1}, "recorded without memory capture: record both runs with --memory hash"},
+		{[]string{"diff", "--dtype", "f8", same1, same2}, "unknown dtype \"f8\""},
+		{[]string{"diff", same1, filepath.Join(t.TempDir(), "missing")}, "no such file"},
+		{[]string{"diff", same1}, "accepts 2 arg"},
+	} {
+		code, _, errs := runCLI(c.args...)
+		if code != 2 || !strings.Contains(errs, c.want) || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line with %q", c.args[1:], code, errs, c.want)
+		}
+	}
+}
