@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gpurr/gpurr/chunkstore"
+	"github.com/gpurr/gpurr/dtype"
 	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
@@ -75,15 +76,15 @@ type RegionDiff struct {
 	DifferentChunks int
 	FirstChunk      int // index of the first differing chunk, -1 when only the sizes differ
 	// With snapshots of the first differing chunk on both sides and a dtype:
-	Elements    []Element // the first differing elements of that chunk
-	ElementsOff uint64    // byte offset in the region of that chunk
-	Note        string    // why elements are not shown, when they are not
+	Elements    []dtype.Element // the first differing elements of that chunk
+	ElementsOff uint64          // byte offset in the region of that chunk
+	Note        string          // why elements are not shown, when they are not
 }
 
 // Differences lists the regions whose state after the launch differs, with
 // element values from the snapshots when both sides have them and dtype is
 // set. maxElems bounds the elements listed per region.
-func Differences(a, b *Side, dt *Dtype, maxElems int) ([]RegionDiff, error) {
+func Differences(a, b *Side, dt *dtype.Type, maxElems int) ([]RegionDiff, error) {
 	var out []RegionDiff
 	ra, rb := a.After.GetRegions(), b.After.GetRegions()
 	for i := 0; i < max(len(ra), len(rb)); i++ {

@@ -1021,6 +1021,23 @@ def t_diff_scatter(h):
     return f"parts ways at {kernel[0][6:].strip()[:70]} at diff_scatter.py:{line}; a run with itself agrees"
 
 
+@test("nan.planted")
+def t_nan_planted(h):
+    """A loop that writes one NaN at step 3, recorded with snapshots of every launch: gpurr nan
+    names the launch at the marked line, and counts it as f32."""
+    script = WL / "nan_loop.py"
+    line = mark_line(script, "nan")
+    want, d = h.py_workload("nan_loop", flags=["--memory", "snapshot"])
+    check(want["nans"] > 0, f"the workload did not end with NaN: {want}")
+    r = h.sh([h.gpurr, "nan", d, "--dtype", "f32"], 120, log="nan_loop.nan")
+    check(r.rc == 1, f"gpurr nan exit {r.rc}, want 1 (found): {r.why()} {r.out[:300]}")
+    at = [l.strip() for l in r.out.splitlines() if l.strip().startswith("at ")]
+    check(at and f"nan_loop.py:{line}" in at[0], f"gpurr nan points at {at[:1]}, want nan_loop.py:{line}:\n{r.out[:800]}")
+    check("as f32 1 NaN" in r.out, f"gpurr nan does not count the one planted f32 NaN:\n{r.out[:800]}")
+    first = [l for l in r.out.splitlines() if "first after launch" in l]
+    return f"{first[0].split(': ', 1)[-1][:60]} at nan_loop.py:{line}; 1 f32 NaN counted"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gpurr", default=str(ROOT / "bin" / "gpurr"))

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpurr/gpurr/diff"
+	"github.com/gpurr/gpurr/dtype"
 	"github.com/gpurr/gpurr/internal/info"
 	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
@@ -53,10 +54,10 @@ Exit status: 0 when the runs agree, 1 when they part ways, 2 on bad input.`,
 
 func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 	out, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	var dt *diff.Dtype
+	var dt *dtype.Type
 	if o.dtype != "" {
 		var err error
-		if dt, err = diff.ParseDtype(o.dtype); err != nil {
+		if dt, err = dtype.Parse(o.dtype); err != nil {
 			return usageErrorf("diff: --dtype: %v", err)
 		}
 	}
@@ -145,7 +146,7 @@ func pairProcesses(a, b *recording.Set) (pairs [][2]*recording.Process, warnings
 	return pairs, warnings
 }
 
-func reportDivergence(w io.Writer, o diffOptions, dt *diff.Dtype, label string, a, b *diff.Run, res *diff.Result) error {
+func reportDivergence(w io.Writer, o diffOptions, dt *dtype.Type, label string, a, b *diff.Run, res *diff.Result) error {
 	la, lb := a.Launches[res.First.A], b.Launches[res.First.B]
 	sa, err := diff.ReadLaunch(a.Process, la.Seq)
 	if err != nil {

@@ -124,36 +124,49 @@ func TestDiff(t *testing.T) {
 
 	a, b := writeRun(t, "snapshot", trainRun(1.5, false)), writeRun(t, "snapshot", trainRun(1.5000001, true))
 	code, out, errs = runCLI("diff", "--dtype", "f32", a, b)
-	for _, want := range []string{
+	expectOutput(t, "diverging runs", code, 1, out, errs,
 		"the runs part ways at launch 3 of A and 4 of B",
 		"kernel   scatter_add_kernel",
 		"A        train.py:30 step",
 		"region 0 (192.0 KiB, parameter offset 0): 1 of 3 chunks differ, the first at byte 0x20000 (chunk 2)",
 		"[32770] A 1.5  B 1.50000012",
-		"1 launches only in B:\n    1 warmup_kernel",
-	} {
-		if code != 1 || !strings.Contains(out, want) {
-			t.Errorf("diverging runs: exit %d, want 1 and output with %q:\n%s%s", code, want, out, errs)
-		}
-	}
+		"1 launches only in B:\n    1 warmup_kernel")
 
 	code, out, _ = runCLI("diff", writeRun(t, "hash", trainRun(1.5, false)), writeRun(t, "hash", trainRun(2, false)))
 	if code != 1 || !strings.Contains(out, "(no snapshot") && strings.Contains(out, "[") {
 		t.Errorf("hash-only runs: exit %d:\n%s", code, out)
 	}
 
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
+	expectUsageErrors(t, []usageCase{
 		{[]string{"diff", writeRun(t, "", trainRun(1, false)), same1}, "recorded without memory capture: record both runs with --memory hash"},
 		{[]string{"diff", "--dtype", "f8", same1, same2}, "unknown dtype \"f8\""},
 		{[]string{"diff", same1, filepath.Join(t.TempDir(), "missing")}, "no such file"},
 		{[]string{"diff", same1}, "accepts 2 arg"},
-	} {
+	})
+}
+
+// expectOutput checks a verb's exit code and that its stdout holds each of wants.
+func expectOutput(t *testing.T, what string, code, wantCode int, out, errs string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if code != wantCode || !strings.Contains(out, want) {
+			t.Errorf("%s: exit %d, want %d and output with %q:\n%s%s", what, code, wantCode, want, out, errs)
+		}
+	}
+}
+
+type usageCase struct {
+	args []string
+	want string
+}
+
+// expectUsageErrors runs each case and wants exit 2 with one line on stderr.
+func expectUsageErrors(t *testing.T, cases []usageCase) {
+	t.Helper()
+	for _, c := range cases {
 		code, _, errs := runCLI(c.args...)
 		if code != 2 || !strings.Contains(errs, c.want) || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
-			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line with %q", c.args[1:], code, errs, c.want)
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line with %q", c.args, code, errs, c.want)
 		}
 	}
 }

@@ -57,6 +57,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newDemoCmd(),
 		newRewindCmd(),
 		newDiffCmd(),
+		newNanCmd(),
 	)
 	return root
 }

@@ -1,4 +1,6 @@
-package diff
+// Package dtype decodes raw device memory as elements of a numeric type, for
+// the verbs that show values (gpurr diff, gpurr nan).
+package dtype
 
 import (
 	"encoding/binary"
@@ -7,14 +9,14 @@ import (
 	"strings"
 )
 
-// Dtype decodes memory as elements of one type.
-type Dtype struct {
+// Type decodes memory as elements of one numeric type.
+type Type struct {
 	Name  string
 	Size  int
 	value func([]byte) float64
 }
 
-var dtypes = []*Dtype{
+var dtypes = []*Type{
 	{"f32", 4, func(b []byte) float64 { return float64(math.Float32frombits(binary.LittleEndian.Uint32(b))) }},
 	{"f64", 8, func(b []byte) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b)) }},
 	{"f16", 2, func(b []byte) float64 { return half(binary.LittleEndian.Uint16(b)) }},
@@ -29,8 +31,8 @@ var dtypes = []*Dtype{
 	{"i64", 8, func(b []byte) float64 { return float64(int64(binary.LittleEndian.Uint64(b))) }},
 }
 
-// ParseDtype names a dtype: f32, f64, f16, bf16, i8, u8, i16, i32, u32, i64.
-func ParseDtype(name string) (*Dtype, error) {
+// Parse names a type: f32, f64, f16, bf16, i8, u8, i16, i32, u32, i64.
+func Parse(name string) (*Type, error) {
 	var names []string
 	for _, d := range dtypes {
 		if d.Name == name {
@@ -73,7 +75,7 @@ type Element struct {
 
 // Compare lists up to max elements whose bytes differ between a and b,
 // which start at byte offset off of their region.
-func (d *Dtype) Compare(a, b []byte, off uint64, max int) []Element {
+func (d *Type) Compare(a, b []byte, off uint64, max int) []Element {
 	var out []Element
 	n := min(len(a), len(b)) / d.Size
 	for i := 0; i < n && len(out) < max; i++ {
@@ -82,8 +84,7 @@ func (d *Dtype) Compare(a, b []byte, off uint64, max int) []Element {
 			continue
 		}
 		va, vb := d.value(ea), d.value(eb)
-		e := Element{Index: off/uint64(d.Size) + uint64(i), A: va, B: vb, Abs: math.Abs(va - vb),
-			IsReal: strings.HasPrefix(d.Name, "f") || d.Name == "bf16"}
+		e := Element{Index: off/uint64(d.Size) + uint64(i), A: va, B: vb, Abs: math.Abs(va - vb), IsReal: d.IsFloat()}
 		if m := math.Max(math.Abs(va), math.Abs(vb)); m > 0 {
 			e.Rel = e.Abs / m
 		}
@@ -99,4 +100,23 @@ func bits(b []byte) uint64 {
 		v = v<<8 | uint64(b[i])
 	}
 	return v
+}
+
+// Value decodes one element (Size bytes).
+func (d *Type) Value(b []byte) float64 { return d.value(b) }
+
+// IsFloat reports whether the type is floating point, where NaN and Inf exist.
+func (d *Type) IsFloat() bool { return strings.HasPrefix(d.Name, "f") || d.Name == "bf16" }
+
+// ParseList parses a comma-separated list of types: "f32,bf16".
+func ParseList(list string) ([]*Type, error) {
+	var out []*Type
+	for _, name := range strings.Split(list, ",") {
+		t, err := Parse(strings.TrimSpace(name))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }

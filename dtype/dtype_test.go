@@ -1,0 +1,26 @@
+package dtype
+
+import "testing"
+
+func TestDtypes(t *testing.T) {
+	f16, _ := Parse("f16")
+	for bits, want := range map[uint16]float64{0x3c00: 1, 0xc000: -2, 0x0001: 5.960464477539063e-08, 0x7bff: 65504} {
+		if got := f16.value([]byte{byte(bits), byte(bits >> 8)}); got != want {
+			t.Errorf("f16 0x%04x = %v, want %v", bits, got, want)
+		}
+	}
+	bf16, _ := Parse("bf16")
+	if got := bf16.value([]byte{0x80, 0x3f}); got != 1 {
+		t.Errorf("bf16 0x3f80 = %v, want 1", got)
+	}
+	f32, _ := Parse("f32")
+	a := []byte{0, 0, 128, 63, 0, 0, 0, 64}  // 1, 2
+	b := []byte{0, 0, 128, 63, 0, 0, 64, 64} // 1, 3
+	got := f32.Compare(a, b, 4096, 8)
+	if len(got) != 1 || got[0].Index != 1025 || got[0].A != 2 || got[0].B != 3 || got[0].Abs != 1 {
+		t.Errorf("f32 compare = %+v, want element 1025: 2 vs 3", got)
+	}
+	if _, err := Parse("f8"); err == nil {
+		t.Error("f8 accepted")
+	}
+}

@@ -1,0 +1,171 @@
+// Package nanscan finds the first kernel launch after which device memory
+// holds NaN or Inf (gpurr nan), from the snapshots of a recording: launches
+// in order, each region's chunks decoded as every requested dtype. A chunk
+// is read and counted once however many snapshots share it.
+//
+// Counts are kept per dtype, since the same bytes can be a NaN as one type
+// and an ordinary number as another: an int64 index tensor read as f32 may
+// hold NaN bit patterns, bf16 data read as f32 rarely does.
+package nanscan
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/gpurr/gpurr/chunkstore"
+	"github.com/gpurr/gpurr/dtype"
+	"github.com/gpurr/gpurr/recording"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// Counts are the NaN and Inf elements found as one dtype.
+type Counts struct {
+	Type     string
+	NaN, Inf uint64
+	First    int64 // byte offset in the region of the first NaN or Inf, -1 when none
+}
+
+// Region is a region of the found launch with NaN or Inf in it.
+type Region struct {
+	Index  int
+	Region *pb.Region
+	Counts []Counts // one per requested dtype, in the order asked
+}
+
+// Finding is the first launch after which memory holds NaN or Inf.
+type Finding struct {
+	Launch    *pb.Launch
+	Kernel    *pb.Kernel
+	Callstack *pb.Callstack
+	Regions   []Region
+}
+
+// Stats says how much was looked at.
+type Stats struct {
+	Launches   int // launches with a snapshot after them, scanned in order
+	Chunks     int // distinct chunks decoded
+	NoSnapshot int // launches with memory states but no snapshot after them
+}
+
+// Scan finds the first launch of p whose snapshot after it holds NaN or Inf
+// as any of types (floating-point types only). nil when none does.
+func Scan(p *recording.Process, types []*dtype.Type) (*Finding, Stats, error) {
+	var st Stats
+	for _, t := range types {
+		if !t.IsFloat() {
+			return nil, st, fmt.Errorf("%s has no NaN or Inf: want floating-point dtypes", t.Name)
+		}
+	}
+	data, err := p.Load()
+	if err != nil {
+		return nil, st, err
+	}
+	if data.Process.GetMemory().GetMode() != "snapshot" {
+		return nil, st, fmt.Errorf("%s was recorded without snapshots: record with --memory snapshot", p.Dir)
+	}
+	links := data.Links()
+	var after []*pb.MemoryState
+	for _, s := range data.Memory {
+		if s.GetPoint() != pb.MemoryState_AFTER || s.GetLost() {
+			continue
+		}
+		if !s.GetSnapshot() {
+			st.NoSnapshot++
+			continue
+		}
+		after = append(after, s)
+	}
+	slices.SortFunc(after, func(a, b *pb.MemoryState) int { return cmp.Compare(a.GetLaunchSeq(), b.GetLaunchSeq()) })
+	store, err := chunkstore.Open(p.Dir)
+	if err != nil {
+		return nil, st, err
+	}
+	defer store.Close()
+	chunkBytes := int64(cmp.Or(data.Process.GetMemory().GetChunkBytes(), 65536))
+	seen := map[[16]byte][]Counts{}
+	for _, s := range after {
+		st.Launches++
+		var found []Region
+		for i, rs := range s.GetRegions() {
+			var total []Counts
+			for k, h := range recording.ChunkHashes(rs) {
+				c, ok := seen[[16]byte(h)]
+				if !ok {
+					b, err := store.Get([16]byte(h))
+					if err != nil {
+						return nil, st, fmt.Errorf("launch %d region %d chunk %d: %w", s.GetLaunchSeq(), i, k, err)
+					}
+					c = count(b, types)
+					seen[[16]byte(h)] = c
+					st.Chunks++
+				}
+				total = add(total, c, int64(k)*chunkBytes)
+			}
+			if hasNaNOrInf(total) {
+				found = append(found, Region{Index: i, Region: links.StateRegion(s, i), Counts: total})
+			}
+		}
+		if found != nil {
+			l := links.Launch(s.GetLaunchSeq())
+			f := &Finding{Launch: l, Regions: found}
+			if l != nil {
+				f.Kernel = links.Kernel(l.GetKernelId())
+				f.Callstack = links.Callstack(l.GetCallstackId())
+			}
+			return f, st, nil
+		}
+	}
+	return nil, st, nil
+}
+
+func count(b []byte, types []*dtype.Type) []Counts {
+	out := make([]Counts, len(types))
+	for ti, t := range types {
+		c := Counts{Type: t.Name, First: -1}
+		for off := 0; off+t.Size <= len(b); off += t.Size {
+			v := t.Value(b[off : off+t.Size])
+			switch {
+			case math.IsNaN(v):
+				c.NaN++
+			case math.IsInf(v, 0):
+				c.Inf++
+			default:
+				continue
+			}
+			if c.First < 0 {
+				c.First = int64(off)
+			}
+		}
+		out[ti] = c
+	}
+	return out
+}
+
+// add sums a chunk's counts (at byte offset off of its region) into total.
+func add(total, c []Counts, off int64) []Counts {
+	if total == nil {
+		total = make([]Counts, len(c))
+		for i := range total {
+			total[i] = Counts{Type: c[i].Type, First: -1}
+		}
+	}
+	for i := range c {
+		total[i].NaN += c[i].NaN
+		total[i].Inf += c[i].Inf
+		if total[i].First < 0 && c[i].First >= 0 {
+			total[i].First = off + c[i].First
+		}
+	}
+	return total
+}
+
+func hasNaNOrInf(cs []Counts) bool {
+	for _, c := range cs {
+		if c.NaN+c.Inf > 0 {
+			return true
+		}
+	}
+	return false
+}
