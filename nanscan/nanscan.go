@@ -32,6 +32,10 @@ type Region struct {
 	Index  int
 	Region *pb.Region
 	Counts []Counts // one per requested dtype, in the order asked
+	// Before: the region held NaN or Inf before the launch too (its
+	// snapshot before it says so), so they came from outside a kernel: a
+	// copy from the host, a memset, memory no kernel wrote.
+	Before bool
 }
 
 // Finding is the first launch after which memory holds NaN or Inf.
@@ -89,25 +93,29 @@ func Scan(p *recording.Process, types []*dtype.Type) (*Finding, Stats, error) {
 		st.Launches++
 		var found []Region
 		for i, rs := range s.GetRegions() {
-			var total []Counts
-			for k, h := range recording.ChunkHashes(rs) {
-				c, ok := seen[[16]byte(h)]
-				if !ok {
-					b, err := store.Get([16]byte(h))
-					if err != nil {
-						return nil, st, fmt.Errorf("launch %d region %d chunk %d: %w", s.GetLaunchSeq(), i, k, err)
-					}
-					c = count(b, types)
-					seen[[16]byte(h)] = c
-					st.Chunks++
-				}
-				total = add(total, c, int64(k)*chunkBytes)
+			total, err := regionCounts(store, rs, types, chunkBytes, seen, &st)
+			if err != nil {
+				return nil, st, fmt.Errorf("launch %d region %d: %w", s.GetLaunchSeq(), i, err)
 			}
 			if hasNaNOrInf(total) {
 				found = append(found, Region{Index: i, Region: links.StateRegion(s, i), Counts: total})
 			}
 		}
 		if found != nil {
+			for _, b := range links.MemoryFor(s.GetLaunchSeq()) {
+				if b.GetPoint() != pb.MemoryState_BEFORE || !b.GetSnapshot() {
+					continue
+				}
+				for ri := range found {
+					if i := found[ri].Index; i < len(b.GetRegions()) {
+						before, err := regionCounts(store, b.GetRegions()[i], types, chunkBytes, seen, &st)
+						if err != nil {
+							return nil, st, err
+						}
+						found[ri].Before = hasNaNOrInf(before)
+					}
+				}
+			}
 			l := links.Launch(s.GetLaunchSeq())
 			f := &Finding{Launch: l, Regions: found}
 			if l != nil {
@@ -118,6 +126,26 @@ func Scan(p *recording.Process, types []*dtype.Type) (*Finding, Stats, error) {
 		}
 	}
 	return nil, st, nil
+}
+
+// regionCounts counts a region state's NaN and Inf, reading each distinct
+// chunk once (seen caches the counts by chunk hash).
+func regionCounts(store *chunkstore.Reader, rs *pb.RegionState, types []*dtype.Type, chunkBytes int64, seen map[[16]byte][]Counts, st *Stats) ([]Counts, error) {
+	var total []Counts
+	for k, h := range recording.ChunkHashes(rs) {
+		c, ok := seen[[16]byte(h)]
+		if !ok {
+			b, err := store.Get([16]byte(h))
+			if err != nil {
+				return nil, fmt.Errorf("chunk %d: %w", k, err)
+			}
+			c = count(b, types)
+			seen[[16]byte(h)] = c
+			st.Chunks++
+		}
+		total = add(total, c, int64(k)*chunkBytes)
+	}
+	return total, nil
 }
 
 func count(b []byte, types []*dtype.Type) []Counts {

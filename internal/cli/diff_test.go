@@ -20,6 +20,7 @@ type fakeLaunch struct {
 	kernel uint64 // 1: fill, 2: scatter_add, 3: warm-up
 	line   uint32
 	after  []byte
+	before []byte // snapshot mode: the region before the launch, nil for none
 }
 
 var fakeKernels = map[uint64]string{1: "fill_kernel", 2: "scatter_add_kernel", 3: "warmup_kernel"}
@@ -58,19 +59,26 @@ func writeRun(t *testing.T, mode string, launches []fakeLaunch) string {
 		if mode == "" {
 			continue
 		}
-		region, chunks := memhash.Hash(l.after)
-		rh := region.Bytes()
-		rs := &pb.RegionState{Hash: rh[:]}
-		for k, c := range chunks {
-			h := c.Bytes()
-			rs.ChunkHashes = append(rs.ChunkHashes, h[:]...)
-			if store != nil {
-				lo := k * memhash.ChunkSize
-				if err := store.Put(h, l.after[lo:min(lo+memhash.ChunkSize, len(l.after))]); err != nil {
-					t.Fatal(err)
+		state := func(data []byte) *pb.RegionState {
+			region, chunks := memhash.Hash(data)
+			rh := region.Bytes()
+			rs := &pb.RegionState{Hash: rh[:]}
+			for k, c := range chunks {
+				h := c.Bytes()
+				rs.ChunkHashes = append(rs.ChunkHashes, h[:]...)
+				if store != nil {
+					lo := k * memhash.ChunkSize
+					if err := store.Put(h, data[lo:min(lo+memhash.ChunkSize, len(data))]); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
+			return rs
 		}
+		if l.before != nil && store != nil {
+			b.Memory = append(b.Memory, &pb.MemoryState{LaunchSeq: seq, Point: pb.MemoryState_BEFORE, Regions: []*pb.RegionState{state(l.before)}, Snapshot: true})
+		}
+		rs := state(l.after)
 		b.Memory = append(b.Memory, &pb.MemoryState{LaunchSeq: seq, Point: pb.MemoryState_AFTER, Regions: []*pb.RegionState{rs}, Snapshot: store != nil})
 	}
 	b.Stats = &pb.Stats{Launches: uint64(len(launches))}
@@ -101,12 +109,12 @@ func floats(vs ...float32) []byte {
 func trainRun(sum float32, warmup bool) []fakeLaunch {
 	var ls []fakeLaunch
 	if warmup {
-		ls = append(ls, fakeLaunch{3, 5, floats(0)})
+		ls = append(ls, fakeLaunch{kernel: 3, line: 5, after: floats(0)})
 	}
 	big := make([]byte, 3*memhash.ChunkSize)
 	copy(big[2*memhash.ChunkSize+8:], floats(sum))
-	return append(ls, fakeLaunch{1, 10, floats(1, 2, 3)}, fakeLaunch{1, 11, floats(4, 5)},
-		fakeLaunch{2, 30, big}, fakeLaunch{1, 12, floats(6)})
+	return append(ls, fakeLaunch{kernel: 1, line: 10, after: floats(1, 2, 3)}, fakeLaunch{kernel: 1, line: 11, after: floats(4, 5)},
+		fakeLaunch{kernel: 2, line: 30, after: big}, fakeLaunch{kernel: 1, line: 12, after: floats(6)})
 }
 
 func runCLI(args ...string) (code int, stdout, stderr string) {

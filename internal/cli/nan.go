@@ -97,6 +97,9 @@ func runNan(cmd *cobra.Command, o nanOptions, path string) error {
 			parts = append(parts, p)
 		}
 		fmt.Fprintf(w, "  region %d%s: %s\n", r.Index, where, strings.Join(parts, "; "))
+		if r.Before {
+			fmt.Fprintf(w, "    already there before this launch: it came from outside a kernel (a copy from the host, a memset, memory no kernel wrote)\n")
+		}
 	}
 	if st.NoSnapshot > 0 {
 		fmt.Fprintf(w, "  (%d launches had hashes only and were not scanned; an earlier one may hold NaN)\n", st.NoSnapshot)

@@ -17,6 +17,9 @@ func TestNan(t *testing.T) {
 		"kernel   scatter_add_kernel",
 		"at       train.py:30 step",
 		"region 0 (192.0 KiB, parameter offset 0): as f32 1 NaN, 1 Inf (first at byte 0x190)")
+	ls[2].before = ls[2].after // the NaN was there before the kernel ran: it came from a copy
+	code, out, errs = runCLI("nan", writeRun(t, "snapshot", ls), "--dtype", "f32")
+	expectOutput(t, "NaN from a copy", code, 1, out, errs, "NaN or Inf first after launch 3", "already there before this launch")
 	code, out, _ = runCLI("nan", writeRun(t, "snapshot", trainRun(1.5, false)))
 	if code != 0 || !strings.Contains(out, "no NaN or Inf (as f32,bf16,f16) after any of the 4 launches") {
 		t.Errorf("clean run: exit %d:\n%s", code, out)
