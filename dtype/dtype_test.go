@@ -1,6 +1,9 @@
 package dtype
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestDtypes(t *testing.T) {
 	f16, _ := Parse("f16")
@@ -22,5 +25,30 @@ func TestDtypes(t *testing.T) {
 	}
 	if _, err := Parse("f8"); err == nil {
 		t.Error("f8 accepted")
+	}
+}
+
+func TestNPY(t *testing.T) {
+	f32, _ := Parse("f32")
+	got, err := f32.NPY(make([]byte, 24), []int{2, 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What numpy.save writes for numpy.zeros((2, 3), numpy.float32).
+	want := "\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }" + strings.Repeat(" ", 58) + "\n"
+	if string(got[:len(want)]) != want || len(got) != len(want)+24 || len(want)%64 != 0 {
+		t.Errorf("npy header %q, want %q", got[:min(len(got), 128)], want)
+	}
+	one, _ := f32.NPY(make([]byte, 8), nil)
+	if !strings.Contains(string(one), "'shape': (2,), }") {
+		t.Errorf("1-D header %q", one[:64])
+	}
+	for _, shape := range [][]int{{4}, {-1, 2}} {
+		if _, err := f32.NPY(make([]byte, 8), shape); err == nil {
+			t.Errorf("shape %v accepted for 2 elements", shape)
+		}
+	}
+	if _, err := f32.NPY(make([]byte, 6), nil); err == nil {
+		t.Error("6 bytes accepted as f32")
 	}
 }

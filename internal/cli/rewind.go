@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpurr/gpurr/chunkstore"
+	"github.com/gpurr/gpurr/dtype"
 	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
@@ -21,6 +22,9 @@ type rewindOptions struct {
 	length        uint64
 	out           string
 	process       string
+	npy           bool
+	dtype         string
+	shape         string
 }
 
 func newRewindCmd() *cobra.Command {
@@ -34,7 +38,8 @@ just before or just after that launch ran, and writes its bytes to FILE
 ("-" for stdout). --addr picks the region holding an address and, with
 --len, writes only that range.`,
 		Example: `  gpurr rewind run1 --launch 42 --after --region 0 -o out.bin
-  gpurr rewind run1 --launch 42 --before --addr 0x7f1c2a000200 --len 4096 -o in.bin`,
+  gpurr rewind run1 --launch 42 --before --addr 0x7f1c2a000200 --len 4096 -o in.bin
+  gpurr rewind run1 --launch 42 --after --region 1 --npy --dtype bf16 --shape 8,1024 -o out.npy`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runRewind(cmd, o, args[0]) },
 	}
@@ -46,6 +51,9 @@ just before or just after that launch ran, and writes its bytes to FILE
 	f.StringVar(&o.addr, "addr", "", "a device address inside one of the launch's regions (hex)")
 	f.Uint64Var(&o.length, "len", 0, "with --addr: bytes to write from the address (default: to the region's end)")
 	f.StringVarP(&o.out, "output", "o", "", "file to write, - for stdout")
+	f.BoolVar(&o.npy, "npy", false, "write a NumPy .npy file (needs --dtype; --shape, else one dimension)")
+	f.StringVar(&o.dtype, "dtype", "", "with --npy: element type, f32, f64, f16, bf16 (stored as uint16), i8, u8, i16, i32, u32 or i64")
+	f.StringVar(&o.shape, "shape", "", "with --npy: dimensions, e.g. 8,1024,768 (their product must match the bytes written)")
 	f.StringVar(&o.process, "process", "", "process of a multi-process recording: its directory name, pid or rank")
 	return cmd
 }
@@ -62,6 +70,10 @@ func runRewind(cmd *cobra.Command, o rewindOptions, path string) error {
 	}
 	if o.out == "" {
 		return usageErrorf("rewind: -o FILE is required (- for stdout)")
+	}
+	t, shape, err := npyOptions(o)
+	if err != nil {
+		return err
 	}
 	var addr uint64
 	if o.addr != "" {
@@ -156,6 +168,11 @@ func runRewind(cmd *cobra.Command, o rewindOptions, path string) error {
 	if uint64(len(buf)) != end-start {
 		return usageErrorf("rewind: region %d rebuilt to %d bytes, want %d", idx, len(buf), end-start)
 	}
+	if o.npy {
+		if buf, err = t.NPY(buf, shape); err != nil {
+			return usageErrorf("rewind: --npy: %v", err)
+		}
+	}
 	if o.out == "-" {
 		_, err = cmd.OutOrStdout().Write(buf)
 	} else {
@@ -191,4 +208,32 @@ func pickProcess(set *recording.Set, which string) (*recording.Process, error) {
 		}
 	}
 	return nil, usageErrorf("%s has no process %q", set.Dir, which)
+}
+
+// npyOptions checks --npy, --dtype and --shape.
+func npyOptions(o rewindOptions) (*dtype.Type, []int, error) {
+	if !o.npy {
+		if o.dtype != "" || o.shape != "" {
+			return nil, nil, usageErrorf("rewind: --dtype and --shape go with --npy")
+		}
+		return nil, nil, nil
+	}
+	if o.dtype == "" {
+		return nil, nil, usageErrorf("rewind: --npy needs --dtype")
+	}
+	t, err := dtype.Parse(o.dtype)
+	if err != nil {
+		return nil, nil, usageErrorf("rewind: --dtype: %v", err)
+	}
+	var shape []int
+	if o.shape != "" {
+		for _, f := range strings.Split(o.shape, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 0 {
+				return nil, nil, usageErrorf("rewind: --shape %q: want sizes like 8,1024", o.shape)
+			}
+			shape = append(shape, n)
+		}
+	}
+	return t, shape, nil
 }
