@@ -291,7 +291,6 @@ var statsDocs = map[string]string{
 	"memory_capture_gpu_ns": "GPU time of gpurr's own hash and copy kernels",
 	"flight_dumps":          "flight-recorder dumps written",
 	"memory_stopped":        "why memory capture stopped early, empty when it did not",
-	"snapshot_selected":     "launches --snapshot-kernels/--snapshot-launches selected for snapshots",
 }
 
 func statsFields() protoreflect.FieldDescriptors {

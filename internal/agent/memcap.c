@@ -499,15 +499,16 @@ static uint64_t job_head, job_tail;     // FIFO of jobs, under job_lock
 static uint64_t res_head, res_tail;     // bytes of the results ring
 static uint64_t stg_head, stg_tail;     // bytes of the staging ring
 
-// ring_reserve finds n contiguous bytes in a ring of cap bytes whose free
-// space runs from *head to tail + cap; a slice never wraps, so the bytes
-// left at the end are skipped. Returns the start position, or UINT64_MAX.
 // ring_restart moves an empty ring to its start: else a request longer than
 // the space on either side of where the ring last stopped would never fit,
 // and backpressure would wait for it forever.
 static void ring_restart(uint64_t *head, uint64_t *tail, uint64_t cap) {
   if (cap && *head == *tail && *head % cap) *head = *tail = *head + cap - *head % cap;
 }
+
+// ring_reserve finds n contiguous bytes in a ring of cap bytes whose free
+// space runs from *head to tail + cap; a slice never wraps, so the bytes
+// left at the end are skipped. Returns the start position, or UINT64_MAX.
 
 static uint64_t ring_reserve(uint64_t *head, uint64_t tail, uint64_t cap, uint64_t n) {
   uint64_t pos = *head, off = pos % cap;

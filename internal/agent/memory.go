@@ -38,6 +38,9 @@ type memoryCapture struct {
 	pending map[pointKey]*pendingPoint
 	flight  *flightRecorder // --flight-recorder N > 0
 	stats   pb.Stats        // Go-side memory counters
+	// snapshotSelected counts launches the snapshot selection matched, to
+	// say at exit when it matched none.
+	snapshotSelected uint64
 }
 
 type pointKey struct {
@@ -240,7 +243,7 @@ func (m *memoryCapture) finishAll(r *recorder, reason string) {
 		r.logf("warn", "%d memory jobs never finished on the GPU (a fault, or the process ended first)", n)
 	}
 	r.drain()
-	if sel := r.cfg.memory; sel.Mode == "snapshot" && m.stats.SnapshotSelected == 0 && (sel.SnapshotKernels != "" || sel.SnapshotLaunches != "") {
+	if sel := r.cfg.memory; sel.Mode == "snapshot" && m.snapshotSelected == 0 && (sel.SnapshotKernels != "" || sel.SnapshotLaunches != "") {
 		r.logf("warn", "no launch matched the snapshot selection (--snapshot-kernels %q, --snapshot-launches %q): nothing was snapshotted", sel.SnapshotKernels, sel.SnapshotLaunches)
 	}
 	if m.flight != nil {
@@ -261,7 +264,6 @@ func (m *memoryCapture) fill(s *pb.Stats) {
 	s.ChunksTotal = m.stats.ChunksTotal
 	s.ChunksTransferred = m.stats.ChunksTransferred
 	s.FlightDumps = m.stats.FlightDumps
-	s.SnapshotSelected = m.stats.SnapshotSelected
 	if m.stats.MemoryStopped == "" { // stopped by the C side (the GPU stopped finishing jobs)
 		m.stats.MemoryStopped = C.GoString(C.gp_mem_stop_reason())
 	}

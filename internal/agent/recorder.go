@@ -343,7 +343,7 @@ func (r *recorder) record(p unsafe.Pointer, raw []byte) {
 				SnapshotSelected: l.snapshot_selected != 0,
 			}
 			if l.snapshot_selected != 0 && r.mem != nil {
-				r.mem.stats.SnapshotSelected++
+				r.mem.snapshotSelected++
 			}
 			if at := int(unsafe.Sizeof(*l)) + (int(l.params_len)+7)&^7; at <= len(raw) {
 				launch.Regions = regions(raw[at:], int(l.nregions), int(l.npointers))

@@ -54,6 +54,9 @@ Exit status: 0 when the runs agree, 1 when they part ways, 2 on bad input.`,
 
 func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 	out, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if o.elements < 0 || o.unmatched < 0 || o.frames < 0 {
+		return usageErrorf("diff: --elements, --unmatched and --frames take a count of 0 or more")
+	}
 	var dt *dtype.Type
 	if o.dtype != "" {
 		var err error

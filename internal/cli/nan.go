@@ -43,6 +43,9 @@ input.`,
 }
 
 func runNan(cmd *cobra.Command, o nanOptions, path string) error {
+	if o.frames < 0 {
+		return usageErrorf("nan: --frames takes a count of 0 or more")
+	}
 	types, err := dtype.ParseList(o.dtypes)
 	if err != nil {
 		return usageErrorf("nan: --dtype: %v", err)

@@ -30,3 +30,12 @@ func TestNan(t *testing.T) {
 		{[]string{"nan", nan, "--dtype", "f32,q"}, "unknown dtype \"q\""},
 	})
 }
+
+func TestCountFlagsAndAllocatorFlag(t *testing.T) {
+	rec := writeRun(t, "hash", trainRun(1, false))
+	expectUsageErrors(t, []usageCase{
+		{[]string{"diff", "--unmatched", "-1", rec, rec}, "take a count of 0 or more"},
+		{[]string{"nan", "--frames", "-2", rec}, "takes a count of 0 or more"},
+		{[]string{"record", "--keep-pytorch-allocator", "--", "true"}, "--keep-pytorch-allocator only matters with --memory"},
+	})
+}

@@ -95,6 +95,9 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 	if o.memory.Mode != "snapshot" && (o.memory.SnapshotKernels != "" || o.memory.SnapshotLaunches != "" || o.memory.FlightRecorder != 0) {
 		return usageErrorf("record: --snapshot-kernels, --snapshot-launches and --flight-recorder need --memory snapshot")
 	}
+	if o.keepTorchAllocator && o.memory.Mode == "off" {
+		return usageErrorf("record: --keep-pytorch-allocator only matters with --memory hash or snapshot")
+	}
 	program, err := exec.LookPath(args[0])
 	if err != nil {
 		return usageErrorf("record: cannot run %q: %v", args[0], unwrapExecError(err))
@@ -262,6 +265,7 @@ func summarizeRecording(w io.Writer, dir string) {
 	for _, p := range set.Processes {
 		var stats *pb.Stats
 		var memory *pb.MemoryConfig
+		var selected int
 		complete := false
 		res, err := p.Scan(func(b *pb.Batch) error {
 			if b.Stats != nil {
@@ -269,6 +273,11 @@ func summarizeRecording(w io.Writer, dir string) {
 			}
 			if b.Process != nil {
 				memory = b.Process.GetMemory()
+			}
+			for _, l := range b.Launches {
+				if l.GetMemory().GetSnapshotSelected() {
+					selected++
+				}
 			}
 			complete = complete || b.End != nil
 			return nil
@@ -279,7 +288,7 @@ func summarizeRecording(w io.Writer, dir string) {
 		case res.Truncated || !complete:
 			problems = append(problems, p.Name+" incomplete")
 		}
-		if s := snapshotSelection(memory); s != "" && complete && stats.GetSnapshotSelected() == 0 {
+		if s := snapshotSelection(memory); s != "" && complete && selected == 0 {
 			unmatched = s
 		}
 		launches += stats.GetLaunches()

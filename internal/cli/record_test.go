@@ -49,7 +49,11 @@ func TestSummarizeUnmatchedSelection(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := w.Write(&pb.Batch{Stats: &pb.Stats{Launches: 3, SnapshotSelected: c.selected}, End: &pb.End{Reason: "exit"}}); err != nil {
+		b := &pb.Batch{Stats: &pb.Stats{Launches: 3}, End: &pb.End{Reason: "exit"}}
+		for i := range 3 {
+			b.Launches = append(b.Launches, &pb.Launch{Seq: uint64(i + 1), Memory: &pb.MemoryPlan{SnapshotSelected: uint64(i) < c.selected}})
+		}
+		if err := w.Write(b); err != nil {
 			t.Fatal(err)
 		}
 		if err := w.Close(); err != nil {

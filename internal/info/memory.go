@@ -75,13 +75,15 @@ func summarizeMemory(d *recording.Data) *Memory {
 		Snapshots: s.GetSnapshots(), ChunksTotal: s.GetChunksTotal(), ChunksTransferred: s.GetChunksTransferred(),
 		ChunksStored: s.GetChunksStored(), ChunkBytesStored: s.GetChunkBytesStored(), StagingWaitNS: s.GetStagingWaitNs(),
 		CaptureGPUNS: s.GetMemoryCaptureGpuNs(), FlightDumps: s.GetFlightDumps(), Stopped: s.GetMemoryStopped(),
-		SnapshotSelected: s.GetSnapshotSelected(),
 	}
 	m.complete = d.End != nil
 	m.statuses = map[pb.MemoryPlan_Status]uint64{}
 	for _, l := range d.Launches {
 		if p := l.GetMemory(); p != nil {
 			m.statuses[p.GetStatus()]++
+			if p.GetSnapshotSelected() {
+				m.SnapshotSelected++
+			}
 		}
 	}
 	for _, st := range slices.Sorted(maps.Keys(m.statuses)) {

@@ -134,9 +134,6 @@ func (p *program) describeMemory(l *pb.Launch, kernel string) {
 	l.Regions = regions
 	plan := &pb.MemoryPlan{SnapshotSelected: m.config.Mode == "snapshot" && m.snapshot.MatchString(kernel)}
 	l.Memory = plan
-	if plan.SnapshotSelected {
-		p.stats.SnapshotSelected++
-	}
 	var size uint64
 	for _, r := range regions {
 		size += r.Size

@@ -2241,7 +2241,6 @@ type Stats struct {
 	MemoryCaptureGpuNs uint64                 `protobuf:"varint,27,opt,name=memory_capture_gpu_ns,json=memoryCaptureGpuNs,proto3" json:"memory_capture_gpu_ns,omitempty"` // GPU time of gpurr's own hash/snapshot kernels
 	FlightDumps        uint64                 `protobuf:"varint,28,opt,name=flight_dumps,json=flightDumps,proto3" json:"flight_dumps,omitempty"`                          // flight-recorder dumps written
 	MemoryStopped      string                 `protobuf:"bytes,29,opt,name=memory_stopped,json=memoryStopped,proto3" json:"memory_stopped,omitempty"`                     // why memory capture stopped early ("" when it did not)
-	SnapshotSelected   uint64                 `protobuf:"varint,30,opt,name=snapshot_selected,json=snapshotSelected,proto3" json:"snapshot_selected,omitempty"`           // launches --snapshot-kernels/--snapshot-launches selected
 	unknownFields      protoimpl.UnknownFields
 	sizeCache          protoimpl.SizeCache
 }
@@ -2477,13 +2476,6 @@ func (x *Stats) GetMemoryStopped() string {
 		return x.MemoryStopped
 	}
 	return ""
-}
-
-func (x *Stats) GetSnapshotSelected() uint64 {
-	if x != nil {
-		return x.SnapshotSelected
-	}
-	return 0
 }
 
 type End struct {
@@ -2772,7 +2764,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\bLogEntry\x12\x17\n" +
 	"\ahost_ns\x18\x01 \x01(\x04R\x06hostNs\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\tR\x05level\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\x95\t\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xe8\b\n" +
 	"\x05Stats\x12\x1a\n" +
 	"\blaunches\x18\x01 \x01(\x04R\blaunches\x12+\n" +
 	"\x11launches_filtered\x18\x02 \x01(\x04R\x10launchesFiltered\x12)\n" +
@@ -2807,8 +2799,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x0fstaging_wait_ns\x18\x1a \x01(\x04R\rstagingWaitNs\x121\n" +
 	"\x15memory_capture_gpu_ns\x18\x1b \x01(\x04R\x12memoryCaptureGpuNs\x12!\n" +
 	"\fflight_dumps\x18\x1c \x01(\x04R\vflightDumps\x12%\n" +
-	"\x0ememory_stopped\x18\x1d \x01(\tR\rmemoryStopped\x12+\n" +
-	"\x11snapshot_selected\x18\x1e \x01(\x04R\x10snapshotSelected\"4\n" +
+	"\x0ememory_stopped\x18\x1d \x01(\tR\rmemoryStopped\"4\n" +
 	"\x03End\x12\x15\n" +
 	"\x06end_ns\x18\x01 \x01(\x04R\x05endNs\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reasonB.Z,github.com/gpurr/gpurr/recording/recordingpbb\x06proto3"
