@@ -120,3 +120,36 @@ func ParseList(list string) ([]*Type, error) {
 	}
 	return out, nil
 }
+
+// Errors summarizes where a and b differ as elements of d: how many
+// elements differ in their bytes, the largest absolute and relative
+// differences among them, and how many lie outside the tolerance
+// |A-B| <= atol + rtol·|B| (B being the reference). A NaN against anything
+// but the same bits is outside every tolerance.
+func (d *Type) Errors(a, b []byte, atol, rtol float64) (differing, outside int, maxAbs, maxRel float64) {
+	n := min(len(a), len(b)) / d.Size
+	for i := range n {
+		ea, eb := a[i*d.Size:(i+1)*d.Size], b[i*d.Size:(i+1)*d.Size]
+		if string(ea) == string(eb) {
+			continue
+		}
+		differing++
+		va, vb := d.value(ea), d.value(eb)
+		diff := math.Abs(va - vb)
+		if math.IsNaN(diff) {
+			outside++
+			maxAbs, maxRel = math.NaN(), math.NaN()
+			continue
+		}
+		if !math.IsNaN(maxAbs) {
+			maxAbs = math.Max(maxAbs, diff)
+			if m := math.Max(math.Abs(va), math.Abs(vb)); m > 0 {
+				maxRel = math.Max(maxRel, diff/m)
+			}
+		}
+		if diff > atol+rtol*math.Abs(vb) {
+			outside++
+		}
+	}
+	return differing, outside, maxAbs, maxRel
+}

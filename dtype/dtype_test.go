@@ -1,6 +1,8 @@
 package dtype
 
 import (
+	"encoding/binary"
+	"math"
 	"strings"
 	"testing"
 )
@@ -50,5 +52,32 @@ func TestNPY(t *testing.T) {
 	}
 	if _, err := f32.NPY(make([]byte, 6), nil); err == nil {
 		t.Error("6 bytes accepted as f32")
+	}
+}
+
+func TestErrors(t *testing.T) {
+	f32, _ := Parse("f32")
+	enc := func(vs ...float32) []byte {
+		b := make([]byte, 4*len(vs))
+		for i, v := range vs {
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+		}
+		return b
+	}
+	ref := enc(1, 2, 4, 8)
+	got := enc(1, 2.5, 4, 8.001)
+	differing, outside, maxAbs, maxRel := f32.Errors(got, ref, 0, 0)
+	if differing != 2 || outside != 2 || math.Abs(maxAbs-0.5) > 1e-6 || math.Abs(maxRel-0.2) > 1e-6 {
+		t.Errorf("exact: differing %d outside %d maxAbs %g maxRel %g; want 2 2 0.5 0.2", differing, outside, maxAbs, maxRel)
+	}
+	if _, outside, _, _ := f32.Errors(got, ref, 0, 0.3); outside != 0 {
+		t.Errorf("rtol 0.3: %d outside, want 0", outside)
+	}
+	if _, outside, _, _ := f32.Errors(got, ref, 0.01, 0); outside != 1 {
+		t.Errorf("atol 0.01: %d outside, want 1 (the 2.5)", outside)
+	}
+	nan := enc(1, float32(math.NaN()), 4, 8)
+	if _, outside, maxAbs, _ := f32.Errors(nan, ref, 1e9, 1e9); outside != 1 || !math.IsNaN(maxAbs) {
+		t.Errorf("NaN: outside %d maxAbs %g; want 1 and NaN", outside, maxAbs)
 	}
 }

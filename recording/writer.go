@@ -3,11 +3,13 @@ package recording
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -129,4 +131,34 @@ func PutModule(setDir string, image []byte) (string, error) {
 		return digest, err
 	}
 	return digest, nil
+}
+
+// setFile is recording.json, which marks a directory as a recording.
+type setFile struct {
+	Format  string    `json:"format"`
+	Version string    `json:"version"`
+	Command []string  `json:"command"`
+	Started time.Time `json:"started"`
+}
+
+// CreateSet makes an empty recording directory: the folder and its
+// recording.json naming the command recorded. A directory that exists and
+// is not empty is an error, so no recording is ever mixed into another.
+func CreateSet(dir string, command []string) error {
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return fmt.Errorf("%s already exists and is not empty: choose another -o or remove it", dir)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(setFile{
+		Format:  "gpurr-recording",
+		Version: fmt.Sprintf("%d.%d", MajorVersion, MinorVersion),
+		Command: command,
+		Started: time.Now().UTC(),
+	}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, SetFile), append(b, '\n'), 0o600)
 }

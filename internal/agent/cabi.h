@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../cuda/dltypes.h"
+
 typedef int gp_CUresult;  // CUDA_SUCCESS = 0
 typedef int gp_CUptiResult;  // CUPTI_SUCCESS = 0
 typedef int gp_CUdevice;
@@ -156,30 +158,8 @@ typedef struct {
   void **extra;
 } gp_cuLaunchKernel_params;
 
-// CUlaunchAttribute: id, padding to 8, 64-byte value union.
-typedef struct {
-  int id;  // CUlaunchAttributeID
-  char pad[4];
-  union {
-    char pad[64];
-    struct {
-      unsigned int x, y, z;
-    } clusterDim;
-  } value;
-} gp_CUlaunchAttribute;
-enum { GP_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4 };
-
-// CUlaunchConfig
-typedef struct {
-  unsigned int gridDimX, gridDimY, gridDimZ;
-  unsigned int blockDimX, blockDimY, blockDimZ;
-  unsigned int sharedMemBytes;
-  gp_CUstream hStream;
-  gp_CUlaunchAttribute *attrs;
-  unsigned int numAttrs;
-} gp_CUlaunchConfig;
-
-// cuLaunchKernelEx_params
+// cuLaunchKernelEx_params (CUlaunchConfig and CUlaunchAttribute are in
+// internal/cuda/dltypes.h, shared with the replay binding)
 typedef struct {
   const gp_CUlaunchConfig *config;
   gp_CUfunction f;
@@ -192,11 +172,6 @@ typedef struct {
   gp_CUgraphExec hGraph;
   gp_CUstream hStream;
 } gp_cuGraphLaunch_params;
-
-// CU_LAUNCH_PARAM_* markers in the `extra` array.
-#define GP_LAUNCH_PARAM_END ((void *)0x00)
-#define GP_LAUNCH_PARAM_BUFFER_POINTER ((void *)0x01)
-#define GP_LAUNCH_PARAM_BUFFER_SIZE ((void *)0x02)
 
 // CUpti_ActivityKind values.
 enum { GP_ACTIVITY_KIND_CONCURRENT_KERNEL = 10 };

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -212,32 +211,8 @@ func pytorchAllocatorEnv(memoryMode string, keep bool, conf string, confSet bool
 	return add, "gpurr: record: --memory: PyTorch programs run with " + add + " so that each tensor is its own region (--keep-pytorch-allocator to keep the caching allocator)"
 }
 
-// setFile is recording.json, which marks a directory as a recording.
-type setFile struct {
-	Format  string    `json:"format"`
-	Version string    `json:"version"`
-	Command []string  `json:"command"`
-	Started time.Time `json:"started"`
-}
-
-func createRecordingDir(dir string, command []string) error {
-	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return fmt.Errorf("%s already exists and is not empty: choose another -o or remove it", dir)
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(setFile{
-		Format:  "gpurr-recording",
-		Version: fmt.Sprintf("%d.%d", recording.MajorVersion, recording.MinorVersion),
-		Command: command,
-		Started: time.Now().UTC(),
-	}, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, recording.SetFile), append(b, '\n'), 0o600)
-}
+// createRecordingDir makes the recording directory record writes into.
+func createRecordingDir(dir string, command []string) error { return recording.CreateSet(dir, command) }
 
 // summaryMaxBytes bounds the recordings record summarizes at exit: reading
 // one costs about a second per 100 MB, and info is there for larger ones.

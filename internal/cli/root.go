@@ -58,6 +58,9 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newRewindCmd(),
 		newDiffCmd(),
 		newNanCmd(),
+		newReplayCmd(),
+		newTuneCmd(),
+		newExtractCmd(),
 	)
 	return root
 }

@@ -43,6 +43,18 @@ static CUresult (*p_cuMemHostGetDevicePointer)(CUdeviceptr *, void *, unsigned i
 static CUresult (*p_cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
 static CUresult (*p_cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
 static CUresult (*p_cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+static CUresult (*p_cuMemAddressReserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+static CUresult (*p_cuMemAddressFree)(CUdeviceptr, size_t);
+static CUresult (*p_cuMemCreate)(unsigned long long *, size_t, const gp_MemAllocationProp *, unsigned long long);
+static CUresult (*p_cuMemRelease)(unsigned long long);
+static CUresult (*p_cuMemMap)(CUdeviceptr, size_t, size_t, unsigned long long, unsigned long long);
+static CUresult (*p_cuMemUnmap)(CUdeviceptr, size_t);
+static CUresult (*p_cuMemSetAccess)(CUdeviceptr, size_t, const gp_MemAccessDesc *, size_t);
+static CUresult (*p_cuMemGetAllocationGranularity)(size_t *, const gp_MemAllocationProp *, int);
+static CUresult (*p_cuFuncGetAttribute)(int *, int, CUfunction);
+static CUresult (*p_cuFuncSetAttribute)(CUfunction, int, int);
+static CUresult (*p_cuLaunchKernelEx)(const gp_CUlaunchConfig *, CUfunction, void **, void **);
+static CUresult (*p_cuFuncGetParamInfo)(CUfunction, size_t, size_t *, size_t *);
 
 // Each entry names the exported symbol that cuda.h (CUDA 13) maps the API
 // name to, and an older export with the same signature to fall back on, so
@@ -51,6 +63,7 @@ struct sym {
 	void **slot;
 	const char *name;
 	const char *fallback;
+	int optional;  // newer than CUDA 11: a missing one leaves its slot NULL
 };
 
 #define SLOT(p) ((void **)&(p))
@@ -92,6 +105,18 @@ static const struct sym syms[] = {
 	{SLOT(p_cuMemsetD8), "cuMemsetD8_v2", NULL},
 	{SLOT(p_cuMemcpyDtoDAsync), "cuMemcpyDtoDAsync_v2", NULL},
 	{SLOT(p_cuMemcpyDtoHAsync), "cuMemcpyDtoHAsync_v2", NULL},
+	{SLOT(p_cuMemAddressReserve), "cuMemAddressReserve", NULL},
+	{SLOT(p_cuMemAddressFree), "cuMemAddressFree", NULL},
+	{SLOT(p_cuMemCreate), "cuMemCreate", NULL},
+	{SLOT(p_cuMemRelease), "cuMemRelease", NULL},
+	{SLOT(p_cuMemMap), "cuMemMap", NULL},
+	{SLOT(p_cuMemUnmap), "cuMemUnmap", NULL},
+	{SLOT(p_cuMemSetAccess), "cuMemSetAccess", NULL},
+	{SLOT(p_cuMemGetAllocationGranularity), "cuMemGetAllocationGranularity", NULL},
+	{SLOT(p_cuFuncGetAttribute), "cuFuncGetAttribute", NULL},
+	{SLOT(p_cuFuncSetAttribute), "cuFuncSetAttribute", NULL},
+	{SLOT(p_cuLaunchKernelEx), "cuLaunchKernelEx", NULL, 1},
+	{SLOT(p_cuFuncGetParamInfo), "cuFuncGetParamInfo", NULL, 1},
 };
 
 int gpurr_cuda_open(const char *name, const char **what) {
@@ -104,6 +129,9 @@ int gpurr_cuda_open(const char *name, const char **what) {
 		void *p = dlsym(h, syms[i].name);
 		if (p == NULL && syms[i].fallback != NULL) {
 			p = dlsym(h, syms[i].fallback);
+		}
+		if (p == NULL && syms[i].optional) {
+			continue;
 		}
 		if (p == NULL) {
 			// Leave every slot empty: a half-loaded table would let some
@@ -173,3 +201,15 @@ CUresult gpurr_cuMemHostGetDevicePointer(CUdeviceptr *d, void *p, unsigned int f
 CUresult gpurr_cuMemsetD8(CUdeviceptr p, unsigned char v, size_t n) { return CALL(p_cuMemsetD8, p, v, n); }
 CUresult gpurr_cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) { return CALL(p_cuMemcpyDtoDAsync, dst, src, n, s); }
 CUresult gpurr_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream s) { return CALL(p_cuMemcpyDtoHAsync, dst, src, n, s); }
+CUresult gpurr_cuMemAddressReserve(CUdeviceptr *p, size_t n, size_t align, CUdeviceptr hint, unsigned long long flags) { return CALL(p_cuMemAddressReserve, p, n, align, hint, flags); }
+CUresult gpurr_cuMemAddressFree(CUdeviceptr p, size_t n) { return CALL(p_cuMemAddressFree, p, n); }
+CUresult gpurr_cuMemCreate(unsigned long long *h, size_t n, const gp_MemAllocationProp *prop, unsigned long long flags) { return CALL(p_cuMemCreate, h, n, prop, flags); }
+CUresult gpurr_cuMemRelease(unsigned long long h) { return CALL(p_cuMemRelease, h); }
+CUresult gpurr_cuMemMap(CUdeviceptr p, size_t n, size_t off, unsigned long long h, unsigned long long flags) { return CALL(p_cuMemMap, p, n, off, h, flags); }
+CUresult gpurr_cuMemUnmap(CUdeviceptr p, size_t n) { return CALL(p_cuMemUnmap, p, n); }
+CUresult gpurr_cuMemSetAccess(CUdeviceptr p, size_t n, const gp_MemAccessDesc *desc, size_t count) { return CALL(p_cuMemSetAccess, p, n, desc, count); }
+CUresult gpurr_cuMemGetAllocationGranularity(size_t *g, const gp_MemAllocationProp *prop, int option) { return CALL(p_cuMemGetAllocationGranularity, g, prop, option); }
+CUresult gpurr_cuFuncGetAttribute(int *v, int attr, CUfunction f) { return CALL(p_cuFuncGetAttribute, v, attr, f); }
+CUresult gpurr_cuFuncSetAttribute(CUfunction f, int attr, int v) { return CALL(p_cuFuncSetAttribute, f, attr, v); }
+CUresult gpurr_cuLaunchKernelEx(const gp_CUlaunchConfig *c, CUfunction f, void **params, void **extra) { return CALL(p_cuLaunchKernelEx, c, f, params, extra); }
+CUresult gpurr_cuFuncGetParamInfo(CUfunction f, size_t i, size_t *off, size_t *size) { return CALL(p_cuFuncGetParamInfo, f, i, off, size); }

@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include "dltypes.h"
+
 typedef int CUresult;                 // an enum in cuda.h: int-sized
 typedef int CUdevice;
 typedef unsigned long long CUdeviceptr;
@@ -69,5 +71,18 @@ CUresult gpurr_cuMemHostGetDevicePointer(CUdeviceptr *dptr, void *p, unsigned in
 CUresult gpurr_cuMemsetD8(CUdeviceptr p, unsigned char value, size_t bytes);
 CUresult gpurr_cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream);
 CUresult gpurr_cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t bytes, CUstream stream);
+CUresult gpurr_cuMemAddressReserve(CUdeviceptr *ptr, size_t bytes, size_t alignment, CUdeviceptr hint, unsigned long long flags);
+CUresult gpurr_cuMemAddressFree(CUdeviceptr ptr, size_t bytes);
+CUresult gpurr_cuMemCreate(unsigned long long *handle, size_t bytes, const gp_MemAllocationProp *prop, unsigned long long flags);
+CUresult gpurr_cuMemRelease(unsigned long long handle);
+CUresult gpurr_cuMemMap(CUdeviceptr ptr, size_t bytes, size_t offset, unsigned long long handle, unsigned long long flags);
+CUresult gpurr_cuMemUnmap(CUdeviceptr ptr, size_t bytes);
+CUresult gpurr_cuMemSetAccess(CUdeviceptr ptr, size_t bytes, const gp_MemAccessDesc *desc, size_t count);
+CUresult gpurr_cuMemGetAllocationGranularity(size_t *granularity, const gp_MemAllocationProp *prop, int option);
+CUresult gpurr_cuFuncGetAttribute(int *value, int attr, CUfunction fn);
+CUresult gpurr_cuFuncSetAttribute(CUfunction fn, int attr, int value);
+// Optional (CUDA 12+): GPURR_CUDA_NOT_LOADED when the driver lacks them.
+CUresult gpurr_cuLaunchKernelEx(const gp_CUlaunchConfig *config, CUfunction fn, void **params, void **extra);
+CUresult gpurr_cuFuncGetParamInfo(CUfunction fn, size_t index, size_t *offset, size_t *size);
 
 #endif

@@ -6,6 +6,7 @@ package cuda
 import "C"
 
 import (
+	"errors"
 	"fmt"
 )
 
@@ -114,4 +115,18 @@ func describe(r Result) (name, desc string) {
 		name = fmt.Sprintf("CUresult(%d)", int32(r))
 	}
 	return name, desc
+}
+
+// ContextLost reports whether err is a fault that leaves the CUDA context
+// unusable (an illegal address, a trap, a launch failure): every later
+// call in the process fails, so work must go on in a fresh process.
+func ContextLost(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	// 700 to 720 are the launch-time faults, of which 701 (too many
+	// resources requested) and 703 (incompatible texturing) fail the
+	// launch call only.
+	return e.Code >= 700 && e.Code <= 720 && e.Code != ErrorLaunchOutOfResources && e.Code != 703
 }

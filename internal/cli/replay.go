@@ -1,0 +1,537 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpurr/gpurr/dtype"
+	"github.com/gpurr/gpurr/internal/cuda"
+	"github.com/gpurr/gpurr/internal/info"
+	"github.com/gpurr/gpurr/replay"
+)
+
+type replayOptions struct {
+	launch     uint64
+	all        bool
+	from       uint64
+	repeat     int
+	grid       string
+	block      string
+	smem       int64
+	module     string
+	dtype      string
+	atol, rtol float64
+	elements   int
+	device     int
+	process    string
+	format     string
+}
+
+func newReplayCmd() *cobra.Command {
+	var o replayOptions
+	cmd := &cobra.Command{
+		Use:   "replay REC [--launch SEQ | --all] [--repeat K] [--grid X,Y,Z] [--block X,Y,Z] [--smem N] [--module FILE] [--dtype T]",
+		Short: "Run a recorded launch again, standalone, and check it bit-exactly",
+		Long: `replay runs one launch of a --memory snapshot recording in this process,
+without the program: it loads the recorded module, recreates the launch's
+regions at their recorded device addresses (moving the parameter words that
+point into them when the driver grants other addresses, and saying so),
+restores their contents from just before the launch, launches with the
+recorded parameter bytes and shape, and compares every region with its
+contents from just after the launch.
+
+--grid, --block and --smem change the shape (a grid-stride kernel must still
+produce the recorded result); --module runs a cubin, PTX or fatbin holding a
+kernel of the same name instead of the recorded code: an A/B of a fix on
+the real inputs. --all replays every snapshotted launch, one line each.
+
+Exit status: 0 bit-exact (or within --atol/--rtol with --dtype), 1 the
+result differs, 2 the launch could not be replayed.`,
+		Example: `  gpurr replay run1 --launch 42
+  gpurr replay run1 --launch 42 --repeat 50 --block 512
+  gpurr replay run1 --launch 42 --module fixed.cubin --dtype f32
+  gpurr replay run1 --all
+  gpurr replay repro/          # a directory gpurr extract wrote`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runReplay(cmd, o, args[0]) },
+	}
+	f := cmd.Flags()
+	f.Uint64Var(&o.launch, "launch", 0, "launch sequence number (default: the only snapshotted launch)")
+	f.BoolVar(&o.all, "all", false, "replay every launch that has snapshots before and after it")
+	f.Uint64Var(&o.from, "from", 0, "with --all: start at this launch (to go on after a fault ended a run)")
+	f.IntVar(&o.repeat, "repeat", 10, "launches to time; the kernel time printed is their median")
+	f.StringVar(&o.grid, "grid", "", "grid shape X[,Y[,Z]] instead of the recorded one")
+	f.StringVar(&o.block, "block", "", "block shape X[,Y[,Z]] instead of the recorded one")
+	f.Int64Var(&o.smem, "smem", -1, "dynamic shared memory bytes instead of the recorded amount")
+	f.StringVar(&o.module, "module", "", "cubin, PTX or fatbin to run instead of the recorded module")
+	f.StringVar(&o.dtype, "dtype", "", "decode differing regions as f32, f16, bf16, f64, i8, u8, i16, i32, u32 or i64: errors and elements")
+	f.Float64Var(&o.atol, "atol", 0, "with --dtype: absolute tolerance")
+	f.Float64Var(&o.rtol, "rtol", 0, "with --dtype: relative tolerance (of the recorded value)")
+	f.IntVar(&o.elements, "elements", 5, "with --dtype: differing elements to show per region")
+	f.IntVar(&o.device, "device", -1, "device ordinal (default: the recorded one)")
+	f.StringVar(&o.process, "process", "", "process of a multi-process recording: its directory name, pid or rank")
+	f.StringVar(&o.format, "format", "table", "table or json")
+	return cmd
+}
+
+// launchReport is one launch's replay, as --format json writes it.
+type launchReport struct {
+	Launch    uint64       `json:"launch"`
+	Kernel    string       `json:"kernel"`
+	Line      string       `json:"line,omitempty"`
+	Status    string       `json:"status"` // bit-exact | within-tolerance | differs | nondeterministic | failed
+	Why       string       `json:"why,omitempty"`
+	Grid      [3]uint32    `json:"grid"`
+	Block     [3]uint32    `json:"block"`
+	SharedMem uint32       `json:"shared_mem"`
+	Device    string       `json:"device,omitempty"`
+	Relocated int          `json:"relocated_regions"`
+	Notes     []string     `json:"notes,omitempty"`
+	MedianUs  float64      `json:"median_us"`
+	Repeats   int          `json:"repeats"`
+	Regions   []regionJSON `json:"regions,omitempty"`
+	regionsOf *replay.Case
+	results   []replay.RegionResult
+}
+
+// regionJSON is a region's outcome in --format json. Errors are strings
+// ("NaN" is not a JSON number).
+type regionJSON struct {
+	Index             int      `json:"index"`
+	Address           string   `json:"address"`
+	ReplayedAt        string   `json:"replayed_at,omitempty"` // where it lived in the replay, when not at Address
+	Size              uint64   `json:"size"`
+	Identical         bool     `json:"identical"`
+	Chunks            int      `json:"chunks"`
+	Missing           int      `json:"chunks_missing,omitempty"`
+	DifferingChunks   int      `json:"differing_chunks"`
+	FirstDiff         int64    `json:"first_diff"`
+	DifferingElements int      `json:"differing_elements,omitempty"`
+	Outside           int      `json:"outside_tolerance,omitempty"`
+	MaxAbs            string   `json:"max_abs,omitempty"`
+	MaxRel            string   `json:"max_rel,omitempty"`
+	Elements          []string `json:"elements,omitempty"`
+}
+
+func regionsJSON(c *replay.Case, s *replay.Session, results []replay.RegionResult, check replay.Check) []regionJSON {
+	var out []regionJSON
+	for _, r := range results {
+		reg := c.Regions[r.Index]
+		j := regionJSON{Index: r.Index, Address: fmt.Sprintf("0x%x", reg.Address), Size: reg.Size, Identical: r.Identical,
+			Chunks: r.Chunks, Missing: r.Missing, DifferingChunks: r.DifferingChunks, FirstDiff: r.FirstDiff,
+			DifferingElements: r.DifferingElements, Outside: r.Outside}
+		if at := s.Address(r.Index); at != reg.Address {
+			j.ReplayedAt = fmt.Sprintf("0x%x", at)
+		}
+		if check.Type != nil && !r.Identical {
+			j.MaxAbs, j.MaxRel = strconv.FormatFloat(r.MaxAbs, 'g', -1, 64), strconv.FormatFloat(r.MaxRel, 'g', -1, 64)
+		}
+		for _, e := range r.Elements {
+			j.Elements = append(j.Elements, fmt.Sprintf("[%d] replay %g recorded %g", e.Index, e.A, e.B))
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+// replayStatus values.
+const (
+	statusExact            = "bit-exact"
+	statusWithin           = "within-tolerance"
+	statusDiffers          = "differs"
+	statusNondeterministic = "nondeterministic"
+	statusFailed           = "failed"
+)
+
+func runReplay(cmd *cobra.Command, o replayOptions, path string) error {
+	out := cmd.OutOrStdout()
+	if err := checkFormat("replay", o.format, "table", "json"); err != nil {
+		return err
+	}
+	if o.all && o.launch != 0 {
+		return usageErrorf("replay: say --launch SEQ or --all, not both")
+	}
+	if o.from != 0 && !o.all {
+		return usageErrorf("replay: --from goes with --all")
+	}
+	if o.repeat < 1 {
+		return usageErrorf("replay: --repeat takes 1 or more")
+	}
+	check, err := replayCheck("replay", o.dtype, o.atol, o.rtol, o.elements)
+	if err != nil {
+		return err
+	}
+	shape, err := parseShape(o.grid, o.block, o.smem)
+	if err != nil {
+		return err
+	}
+	var module []byte
+	if o.module != "" {
+		if module, err = os.ReadFile(o.module); err != nil {
+			return usageErrorf("replay: --module: %v", err)
+		}
+	}
+	src, err := openReplaySource("replay", path, o.process)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	seqs, err := pickLaunches("replay", src, o.launch, o.all, o.from)
+	if err != nil {
+		return err
+	}
+	var first *replay.Case
+	if !o.all {
+		// Say what the recording lacks before looking for a GPU.
+		if first, err = src.Case(seqs[0]); err != nil {
+			return usageErrorf("replay: %v", err)
+		}
+	}
+	if err := cuda.Init(); err != nil {
+		return usageErrorf("replay: no usable GPU: %v", err)
+	}
+	var reports []launchReport
+	exit := exitOK
+	for i, seq := range seqs {
+		rep, lost := replayOne(src, seq, first, replay.Options{Module: module, Device: o.device}, shape, o.repeat, check)
+		reports = append(reports, rep)
+		switch rep.Status {
+		case statusFailed:
+			exit = exitUsage
+		case statusDiffers, statusNondeterministic:
+			if exit == exitOK {
+				exit = exitFound
+			}
+		}
+		if o.format == "table" {
+			if o.all {
+				printReplayLine(out, rep)
+			} else {
+				printReplayReport(out, rep, check)
+			}
+		}
+		if lost && i+1 < len(seqs) {
+			msg := fmt.Sprintf("replay: the fault in launch %d left the CUDA context unusable; %d launches were not replayed: go on with gpurr replay %s --all --from %d",
+				seq, len(seqs)-i-1, path, seqs[i+1])
+			if o.format == "table" {
+				fmt.Fprintln(out, msg)
+			}
+			fmt.Fprintln(cmd.ErrOrStderr(), msg)
+			break
+		}
+	}
+	if o.format == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(map[string]any{"launches": reports}); err != nil {
+			return err
+		}
+	} else if o.all {
+		printReplaySummary(out, reports)
+	}
+	if len(reports) == 1 && reports[0].Status == statusFailed {
+		return usageErrorf("replay: launch %d: %s", reports[0].Launch, reports[0].Why)
+	}
+	return exitWith(exit)
+}
+
+// replayCheck builds the comparison the --dtype, --atol, --rtol and
+// --elements flags ask for.
+func replayCheck(verb, name string, atol, rtol float64, elements int) (replay.Check, error) {
+	c := replay.Check{Atol: atol, Rtol: rtol, Elements: elements}
+	if elements < 0 || atol < 0 || rtol < 0 {
+		return c, usageErrorf("%s: --elements, --atol and --rtol take 0 or more", verb)
+	}
+	if name == "" {
+		if atol != 0 || rtol != 0 {
+			return c, usageErrorf("%s: --atol and --rtol need --dtype (the element type to compare)", verb)
+		}
+		return c, nil
+	}
+	t, err := dtype.Parse(name)
+	if err != nil {
+		return c, usageErrorf("%s: --dtype: %v", verb, err)
+	}
+	c.Type = t
+	return c, nil
+}
+
+// shapeOverride is what --grid, --block and --smem change.
+type shapeOverride struct {
+	grid, block *cuda.Dim3
+	smem        int64 // -1: recorded
+}
+
+func (s shapeOverride) apply(cfg cuda.LaunchConfig) cuda.LaunchConfig {
+	if s.grid != nil {
+		cfg.Grid = *s.grid
+	}
+	if s.block != nil {
+		cfg.Block = *s.block
+	}
+	if s.smem >= 0 {
+		cfg.SharedMem = uint32(s.smem)
+	}
+	return cfg
+}
+
+func parseShape(grid, block string, smem int64) (shapeOverride, error) {
+	s := shapeOverride{smem: smem}
+	for _, f := range []struct {
+		flag, text string
+		dst        **cuda.Dim3
+	}{{"--grid", grid, &s.grid}, {"--block", block, &s.block}} {
+		if f.text == "" {
+			continue
+		}
+		d, err := parseDim3(f.text, ",")
+		if err != nil {
+			return s, usageErrorf("replay: %s: %v", f.flag, err)
+		}
+		*f.dst = &d
+	}
+	if smem > 1<<31 {
+		return s, usageErrorf("replay: --smem %d is more than any GPU has", smem)
+	}
+	return s, nil
+}
+
+// parseDim3 reads "X", "X<sep>Y" or "X<sep>Y<sep>Z"; missing sizes are 1.
+func parseDim3(text, sep string) (cuda.Dim3, error) {
+	parts := strings.Split(text, sep)
+	if len(parts) > 3 {
+		return cuda.Dim3{}, fmt.Errorf("%q has more than 3 sizes", text)
+	}
+	v := [3]uint32{1, 1, 1}
+	for i, p := range parts {
+		n, err := strconv.ParseUint(strings.TrimSpace(p), 10, 32)
+		if err != nil || n == 0 {
+			return cuda.Dim3{}, fmt.Errorf("%q: each size must be a whole number of 1 or more", text)
+		}
+		v[i] = uint32(n)
+	}
+	return cuda.Dim3{X: v[0], Y: v[1], Z: v[2]}, nil
+}
+
+func openReplaySource(verb, path, process string) (*replay.Source, error) {
+	set, err := openRecording(path)
+	if err != nil {
+		return nil, err
+	}
+	proc, err := pickProcess(set, process)
+	if err != nil {
+		return nil, err
+	}
+	src, err := replay.Open(proc)
+	if err != nil {
+		return nil, usageErrorf("%s: %v", verb, err)
+	}
+	return src, nil
+}
+
+// pickLaunches resolves --launch / --all / --from to launch numbers.
+func pickLaunches(verb string, src *replay.Source, launch uint64, all bool, from uint64) ([]uint64, error) {
+	if launch != 0 {
+		return []uint64{launch}, nil
+	}
+	ok := src.Replayable()
+	if all {
+		var seqs []uint64
+		for _, s := range ok {
+			if s >= from {
+				seqs = append(seqs, s)
+			}
+		}
+		if len(seqs) == 0 {
+			return nil, usageErrorf("%s: %s has no launch with snapshots before and after it%s", verb, src.Proc.Name, modeHint(src))
+		}
+		return seqs, nil
+	}
+	switch len(ok) {
+	case 1:
+		return ok, nil
+	case 0:
+		return nil, usageErrorf("%s: %s has no launch with snapshots before and after it%s", verb, src.Proc.Name, modeHint(src))
+	}
+	return nil, usageErrorf("%s: %s has %d snapshotted launches (%s): say --launch SEQ", verb, src.Proc.Name, len(ok), seqList(ok, 8))
+}
+
+func modeHint(src *replay.Source) string {
+	if src.Data.Process.GetMemory().GetMode() != "snapshot" {
+		return " (record with --memory snapshot)"
+	}
+	return " (check --snapshot-kernels/--snapshot-launches)"
+}
+
+func seqList(seqs []uint64, max int) string {
+	var parts []string
+	for i, s := range seqs {
+		if i == max {
+			parts = append(parts, "...")
+			break
+		}
+		parts = append(parts, strconv.FormatUint(s, 10))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// replayOne replays launch seq and classifies the outcome. lost is set
+// when a fault left the process's CUDA context unusable.
+func replayOne(src *replay.Source, seq uint64, c *replay.Case, opts replay.Options, shape shapeOverride, repeat int, check replay.Check) (rep launchReport, lost bool) {
+	rep = launchReport{Launch: seq, Status: statusFailed}
+	var err error
+	if c == nil {
+		c, err = src.Case(seq)
+	}
+	if err != nil {
+		rep.Why = err.Error()
+		if l := src.Links.Launch(seq); l != nil {
+			if k := src.Links.Kernel(l.KernelId); k != nil {
+				rep.Kernel = src.Links.KernelName(k)
+			}
+		}
+		return rep, false
+	}
+	rep.Kernel, rep.Line, rep.regionsOf = c.Name, c.Line, c
+	cfg := shape.apply(c.Recorded())
+	rep.Grid = [3]uint32{cfg.Grid.X, cfg.Grid.Y, cfg.Grid.Z}
+	rep.Block = [3]uint32{cfg.Block.X, cfg.Block.Y, cfg.Block.Z}
+	rep.SharedMem = cfg.SharedMem
+	s, err := replay.NewSession(c, opts)
+	if err != nil {
+		rep.Why = err.Error()
+		return rep, cuda.ContextLost(err)
+	}
+	defer func() {
+		if cerr := s.Close(); cerr != nil && !lost {
+			rep.Notes = append(rep.Notes, "cleanup: "+cerr.Error())
+		}
+	}()
+	rep.Device = fmt.Sprintf("%s (%s)", s.Device.Name, s.Device.Arch())
+	rep.Relocated, rep.Notes = s.Relocated, s.Notes
+	res, err := s.Run(cfg, repeat, check)
+	if err != nil {
+		rep.Why = err.Error()
+		if cuda.ContextLost(err) {
+			rep.Why += "; the kernel may read memory outside its recorded regions (pointers held in device memory)"
+			return rep, true
+		}
+		return rep, false
+	}
+	rep.results, rep.Regions, rep.Repeats = res.Regions, regionsJSON(c, s, res.Regions, check), len(res.Times)
+	rep.MedianUs = float64(res.Median()) / float64(time.Microsecond)
+	switch {
+	case res.Identical():
+		rep.Status = statusExact
+	case res.Within(check):
+		rep.Status = statusWithin
+	default:
+		rep.Status, rep.Why = statusDiffers, "the replay is repeatable but differs from the recording: the kernel may read memory outside its regions, or depend on state replay does not restore"
+		again, err := s.Run(cfg, 1, replay.Check{})
+		if err == nil && !sameOutputs(res, again) {
+			rep.Status, rep.Why = statusNondeterministic, "two replays disagree with each other: the kernel is not deterministic (float atomics, races)"
+		}
+	}
+	return rep, false
+}
+
+func sameOutputs(a, b *replay.Result) bool {
+	for i := range a.Regions {
+		if a.Regions[i].Output != b.Regions[i].Output {
+			return false
+		}
+	}
+	return true
+}
+
+func printReplayReport(w io.Writer, rep launchReport, check replay.Check) {
+	fmt.Fprintf(w, "launch %d: %s\n", rep.Launch, rep.Kernel)
+	if rep.Line != "" {
+		fmt.Fprintf(w, "  at %s\n", rep.Line)
+	}
+	if rep.Status == statusFailed && rep.Device == "" {
+		return // the error line says it all
+	}
+	fmt.Fprintf(w, "  grid %d,%d,%d  block %d,%d,%d  shared memory %d  on %s\n",
+		rep.Grid[0], rep.Grid[1], rep.Grid[2], rep.Block[0], rep.Block[1], rep.Block[2], rep.SharedMem, rep.Device)
+	for _, n := range rep.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+	if rep.Status == statusFailed {
+		fmt.Fprintf(w, "  failed: %s\n", rep.Why)
+		return
+	}
+	for i, r := range rep.results {
+		reg := rep.regionsOf.Regions[r.Index]
+		at := ""
+		if moved := rep.Regions[i].ReplayedAt; moved != "" {
+			at = " (at " + moved + ")"
+		}
+		fmt.Fprintf(w, "  region %d  0x%x%s  %s  %s\n", r.Index, reg.Address, at, info.FormatBytes(reg.Size), regionVerdict(r, check))
+		for _, e := range r.Elements {
+			fmt.Fprintf(w, "      [%d] replay %g, recorded %g (abs %g, rel %.3g)\n", e.Index, e.A, e.B, e.Abs, e.Rel)
+		}
+	}
+	fmt.Fprintf(w, "  kernel time: %.2f µs (median of %d)\n", rep.MedianUs, rep.Repeats)
+	switch rep.Status {
+	case statusExact:
+		fmt.Fprintln(w, "result: bit-exact")
+	case statusWithin:
+		fmt.Fprintf(w, "result: within tolerance (atol %g, rtol %g)\n", check.Atol, check.Rtol)
+	default:
+		fmt.Fprintf(w, "result: DIFFERS: %s\n", rep.Why)
+	}
+}
+
+func regionVerdict(r replay.RegionResult, check replay.Check) string {
+	var v string
+	if r.Identical {
+		v = "identical"
+	} else {
+		v = fmt.Sprintf("DIFFERS from byte 0x%x, %d of %d chunks", r.FirstDiff, r.DifferingChunks, r.Chunks)
+		if check.Type != nil {
+			v += fmt.Sprintf("; %s: %d elements differ, %d outside tolerance, max abs %g, max rel %.3g",
+				check.Type.Name, r.DifferingElements, r.Outside, r.MaxAbs, r.MaxRel)
+		}
+	}
+	if r.Missing > 0 {
+		v += fmt.Sprintf(" (%d chunks not compared: dropped while recording)", r.Missing)
+	}
+	return v
+}
+
+func printReplayLine(w io.Writer, rep launchReport) {
+	var what string
+	switch rep.Status {
+	case statusExact, statusWithin:
+		what = fmt.Sprintf("%-16s %9.2f µs", rep.Status, rep.MedianUs)
+	default:
+		what = fmt.Sprintf("%-16s %s", rep.Status, rep.Why)
+	}
+	line := rep.Line
+	if line == "" {
+		line = "-"
+	}
+	fmt.Fprintf(w, "%6d  %-48.48s  %-28.28s  %s\n", rep.Launch, rep.Kernel, line, what)
+}
+
+func printReplaySummary(w io.Writer, reports []launchReport) {
+	counts := map[string]int{}
+	for _, r := range reports {
+		counts[r.Status]++
+	}
+	var parts []string
+	for _, s := range []string{statusExact, statusWithin, statusDiffers, statusNondeterministic, statusFailed} {
+		if counts[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
+		}
+	}
+	fmt.Fprintf(w, "%d launches replayed: %s\n", len(reports), strings.Join(parts, ", "))
+}

@@ -1,0 +1,62 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpurr/gpurr/internal/testrec"
+)
+
+func writeReplayable(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "rec")
+	if _, err := testrec.WriteReplayable(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestExtractCLI(t *testing.T) {
+	rec := writeReplayable(t)
+	out := filepath.Join(t.TempDir(), "repro")
+	code, stdout, stderr := runCLI("extract", rec, "-o", out)
+	expectOutput(t, "extract", code, 0, stdout, stderr, "wrote launch 2 to "+out, "gpurr replay "+out)
+	readme, err := os.ReadFile(filepath.Join(out, "README.md"))
+	if err != nil || !strings.Contains(string(readme), "saxpy_gridstride") {
+		t.Errorf("README: %v %q", err, readme)
+	}
+	code, stdout, stderr = runCLI("info", out)
+	expectOutput(t, "info of the reproducer", code, 0, stdout, stderr, "box-9")
+}
+
+func TestReplayBadInput(t *testing.T) {
+	rec := writeReplayable(t)
+	hashed := writeRun(t, "hash", trainRun(1.5, false))
+	missing := filepath.Join(t.TempDir(), "nope")
+	expectUsageErrors(t, []usageCase{
+		{[]string{"replay", rec, "--launch", "9"}, "has no launch 9 (launches 1 to 3)"},
+		{[]string{"replay", rec, "--launch", "1"}, "launch 1 has no snapshot"},
+		{[]string{"replay", rec, "--launch", "3"}, "captured into a CUDA graph"},
+		{[]string{"replay", hashed, "--launch", "1"}, "record with --memory snapshot"},
+		{[]string{"replay", hashed}, "no launch with snapshots before and after it (record with --memory snapshot)"},
+		{[]string{"replay", missing}, "no such file or directory"},
+		{[]string{"replay", rec, "--launch", "2", "--all"}, "not both"},
+		{[]string{"replay", rec, "--from", "2"}, "--from goes with --all"},
+		{[]string{"replay", rec, "--repeat", "0"}, "--repeat takes 1 or more"},
+		{[]string{"replay", rec, "--grid", "1,2,3,4"}, "more than 3 sizes"},
+		{[]string{"replay", rec, "--block", "0"}, "1 or more"},
+		{[]string{"replay", rec, "--dtype", "f33"}, "unknown dtype"},
+		{[]string{"replay", rec, "--rtol", "0.1"}, "need --dtype"},
+		{[]string{"replay", rec, "--module", missing}, "--module"},
+		{[]string{"replay", rec, "--format", "xml"}, "unknown --format"},
+		{[]string{"extract", rec, "--launch", "2"}, "-o DIR is required"},
+		{[]string{"extract", rec, "--launch", "1", "-o", filepath.Join(t.TempDir(), "x")}, "launch 1 has no snapshot"},
+		{[]string{"tune", rec}, "give --block and/or --grid"},
+		{[]string{"tune", rec, "--block", "64,abc"}, "--block"},
+		{[]string{"tune", rec, "--block", "64", "--search", "random:0"}, "random:N"},
+		{[]string{"tune", rec, "--block", "64", "--search", "annealing"}, "want grid or random:N"},
+		{[]string{"tune", rec, "--launch", "1", "--block", "64"}, "launch 1 has no snapshot"},
+	})
+}

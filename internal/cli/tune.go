@@ -1,0 +1,209 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/gpurr/gpurr/internal/cuda"
+	"github.com/gpurr/gpurr/replay"
+	"github.com/gpurr/gpurr/tune"
+)
+
+type tuneOptions struct {
+	launch     uint64
+	grid       string
+	block      string
+	search     string
+	seed       uint64
+	repeat     int
+	dtype      string
+	atol, rtol float64
+	csv, chart string
+	device     int
+	process    string
+}
+
+func newTuneCmd() *cobra.Command {
+	var o tuneOptions
+	cmd := &cobra.Command{
+		Use:   "tune REC --launch SEQ --block 64,128,256,512,1024 [--grid ...] [--search grid|random:N]",
+		Short: "Search launch shapes of a recorded launch on its real inputs",
+		Long: `tune replays a snapshotted launch (as gpurr replay does) with every
+combination of the --grid and --block sizes given, times each with CUDA
+events (median of --repeat launches), and keeps only the shapes whose output
+matches the recording: bit for bit, or within --atol/--rtol with --dtype.
+The recorded shape is measured in the same run as the baseline. It writes a
+CSV and an SVG chart and prints the fastest verified shape with its speedup.
+
+Sizes are separated by commas; a 2-D or 3-D size is written 16x16 or
+8x8x4. --search random:N measures N shapes picked at random from the
+combinations (with --seed).`,
+		Example: `  gpurr tune run1 --launch 42 --block 64,128,256,512,1024
+  gpurr tune run1 --launch 42 --block 128,256 --grid 132,264,528 --csv t.csv --chart t.svg
+  gpurr tune run1 --launch 42 --block 32x4,32x8,64x4 --dtype bf16 --rtol 1e-2`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runTune(cmd, o, args[0]) },
+	}
+	f := cmd.Flags()
+	f.Uint64Var(&o.launch, "launch", 0, "launch sequence number (default: the only snapshotted launch)")
+	f.StringVar(&o.grid, "grid", "", "grid sizes to try, e.g. 132,264,528 (default: the recorded grid)")
+	f.StringVar(&o.block, "block", "", "block sizes to try, e.g. 64,128,256,512,1024 (default: the recorded block)")
+	f.StringVar(&o.search, "search", "grid", "grid (every combination) or random:N")
+	f.Uint64Var(&o.seed, "seed", 1, "with --search random:N: the seed")
+	f.IntVar(&o.repeat, "repeat", 10, "timed launches per shape")
+	f.StringVar(&o.dtype, "dtype", "", "compare outputs as elements of this type (needed for --atol/--rtol)")
+	f.Float64Var(&o.atol, "atol", 0, "with --dtype: absolute tolerance")
+	f.Float64Var(&o.rtol, "rtol", 0, "with --dtype: relative tolerance (of the recorded value)")
+	f.StringVar(&o.csv, "csv", "tune.csv", "CSV file of every shape measured")
+	f.StringVar(&o.chart, "chart", "tune.svg", "SVG chart of the measurements")
+	f.IntVar(&o.device, "device", -1, "device ordinal (default: the recorded one)")
+	f.StringVar(&o.process, "process", "", "process of a multi-process recording: its directory name, pid or rank")
+	return cmd
+}
+
+func runTune(cmd *cobra.Command, o tuneOptions, path string) error {
+	out, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if o.grid == "" && o.block == "" {
+		return usageErrorf("tune: give --block and/or --grid sizes to try")
+	}
+	if o.repeat < 1 {
+		return usageErrorf("tune: --repeat takes 1 or more")
+	}
+	grids, err := parseDims("--grid", o.grid)
+	if err != nil {
+		return err
+	}
+	blocks, err := parseDims("--block", o.block)
+	if err != nil {
+		return err
+	}
+	sample := 0
+	switch {
+	case o.search == "grid":
+	case strings.HasPrefix(o.search, "random:"):
+		if _, err := fmt.Sscanf(o.search, "random:%d", &sample); err != nil || sample < 1 {
+			return usageErrorf("tune: --search %q: want random:N with N of 1 or more", o.search)
+		}
+	default:
+		return usageErrorf("tune: --search %q: want grid or random:N", o.search)
+	}
+	check, err := replayCheck("tune", o.dtype, o.atol, o.rtol, 0)
+	if err != nil {
+		return err
+	}
+	src, err := openReplaySource("tune", path, o.process)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	seqs, err := pickLaunches("tune", src, o.launch, false, 0)
+	if err != nil {
+		return err
+	}
+	c, err := src.Case(seqs[0])
+	if err != nil {
+		return usageErrorf("tune: %v", err)
+	}
+	configs := tune.Space(c.Recorded(), grids, blocks)
+	if sample > 0 {
+		configs = tune.Sample(configs, sample, o.seed)
+	}
+	if err := cuda.Init(); err != nil {
+		return usageErrorf("tune: no usable GPU: %v", err)
+	}
+	s, err := replay.NewSession(c, replay.Options{Device: o.device})
+	if err != nil {
+		return usageErrorf("tune: launch %d: %v", c.Seq, err)
+	}
+	defer s.Close()
+	for _, n := range s.Notes {
+		fmt.Fprintf(stderr, "tune: note: %s\n", n)
+	}
+	fmt.Fprintf(out, "tune: launch %d: %s, %d shapes on %s (%s)\n", c.Seq, c.Name, len(configs), s.Device.Name, s.Device.Arch())
+	progress := tuneProgress(len(configs))
+	start := time.Now()
+	trials, runErr := tune.Run(s, configs, o.repeat, check, progress)
+	elapsed := time.Since(start)
+	if len(trials) == 0 || !trials[0].Verified {
+		why := "it did not run"
+		if len(trials) > 0 {
+			why = trials[0].Why
+		}
+		return usageErrorf("tune: the recorded shape does not reproduce the recording (%s): nothing to verify other shapes against; try gpurr replay --launch %d", why, c.Seq)
+	}
+	if err := writeTuneFiles(o, c, trials); err != nil {
+		return err
+	}
+	verified := 0
+	for _, t := range trials {
+		if t.Verified {
+			verified++
+		}
+	}
+	fmt.Fprintf(out, "measured %d shapes in %.2f s (%.0f shapes/s): %d verified, %d rejected; wrote %s and %s\n",
+		len(trials), elapsed.Seconds(), float64(len(trials))/elapsed.Seconds(), verified, len(trials)-verified, o.csv, o.chart)
+	best, _ := tune.Best(trials)
+	base := trials[0]
+	fmt.Fprintf(out, "recorded: %s  %.2f µs\n", base.Label(), float64(base.Median)/1e3)
+	fmt.Fprintf(out, "fastest verified: %s  %.2f µs  (%.2fx the recorded shape)\n", best.Label(), float64(best.Median)/1e3, float64(base.Median)/float64(best.Median))
+	if runErr != nil {
+		if errors.Is(runErr, tune.ErrContextLost) {
+			return usageErrorf("tune: stopped early: %v", runErr)
+		}
+		return usageErrorf("tune: %v", runErr)
+	}
+	return nil
+}
+
+// parseDims reads a comma-separated list of sizes, each X, XxY or XxYxZ.
+func parseDims(flag, list string) ([]cuda.Dim3, error) {
+	if list == "" {
+		return nil, nil
+	}
+	var out []cuda.Dim3
+	for _, item := range strings.Split(list, ",") {
+		d, err := parseDim3(item, "x")
+		if err != nil {
+			return nil, usageErrorf("tune: %s: %v", flag, err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func tuneProgress(total int) func(int) {
+	if total < 8 || !term.IsTerminal(int(os.Stderr.Fd())) {
+		return nil
+	}
+	bar := progressbar.NewOptions(total, progressbar.OptionSetWriter(os.Stderr),
+		progressbar.OptionSetDescription("tuning"), progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
+	return func(done int) { bar.Set(done) }
+}
+
+func writeTuneFiles(o tuneOptions, c *replay.Case, trials []tune.Trial) error {
+	for _, file := range []struct {
+		path  string
+		write func(*os.File) error
+	}{
+		{o.csv, func(f *os.File) error { return tune.WriteCSV(f, trials) }},
+		{o.chart, func(f *os.File) error {
+			return tune.WriteSVG(f, fmt.Sprintf("gpurr tune: launch %d, %s", c.Seq, c.Name), trials)
+		}},
+	} {
+		f, err := os.Create(file.path)
+		if err != nil {
+			return usageErrorf("tune: %v", err)
+		}
+		if err := errors.Join(file.write(f), f.Close()); err != nil {
+			return fmt.Errorf("tune: %s: %w", file.path, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,108 @@
+package testrec
+
+import (
+	"encoding/binary"
+
+	"github.com/gpurr/gpurr/chunkstore"
+	"github.com/gpurr/gpurr/memhash"
+	"github.com/gpurr/gpurr/recording"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// Replayable describes the recording WriteReplayable writes: one process,
+// in snapshot mode, whose launch 2 (a SAXPY over two regions) has
+// snapshots before and after it, and whose launches 1 (no snapshot) and 3
+// (captured into a graph) do not.
+type Replayable struct {
+	Process       string
+	Module        []byte
+	X, Y          uint64 // the regions' addresses (Y is read and written)
+	XBefore       []byte
+	YBefore       []byte
+	YAfter        []byte
+	ParamsLaunch2 []byte
+}
+
+// WriteReplayable writes a small snapshot-mode recording into dir, for the
+// tests of replay and extract, which need no GPU to load launches.
+func WriteReplayable(dir string) (Replayable, error) {
+	r := Replayable{Process: "box-9", X: 0x7f3a_0020_0000, Y: 0x7f3a_0040_0000,
+		Module: []byte("\x7fELF fake cubin of saxpy_gridstride")}
+	if err := recording.CreateSet(dir, []string{"python", "saxpy.py"}); err != nil {
+		return r, err
+	}
+	sha, err := recording.PutModule(dir, r.Module)
+	if err != nil {
+		return r, err
+	}
+	proc := &pb.Process{Hostname: "box", Pid: 9, Argv: []string{"python", "saxpy.py"},
+		Memory: &pb.MemoryConfig{Mode: "snapshot", ChunkBytes: memhash.ChunkSize, SnapshotKernels: "saxpy"}}
+	w, err := recording.Create(dir, r.Process, &pb.Batch{Process: proc,
+		Devices: []*pb.Device{{Ordinal: 0, Name: "NVIDIA H100 80GB HBM3", CcMajor: 9, CcMinor: 0}}})
+	if err != nil {
+		return r, err
+	}
+	store, err := chunkstore.Create(w.Dir(), chunkstore.Options{})
+	if err != nil {
+		return r, err
+	}
+	const n = 40000 // floats: more than one chunk
+	r.XBefore, r.YBefore, r.YAfter = make([]byte, 4*n), make([]byte, 4*n), make([]byte, 4*n)
+	for i := range n {
+		binary.LittleEndian.PutUint32(r.XBefore[4*i:], uint32(i))
+		binary.LittleEndian.PutUint32(r.YBefore[4*i:], uint32(3*i))
+		binary.LittleEndian.PutUint32(r.YAfter[4*i:], uint32(5*i))
+	}
+	state := func(data []byte) *pb.RegionState {
+		region, chunks := memhash.Hash(data)
+		h := region.Bytes()
+		rs := &pb.RegionState{Hash: h[:]}
+		for k, c := range chunks {
+			ch := c.Bytes()
+			rs.ChunkHashes = append(rs.ChunkHashes, ch[:]...)
+			lo := k * memhash.ChunkSize
+			if err == nil {
+				err = store.Put(ch, data[lo:min(lo+memhash.ChunkSize, len(data))])
+			}
+		}
+		return rs
+	}
+	r.ParamsLaunch2 = make([]byte, 32)
+	binary.LittleEndian.PutUint64(r.ParamsLaunch2[0:], r.X)
+	binary.LittleEndian.PutUint64(r.ParamsLaunch2[8:], r.Y+16) // an interior pointer
+	binary.LittleEndian.PutUint32(r.ParamsLaunch2[16:], 0x40000000)
+	binary.LittleEndian.PutUint64(r.ParamsLaunch2[24:], n-4)
+	regions := []*pb.Region{{Address: r.X, Size: 4 * n, ParamOffsets: []uint32{0}, AllocationId: 1},
+		{Address: r.Y, Size: 4 * n, ParamOffsets: []uint32{8}, AllocationId: 2}}
+	stack := &pb.Callstack{Id: 77, Source: "python", Frames: []*pb.Frame{{Kind: pb.Frame_PYTHON, File: "saxpy.py", Line: 12, Function: "main"}}}
+	b := &pb.Batch{
+		Modules:     []*pb.Module{{Sha256: sha, Size: uint64(len(r.Module)), KernelNames: []string{"saxpy_gridstride"}, Stored: true}},
+		Kernels:     []*pb.Kernel{{Id: 1, Identity: 11, Name: "saxpy_gridstride", ModuleSha256: sha, ParamBytes: 32, Params: []*pb.ParamInfo{{Offset: 0, Size: 8}, {Offset: 8, Size: 8}, {Offset: 16, Size: 4}, {Offset: 24, Size: 8}}}},
+		Callstacks:  []*pb.Callstack{stack},
+		Allocations: []*pb.Allocation{{Id: 1, Address: r.X, Size: 4 * n}, {Id: 2, Address: r.Y, Size: 4 * n}},
+		Launches: []*pb.Launch{
+			{Seq: 1, KernelId: 1, Grid: &pb.Dim3{X: 16, Y: 1, Z: 1}, Block: &pb.Dim3{X: 64, Y: 1, Z: 1}, Params: r.ParamsLaunch2, Regions: regions,
+				Memory: &pb.MemoryPlan{Status: pb.MemoryPlan_HASH}},
+			{Seq: 2, KernelId: 1, Grid: &pb.Dim3{X: 16, Y: 1, Z: 1}, Block: &pb.Dim3{X: 64, Y: 1, Z: 1}, Params: r.ParamsLaunch2, Regions: regions,
+				CallstackId: 77, Memory: &pb.MemoryPlan{Status: pb.MemoryPlan_SNAPSHOT, SnapshotSelected: true}},
+			{Seq: 3, KernelId: 1, Captured: true, Grid: &pb.Dim3{X: 16, Y: 1, Z: 1}, Block: &pb.Dim3{X: 64, Y: 1, Z: 1}, Params: r.ParamsLaunch2,
+				Memory: &pb.MemoryPlan{Status: pb.MemoryPlan_SKIPPED_CAPTURE}},
+		},
+	}
+	b.Memory = []*pb.MemoryState{
+		{LaunchSeq: 1, Point: pb.MemoryState_AFTER, Regions: []*pb.RegionState{state(r.XBefore), state(r.YBefore)}},
+		{LaunchSeq: 2, Point: pb.MemoryState_BEFORE, Snapshot: true, Regions: []*pb.RegionState{state(r.XBefore), state(r.YBefore)}},
+		{LaunchSeq: 2, Point: pb.MemoryState_AFTER, Snapshot: true, Regions: []*pb.RegionState{state(r.XBefore), state(r.YAfter)}},
+	}
+	if err != nil {
+		return r, err
+	}
+	b.End = &pb.End{Reason: "exit"}
+	if err := store.Close(); err != nil {
+		return r, err
+	}
+	if err := w.Write(b); err != nil {
+		return r, err
+	}
+	return r, w.Close()
+}
