@@ -109,15 +109,24 @@ func (r *Run) find(seq uint64) (int, bool) {
 // StateDigest folds a state's region hashes (in launch region order) into
 // one 128-bit value: equal digests, equal memory.
 func StateDigest(s *pb.MemoryState) [16]byte {
-	buf := make([]byte, 0, 16*len(s.GetRegions()))
-	for _, rs := range s.GetRegions() {
-		h := rs.GetHash()
+	hashes := make([][]byte, len(s.GetRegions()))
+	for i, rs := range s.GetRegions() {
+		hashes[i] = rs.GetHash()
+	}
+	return Digest(hashes)
+}
+
+// Digest is StateDigest of region hashes given in launch region order; a
+// hash that is not 16 bytes (a damaged record) counts as zeros.
+func Digest(regionHashes [][]byte) [16]byte {
+	buf := make([]byte, 0, recording.HashBytes*len(regionHashes))
+	for _, h := range regionHashes {
 		if len(h) != recording.HashBytes {
 			h = make([]byte, recording.HashBytes)
 		}
 		buf = append(buf, h...)
 	}
-	return memhash.RegionOfEncoded(buf, uint64(len(s.GetRegions()))).Bytes()
+	return memhash.RegionOfEncoded(buf, uint64(len(regionHashes))).Bytes()
 }
 
 // KernelName is the launch's kernel, demangled where the recording has it.
@@ -141,6 +150,8 @@ type Result struct {
 	First    *Pair // the earliest (in run A's order) whose states differ; nil when none
 	OnlyA    []int // launches of A with no counterpart in B, in order
 	OnlyB    []int // and of B in A
+
+	differ func(Pair)
 }
 
 // Window is how far alignment looks ahead for a launch present in one run
@@ -149,8 +160,12 @@ const Window = 64
 
 // Align matches the launches of a and b stream by stream and compares the
 // memory after each matched pair.
-func Align(a, b *Run) *Result {
-	res := &Result{}
+func Align(a, b *Run) *Result { return AlignEach(a, b, nil) }
+
+// AlignEach is Align, calling differ (when not nil) for every matched pair
+// whose memory differs, stream by stream.
+func AlignEach(a, b *Run, differ func(Pair)) *Result {
+	res := &Result{differ: differ}
 	sa, sb := byStream(a), byStream(b)
 	for s := 0; s < max(len(sa), len(sb)); s++ {
 		var xa, xb []int
@@ -228,6 +243,9 @@ func (res *Result) match(a, b *Run, ia, ib int) {
 		return
 	}
 	res.Differ++
+	if res.differ != nil {
+		res.differ(Pair{ia, ib})
+	}
 	if res.First == nil || la.Seq < a.Launches[res.First.A].Seq {
 		res.First = &Pair{ia, ib}
 	}
