@@ -88,18 +88,15 @@ func Differences(a, b *Side, dt *dtype.Type, maxElems int) ([]RegionDiff, error)
 			d.ElementsOff = uint64(d.FirstChunk) * a.ChunkBytes
 			snapA, snapB := a.After.GetSnapshot(), b.After.GetSnapshot()
 			switch {
+			case dt == nil:
 			case !snapA && !snapB:
-				if dt != nil {
-					d.Note = "neither run has a snapshot after this launch, only hashes: record with --memory snapshot to see values"
-				}
+				d.Note = "neither run has a snapshot after this launch, only hashes: record with --memory snapshot to see values"
 			case !snapA || !snapB:
 				with, without := "A", "B"
 				if snapB {
 					with, without = "B", "A"
 				}
 				d.Note = fmt.Sprintf("only %s has a snapshot after this launch; %s has hashes only, so no values can be compared (record %s with --memory snapshot)", with, without, without)
-			case dt == nil:
-				d.Note = "both runs have snapshots: --dtype shows the differing elements"
 			default:
 				ba, err := readChunk(a.Process, ca[d.FirstChunk])
 				if err != nil {

@@ -81,18 +81,13 @@ func Scan(p *recording.Process) (*Run, error) {
 		r.Complete = false
 	}
 	slices.SortFunc(r.Launches, func(a, b Launch) int { return cmp.Compare(a.Seq, b.Seq) })
-	streams := map[int]int{}
+	streams := Streams{}
 	for i := range r.Launches {
 		l := &r.Launches[i]
 		if k := r.Kernels[l.KernelID]; k != nil {
 			l.Identity = k.GetIdentity()
 		}
-		n, ok := streams[l.Stream]
-		if !ok {
-			n = len(streams)
-			streams[l.Stream] = n
-		}
-		l.Stream = n
+		l.Stream = streams.Number(uint64(l.Stream))
 	}
 	for _, s := range states {
 		if i, ok := r.find(s.seq); ok {
@@ -100,6 +95,21 @@ func Scan(p *recording.Process) (*Run, error) {
 		}
 	}
 	return r, nil
+}
+
+// Streams numbers a run's streams in the order its launches, in launch
+// order, first use them: handles differ between runs, the order does not.
+type Streams map[uint64]int
+
+// Number returns the number of the stream with the given handle, giving the
+// next number to a handle not seen before.
+func (s Streams) Number(handle uint64) int {
+	n, ok := s[handle]
+	if !ok {
+		n = len(s)
+		s[handle] = n
+	}
+	return n
 }
 
 func (r *Run) find(seq uint64) (int, bool) {

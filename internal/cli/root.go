@@ -58,6 +58,8 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newRewindCmd(),
 		newDiffCmd(),
 		newNanCmd(),
+		newManifestCmd(),
+		newVerifyCmd(),
 	)
 	return root
 }
