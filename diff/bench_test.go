@@ -10,7 +10,7 @@ import (
 )
 
 func writeBig(b *testing.B, dir string, n, differAt int) *recording.Process {
-	p, err := testrec.WriteBig(dir, n, differAt)
+	p, err := testrec.WriteBig(dir, n, differAt, false)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,8 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/metrics"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,44 +12,17 @@ import (
 	"github.com/gpurr/gpurr/recording"
 )
 
-// peakHeap samples the live heap (as of each garbage collection) until
-// stop is called, and returns the largest sample in MB.
-func peakHeap() (stop func() float64) {
-	var peak uint64
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	var wg sync.WaitGroup
-	done := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			metrics.Read(sample)
-			peak = max(peak, sample[0].Value.Uint64())
-			select {
-			case <-done:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}()
-	return func() float64 {
-		close(done)
-		wg.Wait()
-		return float64(peak) / (1 << 20)
-	}
-}
-
 // BenchmarkManifestMillion writes the manifest of a recording of 1 million
 // launches, then verifies a second recording (differing at one launch)
 // against it, reporting the time and peak heap of each.
 func BenchmarkManifestMillion(b *testing.B) {
 	const n = 1_000_000
 	tmp := b.TempDir()
-	good, err := testrec.WriteBig(filepath.Join(tmp, "good"), n, 0)
+	good, err := testrec.WriteBig(filepath.Join(tmp, "good"), n, 0, false)
 	if err != nil {
 		b.Fatal(err)
 	}
-	other, err := testrec.WriteBig(filepath.Join(tmp, "other"), n, 777_777)
+	other, err := testrec.WriteBig(filepath.Join(tmp, "other"), n, 777_777, false)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -63,7 +34,7 @@ func BenchmarkManifestMillion(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		runtime.GC()
-		stop := peakHeap()
+		stop := testrec.PeakLiveHeap()
 		t0 := time.Now()
 		f, err := os.Create(path)
 		if err != nil {
@@ -77,7 +48,7 @@ func BenchmarkManifestMillion(b *testing.B) {
 		b.ReportMetric(stop(), "MB-peak-live/manifest")
 
 		runtime.GC()
-		stop = peakHeap()
+		stop = testrec.PeakLiveHeap()
 		t0 = time.Now()
 		m, err := Open(path)
 		if err != nil {

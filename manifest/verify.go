@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/gpurr/gpurr/chunkstore"
@@ -163,7 +162,7 @@ func (m *Manifest) Verify(actual *diff.Run, e *Expected, o Options, fn func(*Mis
 	for i, p := range pairs {
 		seqs[i] = actual.Launches[p.A].Seq
 	}
-	src := &byteSources{actualDir: actual.Process.Dir, refDir: filepath.Join(cmp.Or(o.Reference, m.Header.Recording), e.Process.Name)}
+	src := &byteSources{actualDir: actual.Process.Dir, ref: cmp.Or(o.Reference, m.Header.Recording), refName: e.Process.Name}
 	defer src.close()
 	j := 0
 	_, err := actual.Process.Ordered(seqs, func(r *recording.LaunchRecord) error {
@@ -223,10 +222,12 @@ func compare(r *recording.LaunchRecord, exp *Launch, stream int, chunkBytes uint
 // byteSources opens, when first needed, the chunk stores that may hold a
 // differing chunk: the recording verified, and the reference recording.
 type byteSources struct {
-	actualDir, refDir string
-	actual, ref       *chunkstore.Reader
-	actualErr, refErr error
-	opened            bool
+	actualDir    string
+	ref, refName string // the reference recording, and the process in it
+	actual, refs *chunkstore.Reader
+	actualErr    error
+	refErr       error
+	opened       bool
 }
 
 func (s *byteSources) open() {
@@ -235,11 +236,33 @@ func (s *byteSources) open() {
 	}
 	s.opened = true
 	s.actual, s.actualErr = chunkstore.Open(s.actualDir)
-	s.ref, s.refErr = chunkstore.Open(s.refDir)
+	var dir string
+	if dir, s.refErr = referenceDir(s.ref, s.refName); s.refErr == nil {
+		s.refs, s.refErr = chunkstore.Open(dir)
+	}
+}
+
+// referenceDir finds the process directory of the process named name in
+// the reference recording ref: the recording, or the process's own
+// directory, or a recording of one process under another name.
+func referenceDir(ref, name string) (string, error) {
+	set, err := recording.Open(ref)
+	if err != nil {
+		return "", err
+	}
+	for _, p := range set.Processes {
+		if p.Name == name {
+			return p.Dir, nil
+		}
+	}
+	if len(set.Processes) == 1 {
+		return set.Processes[0].Dir, nil
+	}
+	return "", fmt.Errorf("%s has no process %s", ref, name)
 }
 
 func (s *byteSources) close() {
-	for _, r := range []*chunkstore.Reader{s.actual, s.ref} {
+	for _, r := range []*chunkstore.Reader{s.actual, s.refs} {
 		if r != nil {
 			r.Close()
 		}
@@ -262,8 +285,8 @@ func (s *byteSources) window(r *recording.LaunchRecord, d diff.RegionDiff, exp *
 	}
 	h := [16]byte(exp.After.Regions[d.Index].chunks[d.FirstChunk])
 	var expected []byte
-	if s.ref != nil {
-		expected, err = s.ref.Get(h)
+	if s.refs != nil {
+		expected, err = s.refs.Get(h)
 	}
 	if expected == nil { // content-addressed: the run verified may hold the same bytes
 		if b, aerr := s.actual.Get(h); aerr == nil {
@@ -278,7 +301,7 @@ func (s *byteSources) window(r *recording.LaunchRecord, d diff.RegionDiff, exp *
 		case exp.After.Snapshot:
 			why = err.Error()
 		}
-		return nil, fmt.Sprintf("expected bytes: chunk %x is not in the reference recording %s (%s); pass --reference with the recording the manifest was made from", h, s.refDir, why)
+		return nil, fmt.Sprintf("expected bytes: chunk %x is not in the reference recording %s (%s); pass --reference with the recording the manifest was made from", h, s.ref, why)
 	}
 	first := 0
 	for first < min(len(expected), len(actual)) && expected[first] == actual[first] {

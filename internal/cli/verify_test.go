@@ -48,6 +48,8 @@ func TestManifestVerify(t *testing.T) {
 	expectOutput(t, "reference moved", code, 1, out, errs, "is not in the reference recording", "pass --reference")
 	code, out, errs = runCLI("verify", bad, "--manifest", m, "--reference", moved, "--window", "16")
 	expectOutput(t, "--reference", code, 1, out, errs, "expected 0x20000  00 00 00 00 00 00 00 00 00 00 c0 3f 00 00 00 00\n    actual ")
+	code, out, errs = runCLI("verify", bad, "--manifest", m, "--reference", filepath.Join(moved, "box-7"))
+	expectOutput(t, "--reference to the process", code, 1, out, errs, "expected 0x20000  00 00 00 00 00 00 00 00 00 00 c0 3f 00 00 00 00")
 
 	// Hash-only run: no bytes, and verify says which mode shows them.
 	code, out, errs = runCLI("verify", writeRun(t, "hash", trainRun(2, false)), "--manifest", m)
