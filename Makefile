@@ -33,6 +33,7 @@ fuzz:
 	$(GO) test ./recording -run '^$$' -fuzz FuzzScan -fuzztime 30s
 	$(GO) test ./chunkstore -run '^$$' -fuzz FuzzPack -fuzztime 30s
 	$(GO) test ./chunkstore -run '^$$' -fuzz FuzzIndex -fuzztime 30s
+	$(GO) test ./manifest -run '^$$' -fuzz FuzzRead -fuzztime 30s
 
 # Regenerate recording.pb.go from recording.proto (needs protoc).
 proto:

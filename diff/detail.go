@@ -2,10 +2,12 @@ package diff
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 
 	"github.com/gpurr/gpurr/chunkstore"
 	"github.com/gpurr/gpurr/dtype"
+	"github.com/gpurr/gpurr/memhash"
 	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
@@ -23,47 +25,16 @@ type Side struct {
 // ReadLaunch reads the launch with sequence number seq from p's recording
 // (a second pass over it), with its kernel, callstack and memory states.
 func ReadLaunch(p *recording.Process, seq uint64) (*Side, error) {
-	s := &Side{Process: p}
-	kernels := map[uint64]*pb.Kernel{}
-	stacks := map[uint64]*pb.Callstack{}
-	_, err := p.Scan(func(b *pb.Batch) error {
-		if b.Process != nil {
-			s.ChunkBytes = uint64(b.Process.GetMemory().GetChunkBytes())
-		}
-		for _, k := range b.Kernels {
-			kernels[k.GetId()] = k
-		}
-		for _, c := range b.Callstacks {
-			stacks[c.GetId()] = c
-		}
-		for _, l := range b.Launches {
-			if l.GetSeq() == seq {
-				s.Launch = l
-			}
-		}
-		for _, m := range b.Memory {
-			if m.GetLaunchSeq() != seq {
-				continue
-			}
-			switch m.GetPoint() {
-			case pb.MemoryState_BEFORE:
-				s.Before = m
-			case pb.MemoryState_AFTER:
-				s.After = m
-			}
-		}
-		return nil
+	s := &Side{Process: p, ChunkBytes: uint64(cmp.Or(p.Info.GetMemory().GetChunkBytes(), memhash.ChunkSize))}
+	_, err := p.Ordered([]uint64{seq}, func(r *recording.LaunchRecord) error {
+		s.Launch, s.Kernel, s.Callstack, s.Before, s.After = r.Launch, r.Kernel, r.Callstack, r.Before, r.After
+		return recording.ErrStop
 	})
 	if err != nil {
 		return nil, err
 	}
 	if s.Launch == nil {
 		return nil, fmt.Errorf("%s has no launch %d", p.Name, seq)
-	}
-	s.Kernel = kernels[s.Launch.GetKernelId()]
-	s.Callstack = stacks[s.Launch.GetCallstackId()]
-	if s.ChunkBytes == 0 {
-		s.ChunkBytes = 64 << 10
 	}
 	return s, nil
 }
@@ -115,10 +86,17 @@ func Differences(a, b *Side, dt *dtype.Type, maxElems int) ([]RegionDiff, error)
 		}
 		if d.FirstChunk >= 0 && d.FirstChunk < len(ca) && d.FirstChunk < len(cb) {
 			d.ElementsOff = uint64(d.FirstChunk) * a.ChunkBytes
+			snapA, snapB := a.After.GetSnapshot(), b.After.GetSnapshot()
 			switch {
 			case dt == nil:
-			case !a.After.GetSnapshot() || !b.After.GetSnapshot():
-				d.Note = "no snapshot on both sides (record with --memory snapshot to see values)"
+			case !snapA && !snapB:
+				d.Note = "neither run has a snapshot after this launch, only hashes: record with --memory snapshot to see values"
+			case !snapA || !snapB:
+				with, without := "A", "B"
+				if snapB {
+					with, without = "B", "A"
+				}
+				d.Note = fmt.Sprintf("only %s has a snapshot after this launch; %s has hashes only, so no values can be compared (record %s with --memory snapshot)", with, without, without)
 			default:
 				ba, err := readChunk(a.Process, ca[d.FirstChunk])
 				if err != nil {

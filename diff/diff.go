@@ -81,18 +81,13 @@ func Scan(p *recording.Process) (*Run, error) {
 		r.Complete = false
 	}
 	slices.SortFunc(r.Launches, func(a, b Launch) int { return cmp.Compare(a.Seq, b.Seq) })
-	streams := map[int]int{}
+	streams := Streams{}
 	for i := range r.Launches {
 		l := &r.Launches[i]
 		if k := r.Kernels[l.KernelID]; k != nil {
 			l.Identity = k.GetIdentity()
 		}
-		n, ok := streams[l.Stream]
-		if !ok {
-			n = len(streams)
-			streams[l.Stream] = n
-		}
-		l.Stream = n
+		l.Stream = streams.Number(uint64(l.Stream))
 	}
 	for _, s := range states {
 		if i, ok := r.find(s.seq); ok {
@@ -102,6 +97,21 @@ func Scan(p *recording.Process) (*Run, error) {
 	return r, nil
 }
 
+// Streams numbers a run's streams in the order its launches, in launch
+// order, first use them: handles differ between runs, the order does not.
+type Streams map[uint64]int
+
+// Number returns the number of the stream with the given handle, giving the
+// next number to a handle not seen before.
+func (s Streams) Number(handle uint64) int {
+	n, ok := s[handle]
+	if !ok {
+		n = len(s)
+		s[handle] = n
+	}
+	return n
+}
+
 func (r *Run) find(seq uint64) (int, bool) {
 	return slices.BinarySearchFunc(r.Launches, seq, func(l Launch, seq uint64) int { return cmp.Compare(l.Seq, seq) })
 }
@@ -109,15 +119,24 @@ func (r *Run) find(seq uint64) (int, bool) {
 // StateDigest folds a state's region hashes (in launch region order) into
 // one 128-bit value: equal digests, equal memory.
 func StateDigest(s *pb.MemoryState) [16]byte {
-	buf := make([]byte, 0, 16*len(s.GetRegions()))
-	for _, rs := range s.GetRegions() {
-		h := rs.GetHash()
+	hashes := make([][]byte, len(s.GetRegions()))
+	for i, rs := range s.GetRegions() {
+		hashes[i] = rs.GetHash()
+	}
+	return Digest(hashes)
+}
+
+// Digest is StateDigest of region hashes given in launch region order; a
+// hash that is not 16 bytes (a damaged record) counts as zeros.
+func Digest(regionHashes [][]byte) [16]byte {
+	buf := make([]byte, 0, recording.HashBytes*len(regionHashes))
+	for _, h := range regionHashes {
 		if len(h) != recording.HashBytes {
 			h = make([]byte, recording.HashBytes)
 		}
 		buf = append(buf, h...)
 	}
-	return memhash.RegionOfEncoded(buf, uint64(len(s.GetRegions()))).Bytes()
+	return memhash.RegionOfEncoded(buf, uint64(len(regionHashes))).Bytes()
 }
 
 // KernelName is the launch's kernel, demangled where the recording has it.
@@ -141,6 +160,8 @@ type Result struct {
 	First    *Pair // the earliest (in run A's order) whose states differ; nil when none
 	OnlyA    []int // launches of A with no counterpart in B, in order
 	OnlyB    []int // and of B in A
+
+	differ func(Pair)
 }
 
 // Window is how far alignment looks ahead for a launch present in one run
@@ -149,8 +170,12 @@ const Window = 64
 
 // Align matches the launches of a and b stream by stream and compares the
 // memory after each matched pair.
-func Align(a, b *Run) *Result {
-	res := &Result{}
+func Align(a, b *Run) *Result { return AlignEach(a, b, nil) }
+
+// AlignEach is Align, calling differ (when not nil) for every matched pair
+// whose memory differs, stream by stream.
+func AlignEach(a, b *Run, differ func(Pair)) *Result {
+	res := &Result{differ: differ}
 	sa, sb := byStream(a), byStream(b)
 	for s := 0; s < max(len(sa), len(sb)); s++ {
 		var xa, xb []int
@@ -228,6 +253,9 @@ func (res *Result) match(a, b *Run, ia, ib int) {
 		return
 	}
 	res.Differ++
+	if res.differ != nil {
+		res.differ(Pair{ia, ib})
+	}
 	if res.First == nil || la.Seq < a.Launches[res.First.A].Seq {
 		res.First = &Pair{ia, ib}
 	}

@@ -1021,6 +1021,42 @@ def t_diff_scatter(h):
     return f"parts ways at {kernel[0][6:].strip()[:70]} at diff_scatter.py:{line}; a run with itself agrees"
 
 
+@test("verify.rerun")
+def t_verify_rerun(h):
+    """The diff_scatter loop recorded twice with snapshots of every launch, once made
+    deterministic and once with its float scatter-add: run 2 verified against the manifest of
+    run 1 matches for the deterministic loop, and for the scatter-add names that kernel and its
+    line and shows expected and actual bytes."""
+    script = WL / "diff_scatter.py"
+    line = mark_line(script, "scatter")
+
+    def verify_rerun(tag, args):
+        recs = []
+        for i in (1, 2):
+            d = h.new_recdir(f"verify_{tag}{i}")
+            r = h.sh(h.record_argv(d, [h.py, script, *args], ["--memory", "snapshot"]), 240, log=f"verify_{tag}{i}.rec")
+            check(r.rc == 0, f"{tag} recording {i}: {r.why()}")
+            recs.append(d)
+        m = h.tmp / f"verify_{tag}.json"
+        r = h.sh([h.gpurr, "manifest", recs[0], "-o", m], 120, log=f"verify_{tag}.manifest")
+        check(r.rc == 0 and m.exists(), f"gpurr manifest of the {tag} run exit {r.rc}: {r.why()}")
+        return h.sh([h.gpurr, "verify", recs[1], "--manifest", m], 120, log=f"verify_{tag}.verify")
+
+    r = verify_rerun("det", ["--deterministic"])
+    check(r.rc == 0 and "matches the manifest" in r.out,
+          f"deterministic loop: gpurr verify exit {r.rc}, want 0 (matches): {r.why()}\n{r.out[:1200]}")
+    agree = [l for l in r.out.splitlines() if "matches the manifest" in l]
+    r = verify_rerun("scatter", [])
+    check(r.rc == 1, f"scatter-add loop: gpurr verify exit {r.rc}, want 1 (differs): {r.why()} {r.out[:300]}")
+    kernel = [l.strip() for l in r.out.splitlines() if l.strip().startswith("kernel")]
+    check(kernel and "scatter" in kernel[0], f"verify names {kernel[:1]}, want the scatter-add kernel:\n{r.out[:1200]}")
+    check(f"diff_scatter.py:{line}" in r.out, f"verify does not name diff_scatter.py:{line}:\n{r.out[:1200]}")
+    check("expected 0x" in r.out and "actual   0x" in r.out,
+          f"verify shows no expected/actual bytes though both runs have snapshots:\n{r.out[:1200]}")
+    return (f"deterministic: {agree[0].split(': ', 1)[-1][:60]}; scatter-add: {kernel[0][6:].strip()[:50]} "
+            f"at diff_scatter.py:{line} with bytes")
+
+
 @test("nan.planted")
 def t_nan_planted(h):
     """A loop that writes one NaN at step 3, recorded with snapshots of every launch: gpurr nan

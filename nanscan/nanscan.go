@@ -54,7 +54,10 @@ type Stats struct {
 }
 
 // Scan finds the first launch of p whose snapshot after it holds NaN or Inf
-// as any of types (floating-point types only). nil when none does.
+// as any of types (floating-point types only). nil when none does. It reads
+// the recording twice, streamed: once to list the launches with snapshots
+// (8 bytes each), then those launches in launch order until one holds NaN
+// or Inf, so memory does not grow with the recording.
 func Scan(p *recording.Process, types []*dtype.Type) (*Finding, Stats, error) {
 	var st Stats
 	for _, t := range types {
@@ -62,70 +65,79 @@ func Scan(p *recording.Process, types []*dtype.Type) (*Finding, Stats, error) {
 			return nil, st, fmt.Errorf("%s has no NaN or Inf: want floating-point dtypes", t.Name)
 		}
 	}
-	data, err := p.Load()
+	if p.Info.GetMemory().GetMode() != "snapshot" {
+		return nil, st, fmt.Errorf("%s was recorded without snapshots: record with --memory snapshot", p.Dir)
+	}
+	// First pass: which launches have a snapshot after them (8 bytes each).
+	var seqs []uint64
+	_, err := p.Scan(func(b *pb.Batch) error {
+		for _, s := range b.Memory {
+			switch {
+			case s.GetPoint() != pb.MemoryState_AFTER || s.GetLost():
+			case s.GetSnapshot():
+				seqs = append(seqs, s.GetLaunchSeq())
+			default:
+				st.NoSnapshot++
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, st, err
 	}
-	if data.Process.GetMemory().GetMode() != "snapshot" {
-		return nil, st, fmt.Errorf("%s was recorded without snapshots: record with --memory snapshot", p.Dir)
-	}
-	links := data.Links()
-	var after []*pb.MemoryState
-	for _, s := range data.Memory {
-		if s.GetPoint() != pb.MemoryState_AFTER || s.GetLost() {
-			continue
-		}
-		if !s.GetSnapshot() {
-			st.NoSnapshot++
-			continue
-		}
-		after = append(after, s)
-	}
-	slices.SortFunc(after, func(a, b *pb.MemoryState) int { return cmp.Compare(a.GetLaunchSeq(), b.GetLaunchSeq()) })
+	slices.Sort(seqs)
+	seqs = slices.Compact(seqs)
 	store, err := chunkstore.Open(p.Dir)
 	if err != nil {
 		return nil, st, err
 	}
 	defer store.Close()
-	chunkBytes := int64(cmp.Or(data.Process.GetMemory().GetChunkBytes(), 65536))
+	chunkBytes := int64(cmp.Or(p.Info.GetMemory().GetChunkBytes(), 65536))
 	seen := map[[16]byte][]Counts{}
-	for _, s := range after {
+	var found *Finding
+	// Second pass: those launches in launch order, each with its states,
+	// until one holds NaN or Inf.
+	_, err = p.Ordered(seqs, func(r *recording.LaunchRecord) error {
+		s := r.After
+		if !s.GetSnapshot() || s.GetLost() {
+			return nil
+		}
 		st.Launches++
-		var found []Region
+		var regions []Region
 		for i, rs := range s.GetRegions() {
 			total, err := regionCounts(store, rs, types, chunkBytes, seen, &st)
 			if err != nil {
-				return nil, st, fmt.Errorf("launch %d region %d: %w", s.GetLaunchSeq(), i, err)
+				return fmt.Errorf("launch %d region %d: %w", s.GetLaunchSeq(), i, err)
 			}
 			if hasNaNOrInf(total) {
-				found = append(found, Region{Index: i, Region: links.StateRegion(s, i), Counts: total})
+				var reg *pb.Region
+				if i < len(r.Launch.GetRegions()) {
+					reg = r.Launch.GetRegions()[i]
+				}
+				regions = append(regions, Region{Index: i, Region: reg, Counts: total})
 			}
 		}
-		if found != nil {
-			for _, b := range links.MemoryFor(s.GetLaunchSeq()) {
-				if b.GetPoint() != pb.MemoryState_BEFORE || !b.GetSnapshot() {
-					continue
-				}
-				for ri := range found {
-					if i := found[ri].Index; i < len(b.GetRegions()) {
-						before, err := regionCounts(store, b.GetRegions()[i], types, chunkBytes, seen, &st)
-						if err != nil {
-							return nil, st, err
-						}
-						found[ri].Before = hasNaNOrInf(before)
+		if regions == nil {
+			return nil
+		}
+		if b := r.Before; b.GetSnapshot() && !b.GetLost() {
+			for ri := range regions {
+				if i := regions[ri].Index; i < len(b.GetRegions()) {
+					before, err := regionCounts(store, b.GetRegions()[i], types, chunkBytes, seen, &st)
+					if err != nil {
+						return err
 					}
+					regions[ri].Before = hasNaNOrInf(before)
 				}
 			}
-			l := links.Launch(s.GetLaunchSeq())
-			f := &Finding{Launch: l, Regions: found}
-			if l != nil {
-				f.Kernel = links.Kernel(l.GetKernelId())
-				f.Callstack = links.Callstack(l.GetCallstackId())
-			}
-			return f, st, nil
 		}
+		found = &Finding{Launch: r.Launch, Kernel: r.Kernel, Callstack: r.Callstack, Regions: regions}
+		return recording.ErrStop
+	})
+	if err != nil {
+		return nil, st, err
 	}
-	return nil, st, nil
+	return found, st, nil
 }
 
 // regionCounts counts a region state's NaN and Inf, reading each distinct

@@ -72,7 +72,7 @@ func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 	if err != nil {
 		return usageErrorf("diff: %v", err)
 	}
-	pairs, warnings := pairProcesses(setA, setB)
+	pairs, warnings := pairProcesses(setA.Dir, recordingProcs(setA), setB.Dir, recordingProcs(setB))
 	for _, w := range warnings {
 		fmt.Fprintf(stderr, "gpurr: diff: warning: %s\n", w)
 	}
@@ -80,7 +80,8 @@ func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 		return usageErrorf("diff: no processes to compare")
 	}
 	diverged := false
-	for _, pp := range pairs {
+	for _, ij := range pairs {
+		pp := [2]*recording.Process{setA.Processes[ij[0]], setB.Processes[ij[1]]}
 		a, err := diff.Scan(pp[0])
 		if err != nil {
 			return usageErrorf("diff: %s: %v", pp[0].Name, err)
@@ -110,7 +111,7 @@ func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 				return usageErrorf("diff: %v", err)
 			}
 		}
-		reportUnmatched(out, o, a, b, res)
+		reportUnmatched(out, o.unmatched, "A", "B", a, b, res)
 	}
 	if diverged {
 		return exitWith(exitFound)
@@ -118,33 +119,51 @@ func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 	return nil
 }
 
-// pairProcesses matches the processes of two recordings: by rank where
-// both have ranks, else in order.
-func pairProcesses(a, b *recording.Set) (pairs [][2]*recording.Process, warnings []string) {
-	if len(a.Processes) != len(b.Processes) {
+// procName is what pairing needs of a process, of a recording or of a
+// manifest.
+type procName struct {
+	name string
+	rank *int32
+	argv []string
+}
+
+func recordingProcs(set *recording.Set) []procName {
+	out := make([]procName, len(set.Processes))
+	for i, p := range set.Processes {
+		out[i] = procName{p.Name, p.Info.Rank, p.Info.GetArgv()}
+	}
+	return out
+}
+
+// pairProcesses matches the processes of two recordings (or a recording
+// and a manifest), as indices: by rank where both have ranks, else in
+// order. It warns when the counts or the command lines differ.
+func pairProcesses(whereA string, a []procName, whereB string, b []procName) (pairs [][2]int, warnings []string) {
+	if len(a) != len(b) {
 		warnings = append(warnings, fmt.Sprintf("%s has %d processes, %s has %d: comparing %d pairs",
-			a.Dir, len(a.Processes), b.Dir, min(len(a.Processes), len(b.Processes)), min(len(a.Processes), len(b.Processes))))
+			whereA, len(a), whereB, len(b), min(len(a), len(b))))
 	}
-	byRank := map[int32]*recording.Process{}
-	for _, p := range b.Processes {
-		if p.Info.Rank != nil {
-			byRank[p.Info.GetRank()] = p
+	byRank := map[int32]int{}
+	for i, p := range b {
+		if p.rank != nil {
+			byRank[*p.rank] = i
 		}
 	}
-	for i, p := range a.Processes {
-		var q *recording.Process
-		if p.Info.Rank != nil {
-			q = byRank[p.Info.GetRank()]
-		} else if i < len(b.Processes) {
-			q = b.Processes[i]
+	for i, p := range a {
+		j, ok := -1, false
+		if p.rank != nil {
+			j, ok = byRank[*p.rank]
+		} else if i < len(b) {
+			j, ok = i, true
 		}
-		if q == nil {
+		if !ok {
 			continue
 		}
-		if ca, cb := strings.Join(p.Info.GetArgv(), " "), strings.Join(q.Info.GetArgv(), " "); ca != cb {
-			warnings = append(warnings, fmt.Sprintf("%s ran %q, %s ran %q: different programs? aligning what can be aligned", p.Name, ca, q.Name, cb))
+		q := b[j]
+		if ca, cb := strings.Join(p.argv, " "), strings.Join(q.argv, " "); ca != cb {
+			warnings = append(warnings, fmt.Sprintf("%s ran %q, %s ran %q: different programs? aligning what can be aligned", p.name, ca, q.name, cb))
 		}
-		pairs = append(pairs, [2]*recording.Process{p, q})
+		pairs = append(pairs, [2]int{i, j})
 	}
 	return pairs, warnings
 }
@@ -180,7 +199,7 @@ func reportDivergence(w io.Writer, o diffOptions, dt *dtype.Type, label string, 
 		return err
 	}
 	for _, r := range regions {
-		fmt.Fprintf(w, "  region %d %s\n", r.Index, regionText(r))
+		fmt.Fprintf(w, "  region %d %s\n", r.Index, regionText(r, "A", "B"))
 		for _, e := range r.Elements {
 			fmt.Fprintf(w, "    [%d] A %s  B %s  abs %.3g  rel %.3g\n", e.Index, elemText(e.A, e.BitsA, e.IsReal), elemText(e.B, e.BitsB, e.IsReal), e.Abs, e.Rel)
 		}
@@ -192,7 +211,9 @@ func reportDivergence(w io.Writer, o diffOptions, dt *dtype.Type, label string, 
 	return nil
 }
 
-func regionText(r diff.RegionDiff) string {
+// regionText describes a region that differs; nameA and nameB name the
+// sides in the report.
+func regionText(r diff.RegionDiff, nameA, nameB string) string {
 	reg := cmp.Or(r.A, r.B)
 	where := ""
 	if reg != nil {
@@ -200,7 +221,7 @@ func regionText(r diff.RegionDiff) string {
 	}
 	switch {
 	case r.A != nil && r.B != nil && r.A.GetSize() != r.B.GetSize():
-		return fmt.Sprintf("%s: sizes differ, A %d B %d bytes; %d of %d chunks differ", where, r.A.GetSize(), r.B.GetSize(), r.DifferentChunks, r.Chunks)
+		return fmt.Sprintf("%s: sizes differ, %s %d %s %d bytes; %d of %d chunks differ", where, nameA, r.A.GetSize(), nameB, r.B.GetSize(), r.DifferentChunks, r.Chunks)
 	case r.FirstChunk >= 0:
 		return fmt.Sprintf("%s: %d of %d chunks differ, the first at byte 0x%x (chunk %d)", where, r.DifferentChunks, r.Chunks, r.ElementsOff, r.FirstChunk)
 	}
@@ -233,21 +254,23 @@ func pythonFrames(c *pb.Callstack, n int) []string {
 	return out
 }
 
-func reportUnmatched(w io.Writer, o diffOptions, a, b *diff.Run, res *diff.Result) {
+// reportUnmatched lists the launches present in one run only, up to limit
+// of each run by name.
+func reportUnmatched(w io.Writer, limit int, nameA, nameB string, a, b *diff.Run, res *diff.Result) {
 	for _, side := range []struct {
 		name string
 		run  *diff.Run
 		idx  []int
-	}{{"A", a, res.OnlyA}, {"B", b, res.OnlyB}} {
+	}{{nameA, a, res.OnlyA}, {nameB, b, res.OnlyB}} {
 		if len(side.idx) == 0 {
 			continue
 		}
 		fmt.Fprintf(w, "  %d launches only in %s:", len(side.idx), side.name)
-		for _, i := range side.idx[:min(len(side.idx), o.unmatched)] {
+		for _, i := range side.idx[:min(len(side.idx), limit)] {
 			l := side.run.Launches[i]
 			fmt.Fprintf(w, "\n    %d %s", l.Seq, side.run.KernelName(l))
 		}
-		if len(side.idx) > o.unmatched {
+		if len(side.idx) > limit {
 			fmt.Fprintf(w, "\n    ...")
 		}
 		fmt.Fprintln(w)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gpurr/gpurr/chunkstore"
+	"github.com/gpurr/gpurr/internal/testrec"
 	"github.com/gpurr/gpurr/memhash"
 	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
@@ -60,18 +61,9 @@ func writeRun(t *testing.T, mode string, launches []fakeLaunch) string {
 			continue
 		}
 		state := func(data []byte) *pb.RegionState {
-			region, chunks := memhash.Hash(data)
-			rh := region.Bytes()
-			rs := &pb.RegionState{Hash: rh[:]}
-			for k, c := range chunks {
-				h := c.Bytes()
-				rs.ChunkHashes = append(rs.ChunkHashes, h[:]...)
-				if store != nil {
-					lo := k * memhash.ChunkSize
-					if err := store.Put(h, data[lo:min(lo+memhash.ChunkSize, len(data))]); err != nil {
-						t.Fatal(err)
-					}
-				}
+			rs, err := testrec.RegionState(data, store)
+			if err != nil {
+				t.Fatal(err)
 			}
 			return rs
 		}
@@ -140,9 +132,19 @@ func TestDiff(t *testing.T) {
 		"[32770] A 1.5  B 1.50000012",
 		"1 launches only in B:\n    1 warmup_kernel")
 
-	code, out, _ = runCLI("diff", writeRun(t, "hash", trainRun(1.5, false)), writeRun(t, "hash", trainRun(2, false)))
-	if code != 1 || !strings.Contains(out, "(no snapshot") && strings.Contains(out, "[") {
-		t.Errorf("hash-only runs: exit %d:\n%s", code, out)
+	// Without snapshots on both sides there are no values to compare, and
+	// diff says which side lacks them.
+	code, out, errs = runCLI("diff", "--dtype", "f32", writeRun(t, "hash", trainRun(1.5, false)), writeRun(t, "hash", trainRun(2, false)))
+	expectOutput(t, "hash-only runs", code, 1, out, errs,
+		"(neither run has a snapshot after this launch, only hashes: record with --memory snapshot to see values)")
+	code, out, errs = runCLI("diff", "--dtype", "f32", a, writeRun(t, "hash", trainRun(2, false)))
+	expectOutput(t, "snapshots in A only", code, 1, out, errs,
+		"region 0 (192.0 KiB, parameter offset 0): 1 of 3 chunks differ, the first at byte 0x20000 (chunk 2)\n"+
+			"    (only A has a snapshot after this launch; B has hashes only, so no values can be compared (record B with --memory snapshot))")
+	code, out, errs = runCLI("diff", "--dtype", "f32", writeRun(t, "hash", trainRun(2, false)), a)
+	expectOutput(t, "snapshots in B only", code, 1, out, errs, "(only B has a snapshot after this launch; A has hashes only")
+	if strings.Contains(out, "] A ") {
+		t.Errorf("snapshots in B only: elements shown:\n%s", out)
 	}
 
 	expectUsageErrors(t, []usageCase{

@@ -130,7 +130,7 @@ func runRewind(cmd *cobra.Command, o rewindOptions, path string) error {
 			}
 		}
 		if idx < 0 {
-			return usageErrorf("rewind: 0x%x is outside every region of launch %d", addr, o.launch)
+			return usageErrorf("rewind: 0x%x is outside every region of launch %d: %s", addr, o.launch, nearestRegions(launch.Regions, addr))
 		}
 	}
 	if idx >= len(launch.Regions) || idx >= len(state.Regions) {
@@ -186,6 +186,35 @@ func runRewind(cmd *cobra.Command, o rewindOptions, path string) error {
 			len(buf), idx, region.Address, region.Size, pointName, o.launch, o.out)
 	}
 	return nil
+}
+
+// nearestRegions names the regions that end closest below addr and start
+// closest above it, for a message about an address in none of them.
+func nearestRegions(regions []*pb.Region, addr uint64) string {
+	below, above := -1, -1
+	for i, r := range regions {
+		if end := r.Address + r.Size; end <= addr && (below < 0 || end > regions[below].Address+regions[below].Size) {
+			below = i
+		}
+		if r.Address > addr && (above < 0 || r.Address < regions[above].Address) {
+			above = i
+		}
+	}
+	span := func(i int) string {
+		r := regions[i]
+		return fmt.Sprintf("region %d [0x%x, 0x%x)", i, r.Address, r.Address+r.Size)
+	}
+	var near []string
+	if below >= 0 {
+		near = append(near, fmt.Sprintf("%s ends %d bytes below it", span(below), addr-(regions[below].Address+regions[below].Size)))
+	}
+	if above >= 0 {
+		near = append(near, fmt.Sprintf("%s starts %d bytes above it", span(above), regions[above].Address-addr))
+	}
+	if len(near) == 0 {
+		return "it has no regions"
+	}
+	return "nearest, " + strings.Join(near, "; ") + " (gpurr query REC 'SELECT * FROM regions' lists them)"
 }
 
 // pickProcess chooses the process a verb works on: the only one, or the

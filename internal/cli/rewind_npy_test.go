@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
 func TestRewindNPY(t *testing.T) {
@@ -30,4 +32,38 @@ func TestRewindNPY(t *testing.T) {
 		{append(base, "--npy", "--dtype", "f32", "--shape", "2,2"), "shape [2 2] holds 4 elements, the data has 3 f32 elements"},
 		{append(base, "--npy", "--dtype", "f32", "--shape", "x"), "--shape \"x\": want sizes like 8,1024"},
 	})
+}
+
+func TestRewindAddressOutsideRegions(t *testing.T) {
+	// writeRun puts launch 2's one region of 8 bytes at 0x70200000.
+	rec := writeRun(t, "snapshot", trainRun(1.5, false))
+	out := filepath.Join(t.TempDir(), "x.bin")
+	base := []string{"rewind", rec, "--launch", "2", "--after", "-o", out, "--addr"}
+	expectUsageErrors(t, []usageCase{
+		{append(base, "0x70200010"), "0x70200010 is outside every region of launch 2: nearest, region 0 [0x70200000, 0x70200008) ends 8 bytes below it (gpurr query REC"},
+		{append(base, "0x701ffff0"), "nearest, region 0 [0x70200000, 0x70200008) starts 16 bytes above it"},
+	})
+	code, _, errs := runCLI(append(base, "0x70200004")...)
+	if code != 0 {
+		t.Errorf("an address inside the region: exit %d: %s", code, errs)
+	}
+	if b, err := os.ReadFile(out); err != nil || !bytes.Equal(b, floats(5)) {
+		t.Errorf("rewind --addr inside: %v %v, want the region's second float", b, err)
+	}
+}
+
+func TestNearestRegions(t *testing.T) {
+	regions := []*pb.Region{{Address: 0x3000, Size: 0x100}, {Address: 0x1000, Size: 0x100}, {Address: 0x1800, Size: 0x10}}
+	for addr, want := range map[uint64]string{
+		0x2000: "nearest, region 2 [0x1800, 0x1810) ends 2032 bytes below it; region 0 [0x3000, 0x3100) starts 4096 bytes above it",
+		0x0800: "nearest, region 1 [0x1000, 0x1100) starts 2048 bytes above it",
+		0x3100: "nearest, region 0 [0x3000, 0x3100) ends 0 bytes below it",
+	} {
+		if got := nearestRegions(regions, addr); !strings.HasPrefix(got, want) {
+			t.Errorf("0x%x: %q, want %q", addr, got, want)
+		}
+	}
+	if got := nearestRegions(nil, 5); got != "it has no regions" {
+		t.Errorf("no regions: %q", got)
+	}
 }

@@ -61,6 +61,8 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newReplayCmd(),
 		newTuneCmd(),
 		newExtractCmd(),
+		newManifestCmd(),
+		newVerifyCmd(),
 	)
 	return root
 }

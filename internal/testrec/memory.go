@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 
+	"github.com/gpurr/gpurr/chunkstore"
 	"github.com/gpurr/gpurr/memhash"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
@@ -269,4 +270,24 @@ func (p *program) completed() []*pb.MemoryState {
 	}
 	m.pending = nil
 	return out
+}
+
+// RegionState is the state the agent records of a region holding data:
+// its hash and chunk hashes, and in snapshot mode (store not nil) its
+// chunks put into the chunk store.
+func RegionState(data []byte, store *chunkstore.Writer) (*pb.RegionState, error) {
+	region, chunks := memhash.Hash(data)
+	rh := region.Bytes()
+	rs := &pb.RegionState{Hash: rh[:]}
+	for k, c := range chunks {
+		h := c.Bytes()
+		rs.ChunkHashes = append(rs.ChunkHashes, h[:]...)
+		if store != nil {
+			lo := k * memhash.ChunkSize
+			if err := store.Put(h, data[lo:min(lo+memhash.ChunkSize, len(data))]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return rs, nil
 }

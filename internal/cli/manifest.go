@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpurr/gpurr/manifest"
+)
+
+func newManifestCmd() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "manifest REC -o M.json",
+		Short: "Write the per-launch memory hashes of a known-good run, for gpurr verify",
+		Long: `manifest writes a JSON manifest of a recording made with memory capture:
+for every launch of every process, its kernel, its stream and the hash of
+each region (and of each 64 KiB chunk) after it ran. gpurr verify checks a
+later run against it: the deterministic-run contract of a known-good run.
+
+The manifest holds hashes only and names the recording it was made from:
+keep that recording (snapshot mode) to see expected bytes when verify finds
+a difference. docs/manifest.md describes the format.`,
+		Example: `  gpurr record --memory snapshot -o good -- python train.py
+  gpurr manifest good -o good.json
+  gpurr record --memory hash -o run2 -- python train.py
+  gpurr verify run2 --manifest good.json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runManifest(cmd, args[0], out) },
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "manifest file to write, - for stdout")
+	return cmd
+}
+
+func runManifest(cmd *cobra.Command, path, out string) error {
+	if out == "" {
+		return usageErrorf("manifest: -o FILE is required (- for stdout)")
+	}
+	set, err := openRecording(path)
+	if err != nil {
+		return err
+	}
+	if out == "-" {
+		if _, err := manifest.Write(cmd.OutOrStdout(), set); err != nil {
+			return usageErrorf("manifest: %v", err)
+		}
+		return nil
+	}
+	// Write beside the target and rename, so a failure leaves no half manifest.
+	tmp, err := os.CreateTemp(filepath.Dir(out), ".manifest-*")
+	if err != nil {
+		return usageErrorf("manifest: %v", err)
+	}
+	sum, err := manifest.Write(tmp, set)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), out)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return usageErrorf("manifest: %v", err)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "manifest: wrote %d launches of %d processes to %s (%d with hashes, %d of them with their bytes in %s)\n",
+		sum.Launches, sum.Processes, out, sum.States, sum.Snapshots, path)
+	return nil
+}
