@@ -58,6 +58,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newRewindCmd(),
 		newDiffCmd(),
 		newNanCmd(),
+		newTraceCmd(),
 	)
 	return root
 }

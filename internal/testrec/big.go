@@ -1,0 +1,103 @@
+package testrec
+
+import (
+	"fmt"
+
+	"github.com/gpurr/gpurr/memhash"
+	"github.com/gpurr/gpurr/recording"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// Big shapes a large generated recording, for benchmarks over a million
+// launches: what the agent writes for a long run, without the variety of
+// the small synthetic recording.
+type Big struct {
+	Launches int // launches, 1..Launches
+	// DifferAt is the launch (1-based) whose region hashes differ from
+	// those another Big recording with DifferAt 0 has; 0 for none.
+	DifferAt int
+	// Activities adds a kernel execution per launch, written one frame
+	// after its launch (as the agent's activity buffers arrive late).
+	Activities bool
+}
+
+// Number of kernels, streams and distinct callstacks of a Big recording.
+const (
+	BigKernels    = 50
+	BigStreams    = 3
+	BigCallstacks = 97
+	bigFrame      = 4096 // launches per frame
+)
+
+// WriteBig writes a hash-mode recording of one process, "box-1", into dir:
+// frames of 4096 launches, 2 regions each, BigStreams streams, BigKernels
+// kernels, BigCallstacks Python callstacks.
+func WriteBig(dir string, o Big) (*recording.Process, error) {
+	const start = 1_000_000_000
+	w, err := recording.Create(dir, "box-1", &pb.Batch{Process: &pb.Process{Hostname: "box", Pid: 1,
+		StartNs: start, StartUnixNs: startUnixNS, GpuTiming: o.Activities,
+		Memory: &pb.MemoryConfig{Mode: "hash", ChunkBytes: memhash.ChunkSize}}})
+	if err != nil {
+		return nil, err
+	}
+	batch := &pb.Batch{}
+	for k := uint64(1); k <= BigKernels; k++ {
+		batch.Kernels = append(batch.Kernels, &pb.Kernel{Id: k, Identity: 7000 + k, Name: fmt.Sprintf("kernel_%d", k)})
+	}
+	for c := uint64(1); c <= BigCallstacks; c++ {
+		batch.Callstacks = append(batch.Callstacks, &pb.Callstack{Id: c, Source: "python", Frames: []*pb.Frame{
+			py("/home/ada/train.py", uint32(c), "step"), py("/home/ada/train.py", 200, "main")}})
+	}
+	h := func(seq, r uint64) []byte {
+		s := memhash.Sum{uint32(seq), uint32(r), 1, 2}.Bytes()
+		return s[:]
+	}
+	var late []*pb.KernelActivity // the previous frame's kernels
+	streamEnd := make([]uint64, BigStreams)
+	for i := 1; i <= o.Launches; i++ {
+		seq := uint64(i)
+		host := start + seq*2_000
+		l := &pb.Launch{Seq: seq, Tid: 1, KernelId: seq%BigKernels + 1, Stream: seq % BigStreams, StreamId: uint32(seq%BigStreams) + 7,
+			CallstackId: seq%BigCallstacks + 1, CorrelationId: uint32(seq), HostNs: host, Api: 307,
+			Grid: &pb.Dim3{X: 128, Y: 1, Z: 1}, Block: &pb.Dim3{X: 256, Y: 1, Z: 1},
+			Params:  make([]byte, 64),
+			Regions: []*pb.Region{{Address: 1 << 40, Size: 1 << 20, ParamOffsets: []uint32{0}}, {Address: 2 << 40, Size: 4096, ParamOffsets: []uint32{8}}}}
+		batch.Launches = append(batch.Launches, l)
+		if o.Activities {
+			s := seq % BigStreams
+			begin := max(host+5_000, streamEnd[s]+100)
+			streamEnd[s] = begin + 1_500
+			batch.Activities = append(batch.Activities, &pb.KernelActivity{CorrelationId: l.CorrelationId, StreamId: l.StreamId,
+				StartNs: begin, EndNs: streamEnd[s], Name: fmt.Sprintf("kernel_%d", l.KernelId), Grid: l.Grid, Block: l.Block})
+		}
+		st := &pb.MemoryState{LaunchSeq: seq, Point: pb.MemoryState_AFTER}
+		for r := uint64(0); r < 2; r++ {
+			hh := h(seq, r)
+			if i == o.DifferAt {
+				hh = h(seq, r+10)
+			}
+			st.Regions = append(st.Regions, &pb.RegionState{Hash: hh, ChunkHashes: hh})
+		}
+		batch.Memory = append(batch.Memory, st)
+		if len(batch.Launches) == bigFrame || i == o.Launches {
+			batch.Activities, late = late, batch.Activities
+			if i == o.Launches {
+				batch.Activities = append(batch.Activities, late...)
+				batch.End = &pb.End{EndNs: host + 1_000_000, Reason: "exit"}
+			}
+			if err := w.Write(batch); err != nil {
+				w.Close()
+				return nil, err
+			}
+			batch = &pb.Batch{}
+		}
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	set, err := recording.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	return set.Processes[0], nil
+}
