@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gpurr/gpurr/internal/joinwin"
 	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
@@ -29,7 +30,6 @@ type call struct {
 	drop      bool   // left out by --launches or --kernels: so are its kernels
 	written   bool   // its slice has been written
 	flow      uint64 // the flow its slice starts; 0 when none
-	gone      bool   // left the window
 }
 
 // procState streams one process's recording onto the timeline.
@@ -39,10 +39,9 @@ type procState struct {
 	pid     uint32 // the recorded process's own pid
 	proc    *process
 	offset  int64
-	timing  bool // the recording has GPU activity
 	links   *recording.Links
-	pending pendingCalls
-	early   earlyKernels
+	pending joinwin.Calls[*call]
+	early   joinwin.Kernels
 	threads map[uint32]*track
 	streams map[[2]uint32]*track // device, CUPTI stream id
 	own     map[uint32]*track    // device
@@ -64,10 +63,7 @@ func (tw *writer) process(idx int, p *recording.Process) error {
 		pid:     info.GetPid(),
 		proc:    &process{pid: idx + 1, uuid: uint64(idx+1) << 32, name: name, argv: info.GetArgv()},
 		offset:  tw.clock.offset[idx],
-		timing:  info.GetGpuTiming(),
 		links:   recording.NewLinks(),
-		pending: pendingCalls{byCorr: map[uint32]*call{}},
-		early:   earlyKernels{byCorr: map[uint32][]*pb.KernelActivity{}},
 		threads: map[uint32]*track{},
 		streams: map[[2]uint32]*track{},
 		own:     map[uint32]*track{},
@@ -77,15 +73,6 @@ func (tw *writer) process(idx int, p *recording.Process) error {
 	tw.stats.Processes++
 	var err error
 	_, serr := p.Scan(func(b *pb.Batch) error {
-		if b.Process != nil {
-			// Activities exist only when the agent collected them; a
-			// recording without says so here, and its calls are written
-			// as they come.
-			ps.timing = b.Process.GetGpuTiming() || len(b.Activities) > 0
-		}
-		if len(b.Activities) > 0 {
-			ps.timing = true
-		}
 		err = ps.batch(b)
 		return err
 	})
@@ -124,13 +111,14 @@ func (ps *procState) batch(b *pb.Batch) error {
 			return err
 		}
 	}
-	for ps.pending.len() > ps.tw.maxPending {
-		if err := ps.leave(ps.pending.oldest()); err != nil {
+	for ps.pending.Len() > ps.tw.maxPending {
+		_, c, _ := ps.pending.Oldest()
+		if err := ps.leave(c); err != nil {
 			return err
 		}
 	}
-	for ps.early.n > ps.tw.maxEarly {
-		if err := ps.kernel(ps.early.oldest(), nil); err != nil {
+	for ps.early.Len() > ps.tw.maxEarly {
+		if err := ps.kernel(ps.early.Oldest(), nil); err != nil {
 			return err
 		}
 	}
@@ -159,13 +147,12 @@ func (ps *procState) launch(l *pb.Launch) error {
 }
 
 // await puts a call in the window until its kernels arrive; kernels that
-// came first are joined now. Without GPU activity nothing will come.
+// came first are joined now. (In a recording without GPU timing, calls
+// wait for nothing until the window is full: the price of not trusting a
+// flag to say that no kernel will come.)
 func (ps *procState) await(c *call) error {
-	if !ps.timing {
-		return ps.leave(c)
-	}
-	ps.pending.add(c)
-	for _, a := range ps.early.take(c.corr) {
+	ps.pending.Add(c.corr, c)
+	for _, a := range ps.early.Take(c.corr) {
 		if err := ps.kernel(a, c); err != nil {
 			return err
 		}
@@ -176,7 +163,7 @@ func (ps *procState) await(c *call) error {
 // leave takes a call out of the window, writing its slice if no kernel
 // did.
 func (ps *procState) leave(c *call) error {
-	ps.pending.remove(c)
+	ps.pending.Remove(c.corr)
 	if c.written || c.drop {
 		return nil
 	}
@@ -187,9 +174,9 @@ func (ps *procState) leave(c *call) error {
 // shares its call's correlation id (and is its only kernel); a graph
 // replay's kernels share the cuGraphLaunch's.
 func (ps *procState) activity(a *pb.KernelActivity) error {
-	c := ps.pending.byCorr[a.GetCorrelationId()]
-	if c == nil {
-		ps.early.add(a)
+	c, ok := ps.pending.Get(a.GetCorrelationId())
+	if !ok {
+		ps.early.Add(a)
 		return nil
 	}
 	if err := ps.kernel(a, c); err != nil {
@@ -203,12 +190,12 @@ func (ps *procState) activity(a *pb.KernelActivity) error {
 
 // flush writes what is still waiting at the end of the recording.
 func (ps *procState) flush() error {
-	for ps.early.n > 0 {
-		if err := ps.kernel(ps.early.oldest(), nil); err != nil {
+	for ps.early.Len() > 0 {
+		if err := ps.kernel(ps.early.Oldest(), nil); err != nil {
 			return err
 		}
 	}
-	for c := ps.pending.oldest(); c != nil; c = ps.pending.oldest() {
+	for _, c, ok := ps.pending.Oldest(); ok; _, c, ok = ps.pending.Oldest() {
 		if err := ps.leave(c); err != nil {
 			return err
 		}
@@ -430,3 +417,5 @@ func (ps *procState) dim(key string, d [3]uint32) arg {
 	}
 	return str(key, s)
 }
+
+func dim3(d *pb.Dim3) [3]uint32 { return [3]uint32{d.GetX(), d.GetY(), d.GetZ()} }

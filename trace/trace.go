@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpurr/gpurr/internal/joinwin"
 	"github.com/gpurr/gpurr/recording"
 )
 
@@ -96,7 +97,7 @@ func Write(w io.Writer, f Format, procs []*recording.Process, o Options) (Stats,
 	default:
 		return Stats{}, fmt.Errorf("trace: unknown format %v", f)
 	}
-	tw := &writer{sink: s, opts: o, maxPending: maxPending, maxEarly: maxEarly}
+	tw := &writer{sink: s, opts: o, maxPending: joinwin.MaxCalls, maxEarly: joinwin.MaxKernels}
 	tw.clock = alignClocks(procs)
 	for i, p := range procs {
 		if err := tw.process(i, p); err != nil {
@@ -105,15 +106,6 @@ func Write(w io.Writer, f Format, procs []*recording.Process, o Options) (Stats,
 	}
 	return tw.stats, s.finish()
 }
-
-// Bounds of the join window (see pendingCalls): launch calls waiting for
-// their kernels, and kernels that arrived before their launch call. A call
-// leaves the window when its kernel arrives; only calls whose kernel never
-// comes (dropped, or a recording without GPU timing) reach the bound.
-const (
-	maxPending = 1 << 18
-	maxEarly   = 1 << 16
-)
 
 // writer carries the state shared by the processes of one timeline.
 type writer struct {

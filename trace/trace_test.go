@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/gpurr/gpurr/internal/joinwin"
 	"github.com/gpurr/gpurr/internal/testrec"
 	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
@@ -342,7 +343,7 @@ func TestJoinWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct{ pending, early int }{{maxPending, maxEarly}, {100, 50}} {
+	for _, c := range []struct{ pending, early int }{{joinwin.MaxCalls, joinwin.MaxKernels}, {100, 50}} {
 		var buf bytes.Buffer
 		tw := &writer{sink: newChromeSink(&buf), maxPending: c.pending, maxEarly: c.early, clock: alignClocks([]*recording.Process{p})}
 		if err := tw.process(0, p); err != nil {
@@ -356,7 +357,7 @@ func TestJoinWindow(t *testing.T) {
 		// With the small window only the last frame's calls (whose kernels
 		// come in the same frame) wait long enough.
 		joined := st.Flows == n
-		if c.pending < maxPending {
+		if c.pending < joinwin.MaxCalls {
 			joined = st.Flows > 0 && st.Flows < n/4
 		}
 		if st.Calls != n || st.Kernels != n || !joined || st.Flows+st.Unlinked != n || sum.Slices != 2*n || sum.Flows != st.Flows {

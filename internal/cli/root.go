@@ -59,6 +59,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newDiffCmd(),
 		newNanCmd(),
 		newTraceCmd(),
+		newExportCmd(),
 	)
 	return root
 }

@@ -119,3 +119,22 @@ func TestTraceMerge(t *testing.T) {
 		t.Errorf("a failed trace left its file: %v", err)
 	}
 }
+
+func TestExport(t *testing.T) {
+	tmp := t.TempDir()
+	rec := filepath.Join(tmp, "rec")
+	if err := testrec.Write(rec, testrec.Memory); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(tmp, "pq")
+	code, stdout, stderr := runCLI("export", rec, "--parquet", out)
+	expectOutput(t, "export", code, 0, stdout, stderr, "2 processes, 10 files; rows: launches 32, kernels 8")
+	if _, err := os.Stat(filepath.Join(out, "gpu_activity", "host=gpu-box", "rank=1", testrec.Name(1)+".parquet")); err != nil {
+		t.Error(err)
+	}
+	expectUsageErrors(t, []usageCase{
+		{[]string{"export", rec}, "--parquet DIR is required"},
+		{[]string{"export", rec, "--parquet", out}, "is not empty"},
+		{[]string{"export", filepath.Join(tmp, "missing"), "--parquet", filepath.Join(tmp, "x")}, "no such file"},
+	})
+}
