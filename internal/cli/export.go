@@ -43,7 +43,7 @@ every column.`,
 			for _, t := range export.Tables {
 				parts = append(parts, fmt.Sprintf("%s %d", t, st.Rows[t]))
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d processes, %d files; rows: %s\n", dir, len(procs), st.Files, strings.Join(parts, ", "))
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d process(es), %d files; rows: %s\n", dir, len(procs), st.Files, strings.Join(parts, ", "))
 			return nil
 		},
 	}

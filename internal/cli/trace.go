@@ -111,7 +111,7 @@ func runTrace(cmd *cobra.Command, o traceOptions, paths []string) error {
 		return &exitError{code: exitFailure, err: fmt.Errorf("trace: %v", err)}
 	}
 	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "wrote %s (%s, %s): %d processes, %d launch calls, %d kernels linked to their call of %d",
+	fmt.Fprintf(out, "wrote %s (%s, %s): %d process(es), %d launch calls, %d kernels linked to their call of %d",
 		o.out, format, info.FormatBytes(uint64(size)), st.Processes, st.Calls, st.Flows, st.Kernels)
 	if st.GraphKernels > 0 {
 		fmt.Fprintf(out, "; %d kernels run by graph replays, %d of them with their capture-time launch", st.GraphKernels, st.Attributed)
