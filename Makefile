@@ -33,6 +33,7 @@ fuzz:
 	$(GO) test ./recording -run '^$$' -fuzz FuzzScan -fuzztime 30s
 	$(GO) test ./chunkstore -run '^$$' -fuzz FuzzPack -fuzztime 30s
 	$(GO) test ./chunkstore -run '^$$' -fuzz FuzzIndex -fuzztime 30s
+	$(GO) test ./trace -run '^$$' -fuzz FuzzValidateChrome -fuzztime 30s
 
 # Regenerate the .pb.go files from the committed .proto files (needs protoc).
 proto:

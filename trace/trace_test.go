@@ -453,3 +453,15 @@ func TestCorruptRecording(t *testing.T) {
 		validate(t, out)
 	}
 }
+
+// FuzzValidateChrome: any bytes yield a verdict, never a panic.
+func FuzzValidateChrome(f *testing.F) {
+	if b, err := os.ReadFile(filepath.Join("testdata", "good.json")); err == nil {
+		f.Add(b)
+	}
+	f.Add([]byte(`{"traceEvents":[{"ph":"X","pid":1,"tid":1,"ts":1,"dur":1,"bind_id":"x","flow_in":true}]}`))
+	f.Add([]byte(`{"traceEvents":[{"ph":"E","pid":1},{"ph":"f","id":1}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ValidateChrome(bytes.NewReader(b))
+	})
+}
