@@ -34,8 +34,9 @@ fuzz:
 	$(GO) test ./chunkstore -run '^$$' -fuzz FuzzPack -fuzztime 30s
 	$(GO) test ./chunkstore -run '^$$' -fuzz FuzzIndex -fuzztime 30s
 	$(GO) test ./manifest -run '^$$' -fuzz FuzzRead -fuzztime 30s
+	$(GO) test ./trace -run '^$$' -fuzz FuzzValidateChrome -fuzztime 30s
 
-# Regenerate recording.pb.go from recording.proto (needs protoc).
+# Regenerate the .pb.go files from the committed .proto files (needs protoc).
 proto:
 	scripts/gen-proto
 

@@ -9,8 +9,10 @@ import (
 	"github.com/gpurr/gpurr/recording"
 )
 
+// writeBig writes a generated hash-mode recording of n launches; the
+// launch at differAt (1-based) gets a different region hash.
 func writeBig(b *testing.B, dir string, n, differAt int) *recording.Process {
-	p, err := testrec.WriteBig(dir, n, differAt, false)
+	p, err := testrec.WriteBig(dir, testrec.Big{Launches: n, DifferAt: differAt})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -18,11 +18,11 @@ import (
 func BenchmarkManifestMillion(b *testing.B) {
 	const n = 1_000_000
 	tmp := b.TempDir()
-	good, err := testrec.WriteBig(filepath.Join(tmp, "good"), n, 0, false)
+	good, err := testrec.WriteBig(filepath.Join(tmp, "good"), testrec.Big{Launches: n})
 	if err != nil {
 		b.Fatal(err)
 	}
-	other, err := testrec.WriteBig(filepath.Join(tmp, "other"), n, 777_777, false)
+	other, err := testrec.WriteBig(filepath.Join(tmp, "other"), testrec.Big{Launches: n, DifferAt: 777_777})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 // records' size (reported beside it: the peak of Process.Load).
 func BenchmarkNanMillion(b *testing.B) {
 	const n = 1_000_000
-	p, err := testrec.WriteBig(filepath.Join(b.TempDir(), "snap"), n, 0, true)
+	p, err := testrec.WriteBig(filepath.Join(b.TempDir(), "snap"), testrec.Big{Launches: n, Snapshot: true})
 	if err != nil {
 		b.Fatal(err)
 	}

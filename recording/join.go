@@ -38,38 +38,60 @@ type Links struct {
 // Links indexes d's records. It walks every record once; build it once per
 // Data and keep it.
 func (d *Data) Links() *Links {
-	l := &Links{
-		kernels:       make(map[uint64]*pb.Kernel, len(d.Kernels)),
-		callstacks:    make(map[uint64]*pb.Callstack, len(d.Callstacks)),
-		launchBySeq:   make(map[uint64]*pb.Launch, len(d.Launches)),
-		launchByCorr:  make(map[uint32]*pb.Launch, len(d.Launches)),
-		graphByCorr:   make(map[uint32]*pb.GraphLaunch, len(d.GraphLaunches)),
-		nodes:         make(map[uint64]*pb.GraphNode, len(d.GraphNodes)),
-		demangleCache: make(map[string]string),
-	}
+	l := NewLinks()
 	l.indexMemory(d)
-	for _, k := range d.Kernels {
+	l.Add(&pb.Batch{Kernels: d.Kernels, Callstacks: d.Callstacks, Launches: d.Launches,
+		GraphLaunches: d.GraphLaunches, GraphNodes: d.GraphNodes}, true)
+	return l
+}
+
+// NewLinks returns links with nothing indexed yet, for a reader that
+// streams a recording frame by frame (Process.Scan) and adds each batch.
+func NewLinks() *Links {
+	return &Links{
+		kernels:       map[uint64]*pb.Kernel{},
+		callstacks:    map[uint64]*pb.Callstack{},
+		launchBySeq:   map[uint64]*pb.Launch{},
+		launchByCorr:  map[uint32]*pb.Launch{},
+		graphByCorr:   map[uint32]*pb.GraphLaunch{},
+		nodes:         map[uint64]*pb.GraphNode{},
+		demangleCache: map[string]string{},
+	}
+}
+
+// Add indexes a batch's kernels, callstacks, graph nodes and launches.
+// With every false it keeps of the launches only the captured ones and no
+// graph launches: what LaunchFor needs to lead a graph replay's kernel to
+// its capture-time launch. That index grows with the program's graphs,
+// not with its length, so a streaming reader of a long recording stays in
+// bounded memory; it joins eager kernels (by correlation id) itself.
+// Memory states are indexed only by Data.Links.
+func (l *Links) Add(b *pb.Batch, every bool) {
+	for _, k := range b.Kernels {
 		l.kernels[k.GetId()] = k
 	}
-	for _, c := range d.Callstacks {
+	for _, c := range b.Callstacks {
 		l.callstacks[c.GetId()] = c
 	}
-	for _, la := range d.Launches {
-		l.launchBySeq[la.GetSeq()] = la
+	for _, la := range b.Launches {
 		// A captured launch only built a graph node: its correlation id
 		// never appears on an activity, and graph replays are joined
 		// through the nodes instead.
-		if !la.GetCaptured() {
+		if la.GetCaptured() {
+			l.launchBySeq[la.GetSeq()] = la
+		} else if every {
+			l.launchBySeq[la.GetSeq()] = la
 			l.launchByCorr[la.GetCorrelationId()] = la
 		}
 	}
-	for _, g := range d.GraphLaunches {
-		l.graphByCorr[g.GetCorrelationId()] = g
+	if every {
+		for _, g := range b.GraphLaunches {
+			l.graphByCorr[g.GetCorrelationId()] = g
+		}
 	}
-	for _, n := range d.GraphNodes {
+	for _, n := range b.GraphNodes {
 		l.nodes[n.GetNodeId()] = n
 	}
-	return l
 }
 
 // LaunchFor returns the launch that a GPU activity executes, or nil when
@@ -126,7 +148,8 @@ func (l *Links) GraphLaunchFor(a *pb.KernelActivity) *pb.GraphLaunch {
 	return l.graphByCorr[a.GetCorrelationId()]
 }
 
-// Launch returns the launch with sequence number seq, or nil.
+// Launch returns the launch with sequence number seq, or nil (or, on links
+// filled by Add without every, when it is not a captured launch).
 func (l *Links) Launch(seq uint64) *pb.Launch { return l.launchBySeq[seq] }
 
 // Kernel returns the kernel with the given per-process id, or nil.

@@ -236,6 +236,7 @@ type Data struct {
 	Callstacks    []*pb.Callstack
 	Launches      []*pb.Launch
 	Activities    []*pb.KernelActivity
+	OwnActivities []*pb.KernelActivity // gpurr's own memory-capture kernels (format 1.2)
 	GraphNodes    []*pb.GraphNode
 	GraphLaunches []*pb.GraphLaunch
 	Allocations   []*pb.Allocation  // allocations and frees in order; a free repeats its allocation's id
@@ -264,6 +265,7 @@ func (p *Process) Load() (*Data, error) {
 		d.Callstacks = append(d.Callstacks, b.Callstacks...)
 		d.Launches = append(d.Launches, b.Launches...)
 		d.Activities = append(d.Activities, b.Activities...)
+		d.OwnActivities = append(d.OwnActivities, b.OwnActivities...)
 		d.GraphNodes = append(d.GraphNodes, b.GraphNodes...)
 		d.GraphLaunches = append(d.GraphLaunches, b.GraphLaunches...)
 		d.Allocations = append(d.Allocations, b.Allocations...)

@@ -19,6 +19,7 @@ enum {
   GP_REC_LOG = 9,
   GP_REC_ALLOC = 10,
   GP_REC_MEMLOST = 11,
+  GP_REC_OWN_ACTIVITY = 12,  // a gp_activity_rec of gpurr's own memory-capture kernel
 };
 
 typedef struct {

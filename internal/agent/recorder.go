@@ -374,9 +374,9 @@ func (r *recorder) record(p unsafe.Pointer, raw []byte) {
 		r.stack((*C.gp_stack_rec)(p), raw)
 	case C.GP_REC_MODULE:
 		r.module((*C.gp_module_rec)(p))
-	case C.GP_REC_ACTIVITY:
+	case C.GP_REC_ACTIVITY, C.GP_REC_OWN_ACTIVITY:
 		a := (*C.gp_activity_rec)(p)
-		r.batch.Activities = append(r.batch.Activities, &pb.KernelActivity{
+		act := &pb.KernelActivity{
 			CorrelationId:        uint32(a.correlation_id),
 			Device:               uint32(a.device),
 			ContextUid:           uint32(a.context_uid),
@@ -391,7 +391,12 @@ func (r *recorder) record(p unsafe.Pointer, raw []byte) {
 			RegistersPerThread:   uint32(a.registers),
 			SharedMemBytes:       uint32(a.dynamic_smem),
 			StaticSharedMemBytes: uint32(a.static_smem),
-		})
+		}
+		if (*C.gp_rec_hdr)(p)._type == C.GP_REC_OWN_ACTIVITY {
+			r.batch.OwnActivities = append(r.batch.OwnActivities, act)
+		} else {
+			r.batch.Activities = append(r.batch.Activities, act)
+		}
 	case C.GP_REC_GRAPHNODE:
 		g := (*C.gp_graphnode_rec)(p)
 		r.batch.GraphNodes = append(r.batch.GraphNodes, &pb.GraphNode{

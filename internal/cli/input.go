@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -58,4 +60,31 @@ func checkFormat(verb, format string, formats ...string) error {
 		return nil
 	}
 	return usageErrorf("%s: unknown --format %q (want %s)", verb, format, strings.Join(formats, ", "))
+}
+
+// openProcesses opens the recordings a verb was given and returns their
+// processes, recording by recording, each in its recording's order. A
+// process given twice (a recording and a process directory inside it) is
+// an input error: it would be counted twice.
+func openProcesses(verb string, paths []string) ([]*recording.Process, error) {
+	var procs []*recording.Process
+	seen := map[string]string{}
+	for _, path := range paths {
+		set, err := openRecording(path)
+		if err != nil {
+			return nil, usageErrorf("%s: %v", verb, errors.Unwrap(err))
+		}
+		for _, p := range set.Processes {
+			dir, err := filepath.Abs(p.Dir)
+			if err != nil {
+				return nil, usageErrorf("%s: %v", verb, err)
+			}
+			if first, ok := seen[dir]; ok {
+				return nil, usageErrorf("%s: process %s is in both %s and %s: give each recording once", verb, p.Name, first, path)
+			}
+			seen[dir] = path
+			procs = append(procs, p)
+		}
+	}
+	return procs, nil
 }

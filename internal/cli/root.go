@@ -63,6 +63,8 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newExtractCmd(),
 		newManifestCmd(),
 		newVerifyCmd(),
+		newTraceCmd(),
+		newExportCmd(),
 	)
 	return root
 }

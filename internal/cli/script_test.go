@@ -143,7 +143,7 @@ func cmdGolden(ts *testscript.TestScript, neg bool, args []string, dir string) {
 		ts.Fatalf("%v (run go test ./internal/cli -update to create it)", err)
 	}
 	if got != string(want) {
-		ts.Fatalf("stdout differs from %s (go test ./internal/cli -update rewrites it):\n%s", path, lineDiff(string(want), got))
+		ts.Fatalf("stdout differs from %s (go test ./internal/cli -update rewrites it):\n%s", path, testrec.LineDiff(string(want), got))
 	}
 }
 
@@ -162,25 +162,4 @@ func cmdMarkline(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("%s: %d lines end with %q, want 1 (lines %v)", args[1], len(found), comment, found)
 	}
 	ts.Setenv(args[0], strconv.Itoa(found[0]))
-}
-
-// lineDiff shows the first lines where want and got part.
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	shown := 0
-	for i := 0; i < max(len(w), len(g)) && shown < 10; i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			b.WriteString("line " + strconv.Itoa(i+1) + ":\n  want: " + wl + "\n  got:  " + gl + "\n")
-			shown++
-		}
-	}
-	return b.String()
 }

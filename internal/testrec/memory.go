@@ -45,8 +45,9 @@ type chunkKey struct {
 // completes.
 type pendingState struct {
 	state         *pb.MemoryState
-	bytes         uint64 // region bytes hashed
-	chunksStored  uint64 // chunks new to the chunk store
+	launch        *pb.Launch // the launch it observes, for the hash kernel's time and stream
+	bytes         uint64     // region bytes hashed
+	chunksStored  uint64     // chunks new to the chunk store
 	chunkBytesNew uint64
 }
 
@@ -158,13 +159,13 @@ func (p *program) describeMemory(l *pb.Launch, kernel string) {
 	case pb.MemoryPlan_HASH:
 		p.stats.MemoryLaunches++
 		m.run(l.Params)
-		m.enqueue(l.Seq, pb.MemoryState_AFTER, allocs, false)
+		m.enqueue(l, pb.MemoryState_AFTER, allocs, false)
 	case pb.MemoryPlan_SNAPSHOT:
 		p.stats.MemoryLaunches++
 		p.stats.StagingWaitNs += 420_000 // backpressure: the copies waited for staging space
-		m.enqueue(l.Seq, pb.MemoryState_BEFORE, allocs, true)
+		m.enqueue(l, pb.MemoryState_BEFORE, allocs, true)
 		m.run(l.Params)
-		m.enqueue(l.Seq, pb.MemoryState_AFTER, allocs, true)
+		m.enqueue(l, pb.MemoryState_AFTER, allocs, true)
 	default:
 		p.stats.MemorySkipped++
 		if !l.Captured {
@@ -203,8 +204,8 @@ func chunkContents(k chunkKey) []byte {
 	return b
 }
 
-func (m *memory) enqueue(seq uint64, point pb.MemoryState_Point, allocs []*devAlloc, snapshot bool) {
-	ps := &pendingState{state: &pb.MemoryState{LaunchSeq: seq, Point: point, Snapshot: snapshot}}
+func (m *memory) enqueue(l *pb.Launch, point pb.MemoryState_Point, allocs []*devAlloc, snapshot bool) {
+	ps := &pendingState{launch: l, state: &pb.MemoryState{LaunchSeq: l.Seq, Point: point, Snapshot: snapshot}}
 	for _, a := range allocs {
 		region, chunks := m.hashes(a)
 		h := region.Bytes()
@@ -241,13 +242,13 @@ func (p *program) stopMemory(why string) {
 }
 
 // completed returns the memory states the GPU finished since the last
-// call, counting them as the agent does when it writes them.
-func (p *program) completed() []*pb.MemoryState {
+// call, counting them as the agent does when it writes them, and the runs
+// of gpurr's hash kernel that computed them.
+func (p *program) completed() (out []*pb.MemoryState, own []*pb.KernelActivity) {
 	m := p.mem
 	if m == nil {
-		return nil
+		return nil, nil
 	}
-	var out []*pb.MemoryState
 	for _, ps := range m.pending {
 		s := ps.state
 		out = append(out, s)
@@ -257,7 +258,17 @@ func (p *program) completed() []*pb.MemoryState {
 		}
 		p.stats.MemoryStates++
 		p.stats.BytesHashed += ps.bytes
-		p.stats.MemoryCaptureGpuNs += ps.bytes / 2000 // about 2 TB/s
+		gpuNS := ps.bytes / 2000 // about 2 TB/s
+		p.stats.MemoryCaptureGpuNs += gpuNS
+		// The hash kernel runs on the launch's stream, just before it
+		// (BEFORE) or just after its kernel (AFTER).
+		start := ps.launch.HostNs + queueNS - gpuNS - 200
+		if s.Point == pb.MemoryState_AFTER {
+			start = ps.launch.HostNs + queueNS + kernels[ps.launch.KernelId-1].gpuNS + uint64(p.rank)*100 + 200
+		}
+		own = append(own, &pb.KernelActivity{CorrelationId: 90_000 + uint32(len(own)), Device: ps.launch.Device, ContextUid: 1,
+			StreamId: ps.launch.StreamId, StartNs: start, EndNs: start + gpuNS, Name: "gpurr_memcap",
+			Grid: dim(uint32(len(s.Regions)), 1, 1), Block: dim(512, 1, 1)})
 		if s.Snapshot {
 			p.stats.Snapshots++
 			for _, rs := range s.Regions {
@@ -269,7 +280,7 @@ func (p *program) completed() []*pb.MemoryState {
 		}
 	}
 	m.pending = nil
-	return out
+	return out, own
 }
 
 // RegionState is the state the agent records of a region holding data:

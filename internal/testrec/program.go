@@ -189,7 +189,7 @@ func build(rank int, o options) []*pb.Batch {
 	emit := func(b *pb.Batch) {
 		p.stats.FramesWritten++
 		if b.Process == nil {
-			b.Memory = p.completed()
+			b.Memory, b.OwnActivities = p.completed()
 			b.Stats = proto.CloneOf(p.stats)
 		}
 		batches = append(batches, b)

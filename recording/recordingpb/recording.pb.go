@@ -265,10 +265,11 @@ type Batch struct {
 	GraphNodes    []*GraphNode           `protobuf:"bytes,8,rep,name=graph_nodes,json=graphNodes,proto3" json:"graph_nodes,omitempty"`
 	GraphLaunches []*GraphLaunch         `protobuf:"bytes,9,rep,name=graph_launches,json=graphLaunches,proto3" json:"graph_launches,omitempty"`
 	Log           []*LogEntry            `protobuf:"bytes,10,rep,name=log,proto3" json:"log,omitempty"`
-	Stats         *Stats                 `protobuf:"bytes,11,opt,name=stats,proto3" json:"stats,omitempty"`             // cumulative counters as of this frame
-	End           *End                   `protobuf:"bytes,12,opt,name=end,proto3" json:"end,omitempty"`                 // present only in the last frame of a complete recording
-	Allocations   []*Allocation          `protobuf:"bytes,13,rep,name=allocations,proto3" json:"allocations,omitempty"` // device memory allocated or freed (--memory hash|snapshot)
-	Memory        []*MemoryState         `protobuf:"bytes,14,rep,name=memory,proto3" json:"memory,omitempty"`           // hashes (and snapshots) of launches' regions, as the GPU produced them
+	Stats         *Stats                 `protobuf:"bytes,11,opt,name=stats,proto3" json:"stats,omitempty"`                                      // cumulative counters as of this frame
+	End           *End                   `protobuf:"bytes,12,opt,name=end,proto3" json:"end,omitempty"`                                          // present only in the last frame of a complete recording
+	Allocations   []*Allocation          `protobuf:"bytes,13,rep,name=allocations,proto3" json:"allocations,omitempty"`                          // device memory allocated or freed (--memory hash|snapshot)
+	Memory        []*MemoryState         `protobuf:"bytes,14,rep,name=memory,proto3" json:"memory,omitempty"`                                    // hashes (and snapshots) of launches' regions, as the GPU produced them
+	OwnActivities []*KernelActivity      `protobuf:"bytes,15,rep,name=own_activities,json=ownActivities,proto3" json:"own_activities,omitempty"` // gpurr's own kernels (memory capture's hashes and copies) on the GPU; format 1.2
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -397,6 +398,13 @@ func (x *Batch) GetAllocations() []*Allocation {
 func (x *Batch) GetMemory() []*MemoryState {
 	if x != nil {
 		return x.Memory
+	}
+	return nil
+}
+
+func (x *Batch) GetOwnActivities() []*KernelActivity {
+	if x != nil {
+		return x.OwnActivities
 	}
 	return nil
 }
@@ -2534,7 +2542,7 @@ var File_recording_recordingpb_recording_proto protoreflect.FileDescriptor
 
 const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\n" +
-	"%recording/recordingpb/recording.proto\x12\x12gpurr.recording.v1\"\xaa\x06\n" +
+	"%recording/recordingpb/recording.proto\x12\x12gpurr.recording.v1\"\xf5\x06\n" +
 	"\x05Batch\x125\n" +
 	"\aprocess\x18\x01 \x01(\v2\x1b.gpurr.recording.v1.ProcessR\aprocess\x124\n" +
 	"\adevices\x18\x02 \x03(\v2\x1a.gpurr.recording.v1.DeviceR\adevices\x124\n" +
@@ -2555,7 +2563,8 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x05stats\x18\v \x01(\v2\x19.gpurr.recording.v1.StatsR\x05stats\x12)\n" +
 	"\x03end\x18\f \x01(\v2\x17.gpurr.recording.v1.EndR\x03end\x12@\n" +
 	"\vallocations\x18\r \x03(\v2\x1e.gpurr.recording.v1.AllocationR\vallocations\x127\n" +
-	"\x06memory\x18\x0e \x03(\v2\x1f.gpurr.recording.v1.MemoryStateR\x06memory\"\xfa\x04\n" +
+	"\x06memory\x18\x0e \x03(\v2\x1f.gpurr.recording.v1.MemoryStateR\x06memory\x12I\n" +
+	"\x0eown_activities\x18\x0f \x03(\v2\".gpurr.recording.v1.KernelActivityR\rownActivities\"\xfa\x04\n" +
 	"\aProcess\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\rR\x03pid\x12\x12\n" +
 	"\x04ppid\x18\x02 \x01(\rR\x04ppid\x12\x1a\n" +
@@ -2861,26 +2870,27 @@ var file_recording_recordingpb_recording_proto_depIdxs = []int32{
 	25, // 11: gpurr.recording.v1.Batch.end:type_name -> gpurr.recording.v1.End
 	17, // 12: gpurr.recording.v1.Batch.allocations:type_name -> gpurr.recording.v1.Allocation
 	18, // 13: gpurr.recording.v1.Batch.memory:type_name -> gpurr.recording.v1.MemoryState
-	6,  // 14: gpurr.recording.v1.Process.memory:type_name -> gpurr.recording.v1.MemoryConfig
-	9,  // 15: gpurr.recording.v1.Kernel.params:type_name -> gpurr.recording.v1.ParamInfo
-	0,  // 16: gpurr.recording.v1.Frame.kind:type_name -> gpurr.recording.v1.Frame.Kind
-	11, // 17: gpurr.recording.v1.Callstack.frames:type_name -> gpurr.recording.v1.Frame
-	13, // 18: gpurr.recording.v1.Launch.grid:type_name -> gpurr.recording.v1.Dim3
-	13, // 19: gpurr.recording.v1.Launch.block:type_name -> gpurr.recording.v1.Dim3
-	13, // 20: gpurr.recording.v1.Launch.cluster:type_name -> gpurr.recording.v1.Dim3
-	15, // 21: gpurr.recording.v1.Launch.regions:type_name -> gpurr.recording.v1.Region
-	16, // 22: gpurr.recording.v1.Launch.memory:type_name -> gpurr.recording.v1.MemoryPlan
-	1,  // 23: gpurr.recording.v1.MemoryPlan.status:type_name -> gpurr.recording.v1.MemoryPlan.Status
-	2,  // 24: gpurr.recording.v1.Allocation.kind:type_name -> gpurr.recording.v1.Allocation.Kind
-	3,  // 25: gpurr.recording.v1.MemoryState.point:type_name -> gpurr.recording.v1.MemoryState.Point
-	19, // 26: gpurr.recording.v1.MemoryState.regions:type_name -> gpurr.recording.v1.RegionState
-	13, // 27: gpurr.recording.v1.KernelActivity.grid:type_name -> gpurr.recording.v1.Dim3
-	13, // 28: gpurr.recording.v1.KernelActivity.block:type_name -> gpurr.recording.v1.Dim3
-	29, // [29:29] is the sub-list for method output_type
-	29, // [29:29] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	20, // 14: gpurr.recording.v1.Batch.own_activities:type_name -> gpurr.recording.v1.KernelActivity
+	6,  // 15: gpurr.recording.v1.Process.memory:type_name -> gpurr.recording.v1.MemoryConfig
+	9,  // 16: gpurr.recording.v1.Kernel.params:type_name -> gpurr.recording.v1.ParamInfo
+	0,  // 17: gpurr.recording.v1.Frame.kind:type_name -> gpurr.recording.v1.Frame.Kind
+	11, // 18: gpurr.recording.v1.Callstack.frames:type_name -> gpurr.recording.v1.Frame
+	13, // 19: gpurr.recording.v1.Launch.grid:type_name -> gpurr.recording.v1.Dim3
+	13, // 20: gpurr.recording.v1.Launch.block:type_name -> gpurr.recording.v1.Dim3
+	13, // 21: gpurr.recording.v1.Launch.cluster:type_name -> gpurr.recording.v1.Dim3
+	15, // 22: gpurr.recording.v1.Launch.regions:type_name -> gpurr.recording.v1.Region
+	16, // 23: gpurr.recording.v1.Launch.memory:type_name -> gpurr.recording.v1.MemoryPlan
+	1,  // 24: gpurr.recording.v1.MemoryPlan.status:type_name -> gpurr.recording.v1.MemoryPlan.Status
+	2,  // 25: gpurr.recording.v1.Allocation.kind:type_name -> gpurr.recording.v1.Allocation.Kind
+	3,  // 26: gpurr.recording.v1.MemoryState.point:type_name -> gpurr.recording.v1.MemoryState.Point
+	19, // 27: gpurr.recording.v1.MemoryState.regions:type_name -> gpurr.recording.v1.RegionState
+	13, // 28: gpurr.recording.v1.KernelActivity.grid:type_name -> gpurr.recording.v1.Dim3
+	13, // 29: gpurr.recording.v1.KernelActivity.block:type_name -> gpurr.recording.v1.Dim3
+	30, // [30:30] is the sub-list for method output_type
+	30, // [30:30] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_recording_recordingpb_recording_proto_init() }

@@ -118,6 +118,20 @@ func ParseRanges(s string) ([]Range, error) {
 	return out, nil
 }
 
+// Selects reports whether launch seq is in one of the ranges (every
+// launch when there are none).
+func Selects(ranges []Range, seq uint64) bool {
+	if len(ranges) == 0 {
+		return true
+	}
+	for _, r := range ranges {
+		if seq >= r.Lo && seq <= r.Hi && (seq-r.Lo)%r.Step == 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Vars renders c as NAME=value entries to append to a child's environment.
 func Vars(c Config) []string {
 	v := []string{

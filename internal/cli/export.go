@@ -1,0 +1,52 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpurr/gpurr/export"
+)
+
+func newExportCmd() *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "export REC... --parquet DIR",
+		Short: "Write recordings as Parquet tables for Spark, Trino, DuckDB or pandas",
+		Long: `export writes the recordings given as Parquet tables in DIR, which must not
+exist or be empty: launches, kernels, callstacks (a row per frame),
+gpu_activity (joined to launches, graph replays to their capture-time launch;
+gpurr's own memory-capture kernels marked gpurr_own) and, for recordings
+made with --memory, region_hashes. Each table is a folder partitioned by
+host and rank (TABLE/host=H/rank=R/PROCESS.parquet), so the recordings of
+every rank of a large job can be queried together. docs/trace.md lists
+every column.`,
+		Example: `  gpurr export job/* --parquet job-pq
+  duckdb -c "SELECT rank, python_line, sum(duration_ns)/1e6 AS ms
+             FROM read_parquet('job-pq/gpu_activity/*/*/*.parquet', hive_partitioning = true)
+             GROUP BY 1, 2 ORDER BY ms DESC LIMIT 10"`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if dir == "" {
+				return usageErrorf("export: --parquet DIR is required")
+			}
+			procs, err := openProcesses("export", args)
+			if err != nil {
+				return err
+			}
+			st, err := export.Parquet(dir, procs)
+			if err != nil {
+				return usageErrorf("export: %v", err)
+			}
+			var parts []string
+			for _, t := range export.Tables {
+				parts = append(parts, fmt.Sprintf("%s %d", t, st.Rows[t]))
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d process(es), %d files; rows: %s\n", dir, len(procs), st.Files, strings.Join(parts, ", "))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "parquet", "", "folder to write the Parquet tables into (must not exist or be empty)")
+	return cmd
+}

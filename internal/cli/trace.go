@@ -1,0 +1,192 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpurr/gpurr/internal/agent/agentenv"
+	"github.com/gpurr/gpurr/internal/info"
+	"github.com/gpurr/gpurr/trace"
+)
+
+type traceOptions struct {
+	out      string
+	format   string
+	kernels  string
+	launches string
+	window   string
+}
+
+func newTraceCmd() *cobra.Command {
+	var o traceOptions
+	cmd := &cobra.Command{
+		Use:   "trace REC... -o FILE.json|FILE.perfetto-trace",
+		Short: "Write recordings as a timeline for Perfetto UI or chrome://tracing",
+		Long: `trace writes one timeline of the recordings given: each recorded process (each
+rank) is a process; its kernels are slices on a track per GPU and stream, on
+the GPU clock; its launch calls are on the host threads that made them, with
+an arrow to the kernels they ran. Kernels run by CUDA graph replays carry the
+Python line that captured them (python_line) and the one that replayed them
+(replayed_at). gpurr's own memory-capture kernels have a track of their own.
+Recordings of several hosts share one time axis, through each process's
+wall-clock start.
+
+The file's name picks the format: .json is Chrome trace-event JSON,
+.perfetto-trace (or .pftrace) Perfetto's protobuf format, smaller and made for
+large traces; --format chrome|perfetto overrides it. Open either at
+https://ui.perfetto.dev. docs/trace.md describes the tracks and arguments.`,
+		Example: `  gpurr trace run -o run.json
+  gpurr trace job/rank0 job/rank1 -o job.perfetto-trace
+  gpurr trace run -o gemm.json --kernels gemm --time 2s:2.5s`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runTrace(cmd, o, args) },
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.out, "output", "o", "", "file to write (- for stdout, with --format)")
+	f.StringVar(&o.format, "format", "", "chrome or perfetto (default: from the file's name)")
+	f.StringVar(&o.kernels, "kernels", "", "only kernels whose mangled or demangled name matches, and their launch calls (Go regular expression)")
+	f.StringVar(&o.launches, "launches", "", "only these launch calls and the kernels they ran, e.g. 1-100,250,900- (numbers as gpurr info shows them)")
+	f.StringVar(&o.window, "time", "", "only events overlapping A:B, times from the timeline's start, e.g. 2s:2.5s, 1.5:, :300ms (plain numbers are seconds)")
+	return cmd
+}
+
+func runTrace(cmd *cobra.Command, o traceOptions, paths []string) error {
+	format, err := traceFormat(o)
+	if err != nil {
+		return err
+	}
+	var opts trace.Options
+	if o.kernels != "" {
+		if opts.Kernels, err = regexp.Compile(o.kernels); err != nil {
+			return usageErrorf("trace: --kernels: %v", err)
+		}
+	}
+	if o.launches != "" {
+		ranges, err := agentenv.ParseRanges(o.launches)
+		if err != nil {
+			return usageErrorf("trace: --launches: %v", err)
+		}
+		opts.Launches = func(seq uint64) bool { return agentenv.Selects(ranges, seq) }
+	}
+	if opts.From, opts.To, err = parseWindow(o.window); err != nil {
+		return usageErrorf("trace: --time %q: %v", o.window, err)
+	}
+	procs, err := openProcesses("trace", paths)
+	if err != nil {
+		return err
+	}
+
+	var w io.Writer = cmd.OutOrStdout()
+	var tmp *os.File
+	if o.out != "-" {
+		// Written beside the target and renamed when whole, so a failed
+		// trace leaves no half file under the name asked for.
+		if tmp, err = os.CreateTemp(filepath.Dir(o.out), "."+filepath.Base(o.out)+".*"); err != nil {
+			return usageErrorf("trace: %v", err)
+		}
+		defer os.Remove(tmp.Name())
+		defer tmp.Close()
+		w = tmp
+	}
+	st, err := trace.Write(w, format, procs, opts)
+	if err != nil {
+		return usageErrorf("trace: %v", err)
+	}
+	if tmp == nil {
+		return nil
+	}
+	size, _ := tmp.Seek(0, io.SeekCurrent)
+	if err := tmp.Close(); err != nil {
+		return &exitError{code: exitFailure, err: fmt.Errorf("trace: write %s: %v", o.out, err)}
+	}
+	if err := os.Rename(tmp.Name(), o.out); err != nil {
+		return &exitError{code: exitFailure, err: fmt.Errorf("trace: %v", err)}
+	}
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "wrote %s (%s, %s): %d process(es), %d launch calls, %d kernels linked to their call of %d",
+		o.out, format, info.FormatBytes(uint64(size)), st.Processes, st.Calls, st.Flows, st.Kernels)
+	if st.GraphKernels > 0 {
+		fmt.Fprintf(out, "; %d kernels run by graph replays, %d of them with their capture-time launch", st.GraphKernels, st.Attributed)
+	}
+	if st.OwnKernels > 0 {
+		fmt.Fprintf(out, "; %d memory-capture kernels of gpurr's own", st.OwnKernels)
+	}
+	fmt.Fprintln(out)
+	if st.Unlinked > 0 {
+		fmt.Fprintf(out, "  %d kernels have no launch call in the recording (dropped or filtered while recording): shown without arrows\n", st.Unlinked)
+	}
+	if st.Skipped > 0 {
+		fmt.Fprintf(out, "  %d kernel records had no usable start and end time and were left out\n", st.Skipped)
+	}
+	return nil
+}
+
+// traceFormat is the format -o and --format ask for.
+func traceFormat(o traceOptions) (trace.Format, error) {
+	if o.out == "" {
+		return 0, usageErrorf("trace: -o FILE is required (.json for Chrome JSON, .perfetto-trace for Perfetto)")
+	}
+	byName, named := trace.FormatOf(o.out)
+	if o.format == "" {
+		if !named {
+			return 0, usageErrorf("trace: cannot tell the format of %q from its name: end it in .json or .perfetto-trace, or give --format chrome|perfetto", o.out)
+		}
+		return byName, nil
+	}
+	f, err := trace.ParseFormat(o.format)
+	if err != nil {
+		return 0, usageErrorf("trace: --format: %v", err)
+	}
+	if named && f != byName {
+		return 0, usageErrorf("trace: -o %s names a %s file, but --format is %s", o.out, byName, f)
+	}
+	return f, nil
+}
+
+// parseWindow reads --time A:B; either side may be empty.
+func parseWindow(s string) (from, to time.Duration, err error) {
+	if s == "" {
+		return 0, 0, nil
+	}
+	a, b, ok := strings.Cut(s, ":")
+	if !ok {
+		return 0, 0, fmt.Errorf("want A:B, e.g. 2s:2.5s")
+	}
+	if from, err = parseOffset(a); err != nil {
+		return 0, 0, err
+	}
+	if to, err = parseOffset(b); err != nil {
+		return 0, 0, err
+	}
+	if b != "" && to <= from {
+		return 0, 0, fmt.Errorf("the window ends before it starts")
+	}
+	return from, to, nil
+}
+
+func parseOffset(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		secs, ferr := strconv.ParseFloat(s, 64)
+		if ferr != nil {
+			return 0, fmt.Errorf("%q is not a time (like 1.5s, 200ms, or seconds)", s)
+		}
+		d = time.Duration(secs * float64(time.Second))
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%q is before the start", s)
+	}
+	return d, nil
+}

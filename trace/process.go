@@ -1,0 +1,421 @@
+package trace
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpurr/gpurr/internal/joinwin"
+	"github.com/gpurr/gpurr/recording"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// call is a launch call (cuLaunchKernel and friends, or cuGraphLaunch)
+// whose kernels may still arrive: what its slice and its kernels' slices
+// need of it, without the parameter bytes and regions of the record.
+type call struct {
+	corr      uint32
+	seq       uint64
+	tid       uint32
+	hostNS    uint64
+	api       uint32
+	graph     bool
+	graphExec uint64
+	kernel    uint64 // Kernel.id
+	grid      [3]uint32
+	block     [3]uint32
+	smem      uint32
+	streamID  uint32
+	device    uint32
+	callstack uint64
+	drop      bool   // left out by --launches or --kernels: so are its kernels
+	written   bool   // its slice has been written
+	flow      uint64 // the flow its slice starts; 0 when none
+}
+
+// procState streams one process's recording onto the timeline.
+type procState struct {
+	tw      *writer
+	idx     int
+	pid     uint32 // the recorded process's own pid
+	proc    *process
+	offset  int64
+	links   *recording.Links
+	pending joinwin.Calls[*call]
+	early   joinwin.Kernels
+	threads map[uint32]*track
+	streams map[[2]uint32]*track // device, CUPTI stream id
+	own     map[uint32]*track    // device
+	ntracks uint64
+	stacks  map[uint64]string    // callstack text by id
+	dims    map[[3]uint32]string // "x,y,z" of the grids and blocks seen
+	sl      slice                // the slice being written (sinks do not keep it)
+}
+
+func (tw *writer) process(idx int, p *recording.Process) error {
+	info := p.Info
+	name := fmt.Sprintf("%s (pid %d)", info.GetHostname(), info.GetPid())
+	if info.Rank != nil {
+		name = fmt.Sprintf("rank %d %s", info.GetRank(), name)
+	}
+	ps := &procState{
+		tw:      tw,
+		idx:     idx,
+		pid:     info.GetPid(),
+		proc:    &process{pid: idx + 1, uuid: uint64(idx+1) << 32, name: name, argv: info.GetArgv()},
+		offset:  tw.clock.offset[idx],
+		links:   recording.NewLinks(),
+		threads: map[uint32]*track{},
+		streams: map[[2]uint32]*track{},
+		own:     map[uint32]*track{},
+		stacks:  map[uint64]string{},
+		dims:    map[[3]uint32]string{},
+	}
+	tw.stats.Processes++
+	var err error
+	_, serr := p.Scan(func(b *pb.Batch) error {
+		err = ps.batch(b)
+		return err
+	})
+	if serr != nil {
+		return serr
+	}
+	if err != nil {
+		return err
+	}
+	return ps.flush()
+}
+
+// batch adds one frame's records.
+func (ps *procState) batch(b *pb.Batch) error {
+	ps.links.Add(b, false)
+	for _, l := range b.Launches {
+		if err := ps.launch(l); err != nil {
+			return err
+		}
+	}
+	for _, g := range b.GraphLaunches {
+		c := &call{corr: g.GetCorrelationId(), seq: g.GetSeq(), tid: g.GetTid(), hostNS: g.GetHostNs(), api: 514, graph: true,
+			graphExec: g.GetGraphExec(), streamID: g.GetStreamId(), device: g.GetDevice(), callstack: g.GetCallstackId()}
+		c.drop = ps.tw.opts.Launches != nil && !ps.tw.opts.Launches(c.seq)
+		if err := ps.await(c); err != nil {
+			return err
+		}
+	}
+	for _, a := range b.Activities {
+		if err := ps.activity(a); err != nil {
+			return err
+		}
+	}
+	for _, a := range b.OwnActivities {
+		if err := ps.ownKernel(a); err != nil {
+			return err
+		}
+	}
+	for ps.pending.Len() > ps.tw.maxPending {
+		_, c, _ := ps.pending.Oldest()
+		if err := ps.leave(c); err != nil {
+			return err
+		}
+	}
+	for ps.early.Len() > ps.tw.maxEarly {
+		if err := ps.kernel(ps.early.Oldest(), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// launch handles a Launch record: a captured one is written at once (it
+// built a graph node and ran nothing); any other waits for its kernel.
+func (ps *procState) launch(l *pb.Launch) error {
+	c := &call{corr: l.GetCorrelationId(), seq: l.GetSeq(), tid: l.GetTid(), hostNS: l.GetHostNs(), api: l.GetApi(),
+		kernel: l.GetKernelId(), grid: dim3(l.GetGrid()), block: dim3(l.GetBlock()), smem: l.GetSharedMemBytes(),
+		streamID: l.GetStreamId(), device: l.GetDevice(), callstack: l.GetCallstackId()}
+	o := ps.tw.opts
+	c.drop = o.Launches != nil && !o.Launches(c.seq)
+	if !c.drop && o.Kernels != nil {
+		k := ps.links.Kernel(c.kernel)
+		c.drop = k == nil || !o.Kernels.MatchString(k.GetName()) && !o.Kernels.MatchString(ps.links.KernelName(k))
+	}
+	if l.GetCaptured() {
+		if c.drop {
+			return nil
+		}
+		return ps.writeCall(c, 0, str("captured", fmt.Sprintf("graph node 0x%x", l.GetGraphNodeId())))
+	}
+	return ps.await(c)
+}
+
+// await puts a call in the window until its kernels arrive; kernels that
+// came first are joined now. (In a recording without GPU timing, calls
+// wait for nothing until the window is full: the price of not trusting a
+// flag to say that no kernel will come.)
+func (ps *procState) await(c *call) error {
+	ps.pending.Add(c.corr, c)
+	for _, a := range ps.early.Take(c.corr) {
+		if err := ps.kernel(a, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// leave takes a call out of the window, writing its slice if no kernel
+// did.
+func (ps *procState) leave(c *call) error {
+	ps.pending.Remove(c.corr)
+	if c.written || c.drop {
+		return nil
+	}
+	return ps.writeCall(c, 0)
+}
+
+// activity joins a kernel execution to its launch call: an eager kernel
+// shares its call's correlation id (and is its only kernel); a graph
+// replay's kernels share the cuGraphLaunch's.
+func (ps *procState) activity(a *pb.KernelActivity) error {
+	c, ok := ps.pending.Get(a.GetCorrelationId())
+	if !ok {
+		ps.early.Add(a)
+		return nil
+	}
+	if err := ps.kernel(a, c); err != nil {
+		return err
+	}
+	if !c.graph {
+		return ps.leave(c)
+	}
+	return nil
+}
+
+// flush writes what is still waiting at the end of the recording.
+func (ps *procState) flush() error {
+	for ps.early.Len() > 0 {
+		if err := ps.kernel(ps.early.Oldest(), nil); err != nil {
+			return err
+		}
+	}
+	for _, c, ok := ps.pending.Oldest(); ok; _, c, ok = ps.pending.Oldest() {
+		if err := ps.leave(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (ps *procState) ts(t uint64) int64 { return int64(t) + ps.offset }
+
+// kernel writes a kernel execution; c is its launch call, nil when the
+// recording does not hold it.
+func (ps *procState) kernel(a *pb.KernelActivity, c *call) error {
+	tw, o := ps.tw, ps.tw.opts
+	if a.GetStartNs() == 0 || a.GetEndNs() < a.GetStartNs() {
+		tw.stats.Skipped++
+		return nil
+	}
+	if c != nil && c.drop || c == nil && o.Launches != nil {
+		return nil
+	}
+	name := ps.links.Demangle(a.GetName())
+	if o.Kernels != nil && !o.Kernels.MatchString(a.GetName()) && !o.Kernels.MatchString(name) {
+		return nil
+	}
+	ts, dur := ps.ts(a.GetStartNs()), int64(a.GetEndNs()-a.GetStartNs())
+	if !tw.inWindow(ts, dur) {
+		return nil
+	}
+	if c != nil && !c.written {
+		if err := ps.writeCall(c, uint64(ps.idx+1)<<32|uint64(c.corr)); err != nil {
+			return err
+		}
+	}
+	s := ps.newSlice(name, "kernel", ts, dur)
+	// The launch whose code this is: for a graph kernel, the launch that
+	// captured it (its Python line is where the graph was built).
+	var launch uint64
+	var stack uint64
+	switch {
+	case a.GetGraphId() != 0:
+		s.cat = "graph_kernel"
+		tw.stats.GraphKernels++
+		if captured, _ := ps.links.LaunchFor(a); captured != nil {
+			tw.stats.Attributed++
+			launch, stack = captured.GetSeq(), captured.GetCallstackId()
+		}
+	case c != nil:
+		launch, stack = c.seq, c.callstack
+	}
+	if launch != 0 {
+		s.args = append(s.args, num("launch", int64(launch)))
+	}
+	if line := ps.links.PythonLine(stack); line != "" {
+		s.args = append(s.args, str("python_line", line))
+	}
+	if a.GetGraphId() != 0 {
+		s.args = append(s.args, num("graph_id", int64(a.GetGraphId())), str("graph_node", fmt.Sprintf("0x%x", a.GetGraphNodeId())))
+		if c != nil {
+			s.args = append(s.args, num("graph_launch", int64(c.seq)))
+			if line := ps.links.PythonLine(c.callstack); line != "" {
+				s.args = append(s.args, str("replayed_at", line))
+			}
+		}
+	}
+	s.args = append(s.args, ps.dim("grid", dim3(a.GetGrid())), ps.dim("block", dim3(a.GetBlock())),
+		num("smem", int64(a.GetSharedMemBytes())), num("static_smem", int64(a.GetStaticSharedMemBytes())),
+		num("registers", int64(a.GetRegistersPerThread())), num("stream", int64(a.GetStreamId())),
+		num("device", int64(a.GetDevice())), num("correlation", int64(a.GetCorrelationId())))
+	if text := ps.callstack(stack); text != "" {
+		s.args = append(s.args, str("callstack", text))
+	}
+	if c != nil && c.flow != 0 {
+		s.flowIn, s.chain = c.flow, c.graph
+		tw.stats.Flows++
+	}
+	if c == nil {
+		tw.stats.Unlinked++
+	}
+	tw.stats.Kernels++
+	return ps.place(ps.stream(a.GetDevice(), a.GetStreamId()), s)
+}
+
+// ownKernel writes one of gpurr's own memory-capture kernels.
+func (ps *procState) ownKernel(a *pb.KernelActivity) error {
+	if a.GetStartNs() == 0 || a.GetEndNs() < a.GetStartNs() {
+		ps.tw.stats.Skipped++
+		return nil
+	}
+	ts, dur := ps.ts(a.GetStartNs()), int64(a.GetEndNs()-a.GetStartNs())
+	if !ps.tw.inWindow(ts, dur) {
+		return nil
+	}
+	t := ps.own[a.GetDevice()]
+	if t == nil {
+		t = ps.newTrack(fmt.Sprintf("GPU %d gpurr memory capture", a.GetDevice()), 2000+int(a.GetDevice()))
+		ps.own[a.GetDevice()] = t
+	}
+	ps.tw.stats.OwnKernels++
+	s := ps.newSlice(a.GetName(), "gpurr", ts, dur)
+	s.args = append(s.args, num("stream", int64(a.GetStreamId())), num("device", int64(a.GetDevice())),
+		ps.dim("grid", dim3(a.GetGrid())), ps.dim("block", dim3(a.GetBlock())))
+	return ps.place(t, s)
+}
+
+// writeCall writes a launch call's slice on its host thread; flow is the
+// flow to its kernels (0 for none).
+func (ps *procState) writeCall(c *call, flow uint64, extra ...arg) error {
+	c.written = true
+	ts := ps.ts(c.hostNS)
+	if !ps.tw.inWindow(ts, 0) {
+		return nil
+	}
+	c.flow = flow
+	s := ps.newSlice(recording.LaunchAPIName(c.api), "launch", ts, 0)
+	s.instant, s.flowOut = true, flow
+	s.args = append(s.args, num("launch", int64(c.seq)))
+	if c.graph {
+		s.cat = "graph_launch"
+		s.args = append(s.args, str("graph_exec", fmt.Sprintf("0x%x", c.graphExec)))
+	} else {
+		if k := ps.links.Kernel(c.kernel); k != nil {
+			s.args = append(s.args, str("kernel", ps.links.KernelName(k)))
+		}
+		s.args = append(s.args, ps.dim("grid", c.grid), ps.dim("block", c.block), num("smem", int64(c.smem)))
+	}
+	s.args = append(s.args, extra...)
+	s.args = append(s.args, num("stream", int64(c.streamID)), num("device", int64(c.device)), num("correlation", int64(c.corr)))
+	if line := ps.links.PythonLine(c.callstack); line != "" {
+		s.args = append(s.args, str("python_line", line))
+	}
+	if text := ps.callstack(c.callstack); text != "" {
+		s.args = append(s.args, str("callstack", text))
+	}
+	t := ps.threads[c.tid]
+	if t == nil {
+		label := "thread"
+		if c.tid == ps.pid {
+			label = "main thread"
+		}
+		t = ps.newTrack(fmt.Sprintf("%s %d", label, c.tid), len(ps.threads))
+		t.thread, t.tid = true, int64(c.tid)
+		ps.threads[c.tid] = t
+	}
+	ps.tw.stats.Calls++
+	return ps.place(t, s)
+}
+
+// stream is the first lane of a device's stream.
+func (ps *procState) stream(device, streamID uint32) *track {
+	key := [2]uint32{device, streamID}
+	t := ps.streams[key]
+	if t == nil {
+		t = ps.newTrack(fmt.Sprintf("GPU %d stream %d", device, streamID), 1000+len(ps.streams))
+		ps.streams[key] = t
+	}
+	return t
+}
+
+func (ps *procState) newTrack(name string, sort int) *track {
+	ps.ntracks++
+	return &track{proc: ps.proc, uuid: ps.proc.uuid | ps.ntracks, tid: 1<<30 + int64(ps.ntracks), name: name, base: name, sort: sort}
+}
+
+// place writes s on the first lane of t that is free at s's start (host
+// threads have one lane: their calls have no duration).
+func (ps *procState) place(t *track, s *slice) error {
+	for !t.thread && s.ts < t.lastEnd {
+		if t.next == nil {
+			t.next = ps.newTrack(fmt.Sprintf("%s #%d", t.base, t.lane+1), t.sort)
+			t.next.base, t.next.lane = t.base, t.lane+1
+		}
+		t = t.next
+	}
+	if !t.declared {
+		t.declared = true
+		if err := ps.tw.sink.track(t); err != nil {
+			return err
+		}
+	}
+	t.lastEnd = max(t.lastEnd, s.ts+s.dur)
+	s.track = t
+	return ps.tw.sink.slice(s)
+}
+
+// callstack writes a callstack's frames, innermost first, one a line ("" for
+// none); each distinct stack once.
+func (ps *procState) callstack(id uint64) string {
+	if id == 0 {
+		return ""
+	}
+	if text, ok := ps.stacks[id]; ok {
+		return text
+	}
+	cs := ps.links.Callstack(id)
+	if cs == nil {
+		return ""
+	}
+	var lines []string
+	for _, f := range cs.GetFrames() {
+		lines = append(lines, recording.FrameText(f))
+	}
+	text := strings.Join(lines, "\n")
+	ps.stacks[id] = text
+	return text
+}
+
+// newSlice resets the process's one slice for the next event.
+func (ps *procState) newSlice(name, cat string, ts, dur int64) *slice {
+	ps.sl = slice{name: name, cat: cat, ts: ts, dur: dur, args: ps.sl.args[:0]}
+	return &ps.sl
+}
+
+// dim is a grid or block argument, "x,y,z".
+func (ps *procState) dim(key string, d [3]uint32) arg {
+	s, ok := ps.dims[d]
+	if !ok {
+		s = fmt.Sprintf("%d,%d,%d", d[0], d[1], d[2])
+		ps.dims[d] = s
+	}
+	return str(key, s)
+}
+
+func dim3(d *pb.Dim3) [3]uint32 { return [3]uint32{d.GetX(), d.GetY(), d.GetZ()} }
