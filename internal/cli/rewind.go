@@ -149,24 +149,12 @@ func runRewind(cmd *cobra.Command, o rewindOptions, path string) error {
 			end = min(region.Size, start+o.length)
 		}
 	}
-	buf := make([]byte, 0, end-start)
-	for i, h := range recording.ChunkHashes(state.Regions[idx]) {
-		lo := uint64(i) * uint64(data.Process.GetMemory().GetChunkBytes())
-		if lo >= end {
-			break
-		}
-		chunk, err := store.Get([16]byte(h))
-		if err != nil {
-			return usageErrorf("rewind: region %d chunk %d: %v", idx, i, err)
-		}
-		hi := lo + uint64(len(chunk))
-		if hi <= start {
-			continue
-		}
-		buf = append(buf, chunk[max(start, lo)-lo:min(end, hi)-lo]...)
-	}
-	if uint64(len(buf)) != end-start {
-		return usageErrorf("rewind: region %d rebuilt to %d bytes, want %d", idx, len(buf), end-start)
+	buf, missing, err := store.Assemble(recording.ChunkHashes(state.Regions[idx]), uint64(data.Process.GetMemory().GetChunkBytes()), start, end)
+	switch {
+	case err != nil:
+		return usageErrorf("rewind: region %d: %v", idx, err)
+	case len(missing) > 0:
+		return usageErrorf("rewind: region %d: %d of its chunks in this range were dropped while recording (--on-full drop-oldest), first chunk %d", idx, len(missing), missing[0])
 	}
 	if o.npy {
 		if buf, err = t.NPY(buf, shape); err != nil {
