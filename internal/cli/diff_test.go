@@ -30,7 +30,7 @@ var fakeKernels = map[uint64]string{1: "fill_kernel", 2: "scatter_add_kernel", 3
 func writeRun(t *testing.T, mode string, launches []fakeLaunch) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "rec")
-	if err := createRecordingDir(dir, []string{"python", "train.py"}); err != nil {
+	if err := recording.CreateSet(dir, []string{"python", "train.py"}); err != nil {
 		t.Fatal(err)
 	}
 	proc := &pb.Process{Hostname: "box", Pid: 7, Argv: []string{"python", "train.py"}}

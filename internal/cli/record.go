@@ -116,7 +116,7 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 	if err != nil {
 		return usageErrorf("record: -o %s: %v", o.out, err)
 	}
-	if err := createRecordingDir(out, args); err != nil {
+	if err := recording.CreateSet(out, args); err != nil {
 		return usageErrorf("record: %v", err)
 	}
 
@@ -210,9 +210,6 @@ func pytorchAllocatorEnv(memoryMode string, keep bool, conf string, confSet bool
 	add = pytorchAllocConf + "=backend:cudaMallocAsync"
 	return add, "gpurr: record: --memory: PyTorch programs run with " + add + " so that each tensor is its own region (--keep-pytorch-allocator to keep the caching allocator)"
 }
-
-// createRecordingDir makes the recording directory record writes into.
-func createRecordingDir(dir string, command []string) error { return recording.CreateSet(dir, command) }
 
 // summaryMaxBytes bounds the recordings record summarizes at exit: reading
 // one costs about a second per 100 MB, and info is there for larger ones.

@@ -42,7 +42,7 @@ func TestSummarizeUnmatchedSelection(t *testing.T) {
 		{&pb.MemoryConfig{Mode: "hash"}, 0, ""},
 	} {
 		dir := filepath.Join(t.TempDir(), "rec")
-		if err := createRecordingDir(dir, []string{"prog"}); err != nil {
+		if err := recording.CreateSet(dir, []string{"prog"}); err != nil {
 			t.Fatal(err)
 		}
 		w, err := recording.Create(dir, "host-1", &pb.Batch{Process: &pb.Process{Hostname: "host", Pid: 1, Memory: c.memory}})

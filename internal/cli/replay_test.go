@@ -56,6 +56,7 @@ func TestReplayBadInput(t *testing.T) {
 		{[]string{"tune", rec}, "give --block and/or --grid"},
 		{[]string{"tune", rec, "--block", "64,abc"}, "--block"},
 		{[]string{"tune", rec, "--block", "64", "--search", "random:0"}, "random:N"},
+		{[]string{"tune", rec, "--block", "64", "--search", "random:5x"}, "random:N"},
 		{[]string{"tune", rec, "--block", "64", "--search", "annealing"}, "want grid or random:N"},
 		{[]string{"tune", rec, "--launch", "1", "--block", "64"}, "launch 1 has no snapshot"},
 	})

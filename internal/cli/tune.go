@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -88,7 +89,8 @@ func runTune(cmd *cobra.Command, o tuneOptions, path string) error {
 	switch {
 	case o.search == "grid":
 	case strings.HasPrefix(o.search, "random:"):
-		if _, err := fmt.Sscanf(o.search, "random:%d", &sample); err != nil || sample < 1 {
+		n, err := strconv.Atoi(strings.TrimPrefix(o.search, "random:"))
+		if sample = n; err != nil || sample < 1 {
 			return usageErrorf("tune: --search %q: want random:N with N of 1 or more", o.search)
 		}
 	default:
