@@ -1073,6 +1073,56 @@ def t_nan_planted(h):
     first = [l for l in r.out.splitlines() if "first after launch" in l]
     return f"{first[0].split(': ', 1)[-1][:60]} at nan_loop.py:{line}; 1 f32 NaN counted"
 
+
+
+def nan_at(h, d, dtypes, log):
+    """gpurr nan over d with --dtype dtypes: (result, the launch it names, its 'at' line)."""
+    r = h.sh([h.gpurr, "nan", d, "--dtype", dtypes], 120, log=log)
+    check(r.rc in (0, 1), f"gpurr nan --dtype {dtypes} exit {r.rc}: {r.why()} {r.err[:300]}")
+    check("!!" not in r.out, f"the GPU's NaN counts contradict the snapshot:\n{r.out[:1500]}")
+    m = re.search(r"first after launch (\d+)", r.out)
+    at = [l.strip() for l in r.out.splitlines() if l.strip().startswith("at ")]
+    return r, int(m.group(1)) if m else None, at[0] if at else ""
+
+
+@test("nan.gpu_counts")
+def t_nan_gpu_counts(h):
+    """The same loop recorded in hash mode with --nan-scan f32,bf16 (no snapshots): gpurr nan
+    finds the planted NaN from the counts the GPU took while recording, names the marked line,
+    counts it as f32, and gpurr query's nan_counts table agrees on the launch."""
+    line = mark_line(WL / "nan_loop.py", "nan")
+    _, d = h.py_workload("nan_loop.gpu_counts", script="nan_loop.py",
+                         flags=["--memory", "hash", "--nan-scan", "f32,bf16"])
+    r, seq, at = nan_at(h, d, "f32", "nan_loop.gpu_counts.nan")
+    check(r.rc == 1 and seq, f"gpurr nan found nothing (exit {r.rc}):\n{r.out[:800]}")
+    check(f"nan_loop.py:{line}" in at, f"gpurr nan points at {at!r}, want nan_loop.py:{line}:\n{r.out[:800]}")
+    check("as f32 1 NaN, 0 Inf" in r.out and "counted on the GPU" in r.out,
+          f"gpurr nan does not report the GPU's count of the one planted f32 NaN:\n{r.out[:800]}")
+    first = h.one(d, "SELECT min(launch_seq) AS s FROM nan_counts WHERE dtype = 'f32'")
+    check(first.get("s") == seq, f"nan_counts says the first f32 NaN is after launch {first.get('s')}, gpurr nan {seq}")
+    bf16 = h.one(d, "SELECT count(DISTINCT launch_seq) AS n, min(launch_seq) AS s FROM nan_counts WHERE dtype = 'bf16'")
+    return (f"launch {seq} at nan_loop.py:{line}, 1 f32 NaN, from GPU counts; bf16 bit patterns in "
+            f"{bf16.get('n')} launches from launch {bf16.get('s')} (f32 data read as bf16)")
+
+
+@test("nan.counts_match_snapshots")
+def t_nan_counts_match(h):
+    """Recorded with snapshots and --nan-scan f32,bf16,f16: for the launch gpurr nan finds as each
+    type, the counts the GPU took equal the counts decoded from the snapshot of the same bytes
+    (gpurr nan prints '!!' when they differ), and the f32 finding is the planted NaN."""
+    line = mark_line(WL / "nan_loop.py", "nan")
+    _, d = h.py_workload("nan_loop.counts_match", script="nan_loop.py",
+                         flags=["--memory", "snapshot", "--nan-scan", "f32,bf16,f16"])
+    found = {}
+    for t in ("f32", "bf16", "f16"):
+        r, seq, at = nan_at(h, d, t, f"nan_loop.counts_match.{t}")
+        found[t] = seq
+        if t == "f32":
+            check(r.rc == 1 and f"nan_loop.py:{line}" in at and "as f32 1 NaN, 0 Inf (first at byte" in r.out,
+                  f"gpurr nan --dtype f32 does not name the planted NaN with its offset:\n{r.out[:800]}")
+    return "GPU counts equal the snapshots' at the first launch as " + ", ".join(f"{t} ({s})" for t, s in found.items())
+
+
 REPLAY_KERNELS = "softmax|gemm|nvjet|cutlass|sm90|xmma|gelu_kernel|reduce_kernel|layer_norm|scatter"
 
 

@@ -204,10 +204,12 @@ type loader struct {
 	links       *recording.Links
 	kernels     map[uint64]kernelNames
 	pythonLines map[uint64][2]any
+	nanScan     []string // MemoryConfig.nan_scan: the types of RegionState's NaN counts
 }
 
 func insertProcess(ins *inserter, name string, d *recording.Data) {
-	ld := &loader{ins: ins, process: name, links: d.Links(), kernels: map[uint64]kernelNames{}, pythonLines: map[uint64][2]any{}}
+	ld := &loader{ins: ins, process: name, links: d.Links(), kernels: map[uint64]kernelNames{}, pythonLines: map[uint64][2]any{},
+		nanScan: d.Process.GetMemory().GetNanScan()}
 	ld.processRow(d)
 	for _, dev := range d.Devices {
 		ld.row("devices", int64(dev.GetOrdinal()), dev.GetUuid(), dev.GetName(),
@@ -261,10 +263,10 @@ func (ld *loader) processRow(d *recording.Data) {
 	if p == nil {
 		p = &pb.Process{}
 	}
-	memory := make([]any, 7) // NULL when memory capture was off
+	memory := make([]any, 8) // NULL when memory capture was off
 	if m := p.GetMemory(); m != nil {
 		memory = []any{m.GetMode(), int64(m.GetChunkBytes()), m.GetSnapshotKernels(), m.GetSnapshotLaunches(),
-			m.GetOnFull(), u(m.GetStagingBytes()), u(m.GetFlightRecorder())}
+			m.GetOnFull(), u(m.GetStagingBytes()), u(m.GetFlightRecorder()), strings.Join(m.GetNanScan(), ",")}
 	}
 	var endNS, endReason any
 	if d.End != nil {
@@ -404,7 +406,13 @@ func (ld *loader) memoryState(st *pb.MemoryState) {
 		}
 		return
 	}
+	nanScan := ld.nanScan
 	for i, rs := range st.GetRegions() {
+		for k := range min(len(nanScan), len(rs.GetNanCount()), len(rs.GetInfCount())) {
+			if nan, inf := rs.GetNanCount()[k], rs.GetInfCount()[k]; nan+inf > 0 {
+				ld.row("nan_counts", seq, int64(i), nanScan[k], u(nan), u(inf))
+			}
+		}
 		values := append([]any{seq, point}, region(i)...)
 		ld.row("memory_states", append(values, nullText(recording.HashText(rs.GetHash())), int64(len(rs.GetChunkHashes())/recording.HashBytes),
 			int64(rs.GetChunksTransferred()), int64(rs.GetChunksMissing()), b(st.GetSnapshot()), lost, reason)...)

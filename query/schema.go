@@ -89,6 +89,7 @@ var tables = []Table{
 		col("memory_on_full", "TEXT", "what a full staging ring did: backpressure (the program waited) or drop-oldest, NULL when off"),
 		col("memory_staging_bytes", "INTEGER", "pinned staging ring, NULL when off"),
 		col("memory_flight_recorder", "INTEGER", "snapshots kept of only the last N launches (0: all), NULL when off"),
+		col("memory_nan_scan", "TEXT", "types the GPU counted NaN and Inf as (--nan-scan; nan_counts), comma-separated, empty for none, NULL when off"),
 	))},
 	{Name: "devices", Doc: "GPUs each process used", Key: []string{"process", "ordinal"}, Columns: columns(cols(
 		col("ordinal", "INTEGER", "CUDA device ordinal"),
@@ -241,6 +242,13 @@ var tables = []Table{
 		col("snapshot", "INTEGER", "1 when the region's chunks are in the chunk store"),
 		col("lost", "INTEGER", "1 when the state was enqueued but never completed or was dropped; its region rows carry no hash"),
 		col("lost_reason", "TEXT", "why it was lost, NULL when not lost"),
+	))},
+	{Name: "nan_counts", Doc: "NaN and Inf elements the GPU counted in a launch's regions after it ran (--nan-scan): one row per region and type with at least one", Key: []string{"process", "launch_seq"}, Columns: columns(cols(
+		col("launch_seq", "INTEGER", "launches.seq"),
+		col("region", "INTEGER", "regions.region"),
+		col("dtype", "TEXT", "the type the region's bytes were read as (processes.memory_nan_scan)"),
+		col("nan", "INTEGER", "elements that are NaN as that type"),
+		col("inf", "INTEGER", "elements that are +Inf or -Inf as that type"),
 	))},
 	{Name: "memory_chunks", Doc: "hash of each chunk of each region state: where two states of a region differ; a snapshot's chunks are stored under these hashes in the chunk store (--memory; filled the first time a statement names it)", Key: []string{"process", "launch_seq"}, Columns: columns(cols(
 		col("launch_seq", "INTEGER", "memory_states.launch_seq"),

@@ -131,6 +131,7 @@ func configFromEnv() (config, error) {
 		SnapshotKernels:  os.Getenv(agentenv.SnapshotKernels),
 		SnapshotLaunches: os.Getenv(agentenv.SnapshotLaunches),
 		OnFull:           os.Getenv(agentenv.OnFull),
+		NanScan:          os.Getenv(agentenv.NanScan),
 	}
 	var err error
 	if s := os.Getenv(agentenv.StagingBytes); s != "" {
@@ -201,6 +202,8 @@ func (r *recorder) start() error {
 		ccfg.memcap_ptx = (*C.char)(C.CBytes(ptx))
 		ccfg.results_bytes = defaultResultsBytes
 		ccfg.staging_bytes = C.uint64_t(m.StagingBytes)
+		mask, _, _ := agentenv.ParseNanScan(m.NanScan) // configFromEnv validated it
+		ccfg.nan_dtypes = C.uint32_t(mask)
 		if m.FlightRecorder > 0 {
 			ccfg.flight_recorder = 1
 			r.watchDumpSignal()

@@ -133,6 +133,7 @@ typedef struct {
   const uint64_t *snapshot_ranges;  // (lo, hi, step) launch seq triples, inclusive; none: every launch
   int nsnapshot_ranges;
   int flight_recorder;  // watch for failing CUDA calls (gpurrCudaError)
+  uint32_t nan_dtypes;  // nan-scan: gpurr_job.nan_dtypes bits counted after each launch, 0 for none
 } gp_config;
 
 enum { GP_STACK_OFF = 0, GP_STACK_AUTO = 1, GP_STACK_PYTHON = 2, GP_STACK_NATIVE = 3 };

@@ -350,11 +350,12 @@ enum { MAX_MEM_CONTEXTS = 64, NJOBS = 8192 };
 typedef struct {
   void *ctx;
   int ok;                   // 0: not tried, 1: ready, -1: failed (logged once)
-  gp_CUfunction fn;
+  gp_CUfunction fn, fn_nan;  // gpurr_memcap, gpurr_memcap_nan (jobs that count NaN)
   uint64_t results_dev;     // the results ring, as this context addresses it
   uint64_t staging_dev;
   uint64_t scratch;         // device mirror of the results ring
   uint64_t counters;        // NJOBS × 2 zeroed uint32
+  uint64_t nan_counts;      // nan-scan: NJOBS × GP_NAN_JOB_BYTES zeroed
   uint64_t pool, pool_size; // shadow pool: one hash per chunk of snapshotted allocations
   uint64_t *free_off, *free_len;  // free extents of the pool, unsorted
   uint32_t nfree, free_cap;
@@ -389,12 +390,20 @@ static void init_context(mem_context *c) {
   if ((r = drv.moduleLoadData(&mod, config.memcap_ptx)) != 0) goto fail;
   step = "cuModuleGetFunction(gpurr_memcap)";
   if ((r = drv.moduleGetFunction(&c->fn, mod, "gpurr_memcap")) != 0) goto fail;
+  step = "cuModuleGetFunction(gpurr_memcap_nan)";
+  if ((r = drv.moduleGetFunction(&c->fn_nan, mod, "gpurr_memcap_nan")) != 0) goto fail;
   step = "cuMemAlloc(scratch)";
   if ((r = drv.memAlloc(&c->scratch, results_cap)) != 0) goto fail;
   step = "cuMemAlloc(counters)";
   if ((r = drv.memAlloc(&c->counters, NJOBS * 8)) != 0) goto fail;
   step = "cuMemsetD8(counters)";
   if ((r = drv.memsetD8(c->counters, 0, NJOBS * 8)) != 0) goto fail;
+  if (config.nan_dtypes) {
+    step = "cuMemAlloc(nan counters)";
+    if ((r = drv.memAlloc(&c->nan_counts, (size_t)NJOBS * GP_NAN_JOB_BYTES)) != 0) goto fail;
+    step = "cuMemsetD8(nan counters)";
+    if ((r = drv.memsetD8(c->nan_counts, 0, (size_t)NJOBS * GP_NAN_JOB_BYTES)) != 0) goto fail;
+  }
   if (config.memory_mode == GP_MEM_SNAPSHOT) {
     gp_CUdevice dev = 0;
     size_t total = 0;
@@ -486,7 +495,7 @@ enum { JOB_FREE = 0, JOB_ENQUEUED = 1, JOB_CONSUMING = 2 };
 
 typedef struct {
   _Atomic uint32_t state;
-  uint32_t point, snapshot, region_base, nregions, njobs, total_chunks;
+  uint32_t point, snapshot, nan_dtypes, region_base, nregions, njobs, total_chunks;
   uint64_t launch_seq, job_seq;
   uint64_t res_off, res_end, stg_off, stg_end;  // ring positions (monotonic byte counts)
   uint64_t region_addr[GP_MAX_JOB_REGIONS], region_size[GP_MAX_JOB_REGIONS];
@@ -669,13 +678,18 @@ static uint32_t enqueue_point(gp_mem_launch *m, mem_context *c, gp_CUstream stre
       chunks += (p.r[r].size + GP_CHUNK - 1) / GP_CHUNK;
     }
     if (chunks >= (1ull << 31)) return GP_PLAN_SKIPPED_RING_TOO_SMALL;
-    uint64_t res_bytes = (GP_RESULT_HEADER + 20 * chunks + 63) & ~63ull;
+    // Only the state after a launch is scanned for NaN: before it, the
+    // regions hold what the previous launch's scan already counted.
+    uint32_t nan_dtypes = point == GP_POINT_AFTER ? config.nan_dtypes : 0;
+    uint64_t res_bytes = ((GP_RESULT_HEADER + 20 * chunks + 7) & ~7ull) + (nan_dtypes ? n * GP_NAN_REGION_BYTES : 0);
+    res_bytes = (res_bytes + 63) & ~63ull;
     uint64_t stg_bytes = snapshot ? chunks * GP_CHUNK : 0;
     uint32_t status = 0;
     mem_job *j = reserve_job(res_bytes, stg_bytes, &status);
     if (!j) return status;
     j->point = point;
     j->snapshot = snapshot;
+    j->nan_dtypes = nan_dtypes;
     j->region_base = first;
     j->nregions = n;
     j->njobs = njobs;
@@ -713,13 +727,15 @@ static uint32_t enqueue_point(gp_mem_launch *m, mem_context *c, gp_CUstream stre
     p.staging = snapshot ? c->staging_dev + j->stg_off % staging_cap : 0;
     p.scratch = c->scratch + (j->res_off % results_cap + GP_RESULT_HEADER);
     p.counters = c->counters + slot * 8;
+    p.nan_counts = nan_dtypes ? c->nan_counts + slot * GP_NAN_JOB_BYTES : 0;
+    p.nan_dtypes = nan_dtypes;
     p.nregions = n;
     p.total_chunks = (uint32_t)chunks;
     p.snapshot = snapshot;
     void *args[] = {&p};
     atomic_store_explicit(&j->state, JOB_ENQUEUED, memory_order_release);
     gp_in_agent_call(1);
-    gp_CUresult r = drv.launchKernel(c->fn, (unsigned)chunks, 1, 1, 256, 1, 1, 0, stream, args, NULL);
+    gp_CUresult r = drv.launchKernel(nan_dtypes ? c->fn_nan : c->fn, (unsigned)chunks, 1, 1, 256, 1, 1, 0, stream, args, NULL);
     gp_in_agent_call(0);
     if (r != 0) {
       cancel_job(j, cu_error(r));
@@ -822,6 +838,7 @@ int gp_mem_poll(gp_memjob_view *v) {
   v->job_seq = j->job_seq;
   v->point = j->point;
   v->snapshot = j->snapshot;
+  v->nan_dtypes = j->nan_dtypes;
   v->region_base = j->region_base;
   v->nregions = j->nregions;
   v->njobs = j->njobs;

@@ -39,16 +39,18 @@ enum {
 enum { GP_POINT_BEFORE = 1, GP_POINT_AFTER = 2 };
 
 enum { GP_MAX_JOB_REGIONS = 48, GP_CHUNK = 65536, GP_RESULT_HEADER = 64 };
+// nan-scan: 8 uint64 counters per region (NaN and Inf of f32, f64, f16, bf16).
+enum { GP_NAN_REGION_BYTES = 64, GP_NAN_JOB_BYTES = GP_MAX_JOB_REGIONS * GP_NAN_REGION_BYTES };
 
-// gpurr_job of hash.cu, the kernel's parameter (1592 bytes).
+// gpurr_job of hash.cu, the kernel's parameter (1600 bytes).
 typedef struct {
   uint64_t base, size, shadow;
   uint32_t first_chunk, flags;
 } gp_job_region;
 
 typedef struct {
-  uint64_t seq, out, staging, scratch, counters;
-  uint32_t nregions, total_chunks, snapshot, pad;
+  uint64_t seq, out, staging, scratch, counters, nan_counts;
+  uint32_t nregions, total_chunks, snapshot, nan_dtypes;
   gp_job_region r[GP_MAX_JOB_REGIONS];
 } gp_job_param;
 
@@ -79,7 +81,7 @@ typedef struct {
 // What the Go writer sees of a completed job (gp_mem_poll).
 typedef struct {
   uint64_t launch_seq, job_seq;
-  uint32_t point, snapshot, region_base, nregions, njobs, total_chunks, transferred, lost;
+  uint32_t point, snapshot, nan_dtypes, region_base, nregions, njobs, total_chunks, transferred, lost;
   const uint8_t *result;   // ResultLayout of internal/kernels
   const uint8_t *staging;  // transferred × GP_CHUNK bytes
   uint64_t region_addr[GP_MAX_JOB_REGIONS], region_size[GP_MAX_JOB_REGIONS];

@@ -106,7 +106,11 @@ func (m *memoryCapture) job(r *recorder, v *C.gp_memjob_view) {
 		m.finish(r, key, p)
 		return
 	}
-	l := kernels.Layout(chunks)
+	nanRegions := 0
+	if v.nan_dtypes != 0 {
+		nanRegions = n
+	}
+	l := kernels.Layout(chunks, nanRegions)
 	res := unsafe.Slice((*byte)(unsafe.Pointer(v.result)), l.Size)
 	states := make([]*pb.RegionState, n)
 	firsts := make([]uint32, n+1)
@@ -119,6 +123,15 @@ func (m *memoryCapture) job(r *recorder, v *C.gp_memjob_view) {
 		chunkHashes := bytes.Clone(res[l.ChunkHashes+16*int(firsts[i]) : l.ChunkHashes+16*int(firsts[i+1])])
 		region := memhash.RegionOfEncoded(chunkHashes, size).Bytes()
 		states[i] = &pb.RegionState{Hash: region[:], ChunkHashes: chunkHashes}
+		if nanRegions > 0 {
+			counts := l.RegionNanCounts(res, i)
+			for k := range kernels.NanScanTypes {
+				if v.nan_dtypes&(1<<k) != 0 {
+					states[i].NanCount = append(states[i].NanCount, counts[2*k])
+					states[i].InfCount = append(states[i].InfCount, counts[2*k+1])
+				}
+			}
+		}
 	}
 	if v.snapshot != 0 {
 		staging := unsafe.Slice((*byte)(unsafe.Pointer(v.staging)), int(v.transferred)*kernels.ChunkBytes)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/ianlancetaylor/demangle"
 
+	"github.com/gpurr/gpurr/internal/agent/agentenv"
 	"github.com/gpurr/gpurr/internal/kernels"
 	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
@@ -126,6 +127,7 @@ func processInfo(cfg config) *pb.Process {
 			OnFull:           m.OnFull,
 			FlightRecorder:   m.FlightRecorder,
 		}
+		_, info.Memory.NanScan, _ = agentenv.ParseNanScan(m.NanScan)
 		if m.Mode == "snapshot" {
 			info.Memory.StagingBytes = m.StagingBytes
 		}

@@ -9,8 +9,10 @@ import (
 	"testing"
 
 	"github.com/gpurr/gpurr/chunkstore"
+	"github.com/gpurr/gpurr/dtype"
 	"github.com/gpurr/gpurr/internal/testrec"
 	"github.com/gpurr/gpurr/memhash"
+	"github.com/gpurr/gpurr/nanscan"
 	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
@@ -34,8 +36,19 @@ func writeRun(t *testing.T, mode string, launches []fakeLaunch) string {
 		t.Fatal(err)
 	}
 	proc := &pb.Process{Hostname: "box", Pid: 7, Argv: []string{"python", "train.py"}}
+	// "MODE+nan-scan": the GPU counted NaN as f32 and bf16, as the agent
+	// does with --nan-scan f32,bf16.
+	mode, nanScan := strings.CutSuffix(mode, "+nan-scan")
+	var scanTypes []*dtype.Type
 	if mode != "" {
 		proc.Memory = &pb.MemoryConfig{Mode: mode, ChunkBytes: memhash.ChunkSize}
+	}
+	if nanScan {
+		proc.Memory.NanScan = []string{"f32", "bf16"}
+		var err error
+		if scanTypes, err = dtype.ParseList("f32,bf16"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	w, err := recording.Create(dir, "box-7", &pb.Batch{Process: proc})
 	if err != nil {
@@ -71,6 +84,9 @@ func writeRun(t *testing.T, mode string, launches []fakeLaunch) string {
 			b.Memory = append(b.Memory, &pb.MemoryState{LaunchSeq: seq, Point: pb.MemoryState_BEFORE, Regions: []*pb.RegionState{state(l.before)}, Snapshot: true})
 		}
 		rs := state(l.after)
+		for _, c := range nanscan.Count(l.after, scanTypes) {
+			rs.NanCount, rs.InfCount = append(rs.NanCount, c.NaN), append(rs.InfCount, c.Inf)
+		}
 		b.Memory = append(b.Memory, &pb.MemoryState{LaunchSeq: seq, Point: pb.MemoryState_AFTER, Regions: []*pb.RegionState{rs}, Snapshot: store != nil})
 	}
 	b.Stats = &pb.Stats{Launches: uint64(len(launches))}

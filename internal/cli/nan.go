@@ -3,6 +3,7 @@ package cli
 import (
 	"cmp"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -24,19 +25,26 @@ func newNanCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "nan REC [--dtype f32,bf16,f16]",
 		Short: "Find the first kernel launch after which device memory holds NaN or Inf",
-		Long: `nan reads the snapshots of a recording made with --memory snapshot in launch
-order and reports the first launch after which one of its regions holds NaN
-or Inf, decoded as each dtype asked for, with counts per dtype (the same
-bytes may be a NaN as one type and a number as another), the kernel and the
-Python callstack. Exit status: 1 when it finds one, 0 when none, 2 on bad
-input.`,
-		Example: `  gpurr record --memory snapshot -o run -- python train.py
-  gpurr nan run --dtype bf16`,
+		Long: `nan reports the first launch after which one of its regions holds NaN or
+Inf as one of the dtypes asked for, with counts per dtype (the same bytes
+may be a NaN as one type and a number as another), the kernel and the
+Python callstack.
+
+A recording made with --nan-scan holds NaN and Inf counts the GPU took
+after every launch; nan uses them when they cover the dtypes asked for (by
+default, the ones counted). Otherwise it decodes the snapshots of a
+recording made with --memory snapshot, in launch order, and also says
+where in the region the first one is and whether it was there before the
+launch. Exit status: 1 when it finds one, 0 when none, 2 on bad input.`,
+		Example: `  gpurr record --memory hash --nan-scan f32,bf16 -o run -- python train.py
+  gpurr nan run
+  gpurr record --memory snapshot -o run2 -- python train.py
+  gpurr nan run2 --dtype bf16`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runNan(cmd, o, args[0]) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.dtypes, "dtype", "f32,bf16,f16", "floating-point dtypes to decode memory as, comma-separated (f32, f64, f16, bf16)")
+	f.StringVar(&o.dtypes, "dtype", "f32,bf16,f16", "floating-point dtypes to look for NaN as, comma-separated (f32, f64, f16, bf16); default for a --nan-scan recording: the types it counted")
 	f.StringVar(&o.process, "process", "", "process of a multi-process recording: its directory name, pid or rank")
 	f.IntVar(&o.frames, "frames", 6, "Python frames of the callstack to show, innermost first")
 	return cmd
@@ -46,8 +54,7 @@ func runNan(cmd *cobra.Command, o nanOptions, path string) error {
 	if o.frames < 0 {
 		return usageErrorf("nan: --frames takes a count of 0 or more")
 	}
-	types, err := dtype.ParseList(o.dtypes)
-	if err != nil {
+	if _, err := dtype.ParseList(o.dtypes); err != nil {
 		return usageErrorf("nan: --dtype: %v", err)
 	}
 	set, err := recording.Open(path)
@@ -58,17 +65,29 @@ func runNan(cmd *cobra.Command, o nanOptions, path string) error {
 	if err != nil {
 		return err
 	}
+	if counted := proc.Info.GetMemory().GetNanScan(); len(counted) > 0 && !cmd.Flags().Changed("dtype") {
+		o.dtypes = strings.Join(counted, ",")
+	}
+	types, err := dtype.ParseList(o.dtypes)
+	if err != nil {
+		return usageErrorf("nan: --dtype: %v", err)
+	}
 	found, st, err := nanscan.Scan(proc, types)
 	if err != nil {
 		return usageErrorf("nan: %v", err)
 	}
 	w := cmd.OutOrStdout()
+	looked := "launches with snapshots"
+	if st.Source == nanscan.GPUCounts {
+		looked = "launches counted on the GPU"
+	}
 	if found == nil {
-		fmt.Fprintf(w, "%s: no NaN or Inf (as %s) after any of the %d launches with snapshots (%d distinct chunks read)\n",
-			proc.Name, o.dtypes, st.Launches, st.Chunks)
-		if st.NoSnapshot > 0 {
-			fmt.Fprintf(w, "  %d launches had hashes only, no snapshot: not scanned (--snapshot-kernels/--snapshot-launches)\n", st.NoSnapshot)
+		fmt.Fprintf(w, "%s: no NaN or Inf (as %s) after any of the %d %s", proc.Name, o.dtypes, st.Launches, looked)
+		if st.Source == nanscan.Snapshots {
+			fmt.Fprintf(w, " (%d distinct chunks read)", st.Chunks)
 		}
+		fmt.Fprintln(w)
+		notScanned(w, st, "")
 		return nil
 	}
 	l := found.Launch
@@ -76,7 +95,7 @@ func runNan(cmd *cobra.Command, o nanOptions, path string) error {
 	if found.Kernel != nil {
 		kernel = cmp.Or(found.Kernel.GetDemangled(), recording.Demangle(found.Kernel.GetName()))
 	}
-	fmt.Fprintf(w, "%s: NaN or Inf first after launch %d (the %d launches with snapshots before it hold none)\n", proc.Name, l.GetSeq(), st.Launches-1)
+	fmt.Fprintf(w, "%s: NaN or Inf first after launch %d (the %d %s before it hold none)\n", proc.Name, l.GetSeq(), st.Launches-1, looked)
 	fmt.Fprintf(w, "  kernel   %s\n", kernel)
 	frames := pythonFrames(found.Callstack, o.frames)
 	if len(frames) == 0 {
@@ -104,8 +123,25 @@ func runNan(cmd *cobra.Command, o nanOptions, path string) error {
 			fmt.Fprintf(w, "    already there before this launch: it came from outside a kernel (a copy from the host, a memset, memory no kernel wrote)\n")
 		}
 	}
-	if st.NoSnapshot > 0 {
-		fmt.Fprintf(w, "  (%d launches had hashes only and were not scanned; an earlier one may hold NaN)\n", st.NoSnapshot)
+	for _, d := range found.Disagree {
+		fmt.Fprintf(w, "  !! %s: the recording contradicts itself (please report it)\n", d)
 	}
+	if found.Source == nanscan.GPUCounts {
+		fmt.Fprintf(w, "  counted on the GPU while recording; the region may have held them before the launch (a copy from the host lands unseen until a kernel reaches it).\n")
+		fmt.Fprintf(w, "  To see the values: record again with --memory snapshot --snapshot-launches %d, then gpurr nan or gpurr rewind\n", l.GetSeq())
+	}
+	notScanned(w, st, "; an earlier one may hold NaN")
 	return exitWith(exitFound)
+}
+
+// notScanned says which launches nan could not look at.
+func notScanned(w io.Writer, st nanscan.Stats, consequence string) {
+	if st.NotScanned == 0 {
+		return
+	}
+	if st.Source == nanscan.GPUCounts {
+		fmt.Fprintf(w, "  (%d launches' memory states were lost and not counted%s)\n", st.NotScanned, consequence)
+		return
+	}
+	fmt.Fprintf(w, "  (%d launches had hashes only, no snapshot, and were not scanned (--snapshot-kernels/--snapshot-launches)%s)\n", st.NotScanned, consequence)
 }

@@ -25,9 +25,47 @@ func TestNan(t *testing.T) {
 		t.Errorf("clean run: exit %d:\n%s", code, out)
 	}
 	expectUsageErrors(t, []usageCase{
-		{[]string{"nan", writeRun(t, "hash", trainRun(1, false))}, "recorded without snapshots: record with --memory snapshot"},
+		{[]string{"nan", writeRun(t, "hash", trainRun(1, false))}, "recorded without snapshots or NaN counts: record with --memory hash --nan-scan f32,bf16,f16 (or --memory snapshot)"},
 		{[]string{"nan", nan, "--dtype", "i32"}, "i32 has no NaN or Inf"},
 		{[]string{"nan", nan, "--dtype", "f32,q"}, "unknown dtype \"q\""},
+	})
+}
+
+// TestNanFromGPUCounts: a hash-mode recording with the GPU's NaN counts
+// (--nan-scan f32,bf16) needs no snapshots; nan reports the counts by
+// type, and refuses a type that was not counted.
+func TestNanFromGPUCounts(t *testing.T) {
+	ls := trainRun(1.5, false)
+	ls[2].after = append([]byte(nil), ls[2].after...)
+	copy(ls[2].after[100*4:], floats(float32(math.NaN()), float32(math.Inf(-1)), float32(math.NaN())))
+	ls[3].after = floats(float32(math.NaN())) // later launches hold NaN too: the first one counts
+	rec := writeRun(t, "hash+nan-scan", ls)
+	code, out, errs := runCLI("nan", rec)
+	expectOutput(t, "GPU counts", code, 1, out, errs,
+		"NaN or Inf first after launch 3 (the 2 launches counted on the GPU before it hold none)",
+		"kernel   scatter_add_kernel",
+		"at       train.py:30 step",
+		"region 0 (192.0 KiB, parameter offset 0): as f32 2 NaN, 1 Inf; as bf16 ",
+		"counted on the GPU while recording",
+		"--memory snapshot --snapshot-launches 3")
+	if strings.Contains(out, "first at byte") {
+		t.Errorf("GPU counts have no offsets, yet nan printed one:\n%s", out)
+	}
+	code, out, errs = runCLI("nan", writeRun(t, "hash+nan-scan", trainRun(1.5, false)), "--dtype", "bf16")
+	if code != 0 || !strings.Contains(out, "no NaN or Inf (as bf16) after any of the 4 launches counted on the GPU") {
+		t.Errorf("clean run: exit %d:\n%s%s", code, out, errs)
+	}
+	// With snapshots too, the launch found from the counts is decoded:
+	// offsets, and whether the NaN was there before.
+	code, out, errs = runCLI("nan", writeRun(t, "snapshot+nan-scan", ls), "--dtype", "f32")
+	expectOutput(t, "GPU counts and snapshots", code, 1, out, errs,
+		"NaN or Inf first after launch 3 (the 2 launches counted on the GPU before it hold none)",
+		"as f32 2 NaN, 1 Inf (first at byte 0x190)")
+	if code, out, errs := runCLI("info", rec); code != 0 || !strings.Contains(out, "NaN and Inf counted as f32, bf16") {
+		t.Errorf("gpurr info does not say what nan-scan counted: exit %d:\n%s%s", code, out, errs)
+	}
+	expectUsageErrors(t, []usageCase{
+		{[]string{"nan", rec, "--dtype", "f16"}, "the GPU counted NaN as f32,bf16 only and there are no snapshots to decode: ask for --dtype f32,bf16, or record with --nan-scan f16"},
 	})
 }
 
@@ -37,5 +75,7 @@ func TestCountFlagsAndAllocatorFlag(t *testing.T) {
 		{[]string{"diff", "--unmatched", "-1", rec, rec}, "take a count of 0 or more"},
 		{[]string{"nan", "--frames", "-2", rec}, "takes a count of 0 or more"},
 		{[]string{"record", "--keep-pytorch-allocator", "--", "true"}, "--keep-pytorch-allocator only matters with --memory"},
+		{[]string{"record", "--nan-scan", "f32", "--", "true"}, "record: --nan-scan needs memory mode hash or snapshot"},
+		{[]string{"record", "--memory", "hash", "--nan-scan", "f32,i8", "--", "true"}, `record: --nan-scan f32,i8: "i8" is not a type the GPU counts NaN as (want f32, f64, f16, bf16)`},
 	})
 }

@@ -69,6 +69,7 @@ program is not changed and its exit code is gpurr's exit code.`,
 	f.StringVar(&o.memory.OnFull, "on-full", "backpressure", "when the snapshot staging ring is full: backpressure (the program waits; nothing is lost) or drop-oldest (oldest unsaved snapshots are dropped and counted)")
 	f.Uint64Var(&o.memory.StagingBytes, "staging-bytes", 256<<20, "pinned host memory per process for snapshot transfers; a launch whose regions do not fit is not snapshotted")
 	f.BoolVar(&o.keepTorchAllocator, "keep-pytorch-allocator", false, "with --memory: leave PyTorch's caching allocator in place instead of its cudaMallocAsync backend (regions become whole cached segments; hashing costs more)")
+	f.StringVar(&o.memory.NanScan, "nan-scan", "", "with --memory: count NaN and Inf on the GPU in every region after every launch, as each of these types (f32, f64, f16, bf16, comma-separated), for gpurr nan without snapshots")
 	f.Uint64Var(&o.memory.FlightRecorder, "flight-recorder", 0, "with --memory snapshot: keep only the last N launches' snapshots in memory and write them at exit, on SIGUSR2 or when a CUDA call fails")
 	return cmd
 }

@@ -13,13 +13,14 @@ import (
 
 // Memory summarizes memory capture (gpurr record --memory hash|snapshot).
 type Memory struct {
-	Mode             string `json:"mode"` // hash | snapshot
-	ChunkBytes       uint32 `json:"chunk_bytes"`
-	SnapshotKernels  string `json:"snapshot_kernels,omitempty"`
-	SnapshotLaunches string `json:"snapshot_launches,omitempty"`
-	OnFull           string `json:"on_full"`
-	StagingBytes     uint64 `json:"staging_bytes"`
-	FlightRecorder   uint64 `json:"flight_recorder,omitempty"` // keeps the last N launches' snapshots
+	Mode             string   `json:"mode"` // hash | snapshot
+	ChunkBytes       uint32   `json:"chunk_bytes"`
+	SnapshotKernels  string   `json:"snapshot_kernels,omitempty"`
+	SnapshotLaunches string   `json:"snapshot_launches,omitempty"`
+	OnFull           string   `json:"on_full"`
+	StagingBytes     uint64   `json:"staging_bytes"`
+	FlightRecorder   uint64   `json:"flight_recorder,omitempty"` // keeps the last N launches' snapshots
+	NanScan          []string `json:"nan_scan,omitempty"`        // types the GPU counted NaN and Inf as
 
 	// Launches by what memory capture did for them (MemoryPlan.status in
 	// lower case: hash, snapshot, skipped_capture, ...), in that order.
@@ -68,7 +69,7 @@ func summarizeMemory(d *recording.Data) *Memory {
 	m := &Memory{
 		Mode: cfg.GetMode(), ChunkBytes: cfg.GetChunkBytes(), SnapshotKernels: cfg.GetSnapshotKernels(),
 		SnapshotLaunches: cfg.GetSnapshotLaunches(), OnFull: cfg.GetOnFull(), StagingBytes: cfg.GetStagingBytes(),
-		FlightRecorder: cfg.GetFlightRecorder(),
+		FlightRecorder: cfg.GetFlightRecorder(), NanScan: cfg.GetNanScan(),
 
 		MemoryLaunches: s.GetMemoryLaunches(), MemorySkipped: s.GetMemorySkipped(),
 		States: s.GetMemoryStates(), StatesLost: s.GetMemoryStatesLost(), BytesHashed: s.GetBytesHashed(),
@@ -240,6 +241,9 @@ func (m *Memory) configText() string {
 		fmt.Sprintf("staging ring %s (%s when full)", FormatBytes(m.StagingBytes), m.OnFull))
 	if m.FlightRecorder > 0 {
 		parts = append(parts, fmt.Sprintf("flight recorder of the last %d launches", m.FlightRecorder))
+	}
+	if len(m.NanScan) > 0 {
+		parts = append(parts, "NaN and Inf counted as "+strings.Join(m.NanScan, ", "))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -35,12 +35,14 @@ func TestDemoPTXIsACopy(t *testing.T) {
 // TestMemcapParamSize checks that Job.Encode matches the parameter size the
 // compiler gave gpurr_memcap: the agent and the kernel agree on the layout.
 func TestMemcapParamSize(t *testing.T) {
-	m := regexp.MustCompile(`\.param \.align 8 \.b8 ` + Memcap + `_param_0\[(\d+)\]`).FindStringSubmatch(string(MemcapPTX()))
-	if m == nil {
-		t.Fatal("hash.ptx has no gpurr_memcap parameter")
-	}
-	if want := strconv.Itoa(JobBytes); m[1] != want {
-		t.Fatalf("gpurr_memcap takes %s bytes, JobBytes = %s", m[1], want)
+	for _, kernel := range []string{Memcap, MemcapNan} {
+		m := regexp.MustCompile(`\.param \.align 8 \.b8 ` + kernel + `_param_0\[(\d+)\]`).FindStringSubmatch(string(MemcapPTX()))
+		if m == nil {
+			t.Fatalf("hash.ptx has no %s parameter", kernel)
+		}
+		if want := strconv.Itoa(JobBytes); m[1] != want {
+			t.Fatalf("%s takes %s bytes, JobBytes = %s", kernel, m[1], want)
+		}
 	}
 	b, err := NewJob(1, 65537).Encode()
 	if err != nil || len(b) != JobBytes {

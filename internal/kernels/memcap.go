@@ -4,6 +4,8 @@ import (
 	_ "embed"
 	"encoding/binary"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 //go:embed ptx/hash.ptx
@@ -21,18 +23,49 @@ func MemcapPTX() []byte { return append(append([]byte(nil), memcapPTX...), 0) }
 // staging. Layouts: Job, ResultLayout.
 const Memcap = "gpurr_memcap"
 
+// MemcapNan is gpurr_memcap_nan(gpurr_job job): Memcap that also counts
+// NaN and Inf as the job's NanDtypes. The agent launches it for jobs with
+// NanDtypes, Memcap (which ignores them) for the others.
+const MemcapNan = "gpurr_memcap_nan"
+
 // Limits and layout constants shared with src/hash.cu and the agent
 // (internal/agent/memcap.h).
 const (
 	ChunkBytes       = 65536
 	BlockThreads     = 256
 	MaxJobRegions    = 48
-	JobBytes         = 56 + MaxJobRegions*32 // sizeof(gpurr_job)
+	JobBytes         = 64 + MaxJobRegions*32 // sizeof(gpurr_job)
 	ResultHeader     = 64                    // done (u64), transferred (u32), padding
 	RegionCopyAll    = 1                     // gpurr_region.flags: ignore the shadow, copy every chunk
+	NanCounters      = 8                     // nan-scan counters per region: NaN and Inf of each NanScanTypes entry
 	resultDoneOffset = 0
 	resultXferOffset = 8
 )
+
+// NanScanTypes are the types the kernel can count NaN and Inf as; type i
+// is bit 1<<i of Job.NanDtypes, and its counters are 2i (NaN) and 2i+1
+// (Inf) of each region.
+var NanScanTypes = [...]string{"f32", "f64", "f16", "bf16"}
+
+// NanScanMask returns the Job.NanDtypes bits for the named types, and the
+// names in bit order (the order the recording lists them in).
+func NanScanMask(names []string) (uint32, []string, error) {
+	var mask uint32
+	for _, n := range names {
+		i := slices.Index(NanScanTypes[:], n)
+		if i < 0 {
+			return 0, nil, fmt.Errorf("%q is not a type the GPU counts NaN as (want %s)", n, strings.Join(NanScanTypes[:], ", "))
+		}
+		mask |= 1 << i
+	}
+	var ordered []string
+	for i, n := range NanScanTypes {
+		if mask&(1<<i) != 0 {
+			ordered = append(ordered, n)
+		}
+	}
+	return mask, ordered, nil
+}
 
 // JobRegion is one region of a Job.
 type JobRegion struct {
@@ -49,8 +82,10 @@ type Job struct {
 	Staging     uint64 // device address of the staging area (snapshot), or 0
 	Scratch     uint64 // device memory for one hash per chunk
 	Counters    uint64 // two zeroed device uint32s
+	NanCounts   uint64 // nan-scan: NanCounters zeroed device uint64s per region, or 0
 	TotalChunks uint32
 	Snapshot    bool
+	NanDtypes   uint32 // nan-scan: NanScanTypes bits to count, 0 for none
 	Regions     []JobRegion
 }
 
@@ -74,14 +109,14 @@ func (j Job) Encode() ([]byte, error) {
 	}
 	b := make([]byte, 0, JobBytes)
 	le := binary.LittleEndian
-	for _, v := range []uint64{j.Seq, j.Out, j.Staging, j.Scratch, j.Counters} {
+	for _, v := range []uint64{j.Seq, j.Out, j.Staging, j.Scratch, j.Counters, j.NanCounts} {
 		b = le.AppendUint64(b, v)
 	}
 	snap := uint32(0)
 	if j.Snapshot {
 		snap = 1
 	}
-	for _, v := range []uint32{uint32(len(j.Regions)), j.TotalChunks, snap, 0} {
+	for _, v := range []uint32{uint32(len(j.Regions)), j.TotalChunks, snap, j.NanDtypes} {
 		b = le.AppendUint32(b, v)
 	}
 	for _, r := range j.Regions {
@@ -96,17 +131,29 @@ func (j Job) Encode() ([]byte, error) {
 
 // ResultLayout gives the offsets of a job's result area.
 type ResultLayout struct {
-	ChunkHashes, TransferList, Size int
+	ChunkHashes, TransferList, NanCounts, Size int
 }
 
 // Layout returns where the kernel writes the results of a job of chunks
-// chunks. Region hashes are not among them: the reader folds a region's
+// chunks; nanRegions is the job's region count when it has NanDtypes, else
+// 0. Region hashes are not among the results: the reader folds a region's
 // chunk hashes with memhash.Region.
-func Layout(chunks uint32) ResultLayout {
+func Layout(chunks uint32, nanRegions int) ResultLayout {
 	l := ResultLayout{ChunkHashes: ResultHeader}
 	l.TransferList = l.ChunkHashes + 16*int(chunks)
-	l.Size = l.TransferList + 4*int(chunks)
+	l.NanCounts = (l.TransferList + 4*int(chunks) + 7) &^ 7
+	l.Size = l.NanCounts + 8*NanCounters*nanRegions
 	return l
+}
+
+// RegionNanCounts returns region i's nan-scan counters from a result area
+// laid out by l: NaN and Inf of each NanScanTypes entry, in turn.
+func (l ResultLayout) RegionNanCounts(result []byte, i int) [NanCounters]uint64 {
+	var c [NanCounters]uint64
+	for k := range c {
+		c[k] = binary.LittleEndian.Uint64(result[l.NanCounts+8*(NanCounters*i+k):])
+	}
+	return c
 }
 
 // Done reports whether the result area says job seq is complete, and how

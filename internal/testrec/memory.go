@@ -25,6 +25,7 @@ type memory struct {
 	nextID   uint64
 	stored   map[[16]byte]bool        // chunk hashes in the chunk store
 	chunks   map[chunkKey]memhash.Sum // chunk hashes computed so far
+	bf16NaN  map[chunkKey][2]uint64   // NaN and Inf as bf16 of chunks counted so far (nan-scan)
 	pending  []*pendingState          // enqueued on the GPU, not yet written
 	stopped  bool
 }
@@ -58,6 +59,7 @@ func newMemory(config *pb.MemoryConfig) *memory {
 		nextID:   1,
 		stored:   map[[16]byte]bool{},
 		chunks:   map[chunkKey]memhash.Sum{},
+		bf16NaN:  map[chunkKey][2]uint64{},
 	}
 }
 
@@ -177,14 +179,8 @@ func (p *program) describeMemory(l *pb.Launch, kernel string) {
 // hashes returns an allocation's region hash and chunk hashes as they are
 // now.
 func (m *memory) hashes(a *devAlloc) (memhash.Sum, []memhash.Sum) {
-	chunkBytes := uint64(m.config.ChunkBytes)
 	var sums []memhash.Sum
-	for c := uint64(0); c*chunkBytes < a.rec.Size; c++ {
-		length := int(min(chunkBytes, a.rec.Size-c*chunkBytes))
-		key := chunkKey{id: a.rec.Id, chunk: int(c), length: length}
-		if c == 0 {
-			key.ver = a.version
-		}
+	for _, key := range m.chunkKeys(a) {
 		sum, ok := m.chunks[key]
 		if !ok {
 			sum = memhash.Chunk(chunkContents(key))
@@ -193,6 +189,44 @@ func (m *memory) hashes(a *devAlloc) (memhash.Sum, []memhash.Sum) {
 		sums = append(sums, sum)
 	}
 	return memhash.Region(sums, a.rec.Size), sums
+}
+
+// chunkKeys names the chunks of an allocation as they are now: a write
+// changes the first chunk (a new version).
+func (m *memory) chunkKeys(a *devAlloc) []chunkKey {
+	chunkBytes := uint64(m.config.ChunkBytes)
+	var keys []chunkKey
+	for c := uint64(0); c*chunkBytes < a.rec.Size; c++ {
+		key := chunkKey{id: a.rec.Id, chunk: int(c), length: int(min(chunkBytes, a.rec.Size-c*chunkBytes))}
+		if c == 0 {
+			key.ver = a.version
+		}
+		keys = append(keys, key)
+	}
+	return keys
+}
+
+// countBF16 counts an allocation's NaN and Inf as bf16, as the agent's
+// --nan-scan bf16 does on the GPU: an all-ones exponent with a non-zero
+// mantissa is NaN, with a zero one Inf.
+func (m *memory) countBF16(a *devAlloc) (nan, inf uint64) {
+	for _, key := range m.chunkKeys(a) {
+		n, ok := m.bf16NaN[key]
+		if !ok {
+			b := chunkContents(key)
+			for i := 0; i+1 < len(b); i += 2 {
+				switch v := uint16(b[i]) | uint16(b[i+1]&0x7f)<<8; {
+				case v > 0x7f80:
+					n[0]++
+				case v == 0x7f80:
+					n[1]++
+				}
+			}
+			m.bf16NaN[key] = n
+		}
+		nan, inf = nan+n[0], inf+n[1]
+	}
+	return nan, inf
 }
 
 // chunkContents is the synthetic bytes of one chunk of an allocation.
@@ -221,6 +255,10 @@ func (m *memory) enqueue(l *pb.Launch, point pb.MemoryState_Point, allocs []*dev
 			rs.ChunksTransferred++
 			ps.chunksStored++
 			ps.chunkBytesNew += min(uint64(m.config.ChunkBytes), a.rec.Size-uint64(i)*uint64(m.config.ChunkBytes))
+		}
+		if point == pb.MemoryState_AFTER && len(m.config.NanScan) > 0 {
+			nan, inf := m.countBF16(a)
+			rs.NanCount, rs.InfCount = []uint64{nan}, []uint64{inf}
 		}
 		ps.state.Regions = append(ps.state.Regions, rs)
 		ps.bytes += a.rec.Size

@@ -153,11 +153,11 @@ type options struct {
 
 // Memory capture configurations of the Memory variant.
 func snapshotConfig() *pb.MemoryConfig {
-	return &pb.MemoryConfig{Mode: "snapshot", ChunkBytes: memhash.ChunkSize, SnapshotKernels: "gemm", OnFull: "backpressure", StagingBytes: 2 << 20}
+	return &pb.MemoryConfig{Mode: "snapshot", ChunkBytes: memhash.ChunkSize, SnapshotKernels: "gemm", OnFull: "backpressure", StagingBytes: 2 << 20, NanScan: []string{"bf16"}}
 }
 
 func hashConfig() *pb.MemoryConfig {
-	return &pb.MemoryConfig{Mode: "hash", ChunkBytes: memhash.ChunkSize, OnFull: "backpressure", StagingBytes: 64 << 20}
+	return &pb.MemoryConfig{Mode: "hash", ChunkBytes: memhash.ChunkSize, OnFull: "backpressure", StagingBytes: 64 << 20, NanScan: []string{"bf16"}}
 }
 
 // Device memory of the program: its kernels' pointer parameters (see

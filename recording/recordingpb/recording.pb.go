@@ -601,6 +601,7 @@ type MemoryConfig struct {
 	OnFull           string                 `protobuf:"bytes,5,opt,name=on_full,json=onFull,proto3" json:"on_full,omitempty"`                               // backpressure | drop-oldest
 	StagingBytes     uint64                 `protobuf:"varint,6,opt,name=staging_bytes,json=stagingBytes,proto3" json:"staging_bytes,omitempty"`            // pinned staging ring
 	FlightRecorder   uint64                 `protobuf:"varint,7,opt,name=flight_recorder,json=flightRecorder,proto3" json:"flight_recorder,omitempty"`      // keep only the last N launches' snapshots (0: keep all)
+	NanScan          []string               `protobuf:"bytes,8,rep,name=nan_scan,json=nanScan,proto3" json:"nan_scan,omitempty"`                            // --nan-scan: types the GPU counted NaN and Inf as after each launch (1.3)
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -682,6 +683,13 @@ func (x *MemoryConfig) GetFlightRecorder() uint64 {
 		return x.FlightRecorder
 	}
 	return 0
+}
+
+func (x *MemoryConfig) GetNanScan() []string {
+	if x != nil {
+		return x.NanScan
+	}
+	return nil
 }
 
 type Device struct {
@@ -1752,8 +1760,13 @@ type RegionState struct {
 	ChunkHashes       []byte                 `protobuf:"bytes,2,opt,name=chunk_hashes,json=chunkHashes,proto3" json:"chunk_hashes,omitempty"`                    // gpurr-h128 of each chunk, 16 bytes each, concatenated
 	ChunksTransferred uint32                 `protobuf:"varint,3,opt,name=chunks_transferred,json=chunksTransferred,proto3" json:"chunks_transferred,omitempty"` // snapshot: chunks that crossed PCIe (the rest were unchanged)
 	ChunksMissing     uint32                 `protobuf:"varint,4,opt,name=chunks_missing,json=chunksMissing,proto3" json:"chunks_missing,omitempty"`             // snapshot: chunks whose bytes were dropped (drop-oldest)
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// nan-scan (1.3), AFTER states only: elements that are NaN, and that are
+	// +-Inf, when the region's bytes are read from its start as each of
+	// MemoryConfig.nan_scan's types, in that order. Empty when not counted.
+	NanCount      []uint64 `protobuf:"varint,5,rep,packed,name=nan_count,json=nanCount,proto3" json:"nan_count,omitempty"`
+	InfCount      []uint64 `protobuf:"varint,6,rep,packed,name=inf_count,json=infCount,proto3" json:"inf_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RegionState) Reset() {
@@ -1812,6 +1825,20 @@ func (x *RegionState) GetChunksMissing() uint32 {
 		return x.ChunksMissing
 	}
 	return 0
+}
+
+func (x *RegionState) GetNanCount() []uint64 {
+	if x != nil {
+		return x.NanCount
+	}
+	return nil
+}
+
+func (x *RegionState) GetInfCount() []uint64 {
+	if x != nil {
+		return x.InfCount
+	}
+	return nil
 }
 
 // KernelActivity is one kernel execution on the GPU (CUPTI activity record).
@@ -2591,7 +2618,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x06memory\x18\x12 \x01(\v2 .gpurr.recording.v1.MemoryConfigR\x06memoryB\a\n" +
 	"\x05_rankB\r\n" +
 	"\v_local_rankB\r\n" +
-	"\v_world_size\"\x82\x02\n" +
+	"\v_world_size\"\x9d\x02\n" +
 	"\fMemoryConfig\x12\x12\n" +
 	"\x04mode\x18\x01 \x01(\tR\x04mode\x12\x1f\n" +
 	"\vchunk_bytes\x18\x02 \x01(\rR\n" +
@@ -2600,7 +2627,8 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x11snapshot_launches\x18\x04 \x01(\tR\x10snapshotLaunches\x12\x17\n" +
 	"\aon_full\x18\x05 \x01(\tR\x06onFull\x12#\n" +
 	"\rstaging_bytes\x18\x06 \x01(\x04R\fstagingBytes\x12'\n" +
-	"\x0fflight_recorder\x18\a \x01(\x04R\x0eflightRecorder\"\xdf\x01\n" +
+	"\x0fflight_recorder\x18\a \x01(\x04R\x0eflightRecorder\x12\x19\n" +
+	"\bnan_scan\x18\b \x03(\tR\ananScan\"\xdf\x01\n" +
 	"\x06Device\x12\x18\n" +
 	"\aordinal\x18\x01 \x01(\rR\aordinal\x12\x12\n" +
 	"\x04uuid\x18\x02 \x01(\tR\x04uuid\x12\x12\n" +
@@ -2727,12 +2755,14 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x11POINT_UNSPECIFIED\x10\x00\x12\n" +
 	"\n" +
 	"\x06BEFORE\x10\x01\x12\t\n" +
-	"\x05AFTER\x10\x02\"\x9a\x01\n" +
+	"\x05AFTER\x10\x02\"\xd4\x01\n" +
 	"\vRegionState\x12\x12\n" +
 	"\x04hash\x18\x01 \x01(\fR\x04hash\x12!\n" +
 	"\fchunk_hashes\x18\x02 \x01(\fR\vchunkHashes\x12-\n" +
 	"\x12chunks_transferred\x18\x03 \x01(\rR\x11chunksTransferred\x12%\n" +
-	"\x0echunks_missing\x18\x04 \x01(\rR\rchunksMissing\"\x83\x04\n" +
+	"\x0echunks_missing\x18\x04 \x01(\rR\rchunksMissing\x12\x1b\n" +
+	"\tnan_count\x18\x05 \x03(\x04R\bnanCount\x12\x1b\n" +
+	"\tinf_count\x18\x06 \x03(\x04R\binfCount\"\x83\x04\n" +
 	"\x0eKernelActivity\x12%\n" +
 	"\x0ecorrelation_id\x18\x01 \x01(\rR\rcorrelationId\x12\x16\n" +
 	"\x06device\x18\x02 \x01(\rR\x06device\x12\x1f\n" +

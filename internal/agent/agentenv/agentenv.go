@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/gpurr/gpurr/internal/kernels"
 )
 
 // Variables read by the agent in the recorded process.
@@ -26,6 +28,7 @@ const (
 	OnFull           = "GPURR_ON_FULL"           // backpressure | drop-oldest
 	StagingBytes     = "GPURR_STAGING_BYTES"     // pinned staging ring for snapshots
 	FlightRecorder   = "GPURR_FLIGHT_RECORDER"   // keep only the last N launches' snapshots
+	NanScan          = "GPURR_NAN_SCAN"          // types to count NaN and Inf as on the GPU, e.g. "f32,bf16"
 	// Injection is read by the CUDA driver, which loads the named library
 	// into every process that initializes CUDA and calls its
 	// InitializeInjection.
@@ -48,6 +51,7 @@ type MemoryConfig struct {
 	OnFull           string
 	StagingBytes     uint64
 	FlightRecorder   uint64
+	NanScan          string // comma-separated kernels.NanScanTypes, "" for none
 }
 
 // Validate checks c the way the agent will, so record can refuse bad flags
@@ -71,10 +75,32 @@ func (c MemoryConfig) Validate() error {
 	if _, err := ParseRanges(c.SnapshotLaunches); err != nil {
 		return err
 	}
+	if _, _, err := ParseNanScan(c.NanScan); err != nil {
+		return err
+	}
+	if c.NanScan != "" && (c.Mode == "" || c.Mode == "off") {
+		return fmt.Errorf("nan-scan needs memory mode hash or snapshot: the GPU counts NaN while it hashes")
+	}
 	if c.StagingBytes != 0 && c.StagingBytes < 1<<20 {
 		return fmt.Errorf("staging bytes %d: want at least 1048576", c.StagingBytes)
 	}
 	return nil
+}
+
+// ParseNanScan parses a --nan-scan list such as "f32,bf16" into the memory
+// kernel's type bits and the type names in the order recordings list them.
+func ParseNanScan(s string) (mask uint32, types []string, err error) {
+	if strings.TrimSpace(s) == "" {
+		return 0, nil, nil
+	}
+	names := strings.Split(s, ",")
+	for i := range names {
+		names[i] = strings.TrimSpace(names[i])
+	}
+	if mask, types, err = kernels.NanScanMask(names); err != nil {
+		return 0, nil, fmt.Errorf("nan-scan %s: %v", s, err)
+	}
+	return mask, types, nil
 }
 
 // Range is an inclusive range of launch sequence numbers, every Step-th
@@ -149,7 +175,7 @@ func Vars(c Config) []string {
 		v = append(v, Memory+"="+m.Mode, SnapshotKernels+"="+m.SnapshotKernels,
 			SnapshotLaunches+"="+m.SnapshotLaunches, OnFull+"="+m.OnFull,
 			StagingBytes+"="+strconv.FormatUint(m.StagingBytes, 10),
-			FlightRecorder+"="+strconv.FormatUint(m.FlightRecorder, 10))
+			FlightRecorder+"="+strconv.FormatUint(m.FlightRecorder, 10), NanScan+"="+m.NanScan)
 	}
 	return v
 }

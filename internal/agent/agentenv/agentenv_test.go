@@ -3,6 +3,8 @@ package agentenv
 import (
 	"math"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -26,16 +28,32 @@ func TestParseRanges(t *testing.T) {
 }
 
 func TestMemoryConfigValidate(t *testing.T) {
-	ok := MemoryConfig{Mode: "snapshot", SnapshotKernels: "gemm", SnapshotLaunches: "1-:10", OnFull: "drop-oldest", StagingBytes: 1 << 20}
+	ok := MemoryConfig{Mode: "snapshot", SnapshotKernels: "gemm", SnapshotLaunches: "1-:10", OnFull: "drop-oldest", StagingBytes: 1 << 20, NanScan: "bf16, f32"}
 	if err := ok.Validate(); err != nil {
 		t.Errorf("%+v: %v", ok, err)
 	}
 	for _, bad := range []MemoryConfig{
 		{Mode: "full"}, {OnFull: "wait"}, {SnapshotKernels: "("}, {SnapshotLaunches: "x"}, {StagingBytes: 100},
+		{Mode: "hash", NanScan: "f32,i32"}, {Mode: "hash", NanScan: "f32,"}, {Mode: "off", NanScan: "f32"}, {NanScan: "f16"},
 	} {
 		if err := bad.Validate(); err == nil {
 			t.Errorf("%+v accepted", bad)
 		}
+	}
+}
+
+// TestParseNanScan checks the kernel's type bits and that recordings list
+// the types in one order, whatever order the user gave.
+func TestParseNanScan(t *testing.T) {
+	mask, types, err := ParseNanScan(" bf16,f32,bf16")
+	if err != nil || mask != 0b1001 || !slices.Equal(types, []string{"f32", "bf16"}) {
+		t.Errorf("ParseNanScan(bf16,f32,bf16) = %b %v %v, want 1001 [f32 bf16]", mask, types, err)
+	}
+	if _, _, err := ParseNanScan("f32,i8"); err == nil || !strings.Contains(err.Error(), `"i8" is not a type the GPU counts NaN as (want f32, f64, f16, bf16)`) {
+		t.Errorf("ParseNanScan(f32,i8): %v", err)
+	}
+	if mask, types, err := ParseNanScan(""); mask != 0 || types != nil || err != nil {
+		t.Errorf("ParseNanScan(\"\") = %b %v %v", mask, types, err)
 	}
 }
 

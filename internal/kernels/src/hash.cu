@@ -7,6 +7,11 @@
 // Package memhash computes the same hashes on the CPU; tests compare them bit
 // for bit. scripts/gen-ptx turns this file into ptx/hash.ptx, and the layout
 // of gpurr_job is mirrored in internal/agent/memcap.h and internal/kernels.
+//
+// With nan-scan (gpurr record --nan-scan) the kernel also counts, per region,
+// the elements that are NaN or Inf when the bytes are read as each asked-for
+// float type, from the same loads as the hash: gpurr nan then needs no
+// snapshots.
 
 #define P1 0x9E3779B1u
 #define P2 0x85EBCA77u
@@ -17,6 +22,13 @@
 #define CHUNK 65536u
 #define GROUPS 256u
 #define MAX_JOB_REGIONS 48
+
+// nan_dtypes bits; counter k of a region is NaN (2k) and Inf (2k+1) of type k.
+#define NAN_F32 1u
+#define NAN_F64 2u
+#define NAN_F16 4u
+#define NAN_BF16 8u
+#define NAN_COUNTERS 8u
 
 // One region of a job. Chunks of all regions are numbered consecutively:
 // region i owns chunks [first_chunk, first_chunk + ceil(size / CHUNK)).
@@ -37,18 +49,21 @@ struct gpurr_region {
 //   u32 pad, u64 pad[6] (64-byte header)
 //   uint4 chunk_hash[total_chunks]
 //   u32 transfer_list[total_chunks]   snapshot: staging slot k holds chunk transfer_list[k]
+//   (8-byte aligned) u64 nan_count[nregions][NAN_COUNTERS]   nan-scan only
 // staging (snapshot only) is host memory too: slot k at k*CHUNK bytes.
 // scratch is device memory: the chunk hashes again, for the final fold.
 // counters points to two zeroed device words (blocks done, chunks copied);
-// the last block zeroes them again.
+// nan_counts (nan-scan only) to nregions*NAN_COUNTERS zeroed device u64s.
+// The last block zeroes both again.
 struct gpurr_job {
   unsigned long long seq;
   unsigned char *out;
   unsigned char *staging;
   uint4 *scratch;
   unsigned int *counters;
+  unsigned long long *nan_counts;
   unsigned int nregions, total_chunks;
-  unsigned int snapshot, pad;
+  unsigned int snapshot, nan_dtypes;
   gpurr_region r[MAX_JOB_REGIONS];
 };
 
@@ -93,11 +108,80 @@ __device__ __forceinline__ uint4 load_stripe(const unsigned char *p, unsigned in
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
+// Counts the NaN and Inf elements of one 16-byte stripe as each type in
+// mask. Elements count from the region's start and a stripe is 16 bytes
+// from it, so no element straddles two stripes; the zero padding of a short
+// last stripe is neither NaN nor Inf.
+__device__ __forceinline__ void count_nan(uint4 w, unsigned int mask, unsigned int c[NAN_COUNTERS]) {
+  const unsigned int x[4] = {w.x, w.y, w.z, w.w};
+  if (mask & NAN_F32) {
+#pragma unroll
+    for (int l = 0; l < 4; l++) {
+      unsigned int a = x[l] & 0x7fffffffu;
+      c[0] += a > 0x7f800000u;
+      c[1] += a == 0x7f800000u;
+    }
+  }
+  if (mask & NAN_F64) {
+#pragma unroll
+    for (int l = 1; l < 4; l += 2) {  // little endian: the high word is second
+      unsigned int hi = x[l] & 0x7fffffffu, lo = x[l - 1];
+      c[2] += hi > 0x7ff00000u || (hi == 0x7ff00000u && lo != 0);
+      c[3] += hi == 0x7ff00000u && lo == 0;
+    }
+  }
+  // Half-width types, two per word: __vcmp*2 give 0xffff per true half.
+  if (mask & NAN_F16) {
+#pragma unroll
+    for (int l = 0; l < 4; l++) {
+      unsigned int a = x[l] & 0x7fff7fffu;
+      c[4] += __popc(__vcmpgtu2(a, 0x7c007c00u)) >> 4;
+      c[5] += __popc(__vcmpeq2(a, 0x7c007c00u)) >> 4;
+    }
+  }
+  if (mask & NAN_BF16) {
+#pragma unroll
+    for (int l = 0; l < 4; l++) {
+      unsigned int a = x[l] & 0x7fff7fffu;
+      c[6] += __popc(__vcmpgtu2(a, 0x7f807f80u)) >> 4;
+      c[7] += __popc(__vcmpeq2(a, 0x7f807f80u)) >> 4;
+    }
+  }
+}
+
+// Whether a stripe may hold a NaN or Inf as a type in mask: some element
+// has an all-ones exponent. Cheaper than counting, which runs only where
+// this says yes (real data seldom holds NaN or Inf).
+__device__ __forceinline__ bool maybe_nan(uint4 w, unsigned int mask) {
+  const unsigned int x[4] = {w.x, w.y, w.z, w.w};
+  bool c = false;
+#pragma unroll
+  for (int l = 0; l < 4; l++) {
+    if (mask & NAN_F32) c |= (x[l] & 0x7f800000u) == 0x7f800000u;
+    if ((mask & NAN_F64) && (l & 1)) c |= (x[l] & 0x7ff00000u) == 0x7ff00000u;
+    // Half-width types: v has a zero half exactly where the exponent is
+    // all ones, and (v - 0x00010001) & ~v & 0x80008000 is non-zero exactly
+    // when v has a zero half.
+    if (mask & NAN_F16) {
+      unsigned int v = (x[l] & 0x7c007c00u) ^ 0x7c007c00u;
+      c |= ((v - 0x00010001u) & ~v & 0x80008000u) != 0;
+    }
+    if (mask & NAN_BF16) {
+      unsigned int v = (x[l] & 0x7f807f80u) ^ 0x7f807f80u;
+      c |= ((v - 0x00010001u) & ~v & 0x80008000u) != 0;
+    }
+  }
+  return c;
+}
+
 __device__ __forceinline__ bool same(uint4 a, uint4 b) { return a.x == b.x && a.y == b.y && a.z == b.z && a.w == b.w; }
 
 // One block of GROUPS threads per chunk; thread g is lane group g. The last
-// block to finish publishes the chunk hashes and the done flag.
-extern "C" __global__ void __launch_bounds__(GROUPS) gpurr_memcap(const gpurr_job job) {
+// block to finish publishes the chunk hashes and the done flag. SCAN: count
+// NaN and Inf too (gpurr_memcap_nan); the plain kernel is compiled without
+// that code, so hashing alone keeps its registers and speed.
+template <bool SCAN>
+__device__ __forceinline__ void memcap(const gpurr_job &job) {
   __shared__ uint4 groups[GROUPS];
   __shared__ unsigned int ticket, slot;
   const unsigned int b = blockIdx.x, g = threadIdx.x;
@@ -110,6 +194,8 @@ extern "C" __global__ void __launch_bounds__(GROUPS) gpurr_memcap(const gpurr_jo
   const unsigned char *p = reg.base + start;
   const bool aligned = ((unsigned long long)p & 15u) == 0;
 
+  const unsigned int nan_mask = SCAN ? job.nan_dtypes : 0u;
+  unsigned int nan[NAN_COUNTERS] = {0, 0, 0, 0, 0, 0, 0, 0};
   uint4 acc = make_uint4(P1 * 1u + P2 * g, P1 * 2u + P2 * g, P1 * 3u + P2 * g, P1 * 4u + P2 * g);
   if (aligned && m == CHUNK) {
     // A whole chunk: 16 stripes per thread, loaded 8 at a time so that many
@@ -122,13 +208,34 @@ extern "C" __global__ void __launch_bounds__(GROUPS) gpurr_memcap(const gpurr_jo
       for (unsigned int i = 0; i < 8; i++) w[i] = __ldcs(q + GROUPS * (8 * half + i));
 #pragma unroll
       for (unsigned int i = 0; i < 8; i++) round4(acc, w[i]);
+      if (nan_mask) {
+        bool maybe = false;
+#pragma unroll
+        for (unsigned int i = 0; i < 8; i++) maybe |= maybe_nan(w[i], nan_mask);
+        if (maybe) {
+#pragma unroll
+          for (unsigned int i = 0; i < 8; i++) count_nan(w[i], nan_mask, nan);
+        }
+      }
     }
   } else {
     const unsigned int stripes = (m + 15u) / 16u;
 #pragma unroll 4
-    for (unsigned int s = g; s < stripes; s += GROUPS) round4(acc, load_stripe(p, s, m, aligned));
+    for (unsigned int s = g; s < stripes; s += GROUPS) {
+      const uint4 w = load_stripe(p, s, m, aligned);
+      round4(acc, w);
+      if (nan_mask && maybe_nan(w, nan_mask)) count_nan(w, nan_mask, nan);
+    }
   }
   groups[g] = acc;
+  if (nan_mask) {
+    // Sum over the warp; only warps that found something touch memory.
+#pragma unroll
+    for (unsigned int k = 0; k < NAN_COUNTERS; k++) {
+      const unsigned int v = __reduce_add_sync(0xffffffffu, nan[k]);
+      if ((g & 31u) == 0 && v) atomicAdd(job.nan_counts + ri * NAN_COUNTERS + k, (unsigned long long)v);
+    }
+  }
   __syncthreads();
 
   uint4 *chunk_out = reinterpret_cast<uint4 *>(job.out + 64);
@@ -176,6 +283,12 @@ extern "C" __global__ void __launch_bounds__(GROUPS) gpurr_memcap(const gpurr_jo
 
   // Last block: publish every chunk hash.
   for (unsigned int c = g; c < job.total_chunks; c += GROUPS) chunk_out[c] = __ldcg(job.scratch + c);
+  if (nan_mask) {
+    // Read and re-zero each counter in one step, so the next job finds them zero.
+    unsigned long long *nan_out = reinterpret_cast<unsigned long long *>(
+        (reinterpret_cast<unsigned long long>(chunk_out + job.total_chunks) + 4ull * job.total_chunks + 7ull) & ~7ull);
+    for (unsigned int i = g; i < job.nregions * NAN_COUNTERS; i += GROUPS) nan_out[i] = atomicExch(job.nan_counts + i, 0ull);
+  }
   __threadfence_system();  // every thread's chunk_out writes, before the done flag
   __syncthreads();
   if (g == 0) {
@@ -186,3 +299,7 @@ extern "C" __global__ void __launch_bounds__(GROUPS) gpurr_memcap(const gpurr_jo
     *reinterpret_cast<volatile unsigned long long *>(job.out) = job.seq;
   }
 }
+
+extern "C" __global__ void __launch_bounds__(GROUPS) gpurr_memcap(const gpurr_job job) { memcap<false>(job); }
+
+extern "C" __global__ void __launch_bounds__(GROUPS) gpurr_memcap_nan(const gpurr_job job) { memcap<true>(job); }
