@@ -28,6 +28,10 @@ type Big struct {
 	// regions hold zeros before and after every launch (stored once in the
 	// chunk store), but after launch DifferAt, where they hold 0x01 bytes.
 	Snapshot bool
+	// NanAt, in hash mode, records with --nan-scan f32,bf16: every AFTER
+	// state counts NaN and Inf, and those of launch NanAt count 3 f32 NaN
+	// in region 1 (0 for none).
+	NanAt int
 }
 
 // Number of kernels, streams and distinct callstacks of a Big recording.
@@ -48,9 +52,12 @@ func WriteBig(dir string, o Big) (*recording.Process, error) {
 	if o.Snapshot {
 		mode = "snapshot"
 	}
+	memory := &pb.MemoryConfig{Mode: mode, ChunkBytes: memhash.ChunkSize}
+	if o.NanAt > 0 {
+		memory.NanScan = []string{"f32", "bf16"}
+	}
 	w, err := recording.Create(dir, "box-1", &pb.Batch{Process: &pb.Process{Hostname: "box", Pid: 1,
-		StartNs: start, StartUnixNs: startUnixNS, GpuTiming: o.Activities,
-		Memory: &pb.MemoryConfig{Mode: mode, ChunkBytes: memhash.ChunkSize}}})
+		StartNs: start, StartUnixNs: startUnixNS, GpuTiming: o.Activities, Memory: memory}})
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +127,14 @@ func WriteBig(dir string, o Big) (*recording.Process, error) {
 				if i == o.DifferAt {
 					hh = h(seq, r+10)
 				}
-				st.Regions = append(st.Regions, &pb.RegionState{Hash: hh, ChunkHashes: hh})
+				rs := &pb.RegionState{Hash: hh, ChunkHashes: hh}
+				if o.NanAt > 0 {
+					rs.NanCount, rs.InfCount = []uint64{0, 0}, []uint64{0, 0}
+					if i == o.NanAt && r == 1 {
+						rs.NanCount[0] = 3
+					}
+				}
+				st.Regions = append(st.Regions, rs)
 			}
 		}
 		if o.Snapshot {
