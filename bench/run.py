@@ -137,13 +137,15 @@ def rows_launch_overhead(b, rounds):
 
 def rows_train_step(b, rounds):
     """A GPU-bound transformer training step, bare and recorded: launch log only, --memory hash
-    (every launch), and --memory snapshot of every 10th launch (hashes of the others).
+    (every launch), the same with --nan-scan bf16,f32, and --memory snapshot of every 10th launch
+    (hashes of the others).
 
     The snapshot variant runs 4 steps after 1 warm-up: it stores gigabytes per step (the step
     rewrites most of its memory), and 25 steps would fill the disk."""
     variants = {"gpurr": ([], [])}
     if b.memory_modes:  # opt-in: they cost seconds per step and would not fit gpu-check's budget
         variants.update({"gpurr_hash": (["--memory", "hash"], []),
+                         "gpurr_hash_nan": (["--memory", "hash", "--nan-scan", "bf16,f32"], []),
                          "gpurr_snap10": (["--memory", "snapshot", "--snapshot-launches", "1-:10"],
                                           ["--steps", "4", "--warmup", "1"])})
     got = {"bare": [], **{k: [] for k in variants}}
@@ -171,6 +173,7 @@ def rows_train_step(b, rounds):
     rows = []
     for key, label, limit in (("gpurr", "train_step (ms/step)", TRAIN_STEP_MAX_SLOWDOWN_PCT),
                               ("gpurr_hash", "train_step --memory hash", TRAIN_STEP_HASH_MAX_SLOWDOWN_PCT),
+                              ("gpurr_hash_nan", "train_step --memory hash --nan-scan bf16,f32", None),
                               ("gpurr_snap10", "train_step snapshot 10%", None)):
         if key not in variants:
             continue

@@ -149,30 +149,27 @@ __device__ __forceinline__ void count_nan(uint4 w, unsigned int mask, unsigned i
   }
 }
 
-// Whether a stripe may hold a NaN or Inf as a type in mask: some element
-// has an all-ones exponent. Cheaper than counting, which runs only where
-// this says yes (real data seldom holds NaN or Inf).
-__device__ __forceinline__ bool maybe_nan(uint4 w, unsigned int mask) {
+// Whether some element of the stripe may be NaN or Inf as a type in mask:
+// for each type, (x & exponent) + its lowest bit carries into the element's
+// sign bit (clear after masking) exactly when the exponent is all ones;
+// ORed over the stripe, test the result with maybe_nan_bits. Far cheaper
+// than counting, which runs only where this says yes: real data seldom
+// holds NaN or Inf. f32 needs no test of its own beside bf16: its exponent
+// is the high bf16's.
+__device__ __forceinline__ unsigned int maybe_nan(uint4 w, unsigned int mask) {
   const unsigned int x[4] = {w.x, w.y, w.z, w.w};
-  bool c = false;
+  unsigned int acc = 0;
 #pragma unroll
   for (int l = 0; l < 4; l++) {
-    if (mask & NAN_F32) c |= (x[l] & 0x7f800000u) == 0x7f800000u;
-    if ((mask & NAN_F64) && (l & 1)) c |= (x[l] & 0x7ff00000u) == 0x7ff00000u;
-    // Half-width types: v has a zero half exactly where the exponent is
-    // all ones, and (v - 0x00010001) & ~v & 0x80008000 is non-zero exactly
-    // when v has a zero half.
-    if (mask & NAN_F16) {
-      unsigned int v = (x[l] & 0x7c007c00u) ^ 0x7c007c00u;
-      c |= ((v - 0x00010001u) & ~v & 0x80008000u) != 0;
-    }
-    if (mask & NAN_BF16) {
-      unsigned int v = (x[l] & 0x7f807f80u) ^ 0x7f807f80u;
-      c |= ((v - 0x00010001u) & ~v & 0x80008000u) != 0;
-    }
+    if ((mask & NAN_F32) && !(mask & NAN_BF16)) acc |= (x[l] & 0x7f800000u) + 0x00800000u;
+    if ((mask & NAN_F64) && (l & 1)) acc |= (x[l] & 0x7ff00000u) + 0x00100000u;
+    if (mask & NAN_F16) acc |= (x[l] & 0x7c007c00u) + 0x04000400u;
+    if (mask & NAN_BF16) acc |= (x[l] & 0x7f807f80u) + 0x00800080u;
   }
-  return c;
+  return acc;
 }
+
+__device__ __forceinline__ bool maybe_nan_bits(unsigned int acc) { return (acc & 0x80008000u) != 0; }
 
 __device__ __forceinline__ bool same(uint4 a, uint4 b) { return a.x == b.x && a.y == b.y && a.z == b.z && a.w == b.w; }
 
@@ -209,10 +206,10 @@ __device__ __forceinline__ void memcap(const gpurr_job &job) {
 #pragma unroll
       for (unsigned int i = 0; i < 8; i++) round4(acc, w[i]);
       if (nan_mask) {
-        bool maybe = false;
+        unsigned int maybe = 0;
 #pragma unroll
         for (unsigned int i = 0; i < 8; i++) maybe |= maybe_nan(w[i], nan_mask);
-        if (maybe) {
+        if (maybe_nan_bits(maybe)) {
 #pragma unroll
           for (unsigned int i = 0; i < 8; i++) count_nan(w[i], nan_mask, nan);
         }
@@ -224,7 +221,7 @@ __device__ __forceinline__ void memcap(const gpurr_job &job) {
     for (unsigned int s = g; s < stripes; s += GROUPS) {
       const uint4 w = load_stripe(p, s, m, aligned);
       round4(acc, w);
-      if (nan_mask && maybe_nan(w, nan_mask)) count_nan(w, nan_mask, nan);
+      if (nan_mask && maybe_nan_bits(maybe_nan(w, nan_mask))) count_nan(w, nan_mask, nan);
     }
   }
   groups[g] = acc;
