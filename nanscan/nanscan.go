@@ -72,7 +72,8 @@ type Stats struct {
 	Chunks   int // distinct chunks decoded
 	// NotScanned counts launches with memory states but nothing to look
 	// at: with Snapshots, hash-only states; with GPUCounts, states the GPU
-	// did not count (lost ones).
+	// did not count (lost ones, or a device without memory for the
+	// counters).
 	NotScanned int
 }
 
@@ -167,7 +168,7 @@ func (s *scanner) fromCounts() (*Finding, Stats, error) {
 func (s *scanner) hasGPUCounts(m *pb.MemoryState) bool {
 	for _, rs := range m.GetRegions() {
 		for _, k := range s.index {
-			if k < len(rs.GetNanCount()) && rs.GetNanCount()[k]+rs.GetInfCount()[k] > 0 {
+			if nan, inf, ok := gpuCount(rs, k); ok && nan+inf > 0 {
 				return true
 			}
 		}
@@ -179,11 +180,18 @@ func (s *scanner) gpuCounts(rs *pb.RegionState) []Counts {
 	out := make([]Counts, len(s.types))
 	for i, t := range s.types {
 		out[i] = Counts{Type: t.Name, First: -1}
-		if k := s.index[i]; k < len(rs.GetNanCount()) && k < len(rs.GetInfCount()) {
-			out[i].NaN, out[i].Inf = rs.GetNanCount()[k], rs.GetInfCount()[k]
-		}
+		out[i].NaN, out[i].Inf, _ = gpuCount(rs, s.index[i])
 	}
 	return out
+}
+
+// gpuCount is entry k of a region state's NaN counts; ok is false where
+// the state has no such entry (not counted, or a damaged recording).
+func gpuCount(rs *pb.RegionState, k int) (nan, inf uint64, ok bool) {
+	if k < 0 || k >= len(rs.GetNanCount()) || k >= len(rs.GetInfCount()) {
+		return 0, 0, false
+	}
+	return rs.GetNanCount()[k], rs.GetInfCount()[k], true
 }
 
 // fromSnapshots: a first pass lists the launches with a snapshot after
@@ -278,10 +286,11 @@ func (s *scanner) finding(r *recording.LaunchRecord) (*Finding, error) {
 func (s *scanner) crossCheck(i int, rs *pb.RegionState, decoded []Counts) []string {
 	var out []string
 	for ti, k := range s.index {
-		if k < 0 || k >= len(rs.GetNanCount()) || k >= len(rs.GetInfCount()) {
+		nan, inf, ok := gpuCount(rs, k)
+		if !ok {
 			continue
 		}
-		gpu, snap := [2]uint64{rs.GetNanCount()[k], rs.GetInfCount()[k]}, [2]uint64{decoded[ti].NaN, decoded[ti].Inf}
+		gpu, snap := [2]uint64{nan, inf}, [2]uint64{decoded[ti].NaN, decoded[ti].Inf}
 		if gpu != snap {
 			out = append(out, fmt.Sprintf("region %d as %s: the GPU counted %d NaN, %d Inf; the snapshot holds %d NaN, %d Inf",
 				i, s.types[ti].Name, gpu[0], gpu[1], snap[0], snap[1]))

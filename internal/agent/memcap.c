@@ -399,10 +399,14 @@ static void init_context(mem_context *c) {
   step = "cuMemsetD8(counters)";
   if ((r = drv.memsetD8(c->counters, 0, NJOBS * 8)) != 0) goto fail;
   if (config.nan_dtypes) {
-    step = "cuMemAlloc(nan counters)";
-    if ((r = drv.memAlloc(&c->nan_counts, (size_t)NJOBS * GP_NAN_JOB_BYTES)) != 0) goto fail;
-    step = "cuMemsetD8(nan counters)";
-    if ((r = drv.memsetD8(c->nan_counts, 0, (size_t)NJOBS * GP_NAN_JOB_BYTES)) != 0) goto fail;
+    // Without its counters this context only hashes: its states carry no
+    // NaN counts, which gpurr nan reports, rather than no memory capture.
+    size_t bytes = (size_t)NJOBS * GP_NAN_JOB_BYTES;
+    if ((r = drv.memAlloc(&c->nan_counts, bytes)) != 0 || (r = drv.memsetD8(c->nan_counts, 0, bytes)) != 0) {
+      c->nan_counts = 0;  // a failed memset leaves the allocation unused: the context is likely lost anyway
+      logf_(1, "memory capture: no device memory for NaN counters (%zu bytes): %s (%d); this GPU's launches are hashed but not counted",
+            bytes, cu_error(r), r);
+    }
   }
   if (config.memory_mode == GP_MEM_SNAPSHOT) {
     gp_CUdevice dev = 0;
@@ -680,7 +684,7 @@ static uint32_t enqueue_point(gp_mem_launch *m, mem_context *c, gp_CUstream stre
     if (chunks >= (1ull << 31)) return GP_PLAN_SKIPPED_RING_TOO_SMALL;
     // Only the state after a launch is scanned for NaN: before it, the
     // regions hold what the previous launch's scan already counted.
-    uint32_t nan_dtypes = point == GP_POINT_AFTER ? config.nan_dtypes : 0;
+    uint32_t nan_dtypes = point == GP_POINT_AFTER && c->nan_counts ? config.nan_dtypes : 0;
     uint64_t res_bytes = ((GP_RESULT_HEADER + 20 * chunks + 7) & ~7ull) + (nan_dtypes ? n * GP_NAN_REGION_BYTES : 0);
     res_bytes = (res_bytes + 63) & ~63ull;
     uint64_t stg_bytes = snapshot ? chunks * GP_CHUNK : 0;

@@ -54,9 +54,6 @@ func runNan(cmd *cobra.Command, o nanOptions, path string) error {
 	if o.frames < 0 {
 		return usageErrorf("nan: --frames takes a count of 0 or more")
 	}
-	if _, err := dtype.ParseList(o.dtypes); err != nil {
-		return usageErrorf("nan: --dtype: %v", err)
-	}
 	set, err := recording.Open(path)
 	if err != nil {
 		return usageErrorf("nan: %v", err)
@@ -140,7 +137,7 @@ func notScanned(w io.Writer, st nanscan.Stats, consequence string) {
 		return
 	}
 	if st.Source == nanscan.GPUCounts {
-		fmt.Fprintf(w, "  (%d launches' memory states were lost and not counted%s)\n", st.NotScanned, consequence)
+		fmt.Fprintf(w, "  (%d launches' memory states hold no NaN counts: lost, or the GPU had no memory for the counters (see gpurr info)%s)\n", st.NotScanned, consequence)
 		return
 	}
 	fmt.Fprintf(w, "  (%d launches had hashes only, no snapshot, and were not scanned (--snapshot-kernels/--snapshot-launches)%s)\n", st.NotScanned, consequence)
