@@ -4,7 +4,8 @@ round (bare, gpurr, [profiler], bare, gpurr, ...) so clock and thermal drift hit
 and report medians. Each recorded run is checked to have recorded at least the launches the
 benchmark made, so a gpurr that records nothing cannot look fast.
 
-  python3 bench/run.py [--rounds 2] [--only launch_overhead|train_step|memcap] [--memory-modes] [--json PATH]
+  python3 bench/run.py [--rounds 2] [--only launch_overhead|train_step|gpt2_step|memcap|replay]
+                       [--memory-modes] [--gpt2-modes eager,compiled] [--json PATH]
 
 Prints one row per comparison, last: workload, baseline, under gpurr, delta, target, verdict.
 Stdlib only."""
@@ -25,6 +26,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # adds about 3 us), and at most 3% on a GPU-bound training step.
 LAUNCH_MAX_ADDED_US = 1.0
 TRAIN_STEP_MAX_SLOWDOWN_PCT = 3.0
+# From the launch-heavy issue: default `gpurr record` at most 3% on a launch-heavy GPT-2 step,
+# eager and compiled.
+GPT2_MAX_SLOWDOWN_PCT = 3.0
 # From the memory-capture issue: hash mode may cost at most 25% of a training step; the hash
 # kernel must run at >= 50% of a device-to-device copy of the same bytes, a snapshot at >= 80%
 # of a pinned cudaMemcpy DtoH.
@@ -71,6 +75,7 @@ class Bench:
         self.env.pop("CUDA_INJECTION64_PATH", None)
         self.log = []
         self.memory_modes = args.memory_modes
+        self.gpt2_modes = args.gpt2_modes.split(",")
 
     def variant(self, name, script, args, recorded, timeout, record_flags=()):
         argv = [self.py, ROOT / "bench" / script, *args]
@@ -191,6 +196,60 @@ def rows_train_step(b, rounds):
     return rows
 
 
+# The launch-heavy step's variants, in the order each round runs them: (key, record flags or
+# None for a bare run, extra benchmark arguments).
+GPT2_VARIANTS = [
+    ("bare", None, []),
+    ("log", ["--callstack", "off", "--gpu-timing=false"], []),
+    ("log+timing", ["--callstack", "off"], []),
+    ("python", ["--callstack", "python"], []),
+    ("native", ["--callstack", "native"], []),
+    ("default", [], []),
+    ("profiler", None, ["--profiler"]),
+]
+
+
+def rows_gpt2_step(b, rounds):
+    """The launch-heavy GPT-2 small step (bench/gpt2_step.py), eager and torch.compile'd, under
+    every callstack mode, with and without GPU timing, and torch.profiler as the peer; all
+    variants alternate within each round. The default recording is held to the target."""
+    rows = []
+    for mode in b.gpt2_modes:
+        extra = ["--compile"] if mode == "compiled" else []
+        got = {k: [] for k, _, _ in GPT2_VARIANTS}
+        agent = {k: [] for k, _, _ in GPT2_VARIANTS}
+        per_step = {}
+        invalid = []
+        for _ in range(rounds):
+            for key, flags, args in GPT2_VARIANTS:
+                r = b.variant(f"gpt2_step.{mode}.{key}", "gpt2_step.py", extra + args, flags is not None,
+                              600, flags or ())
+                got[key].append(r["ms_per_step"])
+                if flags is not None:
+                    agent[key].append(r["agent_ns_per_launch"])
+                    steps = r["steps"] + r["warmup"]
+                    per_step[key] = r["recorded_launches"] / steps
+                    if r["recorded_launches"] < 300 * steps:
+                        invalid.append(f"{key}: {r['recorded_launches']} launches recorded")
+        base = statistics.median(got["bare"])
+        for key, flags, _ in GPT2_VARIANTS[1:]:
+            med = statistics.median(got[key])
+            pct = (med / base - 1) * 100
+            label = f"gpt2 {mode} {key}"
+            if key == "default":
+                target = f"<= {GPT2_MAX_SLOWDOWN_PCT:.0f}%"
+                verdict = "ok" if pct <= GPT2_MAX_SLOWDOWN_PCT else "over target"
+            else:
+                target, verdict = ("reference" if key == "profiler" else "(report)"), "measured"
+            if invalid and flags is not None:
+                verdict = "INVALID: " + "; ".join(invalid)
+            if flags is not None:
+                label += f" ({statistics.median(agent[key]) / 1e3:.2f} us/launch agent, {per_step.get(key, 0):.0f} launches/step)"
+            rows.append({"workload": label, "baseline": base, "under": med, "delta": f"{pct:+.1f}%",
+                         "target": target, "verdict": verdict, "samples": {"bare": got["bare"], key: got[key]}})
+    return rows
+
+
 def rows_memcap(b, rounds):
     """gpurr's hash and snapshot kernels against a D2D copy and a pinned DtoH of the same bytes,
     timed with CUDA events in one process (internal/kernels BenchmarkMemcap, built by make)."""
@@ -275,8 +334,8 @@ def rows_replay(b, rounds):
     return rows
 
 
-BENCHES = {"launch_overhead": rows_launch_overhead, "train_step": rows_train_step, "memcap": rows_memcap,
-           "replay": rows_replay}
+BENCHES = {"launch_overhead": rows_launch_overhead, "train_step": rows_train_step,
+           "gpt2_step": rows_gpt2_step, "memcap": rows_memcap, "replay": rows_replay}
 
 
 def main():
@@ -287,6 +346,8 @@ def main():
     ap.add_argument("--only", choices=sorted(BENCHES))
     ap.add_argument("--memory-modes", action="store_true",
                     help="train_step also under --memory hash and --memory snapshot of every 10th launch")
+    ap.add_argument("--gpt2-modes", default="eager,compiled",
+                    help="which launch-heavy GPT-2 steps to run: eager, compiled or both (comma-separated)")
     ap.add_argument("--tmp")
     ap.add_argument("--json", help="write rows and every run's numbers here")
     args = ap.parse_args()
@@ -307,9 +368,10 @@ def main():
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": rows, "runs": b.log}, indent=1))
     fmt = lambda v: "-" if v is None else f"{v:.3f}"
-    print(f"{'workload':<32} {'baseline':>9} {'under':>9} {'delta':>10}  {'target':<22} verdict")
+    w = max([32] + [len(r["workload"]) for r in rows])
+    print(f"{'workload':<{w}} {'baseline':>9} {'under':>9} {'delta':>10}  {'target':<22} verdict")
     for r in rows:
-        print(f"{r['workload']:<32} {fmt(r['baseline']):>9} {fmt(r['under']):>9} {r['delta']:>10}  "
+        print(f"{r['workload']:<{w}} {fmt(r['baseline']):>9} {fmt(r['under']):>9} {r['delta']:>10}  "
               f"{r['target']:<22} {r['verdict']}")
     return 1 if errors or any(r["verdict"].startswith("INVALID") for r in rows) else 0
 

@@ -299,6 +299,9 @@ var statsDocs = map[string]string{
 	"memory_capture_gpu_ns": "GPU time of gpurr's own hash and copy kernels",
 	"flight_dumps":          "flight-recorder dumps written",
 	"memory_stopped":        "why memory capture stopped early, empty when it did not",
+
+	"backward_launches": "launches made inside a PyTorch autograd node's backward",
+	"backward_linked":   "backward launches whose forward callstack was found",
 }
 
 func statsFields() protoreflect.FieldDescriptors {

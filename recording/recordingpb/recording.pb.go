@@ -71,7 +71,56 @@ func (x Frame_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Frame_Kind.Descriptor instead.
 func (Frame_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{7, 0}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{8, 0}
+}
+
+type Autograd_Link int32
+
+const (
+	Autograd_LINK_UNSPECIFIED Autograd_Link = 0 // forward launch, or no forward launch found
+	Autograd_NEXT_LAUNCH      Autograd_Link = 1 // the first forward launch after the node was created, before the next node: the launch of the op that created it
+	Autograd_LATER_LAUNCH     Autograd_Link = 2 // the op that created the node launched nothing (a view, say): the first forward launch after it, made by a later op
+)
+
+// Enum value maps for Autograd_Link.
+var (
+	Autograd_Link_name = map[int32]string{
+		0: "LINK_UNSPECIFIED",
+		1: "NEXT_LAUNCH",
+		2: "LATER_LAUNCH",
+	}
+	Autograd_Link_value = map[string]int32{
+		"LINK_UNSPECIFIED": 0,
+		"NEXT_LAUNCH":      1,
+		"LATER_LAUNCH":     2,
+	}
+)
+
+func (x Autograd_Link) Enum() *Autograd_Link {
+	p := new(Autograd_Link)
+	*p = x
+	return p
+}
+
+func (x Autograd_Link) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Autograd_Link) Descriptor() protoreflect.EnumDescriptor {
+	return file_recording_recordingpb_recording_proto_enumTypes[1].Descriptor()
+}
+
+func (Autograd_Link) Type() protoreflect.EnumType {
+	return &file_recording_recordingpb_recording_proto_enumTypes[1]
+}
+
+func (x Autograd_Link) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Autograd_Link.Descriptor instead.
+func (Autograd_Link) EnumDescriptor() ([]byte, []int) {
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{12, 0}
 }
 
 type MemoryPlan_Status int32
@@ -125,11 +174,11 @@ func (x MemoryPlan_Status) String() string {
 }
 
 func (MemoryPlan_Status) Descriptor() protoreflect.EnumDescriptor {
-	return file_recording_recordingpb_recording_proto_enumTypes[1].Descriptor()
+	return file_recording_recordingpb_recording_proto_enumTypes[2].Descriptor()
 }
 
 func (MemoryPlan_Status) Type() protoreflect.EnumType {
-	return &file_recording_recordingpb_recording_proto_enumTypes[1]
+	return &file_recording_recordingpb_recording_proto_enumTypes[2]
 }
 
 func (x MemoryPlan_Status) Number() protoreflect.EnumNumber {
@@ -138,7 +187,7 @@ func (x MemoryPlan_Status) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use MemoryPlan_Status.Descriptor instead.
 func (MemoryPlan_Status) EnumDescriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{12, 0}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{14, 0}
 }
 
 type Allocation_Kind int32
@@ -186,11 +235,11 @@ func (x Allocation_Kind) String() string {
 }
 
 func (Allocation_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_recording_recordingpb_recording_proto_enumTypes[2].Descriptor()
+	return file_recording_recordingpb_recording_proto_enumTypes[3].Descriptor()
 }
 
 func (Allocation_Kind) Type() protoreflect.EnumType {
-	return &file_recording_recordingpb_recording_proto_enumTypes[2]
+	return &file_recording_recordingpb_recording_proto_enumTypes[3]
 }
 
 func (x Allocation_Kind) Number() protoreflect.EnumNumber {
@@ -199,7 +248,7 @@ func (x Allocation_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Allocation_Kind.Descriptor instead.
 func (Allocation_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{13, 0}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{15, 0}
 }
 
 type MemoryState_Point int32
@@ -235,11 +284,11 @@ func (x MemoryState_Point) String() string {
 }
 
 func (MemoryState_Point) Descriptor() protoreflect.EnumDescriptor {
-	return file_recording_recordingpb_recording_proto_enumTypes[3].Descriptor()
+	return file_recording_recordingpb_recording_proto_enumTypes[4].Descriptor()
 }
 
 func (MemoryState_Point) Type() protoreflect.EnumType {
-	return &file_recording_recordingpb_recording_proto_enumTypes[3]
+	return &file_recording_recordingpb_recording_proto_enumTypes[4]
 }
 
 func (x MemoryState_Point) Number() protoreflect.EnumNumber {
@@ -248,7 +297,7 @@ func (x MemoryState_Point) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use MemoryState_Point.Descriptor instead.
 func (MemoryState_Point) EnumDescriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{14, 0}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{16, 0}
 }
 
 // Batch is the payload of one frame. A frame holds any mix of records;
@@ -431,6 +480,7 @@ type Process struct {
 	Python          string                 `protobuf:"bytes,16,opt,name=python,proto3" json:"python,omitempty"`                                     // detected interpreter, e.g. "CPython 3.12.3", or ""
 	GpuTiming       bool                   `protobuf:"varint,17,opt,name=gpu_timing,json=gpuTiming,proto3" json:"gpu_timing,omitempty"`             // kernel activity (GPU start/end) was collected
 	Memory          *MemoryConfig          `protobuf:"bytes,18,opt,name=memory,proto3" json:"memory,omitempty"`                                     // what memory capture was asked for; unset when off
+	Autograd        *AutogradInfo          `protobuf:"bytes,19,opt,name=autograd,proto3" json:"autograd,omitempty"`                                 // whether launches carry PyTorch autograd context (1.4); unset when no torch was loaded
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -591,6 +641,75 @@ func (x *Process) GetMemory() *MemoryConfig {
 	return nil
 }
 
+func (x *Process) GetAutograd() *AutogradInfo {
+	if x != nil {
+		return x.Autograd
+	}
+	return nil
+}
+
+// AutogradInfo says whether the agent could read PyTorch's autograd state in
+// this process, so that backward launches name their node and forward line.
+type AutogradInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TorchVersion  string                 `protobuf:"bytes,1,opt,name=torch_version,json=torchVersion,proto3" json:"torch_version,omitempty"` // e.g. "2.11.0+cu130"; "" when it could not be read
+	Linked        bool                   `protobuf:"varint,2,opt,name=linked,proto3" json:"linked,omitempty"`                                // launches carry Launch.autograd
+	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`                                 // why not, when linked is false (e.g. an unknown torch version)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AutogradInfo) Reset() {
+	*x = AutogradInfo{}
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AutogradInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AutogradInfo) ProtoMessage() {}
+
+func (x *AutogradInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AutogradInfo.ProtoReflect.Descriptor instead.
+func (*AutogradInfo) Descriptor() ([]byte, []int) {
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *AutogradInfo) GetTorchVersion() string {
+	if x != nil {
+		return x.TorchVersion
+	}
+	return ""
+}
+
+func (x *AutogradInfo) GetLinked() bool {
+	if x != nil {
+		return x.Linked
+	}
+	return false
+}
+
+func (x *AutogradInfo) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // MemoryConfig is the memory capture a recording was made with.
 type MemoryConfig struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
@@ -608,7 +727,7 @@ type MemoryConfig struct {
 
 func (x *MemoryConfig) Reset() {
 	*x = MemoryConfig{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[2]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -620,7 +739,7 @@ func (x *MemoryConfig) String() string {
 func (*MemoryConfig) ProtoMessage() {}
 
 func (x *MemoryConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[2]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -633,7 +752,7 @@ func (x *MemoryConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryConfig.ProtoReflect.Descriptor instead.
 func (*MemoryConfig) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{2}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *MemoryConfig) GetMode() string {
@@ -708,7 +827,7 @@ type Device struct {
 
 func (x *Device) Reset() {
 	*x = Device{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[3]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -720,7 +839,7 @@ func (x *Device) String() string {
 func (*Device) ProtoMessage() {}
 
 func (x *Device) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[3]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -733,7 +852,7 @@ func (x *Device) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Device.ProtoReflect.Descriptor instead.
 func (*Device) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{3}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Device) GetOrdinal() uint32 {
@@ -809,7 +928,7 @@ type Module struct {
 
 func (x *Module) Reset() {
 	*x = Module{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[4]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -821,7 +940,7 @@ func (x *Module) String() string {
 func (*Module) ProtoMessage() {}
 
 func (x *Module) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[4]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -834,7 +953,7 @@ func (x *Module) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Module.ProtoReflect.Descriptor instead.
 func (*Module) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{4}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Module) GetSha256() string {
@@ -896,7 +1015,7 @@ type ParamInfo struct {
 
 func (x *ParamInfo) Reset() {
 	*x = ParamInfo{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[5]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -908,7 +1027,7 @@ func (x *ParamInfo) String() string {
 func (*ParamInfo) ProtoMessage() {}
 
 func (x *ParamInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[5]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -921,7 +1040,7 @@ func (x *ParamInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ParamInfo.ProtoReflect.Descriptor instead.
 func (*ParamInfo) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{5}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ParamInfo) GetOffset() uint32 {
@@ -954,7 +1073,7 @@ type Kernel struct {
 
 func (x *Kernel) Reset() {
 	*x = Kernel{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[6]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -966,7 +1085,7 @@ func (x *Kernel) String() string {
 func (*Kernel) ProtoMessage() {}
 
 func (x *Kernel) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[6]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -979,7 +1098,7 @@ func (x *Kernel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Kernel.ProtoReflect.Descriptor instead.
 func (*Kernel) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{6}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Kernel) GetId() uint64 {
@@ -1045,7 +1164,7 @@ type Frame struct {
 
 func (x *Frame) Reset() {
 	*x = Frame{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[7]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1057,7 +1176,7 @@ func (x *Frame) String() string {
 func (*Frame) ProtoMessage() {}
 
 func (x *Frame) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[7]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1070,7 +1189,7 @@ func (x *Frame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Frame.ProtoReflect.Descriptor instead.
 func (*Frame) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{7}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Frame) GetKind() Frame_Kind {
@@ -1127,7 +1246,7 @@ type Callstack struct {
 
 func (x *Callstack) Reset() {
 	*x = Callstack{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[8]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1139,7 +1258,7 @@ func (x *Callstack) String() string {
 func (*Callstack) ProtoMessage() {}
 
 func (x *Callstack) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[8]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1152,7 +1271,7 @@ func (x *Callstack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Callstack.ProtoReflect.Descriptor instead.
 func (*Callstack) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{8}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Callstack) GetId() uint64 {
@@ -1187,7 +1306,7 @@ type Dim3 struct {
 
 func (x *Dim3) Reset() {
 	*x = Dim3{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[9]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1199,7 +1318,7 @@ func (x *Dim3) String() string {
 func (*Dim3) ProtoMessage() {}
 
 func (x *Dim3) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[9]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1212,7 +1331,7 @@ func (x *Dim3) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Dim3.ProtoReflect.Descriptor instead.
 func (*Dim3) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{9}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Dim3) GetX() uint32 {
@@ -1261,13 +1380,14 @@ type Launch struct {
 	Result         int32                  `protobuf:"varint,20,opt,name=result,proto3" json:"result,omitempty"`                                // CUresult of the launch call
 	Regions        []*Region              `protobuf:"bytes,21,rep,name=regions,proto3" json:"regions,omitempty"`                               // device memory the kernel can reach (--memory hash|snapshot)
 	Memory         *MemoryPlan            `protobuf:"bytes,22,opt,name=memory,proto3" json:"memory,omitempty"`                                 // what memory capture was enqueued for this launch
+	Autograd       *Autograd              `protobuf:"bytes,23,opt,name=autograd,proto3" json:"autograd,omitempty"`                             // PyTorch autograd context (1.4); unset when Process.autograd is not linked
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Launch) Reset() {
 	*x = Launch{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[10]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1279,7 +1399,7 @@ func (x *Launch) String() string {
 func (*Launch) ProtoMessage() {}
 
 func (x *Launch) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[10]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1292,7 +1412,7 @@ func (x *Launch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Launch.ProtoReflect.Descriptor instead.
 func (*Launch) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{10}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Launch) GetSeq() uint64 {
@@ -1449,6 +1569,94 @@ func (x *Launch) GetMemory() *MemoryPlan {
 	return nil
 }
 
+func (x *Launch) GetAutograd() *Autograd {
+	if x != nil {
+		return x.Autograd
+	}
+	return nil
+}
+
+// Autograd places a launch in PyTorch's autograd graph. PyTorch numbers the
+// nodes each thread creates in its forward pass (sequence numbers); a node
+// created by an op gets the thread's next number before the op launches its
+// kernels, and the node keeps that number and the forward thread's id for its
+// backward. The same link joins forward and backward ops in torch.profiler.
+type Autograd struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	Thread             uint64                 `protobuf:"varint,1,opt,name=thread,proto3" json:"thread,omitempty"`                                                     // PyTorch's forward thread id (at::RecordFunction::currentThreadId): the launching thread's in forward, the node's forward thread in backward
+	SequenceNr         uint64                 `protobuf:"varint,2,opt,name=sequence_nr,json=sequenceNr,proto3" json:"sequence_nr,omitempty"`                           // forward: the thread's next sequence number when the launch was made; backward: the running node's
+	BackwardNode       string                 `protobuf:"bytes,3,opt,name=backward_node,json=backwardNode,proto3" json:"backward_node,omitempty"`                      // the node whose backward made the launch, e.g. "MmBackward0"; "" in forward
+	ForwardCallstackId uint64                 `protobuf:"varint,4,opt,name=forward_callstack_id,json=forwardCallstackId,proto3" json:"forward_callstack_id,omitempty"` // backward: callstack of the forward launch Link names; 0 when none
+	Link               Autograd_Link          `protobuf:"varint,5,opt,name=link,proto3,enum=gpurr.recording.v1.Autograd_Link" json:"link,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *Autograd) Reset() {
+	*x = Autograd{}
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Autograd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Autograd) ProtoMessage() {}
+
+func (x *Autograd) ProtoReflect() protoreflect.Message {
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Autograd.ProtoReflect.Descriptor instead.
+func (*Autograd) Descriptor() ([]byte, []int) {
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *Autograd) GetThread() uint64 {
+	if x != nil {
+		return x.Thread
+	}
+	return 0
+}
+
+func (x *Autograd) GetSequenceNr() uint64 {
+	if x != nil {
+		return x.SequenceNr
+	}
+	return 0
+}
+
+func (x *Autograd) GetBackwardNode() string {
+	if x != nil {
+		return x.BackwardNode
+	}
+	return ""
+}
+
+func (x *Autograd) GetForwardCallstackId() uint64 {
+	if x != nil {
+		return x.ForwardCallstackId
+	}
+	return 0
+}
+
+func (x *Autograd) GetLink() Autograd_Link {
+	if x != nil {
+		return x.Link
+	}
+	return Autograd_LINK_UNSPECIFIED
+}
+
 // Region is one device allocation a launch can reach: some 8-byte-aligned
 // word of its parameter buffer holds an address inside it. The region is the
 // whole allocation (a kernel may index anywhere in it), so it is a superset
@@ -1465,7 +1673,7 @@ type Region struct {
 
 func (x *Region) Reset() {
 	*x = Region{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[11]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1477,7 +1685,7 @@ func (x *Region) String() string {
 func (*Region) ProtoMessage() {}
 
 func (x *Region) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[11]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1490,7 +1698,7 @@ func (x *Region) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Region.ProtoReflect.Descriptor instead.
 func (*Region) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{11}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Region) GetAddress() uint64 {
@@ -1533,7 +1741,7 @@ type MemoryPlan struct {
 
 func (x *MemoryPlan) Reset() {
 	*x = MemoryPlan{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[12]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1545,7 +1753,7 @@ func (x *MemoryPlan) String() string {
 func (*MemoryPlan) ProtoMessage() {}
 
 func (x *MemoryPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[12]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1558,7 +1766,7 @@ func (x *MemoryPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryPlan.ProtoReflect.Descriptor instead.
 func (*MemoryPlan) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{12}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *MemoryPlan) GetStatus() MemoryPlan_Status {
@@ -1591,7 +1799,7 @@ type Allocation struct {
 
 func (x *Allocation) Reset() {
 	*x = Allocation{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[13]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1603,7 +1811,7 @@ func (x *Allocation) String() string {
 func (*Allocation) ProtoMessage() {}
 
 func (x *Allocation) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[13]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1616,7 +1824,7 @@ func (x *Allocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Allocation.ProtoReflect.Descriptor instead.
 func (*Allocation) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{13}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Allocation) GetId() uint64 {
@@ -1684,7 +1892,7 @@ type MemoryState struct {
 
 func (x *MemoryState) Reset() {
 	*x = MemoryState{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[14]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1696,7 +1904,7 @@ func (x *MemoryState) String() string {
 func (*MemoryState) ProtoMessage() {}
 
 func (x *MemoryState) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[14]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1709,7 +1917,7 @@ func (x *MemoryState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryState.ProtoReflect.Descriptor instead.
 func (*MemoryState) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{14}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *MemoryState) GetLaunchSeq() uint64 {
@@ -1771,7 +1979,7 @@ type RegionState struct {
 
 func (x *RegionState) Reset() {
 	*x = RegionState{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[15]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1783,7 +1991,7 @@ func (x *RegionState) String() string {
 func (*RegionState) ProtoMessage() {}
 
 func (x *RegionState) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[15]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1796,7 +2004,7 @@ func (x *RegionState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegionState.ProtoReflect.Descriptor instead.
 func (*RegionState) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{15}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RegionState) GetHash() []byte {
@@ -1864,7 +2072,7 @@ type KernelActivity struct {
 
 func (x *KernelActivity) Reset() {
 	*x = KernelActivity{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[16]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1876,7 +2084,7 @@ func (x *KernelActivity) String() string {
 func (*KernelActivity) ProtoMessage() {}
 
 func (x *KernelActivity) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[16]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1889,7 +2097,7 @@ func (x *KernelActivity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelActivity.ProtoReflect.Descriptor instead.
 func (*KernelActivity) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{16}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *KernelActivity) GetCorrelationId() uint32 {
@@ -2005,7 +2213,7 @@ type GraphNode struct {
 
 func (x *GraphNode) Reset() {
 	*x = GraphNode{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[17]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2017,7 +2225,7 @@ func (x *GraphNode) String() string {
 func (*GraphNode) ProtoMessage() {}
 
 func (x *GraphNode) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[17]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2030,7 +2238,7 @@ func (x *GraphNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GraphNode.ProtoReflect.Descriptor instead.
 func (*GraphNode) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{17}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GraphNode) GetNodeId() uint64 {
@@ -2086,7 +2294,7 @@ type GraphLaunch struct {
 
 func (x *GraphLaunch) Reset() {
 	*x = GraphLaunch{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[18]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2098,7 +2306,7 @@ func (x *GraphLaunch) String() string {
 func (*GraphLaunch) ProtoMessage() {}
 
 func (x *GraphLaunch) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[18]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2111,7 +2319,7 @@ func (x *GraphLaunch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GraphLaunch.ProtoReflect.Descriptor instead.
 func (*GraphLaunch) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{18}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GraphLaunch) GetSeq() uint64 {
@@ -2195,7 +2403,7 @@ type LogEntry struct {
 
 func (x *LogEntry) Reset() {
 	*x = LogEntry{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[19]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2207,7 +2415,7 @@ func (x *LogEntry) String() string {
 func (*LogEntry) ProtoMessage() {}
 
 func (x *LogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[19]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2220,7 +2428,7 @@ func (x *LogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogEntry.ProtoReflect.Descriptor instead.
 func (*LogEntry) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{19}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *LogEntry) GetHostNs() uint64 {
@@ -2276,13 +2484,15 @@ type Stats struct {
 	MemoryCaptureGpuNs uint64                 `protobuf:"varint,27,opt,name=memory_capture_gpu_ns,json=memoryCaptureGpuNs,proto3" json:"memory_capture_gpu_ns,omitempty"` // GPU time of gpurr's own hash/snapshot kernels
 	FlightDumps        uint64                 `protobuf:"varint,28,opt,name=flight_dumps,json=flightDumps,proto3" json:"flight_dumps,omitempty"`                          // flight-recorder dumps written
 	MemoryStopped      string                 `protobuf:"bytes,29,opt,name=memory_stopped,json=memoryStopped,proto3" json:"memory_stopped,omitempty"`                     // why memory capture stopped early ("" when it did not)
+	BackwardLaunches   uint64                 `protobuf:"varint,30,opt,name=backward_launches,json=backwardLaunches,proto3" json:"backward_launches,omitempty"`           // launches made inside an autograd node's backward (1.4)
+	BackwardLinked     uint64                 `protobuf:"varint,31,opt,name=backward_linked,json=backwardLinked,proto3" json:"backward_linked,omitempty"`                 // of those, launches whose forward callstack was found
 	unknownFields      protoimpl.UnknownFields
 	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Stats) Reset() {
 	*x = Stats{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[20]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2294,7 +2504,7 @@ func (x *Stats) String() string {
 func (*Stats) ProtoMessage() {}
 
 func (x *Stats) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[20]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2307,7 +2517,7 @@ func (x *Stats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stats.ProtoReflect.Descriptor instead.
 func (*Stats) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{20}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Stats) GetLaunches() uint64 {
@@ -2513,6 +2723,20 @@ func (x *Stats) GetMemoryStopped() string {
 	return ""
 }
 
+func (x *Stats) GetBackwardLaunches() uint64 {
+	if x != nil {
+		return x.BackwardLaunches
+	}
+	return 0
+}
+
+func (x *Stats) GetBackwardLinked() uint64 {
+	if x != nil {
+		return x.BackwardLinked
+	}
+	return 0
+}
+
 type End struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	EndNs         uint64                 `protobuf:"varint,1,opt,name=end_ns,json=endNs,proto3" json:"end_ns,omitempty"`
@@ -2523,7 +2747,7 @@ type End struct {
 
 func (x *End) Reset() {
 	*x = End{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[21]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2535,7 +2759,7 @@ func (x *End) String() string {
 func (*End) ProtoMessage() {}
 
 func (x *End) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[21]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2548,7 +2772,7 @@ func (x *End) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use End.ProtoReflect.Descriptor instead.
 func (*End) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{21}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *End) GetEndNs() uint64 {
@@ -2591,7 +2815,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x03end\x18\f \x01(\v2\x17.gpurr.recording.v1.EndR\x03end\x12@\n" +
 	"\vallocations\x18\r \x03(\v2\x1e.gpurr.recording.v1.AllocationR\vallocations\x127\n" +
 	"\x06memory\x18\x0e \x03(\v2\x1f.gpurr.recording.v1.MemoryStateR\x06memory\x12I\n" +
-	"\x0eown_activities\x18\x0f \x03(\v2\".gpurr.recording.v1.KernelActivityR\rownActivities\"\xfa\x04\n" +
+	"\x0eown_activities\x18\x0f \x03(\v2\".gpurr.recording.v1.KernelActivityR\rownActivities\"\xb8\x05\n" +
 	"\aProcess\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\rR\x03pid\x12\x12\n" +
 	"\x04ppid\x18\x02 \x01(\rR\x04ppid\x12\x1a\n" +
@@ -2615,10 +2839,15 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x06python\x18\x10 \x01(\tR\x06python\x12\x1d\n" +
 	"\n" +
 	"gpu_timing\x18\x11 \x01(\bR\tgpuTiming\x128\n" +
-	"\x06memory\x18\x12 \x01(\v2 .gpurr.recording.v1.MemoryConfigR\x06memoryB\a\n" +
+	"\x06memory\x18\x12 \x01(\v2 .gpurr.recording.v1.MemoryConfigR\x06memory\x12<\n" +
+	"\bautograd\x18\x13 \x01(\v2 .gpurr.recording.v1.AutogradInfoR\bautogradB\a\n" +
 	"\x05_rankB\r\n" +
 	"\v_local_rankB\r\n" +
-	"\v_world_size\"\x9d\x02\n" +
+	"\v_world_size\"c\n" +
+	"\fAutogradInfo\x12#\n" +
+	"\rtorch_version\x18\x01 \x01(\tR\ftorchVersion\x12\x16\n" +
+	"\x06linked\x18\x02 \x01(\bR\x06linked\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\x9d\x02\n" +
 	"\fMemoryConfig\x12\x12\n" +
 	"\x04mode\x18\x01 \x01(\tR\x04mode\x12\x1f\n" +
 	"\vchunk_bytes\x18\x02 \x01(\rR\n" +
@@ -2680,7 +2909,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x04Dim3\x12\f\n" +
 	"\x01x\x18\x01 \x01(\rR\x01x\x12\f\n" +
 	"\x01y\x18\x02 \x01(\rR\x01y\x12\f\n" +
-	"\x01z\x18\x03 \x01(\rR\x01z\"\xe0\x05\n" +
+	"\x01z\x18\x03 \x01(\rR\x01z\"\x9a\x06\n" +
 	"\x06Launch\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x10\n" +
 	"\x03tid\x18\x02 \x01(\rR\x03tid\x12\x16\n" +
@@ -2705,7 +2934,19 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x03api\x18\x13 \x01(\rR\x03api\x12\x16\n" +
 	"\x06result\x18\x14 \x01(\x05R\x06result\x124\n" +
 	"\aregions\x18\x15 \x03(\v2\x1a.gpurr.recording.v1.RegionR\aregions\x126\n" +
-	"\x06memory\x18\x16 \x01(\v2\x1e.gpurr.recording.v1.MemoryPlanR\x06memory\"\x80\x01\n" +
+	"\x06memory\x18\x16 \x01(\v2\x1e.gpurr.recording.v1.MemoryPlanR\x06memory\x128\n" +
+	"\bautograd\x18\x17 \x01(\v2\x1c.gpurr.recording.v1.AutogradR\bautograd\"\x92\x02\n" +
+	"\bAutograd\x12\x16\n" +
+	"\x06thread\x18\x01 \x01(\x04R\x06thread\x12\x1f\n" +
+	"\vsequence_nr\x18\x02 \x01(\x04R\n" +
+	"sequenceNr\x12#\n" +
+	"\rbackward_node\x18\x03 \x01(\tR\fbackwardNode\x120\n" +
+	"\x14forward_callstack_id\x18\x04 \x01(\x04R\x12forwardCallstackId\x125\n" +
+	"\x04link\x18\x05 \x01(\x0e2!.gpurr.recording.v1.Autograd.LinkR\x04link\"?\n" +
+	"\x04Link\x12\x14\n" +
+	"\x10LINK_UNSPECIFIED\x10\x00\x12\x0f\n" +
+	"\vNEXT_LAUNCH\x10\x01\x12\x10\n" +
+	"\fLATER_LAUNCH\x10\x02\"\x80\x01\n" +
 	"\x06Region\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\x04R\aaddress\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x04R\x04size\x12#\n" +
@@ -2803,7 +3044,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\bLogEntry\x12\x17\n" +
 	"\ahost_ns\x18\x01 \x01(\x04R\x06hostNs\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\tR\x05level\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\xe8\b\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xbe\t\n" +
 	"\x05Stats\x12\x1a\n" +
 	"\blaunches\x18\x01 \x01(\x04R\blaunches\x12+\n" +
 	"\x11launches_filtered\x18\x02 \x01(\x04R\x10launchesFiltered\x12)\n" +
@@ -2838,7 +3079,9 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x0fstaging_wait_ns\x18\x1a \x01(\x04R\rstagingWaitNs\x121\n" +
 	"\x15memory_capture_gpu_ns\x18\x1b \x01(\x04R\x12memoryCaptureGpuNs\x12!\n" +
 	"\fflight_dumps\x18\x1c \x01(\x04R\vflightDumps\x12%\n" +
-	"\x0ememory_stopped\x18\x1d \x01(\tR\rmemoryStopped\"4\n" +
+	"\x0ememory_stopped\x18\x1d \x01(\tR\rmemoryStopped\x12+\n" +
+	"\x11backward_launches\x18\x1e \x01(\x04R\x10backwardLaunches\x12'\n" +
+	"\x0fbackward_linked\x18\x1f \x01(\x04R\x0ebackwardLinked\"4\n" +
 	"\x03End\x12\x15\n" +
 	"\x06end_ns\x18\x01 \x01(\x04R\x05endNs\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reasonB.Z,github.com/gpurr/gpurr/recording/recordingpbb\x06proto3"
@@ -2855,72 +3098,78 @@ func file_recording_recordingpb_recording_proto_rawDescGZIP() []byte {
 	return file_recording_recordingpb_recording_proto_rawDescData
 }
 
-var file_recording_recordingpb_recording_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_recording_recordingpb_recording_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_recording_recordingpb_recording_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_recording_recordingpb_recording_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_recording_recordingpb_recording_proto_goTypes = []any{
 	(Frame_Kind)(0),        // 0: gpurr.recording.v1.Frame.Kind
-	(MemoryPlan_Status)(0), // 1: gpurr.recording.v1.MemoryPlan.Status
-	(Allocation_Kind)(0),   // 2: gpurr.recording.v1.Allocation.Kind
-	(MemoryState_Point)(0), // 3: gpurr.recording.v1.MemoryState.Point
-	(*Batch)(nil),          // 4: gpurr.recording.v1.Batch
-	(*Process)(nil),        // 5: gpurr.recording.v1.Process
-	(*MemoryConfig)(nil),   // 6: gpurr.recording.v1.MemoryConfig
-	(*Device)(nil),         // 7: gpurr.recording.v1.Device
-	(*Module)(nil),         // 8: gpurr.recording.v1.Module
-	(*ParamInfo)(nil),      // 9: gpurr.recording.v1.ParamInfo
-	(*Kernel)(nil),         // 10: gpurr.recording.v1.Kernel
-	(*Frame)(nil),          // 11: gpurr.recording.v1.Frame
-	(*Callstack)(nil),      // 12: gpurr.recording.v1.Callstack
-	(*Dim3)(nil),           // 13: gpurr.recording.v1.Dim3
-	(*Launch)(nil),         // 14: gpurr.recording.v1.Launch
-	(*Region)(nil),         // 15: gpurr.recording.v1.Region
-	(*MemoryPlan)(nil),     // 16: gpurr.recording.v1.MemoryPlan
-	(*Allocation)(nil),     // 17: gpurr.recording.v1.Allocation
-	(*MemoryState)(nil),    // 18: gpurr.recording.v1.MemoryState
-	(*RegionState)(nil),    // 19: gpurr.recording.v1.RegionState
-	(*KernelActivity)(nil), // 20: gpurr.recording.v1.KernelActivity
-	(*GraphNode)(nil),      // 21: gpurr.recording.v1.GraphNode
-	(*GraphLaunch)(nil),    // 22: gpurr.recording.v1.GraphLaunch
-	(*LogEntry)(nil),       // 23: gpurr.recording.v1.LogEntry
-	(*Stats)(nil),          // 24: gpurr.recording.v1.Stats
-	(*End)(nil),            // 25: gpurr.recording.v1.End
+	(Autograd_Link)(0),     // 1: gpurr.recording.v1.Autograd.Link
+	(MemoryPlan_Status)(0), // 2: gpurr.recording.v1.MemoryPlan.Status
+	(Allocation_Kind)(0),   // 3: gpurr.recording.v1.Allocation.Kind
+	(MemoryState_Point)(0), // 4: gpurr.recording.v1.MemoryState.Point
+	(*Batch)(nil),          // 5: gpurr.recording.v1.Batch
+	(*Process)(nil),        // 6: gpurr.recording.v1.Process
+	(*AutogradInfo)(nil),   // 7: gpurr.recording.v1.AutogradInfo
+	(*MemoryConfig)(nil),   // 8: gpurr.recording.v1.MemoryConfig
+	(*Device)(nil),         // 9: gpurr.recording.v1.Device
+	(*Module)(nil),         // 10: gpurr.recording.v1.Module
+	(*ParamInfo)(nil),      // 11: gpurr.recording.v1.ParamInfo
+	(*Kernel)(nil),         // 12: gpurr.recording.v1.Kernel
+	(*Frame)(nil),          // 13: gpurr.recording.v1.Frame
+	(*Callstack)(nil),      // 14: gpurr.recording.v1.Callstack
+	(*Dim3)(nil),           // 15: gpurr.recording.v1.Dim3
+	(*Launch)(nil),         // 16: gpurr.recording.v1.Launch
+	(*Autograd)(nil),       // 17: gpurr.recording.v1.Autograd
+	(*Region)(nil),         // 18: gpurr.recording.v1.Region
+	(*MemoryPlan)(nil),     // 19: gpurr.recording.v1.MemoryPlan
+	(*Allocation)(nil),     // 20: gpurr.recording.v1.Allocation
+	(*MemoryState)(nil),    // 21: gpurr.recording.v1.MemoryState
+	(*RegionState)(nil),    // 22: gpurr.recording.v1.RegionState
+	(*KernelActivity)(nil), // 23: gpurr.recording.v1.KernelActivity
+	(*GraphNode)(nil),      // 24: gpurr.recording.v1.GraphNode
+	(*GraphLaunch)(nil),    // 25: gpurr.recording.v1.GraphLaunch
+	(*LogEntry)(nil),       // 26: gpurr.recording.v1.LogEntry
+	(*Stats)(nil),          // 27: gpurr.recording.v1.Stats
+	(*End)(nil),            // 28: gpurr.recording.v1.End
 }
 var file_recording_recordingpb_recording_proto_depIdxs = []int32{
-	5,  // 0: gpurr.recording.v1.Batch.process:type_name -> gpurr.recording.v1.Process
-	7,  // 1: gpurr.recording.v1.Batch.devices:type_name -> gpurr.recording.v1.Device
-	8,  // 2: gpurr.recording.v1.Batch.modules:type_name -> gpurr.recording.v1.Module
-	10, // 3: gpurr.recording.v1.Batch.kernels:type_name -> gpurr.recording.v1.Kernel
-	12, // 4: gpurr.recording.v1.Batch.callstacks:type_name -> gpurr.recording.v1.Callstack
-	14, // 5: gpurr.recording.v1.Batch.launches:type_name -> gpurr.recording.v1.Launch
-	20, // 6: gpurr.recording.v1.Batch.activities:type_name -> gpurr.recording.v1.KernelActivity
-	21, // 7: gpurr.recording.v1.Batch.graph_nodes:type_name -> gpurr.recording.v1.GraphNode
-	22, // 8: gpurr.recording.v1.Batch.graph_launches:type_name -> gpurr.recording.v1.GraphLaunch
-	23, // 9: gpurr.recording.v1.Batch.log:type_name -> gpurr.recording.v1.LogEntry
-	24, // 10: gpurr.recording.v1.Batch.stats:type_name -> gpurr.recording.v1.Stats
-	25, // 11: gpurr.recording.v1.Batch.end:type_name -> gpurr.recording.v1.End
-	17, // 12: gpurr.recording.v1.Batch.allocations:type_name -> gpurr.recording.v1.Allocation
-	18, // 13: gpurr.recording.v1.Batch.memory:type_name -> gpurr.recording.v1.MemoryState
-	20, // 14: gpurr.recording.v1.Batch.own_activities:type_name -> gpurr.recording.v1.KernelActivity
-	6,  // 15: gpurr.recording.v1.Process.memory:type_name -> gpurr.recording.v1.MemoryConfig
-	9,  // 16: gpurr.recording.v1.Kernel.params:type_name -> gpurr.recording.v1.ParamInfo
-	0,  // 17: gpurr.recording.v1.Frame.kind:type_name -> gpurr.recording.v1.Frame.Kind
-	11, // 18: gpurr.recording.v1.Callstack.frames:type_name -> gpurr.recording.v1.Frame
-	13, // 19: gpurr.recording.v1.Launch.grid:type_name -> gpurr.recording.v1.Dim3
-	13, // 20: gpurr.recording.v1.Launch.block:type_name -> gpurr.recording.v1.Dim3
-	13, // 21: gpurr.recording.v1.Launch.cluster:type_name -> gpurr.recording.v1.Dim3
-	15, // 22: gpurr.recording.v1.Launch.regions:type_name -> gpurr.recording.v1.Region
-	16, // 23: gpurr.recording.v1.Launch.memory:type_name -> gpurr.recording.v1.MemoryPlan
-	1,  // 24: gpurr.recording.v1.MemoryPlan.status:type_name -> gpurr.recording.v1.MemoryPlan.Status
-	2,  // 25: gpurr.recording.v1.Allocation.kind:type_name -> gpurr.recording.v1.Allocation.Kind
-	3,  // 26: gpurr.recording.v1.MemoryState.point:type_name -> gpurr.recording.v1.MemoryState.Point
-	19, // 27: gpurr.recording.v1.MemoryState.regions:type_name -> gpurr.recording.v1.RegionState
-	13, // 28: gpurr.recording.v1.KernelActivity.grid:type_name -> gpurr.recording.v1.Dim3
-	13, // 29: gpurr.recording.v1.KernelActivity.block:type_name -> gpurr.recording.v1.Dim3
-	30, // [30:30] is the sub-list for method output_type
-	30, // [30:30] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	6,  // 0: gpurr.recording.v1.Batch.process:type_name -> gpurr.recording.v1.Process
+	9,  // 1: gpurr.recording.v1.Batch.devices:type_name -> gpurr.recording.v1.Device
+	10, // 2: gpurr.recording.v1.Batch.modules:type_name -> gpurr.recording.v1.Module
+	12, // 3: gpurr.recording.v1.Batch.kernels:type_name -> gpurr.recording.v1.Kernel
+	14, // 4: gpurr.recording.v1.Batch.callstacks:type_name -> gpurr.recording.v1.Callstack
+	16, // 5: gpurr.recording.v1.Batch.launches:type_name -> gpurr.recording.v1.Launch
+	23, // 6: gpurr.recording.v1.Batch.activities:type_name -> gpurr.recording.v1.KernelActivity
+	24, // 7: gpurr.recording.v1.Batch.graph_nodes:type_name -> gpurr.recording.v1.GraphNode
+	25, // 8: gpurr.recording.v1.Batch.graph_launches:type_name -> gpurr.recording.v1.GraphLaunch
+	26, // 9: gpurr.recording.v1.Batch.log:type_name -> gpurr.recording.v1.LogEntry
+	27, // 10: gpurr.recording.v1.Batch.stats:type_name -> gpurr.recording.v1.Stats
+	28, // 11: gpurr.recording.v1.Batch.end:type_name -> gpurr.recording.v1.End
+	20, // 12: gpurr.recording.v1.Batch.allocations:type_name -> gpurr.recording.v1.Allocation
+	21, // 13: gpurr.recording.v1.Batch.memory:type_name -> gpurr.recording.v1.MemoryState
+	23, // 14: gpurr.recording.v1.Batch.own_activities:type_name -> gpurr.recording.v1.KernelActivity
+	8,  // 15: gpurr.recording.v1.Process.memory:type_name -> gpurr.recording.v1.MemoryConfig
+	7,  // 16: gpurr.recording.v1.Process.autograd:type_name -> gpurr.recording.v1.AutogradInfo
+	11, // 17: gpurr.recording.v1.Kernel.params:type_name -> gpurr.recording.v1.ParamInfo
+	0,  // 18: gpurr.recording.v1.Frame.kind:type_name -> gpurr.recording.v1.Frame.Kind
+	13, // 19: gpurr.recording.v1.Callstack.frames:type_name -> gpurr.recording.v1.Frame
+	15, // 20: gpurr.recording.v1.Launch.grid:type_name -> gpurr.recording.v1.Dim3
+	15, // 21: gpurr.recording.v1.Launch.block:type_name -> gpurr.recording.v1.Dim3
+	15, // 22: gpurr.recording.v1.Launch.cluster:type_name -> gpurr.recording.v1.Dim3
+	18, // 23: gpurr.recording.v1.Launch.regions:type_name -> gpurr.recording.v1.Region
+	19, // 24: gpurr.recording.v1.Launch.memory:type_name -> gpurr.recording.v1.MemoryPlan
+	17, // 25: gpurr.recording.v1.Launch.autograd:type_name -> gpurr.recording.v1.Autograd
+	1,  // 26: gpurr.recording.v1.Autograd.link:type_name -> gpurr.recording.v1.Autograd.Link
+	2,  // 27: gpurr.recording.v1.MemoryPlan.status:type_name -> gpurr.recording.v1.MemoryPlan.Status
+	3,  // 28: gpurr.recording.v1.Allocation.kind:type_name -> gpurr.recording.v1.Allocation.Kind
+	4,  // 29: gpurr.recording.v1.MemoryState.point:type_name -> gpurr.recording.v1.MemoryState.Point
+	22, // 30: gpurr.recording.v1.MemoryState.regions:type_name -> gpurr.recording.v1.RegionState
+	15, // 31: gpurr.recording.v1.KernelActivity.grid:type_name -> gpurr.recording.v1.Dim3
+	15, // 32: gpurr.recording.v1.KernelActivity.block:type_name -> gpurr.recording.v1.Dim3
+	33, // [33:33] is the sub-list for method output_type
+	33, // [33:33] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_recording_recordingpb_recording_proto_init() }
@@ -2934,8 +3183,8 @@ func file_recording_recordingpb_recording_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_recording_recordingpb_recording_proto_rawDesc), len(file_recording_recordingpb_recording_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   22,
+			NumEnums:      5,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
