@@ -9,7 +9,7 @@ export CGO_ENABLED := 1
 
 all: build
 
-build: bin/gpurr bin/libgpurr.so bin/kernels.test
+build: bin/gpurr bin/libgpurr.so bin/kernels.test bin/cgolaunch
 
 bin/gpurr: FORCE
 	$(GO) build -o $@ ./cmd/gpurr
@@ -18,6 +18,10 @@ bin/gpurr: FORCE
 # by scripts/gpu-check (which has no Go).
 bin/kernels.test: FORCE
 	$(GO) test -c -o $@ ./internal/kernels
+
+# A Go program that launches CUDA kernels through cgo: gputest's native.symbols_go records it.
+bin/cgolaunch: FORCE
+	$(GO) build -o $@ ./gputest/workloads/cgolaunch
 
 bin/libgpurr.so: FORCE
 	$(GO) build -buildmode=c-shared -o $@ ./cmd/libgpurr

@@ -1,8 +1,14 @@
-"""Launch-bound PyTorch eager loop: ITERS calls of x.add_(1) on a 1-element GPU tensor.
+"""Launch-bound PyTorch loops, timed per kernel launch in microseconds: the median of REPEATS
+timed loops after a warm-up, synchronising before and after each loop.
 
-Reports wall time per call in microseconds (each call is one kernel launch), the median of
-REPEATS timed loops after a warm-up, synchronising before and after each loop.
-  --profiler: the same loop inside torch.profiler (CPU + CUDA activities), in this process.
+  --shape eager     ITERS calls of x.add_(1) on a 1-element GPU tensor from a shallow stack
+  --shape deep      the same loop called from 64 Python frames deep (a torch.compile'd model's
+                    launch stack is that deep): what taking a Python callstack costs
+  --shape backward  backward passes through a chain of CHAIN multiplications: every launch is
+                    made by autograd's C++ engine thread, deep inside libtorch, with no Python:
+                    what taking a native callstack costs
+  --profiler        the same loop inside torch.profiler (CPU + CUDA activities), in this process
+
 Prints one JSON line."""
 import argparse
 import json
@@ -14,6 +20,8 @@ import torch
 ITERS = 20_000
 REPEATS = 11
 WARMUP = 2_000
+DEPTH = 64
+CHAIN = 200  # multiplications per backward pass: one launch each in backward
 
 
 def loop(x, n):
@@ -21,35 +29,90 @@ def loop(x, n):
         x.add_(1)
 
 
-def measure(x):
-    loop(x, WARMUP)
+def at_depth(depth, fn, *args):
+    """fn(*args) called from `depth` Python frames (this function's included)."""
+    if depth <= 1:
+        return fn(*args)
+    return at_depth(depth - 1, fn, *args)
+
+
+def measure(run):
+    """run(k) makes at least k launches and returns how many; median µs per launch."""
+    run(WARMUP)
     torch.cuda.synchronize()
     times = []
     for _ in range(REPEATS):
         t0 = time.perf_counter()
-        loop(x, ITERS)
+        launches = run(ITERS)
         torch.cuda.synchronize()
-        times.append((time.perf_counter() - t0) / ITERS * 1e6)
+        times.append((time.perf_counter() - t0) / launches * 1e6)
     return times
 
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--shape", choices=["eager", "deep", "backward"], default="eager")
     ap.add_argument("--profiler", action="store_true")
     args = ap.parse_args()
     x = torch.zeros(1, device="cuda")
+    if args.shape == "backward":
+        x = torch.ones(1, device="cuda", requires_grad=True)
+
+        def run(k):
+            # Only the backward pass is timed per launch: the forward's launches are made
+            # before it, and its own time is not divided among the backward's launches.
+            passes = max(1, k // CHAIN)
+            ys = []
+            for _ in range(passes):
+                y = x
+                for _ in range(CHAIN):
+                    y = y * 1.0001
+                ys.append(y)
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for y in ys:
+                y.backward()
+            torch.cuda.synchronize()
+            run.backward_s += time.perf_counter() - t0
+            return passes * CHAIN
+    else:
+        def run(k):
+            if args.shape == "deep":
+                at_depth(DEPTH, loop, x, k)
+            else:
+                loop(x, k)
+            return k
+
+    def timed():
+        if args.shape != "backward":
+            return measure(run)
+        # Per backward launch: the time spent in y.backward() calls over the launches they made.
+        out = []
+        run(WARMUP)
+        for _ in range(REPEATS):
+            run.backward_s = 0.0
+            launches = run(ITERS // 4)
+            out.append(run.backward_s / launches * 1e6)
+        return out
+
+    run.backward_s = 0.0
     if args.profiler:
         acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
         with torch.profiler.profile(activities=acts):
-            times = measure(x)
+            times = timed()
     else:
-        times = measure(x)
-    calls = WARMUP + REPEATS * ITERS
-    if float(x.item()) != calls:  # every launch ran, exactly once
-        raise SystemExit(f"launch_overhead: x = {x.item()}, want {calls}")
-    print(json.dumps({"bench": "launch_overhead", "mode": "profiler" if args.profiler else "plain",
+        times = timed()
+    if args.shape != "backward":
+        calls = WARMUP + REPEATS * ITERS
+        if float(x.item()) != calls:  # every launch ran, exactly once
+            raise SystemExit(f"launch_overhead: x = {x.item()}, want {calls}")
+    elif x.grad is None or not bool(torch.isfinite(x.grad).all()):
+        raise SystemExit(f"launch_overhead: backward left x.grad = {x.grad}")
+    print(json.dumps({"bench": "launch_overhead", "shape": args.shape,
+                      "mode": "profiler" if args.profiler else "plain",
                       "us_per_launch": round(statistics.median(times), 3),
-                      "repeats_us": [round(t, 3) for t in times], "launches": calls}))
+                      "repeats_us": [round(t, 3) for t in times],
+                      "launches": (WARMUP + REPEATS * ITERS) if args.shape != "backward" else None}))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ round (bare, gpurr, [profiler], bare, gpurr, ...) so clock and thermal drift hit
 and report medians. Each recorded run is checked to have recorded at least the launches the
 benchmark made, so a gpurr that records nothing cannot look fast.
 
-  python3 bench/run.py [--rounds 2] [--only launch_overhead|train_step|gpt2_step|memcap|replay]
+  python3 bench/run.py [--rounds 2] [--only launch_overhead|train_step|stacks|gpt2_step|memcap|replay]
                        [--memory-modes] [--gpt2-modes eager,compiled] [--json PATH]
 
 Prints one row per comparison, last: workload, baseline, under gpurr, delta, target, verdict.
@@ -25,6 +25,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # Targets from the record issue: at most 1 us added per launch (torch.profiler, the peer,
 # adds about 3 us), and at most 3% on a GPU-bound training step.
 LAUNCH_MAX_ADDED_US = 1.0
+# From the launch-heavy issue: a Python callstack of 64 frames and a native one of 24 frames (on
+# autograd's engine thread) cost at most 1 us each per launch.
+STACK_MAX_ADDED_US = 1.0
 TRAIN_STEP_MAX_SLOWDOWN_PCT = 3.0
 # From the launch-heavy issue: default `gpurr record` at most 3% on a launch-heavy GPT-2 step,
 # eager and compiled.
@@ -196,6 +199,37 @@ def rows_train_step(b, rounds):
     return rows
 
 
+def rows_stacks(b, rounds):
+    """What a callstack costs per launch, against --callstack off in the same loop: Python stacks
+    64 frames deep (launch_overhead.py --shape deep), and native stacks of launches made by
+    autograd's engine thread (--shape backward), where the default mode takes 24 native frames
+    and --callstack native 64. GPU timing is off in every variant: only the stack differs."""
+    shapes = {"deep": [("off", "off"), ("python", "python")],
+              "backward": [("off", "off"), ("auto", "auto (24 native frames)"), ("native", "native (64)")]}
+    rows = []
+    for shape, modes in shapes.items():
+        got = {m: [] for m, _ in modes}
+        agent = {m: [] for m, _ in modes}
+        for _ in range(rounds):
+            for mode, _ in modes:
+                r = b.variant(f"stacks.{shape}.{mode}", "launch_overhead.py", ["--shape", shape], True, 300,
+                              ["--gpu-timing=false", "--callstack", mode])
+                got[mode].append(r["us_per_launch"])
+                agent[mode].append(r["agent_ns_per_launch"] / 1e3)
+        base = statistics.median(got["off"])
+        for mode, label in modes[1:]:
+            med = statistics.median(got[mode])
+            d = med - base
+            da = statistics.median(agent[mode]) - statistics.median(agent["off"])
+            what = "python stack, 64 frames" if shape == "deep" else f"native stack, autograd thread, {label}"
+            limit = STACK_MAX_ADDED_US if mode != "native" else None
+            rows.append({"workload": f"{what} (agent {da:+.2f} us)", "baseline": base, "under": med,
+                         "delta": f"{d:+.2f} us", "target": f"<= {limit:.1f} us" if limit else "(report)",
+                         "verdict": ("ok" if d <= limit else "over target") if limit else "measured",
+                         "samples": got})
+    return rows
+
+
 # The launch-heavy step's variants, in the order each round runs them: (key, record flags or
 # None for a bare run, extra benchmark arguments).
 GPT2_VARIANTS = [
@@ -335,7 +369,7 @@ def rows_replay(b, rounds):
 
 
 BENCHES = {"launch_overhead": rows_launch_overhead, "train_step": rows_train_step,
-           "gpt2_step": rows_gpt2_step, "memcap": rows_memcap, "replay": rows_replay}
+           "stacks": rows_stacks, "gpt2_step": rows_gpt2_step, "memcap": rows_memcap, "replay": rows_replay}
 
 
 def main():

@@ -82,6 +82,27 @@ constexpr int kRtLaunches = 300;    // split evenly over the 2 streams
 constexpr int kDrvLaunches = 200;   // split evenly over the 2 streams
 constexpr int kExLaunches = 100;    // on stream 1, cluster of 2
 
+// The driver-API launches go through three static functions: they have no dynamic symbols,
+// so native callstacks name them only by reading the executable's symbol table.
+static __attribute__((noinline)) void drv_launch_inner(CUfunction fn, CUdeviceptr p, float v, int n,
+                                                       CUstream s) {
+  void* params[] = {&p, &v, &n};
+  CHECK_DRV(cuLaunchKernel(fn, kGrid, 1, 1, kBlock, 1, 1, 0, s, params, nullptr));
+  asm volatile("" ::: "memory");  // keeps this frame (no tail call)
+}
+
+static __attribute__((noinline)) void drv_launch_middle(CUfunction fn, CUdeviceptr p, float v, int n,
+                                                        CUstream s) {
+  drv_launch_inner(fn, p, v, n, s);
+  asm volatile("" ::: "memory");
+}
+
+static __attribute__((noinline)) void drv_launch_outer(CUfunction fn, CUdeviceptr p, float v, int n,
+                                                       CUstream s) {
+  drv_launch_middle(fn, p, v, n, s);
+  asm volatile("" ::: "memory");
+}
+
 static bool all_equal(const std::vector<float>& v, float want) {
   for (float f : v)
     if (f != want) return false;
@@ -115,12 +136,8 @@ int main() {
   CHECK_DRV(cuModuleGetFunction(&fn, mod, "gpurr_drv_add"));
   int n = kN;
   float v = 2.0f;
-  for (int i = 0; i < kDrvLaunches; i++) {
-    CUdeviceptr p = reinterpret_cast<CUdeviceptr>(i % 2 ? b : a);
-    void* params[] = {&p, &v, &n};
-    CHECK_DRV(cuLaunchKernel(fn, kGrid, 1, 1, kBlock, 1, 1, 0, reinterpret_cast<CUstream>(s[i % 2]),
-                             params, nullptr));
-  }
+  for (int i = 0; i < kDrvLaunches; i++)
+    drv_launch_outer(fn, reinterpret_cast<CUdeviceptr>(i % 2 ? b : a), v, n, reinterpret_cast<CUstream>(s[i % 2]));
 
   int ex_launches = 0;
   if (clusters) {

@@ -20,6 +20,7 @@
 
 #include "_cgo_export.h"
 #include "agent.h"
+#include "autograd.h"
 #include "cabi.h"
 #include "memcap.h"
 #include "pystack.h"
@@ -222,6 +223,7 @@ static GP_TLS struct {
   uint32_t stream_id, stream_epoch;
   int stream_ptsz;
   uint32_t callbacks;        // on this thread, for sampling the agent's own time
+  int sample_launch;         // the launch in flight is sampled
   const void *launch_func;  // func_entry of the launch in flight
   int in_agent;             // inside the agent's own CUDA calls: ignore their callbacks
   uint32_t params_len;      // memory capture: parameters already copied at ENTER
@@ -572,26 +574,31 @@ static stack_builder *builder(void) {
   return b;
 }
 
+// python_stack keys the stack on the frames' raw identities (code object and
+// instruction pointers, read from the frames alone); only a stack not seen
+// before reads the code objects to name its frames.
 static uint64_t python_stack(void) {
-  gp_pyframe frames[MAX_FRAMES];
-  int n = gp_py_walk(frames, MAX_FRAMES);
+  gp_pyraw raw[MAX_FRAMES];
+  int n = gp_py_walk_raw(raw, MAX_FRAMES);
   if (n <= 0) return 0;
   uint64_t key = FNV_OFFSET ^ 1;
-  for (int i = 0; i < n; i++)  // field by field: the struct has padding
-    key = hash_word(hash_word(key, (uint64_t)(uintptr_t)frames[i].code), (uint64_t)(uint32_t)frames[i].lasti);
+  for (int i = 0; i < n; i++) key = hash_word(hash_word(key, (uint64_t)(uintptr_t)raw[i].code), raw[i].instr);
   uint64_t id = stack_lookup(key);
   if (id) return id;
   stack_builder *b = builder();
   if (!b) return 0;
   for (int i = 0; i < n; i++) {
+    gp_pyframe f;
+    if (!gp_py_frame_of(&raw[i], &f)) continue;  // a frame CPython hides too
     char file[512], func[256];
     int line = 0;
-    if (!gp_py_resolve(&frames[i], file, sizeof file, func, sizeof func, &line)) {
+    if (!gp_py_resolve(&f, file, sizeof file, func, sizeof func, &line)) {
       COUNT(callstacks_failed, 1);
       continue;
     }
     stack_add(b, GP_FRAME_PYTHON, file, func, line, 0, 0);
   }
+  if (b->nframes == 0) return 0;  // shims only: no Python code on this thread now
   return stack_publish(b, key, 1);
 }
 
@@ -838,7 +845,8 @@ static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
     return;
   }
   // Every field is written below, so no memset: pad[] is set explicitly and
-  // the struct's 4 tail bytes are never written (zero since calloc) nor read.
+  // the 4 padding bytes before ag_thread are never written (zero since
+  // calloc) nor read.
   gp_launch_rec *rec = &s->launch.r;
   rec->h.type = GP_REC_LAUNCH;
   rec->seq = tls.seq;
@@ -864,6 +872,12 @@ static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
   memcpy(rec->cluster, v.cluster, sizeof v.cluster);
   rec->shared_mem = v.smem;
   rec->callstack_id = take_callstack();
+  gp_autograd ag;
+  gp_autograd_take(&ag);
+  rec->ag_thread = ag.thread;
+  rec->ag_seq = ag.sequence_nr;
+  rec->ag_class = ag.node_class;
+  rec->ag_present = ag.present;
   if (config.memory_mode == GP_MEM_OFF) {
     rec->params_len = fe ? copy_params(fe, &v, s->launch.tail, 32768) : 0;
     rec->h.size = pad8(sizeof *rec + rec->params_len);
@@ -959,16 +973,26 @@ static void on_graph_node(uint32_t cbid, const gp_ResourceData *rd) {
 
 static void dispatch(int domain, uint32_t cbid, const void *data);
 
-// The agent's time on the program's threads is measured on one callback in
-// TIMING_SAMPLE per thread and scaled up, so a recording says what the agent
-// cost the program without paying for two TSC reads (about 20 ns each in a
-// VM) on every callback.
+// The agent's time on the program's threads is measured on one launch (both
+// its callbacks) or other callback in TIMING_SAMPLE per thread and scaled up,
+// so a recording says what the agent cost the program without paying for two
+// TSC reads (about 20 ns each in a VM) on every callback. A launch's ENTER
+// decides for its EXIT: sampling single callbacks would always land on the
+// same one of the two.
 enum { TIMING_SAMPLE = 16 };
 
 static void on_cupti_callback(void *userdata, int domain, uint32_t cbid, const void *data) {
   (void)userdata;
   if (forked_child || tls.in_agent) return;
-  if (++tls.callbacks % TIMING_SAMPLE) {
+  int sample;
+  if (domain == GP_CB_DOMAIN_DRIVER_API && is_launch(cbid)) {
+    if (((const gp_CallbackData *)data)->callbackSite == GP_API_ENTER)
+      tls.sample_launch = ++tls.callbacks % TIMING_SAMPLE == 0;
+    sample = tls.sample_launch;
+  } else {
+    sample = ++tls.callbacks % TIMING_SAMPLE == 0;
+  }
+  if (!sample) {
     dispatch(domain, cbid, data);
     return;
   }
@@ -1087,6 +1111,7 @@ void gp_flush_activity(int forced) {
 // (atexit handlers run in reverse order and the runtime registered first).
 static void on_exit_flush(void) {
   if (forked_child || getpid() != agent_pid) return;
+  gp_autograd_stop();
   gpurrAtExit();
 }
 
@@ -1169,6 +1194,7 @@ int gp_start(const gp_config *cfg, char *err, size_t errcap) {
   cu.driverGetVersion(&driver_version);
 
   py_present = gp_py_init();
+  gp_autograd_init();
   find_object = (int (*)(void *, struct dl_find_object *))dlsym(RTLD_DEFAULT, "_dl_find_object");
   agent_object = link_map_of((const void *)gp_start);
   cupti_object = link_map_of((const void *)cupti.subscribe);

@@ -12,6 +12,7 @@ package agent
 #cgo LDFLAGS: -ldl -lpthread
 #include <stdlib.h>
 #include "agent.h"
+#include "autograd.h"
 #include "memcap.h"
 */
 import "C"
@@ -223,6 +224,10 @@ func (r *recorder) start() error {
 	r.info.CuptiApiVersion = uint32(C.gp_cupti_version())
 	r.info.DriverVersion = int32(C.gp_driver_version())
 	r.info.Python = pythonDescription()
+	r.info.Autograd = autogradInfo()
+	if a := r.info.Autograd; a != nil && !a.Linked {
+		r.logf("warn", "backward launches are not linked to forward lines: %s", a.Reason)
+	}
 	r.info.StartNs = uint64(C.gp_timestamp())
 	if err := r.w.Write(&pb.Batch{Process: r.info}); err != nil {
 		return fmt.Errorf("write recording: %w", err)
@@ -240,6 +245,17 @@ func (r *recorder) start() error {
 		go r.memLoop()
 	}
 	return nil
+}
+
+// autogradInfo says whether launches carry PyTorch's autograd context, nil
+// when the process has no libtorch.
+func autogradInfo() *pb.AutogradInfo {
+	var a C.gp_autograd_info
+	C.gp_autograd_describe(&a)
+	if a.present == 0 {
+		return nil
+	}
+	return &pb.AutogradInfo{TorchVersion: C.GoString(a.version), Linked: a.linked != 0, Reason: C.GoString(a.reason)}
 }
 
 func pythonDescription() string {

@@ -20,6 +20,7 @@ enum {
   GP_REC_ALLOC = 10,
   GP_REC_MEMLOST = 11,
   GP_REC_OWN_ACTIVITY = 12,  // a gp_activity_rec of gpurr's own memory-capture kernel
+  GP_REC_NODECLASS = 13,     // a gp_nodeclass_rec (autograd.h)
 };
 
 typedef struct {
@@ -36,6 +37,8 @@ typedef struct {
   uint32_t shared_mem, params_len;
   uint8_t captured, mem_status, snapshot_selected, pad;
   uint32_t nregions, npointers;
+  uint64_t ag_thread, ag_seq;     // PyTorch autograd context (autograd.h), when ag_present
+  uint32_t ag_class, ag_present;
   // params_len bytes of parameters follow (padded to 8), then nregions
   // gp_region_rec and npointers gp_pointer_rec (memcap.h)
 } gp_launch_rec;

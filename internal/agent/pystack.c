@@ -562,8 +562,82 @@ static int walk_310(const void *ts, gp_pyframe *out, int max)
     return n;
 }
 
-/* 3.11+: _PyInterpreterFrame chain. Always inlined with a constant layout so
- * the offsets fold into the loads. */
+/* 3.10, raw: frames are heap objects, so each is still checked to be one
+ * (a cheap read of the frame's own header); code objects are not read. */
+static int walk_raw_310(const void *ts, gp_pyraw *out, int max)
+{
+    const struct layout *L = &L310;
+    const void *f = rd_ptr(ts, L->ts_frame);
+    int n = 0;
+    int64_t budget = link_budget(max);
+    while (f && n < max && budget-- > 0) {
+        if (type_of(f) != g.frame_type)
+            break;
+        out[n].code = rd_ptr(f, L->fr_code);
+        out[n].instr = (uintptr_t)(intptr_t)rd_i32(f, L->fr_instr);
+        out[n].owner = 0;
+        n++;
+        const void *next = rd_ptr(f, L->fr_back);
+        if (next == f)
+            break;
+        f = next;
+    }
+    return n;
+}
+
+/* 3.11+: one frame's code pointer and instruction index as gp_py_walk
+ * reports it; 0 for a frame it skips. */
+static inline __attribute__((always_inline)) int
+frame_311plus(const struct layout *L, const void *code, uintptr_t ip, uint8_t owner, gp_pyframe *out)
+{
+    /* 3.13 f_executable may be None (or anything): only code objects. */
+    if (!code || type_of(code) != g.code_type)
+        return 0;
+    /* Index of the instruction in code units. Integer arithmetic: the
+     * pointers are only compared, never dereferenced. */
+    uintptr_t start = (uintptr_t)code + L->co_code_adaptive;
+    int64_t idx = (int64_t)(ip - start) / 2;
+    /* Incomplete frame (still being set up): CPython hides it too. */
+    if (owner != OWNED_BY_GENERATOR && idx < rd_i32(code, L->co_firsttraceable))
+        return 0;
+    /* Keep lasti meaningful even for an odd pointer: -1 means "unknown
+     * instruction", which resolves to co_firstlineno. */
+    if (idx < -1 || idx >= rd_i64(code, OB_SIZE))
+        idx = -1;
+    out->code = code;
+    out->lasti = (int32_t)idx;
+    return 1;
+}
+
+/* 3.11+: _PyInterpreterFrame chain, raw. Always inlined with a constant
+ * layout so the offsets fold into the loads. Reads the frames only: they
+ * live in the thread's own data stack, which the interpreter just used. */
+static inline __attribute__((always_inline)) int
+walk_raw_311plus(const struct layout *L, const void *ts, gp_pyraw *out, int max)
+{
+    const void *f = rd_ptr(ts, L->ts_frame);
+    if (L->has_cframe && f)
+        f = rd_ptr(f, L->cf_current);
+    int n = 0;
+    int64_t budget = link_budget(max);
+    while (f && n < max && budget-- > 0) {
+        const void *next = rd_ptr(f, L->fr_back);
+        uint8_t owner = rd_u8(f, L->fr_owner);
+        /* Shim frames pushed by the C entry into the eval loop: not user code. */
+        if (!(L->has_cstack_owner && owner == OWNED_BY_CSTACK)) {
+            out[n].code = rd_ptr(f, L->fr_code);
+            out[n].instr = (uintptr_t)rd_ptr(f, L->fr_instr);
+            out[n].owner = owner;
+            n++;
+        }
+        if (next == f)
+            break;
+        f = next;
+    }
+    return n;
+}
+
+/* 3.11+: _PyInterpreterFrame chain, validated. */
 static inline __attribute__((always_inline)) int
 walk_311plus(const struct layout *L, const void *ts, gp_pyframe *out, int max)
 {
@@ -575,29 +649,9 @@ walk_311plus(const struct layout *L, const void *ts, gp_pyframe *out, int max)
     while (f && n < max && budget-- > 0) {
         const void *next = rd_ptr(f, L->fr_back);
         uint8_t owner = rd_u8(f, L->fr_owner);
-        const void *code = rd_ptr(f, L->fr_code);
-        /* Shim frames pushed by the C entry into the eval loop: not user code. */
-        if (L->has_cstack_owner && owner == OWNED_BY_CSTACK)
-            goto next;
-        /* 3.13 f_executable may be None (or anything): only code objects. */
-        if (!code || type_of(code) != g.code_type)
-            goto next;
-        /* Index of the instruction in code units. Integer arithmetic: the
-         * pointers are only compared, never dereferenced. */
-        uintptr_t ip = (uintptr_t)rd_ptr(f, L->fr_instr);
-        uintptr_t start = (uintptr_t)code + L->co_code_adaptive;
-        int64_t idx = (int64_t)(ip - start) / 2;
-        /* Incomplete frame (still being set up): CPython hides it too. */
-        if (owner != OWNED_BY_GENERATOR && idx < rd_i32(code, L->co_firsttraceable))
-            goto next;
-        /* Keep lasti meaningful even for an odd pointer: -1 means "unknown
-         * instruction", which resolves to co_firstlineno. */
-        if (idx < -1 || idx >= rd_i64(code, OB_SIZE))
-            idx = -1;
-        out[n].code = code;
-        out[n].lasti = (int32_t)idx;
-        n++;
-    next:
+        if (!(L->has_cstack_owner && owner == OWNED_BY_CSTACK) &&
+            frame_311plus(L, rd_ptr(f, L->fr_code), (uintptr_t)rd_ptr(f, L->fr_instr), owner, &out[n]))
+            n++;
         if (next == f)
             break;
         f = next;
@@ -617,6 +671,40 @@ int gp_py_walk(gp_pyframe *out, int max)
     case 11: return walk_311plus(&L311, ts, out, max);
     case 12: return walk_311plus(&L312, ts, out, max);
     case 13: return walk_311plus(&L313, ts, out, max);
+    default: return 0;
+    }
+}
+
+int gp_py_walk_raw(gp_pyraw *out, int max)
+{
+    if (!out || max <= 0 || !ready())
+        return 0;
+    const void *ts = this_tstate();
+    if (!ts)
+        return 0;
+    switch (g.L->minor) {
+    case 10: return walk_raw_310(ts, out, max);
+    case 11: return walk_raw_311plus(&L311, ts, out, max);
+    case 12: return walk_raw_311plus(&L312, ts, out, max);
+    case 13: return walk_raw_311plus(&L313, ts, out, max);
+    default: return 0;
+    }
+}
+
+int gp_py_frame_of(const gp_pyraw *raw, gp_pyframe *out)
+{
+    if (!raw || !out || !ready())
+        return 0;
+    switch (g.L->minor) {
+    case 10:
+        if (!raw->code || type_of(raw->code) != g.code_type)
+            return 0;
+        out->code = raw->code;
+        out->lasti = (int32_t)(intptr_t)raw->instr;
+        return 1;
+    case 11: return frame_311plus(&L311, raw->code, raw->instr, raw->owner, out);
+    case 12: return frame_311plus(&L312, raw->code, raw->instr, raw->owner, out);
+    case 13: return frame_311plus(&L313, raw->code, raw->instr, raw->owner, out);
     default: return 0;
     }
 }

@@ -59,6 +59,30 @@ const char *gp_py_describe(void);
  */
 int gp_py_walk(gp_pyframe *out, int max);
 
+/*
+ * Raw identity of the calling thread's frames, innermost first, at most max:
+ * what each frame points at (code object or, on 3.13, any executable) and
+ * where it is in it, read from the frames alone and never from the objects
+ * they point to. Cheap enough for every launch: a cache key for a stack.
+ * C-stack shim frames (3.12+) are left out; incomplete frames and frames
+ * that run no code object are not, so convert each with gp_py_frame_of.
+ * Same rules as gp_py_walk otherwise.
+ */
+typedef struct {
+    const void *code;
+    uintptr_t instr;   /* 3.10: f_lasti; 3.11+: prev_instr / instr_ptr */
+    uint8_t owner;     /* 3.11+: the frame's owner */
+} gp_pyraw;
+
+int gp_py_walk_raw(gp_pyraw *out, int max);
+
+/*
+ * Validate a raw frame and convert it into the frame gp_py_walk would give.
+ * Returns 0 for a frame gp_py_walk skips (no code object, incomplete).
+ * Reads the code object: call it while the frame is live.
+ */
+int gp_py_frame_of(const gp_pyraw *raw, gp_pyframe *out);
+
 /* 1 when the calling thread holds the GIL (PyGILState_Check), 0 when it does
  * not or when that is unknown. */
 int gp_py_thread_holds_gil(void);

@@ -3,6 +3,7 @@ package agent
 /*
 #include <stdlib.h>
 #include "agent.h"
+#include "autograd.h"
 #include "memcap.h"
 */
 import "C"
@@ -61,6 +62,7 @@ type recorder struct {
 	devices  map[uint32]bool
 	modules  []moduleInfo // in load order
 	kernels  map[uint64]*pb.Kernel
+	links    *forwardLinks // backward launches to forward lines (PyTorch)
 	closed   bool
 	stats    pb.Stats       // Go-side counters
 	mem      *memoryCapture // nil when memory capture is off
@@ -100,6 +102,7 @@ func newRecorder(out string, cfg config) (*recorder, error) {
 		symbols: map[uint64]string{},
 		devices: map[uint32]bool{},
 		kernels: map[uint64]*pb.Kernel{},
+		links:   newForwardLinks(),
 		stop:    make(chan struct{}),
 	}, nil
 }
@@ -339,6 +342,9 @@ func (r *recorder) record(p unsafe.Pointer, raw []byte) {
 		if l.cluster[0] != 0 {
 			launch.Cluster = dim3(l.cluster)
 		}
+		if l.ag_present != 0 {
+			r.links.launch(launch, uint64(l.ag_thread), uint64(l.ag_seq), uint32(l.ag_class), &r.stats)
+		}
 		if l.mem_status != 0 {
 			launch.Memory = &pb.MemoryPlan{
 				Status:           pb.MemoryPlan_Status(l.mem_status),
@@ -453,6 +459,11 @@ func (r *recorder) record(p unsafe.Pointer, raw []byte) {
 		if r.mem != nil {
 			r.mem.lost(r, (*C.gp_memlost_rec)(p))
 		}
+		return
+	case C.GP_REC_NODECLASS:
+		c := (*C.gp_nodeclass_rec)(p)
+		name := string(tail(raw, unsafe.Sizeof(*c), int(c.name_len)))
+		r.links.classes[uint32(c.id)] = nodeClassName(name, c.kind == C.GP_NODECLASS_CXX)
 		return
 	case C.GP_REC_LOG:
 		l := (*C.gp_log_rec)(p)
@@ -686,6 +697,8 @@ func (r *recorder) writeFrame() {
 		BytesHashed:        uint64(c.bytes_hashed),
 		StagingWaitNs:      uint64(c.staging_wait_ns),
 		MemoryCaptureGpuNs: uint64(c.memcap_gpu_ns),
+		BackwardLaunches:   r.stats.BackwardLaunches,
+		BackwardLinked:     r.stats.BackwardLinked,
 	}
 	if r.mem != nil {
 		r.mem.fill(r.batch.Stats)

@@ -38,6 +38,8 @@ for lib in (LIB, PLIB):
     lib.t_check_lines.restype = ctypes.c_int
     lib.t_bench_walk.argtypes = [ctypes.c_int, ctypes.c_int, c_int_p]
     lib.t_bench_walk.restype = ctypes.c_double
+    lib.t_bench_walk_raw.argtypes = [ctypes.c_int, ctypes.c_int, c_int_p]
+    lib.t_bench_walk_raw.restype = ctypes.c_double
     lib.t_bench_resolve.argtypes = [ctypes.c_int, ctypes.c_int, c_int_p]
     lib.t_bench_resolve.restype = ctypes.c_double
     lib.t_dump_layout.argtypes = [ctypes.c_char_p, ctypes.c_int]
@@ -66,6 +68,8 @@ def funcname(code):
 
 
 def parse(buf, n):
+    if n == -2:
+        raise RuntimeError("t_walk_text: gp_py_walk_raw + gp_py_frame_of disagree with gp_py_walk")
     if n < 0:
         raise RuntimeError("t_walk_text: buffer too small")
     raw = buf.raw[: buf.raw.index(b"\0")] if n else b""
@@ -472,10 +476,18 @@ def bench():
         r = LIB.t_bench_resolve(101, 200, ctypes.byref(nfr))
         return w, r
 
+    def raw_at_depth(n):
+        if n > 0:
+            return raw_at_depth(n - 1)
+        return LIB.t_bench_walk_raw(301, 2000, ctypes.byref(depth))
+
     base = len(traceback.extract_stack())
     w, r = at_depth(max(0, 20 - base - 1))
     print("  BENCH %s: gp_py_walk %.1f ns at depth %d (%.2f ns/frame); gp_py_resolve %.1f ns/frame (%d frames)"
           % (sys.version.split()[0], w, depth.value, w / max(depth.value, 1), r, nfr.value), flush=True)
+    raw = raw_at_depth(max(0, 70 - base - 1))
+    print("  BENCH %s: gp_py_walk_raw %.1f ns at depth %d (the agent's per-launch walk)"
+          % (sys.version.split()[0], raw, depth.value), flush=True)
 
 
 def main():

@@ -30,6 +30,20 @@ int t_walk_text(char *buf, int cap, int max, int *holds_gil)
         max = 512;
     *holds_gil = gp_py_thread_holds_gil();
     int n = gp_py_walk(fr, max);
+    /* The agent's path (raw walk, then gp_py_frame_of on a stack not seen
+     * before) must give exactly these frames: -2 when it does not. */
+    gp_pyraw raw[512];
+    int nraw = gp_py_walk_raw(raw, 512), k = 0;
+    for (int i = 0; i < nraw && k < n; i++) {
+        gp_pyframe f;
+        if (!gp_py_frame_of(&raw[i], &f))
+            continue;
+        if (f.code != fr[k].code || f.lasti != fr[k].lasti)
+            return -2;
+        k++;
+    }
+    if (k != n)
+        return -2;
     int pos = 0;
     for (int i = 0; i < n; i++) {
         char file[1024], func[512];
@@ -174,6 +188,27 @@ double t_bench_walk(int batches, int per_batch, int *depth)
         v[b] = (now_ns() - t0) / per_batch;
     }
     *depth = gp_py_walk(fr, 64);
+    double m = median(v, batches);
+    free(v);
+    (void)sink;
+    return m;
+}
+
+/* Same for gp_py_walk_raw, the agent's per-launch walk (max 64 frames). */
+double t_bench_walk_raw(int batches, int per_batch, int *depth)
+{
+    gp_pyraw fr[64];
+    double *v = malloc(sizeof(double) * (size_t)batches);
+    if (!v)
+        return -1;
+    volatile int sink = 0;
+    for (int b = 0; b < batches; b++) {
+        double t0 = now_ns();
+        for (int i = 0; i < per_batch; i++)
+            sink += gp_py_walk_raw(fr, 64);
+        v[b] = (now_ns() - t0) / per_batch;
+    }
+    *depth = gp_py_walk_raw(fr, 64);
     double m = median(v, batches);
     free(v);
     (void)sink;
