@@ -62,9 +62,11 @@ static void read_version(const char *lib) {
   snprintf(path, sizeof path, "%s/../version.py", dir);
   FILE *f = fopen(path, "r");
   if (f) {
+    // The assignment `__version__ = '2.11.0+cu130'` (with or without a type
+    // annotation); other lines name __version__ too (__all__).
     while (fgets(line, sizeof line, f)) {
-      char *q = strstr(line, "__version__");
-      if (!q || !(q = strpbrk(q, "'\""))) continue;
+      char *q = line + strspn(line, " \t");
+      if (strncmp(q, "__version__", 11) != 0 || !(q = strchr(q, '=')) || !(q = strpbrk(q, "'\""))) continue;
       char *end = strchr(q + 1, *q);
       if (end) snprintf(version, sizeof version, "%.*s", (int)(end - q - 1), q + 1);
       break;

@@ -17,11 +17,11 @@
 // Derived types reach the protected members; offsetof on them is what
 // libtorch's own code sees.
 struct NodeFields : torch::autograd::Node {
-  static size_t sequence_nr() { return offsetof(NodeFields, sequence_nr_); }
-  static size_t thread_id() { return offsetof(NodeFields, thread_id_); }
+  static size_t sequence_nr_offset() { return offsetof(NodeFields, sequence_nr_); }
+  static size_t thread_id_offset() { return offsetof(NodeFields, thread_id_); }
 };
 struct PyNodeFields : torch::autograd::PyNode {
-  static size_t obj() { return offsetof(PyNodeFields, obj); }
+  static size_t obj_offset() { return offsetof(PyNodeFields, obj); }
 };
 
 int main() {
@@ -30,8 +30,8 @@ int main() {
     if (e.major == TORCH_VERSION_MAJOR && e.minor == TORCH_VERSION_MINOR) l = &e;
   if (!l) {
     printf("MISSING torch %s: no entry in torch_layouts.h; add {%d, %d, %zu, %zu, %zu}\n", TORCH_VERSION,
-           TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR, NodeFields::sequence_nr(), NodeFields::thread_id(),
-           PyNodeFields::obj());
+           TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR, NodeFields::sequence_nr_offset(), NodeFields::thread_id_offset(),
+           PyNodeFields::obj_offset());
     return 1;
   }
   int bad = 0;
@@ -41,9 +41,9 @@ int main() {
       printf("MISMATCH torch %s %s: torch_layouts.h %zu, headers %zu\n", TORCH_VERSION, what, ours, real);
     }
   };
-  check("Node::sequence_nr_", l->sequence_nr, NodeFields::sequence_nr());
-  check("Node::thread_id_", l->thread_id, NodeFields::thread_id());
-  check("PyNode::obj", l->pynode_obj, PyNodeFields::obj());
+  check("Node::sequence_nr_", l->sequence_nr, NodeFields::sequence_nr_offset());
+  check("Node::thread_id_", l->thread_id, NodeFields::thread_id_offset());
+  check("PyNode::obj", l->pynode_obj, PyNodeFields::obj_offset());
   // autograd.c reads get_current_node()'s std::shared_ptr as {pointer, control block}.
   check("sizeof(std::shared_ptr<Node>)", 2 * sizeof(void *), sizeof(std::shared_ptr<torch::autograd::Node>));
   if (!bad) printf("torch %s: 4 checks, 0 mismatches\n", TORCH_VERSION);

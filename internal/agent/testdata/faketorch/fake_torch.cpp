@@ -1,0 +1,64 @@
+// A stand-in for libtorch_cpu.so with the three entry points gpurr's agent
+// calls and torch::autograd::Node laid out as torch 2.11 lays it out
+// (internal/agent/torch_layouts.h), so autograd.c's hot path can be tested
+// on a machine without torch. Built by autograd_cpu_test.go.
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+namespace at {
+namespace sequence_number {
+static thread_local uint64_t next_nr = 0;
+uint64_t peek() { return next_nr; }
+}  // namespace sequence_number
+struct RecordFunction {
+  static uint64_t currentThreadId();
+};
+static std::atomic<uint64_t> next_thread{0};
+static thread_local uint64_t thread_id = 0;
+uint64_t RecordFunction::currentThreadId() {
+  if (!thread_id) thread_id = ++next_thread;
+  return thread_id;
+}
+}  // namespace at
+
+namespace torch {
+namespace autograd {
+struct Node : std::enable_shared_from_this<Node> {
+  Node(uint64_t seq, uint64_t thread) : sequence_nr_(seq), thread_id_(thread) {}
+  virtual ~Node() = default;
+  const uint64_t sequence_nr_;
+  uint64_t topological_nr_ = 0;
+  bool has_parent_ = false;
+  uint64_t thread_id_;
+};
+static thread_local std::shared_ptr<Node> current;
+std::shared_ptr<Node> get_current_node() { return current; }
+namespace generated {
+struct MmBackward0 : Node {
+  using Node::Node;
+};
+struct ReluBackward0 : Node {
+  using Node::Node;
+};
+}  // namespace generated
+}  // namespace autograd
+}  // namespace torch
+
+using namespace torch::autograd;
+
+// The test's controls, C ABI.
+extern "C" {
+void fake_set_next_nr(uint64_t n) { at::sequence_number::next_nr = n; }
+// kind 1: MmBackward0, 2: ReluBackward0, 0: leave backward.
+void fake_enter_node(int kind, uint64_t seq, uint64_t thread) {
+  if (kind == 1)
+    current = std::make_shared<generated::MmBackward0>(seq, thread);
+  else if (kind == 2)
+    current = std::make_shared<generated::ReluBackward0>(seq, thread);
+  else
+    current.reset();
+}
+long fake_use_count(void) { return current.use_count(); }
+uint64_t fake_thread_id(void) { return at::RecordFunction::currentThreadId(); }
+}
