@@ -18,6 +18,7 @@ type Side struct {
 	Launch        *pb.Launch
 	Kernel        *pb.Kernel
 	Callstack     *pb.Callstack // nil when none was taken
+	Forward       *pb.Callstack // a backward launch's forward callstack (LaunchRecord.Forward)
 	Before, After *pb.MemoryState
 	ChunkBytes    uint64
 }
@@ -27,7 +28,7 @@ type Side struct {
 func ReadLaunch(p *recording.Process, seq uint64) (*Side, error) {
 	s := &Side{Process: p, ChunkBytes: uint64(cmp.Or(p.Info.GetMemory().GetChunkBytes(), memhash.ChunkSize))}
 	_, err := p.Ordered([]uint64{seq}, func(r *recording.LaunchRecord) error {
-		s.Launch, s.Kernel, s.Callstack, s.Before, s.After = r.Launch, r.Kernel, r.Callstack, r.Before, r.After
+		s.Launch, s.Kernel, s.Callstack, s.Forward, s.Before, s.After = r.Launch, r.Kernel, r.Callstack, r.Forward, r.Before, r.After
 		return recording.ErrStop
 	})
 	if err != nil {

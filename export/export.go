@@ -48,12 +48,20 @@ type LaunchRow struct {
 	HostUnixNs     int64  `parquet:"host_unix_ns"`
 	CallstackID    int64  `parquet:"callstack_id"`
 	PythonLine     string `parquet:"python_line,dict"`
-	Captured       bool   `parquet:"captured"`
-	GraphNodeID    int64  `parquet:"graph_node_id"`
-	GraphExec      int64  `parquet:"graph_exec"`
-	API            int32  `parquet:"api"`
-	Result         int32  `parquet:"result"`
-	MemoryStatus   string `parquet:"memory_status,dict"`
+	// PyTorch's autograd context (Launch.autograd), as gpurr query's
+	// launches table has it: null without one.
+	InBackward         *bool  `parquet:"in_backward,optional"`
+	BackwardNode       string `parquet:"backward_node,dict"`
+	AutogradThread     *int64 `parquet:"autograd_thread,optional"`
+	AutogradSeq        *int64 `parquet:"autograd_seq,optional"`
+	ForwardCallstackID int64  `parquet:"forward_callstack_id"`
+	ForwardLink        string `parquet:"forward_link,dict"`
+	Captured           bool   `parquet:"captured"`
+	GraphNodeID        int64  `parquet:"graph_node_id"`
+	GraphExec          int64  `parquet:"graph_exec"`
+	API                int32  `parquet:"api"`
+	Result             int32  `parquet:"result"`
+	MemoryStatus       string `parquet:"memory_status,dict"`
 }
 
 // Dims are a launch's grid and block dimensions, columns of the launches

@@ -1,14 +1,18 @@
 package export
 
 import (
+	"context"
 	"encoding/hex"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/gpurr/gpurr/internal/testrec"
+	"github.com/gpurr/gpurr/query"
 	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
@@ -147,5 +151,94 @@ func TestParquetInputs(t *testing.T) {
 	}
 	if p := Partition(&pb.Process{Hostname: "a/b=c"}); p != filepath.Join("host=a_b_c", "rank=-1") {
 		t.Errorf("partition %s", p)
+	}
+}
+
+// rowsText collects a query's rows as text, one per row.
+type rowsText []string
+
+func (r *rowsText) Columns([]string) error { return nil }
+func (r *rowsText) Row(values []any) error {
+	*r = append(*r, fmt.Sprint(values...))
+	return nil
+}
+
+// TestParquetAutograd: the launches table carries PyTorch's autograd
+// context as gpurr query's does, NULL where query's is, and python_line
+// (of launches and of the GPU kernels they ran) is the forward line for
+// linked backward launches.
+func TestParquetAutograd(t *testing.T) {
+	set := testrec.Open(t, testrec.Autograd)
+	dir := filepath.Join(t.TempDir(), "pq")
+	if _, err := Parquet(dir, set.Processes); err != nil {
+		t.Fatal(err)
+	}
+	db, err := query.Load(context.Background(), set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	null := func(v any) any {
+		switch v := v.(type) {
+		case *bool:
+			if v != nil {
+				return map[bool]int64{false: 0, true: 1}[*v]
+			}
+		case *int64:
+			if v != nil {
+				return *v
+			}
+		case int64:
+			if v != 0 {
+				return v
+			}
+		case string:
+			if v != "" {
+				return v
+			}
+		}
+		return nil
+	}
+	for _, proc := range set.Processes {
+		var want rowsText
+		if err := db.Query(context.Background(), fmt.Sprintf(`SELECT seq, in_backward, backward_node, autograd_thread, autograd_seq, forward_callstack_id, forward_link, python_line
+			FROM launches WHERE process = '%s' ORDER BY seq`, proc.Name), &want); err != nil {
+			t.Fatal(err)
+		}
+		var got rowsText
+		backward := 0
+		for _, r := range read[LaunchRow](t, dir, "launches", proc) {
+			if r.GraphLaunch {
+				continue
+			}
+			if r.BackwardNode != "" {
+				backward++
+			}
+			got.Row([]any{r.Seq, null(r.InBackward), null(r.BackwardNode), null(r.AutogradThread), null(r.AutogradSeq), null(r.ForwardCallstackID), null(r.ForwardLink), null(r.PythonLine)})
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: launches\n%s\nquery has\n%s", proc.Name, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		if want := map[string]int{testrec.Name(0): 6, testrec.Name(1): 0}[proc.Name]; backward != want {
+			t.Errorf("%s: %d backward launches, want %d", proc.Name, backward, want)
+		}
+
+		var lines rowsText
+		if err := db.Query(context.Background(), fmt.Sprintf(`SELECT launch_seq, python_line FROM gpu_activity WHERE process = '%s'`, proc.Name), &lines); err != nil {
+			t.Fatal(err)
+		}
+		var exported rowsText
+		for _, r := range read[ActivityRow](t, dir, "gpu_activity", proc) {
+			if !r.GpurrOwn {
+				exported.Row([]any{null(r.LaunchSeq), null(r.PythonLine)})
+			}
+		}
+		slices.Sort(lines)
+		slices.Sort(exported)
+		if !slices.Equal(lines, exported) {
+			t.Errorf("%s: gpu_activity lines\n%s\nquery has\n%s", proc.Name, strings.Join(exported, "\n"), strings.Join(lines, "\n"))
+		}
 	}
 }

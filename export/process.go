@@ -12,7 +12,7 @@ import (
 // launchRef is what a kernel row needs of the launch call that ran it.
 type launchRef struct {
 	seq       uint64
-	callstack uint64
+	callstack uint64 // where its lines come from (Links.LineCallstack)
 }
 
 // procExport streams one process into its tables.
@@ -164,8 +164,13 @@ func (e *procExport) launch(l *pb.Launch) error {
 		Dims:           dims(l.GetGrid(), l.GetBlock()),
 		SharedMemBytes: int32(l.GetSharedMemBytes()), CorrelationID: int64(l.GetCorrelationId()),
 		HostNs: int64(l.GetHostNs()), HostUnixNs: e.unix(l.GetHostNs()), CallstackID: int64(l.GetCallstackId()),
-		PythonLine: e.links.PythonLine(l.GetCallstackId()), Captured: l.GetCaptured(), GraphNodeID: int64(l.GetGraphNodeId()),
+		PythonLine: e.links.PythonLine(e.links.LineCallstack(l)), Captured: l.GetCaptured(), GraphNodeID: int64(l.GetGraphNodeId()),
 		API: int32(l.GetApi()), Result: l.GetResult()}
+	if ag := l.GetAutograd(); ag != nil {
+		in, thread, seq := ag.GetBackwardNode() != "", int64(ag.GetThread()), int64(ag.GetSequenceNr())
+		row.InBackward, row.BackwardNode, row.AutogradThread, row.AutogradSeq = &in, ag.GetBackwardNode(), &thread, &seq
+		row.ForwardCallstackID, row.ForwardLink = int64(ag.GetForwardCallstackId()), recording.EnumText(ag.GetLink())
+	}
 	if k := e.links.Kernel(l.GetKernelId()); k != nil {
 		row.Kernel, row.Identity = e.links.KernelName(k), int64(k.GetIdentity())
 	}
@@ -173,7 +178,7 @@ func (e *procExport) launch(l *pb.Launch) error {
 		row.MemoryStatus = recording.EnumText(m.GetStatus())
 	}
 	if !l.GetCaptured() {
-		e.eager.Add(l.GetCorrelationId(), launchRef{l.GetSeq(), l.GetCallstackId()})
+		e.eager.Add(l.GetCorrelationId(), launchRef{l.GetSeq(), e.links.LineCallstack(l)})
 		for _, a := range e.early.Take(l.GetCorrelationId()) {
 			if err := e.kernel(a, false); err != nil {
 				return err
@@ -219,7 +224,7 @@ func (e *procExport) kernel(a *pb.KernelActivity, wait bool) error {
 		// The launch that captured it: its line is where the graph was built.
 		if captured, _ := e.links.LaunchFor(a); captured != nil {
 			seq := int64(captured.GetSeq())
-			row.LaunchSeq, stack = &seq, captured.GetCallstackId()
+			row.LaunchSeq, stack = &seq, e.links.LineCallstack(captured)
 		}
 		if g, ok := e.graphs[a.GetCorrelationId()]; ok {
 			seq := int64(g.seq)

@@ -57,6 +57,7 @@ type Finding struct {
 	Launch    *pb.Launch
 	Kernel    *pb.Kernel
 	Callstack *pb.Callstack
+	Forward   *pb.Callstack // a backward launch's forward callstack (LaunchRecord.Forward)
 	Regions   []Region
 	Source    Source
 	// Disagree lists regions whose snapshot decodes to other counts than
@@ -278,7 +279,7 @@ func (s *scanner) finding(r *recording.LaunchRecord) (*Finding, error) {
 			}
 		}
 	}
-	return &Finding{Launch: r.Launch, Kernel: r.Kernel, Callstack: r.Callstack, Regions: regions, Source: src, Disagree: disagree}, nil
+	return &Finding{Launch: r.Launch, Kernel: r.Kernel, Callstack: r.Callstack, Forward: r.Forward, Regions: regions, Source: src, Disagree: disagree}, nil
 }
 
 // crossCheck compares the counts decoded from region i's snapshot with

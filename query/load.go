@@ -277,7 +277,12 @@ func (ld *loader) processRow(d *recording.Data) {
 		u(p.GetStartNs()), p.GetStartUnixNs(), endNS, endReason, p.GetPython(), p.GetAgentVersion(),
 		p.GetCuptiPath(), int64(p.GetDriverVersion()), p.GetCallstackMode(), b(p.GetGpuTiming()), p.GetKernelFilter(),
 		b(d.Complete()), b(d.Truncated), int64(d.Frames)}
-	ld.row("processes", append(values, memory...)...)
+	autograd := make([]any, 3) // NULL when no torch was loaded
+	if ag := p.GetAutograd(); ag != nil {
+		autograd = []any{ag.GetTorchVersion(), b(ag.GetLinked()), ag.GetReason()}
+	}
+	values = append(values, memory...)
+	ld.row("processes", append(values, autograd...)...)
 }
 
 // nullIf is v, or NULL when null.
@@ -342,12 +347,25 @@ func (ld *loader) launch(l *pb.Launch) {
 	values = append(values, optionalDim(l.GetCluster())...)
 	values = append(values, int64(l.GetSharedMemBytes()), l.GetParams(), int64(l.GetCorrelationId()), u(l.GetHostNs()),
 		nullID(l.GetCallstackId()), b(l.GetCaptured()), graphNode, int64(l.GetApi()), int64(l.GetResult()))
-	lines := ld.lines(l.GetCallstackId())
+	lines := ld.lines(ld.links.LineCallstack(l))
 	values = append(values, lines[0], lines[1])
+	values = append(values, autogradValues(l.GetAutograd())...)
 	plan := l.GetMemory()
 	values = append(values, nullIf(plan == nil, recording.EnumText(plan.GetStatus())), nullIf(plan == nil, b(plan.GetSnapshotSelected())),
 		nullIf(plan == nil && len(l.GetRegions()) == 0, int64(len(l.GetRegions()))))
 	ld.row("launches", values...)
+}
+
+// autogradValues are a launch's in_backward, backward_node, autograd_thread,
+// autograd_seq, forward_callstack_id and forward_link: all NULL without
+// autograd context.
+func autogradValues(ag *pb.Autograd) []any {
+	if ag == nil {
+		return make([]any, 6)
+	}
+	node := ag.GetBackwardNode()
+	return []any{b(node != ""), nullText(node), u(ag.GetThread()), u(ag.GetSequenceNr()),
+		nullID(ag.GetForwardCallstackId()), nullText(recording.EnumText(ag.GetLink()))}
 }
 
 // allocations writes a row per allocation, joining its free.
@@ -425,7 +443,7 @@ func (ld *loader) activity(a *pb.KernelActivity) {
 	lines := [2]any{nil, nil}
 	demangled := ld.links.Demangle(a.GetName())
 	if launch != nil {
-		launchSeq, lines = u(launch.GetSeq()), ld.lines(launch.GetCallstackId())
+		launchSeq, lines = u(launch.GetSeq()), ld.lines(ld.links.LineCallstack(launch))
 		if k, ok := ld.kernels[launch.GetKernelId()]; ok && k.name == a.GetName() {
 			demangled = k.demangled
 		}

@@ -26,7 +26,9 @@ func Example() {
 			if !viaGraph || launch == nil {
 				continue
 			}
-			f := links.UserFrame(launch.GetCallstackId())
+			// LineCallstack: a kernel launched in an autograd node's
+			// backward counts at its forward line.
+			f := links.UserFrame(links.LineCallstack(launch))
 			line := fmt.Sprintf("torch_graphs.py:%d replays %.40s", f.GetLine(), links.KernelName(links.Kernel(launch.GetKernelId())))
 			if !seen[line] {
 				seen[line] = true

@@ -18,6 +18,7 @@ func FuzzScan(f *testing.F) {
 	whole := variantEvents(f, testrec.Lossy)
 	f.Add(whole)
 	f.Add(variantEvents(f, testrec.Memory))
+	f.Add(variantEvents(f, testrec.Autograd))
 	f.Add(whole[:len(whole)-7])
 	f.Add(whole[:16])
 	f.Add(whole[:40])
@@ -56,6 +57,8 @@ func FuzzScan(f *testing.F) {
 		}
 		for _, l := range d.Launches {
 			links.PythonLine(l.CallstackId)
+			recording.Line(links.Callstack(links.LineCallstack(l)))
+			links.Forward(l)
 			links.MemoryFor(l.Seq)
 		}
 		for _, st := range d.Memory {

@@ -1,6 +1,7 @@
 package recording
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"slices"
@@ -166,7 +167,7 @@ func (l *Links) Callstack(id uint64) *pb.Callstack { return l.callstacks[id] }
 // runtime, PyTorch's C++) are skipped. nil when the callstack is unknown
 // or holds no Python frame.
 func (l *Links) TopPythonFrame(callstackID uint64) *pb.Frame {
-	return l.firstFrame(callstackID, func(f *pb.Frame) bool { return f.GetKind() == pb.Frame_PYTHON })
+	return l.firstFrame(callstackID, isPython)
 }
 
 // PythonLine is TopPythonFrame as FrameText writes it, or "" when there is
@@ -181,9 +182,7 @@ func (l *Links) PythonLine(callstackID uint64) string {
 // by torch.nn.Linear inside model.py that is the line of model.py, where
 // TopPythonFrame is the line inside torch. nil when there is none.
 func (l *Links) UserFrame(callstackID uint64) *pb.Frame {
-	return l.firstFrame(callstackID, func(f *pb.Frame) bool {
-		return f.GetKind() == pb.Frame_PYTHON && !IsLibraryFile(f.GetFile())
-	})
+	return l.firstFrame(callstackID, isUserPython)
 }
 
 // UserLine is UserFrame as FrameText writes it, or "" when there is none.
@@ -191,12 +190,66 @@ func (l *Links) UserLine(callstackID uint64) string { return frameLine(l.UserFra
 
 // firstFrame is the innermost frame of a callstack that satisfies want.
 func (l *Links) firstFrame(callstackID uint64, want func(*pb.Frame) bool) *pb.Frame {
-	for _, f := range l.callstacks[callstackID].GetFrames() {
+	return firstFrame(l.callstacks[callstackID], want)
+}
+
+func firstFrame(c *pb.Callstack, want func(*pb.Frame) bool) *pb.Frame {
+	for _, f := range c.GetFrames() {
 		if want(f) {
 			return f
 		}
 	}
 	return nil
+}
+
+func isPython(f *pb.Frame) bool { return f.GetKind() == pb.Frame_PYTHON }
+
+func isUserPython(f *pb.Frame) bool { return isPython(f) && !IsLibraryFile(f.GetFile()) }
+
+// Line is the line a summary names for a callstack: its innermost frame in
+// the program's own code (UserFrame), else its innermost Python frame
+// (TopPythonFrame), as FrameText writes it; "" when it holds no Python
+// frame or c is nil.
+func Line(c *pb.Callstack) string {
+	return frameLine(cmp.Or(firstFrame(c, isUserPython), firstFrame(c, isPython)))
+}
+
+// ForwardCallstackID is the callstack of the forward launch that a launch
+// made inside an autograd node's backward is linked to
+// (Launch.autograd.forward_callstack_id): the Python line of the model
+// whose backward the launch computes. 0 for a forward launch, a launch
+// without autograd context, and a backward launch whose forward launch
+// was not found. A forward_callstack_id on a launch that names no backward
+// node contradicts the format and is ignored.
+func ForwardCallstackID(la *pb.Launch) uint64 {
+	if ag := la.GetAutograd(); ag.GetBackwardNode() != "" {
+		return ag.GetForwardCallstackId()
+	}
+	return 0
+}
+
+// Forward returns the forward launch's callstack of a launch made inside
+// an autograd node's backward (ForwardCallstackID), or nil when there is
+// none or the recording does not hold it.
+func (l *Links) Forward(la *pb.Launch) *pb.Callstack {
+	if id := ForwardCallstackID(la); id != 0 {
+		return l.callstacks[id]
+	}
+	return nil
+}
+
+// LineCallstack is the id of the callstack a launch's lines come from
+// (PythonLine, UserLine and the like): for a launch made inside an
+// autograd node's backward, linked to its forward launch, the forward
+// launch's callstack, since the backward runs on autograd's engine thread,
+// whose own stack holds no line of the model; for every other launch, its
+// own. Readers attribute launches through it, so that a backward kernel
+// counts at the model line whose backward it computes.
+func (l *Links) LineCallstack(la *pb.Launch) uint64 {
+	if l.Forward(la) != nil {
+		return ForwardCallstackID(la)
+	}
+	return la.GetCallstackId()
 }
 
 func frameLine(f *pb.Frame) string {

@@ -15,9 +15,14 @@ var ErrStop = errors.New("stop scanning")
 // LaunchRecord is a launch with the records it refers to and the memory
 // states taken around it.
 type LaunchRecord struct {
-	Launch        *pb.Launch
-	Kernel        *pb.Kernel      // nil when the recording does not hold it
-	Callstack     *pb.Callstack   // nil when none was taken
+	Launch    *pb.Launch
+	Kernel    *pb.Kernel    // nil when the recording does not hold it
+	Callstack *pb.Callstack // nil when none was taken
+	// Forward is the callstack of the forward launch of a launch made
+	// inside an autograd node's backward (ForwardCallstackID): where its
+	// lines come from, as Links.LineCallstack says. nil for other launches
+	// and when the recording does not hold it.
+	Forward       *pb.Callstack
 	Before, After *pb.MemoryState // nil when none was recorded
 }
 
@@ -67,6 +72,9 @@ func (p *Process) Ordered(seqs []uint64, fn func(*LaunchRecord) error) (ScanResu
 			}
 			r.Kernel = kernels[r.Launch.GetKernelId()]
 			r.Callstack = stacks[r.Launch.GetCallstackId()]
+			if id := ForwardCallstackID(r.Launch); id != 0 {
+				r.Forward = stacks[id]
+			}
 			if err := fn(r); err != nil {
 				return err
 			}

@@ -18,7 +18,8 @@ import (
 const ReadmeFile = "README.md"
 
 // Extract writes launch seq of src to dir as a recording of its own: the
-// process header, the launch with its kernel, module image, callstack and
+// process header, the launch with its kernel, module image, callstack (and
+// a backward launch's forward callstack, where its line is) and
 // allocations, its two snapshots and their chunks, and a README with the
 // command that replays it. `gpurr replay DIR`, info and rewind read it like
 // any recording. It returns the bytes of chunks written.
@@ -52,6 +53,9 @@ func writeCase(src *Source, c *Case, w *recording.Writer) (int64, error) {
 	}
 	if cs := src.Links.Callstack(c.Launch.CallstackId); cs != nil {
 		b.Callstacks = []*pb.Callstack{cs}
+	}
+	if cs := src.Links.Forward(c.Launch); cs != nil {
+		b.Callstacks = append(b.Callstacks, cs)
 	}
 	for _, r := range c.Launch.Regions {
 		if a := src.Links.Allocation(r.AllocationId); a != nil {
@@ -98,6 +102,9 @@ func writeReadme(src *Source, c *Case, dir string, chunkBytes int64) error {
 	fmt.Fprintf(&sb, "Kernel `%s`", c.Name)
 	if c.Line != "" {
 		fmt.Fprintf(&sb, ", launched at `%s`", c.Line)
+	}
+	if node := c.Launch.GetAutograd().GetBackwardNode(); node != "" {
+		fmt.Fprintf(&sb, " in the backward of %s", node)
 	}
 	cfg := c.Recorded()
 	fmt.Fprintf(&sb, ", grid %d,%d,%d, block %d,%d,%d, %d bytes of dynamic shared memory.\n\n",

@@ -78,7 +78,7 @@ type Case struct {
 	Module     []byte // the recorded module image
 	ModuleHash string // its sha256
 	Launch     *pb.Launch
-	Line       string // the user's Python (or native) line that launched it, "" when unknown
+	Line       string // the user's Python line that launched it (for a backward launch, its forward line: Links.LineCallstack), "" when unknown
 	Device     *pb.Device
 	Regions    []Region
 }
@@ -134,7 +134,7 @@ func (s *Source) Case(seq uint64) (*Case, error) {
 	if k == nil {
 		return nil, fmt.Errorf("launch %d names kernel id %d, which the recording lacks", seq, l.KernelId)
 	}
-	c := &Case{Seq: seq, Process: s.Proc.Name, Kernel: k, Name: s.Links.KernelName(k), Launch: l, Line: s.Links.UserLine(l.CallstackId)}
+	c := &Case{Seq: seq, Process: s.Proc.Name, Kernel: k, Name: s.Links.KernelName(k), Launch: l, Line: s.Links.UserLine(s.Links.LineCallstack(l))}
 	for _, d := range s.Data.Devices {
 		if d.Ordinal == l.Device {
 			c.Device = d

@@ -26,10 +26,56 @@ type call struct {
 	smem      uint32
 	streamID  uint32
 	device    uint32
-	callstack uint64
-	drop      bool   // left out by --launches or --kernels: so are its kernels
-	written   bool   // its slice has been written
-	flow      uint64 // the flow its slice starts; 0 when none
+	origin
+	drop    bool   // left out by --launches or --kernels: so are its kernels
+	written bool   // its slice has been written
+	flow    uint64 // the flow its slice starts; 0 when none
+}
+
+// origin is where a launch call came from: its callstack, and the one its
+// lines are read from (Links.LineCallstack), which for a launch made inside
+// an autograd node's backward is the forward launch's; node names that
+// node, "" in forward.
+type origin struct {
+	callstack, lines uint64
+	node             string
+}
+
+func (ps *procState) originOf(l *pb.Launch) origin {
+	return origin{callstack: l.GetCallstackId(), lines: ps.links.LineCallstack(l), node: l.GetAutograd().GetBackwardNode()}
+}
+
+// lineArgs appends the arguments that name an origin's line: python_line,
+// and for a backward launch backward_node and the Python line of its own
+// stack, if it has one, as backward_python_line.
+func (ps *procState) lineArgs(out []arg, o origin) []arg {
+	if line := ps.links.PythonLine(o.lines); line != "" {
+		out = append(out, str("python_line", line))
+	}
+	if o.node == "" {
+		return out
+	}
+	out = append(out, str("backward_node", o.node))
+	if o.lines != o.callstack {
+		if line := ps.links.PythonLine(o.callstack); line != "" {
+			out = append(out, str("backward_python_line", line))
+		}
+	}
+	return out
+}
+
+// stackArgs appends an origin's callstack, and the forward launch's of a
+// backward launch as forward_callstack.
+func (ps *procState) stackArgs(out []arg, o origin) []arg {
+	if text := ps.callstack(o.callstack); text != "" {
+		out = append(out, str("callstack", text))
+	}
+	if o.lines != o.callstack {
+		if text := ps.callstack(o.lines); text != "" {
+			out = append(out, str("forward_callstack", text))
+		}
+	}
+	return out
 }
 
 // procState streams one process's recording onto the timeline.
@@ -95,7 +141,8 @@ func (ps *procState) batch(b *pb.Batch) error {
 	}
 	for _, g := range b.GraphLaunches {
 		c := &call{corr: g.GetCorrelationId(), seq: g.GetSeq(), tid: g.GetTid(), hostNS: g.GetHostNs(), api: 514, graph: true,
-			graphExec: g.GetGraphExec(), streamID: g.GetStreamId(), device: g.GetDevice(), callstack: g.GetCallstackId()}
+			graphExec: g.GetGraphExec(), streamID: g.GetStreamId(), device: g.GetDevice(),
+			origin: origin{callstack: g.GetCallstackId(), lines: g.GetCallstackId()}}
 		c.drop = ps.tw.opts.Launches != nil && !ps.tw.opts.Launches(c.seq)
 		if err := ps.await(c); err != nil {
 			return err
@@ -130,7 +177,7 @@ func (ps *procState) batch(b *pb.Batch) error {
 func (ps *procState) launch(l *pb.Launch) error {
 	c := &call{corr: l.GetCorrelationId(), seq: l.GetSeq(), tid: l.GetTid(), hostNS: l.GetHostNs(), api: l.GetApi(),
 		kernel: l.GetKernelId(), grid: dim3(l.GetGrid()), block: dim3(l.GetBlock()), smem: l.GetSharedMemBytes(),
-		streamID: l.GetStreamId(), device: l.GetDevice(), callstack: l.GetCallstackId()}
+		streamID: l.GetStreamId(), device: l.GetDevice(), origin: ps.originOf(l)}
 	o := ps.tw.opts
 	c.drop = o.Launches != nil && !o.Launches(c.seq)
 	if !c.drop && o.Kernels != nil {
@@ -233,24 +280,22 @@ func (ps *procState) kernel(a *pb.KernelActivity, c *call) error {
 	// The launch whose code this is: for a graph kernel, the launch that
 	// captured it (its Python line is where the graph was built).
 	var launch uint64
-	var stack uint64
+	var from origin
 	switch {
 	case a.GetGraphId() != 0:
 		s.cat = "graph_kernel"
 		tw.stats.GraphKernels++
 		if captured, _ := ps.links.LaunchFor(a); captured != nil {
 			tw.stats.Attributed++
-			launch, stack = captured.GetSeq(), captured.GetCallstackId()
+			launch, from = captured.GetSeq(), ps.originOf(captured)
 		}
 	case c != nil:
-		launch, stack = c.seq, c.callstack
+		launch, from = c.seq, c.origin
 	}
 	if launch != 0 {
 		s.args = append(s.args, num("launch", int64(launch)))
 	}
-	if line := ps.links.PythonLine(stack); line != "" {
-		s.args = append(s.args, str("python_line", line))
-	}
+	s.args = ps.lineArgs(s.args, from)
 	if a.GetGraphId() != 0 {
 		s.args = append(s.args, num("graph_id", int64(a.GetGraphId())), str("graph_node", fmt.Sprintf("0x%x", a.GetGraphNodeId())))
 		if c != nil {
@@ -264,9 +309,7 @@ func (ps *procState) kernel(a *pb.KernelActivity, c *call) error {
 		num("smem", int64(a.GetSharedMemBytes())), num("static_smem", int64(a.GetStaticSharedMemBytes())),
 		num("registers", int64(a.GetRegistersPerThread())), num("stream", int64(a.GetStreamId())),
 		num("device", int64(a.GetDevice())), num("correlation", int64(a.GetCorrelationId())))
-	if text := ps.callstack(stack); text != "" {
-		s.args = append(s.args, str("callstack", text))
-	}
+	s.args = ps.stackArgs(s.args, from)
 	if c != nil && c.flow != 0 {
 		s.flowIn, s.chain = c.flow, c.graph
 		tw.stats.Flows++
@@ -323,12 +366,7 @@ func (ps *procState) writeCall(c *call, flow uint64, extra ...arg) error {
 	}
 	s.args = append(s.args, extra...)
 	s.args = append(s.args, num("stream", int64(c.streamID)), num("device", int64(c.device)), num("correlation", int64(c.corr)))
-	if line := ps.links.PythonLine(c.callstack); line != "" {
-		s.args = append(s.args, str("python_line", line))
-	}
-	if text := ps.callstack(c.callstack); text != "" {
-		s.args = append(s.args, str("callstack", text))
-	}
+	s.args = ps.stackArgs(ps.lineArgs(s.args, c.origin), c.origin)
 	t := ps.threads[c.tid]
 	if t == nil {
 		label := "thread"

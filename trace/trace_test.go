@@ -465,3 +465,66 @@ func FuzzValidateChrome(f *testing.F) {
 		ValidateChrome(bytes.NewReader(b))
 	})
 }
+
+// TestBackwardArgs: in testrec's autograd recording, the call and the
+// kernel of each backward launch of the linked rank carry python_line =
+// the forward line, backward_node, and the forward launch's callstack;
+// a backward launch with a Python line of its own keeps it as
+// backward_python_line; the unlinked one has its node and no line; the
+// other rank's launches carry nothing of that. Both formats.
+func TestBackwardArgs(t *testing.T) {
+	set := testrec.Open(t, testrec.Autograd)
+	const linear = "/home/ada/.venv/lib/python3.12/site-packages/torch/nn/modules/linear.py:125 Linear.forward"
+	type want struct{ node, line, own string }
+	wants := map[int64]want{ // launch of rank 0 -> its arguments
+		20: {"SumBackward0", "/home/ada/train.py:43 main", ""},
+		21: {"CompiledFunctionBackward", "/tmp/torchinductor_ada/xy/cxyabc.py:31 call", "/tmp/torchinductor_ada/gq/cgqbwd.py:54 call"},
+		22: {"ExpandBackward0", "/tmp/torchinductor_ada/xy/cxyabc.py:31 call", ""},
+		23: {"AddmmBackward0", linear, ""},
+		24: {"AddmmBackward0", linear, ""},
+		25: {"AccumulateGrad", "", ""},
+	}
+	out, _ := write(t, Chrome, set.Processes, Options{})
+	f, _ := validate(t, out)
+	seen := map[int64]int{}
+	for _, e := range f.TraceEvents {
+		node, _ := e.Args["backward_node"].(string)
+		if e.Pid != 1 || (e.Cat != "launch" && e.Cat != "kernel") {
+			if node != "" {
+				t.Errorf("%s %q of pid %d: backward_node %q", e.Cat, e.Name, e.Pid, node)
+			}
+			continue
+		}
+		seq := int64(e.Args["launch"].(float64))
+		w, ok := wants[seq]
+		if !ok {
+			if node != "" {
+				t.Errorf("forward launch %d: backward_node %q", seq, node)
+			}
+			continue
+		}
+		seen[seq]++
+		line, _ := e.Args["python_line"].(string)
+		own, _ := e.Args["backward_python_line"].(string)
+		_, forward := e.Args["forward_callstack"]
+		if node != w.node || line != w.line || own != w.own || forward != (w.line != "") || e.Args["callstack"] == nil {
+			t.Errorf("%s of launch %d: args %v, want %+v", e.Cat, seq, e.Args, w)
+		}
+	}
+	for seq := range wants {
+		if seen[seq] != 2 {
+			t.Errorf("launch %d: %d slices, want its call and its kernel", seq, seen[seq])
+		}
+	}
+
+	out, _ = write(t, Perfetto, set.Processes, Options{})
+	n := 0
+	for _, line := range strings.Split(perfettoText(t, out), "\n") {
+		if strings.Contains(line, "python_line="+linear+" backward_node=AddmmBackward0 ") && strings.Contains(line, "forward_callstack=") {
+			n++
+		}
+	}
+	if n != 4 {
+		t.Errorf("Perfetto: %d slices of AddmmBackward0 with the forward line, want 4", n)
+	}
+}

@@ -180,20 +180,8 @@ func reportDivergence(w io.Writer, o diffOptions, dt *dtype.Type, label string, 
 	}
 	fmt.Fprintf(w, "%s: the runs part ways at launch %d of A and %d of B: the memory after it differs\n", label, la.Seq, lb.Seq)
 	fmt.Fprintf(w, "  kernel   %s (stream %d)\n", a.KernelName(la), la.Stream)
-	for _, s := range []struct {
-		name string
-		side *diff.Side
-	}{{"A", sa}, {"B", sb}} {
-		frames := pythonFrames(s.side.Callstack, o.frames)
-		if len(frames) == 0 {
-			fmt.Fprintf(w, "  %s        (no Python callstack recorded)\n", s.name)
-			continue
-		}
-		fmt.Fprintf(w, "  %s        %s\n", s.name, frames[0])
-		for _, f := range frames[1:] {
-			fmt.Fprintf(w, "           %s\n", f)
-		}
-	}
+	writeOrigin(w, "A", sa.Launch, sa.Callstack, sa.Forward, o.frames)
+	writeOrigin(w, "B", sb.Launch, sb.Callstack, sb.Forward, o.frames)
 	regions, err := diff.Differences(sa, sb, dt, o.elements)
 	if err != nil {
 		return err
@@ -241,6 +229,35 @@ func elemText(v float64, bits uint64, real bool) string {
 		return fmt.Sprintf("%.9g", v)
 	}
 	return fmt.Sprintf("%d (0x%x)", int64(v), bits)
+}
+
+// writeOrigin writes where a launch came from, under label (A, B, at):
+// the Python frames of its callstack, innermost first, at most n. For a
+// launch made inside an autograd node's backward, a first line names the
+// node and the forward line whose backward it computes, and the frames
+// are the forward launch's (forward; nil when the recording has none, and
+// then the launch's own, usually none: autograd's engine thread runs no
+// Python).
+func writeOrigin(w io.Writer, label string, l *pb.Launch, own, forward *pb.Callstack, n int) {
+	var lines []string
+	stack := own
+	if node := l.GetAutograd().GetBackwardNode(); node != "" && forward != nil {
+		lines = append(lines, fmt.Sprintf("backward of %s, forward at %s", node, cmp.Or(recording.Line(forward), "(no Python frame)")))
+		stack = forward
+	} else if node != "" {
+		lines = append(lines, fmt.Sprintf("backward of %s (its forward line was not found)", node))
+	}
+	frames := pythonFrames(stack, n)
+	if len(frames) == 0 && n > 0 {
+		frames = []string{"(no Python callstack recorded)"}
+	}
+	for i, line := range append(lines, frames...) {
+		if i == 0 {
+			fmt.Fprintf(w, "  %-8s %s\n", label, line)
+		} else {
+			fmt.Fprintf(w, "           %s\n", line)
+		}
+	}
 }
 
 // pythonFrames are a callstack's Python frames, innermost first, as text.

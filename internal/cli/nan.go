@@ -94,14 +94,7 @@ func runNan(cmd *cobra.Command, o nanOptions, path string) error {
 	}
 	fmt.Fprintf(w, "%s: NaN or Inf first after launch %d (the %d %s before it hold none)\n", proc.Name, l.GetSeq(), st.Launches-1, looked)
 	fmt.Fprintf(w, "  kernel   %s\n", kernel)
-	frames := pythonFrames(found.Callstack, o.frames)
-	if len(frames) == 0 {
-		frames = []string{"(no Python callstack recorded)"}
-	}
-	fmt.Fprintf(w, "  at       %s\n", frames[0])
-	for _, f := range frames[1:] {
-		fmt.Fprintf(w, "           %s\n", f)
-	}
+	writeOrigin(w, "at", l, found.Callstack, found.Forward, o.frames)
 	for _, r := range found.Regions {
 		where := ""
 		if r.Region != nil {

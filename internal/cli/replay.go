@@ -86,7 +86,8 @@ type launchReport struct {
 	Launch    uint64       `json:"launch"`
 	Kernel    string       `json:"kernel"`
 	Line      string       `json:"line,omitempty"`
-	Status    string       `json:"status"` // bit-exact | within-tolerance | differs | nondeterministic | failed
+	Backward  string       `json:"backward_node,omitempty"` // the autograd node whose backward made the launch; Line is then its forward line
+	Status    string       `json:"status"`                  // bit-exact | within-tolerance | differs | nondeterministic | failed
 	Why       string       `json:"why,omitempty"`
 	Grid      [3]uint32    `json:"grid"`
 	Block     [3]uint32    `json:"block"`
@@ -399,7 +400,7 @@ func replayOne(src *replay.Source, seq uint64, c *replay.Case, opts replay.Optio
 		}
 		return rep, false
 	}
-	rep.Kernel, rep.Line, rep.regionsOf = c.Name, c.Line, c
+	rep.Kernel, rep.Line, rep.Backward, rep.regionsOf = c.Name, c.Line, c.Launch.GetAutograd().GetBackwardNode(), c
 	cfg := shape.apply(c.Recorded())
 	rep.Grid = [3]uint32{cfg.Grid.X, cfg.Grid.Y, cfg.Grid.Z}
 	rep.Block = [3]uint32{cfg.Block.X, cfg.Block.Y, cfg.Block.Z}
@@ -453,7 +454,12 @@ func sameOutputs(a, b *replay.Result) bool {
 
 func printReplayReport(w io.Writer, rep launchReport, check replay.Check) {
 	fmt.Fprintf(w, "launch %d: %s\n", rep.Launch, rep.Kernel)
-	if rep.Line != "" {
+	switch {
+	case rep.Backward != "" && rep.Line != "":
+		fmt.Fprintf(w, "  at %s (backward of %s)\n", rep.Line, rep.Backward)
+	case rep.Backward != "":
+		fmt.Fprintf(w, "  backward of %s\n", rep.Backward)
+	case rep.Line != "":
 		fmt.Fprintf(w, "  at %s\n", rep.Line)
 	}
 	if rep.Status == statusFailed && rep.Device == "" {

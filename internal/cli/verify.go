@@ -145,17 +145,7 @@ func reportMismatch(w io.Writer, o verifyOptions, label string, first bool, run 
 	if !first {
 		n = min(n, 1)
 	}
-	frames := pythonFrames(mm.Actual.Callstack, n)
-	if len(frames) == 0 && n > 0 {
-		frames = []string{"(no Python callstack recorded)"}
-	}
-	for i, f := range frames {
-		lead := "  at       "
-		if i > 0 {
-			lead = "           "
-		}
-		fmt.Fprintf(w, "%s%s\n", lead, f)
-	}
+	writeOrigin(w, "at", l, mm.Actual.Callstack, mm.Actual.Forward, n)
 	for _, r := range mm.Regions {
 		fmt.Fprintf(w, "  region %d %s\n", r.Index, regionText(r.RegionDiff, "recording", "manifest"))
 		if r.RegionDiff.Note != "" {

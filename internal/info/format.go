@@ -1,9 +1,11 @@
 package info
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -76,6 +78,7 @@ func (p *Process) write(t *textWriter) {
 	t.field("kernels", "%d distinct", p.Kernels)
 	t.field("modules", "%d, %s", p.Modules, FormatBytes(p.ModuleBytes))
 	t.field("callstacks", "%d", p.Callstacks)
+	p.Autograd.write(t)
 	if calls := p.Launches + p.Captured + p.GraphLaunches; p.AgentNS > 0 && calls > 0 {
 		t.field("overhead", "agent ran %s on the program's threads, %s per launch (CUPTI's own work not included)",
 			formatNS(p.AgentNS), formatNS(p.AgentNS/uint64(calls)))
@@ -86,17 +89,52 @@ func (p *Process) write(t *textWriter) {
 	writeLines(t, p.TopLines)
 }
 
+// writeLines writes the top lines; where some ran in backward, with a
+// column of the GPU time of their backward kernels, which count at the
+// forward line whose backward they compute.
 func writeLines(t *textWriter, lines []LineUse) {
 	if len(lines) == 0 || t.err != nil {
 		return
 	}
-	t.printf("\n  top lines of the program by GPU time (graph replays count at their capture line)\n")
+	backward := slices.ContainsFunc(lines, func(u LineUse) bool { return u.BackwardRuns > 0 })
+	title, head := "graph replays count at their capture line", ""
+	if backward {
+		title, head = title+", backward kernels at their forward line", "in backward\t"
+	}
+	t.printf("\n  top lines of the program by GPU time (%s)\n", title)
 	tab := tabwriter.NewWriter(t.w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tab, "    runs\tGPU time\t  line\n")
+	fmt.Fprintf(tab, "    runs\tGPU time\t%s  line\n", head)
 	for _, u := range lines {
-		fmt.Fprintf(tab, "    %d\t%s\t  %s\n", u.Runs, formatNS(u.GPUTimeNS), shortenPath(u.Line, 100))
+		back := ""
+		if backward {
+			back = "-\t"
+			if u.BackwardRuns > 0 {
+				back = formatNS(u.BackwardGPUTimeNS) + "\t"
+			}
+		}
+		fmt.Fprintf(tab, "    %d\t%s\t%s  %s\n", u.Runs, formatNS(u.GPUTimeNS), back, shortenPath(u.Line, 100))
 	}
 	t.err = tab.Flush()
+}
+
+// write says whether backward launches name their forward line: how many
+// do, or why none does. Neither is a problem of the recording.
+func (a *Autograd) write(t *textWriter) {
+	if a == nil {
+		return
+	}
+	torch := "torch " + cmp.Or(a.TorchVersion, "(version unknown)")
+	switch {
+	case !a.Linked:
+		t.field("autograd", "not linked (%s): backward kernels are not attributed to their forward lines", cmp.Or(a.Reason, torch))
+	case a.BackwardLaunches == 0:
+		t.field("autograd", "%s: no launch ran in backward", torch)
+	case a.BackwardLinked == a.BackwardLaunches:
+		t.field("autograd", "%s: %d launches ran in backward, all linked to their forward line", torch, a.BackwardLaunches)
+	default:
+		t.field("autograd", "%s: %d launches ran in backward, %d linked to their forward line, %d not (no forward launch found for their node)",
+			torch, a.BackwardLaunches, a.BackwardLinked, a.BackwardLaunches-a.BackwardLinked)
+	}
 }
 
 // shortenPath keeps the end of a "file:line function" text, where the

@@ -55,19 +55,20 @@ type Process struct {
 	LastNS  uint64 `json:"last_ns"`  // latest one
 	SpanNS  uint64 `json:"span_ns"`
 
-	Launches         int     `json:"launches"` // eager: ran as themselves
-	Captured         int     `json:"captured"` // built a graph node
-	GraphLaunches    int     `json:"graph_launches"`
-	KernelRuns       int     `json:"kernel_runs"` // GPU activity records
-	GPUTimeNS        uint64  `json:"gpu_time_ns"`
-	UnlinkedRuns     int     `json:"unlinked_runs"` // activity with no launch in the recording
-	Kernels          int     `json:"kernels"`       // distinct kernels described
-	Modules          int     `json:"modules"`
-	ModuleBytes      uint64  `json:"module_bytes"`
-	Callstacks       int     `json:"callstacks"`
-	LaunchesFiltered uint64  `json:"launches_filtered,omitempty"` // skipped by --kernels, by design
-	AgentNS          uint64  `json:"agent_ns"`                    // agent time on the program's threads
-	Memory           *Memory `json:"memory,omitempty"`            // memory capture, when it was on
+	Launches         int       `json:"launches"` // eager: ran as themselves
+	Captured         int       `json:"captured"` // built a graph node
+	GraphLaunches    int       `json:"graph_launches"`
+	KernelRuns       int       `json:"kernel_runs"` // GPU activity records
+	GPUTimeNS        uint64    `json:"gpu_time_ns"`
+	UnlinkedRuns     int       `json:"unlinked_runs"` // activity with no launch in the recording
+	Kernels          int       `json:"kernels"`       // distinct kernels described
+	Modules          int       `json:"modules"`
+	ModuleBytes      uint64    `json:"module_bytes"`
+	Callstacks       int       `json:"callstacks"`
+	LaunchesFiltered uint64    `json:"launches_filtered,omitempty"` // skipped by --kernels, by design
+	AgentNS          uint64    `json:"agent_ns"`                    // agent time on the program's threads
+	Memory           *Memory   `json:"memory,omitempty"`            // memory capture, when it was on
+	Autograd         *Autograd `json:"autograd,omitempty"`          // PyTorch's autograd, when torch was loaded
 
 	TopByCount []KernelUse `json:"top_by_count"`
 	TopByTime  []KernelUse `json:"top_by_gpu_time"`
@@ -98,11 +99,25 @@ type KernelUse struct {
 	GPUTimeNS uint64 `json:"gpu_time_ns"`
 }
 
-// LineUse is the GPU work launched from one line of the program.
+// LineUse is the GPU work launched from one line of the program. A kernel
+// launched inside an autograd node's backward counts at its forward line,
+// the line whose backward it computes, and in the Backward fields too.
 type LineUse struct {
-	Line      string `json:"line"` // file:line function, the innermost frame in the program's own code
-	Runs      int    `json:"runs"`
-	GPUTimeNS uint64 `json:"gpu_time_ns"`
+	Line              string `json:"line"` // file:line function, the innermost frame in the program's own code
+	Runs              int    `json:"runs"`
+	GPUTimeNS         uint64 `json:"gpu_time_ns"`
+	BackwardRuns      int    `json:"backward_runs,omitempty"`
+	BackwardGPUTimeNS uint64 `json:"backward_gpu_time_ns,omitempty"`
+}
+
+// Autograd says whether the launches of PyTorch's backward pass are linked
+// to the forward lines whose backward they compute, and how many are.
+type Autograd struct {
+	TorchVersion     string `json:"torch_version"`
+	Linked           bool   `json:"linked"`           // the agent read autograd's state: launches carry their context
+	Reason           string `json:"reason,omitempty"` // why not
+	BackwardLaunches int    `json:"backward_launches"`
+	BackwardLinked   int    `json:"backward_linked"` // of them, those whose forward callstack the recording holds
 }
 
 // Counter is a named Stats counter.
@@ -301,6 +316,7 @@ func (p *Process) countKernels(d *recording.Data) {
 	for _, k := range d.Kernels {
 		readable[k.GetName()] = links.KernelName(k)
 	}
+	p.Autograd = summarizeAutograd(d, links)
 	for _, l := range d.Launches {
 		if l.GetCaptured() {
 			p.Captured++
@@ -325,7 +341,7 @@ func (p *Process) countKernels(d *recording.Data) {
 			p.UnlinkedRuns++
 			continue
 		}
-		line := cmp.Or(links.UserLine(l.GetCallstackId()), links.PythonLine(l.GetCallstackId()))
+		line := recording.Line(links.Callstack(links.LineCallstack(l)))
 		if line == "" {
 			continue
 		}
@@ -336,6 +352,10 @@ func (p *Process) countKernels(d *recording.Data) {
 		}
 		lu.Runs++
 		lu.GPUTimeNS += ns
+		if l.GetAutograd().GetBackwardNode() != "" {
+			lu.BackwardRuns++
+			lu.BackwardGPUTimeNS += ns
+		}
 	}
 	for _, lu := range lines {
 		p.TopLines = append(p.TopLines, *lu)
@@ -359,6 +379,27 @@ func (p *Process) countKernels(d *recording.Data) {
 	p.TopByTime = top(all, func(a, b KernelUse) int {
 		return cmp.Or(cmp.Compare(b.GPUTimeNS, a.GPUTimeNS), cmp.Compare(b.Runs, a.Runs), cmp.Compare(a.Name, b.Name))
 	})
+}
+
+// summarizeAutograd counts the launches made inside an autograd node's
+// backward and those linked to their forward line; nil for a process
+// without torch whose launches carry no autograd context.
+func summarizeAutograd(d *recording.Data, links *recording.Links) *Autograd {
+	info := d.Process.GetAutograd()
+	a := &Autograd{TorchVersion: info.GetTorchVersion(), Linked: info.GetLinked(), Reason: info.GetReason()}
+	for _, l := range d.Launches {
+		if l.GetAutograd().GetBackwardNode() == "" {
+			continue
+		}
+		a.BackwardLaunches++
+		if links.Forward(l) != nil {
+			a.BackwardLinked++
+		}
+	}
+	if info == nil && a.BackwardLaunches == 0 {
+		return nil
+	}
+	return a
 }
 
 func top(all []KernelUse, order func(a, b KernelUse) int) []KernelUse {

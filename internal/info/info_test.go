@@ -173,3 +173,57 @@ func TestFormats(t *testing.T) {
 		}
 	}
 }
+
+// TestAutograd: backward kernels count at the forward line whose backward
+// they compute; the summary counts backward launches and linked ones, or
+// says why none is linked; none of it is a problem.
+func TestAutograd(t *testing.T) {
+	r := summarizeVariant(t, testrec.Autograd)
+	linked, unlinked := r.Processes[0], r.Processes[1]
+	if a := linked.Autograd; a == nil || !a.Linked || a.BackwardLaunches != 6 || a.BackwardLinked != 5 || a.TorchVersion != "2.11.0+cu130" {
+		t.Errorf("linked process: autograd %+v", a)
+	}
+	if a := unlinked.Autograd; a == nil || a.Linked || a.BackwardLaunches != 0 || !strings.Contains(a.Reason, "not verified") {
+		t.Errorf("unlinked process: autograd %+v", a)
+	}
+	for _, p := range r.Processes {
+		if len(p.Problems()) != 0 {
+			t.Errorf("%s: problems %v", p.Name, p.Problems())
+		}
+	}
+	// The Linear layer's forward gemm and its two backward gemms (41.5 µs
+	// each) count at its line, the three eager gemms before them too.
+	i := slices.IndexFunc(linked.TopLines, func(u LineUse) bool { return u.Line == "/home/ada/train.py:25 Model.forward" })
+	if i < 0 || linked.TopLines[i].Runs != 6 || linked.TopLines[i].BackwardRuns != 2 || linked.TopLines[i].BackwardGPUTimeNS != 83_000 {
+		t.Errorf("top lines %+v", linked.TopLines)
+	}
+	for _, u := range unlinked.TopLines {
+		if u.BackwardRuns != 0 {
+			t.Errorf("unlinked process: line %q has backward runs", u.Line)
+		}
+	}
+	if a := summarizeVariant(t, testrec.Good).Processes[0].Autograd; a != nil {
+		t.Errorf("a process without torch: autograd %+v", a)
+	}
+}
+
+// TestDamagedAutograd: backward launches whose forward callstack the
+// recording lacks count as not linked and at no forward line.
+func TestDamagedAutograd(t *testing.T) {
+	d := &recording.Data{
+		Process:    &pb.Process{Autograd: &pb.AutogradInfo{Linked: true}},
+		Callstacks: []*pb.Callstack{{Id: 5, Frames: []*pb.Frame{{Kind: pb.Frame_PYTHON, File: "model.py", Line: 3, Function: "f"}}}},
+		Launches: []*pb.Launch{
+			{Seq: 1, CorrelationId: 1, Autograd: &pb.Autograd{BackwardNode: "MmBackward0", ForwardCallstackId: 99}},
+			{Seq: 2, CorrelationId: 2, Autograd: &pb.Autograd{BackwardNode: "MmBackward0", ForwardCallstackId: 5}},
+		},
+		Activities: []*pb.KernelActivity{{CorrelationId: 1, StartNs: 10, EndNs: 20}, {CorrelationId: 2, StartNs: 30, EndNs: 50}},
+	}
+	p := summarize("p", d)
+	if a := p.Autograd; a.BackwardLaunches != 2 || a.BackwardLinked != 1 {
+		t.Errorf("autograd %+v", a)
+	}
+	if len(p.TopLines) != 1 || p.TopLines[0].Line != "model.py:3 f" || p.TopLines[0].BackwardGPUTimeNS != 20 {
+		t.Errorf("top lines %+v", p.TopLines)
+	}
+}

@@ -28,18 +28,28 @@ type memory struct {
 	bf16NaN  map[chunkKey][2]uint64   // NaN and Inf as bf16 of chunks counted so far (nan-scan)
 	pending  []*pendingState          // enqueued on the GPU, not yet written
 	stopped  bool
+	// finite makes every chunk hold finite numbers as any float type,
+	// where the usual contents hold NaN bit patterns here and there: for
+	// a program whose first NaN must be one a kernel wrote (writeNaN).
+	finite bool
+	// What the next kernel to run writes besides a new version: NaN, or
+	// a result that differs from another run's (one version more).
+	writeNaN, skew bool
 }
 
 type devAlloc struct {
 	rec     *pb.Allocation
 	version int
+	nan     bool // a kernel wrote NaN into it
 }
 
 // chunkKey names a chunk's synthetic contents: the allocation, the chunk's
-// index and length, and the allocation's version (first chunk only).
+// index and length, and the allocation's version and NaN (first chunk
+// only), and whether the contents are finite.
 type chunkKey struct {
 	id                 uint64
 	chunk, length, ver int
+	nan, finite        bool
 }
 
 // pendingState is a memory state with what the agent counts when it
@@ -122,6 +132,11 @@ func (m *memory) run(params []byte) {
 	for off := 0; off+8 <= len(params); off += 8 {
 		if a := m.holding(binary.LittleEndian.Uint64(params[off:])); a != nil {
 			a.version++
+			if m.skew {
+				a.version++
+			}
+			a.nan = a.nan || m.writeNaN
+			m.writeNaN, m.skew = false, false
 			return
 		}
 	}
@@ -197,9 +212,9 @@ func (m *memory) chunkKeys(a *devAlloc) []chunkKey {
 	chunkBytes := uint64(m.config.ChunkBytes)
 	var keys []chunkKey
 	for c := uint64(0); c*chunkBytes < a.rec.Size; c++ {
-		key := chunkKey{id: a.rec.Id, chunk: int(c), length: int(min(chunkBytes, a.rec.Size-c*chunkBytes))}
+		key := chunkKey{id: a.rec.Id, chunk: int(c), length: int(min(chunkBytes, a.rec.Size-c*chunkBytes)), finite: m.finite}
 		if c == 0 {
-			key.ver = a.version
+			key.ver, key.nan = a.version, a.nan
 		}
 		keys = append(keys, key)
 	}
@@ -230,10 +245,19 @@ func (m *memory) countBF16(a *devAlloc) (nan, inf uint64) {
 }
 
 // chunkContents is the synthetic bytes of one chunk of an allocation.
+// Finite contents keep the top two bits of every byte clear, so no f32,
+// f16 or bf16 exponent is all ones; a NaN chunk starts with an f32 NaN,
+// which as bf16 is a zero and a NaN.
 func chunkContents(k chunkKey) []byte {
 	b := make([]byte, k.length)
 	for i := range b {
 		b[i] = byte(i*7 + int(k.id)*31 + k.chunk*13 + k.ver*101)
+		if k.finite {
+			b[i] &= 0x3f
+		}
+	}
+	if k.nan {
+		copy(b, []byte{0x00, 0x00, 0xc0, 0x7f})
 	}
 	return b
 }

@@ -16,6 +16,11 @@ type program struct {
 	stats *pb.Stats
 	nodes uint64  // last capture-time node id
 	mem   *memory // nil when memory capture is off
+	// linked: the agent reads PyTorch's autograd state, and every launch
+	// carries its context; nextNode is the forward thread's next autograd
+	// sequence number.
+	linked   bool
+	nextNode uint64
 }
 
 func newProgram(rank int) *program {
@@ -63,6 +68,9 @@ func (p *program) launch(k int, cs *pb.Callstack, salt uint64, captured bool) *p
 	}
 	if cs != nil {
 		l.CallstackId = cs.Id
+	}
+	if p.linked {
+		l.Autograd = &pb.Autograd{Thread: forwardThread, SequenceNr: p.nextNode}
 	}
 	if captured {
 		p.nodes++
@@ -149,6 +157,8 @@ type options struct {
 	lossy      bool             // report what was lost (dropped launches and activities, a module it could not store)
 	memory     *pb.MemoryConfig // --memory; nil when off
 	stopMemory bool             // memory capture stops near the end (disk full): a state lost, a launch skipped
+	autograd   *pb.AutogradInfo // PyTorch's autograd as the agent found it; nil: no torch, and no training step
+	diverge    bool             // a backward kernel computes another result than in the run without it
 }
 
 // Memory capture configurations of the Memory variant.
@@ -178,7 +188,10 @@ func build(rank int, o options) []*pb.Batch {
 	p := newProgram(rank)
 	if o.memory != nil {
 		p.mem = newMemory(o.memory)
+		// The training step's NaN must be the first one.
+		p.mem.finite = o.autograd != nil
 	}
+	p.linked = o.autograd.GetLinked()
 	fill, gemm, triton := callstack(csFill), callstack(csGemm), callstack(csTriton)
 	capture, replay, nat := callstack(csCapture), callstack(csReplay), callstack(csNative)
 	rk := int32(rank)
@@ -203,6 +216,7 @@ func build(rank int, o options) []*pb.Batch {
 			StartNs: p.now, StartUnixNs: startUnixNS,
 			AgentVersion: "0.1.0", CuptiPath: "/usr/local/cuda/lib64/libcupti.so.13", CuptiApiVersion: 130000,
 			DriverVersion: 13000, CallstackMode: "auto", Python: "CPython 3.12.3", Memory: o.memory,
+			Autograd: o.autograd,
 		},
 		Devices: []*pb.Device{{
 			Ordinal: uint32(rank), Uuid: []string{"GPU-6f1c2d3e-4a5b-6c7d-8e9f-0a1b2c3d4e5f", "GPU-0b9a8c7d-6e5f-4a3b-2c1d-0e9f8a7b6c5d"}[rank],
@@ -303,6 +317,9 @@ func build(rank int, o options) []*pb.Batch {
 	}
 	emit(b)
 
+	if o.autograd != nil {
+		emit(p.trainStep(o.diverge))
+	}
 	emit(&pb.Batch{End: &pb.End{EndNs: p.tick(), Reason: "exit"}})
 	return batches
 }

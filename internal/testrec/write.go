@@ -29,10 +29,24 @@ const (
 	// staging ring and capture stopped near the end (disk full), losing a
 	// state; rank 1 in hash mode, nothing lost.
 	Memory Variant = "memory"
+	// Autograd is a PyTorch training step after the good recording's
+	// program, both ranks recorded with --memory hash --nan-scan bf16.
+	// Rank 0's agent read PyTorch's autograd state: every launch carries
+	// its autograd context, and the launches of the backward pass, made on
+	// autograd's engine thread, name their node and the callstack of their
+	// forward launch, except one (AccumulateGrad) that has none. The
+	// gradient of the Linear layer's weight turns NaN in its backward.
+	// Rank 1's torch is a version the agent does not know: its launches
+	// carry no autograd context, and Process.autograd says why.
+	Autograd Variant = "autograd"
+	// AutogradDiverged is Autograd where a gemm of the Linear layer's
+	// backward computed a different result, as a nondeterministic kernel
+	// does: gpurr diff of the two parts ways there.
+	AutogradDiverged Variant = "autograd-diverged"
 )
 
 // Variants lists every variant.
-var Variants = []Variant{Good, Lossy, Incomplete, Truncated, Corrupt, Newer, Empty, Memory}
+var Variants = []Variant{Good, Lossy, Incomplete, Truncated, Corrupt, Newer, Empty, Memory, Autograd, AutogradDiverged}
 
 // Write writes a synthetic recording into dir (created if needed).
 func Write(dir string, v Variant) error {
@@ -48,15 +62,32 @@ func Write(dir string, v Variant) error {
 		return err
 	}
 	for rank := 1; rank < Ranks; rank++ {
-		o := options{}
-		if v == Memory {
-			o.memory = hashConfig()
-		}
-		if _, err := writeFrames(dir, rank, build(rank, o)); err != nil {
+		if _, err := writeFrames(dir, rank, build(rank, variantOptions(v, rank))); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// variantOptions is how the agent recorded rank's process of variant v.
+func variantOptions(v Variant, rank int) options {
+	var o options
+	switch v {
+	case Lossy:
+		o.lossy = rank == 0
+	case Memory:
+		o.memory = hashConfig()
+		if rank == 0 {
+			o.memory, o.stopMemory = snapshotConfig(), true
+		}
+	case Autograd, AutogradDiverged:
+		o.memory, o.autograd = hashConfig(), linkedTorch()
+		if rank != 0 {
+			o.autograd = unlinkedTorch()
+		}
+		o.diverge = v == AutogradDiverged
+	}
+	return o
 }
 
 // writeFrames writes the batches as one process and returns the events
@@ -85,11 +116,7 @@ func writeFrames(dir string, rank int, batches []*pb.Batch) (ends []int64, err e
 
 // writeVariant writes rank 0's process.
 func writeVariant(dir string, v Variant) error {
-	o := options{lossy: v == Lossy}
-	if v == Memory {
-		o.memory, o.stopMemory = snapshotConfig(), true
-	}
-	batches := build(0, o)
+	batches := build(0, variantOptions(v, 0))
 	if v == Incomplete {
 		batches = batches[:len(batches)-1]
 	}
