@@ -149,7 +149,7 @@ var tables = []Table{
 		col("api", "INTEGER", "CUPTI driver callback id: 307 cuLaunchKernel, 652 cuLaunchKernelEx, ..."),
 		col("result", "INTEGER", "CUresult of the call (0: success)"),
 		col("python_line", "TEXT", "innermost Python frame as file:line function, NULL when none; for a backward launch with forward_callstack_id, the forward launch's: the model line whose backward it computes"),
-		col("user_line", "TEXT", "innermost Python frame outside installed packages and the standard library, NULL when none; for a backward launch, the forward launch's, as python_line"),
+		col("user_line", "TEXT", "innermost Python frame outside installed packages, the standard library and code PyTorch generates (Inductor, FX), NULL when none; for a backward launch, the forward launch's, as python_line"),
 		col("in_backward", "INTEGER", "1 when made inside a PyTorch autograd node's backward, 0 in forward; NULL when the launch carries no autograd context (processes.autograd_linked)"),
 		col("backward_node", "TEXT", "the autograd node whose backward made the launch, e.g. MmBackward0; NULL in forward"),
 		col("autograd_thread", "INTEGER", "PyTorch's forward thread id: the launching thread's in forward, the node's forward thread in backward; NULL without autograd context"),
@@ -187,7 +187,7 @@ var tables = []Table{
 		col("source", "TEXT", "python, native or python+native"),
 		col("depth", "INTEGER", "number of frames"),
 		col("python_line", "TEXT", "innermost Python frame, NULL when none"),
-		col("user_line", "TEXT", "innermost Python frame outside installed packages and the standard library, NULL when none"),
+		col("user_line", "TEXT", "innermost Python frame outside installed packages, the standard library and code PyTorch generates (Inductor, FX), NULL when none"),
 		col("text", "TEXT", "the frames, innermost first, one per line"),
 	))},
 	{Name: "frames", Doc: "the frames of each callstack", Key: []string{"process", "callstack_id"}, Columns: columns(cols(
@@ -219,7 +219,7 @@ var tables = []Table{
 		col("device", "INTEGER", "device ordinal"),
 		col("result", "INTEGER", "CUresult of the call"),
 		col("python_line", "TEXT", "innermost Python frame, NULL when none"),
-		col("user_line", "TEXT", "innermost Python frame outside installed packages and the standard library, NULL when none"),
+		col("user_line", "TEXT", "innermost Python frame outside installed packages, the standard library and code PyTorch generates (Inductor, FX), NULL when none"),
 	))},
 	{Name: "allocations", Doc: "device memory allocations (--memory), with when each was freed", Key: []string{"process", "allocation_id"}, Columns: columns(cols(
 		col("allocation_id", "INTEGER", "per-process id; regions.allocation_id refers to it"),

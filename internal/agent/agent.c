@@ -667,7 +667,12 @@ static uint64_t native_stack(int depth) {
   return stack_publish(b, key, 2);
 }
 
-static uint64_t take_callstack(void) {
+// take_callstack takes the calling thread's stack as the mode asks. backward
+// is set for a launch made inside a PyTorch autograd node's backward whose
+// forward line the writer can find (autograd.h): auto mode takes no native
+// frames for it, since that line, not autograd's engine internals, is what
+// its frames would be read for.
+static uint64_t take_callstack(int backward) {
   switch (config.callstack_mode) {
   case GP_STACK_OFF:
     return 0;
@@ -677,9 +682,9 @@ static uint64_t take_callstack(void) {
     return native_stack(MAX_FRAMES);
   default: {  // auto: Python where the thread runs Python, else native
     uint64_t id = py_present ? python_stack() : 0;
-    // Unwinding costs hundreds of ns a frame; auto keeps the innermost
-    // AUTO_NATIVE_FRAMES, which name the library call that launched.
-    return id ? id : native_stack(AUTO_NATIVE_FRAMES);
+    // Auto keeps the innermost AUTO_NATIVE_FRAMES, which name the library
+    // call that launched.
+    return id || backward ? id : native_stack(AUTO_NATIVE_FRAMES);
   }
   }
 }
@@ -871,9 +876,10 @@ static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
   memcpy(rec->block, v.block, sizeof v.block);
   memcpy(rec->cluster, v.cluster, sizeof v.cluster);
   rec->shared_mem = v.smem;
-  rec->callstack_id = take_callstack();
   gp_autograd ag;
   gp_autograd_take(&ag);
+  // AccumulateGrad nodes have no forward op: their number is UINT64_MAX.
+  rec->callstack_id = take_callstack(ag.node_class != 0 && ag.sequence_nr != UINT64_MAX);
   rec->ag_thread = ag.thread;
   rec->ag_seq = ag.sequence_nr;
   rec->ag_class = ag.node_class;
@@ -915,7 +921,7 @@ static void on_graph_launch(uint32_t cbid, const gp_CallbackData *cb) {
   rec.stream_id = stream_id_of(cb->context, p->hStream, cbid);
   rec.correlation_id = cb->correlationId;
   rec.result = cb->functionReturnValue ? *(gp_CUresult *)cb->functionReturnValue : 0;
-  rec.callstack_id = take_callstack();
+  rec.callstack_id = take_callstack(0);
   if (ring_push(&rec)) COUNT(graph_launches, 1);
 }
 
