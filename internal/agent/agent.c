@@ -613,13 +613,6 @@ static void object_of(void *pc, const char **obj, uint64_t *off) {
   }
 }
 
-int gp_symbolize(uint64_t pc, char *buf, size_t cap) {
-  Dl_info info;
-  if (!dladdr((void *)(uintptr_t)pc, &info) || !info.dli_sname) return 0;
-  snprintf(buf, cap, "%s", info.dli_sname);
-  return 1;
-}
-
 // The agent's and CUPTI's own frames sit innermost in every native stack;
 // they are dropped so a stack starts at the driver call the program made.
 static const void *agent_object, *cupti_object;
@@ -653,8 +646,8 @@ static uint64_t native_stack(int depth) {
     const char *obj = "";
     object_of(pcs[i], &obj, &off);
     if (!*obj) obj = exe_path;  // the main program's link map has no name
-    // Symbol names are looked up later by the writer (gp_symbolize): the
-    // lookup scans symbol tables and costs far too much for a launch.
+    // Symbol names are looked up later by the writer, from the object's
+    // symbol tables: far too much work for a launch.
     stack_add(b, GP_FRAME_NATIVE, obj, "", 0, pc, off);
   }
   return stack_publish(b, key, 2);
