@@ -90,7 +90,7 @@ static void cache_put(uint64_t pc, rule r) {
   }
 }
 
-static rule derive_rule(uint64_t pc);
+static rule derive_rule(uint64_t ra);
 
 static __attribute__((noinline)) rule rule_miss(uint64_t pc) {
   rule r = derive_rule(pc);
@@ -544,7 +544,8 @@ static __thread __attribute__((tls_model("initial-exec"))) struct {
 } thread_stack;
 
 // stack_top returns the top of the calling thread's stack when sp lies in
-// it, else 0.
+// it, else 0. The bounds come from pthread_getattr_np once per thread (on
+// the main thread it reads /proc/self/maps).
 static uint64_t stack_top(uint64_t sp) {
   if (!thread_stack.hi) {
     thread_stack.lo = thread_stack.hi = 1;  // unknown: no stacks on this thread
@@ -583,8 +584,8 @@ __attribute__((noinline)) int gp_unwind(uint64_t *pcs, int max) {
     rule r = rule_of(pc);
     uint64_t cfa, ra;
     if (r.flags & (RULE_NO_FDE | RULE_NO_OBJECT)) {
-      // Code without CFI (JIT, Go): one frame-pointer step, when rbp
-      // points at a frame of this stack whose return address is in code.
+      // Code without CFI (JIT, Go): a frame-pointer step, when rbp points
+      // at a frame of this stack whose return address is in an object.
       if (!bp_known || !on_stack(bp, 16, sp, top)) break;
       ra = stack_word(bp + 8);
       if (ra < FIRST_VALID_PC || (rule_of(ra).flags & RULE_NO_OBJECT)) break;
@@ -601,6 +602,7 @@ __attribute__((noinline)) int gp_unwind(uint64_t *pcs, int max) {
         uint64_t at = cfa + (uint64_t)(int64_t)r.rbp_off;
         if (!on_stack(at, 8, sp, top)) break;
         bp = stack_word(at);
+        bp_known = 1;
       } else if (r.flags & RULE_RBP_LOST) {
         bp_known = 0;
       }
