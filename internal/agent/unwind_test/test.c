@@ -10,8 +10,9 @@
  *                  function does), gp_unwind returns what glibc's
  *                  backtrace() (libgcc's DWARF unwinder) returns, frame by
  *                  frame, to the outermost frame; on the main thread and
- *                  on a pthread, with an empty and with a full cache; max
- *                  cuts the walk.
+ *                  on a pthread, with an empty and with a full cache, and
+ *                  on 8 threads filling an empty cache at once; max cuts
+ *                  the walk.
  *   signal_frame   in a signal handler the walk stops at the signal
  *                  trampoline, agreeing with backtrace() up to there.
  *   garbage.*      a function overwrites its own return address and 4 KiB
@@ -149,7 +150,7 @@ __asm__(".text\n"
         ".cfi_endproc\n"
         ".size after_noreturn_call, .-after_noreturn_call\n");
 
-static jmp_buf *escape_to;
+static __thread jmp_buf *escape_to;
 
 static int escaping(int depth, struct chain *c) {
   jmp_buf *back = escape_to;  // before deeper levels replace it
@@ -172,24 +173,36 @@ static struct chain mixed_chain(int (*leaf)(struct chain *)) {
   return (struct chain){{chain_nofp, chain_fp, chain_qsort_nofp, chain_qsort_fp, chain_escape}, 5, leaf, 0, 0};
 }
 
-static void equivalence(const char *name) {
-  static struct capture k;  // large: not on a thread's stack
-  char why[512] = "";
-  int frames = 0;
-  for (int depth = 1; depth <= DEPTHS && !why[0]; depth++) {
-    memset(&k, 0, sizeof k);
-    k.c = mixed_chain(take_both);
-    chain_nofp(depth, &k.c);
-    if (compare_stacks(&k, why, sizeof why - 32))
-      snprintf(why + strlen(why), 32, " (depth %d)", depth);
-    frames += k.ngp;
+struct chains_run {
+  char why[512];  // the first difference, "" when none
+  int frames;
+};
+
+// check_chains compares both unwinders at the end of every chain depth.
+static void check_chains(struct chains_run *run) {
+  struct capture *k = malloc(sizeof *k);  // large: not on a thread's stack
+  run->why[0] = 0;
+  run->frames = 0;
+  for (int depth = 1; depth <= DEPTHS && !run->why[0]; depth++) {
+    memset(k, 0, sizeof *k);
+    k->c = mixed_chain(take_both);
+    chain_nofp(depth, &k->c);
+    if (compare_stacks(k, run->why, sizeof run->why - 32))
+      snprintf(run->why + strlen(run->why), 32, " (depth %d)", depth);
+    run->frames += k->ngp;
   }
+  free(k);
   uint64_t none[1];
-  if (!why[0] && gp_unwind(none, 0) != 0) snprintf(why, sizeof why, "max 0 gave frames");
-  if (why[0])
-    result(name, "%s", why);
+  if (!run->why[0] && gp_unwind(none, 0) != 0) snprintf(run->why, sizeof run->why, "max 0 gave frames");
+}
+
+static void equivalence(const char *name) {
+  struct chains_run run;
+  check_chains(&run);
+  if (run.why[0])
+    result(name, "%s", run.why);
   else
-    printf("ok %s (%d frames in %d stacks)\n", name, frames, DEPTHS);
+    printf("ok %s (%d frames in %d stacks)\n", name, run.frames, DEPTHS);
 }
 
 static void *equivalence_thread(void *arg) {
@@ -198,6 +211,36 @@ static void *equivalence_thread(void *arg) {
   equivalence("equivalence.thread.empty_cache");
   equivalence("equivalence.thread.cached");
   return NULL;
+}
+
+static pthread_barrier_t all_ready;
+
+static void *check_chains_thread(void *run) {
+  pthread_barrier_wait(&all_ready);
+  check_chains(run);
+  return NULL;
+}
+
+// Threads that derive and insert the same rules at once, into an empty
+// cache, must each get their stacks right.
+static void equivalence_concurrent(void) {
+  enum { THREADS = 8 };
+  struct chains_run runs[THREADS];
+  pthread_t t[THREADS];
+  empty_cache();
+  pthread_barrier_init(&all_ready, NULL, THREADS);
+  for (int i = 0; i < THREADS; i++) pthread_create(&t[i], NULL, check_chains_thread, &runs[i]);
+  for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+  pthread_barrier_destroy(&all_ready);
+  int frames = 0;
+  for (int i = 0; i < THREADS; i++) {
+    if (runs[i].why[0]) {
+      result("equivalence.concurrent", "thread %d: %s", i, runs[i].why);
+      return;
+    }
+    frames += runs[i].frames;
+  }
+  printf("ok equivalence.concurrent (%d frames in %d stacks on %d threads)\n", frames, THREADS * DEPTHS, THREADS);
 }
 
 // ---- a signal handler ----
@@ -424,6 +467,7 @@ int main(void) {
   pthread_t t;
   pthread_create(&t, NULL, equivalence_thread, NULL);
   pthread_join(t, NULL);
+  equivalence_concurrent();
   signal_frame();
 
   run_guarded(garbage_thread);
