@@ -4,7 +4,6 @@
 // synchronizes with the GPU. See DESIGN.md, invariants 1-3.
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <execinfo.h>
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
@@ -24,6 +23,7 @@
 #include "cabi.h"
 #include "memcap.h"
 #include "pystack.h"
+#include "unwind.h"
 
 // ---- CUPTI and driver entry points, resolved with dlsym ----
 
@@ -491,10 +491,14 @@ static inline uint64_t hash_word(uint64_t h, uint64_t w) {
   return h ^ (h >> 29);
 }
 
+// An entry's key is claimed first and its id published after, so two
+// threads inserting into one slot cannot pair a key with the other's id; a
+// lookup that sees the key before its id finds 0 and takes the stack anew
+// (the writer drops the repeated record).
 static uint64_t stack_lookup(uint64_t key) {
   for (uint64_t i = key, n = 0; n < 32; i++, n++) {
     uint64_t k = atomic_load_explicit(&stacks[i & (STACK_TABLE - 1)].key, memory_order_acquire);
-    if (k == key) return atomic_load_explicit(&stacks[i & (STACK_TABLE - 1)].id, memory_order_relaxed);
+    if (k == key) return atomic_load_explicit(&stacks[i & (STACK_TABLE - 1)].id, memory_order_acquire);
     if (k == 0) return 0;
   }
   return 0;
@@ -506,10 +510,11 @@ static void stack_insert(uint64_t key, uint64_t id) {
     uint64_t k = atomic_load_explicit(&e->key, memory_order_acquire);
     if (k == key) return;
     if (k != 0) continue;
-    atomic_store_explicit(&e->id, id, memory_order_relaxed);
     uint64_t zero = 0;
-    if (atomic_compare_exchange_strong_explicit(&e->key, &zero, key, memory_order_release, memory_order_relaxed))
+    if (atomic_compare_exchange_strong_explicit(&e->key, &zero, key, memory_order_acq_rel, memory_order_acquire)) {
+      atomic_store_explicit(&e->id, id, memory_order_release);
       return;
+    }
     if (zero == key) return;
   }
 }
@@ -620,48 +625,39 @@ static void object_of(void *pc, const char **obj, uint64_t *off) {
   }
 }
 
-int gp_symbolize(uint64_t pc, char *buf, size_t cap) {
-  Dl_info info;
-  if (!dladdr((void *)(uintptr_t)pc, &info) || !info.dli_sname) return 0;
-  snprintf(buf, cap, "%s", info.dli_sname);
-  return 1;
-}
-
 // The agent's and CUPTI's own frames sit innermost in every native stack;
 // they are dropped so a stack starts at the driver call the program made.
-static const void *agent_object, *cupti_object;
+static struct {
+  uint64_t start, end;
+} own_code[2];  // the agent's and CUPTI's address ranges
 static char exe_path[512];
 
-static const void *link_map_of(const void *pc) {
-  struct dl_find_object fo;
-  if (find_object && find_object((void *)pc, &fo) == 0) return fo.dlfo_link_map;
-  return NULL;
+static int is_own_code(uint64_t pc) {
+  for (int i = 0; i < 2; i++)
+    if (pc >= own_code[i].start && pc < own_code[i].end) return 1;
+  return 0;
 }
 
 static uint64_t native_stack(int depth) {
-  void *pcs[MAX_FRAMES + 16];
-  int n = backtrace(pcs, depth + 16 < MAX_FRAMES + 16 ? depth + 16 : MAX_FRAMES + 16);
+  uint64_t pcs[MAX_FRAMES + 16];
+  int n = gp_unwind(pcs, depth + 16 < MAX_FRAMES + 16 ? depth + 16 : MAX_FRAMES + 16);
   int skip = 0;
-  while (skip < n && skip < 16) {
-    const void *m = link_map_of(pcs[skip]);
-    if (!m || (m != agent_object && m != cupti_object)) break;
-    skip++;
-  }
+  while (skip < n && skip < 16 && is_own_code(pcs[skip])) skip++;
   if (n - skip > depth) n = skip + depth;
   if (n - skip <= 0) return 0;
   uint64_t key = FNV_OFFSET ^ 2;
-  for (int i = skip; i < n; i++) key = hash_word(key, (uint64_t)(uintptr_t)pcs[i]);
+  for (int i = skip; i < n; i++) key = hash_word(key, pcs[i]);
   uint64_t id = stack_lookup(key);
   if (id) return id;
   stack_builder *b = builder();
   if (!b) return 0;
   for (int i = skip; i < n; i++) {
-    uint64_t pc = (uint64_t)(uintptr_t)pcs[i], off = pc;
+    uint64_t pc = pcs[i], off = pc;
     const char *obj = "";
-    object_of(pcs[i], &obj, &off);
+    object_of((void *)(uintptr_t)pc, &obj, &off);
     if (!*obj) obj = exe_path;  // the main program's link map has no name
-    // Symbol names are looked up later by the writer (gp_symbolize): the
-    // lookup scans symbol tables and costs far too much for a launch.
+    // Symbol names are looked up later by the writer, from the object's
+    // symbol tables: far too much work for a launch.
     stack_add(b, GP_FRAME_NATIVE, obj, "", 0, pc, off);
   }
   return stack_publish(b, key, 2);
@@ -1202,13 +1198,16 @@ int gp_start(const gp_config *cfg, char *err, size_t errcap) {
   py_present = gp_py_init();
   gp_autograd_init();
   find_object = (int (*)(void *, struct dl_find_object *))dlsym(RTLD_DEFAULT, "_dl_find_object");
-  agent_object = link_map_of((const void *)gp_start);
-  cupti_object = link_map_of((const void *)cupti.subscribe);
+  gp_unwind_init();
+  gp_object_range((uintptr_t)gp_start, &own_code[0].start, &own_code[0].end);
+  gp_object_range((uintptr_t)cupti.subscribe, &own_code[1].start, &own_code[1].end);
   ssize_t len = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
   exe_path[len > 0 ? len : 0] = 0;
   if (cfg->callstack_mode == GP_STACK_NATIVE || cfg->callstack_mode == GP_STACK_AUTO) {
-    void *pcs[4];
-    backtrace(pcs, 4);  // loads the unwinder now, not inside the first launch
+    uint64_t pcs[4];
+    // Learns this thread's stack bounds (on the main thread that reads
+    // /proc/self/maps) now, not inside the first launch.
+    gp_unwind(pcs, 4);
   }
 
   gp_CUptiResult r = cupti.subscribe(&subscriber, (gp_CallbackFunc)on_cupti_callback, NULL);

@@ -153,6 +153,5 @@ const char *gp_python_description(void);
 uint32_t gp_cupti_version(void);
 int gp_driver_version(void);
 void gp_log(int level, const char *msg);
-int gp_symbolize(uint64_t pc, char *buf, size_t cap);
 
 #endif

@@ -27,6 +27,7 @@ import (
 
 	"github.com/gpurr/gpurr/internal/agent/agentenv"
 	"github.com/gpurr/gpurr/internal/kernels"
+	"github.com/gpurr/gpurr/internal/symtab"
 	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
@@ -42,6 +43,10 @@ const (
 	memDrainInterval = 500 * time.Microsecond
 	activityFlush    = 500 * time.Millisecond
 	takeBufferSize   = 4 << 20
+	// symbolObjects is how many objects' symbol tables stay open to name
+	// native frames: a PyTorch stack crosses about ten (libcuda, libtorch_*,
+	// libc10*, python, libc), and a table holds a few words per function.
+	symbolObjects = 32
 )
 
 // recorder owns one process's recording: it drains the C ring, turns raw
@@ -59,6 +64,7 @@ type recorder struct {
 	take     unsafe.Pointer // C buffer for gp_ring_take
 	stacks   map[uint64]bool
 	symbols  map[uint64]string // native symbol names by address
+	objects  *symtab.Cache     // the symbol tables that name them
 	devices  map[uint32]bool
 	modules  []moduleInfo // in load order
 	kernels  map[uint64]*pb.Kernel
@@ -100,6 +106,7 @@ func newRecorder(out string, cfg config) (*recorder, error) {
 		take:    C.malloc(takeBufferSize),
 		stacks:  map[uint64]bool{},
 		symbols: map[uint64]string{},
+		objects: symtab.NewCache(symbolObjects),
 		devices: map[uint32]bool{},
 		kernels: map[uint64]*pb.Kernel{},
 		links:   newForwardLinks(),
@@ -260,6 +267,7 @@ func (r *recorder) closeFiles() {
 	r.w.Sync()
 	r.w.Close()
 	r.log.Close()
+	r.objects.Close()
 }
 
 // drain empties the C ring into the current batch.
@@ -515,7 +523,7 @@ func (r *recorder) stack(s *C.gp_stack_rec, raw []byte) {
 			frame.Kind = pb.Frame_NATIVE
 			frame.Pc = uint64(f.pc)
 			frame.Offset = uint64(f.offset)
-			frame.Function = r.symbol(frame.Pc)
+			frame.Function = r.symbol(frame)
 		}
 		cs.Frames = append(cs.Frames, frame)
 		off += (int(unsafe.Sizeof(*f)) + fl + gl + 7) &^ 7
@@ -525,19 +533,26 @@ func (r *recorder) stack(s *C.gp_stack_rec, raw []byte) {
 	r.added()
 }
 
-// symbol names the function holding pc, demangled, "" when unknown. The
-// lookup (dladdr) scans symbol tables, so it runs here on the writer, once
-// per address, and never on the program's threads.
-func (r *recorder) symbol(pc uint64) string {
-	if name, ok := r.symbols[pc]; ok {
+// symbol names the function of a native frame, demangled, "" when unknown,
+// from its object's symbol tables (.symtab too: static and Go functions
+// have names). It runs here on the writer, once per address, and never on
+// the program's threads.
+func (r *recorder) symbol(f *pb.Frame) string {
+	if name, ok := r.symbols[f.Pc]; ok {
 		return name
 	}
-	var buf [1024]C.char
-	name := ""
-	if C.gp_symbolize(C.uint64_t(pc), &buf[0], C.size_t(len(buf))) != 0 {
-		name = demangleName(C.GoString(&buf[0]))
+	// A frame's address is a return address, just after its call, which
+	// may be the last instruction of its function: the call names it.
+	addr := f.Offset
+	if addr > 0 {
+		addr--
 	}
-	r.symbols[pc] = name
+	name, err := r.objects.Name(f.File, addr)
+	if err != nil {
+		r.logf("warn", "native frames in %s have no function names: %v", f.File, err)
+	}
+	name = demangleName(name)
+	r.symbols[f.Pc] = name
 	return name
 }
 

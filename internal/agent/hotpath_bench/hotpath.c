@@ -173,12 +173,12 @@ HP_API int hp_setup(int mode) {
   cu.deviceGetName = fake_deviceGetName;
   py_present = gp_py_init();
   find_object = (int (*)(void *, struct dl_find_object *))dlsym(RTLD_DEFAULT, "_dl_find_object");
-  agent_object = link_map_of((const void *)hp_setup);
-  cupti_object = NULL;
+  gp_unwind_init();
+  gp_object_range((uintptr_t)hp_setup, &own_code[0].start, &own_code[0].end);
   ssize_t len = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
   exe_path[len > 0 ? len : 0] = 0;
-  void *pcs[4];
-  backtrace(pcs, 4);
+  uint64_t pcs[4];
+  gp_unwind(pcs, 4);
   started = 1;
   drain_buf = malloc(DRAIN_CAP);
   memset(drain_buf, 0, DRAIN_CAP);

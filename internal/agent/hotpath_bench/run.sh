@@ -28,11 +28,12 @@ cflags="-fPIC -pthread -O2 -std=gnu11 -Wall -Wextra -Wno-unused-function -fvisib
 build() {  # build NAME AGENT_C_DIR
     local name=$1 dir=$2
     gcc $cflags -I"$dir" -c "$dir/pystack.c" -o "$out/pystack_$name.o" || return 1
+    gcc $cflags -I"$dir" -c "$dir/unwind.c" -o "$out/unwind_$name.o" || return 1
     gcc $cflags -I"$here/stub" -I"$dir" -c "$dir/memcap.c" -o "$out/memcap_$name.o" || return 1
     gcc $cflags -I"$dir" -c "$dir/autograd.c" -o "$out/autograd_$name.o" || return 1
     gcc $cflags -shared -I"$here/stub" -I"$dir" -DHP_AGENT_C="\"$dir/agent.c\"" "$here/hotpath.c" \
-        "$out/pystack_$name.o" "$out/memcap_$name.o" "$out/autograd_$name.o" -o "$out/libhotpath_$name.so" \
-        -ldl -lpthread || return 1
+        "$out/pystack_$name.o" "$out/memcap_$name.o" "$out/autograd_$name.o" "$out/unwind_$name.o" \
+        -o "$out/libhotpath_$name.so" -ldl -lpthread || return 1
 }
 
 echo "== build"
@@ -40,7 +41,7 @@ build current "$src" || exit 1
 if [ $# -ge 1 ]; then
     mkdir -p "$out/base"
     cp "$src"/agent.h "$src"/cabi.h "$src"/pystack.h "$src"/pystack.c "$src"/memcap.h "$src"/memcap.c \
-        "$src"/autograd.h "$src"/autograd.c "$out/base/"
+        "$src"/autograd.h "$src"/autograd.c "$src"/unwind.h "$src"/unwind.c "$out/base/"
     cp "$1" "$out/base/agent.c"
     build base "$out/base" || exit 1
 fi

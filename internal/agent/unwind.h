@@ -1,0 +1,39 @@
+/*
+ * unwind.h - the calling thread's native callstack on x86-64 Linux, fast
+ * enough for every kernel launch.
+ *
+ * Each return address's unwind rule (where the caller's frame starts, where
+ * the return address and the caller's rbp were saved) is derived once from
+ * the .eh_frame CFI of the object that holds it and kept in a process-wide
+ * cache; a walk over known addresses is a cache look-up and two bounds-checked
+ * stack reads per frame, with no lock, allocation or system call.
+ *
+ * The walk is cut short (what was found so far is kept) at an address no
+ * loaded object's CFI covers and no frame-pointer step can leave, a rule
+ * this unwinder does not model (DWARF expressions, a CFA on a register other
+ * than rsp or rbp), a signal frame, the outermost frame, a frame outside the
+ * calling thread's stack or not above the previous one, or a return address
+ * in the first page. See unwind.c.
+ */
+#ifndef GPURR_UNWIND_H
+#define GPURR_UNWIND_H
+
+#include <stdint.h>
+
+/* gp_unwind_init looks up what the unwinder uses from the loader
+ * (_dl_find_object, glibc 2.35+); call it once, before any gp_unwind. */
+void gp_unwind_init(void);
+
+/* gp_unwind stores up to max return addresses of the calling thread's stack
+ * into pcs, innermost first, and returns how many it stored. pcs[0] is the
+ * address gp_unwind returns to, as with glibc's backtrace(). Never faults:
+ * every stack read is checked against the thread's stack bounds (learned
+ * once per thread with pthread_getattr_np), so a thread running on a stack
+ * of its own making (a coroutine, a signal stack) gets 0 frames. */
+int gp_unwind(uint64_t *pcs, int max);
+
+/* gp_object_range sets [*start, *end) to the address range of the loaded
+ * object that holds pc and returns 1, or returns 0 when none does. */
+int gp_object_range(uint64_t pc, uint64_t *start, uint64_t *end);
+
+#endif
