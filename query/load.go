@@ -320,7 +320,8 @@ func (ld *loader) callstack(c *pb.Callstack) {
 		ld.row("frames", u(c.GetId()), int64(i), kind, f.GetFile(), line, f.GetFunction(), pc, offset)
 	}
 	lines := ld.lines(c.GetId())
-	ld.row("callstacks", u(c.GetId()), c.GetSource(), int64(len(c.GetFrames())), lines[0], lines[1], text.String())
+	ld.row("callstacks", u(c.GetId()), c.GetSource(), int64(len(c.GetFrames())), lines[0], lines[1], text.String(),
+		nullText(c.GetCut()))
 }
 
 // lines are a callstack's python_line and user_line, each NULL when there

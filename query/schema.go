@@ -189,6 +189,7 @@ var tables = []Table{
 		col("python_line", "TEXT", "innermost Python frame, NULL when none"),
 		col("user_line", "TEXT", "innermost Python frame outside installed packages, the standard library and code PyTorch generates (Inductor, FX), NULL when none"),
 		col("text", "TEXT", "the frames, innermost first, one per line"),
+		col("cut", "TEXT", "why the stack ends before the thread's first frame: depth, no unwind info, unsupported unwind rule, corrupt frame or foreign stack; NULL when whole"),
 	))},
 	{Name: "frames", Doc: "the frames of each callstack", Key: []string{"process", "callstack_id"}, Columns: columns(cols(
 		col("callstack_id", "INTEGER", "callstacks.callstack_id"),

@@ -553,7 +553,7 @@ static void stack_add(stack_builder *b, uint32_t kind, const char *file, const c
   if (kind == GP_FRAME_NATIVE) b->id = fnv_bytes(b->id, &offset, sizeof offset);
 }
 
-static uint64_t stack_publish(stack_builder *b, uint64_t key, uint32_t source) {
+static uint64_t stack_publish(stack_builder *b, uint64_t key, uint32_t source, uint32_t cut) {
   gp_stack_rec *r = (gp_stack_rec *)b->buf;
   if (b->id == 0) b->id = 1;
   r->h.type = GP_REC_STACK;
@@ -561,6 +561,8 @@ static uint64_t stack_publish(stack_builder *b, uint64_t key, uint32_t source) {
   r->id = b->id;
   r->nframes = b->nframes;
   r->source = source;
+  r->cut = cut;
+  r->pad = 0;
   if (!ring_push(r)) return 0;
   stack_insert(key, b->id);
   return b->id;
@@ -604,7 +606,7 @@ static uint64_t python_stack(void) {
     stack_add(b, GP_FRAME_PYTHON, file, func, line, 0, 0);
   }
   if (b->nframes == 0) return 0;  // shims only: no Python code on this thread now
-  return stack_publish(b, key, 1);
+  return stack_publish(b, key, 1, n == MAX_FRAMES ? GP_UNWIND_MAX : GP_UNWIND_END);
 }
 
 // _dl_find_object (glibc 2.35+) finds the object holding an address in
@@ -641,9 +643,13 @@ static int is_own_code(uint64_t pc) {
 static uint64_t native_stack(int depth) {
   uint64_t pcs[MAX_FRAMES + 16];
   int n = gp_unwind(pcs, depth + 16 < MAX_FRAMES + 16 ? depth + 16 : MAX_FRAMES + 16);
+  int cut = gp_unwind_stop();
   int skip = 0;
   while (skip < n && skip < 16 && is_own_code(pcs[skip])) skip++;
-  if (n - skip > depth) n = skip + depth;
+  if (n - skip >= depth) {
+    if (n - skip > depth || cut == GP_UNWIND_MAX) cut = GP_UNWIND_MAX;
+    n = skip + depth;
+  }
   if (n - skip <= 0) return 0;
   uint64_t key = FNV_OFFSET ^ 2;
   for (int i = skip; i < n; i++) key = hash_word(key, pcs[i]);
@@ -660,7 +666,7 @@ static uint64_t native_stack(int depth) {
     // symbol tables: far too much work for a launch.
     stack_add(b, GP_FRAME_NATIVE, obj, "", 0, pc, off);
   }
-  return stack_publish(b, key, 2);
+  return stack_publish(b, key, 2, cut);
 }
 
 // take_callstack takes the calling thread's stack as the mode asks. backward

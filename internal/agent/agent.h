@@ -57,6 +57,7 @@ typedef struct {
   gp_rec_hdr h;
   uint64_t id;
   uint32_t nframes, source;  // source: bit 0 python, bit 1 native
+  uint32_t cut, pad;         // why it ends before the thread's first frame: a GP_UNWIND_* value (unwind.h), 0 when whole
   // nframes × gp_frame_rec, each followed by file_len + func_len bytes, padded to 8
 } gp_stack_rec;
 

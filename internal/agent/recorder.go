@@ -5,6 +5,7 @@ package agent
 #include "agent.h"
 #include "autograd.h"
 #include "memcap.h"
+#include "unwind.h"
 */
 import "C"
 
@@ -495,7 +496,7 @@ func (r *recorder) stack(s *C.gp_stack_rec, raw []byte) {
 		return // another thread resolved the same stack concurrently
 	}
 	r.stacks[id] = true
-	cs := &pb.Callstack{Id: id}
+	cs := &pb.Callstack{Id: id, Cut: stackCuts[s.cut]}
 	switch s.source {
 	case 1:
 		cs.Source = "python"
@@ -531,6 +532,15 @@ func (r *recorder) stack(s *C.gp_stack_rec, raw []byte) {
 	r.batch.Callstacks = append(r.batch.Callstacks, cs)
 	r.stats.Callstacks++
 	r.added()
+}
+
+// stackCuts names gp_stack_rec.cut's GP_UNWIND_* values (Callstack.cut).
+var stackCuts = map[C.uint32_t]string{
+	C.GP_UNWIND_MAX:         "depth",
+	C.GP_UNWIND_NO_INFO:     "no unwind info",
+	C.GP_UNWIND_UNSUPPORTED: "unsupported unwind rule",
+	C.GP_UNWIND_CORRUPT:     "corrupt frame",
+	C.GP_UNWIND_NO_STACK:    "foreign stack",
 }
 
 // symbol names the function of a native frame, demangled, "" when unknown,

@@ -571,6 +571,10 @@ static inline int on_stack(uint64_t a, uint64_t n, uint64_t sp, uint64_t top) {
 
 static inline uint64_t stack_word(uint64_t a) { return *(const uint64_t *)(uintptr_t)a; }
 
+static __thread __attribute__((tls_model("initial-exec"))) int last_stop;
+
+int gp_unwind_stop(void) { return last_stop; }
+
 __attribute__((noinline)) int gp_unwind(uint64_t *pcs, int max) {
   uint64_t pc, sp, bp;
   // One asm block: no instruction of the compiler's between the three
@@ -578,24 +582,30 @@ __attribute__((noinline)) int gp_unwind(uint64_t *pcs, int max) {
   // address after the lea, looked up as pc-1 like every return address.
   __asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(pc), "=r"(sp), "=r"(bp));
   uint64_t top = stack_top(sp);
-  int n = 0, bp_known = 1;
-  if (!top) return 0;
+  int n = 0, bp_known = 1, stop = GP_UNWIND_MAX;
+  if (!top) {
+    last_stop = GP_UNWIND_NO_STACK;
+    return 0;
+  }
   while (n < max) {
     rule r = rule_of(pc);
     uint64_t cfa, ra;
     if (r.flags & (RULE_NO_FDE | RULE_NO_OBJECT)) {
       // Code without CFI (JIT, Go): a frame-pointer step, when rbp points
       // at a frame of this stack whose return address is in an object.
+      stop = GP_UNWIND_NO_INFO;
       if (!bp_known || !on_stack(bp, 16, sp, top)) break;
       ra = stack_word(bp + 8);
       if (ra < FIRST_VALID_PC || (rule_of(ra).flags & RULE_NO_OBJECT)) break;
       cfa = bp + 16;
       bp = stack_word(bp);
     } else {
+      stop = (r.flags & RULE_OUTERMOST) ? GP_UNWIND_END : GP_UNWIND_UNSUPPORTED;
       if (r.flags & RULE_STOP) break;
       if ((r.flags & RULE_CFA_RBP) && !bp_known) break;
       cfa = ((r.flags & RULE_CFA_RBP) ? bp : sp) + (uint64_t)(int64_t)r.cfa_off;
       // Above this frame (which also makes every walk finish) and in the stack.
+      stop = GP_UNWIND_CORRUPT;
       if (cfa < 8 || !on_stack(cfa - 8, 8, sp, top)) break;
       ra = stack_word(cfa - 8);
       if (r.flags & RULE_RBP_SAVED) {
@@ -607,10 +617,14 @@ __attribute__((noinline)) int gp_unwind(uint64_t *pcs, int max) {
         bp_known = 0;
       }
     }
+    // A zero return address ends some threads' first frames (no CFI says so).
+    stop = ra == 0 ? GP_UNWIND_END : GP_UNWIND_CORRUPT;
     if (ra < FIRST_VALID_PC) break;
     pcs[n++] = ra;
     pc = ra;
     sp = cfa;
+    stop = GP_UNWIND_MAX;
   }
+  last_stop = stop;
   return n;
 }

@@ -32,6 +32,17 @@ void gp_unwind_init(void);
  * of its own making (a coroutine, a signal stack) gets 0 frames. */
 int gp_unwind(uint64_t *pcs, int max);
 
+/* Why the calling thread's last gp_unwind stopped (gp_unwind_stop). */
+enum {
+  GP_UNWIND_END = 0,          /* the thread's outermost frame: the whole stack */
+  GP_UNWIND_MAX = 1,          /* max frames taken */
+  GP_UNWIND_NO_INFO = 2,      /* code no loaded object's CFI covers, and no frame pointer to step over it */
+  GP_UNWIND_UNSUPPORTED = 3,  /* CFI this unwinder does not model (an expression), or a signal frame */
+  GP_UNWIND_CORRUPT = 4,      /* a frame outside the thread's stack, or a return address no code can have */
+  GP_UNWIND_NO_STACK = 5,     /* the thread runs on a stack of its own making */
+};
+int gp_unwind_stop(void);
+
 /* gp_object_range sets [*start, *end) to the address range of the loaded
  * object that holds pc and returns 1, or returns 0 when none does. */
 int gp_object_range(uint64_t pc, uint64_t *start, uint64_t *end);

@@ -1236,10 +1236,18 @@ func (x *Frame) GetOffset() uint64 {
 
 // Callstack is stored once and referenced by id (innermost frame first).
 type Callstack struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`        // FNV-1a 64 over the frames' text, 0xFF between frames
-	Source        string                 `protobuf:"bytes,2,opt,name=source,proto3" json:"source,omitempty"` // python | native | python+native
-	Frames        []*Frame               `protobuf:"bytes,3,rep,name=frames,proto3" json:"frames,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Id     uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`        // FNV-1a 64 over the frames' text, 0xFF between frames
+	Source string                 `protobuf:"bytes,2,opt,name=source,proto3" json:"source,omitempty"` // python | native | python+native
+	Frames []*Frame               `protobuf:"bytes,3,rep,name=frames,proto3" json:"frames,omitempty"`
+	// Why the stack ends before the thread's first frame (1.4); "" when it is
+	// whole: depth (the frame limit: 64, or 24 for --callstack auto's native
+	// stacks), no unwind info (code no loaded object's .eh_frame covers, no
+	// frame pointer to step over it), unsupported unwind rule (a DWARF
+	// expression, a signal frame), corrupt frame (a frame outside the thread's
+	// stack or a return address no code can have), foreign stack (a stack the
+	// program made itself, e.g. a coroutine's).
+	Cut           string `protobuf:"bytes,4,opt,name=cut,proto3" json:"cut,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1293,6 +1301,13 @@ func (x *Callstack) GetFrames() []*Frame {
 		return x.Frames
 	}
 	return nil
+}
+
+func (x *Callstack) GetCut() string {
+	if x != nil {
+		return x.Cut
+	}
+	return ""
 }
 
 type Dim3 struct {
@@ -2901,11 +2916,12 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\n" +
 	"\x06PYTHON\x10\x01\x12\n" +
 	"\n" +
-	"\x06NATIVE\x10\x02\"f\n" +
+	"\x06NATIVE\x10\x02\"x\n" +
 	"\tCallstack\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x16\n" +
 	"\x06source\x18\x02 \x01(\tR\x06source\x121\n" +
-	"\x06frames\x18\x03 \x03(\v2\x19.gpurr.recording.v1.FrameR\x06frames\"0\n" +
+	"\x06frames\x18\x03 \x03(\v2\x19.gpurr.recording.v1.FrameR\x06frames\x12\x10\n" +
+	"\x03cut\x18\x04 \x01(\tR\x03cut\"0\n" +
 	"\x04Dim3\x12\f\n" +
 	"\x01x\x18\x01 \x01(\rR\x01x\x12\f\n" +
 	"\x01y\x18\x02 \x01(\rR\x01y\x12\f\n" +

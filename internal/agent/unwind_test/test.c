@@ -86,6 +86,7 @@ struct capture {
   void *bt[MAXF];
   uint64_t gp[MAXF], cut[MAXF];
   int nbt, ngp, ncut;
+  int stop, cut_stop;  // gp_unwind_stop() after each walk
 };
 
 enum { CUT = 5 };
@@ -94,7 +95,9 @@ static __attribute__((noinline)) int take_both(struct chain *c) {
   struct capture *k = (struct capture *)c;
   k->nbt = backtrace(k->bt, MAXF);
   k->ngp = gp_unwind(k->gp, MAXF);
+  k->stop = gp_unwind_stop();
   k->ncut = gp_unwind(k->cut, CUT);
+  k->cut_stop = gp_unwind_stop();
   return k->ngp;
 }
 
@@ -107,6 +110,12 @@ static int compare_stacks(const struct capture *k, char *why, size_t cap) {
     while (i < k->ngp && i < k->nbt && (i == 0 || k->gp[i] == (uint64_t)(uintptr_t)k->bt[i])) i++;
     snprintf(why, cap, "gp_unwind found %d frames, backtrace %d; first difference at %d: %s vs %s", k->ngp,
              k->nbt, i, i < k->ngp ? name_of(k->gp[i]) : "end", i < k->nbt ? name_of((uintptr_t)k->bt[i]) : "end");
+    return 1;
+  }
+  // A whole stack ends at the thread's first frame; one cut at max says so.
+  if (k->stop != GP_UNWIND_END || (k->ngp > CUT && k->cut_stop != GP_UNWIND_MAX)) {
+    snprintf(why, cap, "gp_unwind_stop %d after the whole walk (want %d), %d after one cut at %d (want %d)", k->stop,
+             GP_UNWIND_END, k->cut_stop, CUT, GP_UNWIND_MAX);
     return 1;
   }
   uint64_t d = k->gp[0] - (uint64_t)(uintptr_t)k->bt[0];
@@ -265,6 +274,8 @@ static void signal_frame(void) {
   if (k->ngp != 3 || k->nbt <= 3 || k->gp[1] != (uintptr_t)k->bt[1] || k->gp[2] != (uintptr_t)k->bt[2])
     result("signal_frame", "%d frames (last %s), backtrace %d; want 3, ending at backtrace's third, %s", k->ngp,
            k->ngp ? name_of(k->gp[k->ngp - 1]) : "none", k->nbt, k->nbt > 2 ? name_of((uintptr_t)k->bt[2]) : "none");
+  else if (k->stop != GP_UNWIND_UNSUPPORTED)
+    result("signal_frame", "gp_unwind_stop %d, want %d (unsupported: a signal frame)", k->stop, GP_UNWIND_UNSUPPORTED);
   else
     result("signal_frame", NULL);
 }
@@ -391,9 +402,12 @@ static void run_guarded(void *(*fn)(void *)) {
 // ---- code no object holds ----
 
 static uint64_t jit_pcs[MAXF];
-static int jit_n;
+static int jit_n, jit_stop;
 
-static __attribute__((noinline)) void jit_callee(void) { jit_n = gp_unwind(jit_pcs, MAXF); }
+static __attribute__((noinline)) void jit_callee(void) {
+  jit_n = gp_unwind(jit_pcs, MAXF);
+  jit_stop = gp_unwind_stop();
+}
 
 typedef void (*jit_code)(void (*callee)(void));
 
@@ -424,8 +438,9 @@ static void jit(const char *name, const uint8_t *insns, size_t len, size_t call_
   if (jit_n < 2 || jit_pcs[1] != ra) {
     result(name, "frame 1 is %s, want the JIT code's %#lx", jit_n > 1 ? name_of(jit_pcs[1]) : "none",
            (unsigned long)ra);
-  } else if (!frame_pointer && jit_n != 2) {
-    result(name, "%d frames, want the walk to stop at the JIT code (2)", jit_n);
+  } else if (!frame_pointer && (jit_n != 2 || jit_stop != GP_UNWIND_NO_INFO)) {
+    result(name, "%d frames, gp_unwind_stop %d; want the walk to stop at the JIT code (2 frames, %d)", jit_n, jit_stop,
+           GP_UNWIND_NO_INFO);
   } else if (frame_pointer && (nref < 1 || jit_n != nref + 2 || memcmp(jit_pcs + 3, ref + 1, (nref - 1) * sizeof ref[0]))) {
     result(name, "%d frames, want 2 + run_jit's %d, the same past run_jit", jit_n, nref);
   } else {
@@ -436,11 +451,12 @@ static void jit(const char *name, const uint8_t *insns, size_t len, size_t call_
 // ---- a stack of the program's own ----
 
 static ucontext_t main_ctx, co_ctx;
-static int co_n = -1;
+static int co_n = -1, co_stop = -1;
 
 static void coroutine(void) {
   uint64_t pcs[MAXF];
   co_n = gp_unwind(pcs, MAXF);
+  co_stop = gp_unwind_stop();
 }
 
 static void coroutine_check(void) {
@@ -453,8 +469,9 @@ static void coroutine_check(void) {
   makecontext(&co_ctx, coroutine, 0);
   swapcontext(&main_ctx, &co_ctx);
   free(stack);
-  if (co_n != 0)
-    result("coroutine", "%d frames on a malloc'd stack, want 0", co_n);
+  if (co_n != 0 || co_stop != GP_UNWIND_NO_STACK)
+    result("coroutine", "%d frames on a malloc'd stack, gp_unwind_stop %d; want 0, %d", co_n, co_stop,
+           GP_UNWIND_NO_STACK);
   else
     result("coroutine", NULL);
 }
