@@ -93,7 +93,8 @@ class Bench:
                  "(SELECT sum(agent_callback_ns) FROM stats) AS agent_ns, "
                  "(SELECT sum(memory_launches) FROM stats) AS mem, (SELECT sum(snapshots) FROM stats) AS snaps, "
                  "(SELECT max(memory_stopped) FROM stats) AS stopped, (SELECT sum(launches_dropped) FROM stats) AS dropped, "
-                 "(SELECT sum(chunk_bytes_stored) FROM stats) AS stored",
+                 "(SELECT sum(chunk_bytes_stored) FROM stats) AS stored, "
+                 "(SELECT avg(depth) FROM callstacks WHERE source = 'native') AS native_depth",
                  "--format", "json"]
             qp = subprocess.run(q, capture_output=True, text=True, timeout=120)
             try:
@@ -104,6 +105,7 @@ class Bench:
                 res["memory_launches"], res["snapshots"] = row["mem"] or 0, row["snaps"] or 0
                 res["memory_stopped"], res["launches_dropped"] = row["stopped"] or "", row["dropped"] or 0
                 res["chunk_bytes_stored"] = row["stored"] or 0
+                res["native_depth"] = round(row["native_depth"] or 0, 1)
             except (ValueError, IndexError, KeyError, TypeError):
                 raise RuntimeError(f"gpurr query on {d} failed: exit {qp.returncode}: {qp.stderr.strip()[:300]}")
             shutil.rmtree(d, ignore_errors=True)  # keep the disk for the next run
@@ -201,32 +203,38 @@ def rows_train_step(b, rounds):
 
 def rows_stacks(b, rounds):
     """What a callstack costs per launch, against --callstack off in the same loop: Python stacks
-    64 frames deep (launch_overhead.py --shape deep), and native stacks of launches made by
-    autograd's engine thread (--shape backward), where the default mode takes 24 native frames
-    and --callstack native 64. GPU timing is off in every variant: only the stack differs."""
-    shapes = {"deep": [("off", "off"), ("python", "python")],
-              "backward": [("off", "off"), ("auto", "auto (24 native frames)"), ("native", "native (64)")]}
+    64 frames deep (launch_overhead.py --shape deep), and whole native stacks of launches made by
+    autograd's engine thread deep inside libtorch (--shape backward, --callstack native; the
+    default mode takes none there: a backward launch's line is its forward op's). GPU timing is
+    off in every variant: only the stack differs. The agent's own time per launch (gpurr info's
+    figure) is the steadier measure on a shared machine; wall time is reported beside it."""
+    shapes = {"deep": [("off", "off"), ("python", "python")], "backward": [("off", "off"), ("native", "native")]}
     rows = []
     for shape, modes in shapes.items():
         got = {m: [] for m, _ in modes}
         agent = {m: [] for m, _ in modes}
+        depth = 0
         for _ in range(rounds):
             for mode, _ in modes:
                 r = b.variant(f"stacks.{shape}.{mode}", "launch_overhead.py", ["--shape", shape], True, 300,
                               ["--gpu-timing=false", "--callstack", mode])
                 got[mode].append(r["us_per_launch"])
                 agent[mode].append(r["agent_ns_per_launch"] / 1e3)
+                depth = max(depth, r["native_depth"])
         base = statistics.median(got["off"])
         for mode, label in modes[1:]:
             med = statistics.median(got[mode])
             d = med - base
             da = statistics.median(agent[mode]) - statistics.median(agent["off"])
-            what = "python stack, 64 frames" if shape == "deep" else f"native stack, autograd thread, {label}"
-            limit = STACK_MAX_ADDED_US if mode != "native" else None
-            rows.append({"workload": f"{what} (agent {da:+.2f} us)", "baseline": base, "under": med,
-                         "delta": f"{d:+.2f} us", "target": f"<= {limit:.1f} us" if limit else "(report)",
-                         "verdict": ("ok" if d <= limit else "over target") if limit else "measured",
-                         "samples": got})
+            what = "python stack, 64 frames" if shape == "deep" else \
+                f"native stack, autograd thread, {depth:.0f} frames"
+            # The agent's own time is held to the target (see the docstring): <= 1 us for 64 Python
+            # frames, and for 24 native frames, which a whole autograd-thread stack exceeds.
+            ok = da <= STACK_MAX_ADDED_US
+            rows.append({"workload": f"{what} (wall {d:+.2f} us)", "baseline": statistics.median(agent["off"]),
+                         "under": statistics.median(agent[mode]), "delta": f"{da:+.2f} us",
+                         "target": f"<= {STACK_MAX_ADDED_US:.1f} us", "verdict": "ok" if ok else "over target",
+                         "samples": {"wall_us": got, "agent_us": agent}})
     return rows
 
 

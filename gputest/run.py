@@ -477,12 +477,14 @@ def raw_cuda_binary(h):
     return binary
 
 
-def frame_chain(h, d, kernel, names):
-    """Checks that every launch of kernel has a native callstack holding functions that start
-    with names, innermost first, at increasing depths; returns the functions of one stack."""
-    launches = h.n(d, f"SELECT count(*) AS n FROM launches WHERE name LIKE '%{kernel}%'")
+def frame_chain(h, d, kernel, names, where="1=1"):
+    """Checks that every launch of kernel (that satisfies where) has a native callstack holding
+    functions that start with names, innermost first, at increasing depths; returns the number
+    of launches and the functions of one stack."""
+    sel = f"FROM launches WHERE name LIKE '%{kernel}%' AND {where}"
+    launches = h.n(d, f"SELECT count(*) AS n {sel}")
     check(launches > 0, f"no launch of {kernel} recorded")
-    stacks = h.query(d, f"SELECT DISTINCT callstack_id AS id FROM launches WHERE name LIKE '%{kernel}%'")
+    stacks = h.query(d, f"SELECT DISTINCT callstack_id AS id {sel}")
     for s in stacks:
         frames = h.query(d, f"SELECT depth, function, file FROM frames WHERE callstack_id = {s['id']} ORDER BY depth")
         funcs = [f.get("function") or "" for f in frames]
@@ -502,7 +504,8 @@ def t_native_cpp(h):
     binary = raw_cuda_binary(h)
     want, d = h.workload("raw_cuda.native", [binary], flags=["--callstack", "native"])
     n, funcs = frame_chain(h, d, want["drv_kernel"],
-                           ["drv_launch_inner", "drv_launch_middle", "drv_launch_outer", "main"])
+                           ["drv_launch_inner", "drv_launch_middle", "drv_launch_outer", "main"],
+                           where=f"api = {CBID_LAUNCH_KERNEL}")
     return f"{n} launches; frames: {' > '.join(f for f in funcs if f)[:160]}"
 
 
@@ -521,10 +524,13 @@ def t_native_go(h):
 
 
 def backward_rows(h, d):
-    proc = h.one(d, "SELECT torch_version, autograd_linked, autograd_reason FROM processes")
+    """The training process's autograd context (torch.compile's compile workers are processes
+    too) and its backward launches, each with its user_line: the forward line."""
+    main = "(SELECT process FROM launches GROUP BY process ORDER BY count(*) DESC LIMIT 1)"
+    proc = h.one(d, f"SELECT torch_version, autograd_linked, autograd_reason FROM processes WHERE process = {main}")
     check(truthy(proc.get("autograd_linked")), f"backward launches not linked: {proc}")
-    rows = h.query(d, "SELECT seq, tid, name, backward_node AS node, python_line AS line, forward_link AS link "
-                      "FROM launches WHERE backward_node IS NOT NULL")
+    rows = h.query(d, "SELECT seq, tid, name, backward_node AS node, user_line AS line, forward_link AS link "
+                      f"FROM launches WHERE backward_node IS NOT NULL AND process = {main}")
     check(rows, "no launch recorded as made in backward")
     return proc, rows
 
@@ -550,7 +556,7 @@ def t_autograd_lines(h):
     relu = [r for r in rows if r["node"] == "ReluBackward0"]
     check(relu and all(on(r, "fwd-relu") for r in relu), f"ReluBackward0 launches: {relu[:3]}")
     exact = sum(1 for r in rows if r.get("link") == "next_launch")
-    fwd_tid = h.one(d, f"SELECT tid FROM launches WHERE {at_line('python_line', script, marks['fwd-mm1'])} "
+    fwd_tid = h.one(d, f"SELECT tid FROM launches WHERE {at_line('user_line', script, marks['fwd-mm1'])} "
                        "AND backward_node IS NULL LIMIT 1").get("tid")
     check(all(r["tid"] != fwd_tid for r in rows), "backward launches on the forward thread: not autograd's engine")
     info = info_of(h, "autograd_lines", d)
@@ -564,6 +570,10 @@ def t_autograd_lines(h):
     slices = [e for e in ev if isinstance(e, dict) and (e.get("args") or {}).get("backward_node") == "MmBackward0"]
     check(slices and all(f"autograd_lines.py:" in str(e["args"].get("python_line")) for e in slices),
           f"no trace slice of MmBackward0 with its forward python_line: {slices[:2]}")
+    # PowBackward0's forward op is `** 2` through torch's Tensor.__pow__: python_line is in torch,
+    # user_line the model's line.
+    pw = h.query(d, "SELECT DISTINCT python_line AS p, user_line AS u FROM launches WHERE backward_node = 'PowBackward0'")
+    check(pw and all(on({"line": r["u"]}, "fwd-loss") for r in pw), f"PowBackward0's lines: {pw}")
     nodes = sorted({r["node"] for r in rows})
     return (f"torch {proc.get('torch_version')}: {len(rows)} backward launches ({exact} exact), nodes "
             f"{', '.join(nodes)[:120]}; all at marked forward lines; info and trace agree")
@@ -594,13 +604,17 @@ def t_autograd_compiled(h):
     _, d = h.py_workload("autograd_lines.compiled", script="autograd_lines.py", args=["--compile"], timeout=400)
     proc, rows = backward_rows(h, d)
     nodes = sorted({r["node"] for r in rows})
+    compiled = [r for r in rows if r["node"] == "CompiledFunctionBackward"]
+    check(compiled and len(compiled) == len([r for r in rows if r["node"] != "AccumulateGrad"]),
+          f"backward nodes {nodes}, want CompiledFunctionBackward (and AccumulateGrad)")
     linked = h.n(d, f"""SELECT count(DISTINCT l.seq) AS n FROM launches l JOIN frames f
                         ON f.process = l.process AND f.callstack_id = l.forward_callstack_id
-                        WHERE l.backward_node IS NOT NULL AND {frame_at('f', script, line)}""")
-    compiled = [r for r in rows if r["node"] != "AccumulateGrad"]
+                        WHERE l.backward_node = 'CompiledFunctionBackward' AND {frame_at('f', script, line)}""")
     check(linked == len(compiled), f"{linked} of {len(compiled)} compiled backward launches link to a forward "
-                                   f"callstack through autograd_lines.py:{line}; nodes {nodes}")
-    return f"{len(compiled)} compiled backward launches (nodes {', '.join(nodes)}) link to autograd_lines.py:{line}"
+                                   f"callstack through autograd_lines.py:{line}; user lines "
+                                   f"{sorted({r.get('line') for r in compiled})[:4]}")
+    return (f"{len(compiled)} launches of CompiledFunctionBackward, all linked through autograd_lines.py:{line}; "
+            f"user_line {sorted({r.get('line') for r in compiled})[0]}")
 
 
 @test("cupy_raw")

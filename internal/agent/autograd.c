@@ -198,20 +198,23 @@ static uint32_t describe_class(const char *node) {
   uintptr_t key = class_key(node);
   uint32_t id = class_find(key);
   if (id) goto out;
-  const void *vt = rd_ptr(node, 0);
-  const void *ti = vt ? rd_ptr(vt, -(ptrdiff_t)sizeof(void *)) : NULL;
-  const char *name = ti ? rd_ptr(ti, sizeof(void *)) : NULL;  // type_info::__name
-  if (name && *name == '*') name++;                           // GCC's mark of a local type
-  uint32_t kind = GP_NODECLASS_CXX;
-  if (name && strcmp(name, "N5torch8autograd6PyNodeE") == 0 && !(key & 1)) {
-    atomic_store_explicit(&pynode_vtable, vt, memory_order_relaxed);
-    uintptr_t pykey = class_key(node);
-    if (pykey & 1) {
-      key = pykey;
-      if ((id = class_find(key))) goto out;
-      name = rd_ptr((const void *)(key & ~(uintptr_t)1), 24);
-      kind = GP_NODECLASS_PYTHON;
+  const char *name = NULL;
+  if (!(key & 1)) {
+    const void *vt = rd_ptr(node, 0);
+    const void *ti = vt ? rd_ptr(vt, -(ptrdiff_t)sizeof(void *)) : NULL;
+    name = ti ? rd_ptr(ti, sizeof(void *)) : NULL;  // type_info::__name
+    if (name && *name == '*') name++;               // GCC's mark of a local type
+    if (name && strcmp(name, "N5torch8autograd6PyNodeE") == 0) {
+      // The first PyNode: from now on PyNodes are told apart by Python class.
+      atomic_store_explicit(&pynode_vtable, vt, memory_order_relaxed);
+      key = class_key(node);
+      if ((key & 1) && (id = class_find(key))) goto out;
     }
+  }
+  uint32_t kind = GP_NODECLASS_CXX;
+  if (key & 1) {
+    name = rd_ptr((const void *)(key & ~(uintptr_t)1), 24);
+    kind = GP_NODECLASS_PYTHON;
   }
   id = ++next_class;
   push_class(id, kind, name);

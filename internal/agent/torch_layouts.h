@@ -16,7 +16,7 @@ typedef struct {
 } gp_torch_layout;
 
 static const gp_torch_layout gp_torch_layouts[] = {
-    {2, 11, 24, 48, 0},
+    {2, 11, 24, 48, 472},
 };
 
 #endif

@@ -13,6 +13,7 @@ package main
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 typedef int CUresult;
 typedef uint64_t CUdeviceptr;
@@ -78,6 +79,12 @@ static __attribute__((noinline)) int cgolaunch_outer(CUdeviceptr x, float v, int
   return r;
 }
 
+// Go's os.Exit and a return from main end the process without libc's
+// exit handlers, where CUDA tools (gpurr's agent, CUPTI) finish their
+// work; a CUDA program in Go ends through exit(3), as cgo programs that
+// use such tools do.
+static void exit_process(int code) { exit(code); }
+
 static int finish(CUdeviceptr x, float *out, int n) {
   if (cu_ctx_synchronize()) return 1;
   return cu_memcpy_dtoh(out, x, (size_t)n * 4) != 0;
@@ -135,4 +142,6 @@ func main() {
 	res, _ := json.Marshal(map[string]any{"workload": "cgolaunch", "kernel": "cgolaunch_add", "launches": launches,
 		"frames": []string{"cgolaunch_inner", "cgolaunch_outer", "_Cfunc_cgolaunch_outer"}})
 	fmt.Println(string(res))
+	os.Stdout.Sync()
+	C.exit_process(0)
 }

@@ -102,6 +102,20 @@ int main(int argc, char **argv) {
             class_ids[0] == mm && class_kinds[0] == GP_NODECLASS_CXX &&
             strcmp(class_names[1], "N5torch8autograd9generated13ReluBackward0E") == 0,
         "class records: %s (%u, kind %u), %s", class_names[0], class_ids[0], class_kinds[0], class_names[1]);
+  // Python Functions' nodes are all PyNodes: each is named by its Python class.
+  enter_node(3, 37, 7);
+  gp_autograd_take(&ag);
+  uint32_t compiled = ag.node_class;
+  enter_node(4, 36, 7);
+  gp_autograd_take(&ag);
+  uint32_t custom = ag.node_class;
+  enter_node(3, 35, 7);
+  gp_autograd_take(&ag);
+  CHECK(compiled != 0 && custom != 0 && compiled != custom && ag.node_class == compiled && nclasses == 4 &&
+            class_kinds[2] == GP_NODECLASS_PYTHON && strcmp(class_names[2], "CompiledFunctionBackward") == 0 &&
+            strcmp(class_names[3], "MyFunctionBackward") == 0,
+        "PyNode classes %u %u (again %u), %d class records: %s (kind %u), %s", compiled, custom, ag.node_class,
+        nclasses, class_names[2], class_kinds[2], class_names[3]);
   enter_node(0, 0, 0);
   set_next_nr(42);
   gp_autograd_take(&ag);
