@@ -597,16 +597,16 @@ def t_autograd_nan(h):
 
 @test("autograd.compiled")
 def t_autograd_compiled(h):
-    """The same model under torch.compile: the compiled backward runs as one autograd node whose
-    launches link to the forward launches of the compiled call, made from the marked call line."""
+    """The same model under torch.compile: the compiled backward runs as one autograd node
+    (CompiledFunctionBackward) whose launches link to the forward launches of the compiled call,
+    made from the marked call line. The loss, outside the model, stays eager."""
     script = WL / "autograd_lines.py"
     line = mark_line(script, "call")
     _, d = h.py_workload("autograd_lines.compiled", script="autograd_lines.py", args=["--compile"], timeout=400)
     proc, rows = backward_rows(h, d)
     nodes = sorted({r["node"] for r in rows})
     compiled = [r for r in rows if r["node"] == "CompiledFunctionBackward"]
-    check(compiled and len(compiled) == len([r for r in rows if r["node"] != "AccumulateGrad"]),
-          f"backward nodes {nodes}, want CompiledFunctionBackward (and AccumulateGrad)")
+    check(compiled, f"no launch in CompiledFunctionBackward; backward nodes {nodes}")
     linked = h.n(d, f"""SELECT count(DISTINCT l.seq) AS n FROM launches l JOIN frames f
                         ON f.process = l.process AND f.callstack_id = l.forward_callstack_id
                         WHERE l.backward_node = 'CompiledFunctionBackward' AND {frame_at('f', script, line)}""")
