@@ -90,7 +90,7 @@ class Bench:
         res["wall_s"] = round(secs, 1)
         if recorded:
             q = [self.gpurr, "query", d, "SELECT (SELECT count(*) FROM launches) AS n, "
-                 "(SELECT sum(agent_callback_ns) FROM stats) AS agent_ns, "
+                 "(SELECT sum(agent_launch_ns) FROM stats) AS agent_ns, "
                  "(SELECT sum(memory_launches) FROM stats) AS mem, (SELECT sum(snapshots) FROM stats) AS snaps, "
                  "(SELECT max(memory_stopped) FROM stats) AS stopped, (SELECT sum(launches_dropped) FROM stats) AS dropped, "
                  "(SELECT sum(chunk_bytes_stored) FROM stats) AS stored, "
@@ -100,7 +100,8 @@ class Bench:
             try:
                 row = json.loads(qp.stdout)[0]
                 res["recorded_launches"] = row["n"]
-                # The agent's own time on the program's threads, per launch (CUPTI's excluded).
+                # The agent's own time in launch callbacks, per launch (module loads and CUPTI's
+                # own work excluded): gpurr info's figure.
                 res["agent_ns_per_launch"] = round((row["agent_ns"] or 0) / max(row["n"], 1))
                 res["memory_launches"], res["snapshots"] = row["mem"] or 0, row["snaps"] or 0
                 res["memory_stopped"], res["launches_dropped"] = row["stopped"] or "", row["dropped"] or 0

@@ -292,7 +292,8 @@ var statsDocs = map[string]string{
 	"errors":             "log entries at level error",
 	"ring_bytes_dropped": "bytes of any record lost to a full ring",
 	"frames_written":     "frames the agent wrote",
-	"agent_callback_ns":  "time the agent spent in CUPTI callbacks on the program's threads (sampled and scaled)",
+	"agent_callback_ns":  "time the agent spent in CUPTI callbacks on the program's threads",
+	"agent_launch_ns":    "of agent_callback_ns, the part in launch callbacks (1 launch in 16 per thread timed, scaled)",
 
 	"allocations":           "allocation and free records (--memory)",
 	"memory_launches":       "launches with memory ops enqueued (hash or snapshot)",

@@ -981,32 +981,36 @@ static void on_graph_node(uint32_t cbid, const gp_ResourceData *rd) {
 
 static void dispatch(int domain, uint32_t cbid, const void *data);
 
-// The agent's time on the program's threads is measured on one launch (both
-// its callbacks) or other callback in TIMING_SAMPLE per thread and scaled up,
-// so a recording says what the agent cost the program without paying for two
-// TSC reads (about 20 ns each in a VM) on every callback. A launch's ENTER
-// decides for its EXIT: sampling single callbacks would always land on the
-// same one of the two.
+// The agent's time on the program's threads is measured on one launch in
+// TIMING_SAMPLE per thread (both its callbacks: the ENTER decides for its
+// EXIT) and scaled up, so a recording says what the agent costs a launch
+// without paying for two TSC reads (about 20 ns each in a VM) on every one.
+// Every other callback (module loads, which copy megabytes of code, graph
+// nodes, allocations) is timed each time: scaling a rare, long one up would
+// swamp the launches' figure.
 enum { TIMING_SAMPLE = 16 };
 
 static void on_cupti_callback(void *userdata, int domain, uint32_t cbid, const void *data) {
   (void)userdata;
   if (forked_child || tls.in_agent) return;
-  int sample;
+  uint64_t t0;
   if (domain == GP_CB_DOMAIN_DRIVER_API && is_launch(cbid)) {
     if (((const gp_CallbackData *)data)->callbackSite == GP_API_ENTER)
       tls.sample_launch = ++tls.callbacks % TIMING_SAMPLE == 0;
-    sample = tls.sample_launch;
-  } else {
-    sample = ++tls.callbacks % TIMING_SAMPLE == 0;
-  }
-  if (!sample) {
+    if (!tls.sample_launch) {
+      dispatch(domain, cbid, data);
+      return;
+    }
+    t0 = __rdtsc();
     dispatch(domain, cbid, data);
+    uint64_t spent = (__rdtsc() - t0) * TIMING_SAMPLE;
+    COUNT(callback_cycles, spent);
+    COUNT(launch_callback_cycles, spent);
     return;
   }
-  uint64_t t0 = __rdtsc();
+  t0 = __rdtsc();
   dispatch(domain, cbid, data);
-  COUNT(callback_cycles, (__rdtsc() - t0) * TIMING_SAMPLE);
+  COUNT(callback_cycles, __rdtsc() - t0);
 }
 
 static void dispatch(int domain, uint32_t cbid, const void *data) {

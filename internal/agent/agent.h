@@ -118,7 +118,8 @@ typedef struct {
   uint64_t graph_launches, activities, activities_dropped;
   uint64_t callstacks_failed, modules, modules_dropped;
   uint64_t ring_bytes_dropped, records_dropped;
-  uint64_t callback_cycles;  // TSC cycles spent in CUPTI callbacks on program threads
+  uint64_t callback_cycles;  // TSC cycles spent in CUPTI callbacks on program threads, all of them
+  uint64_t launch_callback_cycles;  // of those, in launch callbacks (sampled, scaled)
   uint64_t allocations, memory_launches, memory_skipped, bytes_hashed;
   uint64_t staging_wait_ns, memcap_gpu_ns, memory_jobs_dropped;
 } gp_counters;

@@ -716,6 +716,7 @@ func (r *recorder) writeFrame() {
 		RingBytesDropped:   uint64(c.ring_bytes_dropped),
 		FramesWritten:      r.stats.FramesWritten,
 		AgentCallbackNs:    uint64(float64(c.callback_cycles) * float64(C.gp_tsc_ns_per_cycle())),
+		AgentLaunchNs:      uint64(float64(c.launch_callback_cycles) * float64(C.gp_tsc_ns_per_cycle())),
 		Allocations:        uint64(c.allocations),
 		MemoryLaunches:     uint64(c.memory_launches),
 		MemorySkipped:      uint64(c.memory_skipped),

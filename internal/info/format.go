@@ -79,7 +79,11 @@ func (p *Process) write(t *textWriter) {
 	t.field("modules", "%d, %s", p.Modules, FormatBytes(p.ModuleBytes))
 	t.field("callstacks", "%d", p.Callstacks)
 	p.Autograd.write(t)
-	if calls := p.Launches + p.Captured + p.GraphLaunches; p.AgentNS > 0 && calls > 0 {
+	if calls := p.Launches + p.Captured + p.GraphLaunches; p.AgentLaunchNS > 0 && calls > 0 {
+		// 1.4: launches apart from module loads and the like, which happen once.
+		t.field("overhead", "agent ran %s on the program's threads: %s per launch, %s in other callbacks (module loads, ...); CUPTI's own work not included",
+			formatNS(p.AgentNS), formatNS(p.AgentLaunchNS/uint64(calls)), formatNS(p.AgentNS-min(p.AgentLaunchNS, p.AgentNS)))
+	} else if p.AgentNS > 0 && calls > 0 {
 		t.field("overhead", "agent ran %s on the program's threads, %s per launch (CUPTI's own work not included)",
 			formatNS(p.AgentNS), formatNS(p.AgentNS/uint64(calls)))
 	}

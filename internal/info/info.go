@@ -67,6 +67,7 @@ type Process struct {
 	Callstacks       int       `json:"callstacks"`
 	LaunchesFiltered uint64    `json:"launches_filtered,omitempty"` // skipped by --kernels, by design
 	AgentNS          uint64    `json:"agent_ns"`                    // agent time on the program's threads
+	AgentLaunchNS    uint64    `json:"agent_launch_ns,omitempty"`   // of it, in launch callbacks (format 1.4)
 	Memory           *Memory   `json:"memory,omitempty"`            // memory capture, when it was on
 	Autograd         *Autograd `json:"autograd,omitempty"`          // PyTorch's autograd, when torch was loaded
 
@@ -208,6 +209,7 @@ func summarize(name string, d *recording.Data) *Process {
 		Complete: d.Complete(), Truncated: d.Truncated,
 		LaunchesFiltered: d.Stats.GetLaunchesFiltered(),
 		AgentNS:          d.Stats.GetAgentCallbackNs(),
+		AgentLaunchNS:    d.Stats.GetAgentLaunchNs(),
 		Losses:           losses(d.Stats),
 		Memory:           summarizeMemory(d),
 	}

@@ -454,7 +454,7 @@ HP_API int hp_scenario(const char *path) {
   write_records(f, drain_buf, n);
   gp_counters c;
   gp_read_counters(&c);
-  c.callback_cycles = 0;
+  c.callback_cycles = c.launch_callback_cycles = 0;
   fprintf(f, "counters: launches %llu filtered %llu dropped %llu graph %llu stacks_failed %llu rec_dropped %llu\n",
           (unsigned long long)c.launches, (unsigned long long)c.launches_filtered,
           (unsigned long long)c.launches_dropped, (unsigned long long)c.graph_launches,
