@@ -11,7 +11,6 @@ bound by the host, so every microsecond a recorder adds per launch shows.
 Times each step with CUDA events and reports the median over STEPS steps after WARMUP steps
 (bench/run.py checks that a recorded run holds the launches). Prints one JSON line."""
 import argparse
-import contextlib
 import json
 import math
 import statistics
@@ -19,6 +18,7 @@ import statistics
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from steps import time_steps
 
 
 class Block(nn.Module):
@@ -111,26 +111,11 @@ def main():
         opt.zero_grad(set_to_none=True)
         return loss
 
-    for _ in range(a.warmup):
-        step()
-    torch.cuda.synchronize()
-    prof = contextlib.nullcontext()
+    prof = None
     if a.profiler:
         acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
         prof = torch.profiler.profile(activities=acts)
-    times, losses = [], []
-    with prof:
-        for _ in range(a.steps):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            losses.append(step().detach())
-            end.record()
-            times.append((start, end))
-        torch.cuda.synchronize()
-    ms = [s.elapsed_time(e) for s, e in times]
-    losses = [float(l) for l in losses]
-    if not all(l == l and l < 20 for l in losses):  # NaN or divergence means the step is broken
-        raise SystemExit(f"gpt2_step: bad losses {losses[:3]}...")
+    ms, losses = time_steps("gpt2_step", step, a.warmup, a.steps, within=prof)
     print(json.dumps({"bench": "gpt2_step", "model": kind, "compiled": a.compile, "profiler": a.profiler,
                       "ms_per_step": round(statistics.median(ms), 3), "steps_ms": [round(m, 3) for m in ms],
                       "steps": a.steps, "warmup": a.warmup, "params": sum(p.numel() for p in model.parameters()),

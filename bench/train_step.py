@@ -8,6 +8,7 @@ import statistics
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from steps import time_steps
 
 
 class Block(nn.Module):
@@ -68,21 +69,7 @@ def main():
         opt.zero_grad(set_to_none=True)
         return loss
 
-    for _ in range(a.warmup):
-        step()
-    torch.cuda.synchronize()
-    times, losses = [], []
-    for _ in range(a.steps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        losses.append(step().detach())
-        end.record()
-        times.append((start, end))
-    torch.cuda.synchronize()
-    ms = [s.elapsed_time(e) for s, e in times]
-    losses = [float(l) for l in losses]
-    if not all(l == l and l < 20 for l in losses):  # NaN or divergence means the step is broken
-        raise SystemExit(f"train_step: bad losses {losses[:3]}...")
+    ms, losses = time_steps("train_step", step, a.warmup, a.steps)
     params = sum(p.numel() for p in model.parameters())
     tokens = a.batch * a.seq
     med = statistics.median(ms)

@@ -537,8 +537,10 @@ static inline int64_t link_budget(int max)
     return (int64_t)max * 4 + 64;
 }
 
-/* 3.10: PyFrameObject chain. */
-static int walk_310(const void *ts, gp_pyframe *out, int max)
+/* 3.10: the PyFrameObject chain, into raw, or validated into out when raw
+ * is NULL. Frames are heap objects here, so each is checked to be one (a
+ * cheap read of its own header) either way; only out reads code objects. */
+static int walk_310(const void *ts, gp_pyraw *raw, gp_pyframe *out, int max)
 {
     const struct layout *L = &L310;
     const void *f = rd_ptr(ts, L->ts_frame);
@@ -549,34 +551,17 @@ static int walk_310(const void *ts, gp_pyframe *out, int max)
         if (type_of(f) != g.frame_type)
             break;
         const void *code = rd_ptr(f, L->fr_code);
-        if (code && type_of(code) == g.code_type) {
+        int32_t lasti = rd_i32(f, L->fr_instr);
+        if (raw) {
+            raw[n].code = code;
+            raw[n].instr = (uintptr_t)(intptr_t)lasti;
+            raw[n].owner = 0;
+            n++;
+        } else if (code && type_of(code) == g.code_type) {
             out[n].code = code;
-            out[n].lasti = rd_i32(f, L->fr_instr);
+            out[n].lasti = lasti;
             n++;
         }
-        const void *next = rd_ptr(f, L->fr_back);
-        if (next == f)
-            break;
-        f = next;
-    }
-    return n;
-}
-
-/* 3.10, raw: frames are heap objects, so each is still checked to be one
- * (a cheap read of the frame's own header); code objects are not read. */
-static int walk_raw_310(const void *ts, gp_pyraw *out, int max)
-{
-    const struct layout *L = &L310;
-    const void *f = rd_ptr(ts, L->ts_frame);
-    int n = 0;
-    int64_t budget = link_budget(max);
-    while (f && n < max && budget-- > 0) {
-        if (type_of(f) != g.frame_type)
-            break;
-        out[n].code = rd_ptr(f, L->fr_code);
-        out[n].instr = (uintptr_t)(intptr_t)rd_i32(f, L->fr_instr);
-        out[n].owner = 0;
-        n++;
         const void *next = rd_ptr(f, L->fr_back);
         if (next == f)
             break;
@@ -609,11 +594,12 @@ frame_311plus(const struct layout *L, const void *code, uintptr_t ip, uint8_t ow
     return 1;
 }
 
-/* 3.11+: _PyInterpreterFrame chain, raw. Always inlined with a constant
- * layout so the offsets fold into the loads. Reads the frames only: they
- * live in the thread's own data stack, which the interpreter just used. */
+/* 3.11+: the _PyInterpreterFrame chain, into raw (frames only: they live in
+ * the thread's own data stack, which the interpreter just used) or, when raw
+ * is NULL, validated into out. Always inlined with a constant layout and
+ * destination, so the offsets fold into the loads and one branch is left. */
 static inline __attribute__((always_inline)) int
-walk_raw_311plus(const struct layout *L, const void *ts, gp_pyraw *out, int max)
+walk_311plus(const struct layout *L, const void *ts, gp_pyraw *raw, gp_pyframe *out, int max)
 {
     const void *f = rd_ptr(ts, L->ts_frame);
     if (L->has_cframe && f)
@@ -625,10 +611,16 @@ walk_raw_311plus(const struct layout *L, const void *ts, gp_pyraw *out, int max)
         uint8_t owner = rd_u8(f, L->fr_owner);
         /* Shim frames pushed by the C entry into the eval loop: not user code. */
         if (!(L->has_cstack_owner && owner == OWNED_BY_CSTACK)) {
-            out[n].code = rd_ptr(f, L->fr_code);
-            out[n].instr = (uintptr_t)rd_ptr(f, L->fr_instr);
-            out[n].owner = owner;
-            n++;
+            const void *code = rd_ptr(f, L->fr_code);
+            uintptr_t instr = (uintptr_t)rd_ptr(f, L->fr_instr);
+            if (raw) {
+                raw[n].code = code;
+                raw[n].instr = instr;
+                raw[n].owner = owner;
+                n++;
+            } else if (frame_311plus(L, code, instr, owner, &out[n])) {
+                n++;
+            }
         }
         if (next == f)
             break;
@@ -637,59 +629,27 @@ walk_raw_311plus(const struct layout *L, const void *ts, gp_pyraw *out, int max)
     return n;
 }
 
-/* 3.11+: _PyInterpreterFrame chain, validated. */
-static inline __attribute__((always_inline)) int
-walk_311plus(const struct layout *L, const void *ts, gp_pyframe *out, int max)
+/* The calling thread's frames into raw, or validated into out when raw is
+ * NULL (see walk_311plus). */
+static int walk(gp_pyraw *raw, gp_pyframe *out, int max)
 {
-    const void *f = rd_ptr(ts, L->ts_frame);
-    if (L->has_cframe && f)
-        f = rd_ptr(f, L->cf_current);
-    int n = 0;
-    int64_t budget = link_budget(max);
-    while (f && n < max && budget-- > 0) {
-        const void *next = rd_ptr(f, L->fr_back);
-        uint8_t owner = rd_u8(f, L->fr_owner);
-        if (!(L->has_cstack_owner && owner == OWNED_BY_CSTACK) &&
-            frame_311plus(L, rd_ptr(f, L->fr_code), (uintptr_t)rd_ptr(f, L->fr_instr), owner, &out[n]))
-            n++;
-        if (next == f)
-            break;
-        f = next;
-    }
-    return n;
-}
-
-int gp_py_walk(gp_pyframe *out, int max)
-{
-    if (!out || max <= 0 || !ready())
+    if ((!raw && !out) || max <= 0 || !ready())
         return 0;
     const void *ts = this_tstate();
     if (!ts)
         return 0;
     switch (g.L->minor) {
-    case 10: return walk_310(ts, out, max);
-    case 11: return walk_311plus(&L311, ts, out, max);
-    case 12: return walk_311plus(&L312, ts, out, max);
-    case 13: return walk_311plus(&L313, ts, out, max);
+    case 10: return walk_310(ts, raw, out, max);
+    case 11: return walk_311plus(&L311, ts, raw, out, max);
+    case 12: return walk_311plus(&L312, ts, raw, out, max);
+    case 13: return walk_311plus(&L313, ts, raw, out, max);
     default: return 0;
     }
 }
 
-int gp_py_walk_raw(gp_pyraw *out, int max)
-{
-    if (!out || max <= 0 || !ready())
-        return 0;
-    const void *ts = this_tstate();
-    if (!ts)
-        return 0;
-    switch (g.L->minor) {
-    case 10: return walk_raw_310(ts, out, max);
-    case 11: return walk_raw_311plus(&L311, ts, out, max);
-    case 12: return walk_raw_311plus(&L312, ts, out, max);
-    case 13: return walk_raw_311plus(&L313, ts, out, max);
-    default: return 0;
-    }
-}
+int gp_py_walk(gp_pyframe *out, int max) { return out ? walk(NULL, out, max) : 0; }
+
+int gp_py_walk_raw(gp_pyraw *out, int max) { return walk(out, NULL, max); }
 
 int gp_py_frame_of(const gp_pyraw *raw, gp_pyframe *out)
 {

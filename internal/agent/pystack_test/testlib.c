@@ -172,11 +172,15 @@ static double median(double *v, int n)
     return v[n / 2];
 }
 
-/* Median over `batches` of the mean ns per gp_py_walk call (max 64 frames),
- * each batch `per_batch` calls. *depth gets the frame count. */
-double t_bench_walk(int batches, int per_batch, int *depth)
+static gp_pyframe bench_frames[64];
+static gp_pyraw bench_raw[64];
+static int walk_frames(void) { return gp_py_walk(bench_frames, 64); }
+static int walk_raw(void) { return gp_py_walk_raw(bench_raw, 64); }
+
+/* Median over `batches` of the mean ns per walk() call, each batch
+ * `per_batch` calls. *depth gets the frame count. */
+static double bench_walker(int (*walk)(void), int batches, int per_batch, int *depth)
 {
-    gp_pyframe fr[64];
     double *v = malloc(sizeof(double) * (size_t)batches);
     if (!v)
         return -1;
@@ -184,36 +188,19 @@ double t_bench_walk(int batches, int per_batch, int *depth)
     for (int b = 0; b < batches; b++) {
         double t0 = now_ns();
         for (int i = 0; i < per_batch; i++)
-            sink += gp_py_walk(fr, 64);
+            sink += walk();
         v[b] = (now_ns() - t0) / per_batch;
     }
-    *depth = gp_py_walk(fr, 64);
+    *depth = walk();
     double m = median(v, batches);
     free(v);
     (void)sink;
     return m;
 }
 
-/* Same for gp_py_walk_raw, the agent's per-launch walk (max 64 frames). */
-double t_bench_walk_raw(int batches, int per_batch, int *depth)
-{
-    gp_pyraw fr[64];
-    double *v = malloc(sizeof(double) * (size_t)batches);
-    if (!v)
-        return -1;
-    volatile int sink = 0;
-    for (int b = 0; b < batches; b++) {
-        double t0 = now_ns();
-        for (int i = 0; i < per_batch; i++)
-            sink += gp_py_walk_raw(fr, 64);
-        v[b] = (now_ns() - t0) / per_batch;
-    }
-    *depth = gp_py_walk_raw(fr, 64);
-    double m = median(v, batches);
-    free(v);
-    (void)sink;
-    return m;
-}
+/* gp_py_walk (max 64 frames), and gp_py_walk_raw, the agent's per-launch walk. */
+double t_bench_walk(int batches, int per_batch, int *depth) { return bench_walker(walk_frames, batches, per_batch, depth); }
+double t_bench_walk_raw(int batches, int per_batch, int *depth) { return bench_walker(walk_raw, batches, per_batch, depth); }
 
 /* Same for gp_py_resolve, per frame, over all frames of one walk. */
 double t_bench_resolve(int batches, int per_batch, int *nframes)
