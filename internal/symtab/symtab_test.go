@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -177,7 +176,7 @@ func main() {
 func TestNamesGoAndCFunctionsOfCgoProgram(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		t.Skip("go not on PATH: the test builds a cgo program")
 	}
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("gcc not found: cgo needs it")
