@@ -209,21 +209,21 @@ def rows_stacks(b, rounds):
     default mode takes none there: a backward launch's line is its forward op's). GPU timing is
     off in every variant: only the stack differs. The agent's own time per launch (gpurr info's
     figure) is the steadier measure on a shared machine; wall time is reported beside it."""
-    shapes = {"deep": [("off", "off"), ("python", "python")], "backward": [("off", "off"), ("native", "native")]}
+    shapes = {"deep": ["off", "python"], "backward": ["off", "native"]}
     rows = []
     for shape, modes in shapes.items():
-        got = {m: [] for m, _ in modes}
-        agent = {m: [] for m, _ in modes}
+        got = {m: [] for m in modes}
+        agent = {m: [] for m in modes}
         depth = 0
         for _ in range(rounds):
-            for mode, _ in modes:
+            for mode in modes:
                 r = b.variant(f"stacks.{shape}.{mode}", "launch_overhead.py", ["--shape", shape], True, 300,
                               ["--gpu-timing=false", "--callstack", mode])
                 got[mode].append(r["us_per_launch"])
                 agent[mode].append(r["agent_ns_per_launch"] / 1e3)
                 depth = max(depth, r["native_depth"])
         base = statistics.median(got["off"])
-        for mode, label in modes[1:]:
+        for mode in modes[1:]:
             med = statistics.median(got[mode])
             d = med - base
             da = statistics.median(agent[mode]) - statistics.median(agent["off"])

@@ -174,7 +174,7 @@ static uintptr_t class_key(const char *node) {
   return (uintptr_t)vt;
 }
 
-static void push_class(uint32_t id, uint32_t kind, const char *name) {
+static int push_class(uint32_t id, uint32_t kind, const char *name) {
   struct {
     gp_nodeclass_rec r;
     char name[512];
@@ -187,7 +187,7 @@ static void push_class(uint32_t id, uint32_t kind, const char *name) {
   rec.r.kind = kind;
   rec.r.name_len = n;
   memcpy(rec.name, name, n);
-  ring_push(&rec);
+  return ring_push(&rec);
 }
 
 // describe_class names a class the first time a launch meets it: from the
@@ -217,7 +217,9 @@ static uint32_t describe_class(const char *node) {
     kind = GP_NODECLASS_PYTHON;
   }
   id = ++next_class;
-  push_class(id, kind, name);
+  // A class whose record the full ring dropped stays out of the table, so a
+  // later launch names it again (the writer names an unknown id as such).
+  if (!push_class(id, kind, name)) goto out;
   for (uintptr_t i = key >> 4, n = 0; n < 32; i++, n++) {
     typeof(&classes[0]) e = &classes[i & (CLASS_TABLE - 1)];
     if (atomic_load_explicit(&e->key, memory_order_relaxed) != 0) continue;

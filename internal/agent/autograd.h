@@ -52,7 +52,7 @@ typedef struct {
 void gp_autograd_describe(gp_autograd_info *out);
 
 // gp_autograd_take fills *out for a launch made now on the calling thread
-// (present 0 when not linked). Costs two calls into libtorch.
+// (present 0 when not linked). Costs two or three calls into libtorch.
 void gp_autograd_take(gp_autograd *out);
 
 // gp_autograd_stop turns the reads off (process exit: libtorch's thread-local

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"cmp"
+	"fmt"
 	"sort"
 	"strings"
 
@@ -91,7 +93,9 @@ func (f *forwardLinks) launch(l *pb.Launch, thread, seq uint64, class uint32, st
 		f.forward(thread, seq, l.CallstackId)
 		return
 	}
-	a.BackwardNode = f.classes[class]
+	// A class whose record a full ring dropped still marks the launch as
+	// backward (the drop is counted in ring_bytes_dropped).
+	a.BackwardNode = cmp.Or(f.classes[class], fmt.Sprintf("(unnamed node class %d)", class))
 	a.ForwardCallstackId, a.Link = f.backward(thread, seq)
 	stats.BackwardLaunches++
 	if a.ForwardCallstackId != 0 {

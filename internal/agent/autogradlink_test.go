@@ -48,6 +48,10 @@ func TestForwardLinks(t *testing.T) {
 	if stats.BackwardLaunches != 8 || stats.BackwardLinked != 4 {
 		t.Errorf("stats: %d backward launches, %d linked; want 8, 4", stats.BackwardLaunches, stats.BackwardLinked)
 	}
+	// A class whose name a full ring dropped still marks the launch as backward.
+	if a := launch(1, 10, 2, 7); a.BackwardNode != "(unnamed node class 2)" || a.ForwardCallstackId != 100 {
+		t.Errorf("backward launch of an unnamed class: %v", a)
+	}
 	if a := launch(1, 12, 0, 5); a.BackwardNode != "" || a.SequenceNr != 12 || a.Thread != 1 {
 		t.Errorf("forward launch: %v", a)
 	}
