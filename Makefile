@@ -35,10 +35,10 @@ test: build
 # Short fuzzing pass over every decoder of untrusted bytes.
 fuzz:
 	$(GO) test ./recording -run '^$$' -fuzz FuzzScan -fuzztime 30s
-	$(GO) test ./chunkstore -run '^$$' -fuzz FuzzPack -fuzztime 30s
-	$(GO) test ./chunkstore -run '^$$' -fuzz FuzzIndex -fuzztime 30s
-	$(GO) test ./manifest -run '^$$' -fuzz FuzzRead -fuzztime 30s
-	$(GO) test ./trace -run '^$$' -fuzz FuzzValidateChrome -fuzztime 30s
+	$(GO) test ./recording/chunkstore -run '^$$' -fuzz FuzzPack -fuzztime 30s
+	$(GO) test ./recording/chunkstore -run '^$$' -fuzz FuzzIndex -fuzztime 30s
+	$(GO) test ./internal/manifest -run '^$$' -fuzz FuzzRead -fuzztime 30s
+	$(GO) test ./internal/trace -run '^$$' -fuzz FuzzValidateChrome -fuzztime 30s
 
 # Regenerate the .pb.go files from the committed .proto files (needs protoc).
 proto:

@@ -9,8 +9,8 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/gpurr/gpurr/internal/testrec"
-	"github.com/gpurr/gpurr/memhash"
 	"github.com/gpurr/gpurr/recording"
+	"github.com/gpurr/gpurr/recording/memhash"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 

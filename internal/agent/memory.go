@@ -17,9 +17,9 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/gpurr/gpurr/chunkstore"
 	"github.com/gpurr/gpurr/internal/kernels"
-	"github.com/gpurr/gpurr/memhash"
+	"github.com/gpurr/gpurr/recording/chunkstore"
+	"github.com/gpurr/gpurr/recording/memhash"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpurr/gpurr/diff"
-	"github.com/gpurr/gpurr/dtype"
+	"github.com/gpurr/gpurr/internal/diff"
+	"github.com/gpurr/gpurr/internal/dtype"
 	"github.com/gpurr/gpurr/internal/info"
 	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"

@@ -8,12 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpurr/gpurr/chunkstore"
-	"github.com/gpurr/gpurr/dtype"
+	"github.com/gpurr/gpurr/internal/dtype"
+	"github.com/gpurr/gpurr/internal/nanscan"
 	"github.com/gpurr/gpurr/internal/testrec"
-	"github.com/gpurr/gpurr/memhash"
-	"github.com/gpurr/gpurr/nanscan"
 	"github.com/gpurr/gpurr/recording"
+	"github.com/gpurr/gpurr/recording/chunkstore"
+	"github.com/gpurr/gpurr/recording/memhash"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpurr/gpurr/export"
+	"github.com/gpurr/gpurr/internal/export"
 )
 
 func newExportCmd() *cobra.Command {

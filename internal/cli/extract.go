@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpurr/gpurr/internal/info"
-	"github.com/gpurr/gpurr/replay"
+	"github.com/gpurr/gpurr/internal/replay"
 )
 
 func newExtractCmd() *cobra.Command {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpurr/gpurr/manifest"
+	"github.com/gpurr/gpurr/internal/manifest"
 )
 
 func newManifestCmd() *cobra.Command {

@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpurr/gpurr/dtype"
+	"github.com/gpurr/gpurr/internal/dtype"
 	"github.com/gpurr/gpurr/internal/info"
-	"github.com/gpurr/gpurr/nanscan"
+	"github.com/gpurr/gpurr/internal/nanscan"
 	"github.com/gpurr/gpurr/recording"
 )
 

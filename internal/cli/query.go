@@ -16,7 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpurr/gpurr/query"
+	"github.com/gpurr/gpurr/internal/query"
 )
 
 func newQueryCmd() *cobra.Command {

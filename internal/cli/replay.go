@@ -11,10 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpurr/gpurr/dtype"
 	"github.com/gpurr/gpurr/internal/cuda"
+	"github.com/gpurr/gpurr/internal/dtype"
 	"github.com/gpurr/gpurr/internal/info"
-	"github.com/gpurr/gpurr/replay"
+	"github.com/gpurr/gpurr/internal/replay"
 )
 
 type replayOptions struct {

@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpurr/gpurr/chunkstore"
-	"github.com/gpurr/gpurr/dtype"
+	"github.com/gpurr/gpurr/internal/dtype"
 	"github.com/gpurr/gpurr/recording"
+	"github.com/gpurr/gpurr/recording/chunkstore"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/gpurr/gpurr/internal/agent/agentenv"
 	"github.com/gpurr/gpurr/internal/info"
-	"github.com/gpurr/gpurr/trace"
+	"github.com/gpurr/gpurr/internal/trace"
 )
 
 type traceOptions struct {

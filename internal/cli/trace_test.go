@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/gpurr/gpurr/internal/testrec"
-	"github.com/gpurr/gpurr/trace"
+	"github.com/gpurr/gpurr/internal/trace"
 )
 
 // fixtureLine is the number of the line of a testdata workload that ends

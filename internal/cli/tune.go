@@ -13,8 +13,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/gpurr/gpurr/internal/cuda"
-	"github.com/gpurr/gpurr/replay"
-	"github.com/gpurr/gpurr/tune"
+	"github.com/gpurr/gpurr/internal/replay"
+	"github.com/gpurr/gpurr/internal/tune"
 )
 
 type tuneOptions struct {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpurr/gpurr/diff"
-	"github.com/gpurr/gpurr/manifest"
+	"github.com/gpurr/gpurr/internal/diff"
+	"github.com/gpurr/gpurr/internal/manifest"
 )
 
 type verifyOptions struct {

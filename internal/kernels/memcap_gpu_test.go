@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpurr/gpurr/dtype"
 	"github.com/gpurr/gpurr/internal/cuda"
-	"github.com/gpurr/gpurr/memhash"
+	"github.com/gpurr/gpurr/internal/dtype"
+	"github.com/gpurr/gpurr/recording/memhash"
 )
 
 // memcapRig holds what running gpurr_memcap needs on device 0.

@@ -6,8 +6,8 @@ import (
 	"regexp"
 	"slices"
 
-	"github.com/gpurr/gpurr/chunkstore"
-	"github.com/gpurr/gpurr/memhash"
+	"github.com/gpurr/gpurr/recording/chunkstore"
+	"github.com/gpurr/gpurr/recording/memhash"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 

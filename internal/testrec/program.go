@@ -3,7 +3,7 @@ package testrec
 import (
 	"google.golang.org/protobuf/proto"
 
-	"github.com/gpurr/gpurr/memhash"
+	"github.com/gpurr/gpurr/recording/memhash"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 

@@ -3,9 +3,9 @@ package testrec
 import (
 	"encoding/binary"
 
-	"github.com/gpurr/gpurr/chunkstore"
-	"github.com/gpurr/gpurr/memhash"
 	"github.com/gpurr/gpurr/recording"
+	"github.com/gpurr/gpurr/recording/chunkstore"
+	"github.com/gpurr/gpurr/recording/memhash"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 

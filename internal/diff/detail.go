@@ -1,0 +1,129 @@
+package diff
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+
+	"github.com/gpurr/gpurr/internal/dtype"
+	"github.com/gpurr/gpurr/recording"
+	"github.com/gpurr/gpurr/recording/chunkstore"
+	"github.com/gpurr/gpurr/recording/memhash"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// Side is one run's record of a launch, with what it refers to.
+type Side struct {
+	Process       *recording.Process
+	Launch        *pb.Launch
+	Kernel        *pb.Kernel
+	Callstack     *pb.Callstack // nil when none was taken
+	Forward       *pb.Callstack // a backward launch's forward callstack (LaunchRecord.Forward)
+	Before, After *pb.MemoryState
+	ChunkBytes    uint64
+}
+
+// ReadLaunch reads the launch with sequence number seq from p's recording
+// (a second pass over it), with its kernel, callstack and memory states.
+func ReadLaunch(p *recording.Process, seq uint64) (*Side, error) {
+	s := &Side{Process: p, ChunkBytes: uint64(cmp.Or(p.Info.GetMemory().GetChunkBytes(), memhash.ChunkSize))}
+	_, err := p.Ordered([]uint64{seq}, func(r *recording.LaunchRecord) error {
+		s.Launch, s.Kernel, s.Callstack, s.Forward, s.Before, s.After = r.Launch, r.Kernel, r.Callstack, r.Forward, r.Before, r.After
+		return recording.ErrStop
+	})
+	if err != nil {
+		return nil, err
+	}
+	if s.Launch == nil {
+		return nil, fmt.Errorf("%s has no launch %d", p.Name, seq)
+	}
+	return s, nil
+}
+
+// RegionDiff is one region of a launch whose memory after it differs.
+type RegionDiff struct {
+	Index           int
+	A, B            *pb.Region // as each run recorded it (address, size, parameter offsets)
+	Chunks          int        // chunk hashes compared
+	DifferentChunks int
+	FirstChunk      int // index of the first differing chunk, -1 when only the sizes differ
+	// With snapshots of the first differing chunk on both sides and a dtype:
+	Elements    []dtype.Element // the first differing elements of that chunk
+	ElementsOff uint64          // byte offset in the region of that chunk
+	Note        string          // why elements are not shown, when they are not
+}
+
+// Differences lists the regions whose state after the launch differs, with
+// element values from the snapshots when both sides have them and dtype is
+// set. maxElems bounds the elements listed per region.
+func Differences(a, b *Side, dt *dtype.Type, maxElems int) ([]RegionDiff, error) {
+	var out []RegionDiff
+	ra, rb := a.After.GetRegions(), b.After.GetRegions()
+	for i := 0; i < max(len(ra), len(rb)); i++ {
+		d := RegionDiff{Index: i, FirstChunk: -1}
+		if i < len(a.Launch.GetRegions()) {
+			d.A = a.Launch.GetRegions()[i]
+		}
+		if i < len(b.Launch.GetRegions()) {
+			d.B = b.Launch.GetRegions()[i]
+		}
+		if i >= len(ra) || i >= len(rb) {
+			d.Note = "present after the launch in one run only"
+			out = append(out, d)
+			continue
+		}
+		if bytes.Equal(ra[i].GetHash(), rb[i].GetHash()) {
+			continue
+		}
+		ca, cb := recording.ChunkHashes(ra[i]), recording.ChunkHashes(rb[i])
+		d.Chunks = max(len(ca), len(cb))
+		for k := 0; k < d.Chunks; k++ {
+			if k >= len(ca) || k >= len(cb) || !bytes.Equal(ca[k], cb[k]) {
+				d.DifferentChunks++
+				if d.FirstChunk < 0 {
+					d.FirstChunk = k
+				}
+			}
+		}
+		if d.FirstChunk >= 0 && d.FirstChunk < len(ca) && d.FirstChunk < len(cb) {
+			d.ElementsOff = uint64(d.FirstChunk) * a.ChunkBytes
+			snapA, snapB := a.After.GetSnapshot(), b.After.GetSnapshot()
+			switch {
+			case dt == nil:
+			case !snapA && !snapB:
+				d.Note = "neither run has a snapshot after this launch, only hashes: record with --memory snapshot to see values"
+			case !snapA || !snapB:
+				with, without := "A", "B"
+				if snapB {
+					with, without = "B", "A"
+				}
+				d.Note = fmt.Sprintf("only %s has a snapshot after this launch; %s has hashes only, so no values can be compared (record %s with --memory snapshot)", with, without, without)
+			default:
+				ba, err := readChunk(a.Process, ca[d.FirstChunk])
+				if err != nil {
+					return nil, err
+				}
+				bb, err := readChunk(b.Process, cb[d.FirstChunk])
+				if err != nil {
+					return nil, err
+				}
+				d.Elements = dt.Compare(ba, bb, d.ElementsOff, maxElems)
+			}
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func readChunk(p *recording.Process, hash []byte) ([]byte, error) {
+	store, err := chunkstore.Open(p.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p.Name, err)
+	}
+	defer store.Close()
+	b, err := store.Get([16]byte(hash))
+	if err != nil {
+		return nil, fmt.Errorf("%s: chunk %x: %w", p.Name, hash, err)
+	}
+	return b, nil
+}

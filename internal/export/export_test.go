@@ -1,0 +1,244 @@
+package export
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/gpurr/gpurr/internal/query"
+	"github.com/gpurr/gpurr/internal/testrec"
+	"github.com/gpurr/gpurr/recording"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+func read[T any](t *testing.T, dir, table string, proc *recording.Process) []T {
+	t.Helper()
+	rows, err := parquet.ReadFile[T](filepath.Join(dir, table, Partition(proc.Info), proc.Name+".parquet"))
+	if err != nil {
+		t.Fatalf("read back %s: %v", table, err)
+	}
+	return rows
+}
+
+// The memory variant: two ranks recorded with memory capture (snapshot and
+// hash), so every table has rows. Each table read back has a row per
+// record of the recording, and the values the recording holds.
+func TestParquetRoundTrip(t *testing.T) {
+	set := testrec.Open(t, testrec.Memory)
+	dir := filepath.Join(t.TempDir(), "pq")
+	st, err := Parquet(dir, set.Processes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Files != 2*len(Tables) {
+		t.Errorf("%d files, want %d", st.Files, 2*len(Tables))
+	}
+	for _, proc := range set.Processes {
+		d, err := proc.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		links := d.Links()
+		if want := filepath.Join("host=gpu-box", "rank="+map[string]string{testrec.Name(0): "0", testrec.Name(1): "1"}[proc.Name]); Partition(proc.Info) != want {
+			t.Errorf("%s: partition %s, want %s", proc.Name, Partition(proc.Info), want)
+		}
+
+		launches := read[LaunchRow](t, dir, "launches", proc)
+		if len(launches) != len(d.Launches)+len(d.GraphLaunches) {
+			t.Errorf("%s: %d launch rows, recording has %d launches and %d graph launches", proc.Name, len(launches), len(d.Launches), len(d.GraphLaunches))
+		}
+		bySeq := map[int64]LaunchRow{}
+		for _, r := range launches {
+			bySeq[r.Seq] = r
+		}
+		for _, g := range d.GraphLaunches {
+			if r := bySeq[int64(g.GetSeq())]; !r.GraphLaunch || r.API != 514 || r.PythonLine != "/home/ada/train.py:37 replay_step" {
+				t.Errorf("%s: graph launch row %+v", proc.Name, r)
+			}
+		}
+		for _, l := range d.Launches {
+			r := bySeq[int64(l.GetSeq())]
+			if r.GraphLaunch || r.Seq != int64(l.GetSeq()) || r.PythonLine != links.PythonLine(l.GetCallstackId()) || r.Captured != l.GetCaptured() ||
+				r.MemoryStatus != recording.EnumText(l.GetMemory().GetStatus()) || r.HostUnixNs != int64(l.GetHostNs())+d.Process.GetStartUnixNs()-int64(d.Process.GetStartNs()) {
+				t.Errorf("%s: launch row %+v for %v", proc.Name, r, l)
+			}
+		}
+
+		if n := len(read[KernelRow](t, dir, "kernels", proc)); n != len(d.Kernels) {
+			t.Errorf("%s: %d kernel rows, want %d", proc.Name, n, len(d.Kernels))
+		}
+		frames := 0
+		for _, c := range d.Callstacks {
+			frames += len(c.GetFrames())
+		}
+		if n := len(read[CallstackRow](t, dir, "callstacks", proc)); n != frames {
+			t.Errorf("%s: %d callstack rows, want %d frames", proc.Name, n, frames)
+		}
+
+		acts := read[ActivityRow](t, dir, "gpu_activity", proc)
+		if len(acts) != len(d.Activities)+len(d.OwnActivities) || len(d.OwnActivities) == 0 {
+			t.Errorf("%s: %d activity rows, recording has %d + %d own", proc.Name, len(acts), len(d.Activities), len(d.OwnActivities))
+		}
+		own, graph := 0, 0
+		for _, r := range acts {
+			switch {
+			case r.GpurrOwn:
+				own++
+			case r.ViaGraph:
+				graph++
+				if r.PythonLine != "/home/ada/train.py:33 capture_step" || r.GraphLaunchSeq == nil || r.LaunchSeq == nil {
+					t.Errorf("%s: graph kernel row %+v", proc.Name, r)
+				}
+			default:
+				if r.LaunchSeq == nil || r.DurationNs <= 0 {
+					t.Errorf("%s: kernel row not joined to its launch: %+v", proc.Name, r)
+				}
+			}
+		}
+		if own != len(d.OwnActivities) || graph != 4 {
+			t.Errorf("%s: %d own and %d graph kernel rows", proc.Name, own, graph)
+		}
+
+		hashes := read[RegionHashRow](t, dir, "region_hashes", proc)
+		want := 0
+		for _, s := range d.Memory {
+			want += max(len(s.GetRegions()), 1)
+		}
+		if len(hashes) != want {
+			t.Errorf("%s: %d region rows, want %d", proc.Name, len(hashes), want)
+		}
+		i := 0
+		for _, s := range d.Memory {
+			if s.GetLost() {
+				if !hashes[i].Lost || hashes[i].Region != -1 {
+					t.Errorf("%s: lost state row %+v", proc.Name, hashes[i])
+				}
+				i++
+				continue
+			}
+			for k, rs := range s.GetRegions() {
+				r, region := hashes[i], links.StateRegion(s, k)
+				if r.LaunchSeq != int64(s.GetLaunchSeq()) || r.Hash != hex.EncodeToString(rs.GetHash()) || r.Size != int64(region.GetSize()) ||
+					r.Point != strings.ToLower(s.GetPoint().String()) || r.Chunks != int32(len(rs.GetChunkHashes())/16) {
+					t.Errorf("%s: region row %+v for state %v", proc.Name, r, s)
+				}
+				i++
+			}
+		}
+	}
+	if _, err := Parquet(dir, set.Processes); err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Errorf("export into a used folder: %v", err)
+	}
+}
+
+// A recording made without memory capture has no region_hashes files, and
+// a corrupt one fails with an error naming its file.
+func TestParquetInputs(t *testing.T) {
+	set := testrec.Open(t, testrec.Good)
+	st, err := Parquet(filepath.Join(t.TempDir(), "pq"), set.Processes)
+	if err != nil || st.Files != 2*(len(Tables)-1) || st.Rows["region_hashes"] != 0 {
+		t.Errorf("good recording: %v, %+v", err, st)
+	}
+	set = testrec.Open(t, testrec.Corrupt)
+	if _, err := Parquet(filepath.Join(t.TempDir(), "pq"), set.Processes); err == nil || !strings.Contains(err.Error(), recording.EventsFile) {
+		t.Errorf("corrupt recording: %v", err)
+	}
+	if p := Partition(&pb.Process{Hostname: "a/b=c"}); p != filepath.Join("host=a_b_c", "rank=-1") {
+		t.Errorf("partition %s", p)
+	}
+}
+
+// rowsText collects a query's rows as text, one per row.
+type rowsText []string
+
+func (r *rowsText) Columns([]string) error { return nil }
+func (r *rowsText) Row(values []any) error {
+	*r = append(*r, fmt.Sprint(values...))
+	return nil
+}
+
+// TestParquetAutograd: the launches table carries PyTorch's autograd
+// context as gpurr query's does, NULL where query's is, and python_line
+// (of launches and of the GPU kernels they ran) is the forward line for
+// linked backward launches.
+func TestParquetAutograd(t *testing.T) {
+	set := testrec.Open(t, testrec.Autograd)
+	dir := filepath.Join(t.TempDir(), "pq")
+	if _, err := Parquet(dir, set.Processes); err != nil {
+		t.Fatal(err)
+	}
+	db, err := query.Load(context.Background(), set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	null := func(v any) any {
+		switch v := v.(type) {
+		case *bool:
+			if v != nil {
+				return map[bool]int64{false: 0, true: 1}[*v]
+			}
+		case *int64:
+			if v != nil {
+				return *v
+			}
+		case int64:
+			if v != 0 {
+				return v
+			}
+		case string:
+			if v != "" {
+				return v
+			}
+		}
+		return nil
+	}
+	for _, proc := range set.Processes {
+		var want rowsText
+		if err := db.Query(context.Background(), fmt.Sprintf(`SELECT seq, in_backward, backward_node, autograd_thread, autograd_seq, forward_callstack_id, forward_link, python_line
+			FROM launches WHERE process = '%s' ORDER BY seq`, proc.Name), &want); err != nil {
+			t.Fatal(err)
+		}
+		var got rowsText
+		backward := 0
+		for _, r := range read[LaunchRow](t, dir, "launches", proc) {
+			if r.GraphLaunch {
+				continue
+			}
+			if r.BackwardNode != "" {
+				backward++
+			}
+			got.Row([]any{r.Seq, null(r.InBackward), null(r.BackwardNode), null(r.AutogradThread), null(r.AutogradSeq), null(r.ForwardCallstackID), null(r.ForwardLink), null(r.PythonLine)})
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: launches\n%s\nquery has\n%s", proc.Name, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		if want := map[string]int{testrec.Name(0): 6, testrec.Name(1): 0}[proc.Name]; backward != want {
+			t.Errorf("%s: %d backward launches, want %d", proc.Name, backward, want)
+		}
+
+		var lines rowsText
+		if err := db.Query(context.Background(), fmt.Sprintf(`SELECT launch_seq, python_line FROM gpu_activity WHERE process = '%s'`, proc.Name), &lines); err != nil {
+			t.Fatal(err)
+		}
+		var exported rowsText
+		for _, r := range read[ActivityRow](t, dir, "gpu_activity", proc) {
+			if !r.GpurrOwn {
+				exported.Row([]any{null(r.LaunchSeq), null(r.PythonLine)})
+			}
+		}
+		slices.Sort(lines)
+		slices.Sort(exported)
+		if !slices.Equal(lines, exported) {
+			t.Errorf("%s: gpu_activity lines\n%s\nquery has\n%s", proc.Name, strings.Join(exported, "\n"), strings.Join(lines, "\n"))
+		}
+	}
+}

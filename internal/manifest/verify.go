@@ -1,0 +1,314 @@
+package manifest
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/gpurr/gpurr/internal/diff"
+	"github.com/gpurr/gpurr/recording"
+	"github.com/gpurr/gpurr/recording/chunkstore"
+	"github.com/gpurr/gpurr/recording/memhash"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// Manifest is a manifest read for verifying: each process reduced to a
+// diff.Run (one small entry per launch) and where each launch's line lies,
+// to read the hashes of the few that differ again.
+type Manifest struct {
+	Path      string
+	Header    Header
+	Processes []*Expected
+	f         *os.File
+}
+
+// Expected is one process of a manifest.
+type Expected struct {
+	Process *Process
+	Run     *diff.Run // Process is nil; KernelID is the kernel's identity
+	spans   []Span    // by index of Run.Launches
+}
+
+// Open reads the manifest at path. Errors are one line, naming the path.
+func Open(path string) (*Manifest, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := read(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	m.Path, m.f = path, f
+	return m, nil
+}
+
+// Close closes the manifest's file.
+func (m *Manifest) Close() error { return m.f.Close() }
+
+func read(f io.Reader) (*Manifest, error) {
+	r, err := NewReader(f)
+	if err != nil {
+		return nil, err
+	}
+	m := &Manifest{Header: r.Header}
+	for {
+		p, err := r.NextProcess()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		e := &Expected{Process: p, Run: &diff.Run{Mode: p.Memory, Complete: p.Complete, Kernels: map[uint64]*pb.Kernel{}}}
+		for _, k := range p.Kernels {
+			id, _ := parseIdentity(k.Identity) // checked by the Reader
+			e.Run.Kernels[id] = &pb.Kernel{Id: id, Identity: id, Name: k.Name, Demangled: k.Name}
+		}
+		for {
+			l, span, err := r.NextLaunch()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+			dl := diff.Launch{Seq: l.Seq, KernelID: l.ID(), Identity: l.ID(), Stream: l.Stream}
+			if l.After != nil {
+				hashes := make([][]byte, len(l.After.Regions))
+				for i := range l.After.Regions {
+					hashes[i] = l.After.Regions[i].hash
+				}
+				dl.State, dl.HasState = diff.Digest(hashes), true
+			}
+			e.Run.Launches = append(e.Run.Launches, dl)
+			e.spans = append(e.spans, span)
+		}
+		m.Processes = append(m.Processes, e)
+	}
+	if len(m.Processes) == 0 {
+		return nil, errors.New("manifest: holds no processes")
+	}
+	return m, nil
+}
+
+// Launch reads launch i (an index of e.Run.Launches) again, whole.
+func (m *Manifest) Launch(e *Expected, i int) (*Launch, error) {
+	return ReadLaunchAt(m.f, e.spans[i])
+}
+
+// Options say what Verify reports.
+type Options struct {
+	All bool // every launch that differs, not only the first
+	// Reference is the recording the manifest was made from, where the
+	// expected bytes are; "" for the path in the manifest's header.
+	Reference string
+	Window    int // bytes of each side to show around the first differing byte
+}
+
+// Mismatch is a launch of the recording whose memory after it differs from
+// the manifest's.
+type Mismatch struct {
+	Actual   *recording.LaunchRecord
+	Stream   int
+	Expected *Launch
+	Regions  []RegionMismatch
+}
+
+// RegionMismatch is a region that differs. In the embedded diff.RegionDiff,
+// A is the recording and B the manifest.
+type RegionMismatch struct {
+	diff.RegionDiff
+	Bytes *Bytes // the first differing chunk's bytes around the first difference; nil when not at hand
+	Note  string // why Bytes is nil
+}
+
+// Bytes are windows of the expected and actual bytes of a region, from the
+// same offset.
+type Bytes struct {
+	First            uint64 // offset in the region of the first differing byte
+	Offset           uint64 // offset in the region of the windows
+	Expected, Actual []byte
+}
+
+// Verify aligns the launches of actual (a process of the recording
+// verified, as diff.Scan reduced it) with e's, as diff aligns two runs, and
+// calls fn for the first launch whose memory after it differs (every one
+// with o.All), in the recording's launch order. It reads actual's
+// recording once more for them.
+func (m *Manifest) Verify(actual *diff.Run, e *Expected, o Options, fn func(*Mismatch) error) (*diff.Result, error) {
+	if cb := cmp.Or(actual.Process.Info.GetMemory().GetChunkBytes(), memhash.ChunkSize); cb != e.Process.ChunkBytes {
+		return nil, fmt.Errorf("%s hashes chunks of %d bytes, the manifest's process %s of %d: the chunk hashes cannot be compared",
+			actual.Process.Name, cb, e.Process.Name, e.Process.ChunkBytes)
+	}
+	var pairs []diff.Pair
+	res := diff.AlignEach(actual, e.Run, func(p diff.Pair) {
+		if o.All {
+			pairs = append(pairs, p)
+		}
+	})
+	if res.First != nil && !o.All {
+		pairs = []diff.Pair{*res.First}
+	}
+	if len(pairs) == 0 {
+		return res, nil
+	}
+	slices.SortFunc(pairs, func(x, y diff.Pair) int { return cmp.Compare(actual.Launches[x.A].Seq, actual.Launches[y.A].Seq) })
+	seqs := make([]uint64, len(pairs))
+	for i, p := range pairs {
+		seqs[i] = actual.Launches[p.A].Seq
+	}
+	src := &byteSources{actualDir: actual.Process.Dir, ref: cmp.Or(o.Reference, m.Header.Recording), refName: e.Process.Name}
+	defer src.close()
+	j := 0
+	_, err := actual.Process.Ordered(seqs, func(r *recording.LaunchRecord) error {
+		for seqs[j] != r.Launch.GetSeq() {
+			j++
+		}
+		p := pairs[j]
+		exp, err := m.Launch(e, p.B)
+		if err != nil {
+			return err
+		}
+		mm, err := compare(r, exp, actual.Launches[p.A].Stream, e.Process.ChunkBytes, o, src)
+		if err != nil {
+			return err
+		}
+		if err := fn(mm); err != nil {
+			return err
+		}
+		if j == len(seqs)-1 {
+			return recording.ErrStop // the rest of the recording holds none of them
+		}
+		return nil
+	})
+	return res, err
+}
+
+func compare(r *recording.LaunchRecord, exp *Launch, stream int, chunkBytes uint32, o Options, src *byteSources) (*Mismatch, error) {
+	mm := &Mismatch{Actual: r, Stream: stream, Expected: exp}
+	if exp.After == nil || r.After == nil {
+		return nil, fmt.Errorf("launch %d: no memory state to compare (the manifest changed since it was read?)", r.Launch.GetSeq())
+	}
+	a := &diff.Side{Launch: r.Launch, After: r.After, ChunkBytes: uint64(chunkBytes)}
+	b := &diff.Side{Launch: &pb.Launch{}, After: &pb.MemoryState{Snapshot: exp.After.Snapshot}, ChunkBytes: uint64(chunkBytes)}
+	for _, reg := range exp.After.Regions {
+		b.Launch.Regions = append(b.Launch.Regions, &pb.Region{Size: reg.Size})
+		rs := &pb.RegionState{Hash: reg.hash}
+		for _, c := range reg.chunks {
+			rs.ChunkHashes = append(rs.ChunkHashes, c...)
+		}
+		b.After.Regions = append(b.After.Regions, rs)
+	}
+	regions, err := diff.Differences(a, b, nil, 0)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range regions {
+		rm := RegionMismatch{RegionDiff: d}
+		if d.FirstChunk >= 0 && d.FirstChunk < len(exp.After.Regions[d.Index].chunks) &&
+			d.FirstChunk < len(recording.ChunkHashes(r.After.GetRegions()[d.Index])) {
+			rm.Bytes, rm.Note = src.window(r, d, exp, o.Window)
+		}
+		mm.Regions = append(mm.Regions, rm)
+	}
+	return mm, nil
+}
+
+// byteSources opens, when first needed, the chunk stores that may hold a
+// differing chunk: the recording verified, and the reference recording.
+type byteSources struct {
+	actualDir    string
+	ref, refName string // the reference recording, and the process in it
+	actual, refs *chunkstore.Reader
+	actualErr    error
+	refErr       error
+	opened       bool
+}
+
+func (s *byteSources) open() {
+	if s.opened {
+		return
+	}
+	s.opened = true
+	s.actual, s.actualErr = chunkstore.Open(s.actualDir)
+	var dir string
+	if dir, s.refErr = referenceDir(s.ref, s.refName); s.refErr == nil {
+		s.refs, s.refErr = chunkstore.Open(dir)
+	}
+}
+
+// referenceDir finds the process directory of the process named name in
+// the reference recording ref: the recording, or the process's own
+// directory, or a recording of one process under another name.
+func referenceDir(ref, name string) (string, error) {
+	set, err := recording.Open(ref)
+	if err != nil {
+		return "", err
+	}
+	for _, p := range set.Processes {
+		if p.Name == name {
+			return p.Dir, nil
+		}
+	}
+	if len(set.Processes) == 1 {
+		return set.Processes[0].Dir, nil
+	}
+	return "", fmt.Errorf("%s has no process %s", ref, name)
+}
+
+func (s *byteSources) close() {
+	for _, r := range []*chunkstore.Reader{s.actual, s.refs} {
+		if r != nil {
+			r.Close()
+		}
+	}
+}
+
+// window reads the first differing chunk of a region from both sides and
+// cuts a window of n bytes around the first differing byte.
+func (s *byteSources) window(r *recording.LaunchRecord, d diff.RegionDiff, exp *Launch, n int) (*Bytes, string) {
+	if !r.After.GetSnapshot() {
+		return nil, "the recording has hashes only after this launch: record with --memory snapshot to see the bytes"
+	}
+	s.open()
+	if s.actualErr != nil {
+		return nil, fmt.Sprintf("actual bytes: %v", s.actualErr)
+	}
+	actual, err := s.actual.Get([16]byte(recording.ChunkHashes(r.After.GetRegions()[d.Index])[d.FirstChunk]))
+	if err != nil {
+		return nil, fmt.Sprintf("actual bytes: %v", err)
+	}
+	h := [16]byte(exp.After.Regions[d.Index].chunks[d.FirstChunk])
+	var expected []byte
+	if s.refs != nil {
+		expected, err = s.refs.Get(h)
+	}
+	if expected == nil { // content-addressed: the run verified may hold the same bytes
+		if b, aerr := s.actual.Get(h); aerr == nil {
+			expected = b
+		}
+	}
+	if expected == nil {
+		why := "it has hashes only after this launch"
+		switch {
+		case s.refErr != nil:
+			why = s.refErr.Error()
+		case exp.After.Snapshot:
+			why = err.Error()
+		}
+		return nil, fmt.Sprintf("expected bytes: chunk %x is not in the reference recording %s (%s); pass --reference with the recording the manifest was made from", h, s.ref, why)
+	}
+	first := 0
+	for first < min(len(expected), len(actual)) && expected[first] == actual[first] {
+		first++
+	}
+	start := first &^ 15
+	cut := func(b []byte) []byte { return b[min(start, len(b)):min(start+n, len(b))] }
+	base := d.ElementsOff // the chunk's offset in the region
+	return &Bytes{First: base + uint64(first), Offset: base + uint64(start), Expected: cut(expected), Actual: cut(actual)}, ""
+}

@@ -1,0 +1,169 @@
+package manifest
+
+import (
+	"bufio"
+	"cmp"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+
+	"github.com/gpurr/gpurr/internal/diff"
+	"github.com/gpurr/gpurr/recording"
+	"github.com/gpurr/gpurr/recording/memhash"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// Summary says what a manifest holds.
+type Summary struct {
+	Processes int
+	Launches  int // launches listed
+	States    int // with the hashes of their memory after them
+	Snapshots int // of those, with the bytes stored in the recording
+}
+
+// NoMemoryError is the error for a process recorded without memory capture:
+// it has no hashes to put in a manifest or to verify.
+type NoMemoryError struct{ Dir string }
+
+func (e *NoMemoryError) Error() string {
+	return fmt.Sprintf("%s was recorded without memory capture: record with --memory hash (or --memory snapshot) for per-launch hashes", e.Dir)
+}
+
+// Write writes the manifest of every process of set to w. It reads each
+// process's recording twice: once for its launch numbers (8 bytes a launch
+// are held) and kernels, then its launches in launch order with their
+// memory states (recording.Process.Ordered), writing each as it comes.
+func Write(w io.Writer, set *recording.Set) (Summary, error) {
+	var sum Summary
+	dir, err := filepath.Abs(set.Dir)
+	if err != nil {
+		return sum, err
+	}
+	bw := bufio.NewWriterSize(w, 1<<20)
+	head, err := json.Marshal(Header{Format: Format, Version: Version, Hash: Hash, Recording: dir})
+	if err != nil {
+		return sum, err
+	}
+	bw.Write(head[:len(head)-1])
+	bw.WriteString(`,"processes":[`)
+	for pi, p := range set.Processes {
+		if p.Info.GetMemory().GetMode() == "" {
+			return sum, &NoMemoryError{Dir: p.Dir}
+		}
+		if pi > 0 {
+			bw.WriteString(",")
+		}
+		if err := writeProcess(bw, p, &sum); err != nil {
+			return sum, err
+		}
+	}
+	bw.WriteString("\n]}\n")
+	return sum, bw.Flush()
+}
+
+// firstPass reads what a process's header needs and the launches to list:
+// those that ran (diff.Scan's launches), by seq.
+func firstPass(p *recording.Process) (proc Process, seqs []uint64, identity map[uint64]uint64, err error) {
+	proc = Process{Name: p.Name, Rank: p.Info.Rank, Argv: append([]string{}, p.Info.GetArgv()...), Memory: p.Info.GetMemory().GetMode(),
+		ChunkBytes: cmp.Or(p.Info.GetMemory().GetChunkBytes(), memhash.ChunkSize), Kernels: []Kernel{}}
+	identity = map[uint64]uint64{} // Kernel.id to identity
+	names := map[uint64]string{}   // identity to name
+	used := map[uint64]bool{}      // Kernel.ids launched
+	res, err := p.Scan(func(b *pb.Batch) error {
+		for _, k := range b.Kernels {
+			identity[k.GetId()] = k.GetIdentity()
+			names[k.GetIdentity()] = cmp.Or(k.GetDemangled(), recording.Demangle(k.GetName()))
+		}
+		for _, l := range b.Launches {
+			if !l.GetCaptured() {
+				seqs = append(seqs, l.GetSeq())
+				used[l.GetKernelId()] = true
+			}
+		}
+		if b.End != nil {
+			proc.Complete = true
+		}
+		return nil
+	})
+	if err != nil {
+		return proc, nil, nil, err
+	}
+	proc.Complete = proc.Complete && !res.Truncated
+	slices.Sort(seqs)
+	listed := map[uint64]bool{}
+	for id := range used {
+		ident, ok := identity[id]
+		if !ok {
+			names[0] = fmt.Sprintf("kernel %d (not in the recording)", id)
+		}
+		if !listed[ident] {
+			listed[ident] = true
+			proc.Kernels = append(proc.Kernels, Kernel{Identity: identityText(ident), Name: names[ident]})
+		}
+	}
+	slices.SortFunc(proc.Kernels, func(a, b Kernel) int { return cmp.Compare(a.Identity, b.Identity) })
+	return proc, seqs, identity, nil
+}
+
+func writeProcess(bw *bufio.Writer, p *recording.Process, sum *Summary) error {
+	proc, seqs, identity, err := firstPass(p)
+	if err != nil {
+		return err
+	}
+	head, err := json.Marshal(proc)
+	if err != nil {
+		return err
+	}
+	bw.WriteString("\n")
+	bw.Write(head[:len(head)-1])
+	bw.WriteString(`,"launches":[`)
+	streams := diff.Streams{}
+	written := 0
+	_, err = p.Ordered(seqs, func(r *recording.LaunchRecord) error {
+		l := r.Launch
+		line := Launch{Seq: l.GetSeq(), Stream: streams.Number(l.GetStream()), Identity: identityText(identity[l.GetKernelId()])}
+		if s := r.After; s != nil && !s.GetLost() {
+			line.After = &State{Snapshot: s.GetSnapshot(), Regions: make([]Region, len(s.GetRegions()))}
+			for ri, rs := range s.GetRegions() {
+				reg := &line.After.Regions[ri]
+				if ri < len(l.GetRegions()) {
+					reg.Size = l.GetRegions()[ri].GetSize()
+				}
+				if len(rs.GetHash()) != recording.HashBytes {
+					return fmt.Errorf("%s: launch %d region %d: hash of %d bytes, want %d (a damaged record)", p.Name, l.GetSeq(), ri, len(rs.GetHash()), recording.HashBytes)
+				}
+				reg.Hash = recording.HashText(rs.GetHash())
+				hashes := recording.ChunkHashes(rs)
+				reg.Chunks = make([]string, len(hashes))
+				for k, h := range hashes {
+					reg.Chunks[k] = hex.EncodeToString(h)
+				}
+			}
+			sum.States++
+			if s.GetSnapshot() {
+				sum.Snapshots++
+			}
+		}
+		b, err := json.Marshal(line)
+		if err != nil {
+			return err
+		}
+		if written > 0 {
+			bw.WriteString(",")
+		}
+		bw.WriteString("\n")
+		bw.Write(b)
+		written++
+		sum.Launches++
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	sum.Processes++
+	bw.WriteString("\n]}")
+	return nil
+}

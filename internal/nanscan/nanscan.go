@@ -1,0 +1,395 @@
+// Package nanscan finds the first kernel launch after which device memory
+// holds NaN or Inf (gpurr nan). A recording made with --nan-scan holds
+// counts the GPU took after every launch, and the first launch with any is
+// found from them alone. Otherwise the snapshots are read in launch order,
+// each region's chunks decoded as every requested dtype; a chunk is read
+// and counted once however many snapshots share it.
+//
+// Counts are kept per dtype, since the same bytes can be a NaN as one type
+// and an ordinary number as another: an int64 index tensor read as f32 may
+// hold NaN bit patterns, bf16 data read as f32 rarely does.
+package nanscan
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/gpurr/gpurr/internal/dtype"
+	"github.com/gpurr/gpurr/recording"
+	"github.com/gpurr/gpurr/recording/chunkstore"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// Counts are the NaN and Inf elements found as one dtype.
+type Counts struct {
+	Type     string
+	NaN, Inf uint64
+	First    int64 // byte offset in the region of the first NaN or Inf, -1 when none
+}
+
+// Region is a region of the found launch with NaN or Inf in it.
+type Region struct {
+	Index  int
+	Region *pb.Region
+	Counts []Counts // one per requested dtype, in the order asked
+	// Before: the region held NaN or Inf before the launch too (its
+	// snapshot before it says so), so they came from outside a kernel: a
+	// copy from the host, a memset, memory no kernel wrote.
+	Before bool
+}
+
+// Source says where a Finding's counts come from.
+type Source int
+
+const (
+	// Snapshots: decoded from the stored bytes, with First offsets.
+	Snapshots Source = iota
+	// GPUCounts: counted on the GPU at record time (--nan-scan); First is
+	// -1 unless the launch also has a snapshot after it.
+	GPUCounts
+)
+
+// Finding is the first launch after which memory holds NaN or Inf.
+type Finding struct {
+	Launch    *pb.Launch
+	Kernel    *pb.Kernel
+	Callstack *pb.Callstack
+	Forward   *pb.Callstack // a backward launch's forward callstack (LaunchRecord.Forward)
+	Regions   []Region
+	Source    Source
+	// Disagree lists regions whose snapshot decodes to other counts than
+	// the GPU counted at record time (both are in the recording): a fault
+	// in the recording, to report, not to trust.
+	Disagree []string
+}
+
+// Stats says how much was looked at.
+type Stats struct {
+	Source   Source
+	Launches int // launches looked at before the finding (all of them when none)
+	Chunks   int // distinct chunks decoded
+	// NotScanned counts launches with memory states but nothing to look
+	// at: with Snapshots, hash-only states; with GPUCounts, states the GPU
+	// did not count (lost ones, or a device without memory for the
+	// counters).
+	NotScanned int
+}
+
+// Scan finds the first launch of p after which one of its regions holds
+// NaN or Inf as any of types (floating-point types only); nil when none
+// does. It uses the GPU's counts when the recording has them for every
+// type asked, else the snapshots. Both read the recording streamed, so
+// memory does not grow with it.
+func Scan(p *recording.Process, types []*dtype.Type) (*Finding, Stats, error) {
+	for _, t := range types {
+		if !t.IsFloat() {
+			return nil, Stats{}, fmt.Errorf("%s has no NaN or Inf: want floating-point dtypes", t.Name)
+		}
+	}
+	mem := p.Info.GetMemory()
+	index := make([]int, len(types)) // types[i]'s counts are entry index[i] of the GPU's, -1 when not counted
+	allCounted := len(types) > 0
+	for i, t := range types {
+		index[i] = slices.Index(mem.GetNanScan(), t.Name)
+		allCounted = allCounted && index[i] >= 0
+	}
+	s := &scanner{p: p, types: types, index: index}
+	switch {
+	case allCounted:
+		return s.fromCounts()
+	case mem.GetMode() == "snapshot":
+		return s.fromSnapshots()
+	case len(mem.GetNanScan()) > 0:
+		return nil, Stats{}, fmt.Errorf("%s: the GPU counted NaN as %s only and there are no snapshots to decode: ask for --dtype %s, or record with --nan-scan %s",
+			p.Dir, strings.Join(mem.GetNanScan(), ","), strings.Join(mem.GetNanScan(), ","), typeNames(types))
+	default:
+		return nil, Stats{}, fmt.Errorf("%s was recorded without snapshots or NaN counts: record with --memory hash --nan-scan %s (or --memory snapshot)",
+			p.Dir, typeNames(types))
+	}
+}
+
+type scanner struct {
+	p     *recording.Process
+	types []*dtype.Type
+	index []int // types[i]'s entry in the recording's nan_scan counts
+	st    Stats
+	store *chunkstore.Reader
+	seen  map[[16]byte][]Counts
+}
+
+// fromCounts: one pass for the first launch whose AFTER state counts NaN
+// or Inf, then that launch's record (kernel, callstack, snapshots if any).
+func (s *scanner) fromCounts() (*Finding, Stats, error) {
+	s.st.Source = GPUCounts
+	first := uint64(math.MaxUint64)
+	var seqs []uint64 // the counted launches, to say how many came before the finding
+	_, err := s.p.Scan(func(b *pb.Batch) error {
+		for _, m := range b.Memory {
+			if m.GetPoint() != pb.MemoryState_AFTER {
+				continue
+			}
+			if m.GetLost() || len(m.GetRegions()) == 0 || len(m.GetRegions()[0].GetNanCount()) == 0 {
+				s.st.NotScanned++
+				continue
+			}
+			seqs = append(seqs, m.GetLaunchSeq())
+			if m.GetLaunchSeq() < first && s.hasGPUCounts(m) {
+				first = m.GetLaunchSeq()
+			}
+		}
+		return nil
+	})
+	for _, seq := range seqs {
+		if seq <= first {
+			s.st.Launches++
+		}
+	}
+	if err != nil || first == math.MaxUint64 {
+		return nil, s.st, err
+	}
+	var found *Finding
+	_, err = s.p.Ordered([]uint64{first}, func(r *recording.LaunchRecord) error {
+		if found, err = s.finding(r); err != nil {
+			return err
+		}
+		return recording.ErrStop
+	})
+	s.closeStore()
+	if err == nil && found == nil {
+		err = fmt.Errorf("launch %d has NaN counts but is not in the recording", first)
+	}
+	return found, s.st, err
+}
+
+// hasGPUCounts: some region of an AFTER state counts NaN or Inf as one of
+// the types asked.
+func (s *scanner) hasGPUCounts(m *pb.MemoryState) bool {
+	for _, rs := range m.GetRegions() {
+		for _, k := range s.index {
+			if nan, inf, ok := gpuCount(rs, k); ok && nan+inf > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (s *scanner) gpuCounts(rs *pb.RegionState) []Counts {
+	out := make([]Counts, len(s.types))
+	for i, t := range s.types {
+		out[i] = Counts{Type: t.Name, First: -1}
+		out[i].NaN, out[i].Inf, _ = gpuCount(rs, s.index[i])
+	}
+	return out
+}
+
+// gpuCount is entry k of a region state's NaN counts; ok is false where
+// the state has no such entry (not counted, or a damaged recording).
+func gpuCount(rs *pb.RegionState, k int) (nan, inf uint64, ok bool) {
+	if k < 0 || k >= len(rs.GetNanCount()) || k >= len(rs.GetInfCount()) {
+		return 0, 0, false
+	}
+	return rs.GetNanCount()[k], rs.GetInfCount()[k], true
+}
+
+// fromSnapshots: a first pass lists the launches with a snapshot after
+// them (8 bytes each), a second reads those in launch order until one
+// holds NaN or Inf.
+func (s *scanner) fromSnapshots() (*Finding, Stats, error) {
+	var seqs []uint64
+	_, err := s.p.Scan(func(b *pb.Batch) error {
+		for _, m := range b.Memory {
+			switch {
+			case m.GetPoint() != pb.MemoryState_AFTER || m.GetLost():
+			case m.GetSnapshot():
+				seqs = append(seqs, m.GetLaunchSeq())
+			default:
+				s.st.NotScanned++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.st, err
+	}
+	slices.Sort(seqs)
+	seqs = slices.Compact(seqs)
+	var found *Finding
+	_, err = s.p.Ordered(seqs, func(r *recording.LaunchRecord) error {
+		if !r.After.GetSnapshot() || r.After.GetLost() {
+			return nil
+		}
+		s.st.Launches++
+		f, err := s.finding(r)
+		if err != nil || f == nil {
+			return err
+		}
+		found = f
+		return recording.ErrStop
+	})
+	s.closeStore()
+	return found, s.st, err
+}
+
+// finding is what launch r's AFTER state says: nil when no region holds
+// NaN or Inf. Snapshots, where the launch has them, give offsets and
+// whether the NaN was there before the launch.
+func (s *scanner) finding(r *recording.LaunchRecord) (*Finding, error) {
+	after := r.After
+	snap := after.GetSnapshot() && !after.GetLost()
+	src := Snapshots
+	if !snap {
+		src = GPUCounts
+	}
+	var regions []Region
+	var disagree []string
+	for i, rs := range after.GetRegions() {
+		var total []Counts
+		if snap {
+			var err error
+			if total, err = s.regionCounts(rs); err != nil {
+				return nil, fmt.Errorf("launch %d region %d: %w", after.GetLaunchSeq(), i, err)
+			}
+			disagree = append(disagree, s.crossCheck(i, rs, total)...)
+		} else {
+			total = s.gpuCounts(rs)
+		}
+		if hasNaNOrInf(total) {
+			var reg *pb.Region
+			if i < len(r.Launch.GetRegions()) {
+				reg = r.Launch.GetRegions()[i]
+			}
+			regions = append(regions, Region{Index: i, Region: reg, Counts: total})
+		}
+	}
+	if regions == nil {
+		return nil, nil
+	}
+	if b := r.Before; b.GetSnapshot() && !b.GetLost() {
+		for ri := range regions {
+			if i := regions[ri].Index; i < len(b.GetRegions()) {
+				before, err := s.regionCounts(b.GetRegions()[i])
+				if err != nil {
+					return nil, err
+				}
+				regions[ri].Before = hasNaNOrInf(before)
+			}
+		}
+	}
+	return &Finding{Launch: r.Launch, Kernel: r.Kernel, Callstack: r.Callstack, Forward: r.Forward, Regions: regions, Source: src, Disagree: disagree}, nil
+}
+
+// crossCheck compares the counts decoded from region i's snapshot with
+// those the GPU took of the same bytes, where the recording has both.
+func (s *scanner) crossCheck(i int, rs *pb.RegionState, decoded []Counts) []string {
+	var out []string
+	for ti, k := range s.index {
+		nan, inf, ok := gpuCount(rs, k)
+		if !ok {
+			continue
+		}
+		gpu, snap := [2]uint64{nan, inf}, [2]uint64{decoded[ti].NaN, decoded[ti].Inf}
+		if gpu != snap {
+			out = append(out, fmt.Sprintf("region %d as %s: the GPU counted %d NaN, %d Inf; the snapshot holds %d NaN, %d Inf",
+				i, s.types[ti].Name, gpu[0], gpu[1], snap[0], snap[1]))
+		}
+	}
+	return out
+}
+
+func (s *scanner) closeStore() {
+	if s.store != nil {
+		s.store.Close()
+	}
+}
+
+func typeNames(types []*dtype.Type) string {
+	names := make([]string, len(types))
+	for i, t := range types {
+		names[i] = t.Name
+	}
+	return strings.Join(names, ",")
+}
+
+// regionCounts counts a snapshotted region state's NaN and Inf, reading
+// each distinct chunk once (seen caches the counts by chunk hash).
+func (s *scanner) regionCounts(rs *pb.RegionState) ([]Counts, error) {
+	if s.store == nil {
+		store, err := chunkstore.Open(s.p.Dir)
+		if err != nil {
+			return nil, err
+		}
+		s.store, s.seen = store, map[[16]byte][]Counts{}
+	}
+	chunkBytes := int64(cmp.Or(s.p.Info.GetMemory().GetChunkBytes(), 65536))
+	var total []Counts
+	for k, h := range recording.ChunkHashes(rs) {
+		c, ok := s.seen[[16]byte(h)]
+		if !ok {
+			b, err := s.store.Get([16]byte(h))
+			if err != nil {
+				return nil, fmt.Errorf("chunk %d: %w", k, err)
+			}
+			c = Count(b, s.types)
+			s.seen[[16]byte(h)] = c
+			s.st.Chunks++
+		}
+		total = add(total, c, int64(k)*chunkBytes)
+	}
+	return total, nil
+}
+
+// Count counts the NaN and Inf elements of b as each of types, from b's
+// first byte.
+func Count(b []byte, types []*dtype.Type) []Counts {
+	out := make([]Counts, len(types))
+	for ti, t := range types {
+		c := Counts{Type: t.Name, First: -1}
+		for off := 0; off+t.Size <= len(b); off += t.Size {
+			v := t.Value(b[off : off+t.Size])
+			switch {
+			case math.IsNaN(v):
+				c.NaN++
+			case math.IsInf(v, 0):
+				c.Inf++
+			default:
+				continue
+			}
+			if c.First < 0 {
+				c.First = int64(off)
+			}
+		}
+		out[ti] = c
+	}
+	return out
+}
+
+// add sums a chunk's counts (at byte offset off of its region) into total.
+func add(total, c []Counts, off int64) []Counts {
+	if total == nil {
+		total = make([]Counts, len(c))
+		for i := range total {
+			total[i] = Counts{Type: c[i].Type, First: -1}
+		}
+	}
+	for i := range c {
+		total[i].NaN += c[i].NaN
+		total[i].Inf += c[i].Inf
+		if total[i].First < 0 && c[i].First >= 0 {
+			total[i].First = off + c[i].First
+		}
+	}
+	return total
+}
+
+func hasNaNOrInf(cs []Counts) bool {
+	for _, c := range cs {
+		if c.NaN+c.Inf > 0 {
+			return true
+		}
+	}
+	return false
+}

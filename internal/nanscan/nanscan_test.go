@@ -1,0 +1,194 @@
+package nanscan
+
+import (
+	"encoding/binary"
+	"math"
+	"testing"
+
+	"github.com/gpurr/gpurr/internal/dtype"
+	"github.com/gpurr/gpurr/internal/testrec"
+	"github.com/gpurr/gpurr/recording"
+	"github.com/gpurr/gpurr/recording/chunkstore"
+	"github.com/gpurr/gpurr/recording/memhash"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+func f32s(vs ...float32) []byte {
+	var b []byte
+	for _, v := range vs {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
+	}
+	return b
+}
+
+// TestScanInLaunchOrder: the recording holds the states of later launches
+// ahead of earlier ones (the GPU finished them first, or a flight recorder
+// wrote them at exit); nan still reports the first launch in launch order,
+// and sees a BEFORE state written frames after its AFTER.
+func TestScanInLaunchOrder(t *testing.T) {
+	nan := float32(math.NaN())
+	w, err := recording.Create(t.TempDir(), "p-1", &pb.Batch{Process: &pb.Process{Pid: 1,
+		Memory: &pb.MemoryConfig{Mode: "snapshot", ChunkBytes: memhash.ChunkSize}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := chunkstore.Create(w.Dir(), chunkstore.Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := func(seq uint64, point pb.MemoryState_Point, data []byte) *pb.MemoryState {
+		rs, err := testrec.RegionState(data, store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &pb.MemoryState{LaunchSeq: seq, Point: point, Snapshot: true, Regions: []*pb.RegionState{rs}}
+	}
+	plan := &pb.MemoryPlan{Status: pb.MemoryPlan_SNAPSHOT}
+	launch := func(seq uint64) *pb.Launch {
+		return &pb.Launch{Seq: seq, KernelId: seq, Memory: plan, Regions: []*pb.Region{{Address: seq << 20, Size: 8}}}
+	}
+	for _, b := range []*pb.Batch{
+		{Kernels: []*pb.Kernel{{Id: 1, Name: "one"}, {Id: 2, Name: "two"}, {Id: 3, Name: "three"}},
+			Launches: []*pb.Launch{launch(1), launch(2), launch(3)}},
+		{Memory: []*pb.MemoryState{state(3, pb.MemoryState_BEFORE, f32s(0, 0)), state(3, pb.MemoryState_AFTER, f32s(nan, nan)),
+			state(1, pb.MemoryState_BEFORE, f32s(0, 0)), state(1, pb.MemoryState_AFTER, f32s(1, 2)), state(2, pb.MemoryState_AFTER, f32s(3, nan))}},
+		{Memory: []*pb.MemoryState{state(2, pb.MemoryState_BEFORE, f32s(0, nan))}, End: &pb.End{Reason: "exit"}},
+	} {
+		if err := w.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set := closeAndOpen(t, w, store)
+	f32, err := dtype.Parse("f32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found, st, err := Scan(set.Processes[0], []*dtype.Type{f32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found == nil || found.Launch.GetSeq() != 2 || found.Kernel.GetName() != "two" || len(found.Regions) != 1 {
+		t.Fatalf("found %+v, want launch 2", found)
+	}
+	r := found.Regions[0]
+	if c := r.Counts[0]; c.NaN != 1 || c.First != 4 || !r.Before || r.Region.GetAddress() != 2<<20 {
+		t.Errorf("region %+v counts %+v, want 1 NaN at byte 4, there before", r, r.Counts)
+	}
+	if st.Launches != 2 {
+		t.Errorf("%d launches scanned, want 2 (launch 3 comes after the finding)", st.Launches)
+	}
+}
+
+// TestGPUCountsAndSnapshots: with the GPU's counts and snapshots both in
+// the recording, the first launch comes from the counts, its snapshot gives
+// offsets, and counts the snapshot contradicts are reported.
+func TestGPUCountsAndSnapshots(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	w, err := recording.Create(t.TempDir(), "p-1", &pb.Batch{Process: &pb.Process{Pid: 1,
+		Memory: &pb.MemoryConfig{Mode: "snapshot", ChunkBytes: memhash.ChunkSize, NanScan: []string{"f32", "bf16"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := chunkstore.Create(w.Dir(), chunkstore.Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// gpu: the NaN and Inf counts as f32 and bf16 the agent wrote.
+	state := func(seq uint64, data []byte, gpu ...uint64) *pb.MemoryState {
+		rs, err := testrec.RegionState(data, store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs.NanCount, rs.InfCount = []uint64{gpu[0], gpu[2]}, []uint64{gpu[1], gpu[3]}
+		return &pb.MemoryState{LaunchSeq: seq, Point: pb.MemoryState_AFTER, Snapshot: true, Regions: []*pb.RegionState{rs}}
+	}
+	var launches []*pb.Launch
+	for seq := uint64(1); seq <= 3; seq++ {
+		launches = append(launches, &pb.Launch{Seq: seq, KernelId: 1, Regions: []*pb.Region{{Address: seq << 20, Size: 12}}})
+	}
+	for _, b := range []*pb.Batch{
+		{Kernels: []*pb.Kernel{{Id: 1, Name: "k"}}, Launches: launches},
+		// Launch 2's f32 counts are right, its bf16 counts wrong (its
+		// bytes hold 1 NaN and 1 Inf as bf16 too).
+		{Memory: []*pb.MemoryState{state(3, f32s(nan, 0, 0), 5, 0, 0, 0), state(1, f32s(1, 2, 3), 0, 0, 0, 0), state(2, f32s(1, inf, nan), 1, 1, 2, 0)},
+			End: &pb.End{Reason: "exit"}},
+	} {
+		if err := w.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set := closeAndOpen(t, w, store)
+	types, err := dtype.ParseList("f32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found, st, err := Scan(set.Processes[0], types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Source != GPUCounts || st.Launches != 2 || found == nil || found.Launch.GetSeq() != 2 || found.Source != Snapshots {
+		t.Fatalf("found %+v (stats %+v), want launch 2 from the GPU's counts, decoded from its snapshot", found, st)
+	}
+	if c := found.Regions[0].Counts[0]; c.NaN != 1 || c.Inf != 1 || c.First != 4 || len(found.Disagree) != 0 {
+		t.Errorf("counts %+v, disagreements %q; want 1 NaN, 1 Inf, the first at byte 4, none", c, found.Disagree)
+	}
+
+	if types, err = dtype.ParseList("f32,bf16"); err != nil {
+		t.Fatal(err)
+	}
+	found, _, err = Scan(set.Processes[0], types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found == nil || found.Launch.GetSeq() != 2 || len(found.Disagree) != 1 ||
+		found.Disagree[0] != "region 0 as bf16: the GPU counted 2 NaN, 0 Inf; the snapshot holds 1 NaN, 1 Inf" {
+		t.Errorf("found %+v, want launch 2 with one disagreement", found)
+	}
+}
+
+// closeAndOpen finishes a recording written by a test (store nil: none)
+// and opens it.
+func closeAndOpen(t *testing.T, w *recording.Writer, store *chunkstore.Writer) *recording.Set {
+	t.Helper()
+	if store != nil {
+		if err := store.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	set, err := recording.Open(w.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+// TestDamagedGPUCounts: a state with fewer counts than the recording says
+// it counted is read as not counted for the missing types, not a panic.
+func TestDamagedGPUCounts(t *testing.T) {
+	w, err := recording.Create(t.TempDir(), "p-1", &pb.Batch{Process: &pb.Process{Pid: 1,
+		Memory: &pb.MemoryConfig{Mode: "hash", ChunkBytes: memhash.ChunkSize, NanScan: []string{"f32", "bf16"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := make([]byte, 16)
+	err = w.Write(&pb.Batch{Kernels: []*pb.Kernel{{Id: 1, Name: "k"}},
+		Launches: []*pb.Launch{{Seq: 1, KernelId: 1, Regions: []*pb.Region{{Address: 1 << 20, Size: 8}}}},
+		Memory: []*pb.MemoryState{{LaunchSeq: 1, Point: pb.MemoryState_AFTER,
+			Regions: []*pb.RegionState{{Hash: h, ChunkHashes: h, NanCount: []uint64{0, 7}, InfCount: []uint64{0}}}}},
+		End: &pb.End{Reason: "exit"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := closeAndOpen(t, w, nil)
+	types, err := dtype.ParseList("bf16,f32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found, st, err := Scan(set.Processes[0], types)
+	if err != nil || found != nil || st.Launches != 1 {
+		t.Errorf("found %+v, %+v, %v; want no NaN in 1 launch (the bf16 count is damaged)", found, st, err)
+	}
+}

@@ -1,0 +1,125 @@
+package replay
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/gpurr/gpurr/recording"
+	"github.com/gpurr/gpurr/recording/chunkstore"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// ReadmeFile is the note Extract writes beside the reproducer.
+const ReadmeFile = "README.md"
+
+// Extract writes launch seq of src to dir as a recording of its own: the
+// process header, the launch with its kernel, module image, callstack (and
+// a backward launch's forward callstack, where its line is) and
+// allocations, its two snapshots and their chunks, and a README with the
+// command that replays it. `gpurr replay DIR`, info and rewind read it like
+// any recording. It returns the bytes of chunks written.
+func Extract(src *Source, seq uint64, dir string) (int64, error) {
+	c, err := src.Case(seq)
+	if err != nil {
+		return 0, err
+	}
+	if err := recording.CreateSet(dir, src.Data.Process.GetArgv()); err != nil {
+		return 0, err
+	}
+	proc := proto.Clone(src.Data.Process).(*pb.Process)
+	w, err := recording.Create(dir, src.Proc.Name, &pb.Batch{Process: proc, Devices: src.Data.Devices})
+	if err != nil {
+		return 0, err
+	}
+	n, err := writeCase(src, c, w)
+	return n, errors.Join(err, w.Close(), writeReadme(src, c, dir, n))
+}
+
+func writeCase(src *Source, c *Case, w *recording.Writer) (int64, error) {
+	if _, err := w.PutModule(c.Module); err != nil {
+		return 0, err
+	}
+	b := &pb.Batch{Kernels: []*pb.Kernel{c.Kernel}, Launches: []*pb.Launch{c.Launch}}
+	for _, m := range src.Data.Modules {
+		if m.Sha256 == c.ModuleHash {
+			b.Modules = []*pb.Module{m}
+			break
+		}
+	}
+	if cs := src.Links.Callstack(c.Launch.CallstackId); cs != nil {
+		b.Callstacks = []*pb.Callstack{cs}
+	}
+	if cs := src.Links.Forward(c.Launch); cs != nil {
+		b.Callstacks = append(b.Callstacks, cs)
+	}
+	for _, r := range c.Launch.Regions {
+		if a := src.Links.Allocation(r.AllocationId); a != nil {
+			b.Allocations = append(b.Allocations, a)
+		}
+	}
+	store, err := chunkstore.Create(w.Dir(), chunkstore.Options{})
+	if err != nil {
+		return 0, err
+	}
+	var bytes int64
+	before, after := src.states(c.Seq)
+	for _, st := range []*pb.MemoryState{before, after} {
+		b.Memory = append(b.Memory, st)
+		for _, rs := range st.Regions {
+			for _, h := range recording.ChunkHashes(rs) {
+				if store.Has([16]byte(h)) {
+					continue
+				}
+				chunk, err := src.store.Get([16]byte(h))
+				if errors.Is(err, chunkstore.ErrNotFound) {
+					continue // dropped while recording; the state says so
+				}
+				if err != nil {
+					return 0, errors.Join(err, store.Close())
+				}
+				if err := store.Put([16]byte(h), chunk); err != nil {
+					return 0, errors.Join(err, store.Close())
+				}
+				bytes += int64(len(chunk))
+			}
+		}
+	}
+	if err := store.Close(); err != nil {
+		return 0, err
+	}
+	b.End = &pb.End{EndNs: c.Launch.HostNs, Reason: "extract"}
+	return bytes, w.Write(b)
+}
+
+func writeReadme(src *Source, c *Case, dir string, chunkBytes int64) error {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "# gpurr reproducer: launch %d of %s\n\n", c.Seq, c.Name)
+	fmt.Fprintf(&sb, "Kernel `%s`", c.Name)
+	if c.Line != "" {
+		fmt.Fprintf(&sb, ", launched at `%s`", c.Line)
+	}
+	if node := c.Launch.GetAutograd().GetBackwardNode(); node != "" {
+		fmt.Fprintf(&sb, " in the backward of %s", node)
+	}
+	cfg := c.Recorded()
+	fmt.Fprintf(&sb, ", grid %d,%d,%d, block %d,%d,%d, %d bytes of dynamic shared memory.\n\n",
+		cfg.Grid.X, cfg.Grid.Y, cfg.Grid.Z, cfg.Block.X, cfg.Block.Y, cfg.Block.Z, cfg.SharedMem)
+	fmt.Fprintf(&sb, "Recorded from `%s`", strings.Join(src.Data.Process.GetArgv(), " "))
+	if c.Device != nil {
+		fmt.Fprintf(&sb, " on %s (sm_%d%d)", c.Device.Name, c.Device.CcMajor, c.Device.CcMinor)
+	}
+	fmt.Fprintf(&sb, ". Module: %s, `modules/%s%s`.\n\n", ModuleKind(c.Module), c.ModuleHash, recording.ModuleExt)
+	fmt.Fprintf(&sb, "%d regions, their contents just before and just after the launch (%d bytes of chunks):\n\n", len(c.Regions), chunkBytes)
+	for i, r := range c.Regions {
+		fmt.Fprintf(&sb, "- region %d: 0x%x, %d bytes\n", i, r.Address, r.Size)
+	}
+	fmt.Fprintf(&sb, "\nRun it again on a machine with a suitable GPU and compare with the recorded result:\n\n")
+	fmt.Fprintf(&sb, "    gpurr replay %s\n\n", filepath.Base(dir))
+	fmt.Fprintf(&sb, "Exit status 0: bit-exact; 1: the result differs; 2: it could not run. `gpurr info %s` describes the recording.\n", filepath.Base(dir))
+	return os.WriteFile(filepath.Join(dir, ReadmeFile), []byte(sb.String()), 0o644)
+}

@@ -1,0 +1,195 @@
+package replay
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpurr/gpurr/internal/dtype"
+	"github.com/gpurr/gpurr/internal/testrec"
+	"github.com/gpurr/gpurr/recording"
+	"github.com/gpurr/gpurr/recording/memhash"
+)
+
+func openSource(t *testing.T, dir string) *Source {
+	t.Helper()
+	set, err := recording.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := Open(set.Processes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	return src
+}
+
+func TestCase(t *testing.T) {
+	dir := t.TempDir()
+	want, err := testrec.WriteReplayable(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := openSource(t, dir)
+	if got := src.Replayable(); len(got) != 1 || got[0] != 2 {
+		t.Fatalf("replayable launches %v, want [2]", got)
+	}
+	c, err := src.Case(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Name != "saxpy_gridstride" || !bytes.Equal(c.Module, want.Module) || c.Line != "saxpy.py:12 main" {
+		t.Errorf("case: kernel %q, line %q, module %d bytes", c.Name, c.Line, len(c.Module))
+	}
+	if len(c.Regions) != 2 || !bytes.Equal(c.Regions[0].Before, want.XBefore) || !bytes.Equal(c.Regions[1].Before, want.YBefore) ||
+		!bytes.Equal(c.Regions[1].After, want.YAfter) {
+		t.Error("region contents differ from the recorded ones")
+	}
+	if cfg := c.Recorded(); cfg.Grid.X != 16 || cfg.Block.X != 64 || cfg.Cluster.X != 0 {
+		t.Errorf("recorded shape %+v", cfg)
+	}
+	for seq, msg := range map[uint64]string{1: "has no snapshot (memory status hash)", 3: "captured into a CUDA graph", 9: "has no launch 9 (launches 1 to 3)"} {
+		if _, err := src.Case(seq); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("launch %d: error %v, want %q", seq, err, msg)
+		}
+	}
+}
+
+func TestExtract(t *testing.T) {
+	dir := t.TempDir()
+	want, err := testrec.WriteReplayable(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := openSource(t, dir)
+	out := filepath.Join(t.TempDir(), "repro")
+	n, err := Extract(src, 2, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Error("extract wrote no chunk bytes")
+	}
+	readme, err := os.ReadFile(filepath.Join(out, ReadmeFile))
+	if err != nil || !strings.Contains(string(readme), "gpurr replay repro") || !strings.Contains(string(readme), "saxpy.py:12") {
+		t.Errorf("README: %v\n%s", err, readme)
+	}
+	again := openSource(t, out)
+	if got := again.Replayable(); len(got) != 1 || got[0] != 2 {
+		t.Fatalf("the reproducer's replayable launches: %v", got)
+	}
+	c, err := again.Case(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(c.Launch.Params, want.ParamsLaunch2) || !bytes.Equal(c.Regions[1].After, want.YAfter) || !bytes.Equal(c.Module, want.Module) {
+		t.Error("the reproducer's launch differs from the recording's")
+	}
+	if !again.Data.Complete() {
+		t.Error("the reproducer's recording is not complete")
+	}
+	if _, err := Extract(src, 2, out); err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Errorf("extract into a used directory: %v", err)
+	}
+}
+
+func TestPlanAndRelocate(t *testing.T) {
+	const mib = 1 << 20
+	c := &Case{Regions: []Region{
+		{Address: 0x7f00_0020_0400, Size: 1024, ParamOffsets: []uint32{8}},
+		{Address: 0x7f00_0020_0000, Size: 1024, ParamOffsets: []uint32{0}},
+		{Address: 0x7f00_0100_0000, Size: 3 * mib},
+		{Address: 0x7f00_1000_0000, Size: 4096},
+	}}
+	spans := planSpans(c, 2*mib)
+	if len(spans) != 2 {
+		t.Fatalf("%d spans, want 2: %+v", len(spans), spans)
+	}
+	if sp := spans[0]; sp.start != 0x7f00_0000_0000 || sp.end != 0x7f00_0200_0000 || len(sp.regions) != 3 ||
+		len(sp.pieces) != 2 || sp.pieces[0] != [2]uint64{0x7f00_0020_0000, 0x7f00_0040_0000} || sp.pieces[1] != [2]uint64{0x7f00_0100_0000, 0x7f00_0140_0000} {
+		t.Errorf("first span %+v", sp)
+	}
+	params := make([]byte, 16)
+	binary.LittleEndian.PutUint64(params[0:], 0x7f00_0020_0010)
+	binary.LittleEndian.PutUint64(params[8:], 0x7f00_0020_0400)
+	addrs := []uint64{0x5000_0020_0400, 0x5000_0020_0000, 0x5000_0100_0000, 0x7f00_1000_0000}
+	got, moved, err := relocate(c, params, addrs)
+	if err != nil || moved != 2 || binary.LittleEndian.Uint64(got[0:]) != 0x5000_0020_0010 || binary.LittleEndian.Uint64(got[8:]) != 0x5000_0020_0400 {
+		t.Errorf("relocate: moved %d, err %v, words %x", moved, err, got)
+	}
+	if binary.LittleEndian.Uint64(params[0:]) != 0x7f00_0020_0010 {
+		t.Error("relocate changed its input")
+	}
+	binary.LittleEndian.PutUint64(params[0:], 0x1234)
+	if _, _, err := relocate(c, params, addrs); err == nil || !strings.Contains(err.Error(), "outside the region") {
+		t.Errorf("a word that does not point into its region: %v", err)
+	}
+}
+
+func TestPointerWords(t *testing.T) {
+	c := &Case{Regions: []Region{{Address: 0x1000, Size: 64}, {Address: 0x9000, Size: 32}}}
+	c.Regions[0].Before = make([]byte, 64)
+	binary.LittleEndian.PutUint64(c.Regions[0].Before[0:], 0x9008)  // into region 1
+	binary.LittleEndian.PutUint64(c.Regions[0].Before[8:], 0x9020)  // just past region 1
+	binary.LittleEndian.PutUint64(c.Regions[0].Before[16:], 0x1010) // into itself
+	binary.LittleEndian.PutUint64(c.Regions[0].Before[24:], 0x5000) // between them
+	got := pointerWords(c, 0)
+	if len(got) != 2 || got[1] != 1 || got[0] != 1 {
+		t.Errorf("pointer words %v, want one into region 0 and one into region 1", got)
+	}
+}
+
+func TestCompare(t *testing.T) {
+	f32, _ := dtype.Parse("f32")
+	want := make([]byte, 3*memhash.ChunkSize)
+	got := bytes.Clone(want)
+	binary.LittleEndian.PutUint32(got[memhash.ChunkSize+8:], 0x3f800000) // 1.0 where 0 was recorded
+	reg := &Region{Size: uint64(len(want)), After: want, ChunkBytes: memhash.ChunkSize, AfterMissing: []int{2}}
+	r := compare(0, reg, got, Check{Type: f32, Elements: 4})
+	if r.Identical || r.DifferingChunks != 1 || r.Chunks != 2 || r.Missing != 1 || r.FirstDiff != memhash.ChunkSize+10 ||
+		r.DifferingElements != 1 || r.MaxAbs != 1 || len(r.Elements) != 1 || r.Elements[0].Index != (memhash.ChunkSize+8)/4 || r.Output == 0 {
+		t.Errorf("compare: %+v", r)
+	}
+	if r.Within(Check{Type: f32, Atol: 0.5}) {
+		t.Error("a difference of 1 is within atol 0.5")
+	}
+	if r2 := compare(0, reg, got, Check{Type: f32, Atol: 1}); !r2.Within(Check{Type: f32, Atol: 1}) {
+		t.Error("a difference of 1 is not within atol 1")
+	}
+	copy(got, want)
+	if r := compare(0, reg, got, Check{}); !r.Identical || r.FirstDiff != -1 || r.Output != 0 {
+		t.Errorf("identical: %+v", r)
+	}
+}
+
+func TestModuleKind(t *testing.T) {
+	cubin := func(abi byte, flags uint32) []byte {
+		b := make([]byte, 64)
+		copy(b, "\x7fELF")
+		b[8] = abi
+		binary.LittleEndian.PutUint16(b[18:], emCUDA)
+		binary.LittleEndian.PutUint32(b[48:], flags)
+		return b
+	}
+	fatbin := binary.LittleEndian.AppendUint32(nil, fatbinMagic)
+	for _, c := range []struct {
+		image []byte
+		want  string
+	}{
+		// e_flags as nvcc 13 writes them (ELF ABI 8) and as older ones did.
+		{cubin(8, 0x6005a04), "cubin for sm_90"},
+		{cubin(8, 0x6006402), "cubin for sm_100"},
+		{cubin(7, 0x500550), "cubin for sm_80"},
+		{fatbin, "fatbin"},
+		{[]byte(".version 8.0\n.target sm_80\n.address_size 64\n"), "PTX for sm_80"},
+		{[]byte("nonsense"), "unknown image"},
+	} {
+		if got := ModuleKind(c.image); got != c.want {
+			t.Errorf("ModuleKind = %q, want %q", got, c.want)
+		}
+	}
+}

@@ -1,0 +1,189 @@
+package replay
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/gpurr/gpurr/recording"
+	"github.com/gpurr/gpurr/recording/chunkstore"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// Source is a process recording opened for replay: its records indexed and
+// its chunk store open. Close releases the store.
+type Source struct {
+	Proc  *recording.Process
+	Data  *recording.Data
+	Links *recording.Links
+	store *chunkstore.Reader
+}
+
+// Open reads a process recording for replay.
+func Open(proc *recording.Process) (*Source, error) {
+	data, err := proc.Load()
+	if err != nil {
+		return nil, err
+	}
+	s := &Source{Proc: proc, Data: data, Links: data.Links()}
+	if data.Process.GetMemory().GetMode() == "snapshot" {
+		if s.store, err = chunkstore.Open(proc.Dir); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Close closes the chunk store.
+func (s *Source) Close() error {
+	if s.store == nil {
+		return nil
+	}
+	return s.store.Close()
+}
+
+// Replayable lists the launches that have contents recorded before and
+// after them, in launch order: the ones Case can load.
+func (s *Source) Replayable() []uint64 {
+	var seqs []uint64
+	for _, l := range s.Data.Launches {
+		before, after := s.states(l.Seq)
+		if before != nil && after != nil && !before.Lost && !after.Lost && before.Snapshot && after.Snapshot {
+			seqs = append(seqs, l.Seq)
+		}
+	}
+	return seqs
+}
+
+func (s *Source) states(seq uint64) (before, after *pb.MemoryState) {
+	for _, st := range s.Links.MemoryFor(seq) {
+		switch st.Point {
+		case pb.MemoryState_BEFORE:
+			before = st
+		case pb.MemoryState_AFTER:
+			after = st
+		}
+	}
+	return before, after
+}
+
+// Case is one recorded launch with everything a standalone run needs.
+type Case struct {
+	Seq        uint64
+	Process    string // the process recording's name
+	Kernel     *pb.Kernel
+	Name       string // demangled kernel name
+	Module     []byte // the recorded module image
+	ModuleHash string // its sha256
+	Launch     *pb.Launch
+	Line       string // the user's Python line that launched it (for a backward launch, its forward line: Links.LineCallstack), "" when unknown
+	Device     *pb.Device
+	Regions    []Region
+}
+
+// Region is one region of the launch with its recorded contents.
+type Region struct {
+	Address, Size uint64
+	ParamOffsets  []uint32 // parameter words that point into it
+	Before, After []byte
+	// AfterMissing lists chunks (of ChunkBytes) whose after-contents were
+	// dropped while recording; they are not compared.
+	AfterMissing []int
+	ChunkBytes   uint64
+}
+
+// ErrNoLaunch is wrapped by Case when the recording has no such launch.
+var ErrNoLaunch = errors.New("no such launch")
+
+// Case loads launch seq with its module and its regions' contents. The
+// errors are one line and say what the recording lacks and how to record
+// it.
+func (s *Source) Case(seq uint64) (*Case, error) {
+	l := s.Links.Launch(seq)
+	if l == nil {
+		first, last := uint64(0), uint64(0)
+		if n := len(s.Data.Launches); n > 0 {
+			first, last = s.Data.Launches[0].Seq, s.Data.Launches[n-1].Seq
+		}
+		return nil, fmt.Errorf("%s has no launch %d (launches %d to %d): %w", s.Proc.Name, seq, first, last, ErrNoLaunch)
+	}
+	if l.Captured {
+		return nil, fmt.Errorf("launch %d was captured into a CUDA graph and ran only inside graph replays, which have no snapshots", seq)
+	}
+	mode := s.Data.Process.GetMemory().GetMode()
+	if mode != "snapshot" {
+		have := "without --memory"
+		if mode != "" {
+			have = "with --memory " + mode
+		}
+		return nil, fmt.Errorf("%s was recorded %s; replay needs the contents before and after the launch: record with --memory snapshot (and --snapshot-launches %d or --snapshot-kernels NAME to select it)", s.Proc.Name, have, seq)
+	}
+	before, after := s.states(seq)
+	switch {
+	case before == nil || after == nil || !before.Snapshot || !after.Snapshot:
+		return nil, fmt.Errorf("launch %d has no snapshot (memory status %s); record with --snapshot-launches %d or a --snapshot-kernels that matches it",
+			seq, recording.EnumText(l.GetMemory().GetStatus()), seq)
+	case before.Lost:
+		return nil, fmt.Errorf("the snapshot before launch %d was lost: %s", seq, before.LostReason)
+	case after.Lost:
+		return nil, fmt.Errorf("the snapshot after launch %d was lost: %s", seq, after.LostReason)
+	}
+	k := s.Links.Kernel(l.KernelId)
+	if k == nil {
+		return nil, fmt.Errorf("launch %d names kernel id %d, which the recording lacks", seq, l.KernelId)
+	}
+	c := &Case{Seq: seq, Process: s.Proc.Name, Kernel: k, Name: s.Links.KernelName(k), Launch: l, Line: s.Links.UserLine(s.Links.LineCallstack(l))}
+	for _, d := range s.Data.Devices {
+		if d.Ordinal == l.Device {
+			c.Device = d
+		}
+	}
+	if k.ModuleSha256 == "" {
+		return nil, fmt.Errorf("kernel %s came from a module the recording does not know", c.Name)
+	}
+	image, err := os.ReadFile(s.Proc.ModulePath(k.ModuleSha256))
+	if err != nil {
+		return nil, fmt.Errorf("module of kernel %s: %w (was it stored? see gpurr info's log)", c.Name, unwrap(err))
+	}
+	c.Module, c.ModuleHash = image, k.ModuleSha256
+	chunk := uint64(s.Data.Process.GetMemory().GetChunkBytes())
+	for i, r := range l.Regions {
+		if i >= len(before.Regions) || i >= len(after.Regions) {
+			return nil, fmt.Errorf("launch %d: the snapshots hold %d and %d of its %d regions", seq, len(before.Regions), len(after.Regions), len(l.Regions))
+		}
+		reg := Region{Address: r.Address, Size: r.Size, ParamOffsets: r.ParamOffsets, ChunkBytes: chunk}
+		var missing []int
+		if reg.Before, missing, err = s.store.Assemble(recording.ChunkHashes(before.Regions[i]), chunk, 0, r.Size); err != nil {
+			return nil, fmt.Errorf("launch %d region %d before: %w", seq, i, err)
+		}
+		if len(missing) > 0 {
+			return nil, fmt.Errorf("launch %d region %d: %d chunks of its contents before the launch were dropped while recording (--on-full drop-oldest); it cannot be restored", seq, i, len(missing))
+		}
+		if reg.After, reg.AfterMissing, err = s.store.Assemble(recording.ChunkHashes(after.Regions[i]), chunk, 0, r.Size); err != nil {
+			return nil, fmt.Errorf("launch %d region %d after: %w", seq, i, err)
+		}
+		c.Regions = append(c.Regions, reg)
+	}
+	return c, nil
+}
+
+// unwrap drops the *PathError's path, which the caller's message replaces.
+func unwrap(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// sortedRegions returns the indexes of c's regions by address.
+func (c *Case) sortedRegions() []int {
+	idx := make([]int, len(c.Regions))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(c.Regions[a].Address, c.Regions[b].Address) })
+	return idx
+}
