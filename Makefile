@@ -27,10 +27,14 @@ bin/libgpurr.so: FORCE
 	$(GO) build -buildmode=c-shared -o $@ ./cmd/libgpurr
 	rm -f bin/libgpurr.h
 
-test: build
-	$(GO) vet ./...
-	@test -z "$$(gofmt -l . | tee /dev/stderr)" || { echo "gofmt: the files above need formatting"; exit 1; }
+test: build lint
 	$(GO) tool gotestsum --format pkgname -- ./...
+
+# gofmt, go vet and staticcheck (pinned in go.mod as a tool, so CI needs nothing else).
+lint:
+	@test -z "$$(gofmt -l . | tee /dev/stderr)" || { echo "gofmt: the files above need formatting"; exit 1; }
+	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
 
 # Short fuzzing pass over every decoder of untrusted bytes.
 fuzz:

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 
 	"google.golang.org/protobuf/proto"
 
@@ -47,6 +48,18 @@ func (s *Set) ReportProgress(fn func(done, total int64)) {
 		p.progress = func(read int64) { fn(start+read, total) }
 		base += p.Size
 	}
+}
+
+// Process finds the process that which names: its directory name inside the set, its pid, or
+// its torchrun rank. It returns nil when none matches.
+func (s *Set) Process(which string) *Process {
+	for _, p := range s.Processes {
+		if p.Name == which || strconv.Itoa(int(p.Info.GetPid())) == which ||
+			(p.Info.Rank != nil && strconv.Itoa(int(p.Info.GetRank())) == which) {
+			return p
+		}
+	}
+	return nil
 }
 
 // Open opens a recording directory, or a single process directory inside

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -91,7 +92,9 @@ func wantOneLine(t *testing.T, err error, path string, says ...string) {
 	}
 }
 
-func TestRoundTrip(t *testing.T) {
+// writeSet writes testrec's processes into one recording and opens it.
+func writeSet(t *testing.T) *recording.Set {
+	t.Helper()
 	dir := t.TempDir()
 	for rank := range testrec.Ranks {
 		writeProcess(t, dir, testrec.Name(rank), testrec.Batches(rank))
@@ -100,6 +103,11 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return set
+}
+
+func TestRoundTrip(t *testing.T) {
+	set := writeSet(t)
 	if len(set.Processes) != testrec.Ranks {
 		t.Fatalf("opened %d processes, want %d", len(set.Processes), testrec.Ranks)
 	}
@@ -270,6 +278,22 @@ func TestOpenProcessDirectory(t *testing.T) {
 	p := openOne(t, filepath.Join(dir, testrec.Name(1)))
 	if p.Info.GetRank() != 1 {
 		t.Errorf("opened rank %d, want 1", p.Info.GetRank())
+	}
+}
+
+func TestSetProcessByNamePidOrRank(t *testing.T) {
+	set := writeSet(t)
+	second := testrec.Name(1)
+	pid := strconv.Itoa(int(set.Processes[1].Info.GetPid()))
+	for _, which := range []string{second, pid, "1"} {
+		if p := set.Process(which); p == nil || p.Name != second {
+			t.Errorf("Process(%q) = %v, want %s", which, p, second)
+		}
+	}
+	for _, which := range []string{"", "7", "gpu-box"} {
+		if p := set.Process(which); p != nil {
+			t.Errorf("Process(%q) = %s, want none", which, p.Name)
+		}
 	}
 }
 

@@ -88,3 +88,22 @@ func openProcesses(verb string, paths []string) ([]*recording.Process, error) {
 	}
 	return procs, nil
 }
+
+// pickProcess chooses the process a verb works on: the only one, or the
+// one --process names by directory name, pid or rank.
+func pickProcess(set *recording.Set, which string) (*recording.Process, error) {
+	if which == "" {
+		if len(set.Processes) == 1 {
+			return set.Processes[0], nil
+		}
+		var names []string
+		for _, p := range set.Processes {
+			names = append(names, p.Name)
+		}
+		return nil, usageErrorf("%s holds %d processes; pick one with --process (%s)", set.Dir, len(set.Processes), strings.Join(names, ", "))
+	}
+	if p := set.Process(which); p != nil {
+		return p, nil
+	}
+	return nil, usageErrorf("%s has no process %q", set.Dir, which)
+}

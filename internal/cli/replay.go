@@ -83,21 +83,21 @@ result differs, 2 the launch could not be replayed.`,
 
 // launchReport is one launch's replay, as --format json writes it.
 type launchReport struct {
-	Launch    uint64       `json:"launch"`
-	Kernel    string       `json:"kernel"`
-	Line      string       `json:"line,omitempty"`
-	Backward  string       `json:"backward_node,omitempty"` // the autograd node whose backward made the launch; Line is then its forward line
-	Status    string       `json:"status"`                  // bit-exact | within-tolerance | differs | nondeterministic | failed
-	Why       string       `json:"why,omitempty"`
-	Grid      [3]uint32    `json:"grid"`
-	Block     [3]uint32    `json:"block"`
-	SharedMem uint32       `json:"shared_mem"`
-	Device    string       `json:"device,omitempty"`
-	Relocated int          `json:"relocated_regions"`
-	Notes     []string     `json:"notes,omitempty"`
-	MedianUs  float64      `json:"median_us"`
-	Repeats   int          `json:"repeats"`
-	Regions   []regionJSON `json:"regions,omitempty"`
+	Launch    uint64        `json:"launch"`
+	Kernel    string        `json:"kernel"`
+	Line      string        `json:"line,omitempty"`
+	Backward  string        `json:"backward_node,omitempty"` // the autograd node whose backward made the launch; Line is then its forward line
+	Status    replay.Status `json:"status"`                  // bit-exact | within-tolerance | differs | nondeterministic | failed
+	Why       string        `json:"why,omitempty"`
+	Grid      [3]uint32     `json:"grid"`
+	Block     [3]uint32     `json:"block"`
+	SharedMem uint32        `json:"shared_mem"`
+	Device    string        `json:"device,omitempty"`
+	Relocated int           `json:"relocated_regions"`
+	Notes     []string      `json:"notes,omitempty"`
+	MedianUs  float64       `json:"median_us"`
+	Repeats   int           `json:"repeats"`
+	Regions   []regionJSON  `json:"regions,omitempty"`
 	regionsOf *replay.Case
 	results   []replay.RegionResult
 }
@@ -121,14 +121,32 @@ type regionJSON struct {
 	Elements          []string `json:"elements,omitempty"`
 }
 
-func regionsJSON(c *replay.Case, s *replay.Session, results []replay.RegionResult, check replay.Check) []regionJSON {
+// newLaunchReport describes a replay's outcome for the table and --format json.
+func newLaunchReport(oc replay.Outcome, check replay.Check) launchReport {
+	rep := launchReport{Launch: oc.Launch, Kernel: oc.Kernel, Status: oc.Status, Why: oc.Why, Device: oc.Device,
+		Relocated: oc.Relocated, Notes: oc.Notes, regionsOf: oc.Case}
+	if c := oc.Case; c != nil {
+		rep.Line, rep.Backward = c.Line, c.Launch.GetAutograd().GetBackwardNode()
+		cfg := oc.Config
+		rep.Grid = [3]uint32{cfg.Grid.X, cfg.Grid.Y, cfg.Grid.Z}
+		rep.Block = [3]uint32{cfg.Block.X, cfg.Block.Y, cfg.Block.Z}
+		rep.SharedMem = cfg.SharedMem
+	}
+	if res := oc.Result; res != nil {
+		rep.results, rep.Regions, rep.Repeats = res.Regions, regionsJSON(oc.Case, oc.Addresses, res.Regions, check), len(res.Times)
+		rep.MedianUs = float64(res.Median()) / float64(time.Microsecond)
+	}
+	return rep
+}
+
+func regionsJSON(c *replay.Case, addresses []uint64, results []replay.RegionResult, check replay.Check) []regionJSON {
 	var out []regionJSON
 	for _, r := range results {
 		reg := c.Regions[r.Index]
 		j := regionJSON{Index: r.Index, Address: fmt.Sprintf("0x%x", reg.Address), Size: reg.Size, Identical: r.Identical,
 			Chunks: r.Chunks, Missing: r.Missing, DifferingChunks: r.DifferingChunks, FirstDiff: r.FirstDiff,
 			DifferingElements: r.DifferingElements, Outside: r.Outside}
-		if at := s.Address(r.Index); at != reg.Address {
+		if at := addresses[r.Index]; at != reg.Address {
 			j.ReplayedAt = fmt.Sprintf("0x%x", at)
 		}
 		if check.Type != nil && !r.Identical {
@@ -141,15 +159,6 @@ func regionsJSON(c *replay.Case, s *replay.Session, results []replay.RegionResul
 	}
 	return out
 }
-
-// replayStatus values.
-const (
-	statusExact            = "bit-exact"
-	statusWithin           = "within-tolerance"
-	statusDiffers          = "differs"
-	statusNondeterministic = "nondeterministic"
-	statusFailed           = "failed"
-)
 
 func runReplay(cmd *cobra.Command, o replayOptions, path string) error {
 	out := cmd.OutOrStdout()
@@ -196,20 +205,19 @@ func runReplay(cmd *cobra.Command, o replayOptions, path string) error {
 		}
 	}
 	if err := cuda.Init(); err != nil {
-		return usageErrorf("replay: no usable GPU: %v", err)
+		return &exitError{code: exitFailure, err: fmt.Errorf("replay: no usable GPU: %v", err)}
 	}
 	var reports []launchReport
 	exit := exitOK
-	for i, seq := range seqs {
-		rep, lost := replayOne(src, seq, first, replay.Options{Module: module, Device: o.device}, shape, o.repeat, check)
+	req := replay.Request{Options: replay.Options{Module: module, Device: o.device}, Shape: shape.apply, Repeat: o.repeat, Check: check}
+	report := func(oc replay.Outcome) {
+		rep := newLaunchReport(oc, check)
 		reports = append(reports, rep)
-		switch rep.Status {
-		case statusFailed:
-			exit = exitUsage
-		case statusDiffers, statusNondeterministic:
-			if exit == exitOK {
-				exit = exitFound
-			}
+		switch oc.Status {
+		case replay.StatusFailed:
+			exit = max(exit, exitUsage) // docs/replay.md: a launch that cannot run is exit 2
+		case replay.StatusDiffers, replay.StatusNondeterministic:
+			exit = max(exit, exitFound)
 		}
 		if o.format == "table" {
 			if o.all {
@@ -218,15 +226,20 @@ func runReplay(cmd *cobra.Command, o replayOptions, path string) error {
 				printReplayReport(out, rep, check)
 			}
 		}
-		if lost && i+1 < len(seqs) {
-			msg := fmt.Sprintf("replay: the fault in launch %d left the CUDA context unusable; %d launches were not replayed: go on with gpurr replay %s --all --from %d",
-				seq, len(seqs)-i-1, path, seqs[i+1])
-			if o.format == "table" {
-				fmt.Fprintln(out, msg)
-			}
-			fmt.Fprintln(cmd.ErrOrStderr(), msg)
-			break
+	}
+	var rest []uint64
+	if first != nil {
+		report(src.Replay(seqs[0], first, req))
+	} else {
+		rest = src.ReplayAll(seqs, req, report)
+	}
+	if len(rest) > 0 {
+		msg := fmt.Sprintf("replay: the fault in launch %d left the CUDA context unusable; %d launches were not replayed: go on with gpurr replay %s --all --from %d",
+			reports[len(reports)-1].Launch, len(rest), path, rest[0])
+		if o.format == "table" {
+			fmt.Fprintln(out, msg)
 		}
+		fmt.Fprintln(cmd.ErrOrStderr(), msg)
 	}
 	if o.format == "json" {
 		enc := json.NewEncoder(out)
@@ -237,7 +250,7 @@ func runReplay(cmd *cobra.Command, o replayOptions, path string) error {
 	} else if o.all {
 		printReplaySummary(out, reports)
 	}
-	if len(reports) == 1 && reports[0].Status == statusFailed {
+	if len(reports) == 1 && reports[0].Status == replay.StatusFailed {
 		return usageErrorf("replay: launch %d: %s", reports[0].Launch, reports[0].Why)
 	}
 	return exitWith(exit)
@@ -383,75 +396,6 @@ func seqList(seqs []uint64, max int) string {
 	return strings.Join(parts, ", ")
 }
 
-// replayOne replays launch seq and classifies the outcome. lost is set
-// when a fault left the process's CUDA context unusable.
-func replayOne(src *replay.Source, seq uint64, c *replay.Case, opts replay.Options, shape shapeOverride, repeat int, check replay.Check) (rep launchReport, lost bool) {
-	rep = launchReport{Launch: seq, Status: statusFailed}
-	var err error
-	if c == nil {
-		c, err = src.Case(seq)
-	}
-	if err != nil {
-		rep.Why = err.Error()
-		if l := src.Links.Launch(seq); l != nil {
-			if k := src.Links.Kernel(l.KernelId); k != nil {
-				rep.Kernel = src.Links.KernelName(k)
-			}
-		}
-		return rep, false
-	}
-	rep.Kernel, rep.Line, rep.Backward, rep.regionsOf = c.Name, c.Line, c.Launch.GetAutograd().GetBackwardNode(), c
-	cfg := shape.apply(c.Recorded())
-	rep.Grid = [3]uint32{cfg.Grid.X, cfg.Grid.Y, cfg.Grid.Z}
-	rep.Block = [3]uint32{cfg.Block.X, cfg.Block.Y, cfg.Block.Z}
-	rep.SharedMem = cfg.SharedMem
-	s, err := replay.NewSession(c, opts)
-	if err != nil {
-		rep.Why = err.Error()
-		return rep, cuda.ContextLost(err)
-	}
-	defer func() {
-		if cerr := s.Close(); cerr != nil && !lost {
-			rep.Notes = append(rep.Notes, "cleanup: "+cerr.Error())
-		}
-	}()
-	rep.Device = fmt.Sprintf("%s (%s)", s.Device.Name, s.Device.Arch())
-	rep.Relocated, rep.Notes = s.Relocated, s.Notes
-	res, err := s.Run(cfg, repeat, check)
-	if err != nil {
-		rep.Why = err.Error()
-		if cuda.ContextLost(err) {
-			rep.Why += "; the kernel may read memory outside its recorded regions (pointers held in device memory)"
-			return rep, true
-		}
-		return rep, false
-	}
-	rep.results, rep.Regions, rep.Repeats = res.Regions, regionsJSON(c, s, res.Regions, check), len(res.Times)
-	rep.MedianUs = float64(res.Median()) / float64(time.Microsecond)
-	switch {
-	case res.Identical():
-		rep.Status = statusExact
-	case res.Within(check):
-		rep.Status = statusWithin
-	default:
-		rep.Status, rep.Why = statusDiffers, "the replay is repeatable but differs from the recording: the kernel may read memory outside its regions, or depend on state replay does not restore"
-		again, err := s.Run(cfg, 1, replay.Check{})
-		if err == nil && !sameOutputs(res, again) {
-			rep.Status, rep.Why = statusNondeterministic, "two replays disagree with each other: the kernel is not deterministic (float atomics, races)"
-		}
-	}
-	return rep, false
-}
-
-func sameOutputs(a, b *replay.Result) bool {
-	for i := range a.Regions {
-		if a.Regions[i].Output != b.Regions[i].Output {
-			return false
-		}
-	}
-	return true
-}
-
 func printReplayReport(w io.Writer, rep launchReport, check replay.Check) {
 	fmt.Fprintf(w, "launch %d: %s\n", rep.Launch, rep.Kernel)
 	switch {
@@ -462,7 +406,7 @@ func printReplayReport(w io.Writer, rep launchReport, check replay.Check) {
 	case rep.Line != "":
 		fmt.Fprintf(w, "  at %s\n", rep.Line)
 	}
-	if rep.Status == statusFailed && rep.Device == "" {
+	if rep.Status == replay.StatusFailed && rep.Device == "" {
 		return // the error line says it all
 	}
 	fmt.Fprintf(w, "  grid %d,%d,%d  block %d,%d,%d  shared memory %d  on %s\n",
@@ -470,7 +414,7 @@ func printReplayReport(w io.Writer, rep launchReport, check replay.Check) {
 	for _, n := range rep.Notes {
 		fmt.Fprintf(w, "  note: %s\n", n)
 	}
-	if rep.Status == statusFailed {
+	if rep.Status == replay.StatusFailed {
 		fmt.Fprintf(w, "  failed: %s\n", rep.Why)
 		return
 	}
@@ -487,9 +431,9 @@ func printReplayReport(w io.Writer, rep launchReport, check replay.Check) {
 	}
 	fmt.Fprintf(w, "  kernel time: %.2f µs (median of %d)\n", rep.MedianUs, rep.Repeats)
 	switch rep.Status {
-	case statusExact:
+	case replay.StatusExact:
 		fmt.Fprintln(w, "result: bit-exact")
-	case statusWithin:
+	case replay.StatusWithin:
 		fmt.Fprintf(w, "result: within tolerance (atol %g, rtol %g)\n", check.Atol, check.Rtol)
 	default:
 		fmt.Fprintf(w, "result: DIFFERS: %s\n", rep.Why)
@@ -516,7 +460,7 @@ func regionVerdict(r replay.RegionResult, check replay.Check) string {
 func printReplayLine(w io.Writer, rep launchReport) {
 	var what string
 	switch rep.Status {
-	case statusExact, statusWithin:
+	case replay.StatusExact, replay.StatusWithin:
 		what = fmt.Sprintf("%-16s %9.2f µs", rep.Status, rep.MedianUs)
 	default:
 		what = fmt.Sprintf("%-16s %s", rep.Status, rep.Why)
@@ -529,12 +473,12 @@ func printReplayLine(w io.Writer, rep launchReport) {
 }
 
 func printReplaySummary(w io.Writer, reports []launchReport) {
-	counts := map[string]int{}
+	counts := map[replay.Status]int{}
 	for _, r := range reports {
 		counts[r.Status]++
 	}
 	var parts []string
-	for _, s := range []string{statusExact, statusWithin, statusDiffers, statusNondeterministic, statusFailed} {
+	for _, s := range []replay.Status{replay.StatusExact, replay.StatusWithin, replay.StatusDiffers, replay.StatusNondeterministic, replay.StatusFailed} {
 		if counts[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}

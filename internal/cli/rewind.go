@@ -205,28 +205,6 @@ func nearestRegions(regions []*pb.Region, addr uint64) string {
 	return "nearest, " + strings.Join(near, "; ") + " (gpurr query REC 'SELECT * FROM regions' lists them)"
 }
 
-// pickProcess chooses the process a verb works on: the only one, or the
-// one named by directory name, pid or rank.
-func pickProcess(set *recording.Set, which string) (*recording.Process, error) {
-	if which == "" {
-		if len(set.Processes) == 1 {
-			return set.Processes[0], nil
-		}
-		var names []string
-		for _, p := range set.Processes {
-			names = append(names, p.Name)
-		}
-		return nil, usageErrorf("%s holds %d processes; pick one with --process (%s)", set.Dir, len(set.Processes), strings.Join(names, ", "))
-	}
-	for _, p := range set.Processes {
-		if p.Name == which || strconv.Itoa(int(p.Info.GetPid())) == which ||
-			(p.Info.Rank != nil && strconv.Itoa(int(p.Info.GetRank())) == which) {
-			return p, nil
-		}
-	}
-	return nil, usageErrorf("%s has no process %q", set.Dir, which)
-}
-
 // npyOptions checks --npy, --dtype and --shape.
 func npyOptions(o rewindOptions) (*dtype.Type, []int, error) {
 	if !o.npy {

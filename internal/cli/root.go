@@ -12,13 +12,23 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Exit codes shared by every verb.
+// Exit codes shared by every verb; exitStatusHelp says them to users, and `gpurr record`
+// passes its program's own exit code through instead.
 const (
 	exitOK      = 0
-	exitFound   = 1 // the command found a difference or a problem
-	exitUsage   = 2 // usage or input error
-	exitFailure = 2
+	exitFound   = 1 // the command found what it looks for: a divergence, a NaN, a failed check
+	exitUsage   = 2 // usage or input error: a flag, a path, a damaged recording, a launch replay cannot run
+	exitFailure = 3 // gpurr or its environment failed: a write error, no usable GPU, a program that cannot start
 )
+
+const exitStatusHelp = `Exit status (record, once its program runs, exits with the program's code):
+  0  done, nothing found
+  1  found what the verb looks for: a divergence (diff, verify), a NaN (nan),
+     a launch that differs on replay, a problem (info)
+  2  usage or input error: a bad flag or path, a damaged recording, a launch
+     that cannot be replayed; one line on stderr
+  3  gpurr or its environment failed: a write error, no usable GPU, a program
+     that cannot be started; one line on stderr`
 
 // exitError carries an exit code through cobra.
 type exitError struct {
@@ -41,6 +51,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "gpurr",
 		Short:         "Record, replay and time-travel debugging for CUDA programs",
+		Long:          "Record, replay and time-travel debugging for CUDA programs.\n\n" + exitStatusHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -118,7 +118,7 @@ func runTune(cmd *cobra.Command, o tuneOptions, path string) error {
 		configs = tune.Sample(configs, sample, o.seed)
 	}
 	if err := cuda.Init(); err != nil {
-		return usageErrorf("tune: no usable GPU: %v", err)
+		return &exitError{code: exitFailure, err: fmt.Errorf("tune: no usable GPU: %v", err)}
 	}
 	s, err := replay.NewSession(c, replay.Options{Device: o.device})
 	if err != nil {

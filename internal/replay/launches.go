@@ -1,0 +1,130 @@
+package replay
+
+import (
+	"fmt"
+
+	"github.com/gpurr/gpurr/internal/cuda"
+)
+
+// Status is how a launch's replay compared with its recording.
+type Status string
+
+// The statuses, from best to worst. docs/replay.md gives each its exit code.
+const (
+	StatusExact            Status = "bit-exact"        // every compared byte equals the recording
+	StatusWithin           Status = "within-tolerance" // every element within the Check's tolerances
+	StatusDiffers          Status = "differs"          // repeatable, but not the recording
+	StatusNondeterministic Status = "nondeterministic" // two replays disagree with each other
+	StatusFailed           Status = "failed"           // it could not run
+)
+
+// Outcome is one recorded launch replayed and judged.
+type Outcome struct {
+	Launch      uint64
+	Kernel      string // demangled name, when known
+	Case        *Case  // nil when the recording lacks what a replay needs (Why says what)
+	Config      cuda.LaunchConfig
+	Device      string   // the GPU it ran on: "NVIDIA H100 (sm_90)"
+	Addresses   []uint64 // where each region lived in the replay
+	Relocated   int
+	Notes       []string
+	Result      *Result // nil unless it ran
+	Status      Status
+	Why         string
+	ContextLost bool // a fault left this process's CUDA context unusable: no later replay can run
+}
+
+// Request says how to replay: the session's options, a change to the recorded launch shape
+// (nil keeps it), how many timed runs, and how to compare.
+type Request struct {
+	Options Options
+	Shape   func(cuda.LaunchConfig) cuda.LaunchConfig
+	Repeat  int
+	Check   Check
+}
+
+// Replay runs launch seq (its Case c when the caller built it already, else nil) as r asks and
+// judges it. A result that differs from the recording is replayed once more, to tell a kernel
+// that reads state replay does not restore from one that is not deterministic.
+func (src *Source) Replay(seq uint64, c *Case, r Request) (o Outcome) {
+	o = Outcome{Launch: seq, Status: StatusFailed, Case: c}
+	if c == nil {
+		var err error
+		if c, err = src.Case(seq); err != nil {
+			o.Why = err.Error()
+			if l := src.Links.Launch(seq); l != nil {
+				if k := src.Links.Kernel(l.KernelId); k != nil {
+					o.Kernel = src.Links.KernelName(k)
+				}
+			}
+			return o
+		}
+		o.Case = c
+	}
+	o.Kernel = c.Name
+	o.Config = c.Recorded()
+	if r.Shape != nil {
+		o.Config = r.Shape(o.Config)
+	}
+	s, err := NewSession(c, r.Options)
+	if err != nil {
+		o.Why, o.ContextLost = err.Error(), cuda.ContextLost(err)
+		return o
+	}
+	defer func() {
+		if cerr := s.Close(); cerr != nil && !o.ContextLost {
+			o.Notes = append(o.Notes, "cleanup: "+cerr.Error())
+		}
+	}()
+	o.Device = fmt.Sprintf("%s (%s)", s.Device.Name, s.Device.Arch())
+	o.Relocated, o.Notes = s.Relocated, s.Notes
+	for i := range c.Regions {
+		o.Addresses = append(o.Addresses, s.Address(i))
+	}
+	res, err := s.Run(o.Config, r.Repeat, r.Check)
+	if err != nil {
+		o.Why = err.Error()
+		if cuda.ContextLost(err) {
+			o.Why += "; the kernel may read memory outside its recorded regions (pointers held in device memory)"
+			o.ContextLost = true
+		}
+		return o
+	}
+	o.Result = res
+	switch {
+	case res.Identical():
+		o.Status = StatusExact
+	case res.Within(r.Check):
+		o.Status = StatusWithin
+	default:
+		o.Status, o.Why = StatusDiffers, "the replay is repeatable but differs from the recording: the kernel may read memory outside its regions, or depend on state replay does not restore"
+		again, err := s.Run(o.Config, 1, Check{})
+		if err == nil && !sameOutputs(res, again) {
+			o.Status, o.Why = StatusNondeterministic, "two replays disagree with each other: the kernel is not deterministic (float atomics, races)"
+		}
+	}
+	return o
+}
+
+func sameOutputs(a, b *Result) bool {
+	for i := range a.Regions {
+		if a.Regions[i].Output != b.Regions[i].Output {
+			return false
+		}
+	}
+	return true
+}
+
+// ReplayAll replays seqs in order, handing each outcome to each as it ends. A fault that loses
+// the CUDA context ends the loop: the launches not replayed are returned, so the caller can
+// say how to go on from the first of them in a new process.
+func (src *Source) ReplayAll(seqs []uint64, r Request, each func(Outcome)) (notReplayed []uint64) {
+	for i, seq := range seqs {
+		o := src.Replay(seq, nil, r)
+		each(o)
+		if o.ContextLost {
+			return seqs[i+1:]
+		}
+	}
+	return nil
+}
