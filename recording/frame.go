@@ -34,6 +34,12 @@ const (
 	maxFrameDecoded = 1 << 30   // after decompression
 )
 
+// decodedLimit is the most a zstd frame of n compressed bytes may decode to. Batches compress
+// by 3-20x; a frame claiming far more is damaged or hostile, and refusing it before allocating
+// keeps a small file from costing gigabytes of memory. The writer stores a payload raw when
+// compressing it would pass this limit, so every frame it writes stays readable.
+func decodedLimit(n int) int { return min(maxFrameDecoded, max(16<<20, 256*n)) }
+
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func encodeFileHeader() []byte {
@@ -51,6 +57,9 @@ func (v Version) String() string { return fmt.Sprintf("%d.%d", v.Major, v.Minor)
 
 var errNotRecording = errors.New("not a gpurr recording (bad magic)")
 
+// ErrNewerVersion is wrapped by the error for a file of a newer major format version.
+var ErrNewerVersion = errors.New("upgrade gpurr")
+
 func decodeFileHeader(h []byte) (Version, error) {
 	if len(h) < headerSize {
 		return Version{}, errTruncatedHeader
@@ -60,7 +69,7 @@ func decodeFileHeader(h []byte) (Version, error) {
 	}
 	v := Version{binary.LittleEndian.Uint16(h[8:]), binary.LittleEndian.Uint16(h[10:])}
 	if v.Major > MajorVersion {
-		return v, fmt.Errorf("format version %s is newer than this gpurr reads (%d.x): upgrade gpurr", v, MajorVersion)
+		return v, fmt.Errorf("format version %s is newer than this gpurr reads (%d.x): %w", v, MajorVersion, ErrNewerVersion)
 	}
 	if v.Major == 0 {
 		return v, fmt.Errorf("format version %s is not valid", v)
@@ -90,18 +99,21 @@ func zstdEncoder() *zstd.Encoder {
 
 func zstdDecoder() *zstd.Decoder {
 	decoderOnce.Do(func() {
-		decoder, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(maxFrameDecoded))
+		decoder, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(maxFrameDecoded), zstd.WithDecodeAllCapLimit(true))
 	})
 	return decoder
 }
 
 // appendFrame appends one frame holding payload, compressed, to dst.
 func appendFrame(dst, payload []byte) []byte {
-	body := zstdEncoder().EncodeAll(payload, nil)
+	body, codec := zstdEncoder().EncodeAll(payload, nil), byte(codecZstd)
+	if len(payload) > decodedLimit(len(body)) {
+		body, codec = payload, codecRaw
+	}
 	var h [frameHeaderSize]byte
 	binary.LittleEndian.PutUint32(h[0:], uint32(len(body)))
 	binary.LittleEndian.PutUint32(h[4:], crc32.Checksum(body, castagnoli))
-	h[8] = codecZstd
+	h[8] = codec
 	dst = append(dst, h[:]...)
 	return append(dst, body...)
 }
@@ -159,7 +171,27 @@ func (fr *frameReader) next() ([]byte, error) {
 	case codecRaw:
 		return append([]byte(nil), body...), nil
 	case codecZstd:
-		out, err := zstdDecoder().DecodeAll(body, nil)
+		limit := decodedLimit(len(body))
+		var zh zstd.Header
+		if err := zh.Decode(body); err != nil {
+			return nil, fmt.Errorf("frame at offset %d: %v", start, err)
+		}
+		if zh.HasFCS && zh.FrameContentSize > uint64(limit) {
+			return nil, fmt.Errorf("frame at offset %d: %d compressed bytes claim to decode to %d, more than the limit of %d (corrupt file)",
+				start, len(body), zh.FrameContentSize, limit)
+		}
+		// The decoder stops at dst's capacity: a frame that lies about its size costs no more.
+		var out []byte
+		var err error
+		if zh.HasFCS {
+			out, err = zstdDecoder().DecodeAll(body, make([]byte, 0, zh.FrameContentSize))
+		} else {
+			// Only payloads under 256 bytes leave the size out: try small, then the limit.
+			out, err = zstdDecoder().DecodeAll(body, make([]byte, 0, min(limit, 4096)))
+			if errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+				out, err = zstdDecoder().DecodeAll(body, make([]byte, 0, limit))
+			}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("frame at offset %d: %v", start, err)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/gpurr/gpurr/recording/internal/regular"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
@@ -20,6 +21,10 @@ import (
 type Set struct {
 	Dir       string     // the recording directory (holds modules/)
 	Processes []*Process // sorted by rank, then host and pid
+	// Damaged holds one error per process directory that could not be opened (a damaged
+	// header or first frame, an events file that is not a regular file), each naming its
+	// file; Open reads the other processes and fails only when none opens.
+	Damaged []error
 }
 
 // Process is one process's recording, opened but not read.
@@ -93,12 +98,19 @@ func Open(path string) (*Set, error) {
 			continue
 		}
 		p, err := openProcess(path, dir)
-		if err != nil {
+		if errors.Is(err, ErrNewerVersion) {
 			return nil, err
+		}
+		if err != nil {
+			set.Damaged = append(set.Damaged, err)
+			continue
 		}
 		set.Processes = append(set.Processes, p)
 	}
 	if len(set.Processes) == 0 {
+		if len(set.Damaged) > 0 {
+			return nil, set.Damaged[0]
+		}
 		return nil, fmt.Errorf("%s: not a gpurr recording (no %s in it or its subdirectories)", path, EventsFile)
 	}
 	sort.Slice(set.Processes, func(i, j int) bool { return processLess(set.Processes[i], set.Processes[j]) })
@@ -188,7 +200,7 @@ func (p *Process) Scan(fn func(*pb.Batch) error) (ScanResult, error) {
 
 func (p *Process) scan(fn func(*pb.Batch) error) error {
 	path := filepath.Join(p.Dir, EventsFile)
-	f, err := os.Open(path)
+	f, err := regular.Open(path)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, unwrapPathError(err))
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -378,5 +379,28 @@ func TestReportProgressReachesTotal(t *testing.T) {
 	}
 	if calls == 0 || last != total || total != set.Processes[0].Size {
 		t.Fatalf("progress: %d calls, last %d of %d, file size %d", calls, last, total, set.Processes[0].Size)
+	}
+}
+
+// A FIFO in place of one process's events file neither blocks Open nor hides the other
+// process.
+func TestOpenSkipsDamagedProcess(t *testing.T) {
+	set := writeSet(t)
+	events := filepath.Join(set.Processes[0].Dir, recording.EventsFile)
+	if err := os.Remove(events); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(events, 0o600); err != nil {
+		t.Skipf("no FIFOs here: %v", err)
+	}
+	got, err := recording.Open(set.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Processes) != 1 || got.Processes[0].Name != testrec.Name(1) {
+		t.Fatalf("opened %d processes, want only %s", len(got.Processes), testrec.Name(1))
+	}
+	if len(got.Damaged) != 1 || !strings.Contains(got.Damaged[0].Error(), "not a regular file (a FIFO)") {
+		t.Errorf("Damaged = %v, want the FIFO named", got.Damaged)
 	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,6 +22,9 @@ func openRecording(path string) (*recording.Set, error) {
 	set, err := recording.Open(path)
 	if err != nil {
 		return nil, usageErrorf("%v", err)
+	}
+	for _, d := range set.Damaged {
+		fmt.Fprintf(os.Stderr, "gpurr: warning: %v; reading the other processes\n", d)
 	}
 	showProgress(set, path)
 	return set, nil

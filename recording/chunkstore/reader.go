@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/gpurr/gpurr/recording/internal/regular"
 	"github.com/gpurr/gpurr/recording/memhash"
 )
 
@@ -105,7 +106,7 @@ func Open(dir string) (*Reader, error) {
 // header as damaged; both are left out. A newer format is an error.
 func (r *Reader) openPack(num uint32) error {
 	path := filepath.Join(r.dir, packName(num))
-	f, err := os.Open(path)
+	f, err := regular.Open(path)
 	if err != nil {
 		return fmt.Errorf("chunkstore: %w", err)
 	}
@@ -140,7 +141,7 @@ func (r *Reader) openPack(num uint32) error {
 // loadIndex reads the index into r.index; it returns why it could not ("" when it did).
 func (r *Reader) loadIndex() string {
 	path := filepath.Join(r.dir, indexFile)
-	b, err := os.ReadFile(path)
+	b, err := regular.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "no index (the writer did not close: the process was killed or is still recording)"
 	}
