@@ -5,14 +5,14 @@
 GO ?= go
 export CGO_ENABLED := 1
 
-.PHONY: all build test lint fuzz proto clean gpu-check
+.PHONY: all build install test lint fuzz proto clean gpu-check
 
 all: build
 
 build: bin/gpurr bin/libgpurr.so bin/kernels.test bin/cgolaunch
 
 bin/gpurr: FORCE
-	$(GO) build -o $@ ./cmd/gpurr
+	$(GO) build -buildvcs=auto -o $@ ./cmd/gpurr
 
 # The memory-capture kernel's GPU test and benchmark, run on the GPU machine
 # by scripts/gpu-check (which has no Go).
@@ -24,15 +24,22 @@ bin/cgolaunch: FORCE
 	$(GO) build -o $@ ./gputest/workloads/cgolaunch
 
 bin/libgpurr.so: FORCE
-	$(GO) build -buildmode=c-shared -o $@ ./cmd/libgpurr
+	$(GO) build -buildvcs=auto -buildmode=c-shared -o $@ ./cmd/libgpurr
 	rm -f bin/libgpurr.h
+
+# The installed layout agentpath looks for: PREFIX/bin/gpurr beside PREFIX/lib/gpurr/libgpurr.so.
+PREFIX ?= $(HOME)/.local
+install: bin/gpurr bin/libgpurr.so
+	install -d $(PREFIX)/bin $(PREFIX)/lib/gpurr
+	install -m 0755 bin/gpurr $(PREFIX)/bin/gpurr
+	install -m 0755 bin/libgpurr.so $(PREFIX)/lib/gpurr/libgpurr.so
 
 test: build lint
 	$(GO) tool gotestsum --format pkgname -- ./...
 
 # gofmt, go vet and staticcheck (pinned in go.mod as a tool, so CI needs nothing else).
 lint:
-	@test -z "$$(gofmt -l . | tee /dev/stderr)" || { echo "gofmt: the files above need formatting"; exit 1; }
+	@unformatted=$$(gofmt -l .); test -z "$$unformatted" || { echo "$$unformatted"; echo "gofmt: the files above need formatting"; exit 1; } >&2
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 

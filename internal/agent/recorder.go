@@ -29,6 +29,7 @@ import (
 	"github.com/gpurr/gpurr/internal/agent/agentenv"
 	"github.com/gpurr/gpurr/internal/kernels"
 	"github.com/gpurr/gpurr/internal/symtab"
+	"github.com/gpurr/gpurr/internal/version"
 	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
@@ -123,7 +124,7 @@ func processInfo(cfg config) *pb.Process {
 		Hostname:      host,
 		Argv:          cmdline(),
 		StartUnixNs:   time.Now().UnixNano(),
-		AgentVersion:  Version,
+		AgentVersion:  version.Version,
 		CuptiPath:     cfg.cupti,
 		CallstackMode: cfg.callstack,
 		KernelFilter:  cfg.kernels,
@@ -148,9 +149,6 @@ func processInfo(cfg config) *pb.Process {
 	info.WorldSize = envInt("WORLD_SIZE")
 	return info
 }
-
-// Version is the agent's version, stored in every recording.
-const Version = "0.1.0"
 
 func cmdline() []string {
 	b, err := os.ReadFile("/proc/self/cmdline")

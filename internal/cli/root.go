@@ -57,6 +57,14 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	showVersion := root.Flags().BoolP("version", "v", false, "print the versions of gpurr, its formats and its agent")
+	root.RunE = func(cmd *cobra.Command, args []string) error {
+		if *showVersion {
+			printVersion(cmd.OutOrStdout())
+			return nil
+		}
+		return cmd.Help()
+	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: fmt.Errorf("%s: %v (see %s --help)", strings.TrimPrefix(c.CommandPath(), "gpurr "), err, c.CommandPath())}
 	})
