@@ -35,7 +35,7 @@ Exit status: 0 when the demo ran, 1 when the workload or its recording
 failed, or when there is no GPU and this build carries no recording.`,
 		Example: `  gpurr demo
   gpurr demo -o demo-run && gpurr query demo-run 'SELECT name, count(*) FROM launches GROUP BY name'`,
-		Args: cobra.NoArgs,
+		Args: positional(0, 0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if workload {
 				return runWorkload(cmd.OutOrStdout(), cmd.ErrOrStderr())

@@ -41,7 +41,7 @@ Exit status: 0 when the runs agree, 1 when they part ways, 2 on bad input.`,
   gpurr record --memory hash -o run2 -- python train.py
   gpurr diff run1 run2
   gpurr diff --dtype bf16 snap1 snap2`,
-		Args: cobra.ExactArgs(2),
+		Args: positional(2, 2, "two recordings"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runDiff(cmd, o, args[0], args[1]) },
 	}
 	f := cmd.Flags()

@@ -167,7 +167,7 @@ func TestDiff(t *testing.T) {
 		{[]string{"diff", writeRun(t, "", trainRun(1, false)), same1}, "recorded without memory capture: record both runs with --memory hash"},
 		{[]string{"diff", "--dtype", "f8", same1, same2}, "unknown dtype \"f8\""},
 		{[]string{"diff", same1, filepath.Join(t.TempDir(), "missing")}, "no such file"},
-		{[]string{"diff", same1}, "accepts 2 arg"},
+		{[]string{"diff", same1}, "want two recordings, got 1 argument"},
 	})
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/gpurr/gpurr/internal/cuda"
 	"github.com/gpurr/gpurr/internal/cupti/locate"
 	"github.com/gpurr/gpurr/internal/demo"
+	"github.com/gpurr/gpurr/internal/info"
 	"github.com/gpurr/gpurr/recording"
 )
 
@@ -36,7 +37,7 @@ check could not run because an earlier one failed.
   injection      gpurr record of the demo workload records every launch
 
 Exit status: 0 when every check passed, 1 when something is missing.`,
-		Args: cobra.NoArgs,
+		Args: positional(0, 0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runDoctor(cmd.OutOrStdout(), cupti)
 		},
@@ -96,7 +97,7 @@ func runDoctor(stdout io.Writer, cuptiFlag string) error {
 	}
 
 	if r.failures > 0 {
-		fmt.Fprintf(stdout, "\n%d problem(s): fix the ✗ lines above, then run gpurr doctor again.\n", r.failures)
+		fmt.Fprintf(stdout, "\n%s: fix the ✗ lines above, then run gpurr doctor again.\n", info.Count(r.failures, "problem"))
 		return exitWith(exitFound)
 	}
 	fmt.Fprintln(stdout, "\nThis machine can record: try gpurr demo, or gpurr record -o DIR -- YOUR-PROGRAM.")

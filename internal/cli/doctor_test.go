@@ -26,7 +26,7 @@ func TestDoctorWithoutGPU(t *testing.T) {
 		"agent",
 		"– injection      skipped: needs a GPU",
 		"fix: build it with make",
-		"problem(s)",
+		"problems: fix the",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

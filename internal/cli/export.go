@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpurr/gpurr/internal/export"
+	"github.com/gpurr/gpurr/internal/info"
 )
 
 func newExportCmd() *cobra.Command {
@@ -26,7 +27,7 @@ every column.`,
   duckdb -c "SELECT rank, python_line, sum(duration_ns)/1e6 AS ms
              FROM read_parquet('job-pq/gpu_activity/*/*/*.parquet', hive_partitioning = true)
              GROUP BY 1, 2 ORDER BY ms DESC LIMIT 10"`,
-		Args: cobra.MinimumNArgs(1),
+		Args: positional(1, -1, "one or more recordings"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dir == "" {
 				return usageErrorf("export: --parquet DIR is required")
@@ -43,7 +44,7 @@ every column.`,
 			for _, t := range export.Tables {
 				parts = append(parts, fmt.Sprintf("%s %d", t, st.Rows[t]))
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d process(es), %d files; rows: %s\n", dir, len(procs), st.Files, strings.Join(parts, ", "))
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %s, %d files; rows: %s\n", dir, info.Count(len(procs), "process"), st.Files, strings.Join(parts, ", "))
 			return nil
 		},
 	}

@@ -22,7 +22,7 @@ that replays it. Attach DIR to a bug report: gpurr replay DIR runs it on any
 machine with a suitable GPU, and gpurr info DIR describes it.`,
 		Example: `  gpurr extract run1 --launch 42 -o repro
   gpurr replay repro`,
-		Args: cobra.ExactArgs(1),
+		Args: positional(1, 1, "one recording"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
 				return usageErrorf("extract: -o DIR is required")

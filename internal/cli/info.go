@@ -19,12 +19,7 @@ launches, GPU time, top kernels, modules and callstacks.
 
 A recording that was cut short, was not closed, or counted any dropped or
 failed record is reported first, marked !!, and the command exits with 1.`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageErrorf("info: want one recording directory, got %d arguments (gpurr info REC)", len(args))
-			}
-			return nil
-		},
+		Args: positional(1, 1, "one recording directory"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat("info", format, "table", "json"); err != nil {
 				return err

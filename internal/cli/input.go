@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/gpurr/gpurr/internal/info"
 	"github.com/gpurr/gpurr/recording"
 )
 
@@ -110,4 +112,15 @@ func pickProcess(set *recording.Set, which string) (*recording.Process, error) {
 		return p, nil
 	}
 	return nil, usageErrorf("%s has no process %q", set.Dir, which)
+}
+
+// positional checks a verb's argument count: at least min and at most max (-1: no limit),
+// naming what it wants ("two recordings") and the usage line when the count is wrong.
+func positional(min, max int, want string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) >= min && (max < 0 || len(args) <= max) {
+			return nil
+		}
+		return usageErrorf("%s: want %s, got %s (%s)", cmd.Name(), want, info.Count(len(args), "argument"), cmd.UseLine())
+	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpurr/gpurr/internal/info"
 	"github.com/gpurr/gpurr/internal/manifest"
 )
 
@@ -27,7 +28,7 @@ a difference. docs/manifest.md describes the format.`,
   gpurr manifest good -o good.json
   gpurr record --memory hash -o run2 -- python train.py
   gpurr verify run2 --manifest good.json`,
-		Args: cobra.ExactArgs(1),
+		Args: positional(1, 1, "one recording"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runManifest(cmd, args[0], out) },
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "manifest file to write, - for stdout")
@@ -64,7 +65,7 @@ func runManifest(cmd *cobra.Command, path, out string) error {
 		os.Remove(tmp.Name())
 		return usageErrorf("manifest: %v", err)
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "manifest: wrote %d launches of %d processes to %s (%d with hashes, %d of them with their bytes in %s)\n",
-		sum.Launches, sum.Processes, out, sum.States, sum.Snapshots, path)
+	fmt.Fprintf(cmd.ErrOrStderr(), "manifest: wrote %s of %s to %s (%d with hashes, %d of them with their bytes in %s)\n",
+		info.Count(sum.Launches, "launch"), info.Count(sum.Processes, "process"), out, sum.States, sum.Snapshots, path)
 	return nil
 }

@@ -40,7 +40,7 @@ launch. Exit status: 1 when it finds one, 0 when none, 2 on bad input.`,
   gpurr nan run
   gpurr record --memory snapshot -o run2 -- python train.py
   gpurr nan run2 --dtype bf16`,
-		Args: cobra.ExactArgs(1),
+		Args: positional(1, 1, "one recording"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runNan(cmd, o, args[0]) },
 	}
 	f := cmd.Flags()

@@ -19,6 +19,7 @@ import (
 	"github.com/gpurr/gpurr/internal/agent/agentenv"
 	"github.com/gpurr/gpurr/internal/agentpath"
 	"github.com/gpurr/gpurr/internal/cupti/locate"
+	"github.com/gpurr/gpurr/internal/info"
 	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
@@ -229,7 +230,7 @@ func summarizeRecording(w io.Writer, dir string) {
 		size += p.Size
 	}
 	if size > summaryMaxBytes {
-		fmt.Fprintf(w, "gpurr: recorded %d process(es) into %s (gpurr info %s)\n", len(set.Processes), dir, dir)
+		fmt.Fprintf(w, "gpurr: recorded %s into %s (gpurr info %s)\n", info.Count(len(set.Processes), "process"), dir, dir)
 		return
 	}
 	var launches, lost uint64
@@ -267,7 +268,7 @@ func summarizeRecording(w io.Writer, dir string) {
 		launches += stats.GetLaunches()
 		lost += stats.GetLaunchesDropped() + stats.GetActivitiesDropped() + stats.GetRingBytesDropped() + stats.GetModulesFailed()
 	}
-	fmt.Fprintf(w, "gpurr: recorded %d launch(es) in %d process(es) into %s (gpurr info %s)\n", launches, len(set.Processes), dir, dir)
+	fmt.Fprintf(w, "gpurr: recorded %s in %s into %s (gpurr info %s)\n", info.Count(launches, "launch"), info.Count(len(set.Processes), "process"), dir, dir)
 	if lost > 0 {
 		problems = append(problems, "records were lost (see gpurr info)")
 	}

@@ -15,8 +15,8 @@ func TestSummarizeRecording(t *testing.T) {
 		dir  string
 		want []string
 	}{
-		{"../../testdata/recordings/torch-graphs", []string{"gpurr: recorded 16 launch(es) in 1 process(es) into "}},
-		{"../../testdata/recordings/killed", []string{"gpurr: recorded 501 launch(es)", "gpurr: record: vm-", " incomplete"}},
+		{"../../testdata/recordings/torch-graphs", []string{"gpurr: recorded 16 launches in 1 process into "}},
+		{"../../testdata/recordings/killed", []string{"gpurr: recorded 501 launches in 1 process into", "gpurr: record: vm-", " incomplete"}},
 		{t.TempDir(), []string{"nothing recorded in", "no process initialized CUDA"}},
 	} {
 		var out bytes.Buffer

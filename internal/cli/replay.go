@@ -59,7 +59,7 @@ result differs, 2 the launch could not be replayed.`,
   gpurr replay run1 --launch 42 --module fixed.cubin --dtype f32
   gpurr replay run1 --all
   gpurr replay repro/          # a directory gpurr extract wrote`,
-		Args: cobra.ExactArgs(1),
+		Args: positional(1, 1, "one recording"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runReplay(cmd, o, args[0]) },
 	}
 	f := cmd.Flags()
@@ -483,5 +483,5 @@ func printReplaySummary(w io.Writer, reports []launchReport) {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}
 	}
-	fmt.Fprintf(w, "%d launches replayed: %s\n", len(reports), strings.Join(parts, ", "))
+	fmt.Fprintf(w, "%s replayed: %s\n", info.Count(len(reports), "launch"), strings.Join(parts, ", "))
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpurr/gpurr/internal/dtype"
+	"github.com/gpurr/gpurr/internal/info"
 	"github.com/gpurr/gpurr/recording"
 	"github.com/gpurr/gpurr/recording/chunkstore"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
@@ -40,7 +41,7 @@ just before or just after that launch ran, and writes its bytes to FILE
 		Example: `  gpurr rewind run1 --launch 42 --after --region 0 -o out.bin
   gpurr rewind run1 --launch 42 --before --addr 0x7f1c2a000200 --len 4096 -o in.bin
   gpurr rewind run1 --launch 42 --after --region 1 --npy --dtype bf16 --shape 8,1024 -o out.npy`,
-		Args: cobra.ExactArgs(1),
+		Args: positional(1, 1, "one recording"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runRewind(cmd, o, args[0]) },
 	}
 	f := cmd.Flags()
@@ -134,7 +135,7 @@ func runRewind(cmd *cobra.Command, o rewindOptions, path string) error {
 		}
 	}
 	if idx >= len(launch.Regions) || idx >= len(state.Regions) {
-		return usageErrorf("rewind: launch %d has %d regions; no region %d", o.launch, len(launch.Regions), idx)
+		return usageErrorf("rewind: launch %d has %s; no region %d", o.launch, info.Count(len(launch.Regions), "region"), idx)
 	}
 	region := launch.Regions[idx]
 	store, err := chunkstore.Open(proc.Dir)

@@ -96,7 +96,7 @@ func Main(args []string) int {
 func run(args []string, stdout, stderr io.Writer) int {
 	root := newRootCmd(stdout, stderr)
 	root.SetArgs(args)
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
 	if err == nil {
 		return exitOK
 	}
@@ -107,7 +107,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return ee.code
 	}
-	// cobra's own errors (unknown command, bad args) are usage errors.
-	fmt.Fprintf(stderr, "gpurr: %v\n", err)
+	// cobra's own errors (unknown command, bad args) are usage errors; they
+	// do not name the verb, so the message does.
+	if cmd != nil && cmd != root {
+		fmt.Fprintf(stderr, "gpurr: %s: %v (see %s --help)\n", strings.TrimPrefix(cmd.CommandPath(), "gpurr "), err, cmd.CommandPath())
+	} else {
+		fmt.Fprintf(stderr, "gpurr: %v\n", err)
+	}
 	return exitUsage
 }

@@ -46,7 +46,7 @@ https://ui.perfetto.dev. docs/trace.md describes the tracks and arguments.`,
 		Example: `  gpurr trace run -o run.json
   gpurr trace job/rank0 job/rank1 -o job.perfetto-trace
   gpurr trace run -o gemm.json --kernels gemm --time 2s:2.5s`,
-		Args: cobra.MinimumNArgs(1),
+		Args: positional(1, -1, "one or more recordings"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runTrace(cmd, o, args) },
 	}
 	f := cmd.Flags()
@@ -111,8 +111,8 @@ func runTrace(cmd *cobra.Command, o traceOptions, paths []string) error {
 		return &exitError{code: exitFailure, err: fmt.Errorf("trace: %v", err)}
 	}
 	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "wrote %s (%s, %s): %d process(es), %d launch calls, %d kernels linked to their call of %d",
-		o.out, format, info.FormatBytes(uint64(size)), st.Processes, st.Calls, st.Flows, st.Kernels)
+	fmt.Fprintf(out, "wrote %s (%s, %s): %s, %d launch calls, %d kernels linked to their call of %d",
+		o.out, format, info.FormatBytes(uint64(size)), info.Count(st.Processes, "process"), st.Calls, st.Flows, st.Kernels)
 	if st.GraphKernels > 0 {
 		fmt.Fprintf(out, "; %d kernels run by graph replays, %d of them with their capture-time launch", st.GraphKernels, st.Attributed)
 	}

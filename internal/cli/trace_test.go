@@ -48,7 +48,7 @@ func validTrace(t *testing.T, path string) (*trace.ChromeFile, trace.ChromeSumma
 func TestTraceRealGraphs(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "graphs.json")
 	code, stdout, stderr := runCLI("trace", realRecordings[0].path, "-o", out)
-	expectOutput(t, "trace", code, 0, stdout, stderr, "1 process(es)", "8 kernels run by graph replays, 8 of them with their capture-time launch", "22 kernels linked to their call of 22")
+	expectOutput(t, "trace", code, 0, stdout, stderr, "1 process, ", "8 kernels run by graph replays, 8 of them with their capture-time launch", "22 kernels linked to their call of 22")
 	f, sum := validTrace(t, out)
 	if sum.ByCat["graph_kernel"] != 8 || sum.ByCat["graph_launch"] != 4 {
 		t.Errorf("slices by category %v", sum.ByCat)
@@ -86,7 +86,7 @@ func TestTraceMerge(t *testing.T) {
 	}
 	out := filepath.Join(tmp, "job.json")
 	code, stdout, stderr := runCLI("trace", a, b, "-o", out, "--kernels", "gemm", "--time", "0:1s")
-	expectOutput(t, "merged", code, 0, stdout, stderr, "4 process(es)", "20 kernels linked to their call of 20", "8 kernels run by graph replays")
+	expectOutput(t, "merged", code, 0, stdout, stderr, "4 processes, ", "20 kernels linked to their call of 20", "8 kernels run by graph replays")
 	_, sum := validTrace(t, out)
 	if sum.Processes != 4 {
 		t.Errorf("%d processes on the timeline", sum.Processes)
@@ -128,7 +128,7 @@ func TestExport(t *testing.T) {
 	}
 	out := filepath.Join(tmp, "pq")
 	code, stdout, stderr := runCLI("export", rec, "--parquet", out)
-	expectOutput(t, "export", code, 0, stdout, stderr, "2 process(es), 10 files; rows: launches 32, kernels 8")
+	expectOutput(t, "export", code, 0, stdout, stderr, "2 processes, 10 files; rows: launches 32, kernels 8")
 	if _, err := os.Stat(filepath.Join(out, "gpu_activity", "host=gpu-box", "rank=1", testrec.Name(1)+".parquet")); err != nil {
 		t.Error(err)
 	}

@@ -49,7 +49,7 @@ combinations (with --seed).`,
 		Example: `  gpurr tune run1 --launch 42 --block 64,128,256,512,1024
   gpurr tune run1 --launch 42 --block 128,256 --grid 132,264,528 --csv t.csv --chart t.svg
   gpurr tune run1 --launch 42 --block 32x4,32x8,64x4 --dtype bf16 --rtol 1e-2`,
-		Args: cobra.ExactArgs(1),
+		Args: positional(1, 1, "one recording"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runTune(cmd, o, args[0]) },
 	}
 	f := cmd.Flags()

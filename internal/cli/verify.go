@@ -40,7 +40,7 @@ differs, 2 on bad input.`,
 		Example: `  gpurr manifest good -o good.json
   gpurr verify run2 --manifest good.json
   gpurr verify run2 --manifest good.json --continue --reference /data/good`,
-		Args: cobra.ExactArgs(1),
+		Args: positional(1, 1, "one recording"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runVerify(cmd, o, args[0]) },
 	}
 	f := cmd.Flags()

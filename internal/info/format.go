@@ -245,3 +245,15 @@ func onOff(b bool) string {
 	}
 	return "off"
 }
+
+// Count writes n and the noun, plural unless n is 1: "1 process", "3 launches".
+func Count[N ~int | ~int64 | ~uint64 | ~uint32](n N, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	switch {
+	case strings.HasSuffix(noun, "ss"), strings.HasSuffix(noun, "ch"), strings.HasSuffix(noun, "sh"), strings.HasSuffix(noun, "x"):
+		return fmt.Sprintf("%d %ses", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

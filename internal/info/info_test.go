@@ -227,3 +227,16 @@ func TestDamagedAutograd(t *testing.T) {
 		t.Errorf("top lines %+v", p.TopLines)
 	}
 }
+
+func TestCount(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		noun string
+		want string
+	}{{1, "process", "1 process"}, {2, "process", "2 processes"}, {0, "launch", "0 launches"},
+		{1, "launch", "1 launch"}, {3, "kernel", "3 kernels"}, {2, "problem", "2 problems"}} {
+		if got := Count(c.n, c.noun); got != c.want {
+			t.Errorf("Count(%d, %q) = %q, want %q", c.n, c.noun, got, c.want)
+		}
+	}
+}
