@@ -2,8 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -13,6 +11,7 @@ import (
 
 func newManifestCmd() *cobra.Command {
 	var out string
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "manifest REC -o M.json",
 		Short: "Write the per-launch memory hashes of a known-good run, for gpurr verify",
@@ -29,13 +28,14 @@ a difference. docs/manifest.md describes the format.`,
   gpurr record --memory hash -o run2 -- python train.py
   gpurr verify run2 --manifest good.json`,
 		Args: positional(1, 1, "one recording"),
-		RunE: func(cmd *cobra.Command, args []string) error { return runManifest(cmd, args[0], out) },
+		RunE: func(cmd *cobra.Command, args []string) error { return runManifest(cmd, args[0], out, force) },
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "manifest file to write, - for stdout")
+	cmd.Flags().BoolVar(&force, "force", false, "replace the -o file when it exists")
 	return cmd
 }
 
-func runManifest(cmd *cobra.Command, path, out string) error {
+func runManifest(cmd *cobra.Command, path, out string, force bool) error {
 	if out == "" {
 		return usageErrorf("manifest: -o FILE is required (- for stdout)")
 	}
@@ -43,27 +43,20 @@ func runManifest(cmd *cobra.Command, path, out string) error {
 	if err != nil {
 		return err
 	}
+	w, err := createOutput("manifest", out, cmd.OutOrStdout(), force, path)
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	sum, err := manifest.Write(w, set)
+	if err != nil {
+		return usageErrorf("manifest: %v", err)
+	}
+	if err := w.Commit(); err != nil {
+		return err
+	}
 	if out == "-" {
-		if _, err := manifest.Write(cmd.OutOrStdout(), set); err != nil {
-			return usageErrorf("manifest: %v", err)
-		}
 		return nil
-	}
-	// Write beside the target and rename, so a failure leaves no half manifest.
-	tmp, err := os.CreateTemp(filepath.Dir(out), ".manifest-*")
-	if err != nil {
-		return usageErrorf("manifest: %v", err)
-	}
-	sum, err := manifest.Write(tmp, set)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), out)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return usageErrorf("manifest: %v", err)
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "manifest: wrote %s of %s to %s (%d with hashes, %d of them with their bytes in %s)\n",
 		info.Count(sum.Launches, "launch"), info.Count(sum.Processes, "process"), out, sum.States, sum.Snapshots, path)

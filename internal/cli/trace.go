@@ -2,9 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -23,6 +20,7 @@ type traceOptions struct {
 	kernels  string
 	launches string
 	window   string
+	force    bool
 }
 
 func newTraceCmd() *cobra.Command {
@@ -51,6 +49,7 @@ https://ui.perfetto.dev. docs/trace.md describes the tracks and arguments.`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.out, "output", "o", "", "file to write (- for stdout, with --format)")
+	f.BoolVar(&o.force, "force", false, "replace the -o file when it exists")
 	f.StringVar(&o.format, "format", "", "chrome or perfetto (default: from the file's name)")
 	f.StringVar(&o.kernels, "kernels", "", "only kernels whose mangled or demangled name matches, and their launch calls (Go regular expression)")
 	f.StringVar(&o.launches, "launches", "", "only these launch calls and the kernels they ran, e.g. 1-100,250,900- (numbers as gpurr info shows them)")
@@ -84,35 +83,24 @@ func runTrace(cmd *cobra.Command, o traceOptions, paths []string) error {
 		return err
 	}
 
-	var w io.Writer = cmd.OutOrStdout()
-	var tmp *os.File
-	if o.out != "-" {
-		// Written beside the target and renamed when whole, so a failed
-		// trace leaves no half file under the name asked for.
-		if tmp, err = os.CreateTemp(filepath.Dir(o.out), "."+filepath.Base(o.out)+".*"); err != nil {
-			return usageErrorf("trace: %v", err)
-		}
-		defer os.Remove(tmp.Name())
-		defer tmp.Close()
-		w = tmp
+	w, err := createOutput("trace", o.out, cmd.OutOrStdout(), o.force, paths...)
+	if err != nil {
+		return err
 	}
+	defer w.Abort()
 	st, err := trace.Write(w, format, procs, opts)
 	if err != nil {
 		return usageErrorf("trace: %v", err)
 	}
-	if tmp == nil {
+	if err := w.Commit(); err != nil {
+		return err
+	}
+	if o.out == "-" {
 		return nil
-	}
-	size, _ := tmp.Seek(0, io.SeekCurrent)
-	if err := tmp.Close(); err != nil {
-		return &exitError{code: exitFailure, err: fmt.Errorf("trace: write %s: %v", o.out, err)}
-	}
-	if err := os.Rename(tmp.Name(), o.out); err != nil {
-		return &exitError{code: exitFailure, err: fmt.Errorf("trace: %v", err)}
 	}
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "wrote %s (%s, %s): %s, %d launch calls, %d kernels linked to their call of %d",
-		o.out, format, info.FormatBytes(uint64(size)), info.Count(st.Processes, "process"), st.Calls, st.Flows, st.Kernels)
+		o.out, format, info.FormatBytes(uint64(w.Written)), info.Count(st.Processes, "process"), st.Calls, st.Flows, st.Kernels)
 	if st.GraphKernels > 0 {
 		fmt.Fprintf(out, "; %d kernels run by graph replays, %d of them with their capture-time launch", st.GraphKernels, st.Attributed)
 	}

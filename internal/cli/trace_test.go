@@ -111,9 +111,9 @@ func TestTraceMerge(t *testing.T) {
 		{[]string{"trace", a, "-o", out, "--time", "2s:1s"}, "ends before it starts"},
 		{[]string{"trace", a, "-o", out, "--time", "x:"}, "is not a time"},
 		{[]string{"trace", a, a, "-o", out}, "give each recording once"},
-		{[]string{"trace", filepath.Join(tmp, "missing"), "-o", out}, "no such file"},
+		{[]string{"trace", filepath.Join(tmp, "missing"), "-o", out}, "does not exist"},
 		{[]string{"trace", corrupt, "-o", filepath.Join(tmp, "c.json")}, "checksum"},
-		{[]string{"trace", a, "-o", filepath.Join(tmp, "no-dir", "x.json")}, "no such file"},
+		{[]string{"trace", a, "-o", filepath.Join(tmp, "no-dir", "x.json")}, "does not exist"},
 	})
 	if _, err := os.Stat(filepath.Join(tmp, "c.json")); !os.IsNotExist(err) {
 		t.Errorf("a failed trace left its file: %v", err)
@@ -135,6 +135,6 @@ func TestExport(t *testing.T) {
 	expectUsageErrors(t, []usageCase{
 		{[]string{"export", rec}, "--parquet DIR is required"},
 		{[]string{"export", rec, "--parquet", out}, "is not empty"},
-		{[]string{"export", filepath.Join(tmp, "missing"), "--parquet", filepath.Join(tmp, "x")}, "no such file"},
+		{[]string{"export", filepath.Join(tmp, "missing"), "--parquet", filepath.Join(tmp, "x")}, "does not exist"},
 	})
 }
