@@ -111,7 +111,7 @@ func TestTraceMerge(t *testing.T) {
 		{[]string{"trace", a, "-o", out, "--time", "2s:1s"}, "ends before it starts"},
 		{[]string{"trace", a, "-o", out, "--time", "x:"}, "is not a time"},
 		{[]string{"trace", a, a, "-o", out}, "give each recording once"},
-		{[]string{"trace", filepath.Join(tmp, "missing"), "-o", out}, "does not exist"},
+		{[]string{"trace", filepath.Join(tmp, "missing"), "-o", out}, "no such file"},
 		{[]string{"trace", corrupt, "-o", filepath.Join(tmp, "c.json")}, "checksum"},
 		{[]string{"trace", a, "-o", filepath.Join(tmp, "no-dir", "x.json")}, "does not exist"},
 	})
@@ -135,6 +135,6 @@ func TestExport(t *testing.T) {
 	expectUsageErrors(t, []usageCase{
 		{[]string{"export", rec}, "--parquet DIR is required"},
 		{[]string{"export", rec, "--parquet", out}, "is not empty"},
-		{[]string{"export", filepath.Join(tmp, "missing"), "--parquet", filepath.Join(tmp, "x")}, "does not exist"},
+		{[]string{"export", filepath.Join(tmp, "missing"), "--parquet", filepath.Join(tmp, "x")}, "no such file"},
 	})
 }
