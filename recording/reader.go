@@ -182,6 +182,24 @@ type ScanResult struct {
 	Truncated bool // the file ended inside a frame: the program was killed mid-write
 }
 
+// HasLaunches reports whether the process recorded any kernel launch, reading only up to the
+// first frame that holds one. A launcher (torchrun's agent, a shell) that loads CUDA but
+// launches nothing has none.
+func (p *Process) HasLaunches() (bool, error) {
+	found := false
+	_, err := p.Scan(func(b *pb.Batch) error {
+		if len(b.Launches) > 0 || len(b.GraphLaunches) > 0 {
+			found = true
+			return errStop
+		}
+		return nil
+	})
+	if errors.Is(err, errStop) {
+		err = nil
+	}
+	return found, err
+}
+
 // Scan calls fn for each frame's batch in file order. It returns
 // Truncated when the file ends inside a frame (all whole frames were
 // delivered). Errors name the file.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -72,6 +73,12 @@ func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 	if err != nil {
 		return usageErrorf("diff: %v", err)
 	}
+	if setA, err = launching(setA, stderr); err != nil {
+		return err
+	}
+	if setB, err = launching(setB, stderr); err != nil {
+		return err
+	}
 	pairs, warnings := pairProcesses(setA.Dir, recordingProcs(setA), setB.Dir, recordingProcs(setB))
 	for _, w := range warnings {
 		fmt.Fprintf(stderr, "gpurr: diff: warning: %s\n", w)
@@ -79,7 +86,11 @@ func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 	if len(pairs) == 0 {
 		return usageErrorf("diff: no processes to compare")
 	}
-	diverged := false
+	type divergence struct {
+		label string
+		at    int64
+	}
+	var diverged []divergence
 	for _, ij := range pairs {
 		pp := [2]*recording.Process{setA.Processes[ij[0]], setB.Processes[ij[1]]}
 		a, err := diff.Scan(pp[0])
@@ -106,14 +117,26 @@ func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 		if res.First == nil {
 			fmt.Fprintf(out, "%s: the runs agree: %d launches compared after they ran (%d matched)\n", label, res.Compared, res.Matched)
 		} else {
-			diverged = true
-			if err := reportDivergence(out, o, dt, label, a, b, res); err != nil {
+			at, err := reportDivergence(out, o, dt, label, a, b, res)
+			if err != nil {
 				return usageErrorf("diff: %v", err)
 			}
+			who := label
+			if r := pp[0].Info.Rank; r != nil {
+				who = fmt.Sprintf("rank %d (%s)", *r, label)
+			}
+			diverged = append(diverged, divergence{who, at})
 		}
 		reportUnmatched(out, o.unmatched, "A", "B", a, b, res)
 	}
-	if diverged {
+	if len(diverged) > 1 {
+		// Ranks wait on each other's collectives: the rank that parted ways first in time is
+		// where to look; the others may only have received its bad values.
+		first := slices.MinFunc(diverged, func(x, y divergence) int { return cmp.Compare(x.at, y.at) })
+		fmt.Fprintf(out, "%d of %s part ways; first in time: %s (wall clock of A)\n",
+			len(diverged), info.Count(len(pairs), "pair"), first.label)
+	}
+	if len(diverged) > 0 {
 		return exitWith(exitFound)
 	}
 	return nil
@@ -136,25 +159,29 @@ func recordingProcs(set *recording.Set) []procName {
 }
 
 // pairProcesses matches the processes of two recordings (or a recording
-// and a manifest), as indices: by rank where both have ranks, else in
-// order. It warns when the counts or the command lines differ.
+// and a manifest), as indices: rank with the same rank, and the processes
+// without a rank in order among themselves. It warns when the counts or the
+// command lines differ.
 func pairProcesses(whereA string, a []procName, whereB string, b []procName) (pairs [][2]int, warnings []string) {
 	if len(a) != len(b) {
-		warnings = append(warnings, fmt.Sprintf("%s has %d processes, %s has %d: comparing %d pairs",
-			whereA, len(a), whereB, len(b), min(len(a), len(b))))
+		warnings = append(warnings, fmt.Sprintf("%s has %s, %s has %d: comparing those that pair up",
+			whereA, info.Count(len(a), "process"), whereB, len(b)))
 	}
 	byRank := map[int32]int{}
-	for i, p := range b {
-		if p.rank != nil {
-			byRank[*p.rank] = i
+	var unrankedB []int
+	for j, q := range b {
+		if q.rank != nil {
+			byRank[*q.rank] = j
+		} else {
+			unrankedB = append(unrankedB, j)
 		}
 	}
 	for i, p := range a {
 		j, ok := -1, false
 		if p.rank != nil {
 			j, ok = byRank[*p.rank]
-		} else if i < len(b) {
-			j, ok = i, true
+		} else if len(unrankedB) > 0 {
+			j, ok, unrankedB = unrankedB[0], true, unrankedB[1:]
 		}
 		if !ok {
 			continue
@@ -168,15 +195,38 @@ func pairProcesses(whereA string, a []procName, whereB string, b []procName) (pa
 	return pairs, warnings
 }
 
-func reportDivergence(w io.Writer, o diffOptions, dt *dtype.Type, label string, a, b *diff.Run, res *diff.Result) error {
+// launching keeps the processes of set that made kernel launches: a
+// launcher (torchrun's agent) that loaded CUDA but launched nothing has
+// nothing to compare. Each one left out is said on stderr.
+func launching(set *recording.Set, stderr io.Writer) (*recording.Set, error) {
+	kept := &recording.Set{Dir: set.Dir, Damaged: set.Damaged}
+	for _, p := range set.Processes {
+		has, err := p.HasLaunches()
+		if err != nil {
+			return nil, usageErrorf("diff: %v", err)
+		}
+		if !has && len(set.Processes) > 1 {
+			fmt.Fprintf(stderr, "gpurr: diff: note: leaving out %s: it made no kernel launches (a launcher, such as torchrun's)\n", p.Dir)
+			continue
+		}
+		kept.Processes = append(kept.Processes, p)
+	}
+	return kept, nil
+}
+
+// reportDivergence describes the first launch where a and b part ways; it returns when A made
+// that launch, in wall-clock nanoseconds, to order the divergences of several ranks.
+func reportDivergence(w io.Writer, o diffOptions, dt *dtype.Type, label string, a, b *diff.Run, res *diff.Result) (int64, error) {
 	la, lb := a.Launches[res.First.A], b.Launches[res.First.B]
 	sa, err := diff.ReadLaunch(a.Process, la.Seq)
 	if err != nil {
-		return err
+		return 0, err
 	}
+	proc := a.Process.Info
+	at := proc.GetStartUnixNs() + int64(sa.Launch.GetHostNs()) - int64(proc.GetStartNs())
 	sb, err := diff.ReadLaunch(b.Process, lb.Seq)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	fmt.Fprintf(w, "%s: the runs part ways at launch %d of A and %d of B: the memory after it differs\n", label, la.Seq, lb.Seq)
 	fmt.Fprintf(w, "  kernel   %s (stream %d)\n", a.KernelName(la), la.Stream)
@@ -184,7 +234,7 @@ func reportDivergence(w io.Writer, o diffOptions, dt *dtype.Type, label string, 
 	writeOrigin(w, "B", sb.Launch, sb.Callstack, sb.Forward, o.frames)
 	regions, err := diff.Differences(sa, sb, dt, o.elements)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for _, r := range regions {
 		fmt.Fprintf(w, "  region %d %s\n", r.Index, regionText(r, "A", "B"))
@@ -196,7 +246,7 @@ func reportDivergence(w io.Writer, o diffOptions, dt *dtype.Type, label string, 
 		}
 	}
 	fmt.Fprintf(w, "  %d launches matched, %d compared; %d of them differ after they ran, this one first\n", res.Matched, res.Compared, res.Differ)
-	return nil
+	return at, nil
 }
 
 // regionText describes a region that differs; nameA and nameB name the
@@ -282,7 +332,7 @@ func reportUnmatched(w io.Writer, limit int, nameA, nameB string, a, b *diff.Run
 		if len(side.idx) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "  %d launches only in %s:", len(side.idx), side.name)
+		fmt.Fprintf(w, "  %s only in %s:", info.Count(len(side.idx), "launch"), side.name)
 		for _, i := range side.idx[:min(len(side.idx), limit)] {
 			l := side.run.Launches[i]
 			fmt.Fprintf(w, "\n    %d %s", l.Seq, side.run.KernelName(l))

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
@@ -35,7 +36,15 @@ func writeRun(t *testing.T, mode string, launches []fakeLaunch) string {
 	if err := recording.CreateSet(dir, []string{"python", "train.py"}); err != nil {
 		t.Fatal(err)
 	}
-	proc := &pb.Process{Hostname: "box", Pid: 7, Argv: []string{"python", "train.py"}}
+	writeProc(t, dir, &pb.Process{Hostname: "box", Pid: 7, Argv: []string{"python", "train.py"}}, mode, launches, 0)
+	return dir
+}
+
+// writeProc writes one process of a run into the recording at dir; its launches are 1 ms
+// apart from start (host clock), and its wall clock starts at startUnixNs.
+func writeProc(t *testing.T, dir string, proc *pb.Process, mode string, launches []fakeLaunch, startUnixNs int64) {
+	t.Helper()
+	proc.StartUnixNs = startUnixNs
 	// "MODE+nan-scan": the GPU counted NaN as f32 and bf16, as the agent
 	// does with --nan-scan f32,bf16.
 	mode, nanScan := strings.CutSuffix(mode, "+nan-scan")
@@ -50,7 +59,7 @@ func writeRun(t *testing.T, mode string, launches []fakeLaunch) string {
 			t.Fatal(err)
 		}
 	}
-	w, err := recording.Create(dir, "box-7", &pb.Batch{Process: proc})
+	w, err := recording.Create(dir, fmt.Sprintf("%s-%d", proc.Hostname, proc.Pid), &pb.Batch{Process: proc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +77,7 @@ func writeRun(t *testing.T, mode string, launches []fakeLaunch) string {
 		seq := uint64(i + 1)
 		stack := &pb.Callstack{Id: uint64(l.line), Frames: []*pb.Frame{{Kind: pb.Frame_PYTHON, File: "train.py", Line: l.line, Function: "step"}}}
 		b.Callstacks = append(b.Callstacks, stack)
-		b.Launches = append(b.Launches, &pb.Launch{Seq: seq, KernelId: l.kernel, CallstackId: stack.Id,
+		b.Launches = append(b.Launches, &pb.Launch{Seq: seq, KernelId: l.kernel, CallstackId: stack.Id, HostNs: seq * 1e6,
 			Regions: []*pb.Region{{Address: 0x7000_0000 + seq<<20, Size: uint64(len(l.after)), ParamOffsets: []uint32{0}}}})
 		if mode == "" {
 			continue
@@ -102,7 +111,6 @@ func writeRun(t *testing.T, mode string, launches []fakeLaunch) string {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return dir
 }
 
 func floats(vs ...float32) []byte {
@@ -146,7 +154,7 @@ func TestDiff(t *testing.T) {
 		"A        train.py:30 step",
 		"region 0 (192.0 KiB, parameter offset 0): 1 of 3 chunks differ, the first at byte 0x20000 (chunk 2)",
 		"[32770] A 1.5  B 1.50000012",
-		"1 launches only in B:\n    1 warmup_kernel")
+		"1 launch only in B:\n    1 warmup_kernel")
 
 	// Without snapshots on both sides there are no values to compare, and
 	// diff says which side lacks them.
@@ -169,6 +177,44 @@ func TestDiff(t *testing.T) {
 		{[]string{"diff", same1, filepath.Join(t.TempDir(), "missing")}, "no such file"},
 		{[]string{"diff", same1}, "want two recordings, got 1 argument"},
 	})
+}
+
+// A torchrun job: two ranks and the launcher, which loaded CUDA but launched nothing. The
+// launcher is left out, ranks pair with ranks, and the rank that parted ways first in time is
+// named, though it is listed last.
+func TestDiffTorchrunRanks(t *testing.T) {
+	job := func(sums [2]float32, late0 bool) string {
+		dir := filepath.Join(t.TempDir(), "job")
+		if err := recording.CreateSet(dir, []string{"torchrun", "train.py"}); err != nil {
+			t.Fatal(err)
+		}
+		writeProc(t, dir, &pb.Process{Hostname: "box", Pid: 10, Argv: []string{"torchrun", "train.py"}}, "hash", nil, 0)
+		for rank := range int32(2) {
+			var start int64
+			if rank == 0 && late0 {
+				start = 1e9 // rank 0's clock starts a second later: its divergence comes after rank 1's
+			}
+			r := rank
+			writeProc(t, dir, &pb.Process{Hostname: "box", Pid: 11 + uint32(rank), Argv: []string{"python", "train.py"}, Rank: &r},
+				"hash", trainRun(sums[rank], false), start)
+		}
+		return dir
+	}
+	code, out, errs := runCLI("diff", job([2]float32{1.5, 1.5}, false), job([2]float32{1.5, 1.5}, false))
+	expectOutput(t, "same job", code, 0, out, errs, "box-11 vs box-11: the runs agree", "box-12 vs box-12: the runs agree")
+	if !strings.Contains(errs, "leaving out ") || !strings.Contains(errs, "box-10: it made no kernel launches") {
+		t.Errorf("the launcher is not said to be left out: %q", errs)
+	}
+
+	code, out, errs = runCLI("diff", job([2]float32{1.5, 1.5}, true), job([2]float32{1.5, 2}, true))
+	expectOutput(t, "rank 1 diverges", code, 1, out, errs, "box-11 vs box-11: the runs agree", "box-12 vs box-12: the runs part ways at launch 3")
+	if strings.Contains(out, "first in time") {
+		t.Errorf("one divergence, yet a first in time:\n%s", out)
+	}
+
+	// Both ranks part ways; rank 1's is a second earlier though it is listed last.
+	code, out, errs = runCLI("diff", job([2]float32{1.5, 1.5}, true), job([2]float32{2, 2}, true))
+	expectOutput(t, "both diverge", code, 1, out, errs, "2 of 2 pairs part ways; first in time: rank 1 (box-12 vs box-12)")
 }
 
 // expectOutput checks a verb's exit code and that its stdout holds each of wants.

@@ -37,7 +37,7 @@ func TestManifestVerify(t *testing.T) {
 		"expected 0x20000  00 00 00 00 00 00 00 00 00 00 c0 3f 00 00 00 00",
 		"actual   0x20000  00 00 00 00 00 00 00 00 01 00 c0 3f 00 00 00 00",
 		"4 launches matched, 4 compared; 1 of them differ from the manifest, this one first",
-		"1 launches only in the recording:\n    1 warmup_kernel")
+		"1 launch only in the recording:\n    1 warmup_kernel")
 
 	// The reference recording moved: no expected bytes, and verify says where to point it.
 	moved := filepath.Join(t.TempDir(), "moved")
