@@ -660,6 +660,30 @@ def t_torchrun(h):
     return f"2 recordings, ranks 0 and 1 of 2, {counts[0]} launches at the marked line in each"
 
 
+@test("diff.torchrun")
+def t_diff_torchrun(h):
+    """Two recordings of a 2-GPU torchrun job whose rank 1 adds OS-random noise at a marked
+    line: gpurr diff pairs rank with rank (leaving out the launcher), finds both ranks part
+    ways, rank 1 at the marked line, and names rank 1 as the first in time. Needs 2 GPUs
+    (the device tool's nvidia-h200-x2); skips with fewer."""
+    gpus = h.sh([h.py, "-c", "import torch; print(torch.cuda.device_count())"], 120, log="diff.torchrun.gpus")
+    if gpus.rc != 0 or int(gpus.out.strip() or 0) < 2:
+        raise Skip("needs 2 GPUs (the device tool's nvidia-h200-x2)")
+    script = WL / "ddp_diverge.py"
+    argv = [h.py, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", script]
+    _, a = h.workload("ddp_diverge_a", argv, flags=["--memory", "hash"])
+    _, b = h.workload("ddp_diverge_b", argv, flags=["--memory", "hash"])
+    r = h.sh([h.gpurr, "diff", a, b], 300, log="diff.torchrun")
+    check(r.rc == 1, f"exit {r.rc}, want 1 (the runs part ways): {r.why()}")
+    line = mark_line(script, "planted-noise")
+    reports = re.split(r"(?m)^(?=\S+ vs \S+: )", r.out)
+    rank1 = [x for x in reports if f"ddp_diverge.py:{line}" in x]
+    check(rank1, f"no pair's report names ddp_diverge.py:{line}: {r.out[-800:]}")
+    m = re.search(r"(?m)^2 of 2 pairs part ways; first in time: rank (\d+)", r.out)
+    check(m and m.group(1) == "1", f"first in time is not rank 1: {r.out[-400:]}")
+    return f"both ranks part ways, rank 1 first, at ddp_diverge.py:{line}"
+
+
 @test("cudnn")
 def t_cudnn(h):
     script = WL / "conv_cudnn.py"
