@@ -295,6 +295,19 @@ type Data struct {
 // was closed.
 func (d *Data) Complete() bool { return d.End != nil }
 
+// Shortfall says in one line what a process's recording lacks at its end, "" when nothing:
+// truncated (the file ends inside a frame) or incomplete (no End record). Every reader that
+// warns about it uses these words.
+func Shortfall(name string, truncated, ended bool) string {
+	switch {
+	case truncated:
+		return name + ": recording truncated (the program was killed mid-write); what was written before is read"
+	case !ended:
+		return name + ": recording incomplete (no end record: the program was killed or is still running)"
+	}
+	return ""
+}
+
 // Load reads the whole process recording.
 func (p *Process) Load() (*Data, error) {
 	d := &Data{Stats: &pb.Stats{}}

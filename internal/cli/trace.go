@@ -68,6 +68,9 @@ func runTrace(cmd *cobra.Command, o traceOptions, paths []string) error {
 			return usageErrorf("trace: --kernels: %v", err)
 		}
 	}
+	if cmd.Flags().Changed("launches") && strings.TrimSpace(o.launches) == "" {
+		return usageErrorf("trace: --launches is empty: give launch numbers such as 1-100,250 (or leave the flag out for all)")
+	}
 	if o.launches != "" {
 		ranges, err := agentenv.ParseRanges(o.launches)
 		if err != nil {
@@ -91,6 +94,12 @@ func runTrace(cmd *cobra.Command, o traceOptions, paths []string) error {
 	st, err := trace.Write(w, format, procs, opts)
 	if err != nil {
 		return usageErrorf("trace: %v", err)
+	}
+	for _, short := range st.Shortfalls {
+		fmt.Fprintf(cmd.ErrOrStderr(), "gpurr: trace: warning: %s\n", short)
+	}
+	if o.window != "" && st.Calls+st.Kernels+st.OwnKernels == 0 {
+		return usageErrorf("trace: no event falls in --time %s: the timeline runs from 0 to %v", o.window, st.End.Round(time.Millisecond))
 	}
 	if err := w.Commit(); err != nil {
 		return err

@@ -118,12 +118,17 @@ func (tw *writer) process(idx int, p *recording.Process) error {
 	}
 	tw.stats.Processes++
 	var err error
-	_, serr := p.Scan(func(b *pb.Batch) error {
+	ended := false
+	res, serr := p.Scan(func(b *pb.Batch) error {
+		ended = ended || b.End != nil
 		err = ps.batch(b)
 		return err
 	})
 	if serr != nil {
 		return serr
+	}
+	if short := recording.Shortfall(p.Name, res.Truncated, ended); short != "" {
+		tw.stats.Shortfalls = append(tw.stats.Shortfalls, short)
 	}
 	if err != nil {
 		return err

@@ -81,6 +81,11 @@ type Stats struct {
 	Unlinked     int // kernels whose launch call is not in the recording (dropped or filtered when recorded)
 	OwnKernels   int // gpurr's own memory-capture kernels
 	Skipped      int // kernel records with no usable start and end time
+	// Shortfalls says, one line each, which recordings ended short (recording.Shortfall).
+	Shortfalls []string
+	// End is where the last event read ends, from the timeline's start: what --time can select
+	// within.
+	End time.Duration
 }
 
 // Write writes the processes' recordings to w as one timeline in format
@@ -151,6 +156,7 @@ func alignClocks(procs []*recording.Process) clock {
 // inWindow reports whether an event at ts lasting dur overlaps the
 // --time window.
 func (tw *writer) inWindow(ts, dur int64) bool {
+	tw.stats.End = max(tw.stats.End, time.Duration(ts+dur))
 	from, to := int64(tw.opts.From), int64(tw.opts.To)
 	if ts+dur < from || (dur > 0 && ts+dur == from) {
 		return false
