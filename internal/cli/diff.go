@@ -47,6 +47,7 @@ Exit status: 0 when the runs agree, 1 when they part ways, 2 on bad input.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.dtype, "dtype", "", "decode differing memory as f32, f16, bf16, f64, i8, u8, i16, i32, u32 or i64 (needs snapshots on both sides)")
+	completeValues(cmd, "dtype", dtype.Names()...)
 	f.IntVar(&o.elements, "elements", 8, "differing elements to show per region (with --dtype)")
 	f.IntVar(&o.unmatched, "unmatched", 5, "launches present in one run only to list by name (all are counted)")
 	f.IntVar(&o.frames, "frames", 6, "Python frames of each callstack to show, innermost first")

@@ -124,3 +124,16 @@ func positional(min, max int, want string) cobra.PositionalArgs {
 		return usageErrorf("%s: want %s, got %s (%s)", cmd.Name(), want, info.Count(len(args), "argument"), cmd.UseLine())
 	}
 }
+
+// completeValues lets the shell complete flag's values (gpurr completion); in a
+// comma-separated list, the item being typed.
+func completeValues(cmd *cobra.Command, flag string, values ...string) {
+	cmd.RegisterFlagCompletionFunc(flag, func(_ *cobra.Command, _ []string, typed string) ([]string, cobra.ShellCompDirective) {
+		done := typed[:strings.LastIndex(typed, ",")+1]
+		out := make([]string, len(values))
+		for i, v := range values {
+			out[i] = done + v
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	})
+}

@@ -45,6 +45,7 @@ launch. Exit status: 1 when it finds one, 0 when none, 2 on bad input.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.dtypes, "dtype", "f32,bf16,f16", "floating-point dtypes to look for NaN as, comma-separated (f32, f64, f16, bf16); default for a --nan-scan recording: the types it counted")
+	completeValues(cmd, "dtype", "f32", "f64", "f16", "bf16")
 	f.StringVar(&o.process, "process", "", "process of a multi-process recording: its directory name, pid or rank")
 	f.IntVar(&o.frames, "frames", 6, "Python frames of the callstack to show, innermost first")
 	return cmd

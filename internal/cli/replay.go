@@ -78,6 +78,8 @@ result differs, 2 the launch could not be replayed.`,
 	f.IntVar(&o.device, "device", -1, "device ordinal (default: the recorded one)")
 	f.StringVar(&o.process, "process", "", "process of a multi-process recording: its directory name, pid or rank")
 	f.StringVar(&o.format, "format", "table", "table or json")
+	completeValues(cmd, "format", "table", "json")
+	completeValues(cmd, "dtype", dtype.Names()...)
 	return cmd
 }
 

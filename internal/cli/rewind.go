@@ -54,6 +54,7 @@ just before or just after that launch ran, and writes its bytes to FILE
 	f.StringVarP(&o.out, "output", "o", "", "file to write, - for stdout")
 	f.BoolVar(&o.npy, "npy", false, "write a NumPy .npy file (needs --dtype; --shape, else one dimension)")
 	f.StringVar(&o.dtype, "dtype", "", "with --npy: element type, f32, f64, f16, bf16 (stored as uint16), i8, u8, i16, i32, u32 or i64")
+	completeValues(cmd, "dtype", dtype.Names()...)
 	f.StringVar(&o.shape, "shape", "", "with --npy: dimensions, e.g. 8,1024,768 (their product must match the bytes written)")
 	f.StringVar(&o.process, "process", "", "process of a multi-process recording: its directory name, pid or rank")
 	return cmd

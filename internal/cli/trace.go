@@ -51,6 +51,7 @@ https://ui.perfetto.dev. docs/trace.md describes the tracks and arguments.`,
 	f.StringVarP(&o.out, "output", "o", "", "file to write (- for stdout, with --format)")
 	f.BoolVar(&o.force, "force", false, "replace the -o file when it exists")
 	f.StringVar(&o.format, "format", "", "chrome or perfetto (default: from the file's name)")
+	completeValues(cmd, "format", "chrome", "perfetto")
 	f.StringVar(&o.kernels, "kernels", "", "only kernels whose mangled or demangled name matches, and their launch calls (Go regular expression)")
 	f.StringVar(&o.launches, "launches", "", "only these launch calls and the kernels they ran, e.g. 1-100,250,900- (numbers as gpurr info shows them)")
 	f.StringVar(&o.window, "time", "", "only events overlapping A:B, times from the timeline's start, e.g. 2s:2.5s, 1.5:, :300ms (plain numbers are seconds)")

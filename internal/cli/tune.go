@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/gpurr/gpurr/internal/cuda"
+	"github.com/gpurr/gpurr/internal/dtype"
 	"github.com/gpurr/gpurr/internal/replay"
 	"github.com/gpurr/gpurr/internal/tune"
 )
@@ -57,9 +58,11 @@ combinations (with --seed).`,
 	f.StringVar(&o.grid, "grid", "", "grid sizes to try, e.g. 132,264,528 (default: the recorded grid)")
 	f.StringVar(&o.block, "block", "", "block sizes to try, e.g. 64,128,256,512,1024 (default: the recorded block)")
 	f.StringVar(&o.search, "search", "grid", "grid (every combination) or random:N")
+	completeValues(cmd, "search", "grid", "random:")
 	f.Uint64Var(&o.seed, "seed", 1, "with --search random:N: the seed")
 	f.IntVar(&o.repeat, "repeat", 10, "timed launches per shape")
 	f.StringVar(&o.dtype, "dtype", "", "compare outputs as elements of this type (needed for --atol/--rtol)")
+	completeValues(cmd, "dtype", dtype.Names()...)
 	f.Float64Var(&o.atol, "atol", 0, "with --dtype: absolute tolerance")
 	f.Float64Var(&o.rtol, "rtol", 0, "with --dtype: relative tolerance (of the recorded value)")
 	f.StringVar(&o.csv, "csv", "tune.csv", "CSV file of every shape measured")

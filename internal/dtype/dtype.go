@@ -33,14 +33,12 @@ var dtypes = []*Type{
 
 // Parse names a type: f32, f64, f16, bf16, i8, u8, i16, i32, u32, i64.
 func Parse(name string) (*Type, error) {
-	var names []string
 	for _, d := range dtypes {
 		if d.Name == name {
 			return d, nil
 		}
-		names = append(names, d.Name)
 	}
-	return nil, fmt.Errorf("unknown dtype %q (want %s)", name, strings.Join(names, ", "))
+	return nil, fmt.Errorf("unknown dtype %q (want %s)", name, strings.Join(Names(), ", "))
 }
 
 // half converts an IEEE 754 binary16 value.
@@ -152,4 +150,13 @@ func (d *Type) Errors(a, b []byte, atol, rtol float64) (differing, outside int, 
 		}
 	}
 	return differing, outside, maxAbs, maxRel
+}
+
+// Names lists the types Parse knows, in its order.
+func Names() []string {
+	names := make([]string, len(dtypes))
+	for i, d := range dtypes {
+		names[i] = d.Name
+	}
+	return names
 }
