@@ -66,13 +66,13 @@ func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 			return usageErrorf("diff: --dtype: %v", err)
 		}
 	}
-	setA, err := recording.Open(pathA)
+	setA, err := openRecording("diff", pathA)
 	if err != nil {
-		return usageErrorf("diff: %v", err)
+		return err
 	}
-	setB, err := recording.Open(pathB)
+	setB, err := openRecording("diff", pathB)
 	if err != nil {
-		return usageErrorf("diff: %v", err)
+		return err
 	}
 	if setA, err = launching(setA, stderr); err != nil {
 		return err

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,13 +19,13 @@ import (
 // openRecording opens the recording a verb was given; any failure is an
 // input error naming the path. Reading a large recording shows a progress
 // bar on stderr when stderr is a terminal.
-func openRecording(path string) (*recording.Set, error) {
+func openRecording(verb, path string) (*recording.Set, error) {
 	set, err := recording.Open(path)
 	if err != nil {
-		return nil, usageErrorf("%v", err)
+		return nil, usageErrorf("%s: %v", verb, err)
 	}
 	for _, d := range set.Damaged {
-		fmt.Fprintf(os.Stderr, "gpurr: warning: %v; reading the other processes\n", d)
+		fmt.Fprintf(os.Stderr, "gpurr: %s: warning: %v; reading the other processes\n", verb, d)
 	}
 	showProgress(set, path)
 	return set, nil
@@ -76,9 +75,9 @@ func openProcesses(verb string, paths []string) ([]*recording.Process, error) {
 	var procs []*recording.Process
 	seen := map[string]string{}
 	for _, path := range paths {
-		set, err := openRecording(path)
+		set, err := openRecording(verb, path)
 		if err != nil {
-			return nil, usageErrorf("%s: %v", verb, errors.Unwrap(err))
+			return nil, err
 		}
 		for _, p := range set.Processes {
 			dir, err := filepath.Abs(p.Dir)

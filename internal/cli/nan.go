@@ -55,9 +55,9 @@ func runNan(cmd *cobra.Command, o nanOptions, path string) error {
 	if o.frames < 0 {
 		return usageErrorf("nan: --frames takes a count of 0 or more")
 	}
-	set, err := recording.Open(path)
+	set, err := openRecording("nan", path)
 	if err != nil {
-		return usageErrorf("nan: %v", err)
+		return err
 	}
 	proc, err := pickProcess(set, o.process)
 	if err != nil {

@@ -83,7 +83,7 @@ func runQuery(ctx context.Context, stderr io.Writer, path, statement string, w r
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	set, err := openRecording(path)
+	set, err := openRecording("query", path)
 	if err != nil {
 		return err
 	}

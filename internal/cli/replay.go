@@ -337,7 +337,7 @@ func parseDim3(text, sep string) (cuda.Dim3, error) {
 }
 
 func openReplaySource(verb, path, process string) (*replay.Source, error) {
-	set, err := openRecording(path)
+	set, err := openRecording(verb, path)
 	if err != nil {
 		return nil, err
 	}

@@ -61,7 +61,7 @@ func runVerify(cmd *cobra.Command, o verifyOptions, path string) error {
 	if o.window < 0 || o.unmatched < 0 || o.frames < 0 {
 		return usageErrorf("verify: --window, --unmatched and --frames take a count of 0 or more")
 	}
-	set, err := openRecording(path)
+	set, err := openRecording("verify", path)
 	if err != nil {
 		return err
 	}
