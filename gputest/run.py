@@ -660,6 +660,20 @@ def t_torchrun(h):
     return f"2 recordings, ranks 0 and 1 of 2, {counts[0]} launches at the marked line in each"
 
 
+@test("demo.story")
+def t_demo_story(h):
+    """gpurr demo on a GPU records the story's two runs and walks through them: diff finds
+    where they part ways, nan the overflow's NaN, and the replay of that launch is bit-exact."""
+    out = h.tmp / "demo-story"
+    shutil.rmtree(out, ignore_errors=True)
+    r = h.sh([h.gpurr, "demo", "-o", out], 300, log="demo.story")
+    check(r.rc == 0, f"gpurr demo: {r.why()}")
+    for want in ["the runs part ways at launch", "NaN or Inf first after launch", "$ gpurr replay", "bit-exact"]:
+        check(want in r.out, f"the walk lacks {want!r}: {r.out[-600:]}")
+    check((out / "a").is_dir() and (out / "b").is_dir(), f"no recordings kept in {out}")
+    return "story recorded on the GPU; diff, nan and a bit-exact replay of the NaN's launch"
+
+
 @test("diff.torchrun")
 def t_diff_torchrun(h):
     """Two recordings of a 2-GPU torchrun job whose rank 1 adds OS-random noise at a marked

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -16,45 +18,61 @@ import (
 	"github.com/gpurr/gpurr/internal/agent/agentenv"
 	"github.com/gpurr/gpurr/internal/cuda"
 	"github.com/gpurr/gpurr/internal/demo"
+	"github.com/gpurr/gpurr/internal/dtype"
+	"github.com/gpurr/gpurr/internal/kernels"
+	"github.com/gpurr/gpurr/internal/nanscan"
+	"github.com/gpurr/gpurr/recording"
 )
 
 func newDemoCmd() *cobra.Command {
-	var out string
+	var out, variant string
 	var workload bool
 	cmd := &cobra.Command{
 		Use:   "demo [-o DIR]",
-		Short: "Record a small built-in GPU workload and show what gpurr saw",
-		Long: `demo records gpurr's own workload (20 kernel launches on 2 streams,
-checked against the host) with gpurr record, shows the recording with
-gpurr info, and suggests what to try next.
+		Short: "Record two runs of a small GPU program that part ways and end in a NaN, and walk through them",
+		Long: `demo records two runs of gpurr's own small GPU program (two streams of fills,
+saxpys and reductions, checked against the host) with memory capture: in the
+second run one value differs, as a clock or an unseeded generator would make
+it, and both runs end with a scale that overflowed to infinity, which turns
+zeros into NaN. Then it walks through them with the commands you would use:
+info, query, trace, diff, nan, rewind, manifest and verify, and replay.
 
-Without a usable GPU it says why, and shows the recording of the same
-workload that ships inside gpurr instead, extracted to DIR.
+Without a usable GPU it says why and walks through the recordings of the
+same two runs that ship inside gpurr.
+
+The recordings go into a temporary directory, removed at the end; -o DIR
+keeps them (DIR/a, DIR/b).
 
 Exit status: 0 when the demo ran, 1 when the workload or its recording
 failed, or when there is no GPU and this build carries no recording.`,
 		Example: `  gpurr demo
-  gpurr demo -o demo-run && gpurr query demo-run 'SELECT name, count(*) FROM launches GROUP BY name'`,
+  gpurr demo -o demo && gpurr diff demo/a demo/b`,
 		Args: positional(0, 0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if workload {
-				return runWorkload(cmd.OutOrStdout(), cmd.ErrOrStderr())
+				v, err := demo.ParseVariant(variant)
+				if err != nil {
+					return usageErrorf("demo: %v", err)
+				}
+				return runWorkload(cmd.OutOrStdout(), cmd.ErrOrStderr(), v)
 			}
 			return runDemo(cmd.OutOrStdout(), cmd.ErrOrStderr(), out)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&out, "output", "o", "", "directory for the recording (default: a new temporary directory)")
+	f.StringVarP(&out, "output", "o", "", "directory to keep the recordings in (default: a temporary directory, removed at the end)")
 	// --workload is the recorded program: gpurr demo runs
-	// "gpurr record -- gpurr demo --workload".
+	// "gpurr record -- gpurr demo --workload [--variant a|b]".
 	f.BoolVar(&workload, "workload", false, "run the demo workload in this process and exit")
+	f.StringVar(&variant, "variant", "", "with --workload: the story's run a or b")
 	f.MarkHidden("workload")
+	f.MarkHidden("variant")
 	return cmd
 }
 
 // runWorkload is gpurr demo --workload.
-func runWorkload(stdout, stderr io.Writer) error {
-	_, err := demo.RunWorkload(stdout)
+func runWorkload(stdout, stderr io.Writer, v demo.Variant) error {
+	_, err := demo.RunWorkload(stdout, v)
 	if err != nil {
 		err = fmt.Errorf("demo workload: %w", err)
 	}
@@ -75,46 +93,140 @@ func runWorkload(stdout, stderr io.Writer) error {
 	return nil
 }
 
+// storyRecordFlags are the memory capture the story's runs are recorded with: hashes of every
+// launch, NaN counted on the GPU, snapshots of the saxpys (what rewind and replay need).
+var storyRecordFlags = []string{"--memory", "snapshot", "--snapshot-kernels", "^" + kernels.DemoSaxpy + "$", "--nan-scan", "f32"}
+
 func runDemo(stdout, stderr io.Writer, out string) error {
+	dir, err := demoDir(out)
+	if err != nil {
+		return err
+	}
+	if out == "" {
+		defer func() {
+			os.RemoveAll(dir)
+			fmt.Fprintf(stdout, "\n(The recordings were in %s, now removed: gpurr demo -o DIR keeps them.)\n", dir)
+		}()
+	}
+	a, b := filepath.Join(dir, demo.StoryRuns[0]), filepath.Join(dir, demo.StoryRuns[1])
 	sys, err := cuda.Probe()
 	if err != nil {
 		fmt.Fprintf(stdout, "No usable GPU here (%v).\n", err)
-		return showBundled(stdout, stderr, out)
+		if !demo.HasStory() {
+			return showBundled(stdout, stderr, dir)
+		}
+		if err := demo.ExtractStory(dir); err != nil {
+			return &exitError{code: exitFailure, err: fmt.Errorf("demo: %w", err)}
+		}
+		fmt.Fprintf(stdout, "Walking instead through two recordings of gpurr's demo program that ship with gpurr\n"+
+			"(gpurr doctor says what this machine needs to record one itself).\n")
+		return walkStory(stdout, stderr, a, b, dir, false)
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		return &exitError{code: exitFailure, err: fmt.Errorf("demo: cannot find the gpurr executable: %w", err)}
 	}
-	dir, err := demoDir(out)
-	if err != nil {
-		return err
+	fmt.Fprintf(stdout, "Recording two runs of gpurr's demo program on GPU 0 (%s) into %s\n\n", describeDevice(sys.Devices[0]), dir)
+	for i, rec := range []string{a, b} {
+		if err := recordWorkload(context.Background(), exe, rec, storyRecordFlags, demo.StoryRuns[i], stdout, stderr); err != nil {
+			return &exitError{code: exitFound, err: fmt.Errorf("demo: %w (gpurr doctor checks what recording needs)", err)}
+		}
 	}
-	fmt.Fprintf(stdout, "Recording gpurr's demo workload on GPU 0 (%s) into %s\n\n", describeDevice(sys.Devices[0]), dir)
-	if err := recordWorkload(context.Background(), exe, dir, nil, stdout, stderr); err != nil {
-		return &exitError{code: exitFound, err: fmt.Errorf("demo: %w (gpurr doctor checks what recording needs)", err)}
-	}
-	return showRecording(stdout, stderr, dir)
+	return walkStory(stdout, stderr, a, b, dir, true)
 }
 
-// showBundled extracts the recording that ships in the binary and shows it.
-func showBundled(stdout, stderr io.Writer, out string) error {
+// walkStory runs, on the story's recordings a and b, each verb a user would reach for, saying
+// why before each; work is where their outputs go. With a GPU it replays the NaN's launch too.
+func walkStory(stdout, stderr io.Writer, a, b, work string, gpu bool) error {
+	step := func(why string, want int, args ...string) error {
+		quoted := make([]string, len(args))
+		for i, arg := range args {
+			quoted[i] = shellQuote(arg)
+		}
+		fmt.Fprintf(stdout, "\n# %s\n$ gpurr %s\n", why, strings.Join(quoted, " "))
+		if code := run(args, stdout, stderr); code != want {
+			return &exitError{code: exitFound, err: fmt.Errorf("demo: gpurr %s exited %d, expected %d", args[0], code, want)}
+		}
+		return nil
+	}
+	steps := []struct {
+		why  string
+		want int
+		args []string
+	}{
+		{"What ran, where the GPU time went, what memory capture kept:", exitOK, []string{"info", a}},
+		{"Every launch is a row: SQL answers the questions info does not.", exitOK,
+			[]string{"query", a, "SELECT name, count(*) AS launches FROM launches GROUP BY name ORDER BY launches DESC"}},
+		{"A timeline to open at https://ui.perfetto.dev:", exitOK, []string{"trace", a, "-o", filepath.Join(work, "a.json")}},
+		{"The runs should be the same. Where do they part ways?", exitFound, []string{"diff", a, b}},
+		{"Where did the first NaN or Inf appear?", exitFound, []string{"nan", a}},
+	}
+	for _, s := range steps {
+		if err := step(s.why, s.want, s.args...); err != nil {
+			return err
+		}
+	}
+	seq, region, err := firstNaN(a)
+	if err != nil {
+		return &exitError{code: exitFound, err: fmt.Errorf("demo: %w", err)}
+	}
+	launch, reg := strconv.FormatUint(seq, 10), strconv.Itoa(region)
+	if err := step("What that launch read, as an array NumPy loads (np.load):", exitOK,
+		"rewind", a, "--launch", launch, "--before", "--region", reg, "--npy", "--dtype", "f32", "-o", filepath.Join(work, "before.npy")); err != nil {
+		return err
+	}
+	manifest := filepath.Join(work, "a-manifest.json")
+	if err := step("Run A's memory hashes as a manifest, to check later runs against (in CI, say):", exitOK,
+		"manifest", a, "-o", manifest); err != nil {
+		return err
+	}
+	if err := step("Run B against it:", exitFound, "verify", b, "--manifest", manifest); err != nil {
+		return err
+	}
+	if gpu {
+		return step("That launch again, alone, on its recorded inputs, checked bit for bit:", exitOK, "replay", a, "--launch", launch)
+	}
+	fmt.Fprintf(stdout, "\n# On a machine with a GPU, these run that launch again alone, and search its launch shape:\n"+
+		"$ gpurr replay %s --launch %s\n$ gpurr tune %s --launch %s --block 64,128,256,512\n", shellQuote(a), launch, shellQuote(a), launch)
+	return nil
+}
+
+// firstNaN finds the launch and region where the recording at dir first holds a NaN or Inf.
+func firstNaN(dir string) (seq uint64, region int, err error) {
+	set, err := recording.Open(dir)
+	if err != nil {
+		return 0, 0, err
+	}
+	types, err := dtype.ParseList("f32")
+	if err != nil {
+		return 0, 0, err
+	}
+	found, _, err := nanscan.Scan(set.Processes[0], types)
+	if err != nil {
+		return 0, 0, err
+	}
+	if found == nil || len(found.Regions) == 0 {
+		return 0, 0, fmt.Errorf("%s holds no NaN: the story's recording is not what it should be", dir)
+	}
+	return found.Launch.GetSeq(), found.Regions[0].Index, nil
+}
+
+// showBundled extracts the recording of the plain workload that ships in the binary (builds
+// without the story's recordings) and shows it.
+func showBundled(stdout, stderr io.Writer, dir string) error {
 	if !demo.HasBundled() {
 		return &exitError{code: exitFound, err: fmt.Errorf("demo: %w, so there is nothing to show (gpurr doctor says what recording needs)", demo.ErrNoBundled)}
-	}
-	dir, err := demoDir(out)
-	if err != nil {
-		return err
 	}
 	if err := demo.ExtractBundled(dir); err != nil {
 		return &exitError{code: exitFailure, err: fmt.Errorf("demo: %w", err)}
 	}
-	fmt.Fprintf(stdout, "Showing instead the recording of this demo that ships with gpurr, extracted to %s\n"+
-		"(gpurr doctor says what this machine needs to record one itself).\n\n", dir)
+	fmt.Fprintf(stdout, "Showing instead the recording of gpurr's demo program that ships with gpurr\n"+
+		"(gpurr doctor says what this machine needs to record one itself).\n\n")
 	return showRecording(stdout, stderr, dir)
 }
 
 // demoDir returns the directory to record into: out, or a new temporary
-// directory that is left for the user to explore.
+// directory.
 func demoDir(out string) (string, error) {
 	if out != "" {
 		return out, nil
@@ -134,17 +246,19 @@ func showRecording(stdout, stderr io.Writer, dir string) error {
 	q := shellQuote(dir)
 	fmt.Fprintf(stdout, "\nNext, try:\n"+
 		"  gpurr query %s 'SELECT name, count(*) FROM launches GROUP BY name'\n"+
-		"  gpurr info %s\n"+
-		"  gpurr record -o DIR -- YOUR-PROGRAM   to record your own\n", q, q)
+		"  gpurr record -o DIR -- YOUR-PROGRAM   to record your own\n", q)
 	return nil
 }
 
 // recordWorkload runs "exe record -o dir [recordFlags] -- exe demo
 // --workload" and waits for it. Cancelling ctx sends gpurr record SIGTERM,
 // which it passes on to the workload.
-func recordWorkload(ctx context.Context, exe, dir string, recordFlags []string, stdout, stderr io.Writer) error {
+func recordWorkload(ctx context.Context, exe, dir string, recordFlags []string, variant string, stdout, stderr io.Writer) error {
 	args := append([]string{"record", "-o", dir}, recordFlags...)
 	args = append(args, "--", exe, "demo", "--workload")
+	if variant != "" {
+		args = append(args, "--variant", variant)
+	}
 	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,6 +31,12 @@ func TestDemoWithoutGPU(t *testing.T) {
 	}
 	if _, err := cuda.Probe(); !strings.Contains(out, err.Error()) {
 		t.Errorf("output lacks the cuda error %q:\n%s", err, out)
+	}
+	if demo.HasStory() {
+		if code != exitOK || !strings.Contains(out, "$ gpurr diff "+filepath.Join(dir, "a")) {
+			t.Errorf("with the bundled story: exit %d, output:\n%s\nstderr:\n%s", code, out, stderr.String())
+		}
+		return
 	}
 	if demo.HasBundled() {
 		if code != exitOK || !strings.Contains(out, "gpurr query "+dir) {
@@ -84,5 +92,35 @@ func TestShellQuote(t *testing.T) {
 		if got := shellQuote(in); got != want {
 			t.Errorf("shellQuote(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestWalkStory walks the story through two small recordings made here: each step runs and
+// ends as the story expects (diff, nan and verify find what they look for).
+func TestWalkStory(t *testing.T) {
+	run := func(sum float32) string {
+		ls := trainRun(sum, false)
+		ls[2].before = ls[2].after
+		ls[2].after = append([]byte(nil), ls[2].after...)
+		copy(ls[2].after[100*4:], floats(float32(math.NaN())))
+		return writeRun(t, "snapshot+nan-scan", ls)
+	}
+	a, b, work := run(1.5), run(2), t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if err := walkStory(&stdout, &stderr, a, b, work, false); err != nil {
+		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{
+		"$ gpurr info " + a, "$ gpurr diff " + a + " " + b, "the runs part ways at launch 3",
+		"NaN or Inf first after launch 3", "$ gpurr rewind " + a + " --launch 3 --before --region 0 --npy --dtype f32",
+		"$ gpurr verify " + b, "gpurr replay " + a + " --launch 3",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the walk lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(work, "before.npy")); err != nil {
+		t.Errorf("rewind wrote no array: %v", err)
 	}
 }

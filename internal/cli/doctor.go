@@ -221,7 +221,7 @@ func checkInjection(r *report, cuptiPath string) {
 	ctx, cancel := context.WithTimeout(context.Background(), injectionTimeout)
 	defer cancel()
 	var out bytes.Buffer
-	err = recordWorkload(ctx, exe, dir, []string{"--cupti", cuptiPath}, &out, &out)
+	err = recordWorkload(ctx, exe, dir, []string{"--cupti", cuptiPath}, "", &out, &out)
 	n := 0
 	if err == nil {
 		n, err = countLaunches(dir)

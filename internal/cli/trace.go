@@ -109,8 +109,8 @@ func runTrace(cmd *cobra.Command, o traceOptions, paths []string) error {
 		return nil
 	}
 	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "wrote %s (%s, %s): %s, %d launch calls, %d kernels linked to their call of %d",
-		o.out, format, info.FormatBytes(uint64(w.Written)), info.Count(st.Processes, "process"), st.Calls, st.Flows, st.Kernels)
+	fmt.Fprintf(out, "wrote %s (%s, %s): %s, %s, %d kernels linked to their call of %d",
+		o.out, format, info.FormatBytes(uint64(w.Written)), info.Count(st.Processes, "process"), info.Count(st.Calls, "launch call"), st.Flows, st.Kernels)
 	if st.GraphKernels > 0 {
 		fmt.Fprintf(out, "; %d kernels run by graph replays, %d of them with their capture-time launch", st.GraphKernels, st.Attributed)
 	}

@@ -3,15 +3,20 @@
 //
 // RunWorkload runs a small, deterministic sequence of gpurr's own kernels
 // (package kernels) on device 0 through package cuda, and checks the
-// results bit for bit against the same computation on the host. gpurr demo
-// records it; gpurr doctor records it to check that injection works. On a
-// machine without a GPU, gpurr demo shows the bundled recording instead
-// (see HasBundled and ExtractBundled).
+// results bit for bit against the same computation on the host. gpurr
+// doctor records it to check that injection works.
+//
+// Its story variants (StoryA, StoryB) are two runs of one program that
+// part ways and end in a NaN: gpurr demo records both, with memory capture,
+// and walks through them with diff, nan, rewind and verify. On a machine
+// without a GPU, gpurr demo walks through the recordings of them that ship
+// in the binary (see HasBundled and ExtractBundled).
 package demo
 
 import (
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/gpurr/gpurr/internal/cuda"
@@ -27,6 +32,14 @@ const (
 	// Launches is how many kernels RunWorkload launches.
 	Launches = Streams * (1 + 3*Iterations)
 
+	// StoryElements is the story's buffer size: small, so that snapshots of
+	// every saxpy of both runs ship inside the binary.
+	StoryElements = 1 << 12
+	// StoryLaunches is how many kernels a story variant launches: the
+	// workload's, then on stream 0 a fill of x that holds zeros and a saxpy
+	// that overflows.
+	StoryLaunches = Launches + 2
+
 	fillBlock   = 256
 	saxpyGrid   = 64
 	saxpyBlock  = 128
@@ -35,11 +48,53 @@ const (
 	saxpyA      = float32(2)
 )
 
+// Variant picks what RunWorkload runs.
+type Variant string
+
+const (
+	Plain  Variant = ""  // the workload
+	StoryA Variant = "a" // the story's first run
+	// StoryB is the story's second run: stream 1's second fill of x takes an
+	// offset one higher, as a value read from a clock or an unseeded random
+	// generator would. The runs part ways at that launch.
+	StoryB Variant = "b"
+)
+
+// ParseVariant reads a Variant's name ("", "a" or "b").
+func ParseVariant(name string) (Variant, error) {
+	switch v := Variant(name); v {
+	case Plain, StoryA, StoryB:
+		return v, nil
+	}
+	return "", fmt.Errorf("unknown demo variant %q (want a or b)", name)
+}
+
+func (v Variant) elements() int {
+	if v == Plain {
+		return Elements
+	}
+	return StoryElements
+}
+
+// OverflowScale is the story's last saxpy's a: +Inf, as a loss scale that
+// overflowed would be. Its x is filled with i mod 1024 first, so where x is
+// 0 (every 1024th element) the product is NaN, and Inf elsewhere.
+var OverflowScale = float32(math.Inf(1))
+
+// The story's last fill of x: i*1 + 0, mod 1024.
+const storyFillMul, storyFillAdd = 1, 0
+
 // fillY and fillX give the mul and add of gpurr_demo_fill for stream s:
 // for y once, and for x in iteration it.
 func fillY(s int) (mul, add uint32) { return uint32(3 + s), uint32(7 * s) }
 
-func fillX(s, it int) (mul, add uint32) { return uint32(2 + 2*s + it), uint32(11*it + 100*s) }
+func (v Variant) fillX(s, it int) (mul, add uint32) {
+	mul, add = uint32(2+2*s+it), uint32(11*it+100*s)
+	if v == StoryB && s == 1 && it == 1 {
+		add++
+	}
+	return mul, add
+}
 
 // fill is gpurr_demo_fill on the host.
 func fill(x []float32, mul, add uint32) {
@@ -58,23 +113,34 @@ type Expected struct {
 // Compute runs stream s's part of the workload on the host. Every value is
 // an integer below 2^24, so float32 arithmetic is exact and a fused
 // multiply-add on the GPU gives the same bits.
-func Compute(s int) Expected {
-	y := make([]float32, Elements)
-	x := make([]float32, Elements)
+func Compute(s int) Expected { return Plain.compute(s) }
+
+func (v Variant) compute(s int) Expected {
+	n := v.elements()
+	y := make([]float32, n)
+	x := make([]float32, n)
 	mul, add := fillY(s)
 	fill(y, mul, add)
 	var sum uint64
 	for it := range Iterations {
-		mul, add := fillX(s, it)
+		mul, add := v.fillX(s, it)
 		fill(x, mul, add)
-		for i := range y {
-			y[i] = float32(saxpyA*x[i]) + y[i]
-		}
+		saxpy(saxpyA, x, y)
 		for _, v := range y {
 			sum += uint64(v)
 		}
 	}
+	if v != Plain && s == 0 {
+		fill(x, storyFillMul, storyFillAdd)
+		saxpy(OverflowScale, x, y)
+	}
 	return Expected{Y: y, Sum: sum}
+}
+
+func saxpy(a float32, x, y []float32) {
+	for i := range y {
+		y[i] = float32(a*x[i]) + y[i]
+	}
 }
 
 // stream is one stream's device state.
@@ -87,7 +153,8 @@ type stream struct {
 // RunWorkload runs the workload on device 0, writes a short report to w
 // and returns the number of kernels it launched. It returns an error when
 // a CUDA call fails or a result differs from the host's.
-func RunWorkload(w io.Writer) (launches int, err error) {
+func RunWorkload(w io.Writer, v Variant) (launches int, err error) {
+	n := v.elements()
 	if err := cuda.Init(); err != nil {
 		return 0, err
 	}
@@ -137,7 +204,7 @@ func RunWorkload(w io.Writer) (launches int, err error) {
 			return 0, err
 		}
 		for _, p := range []*cuda.DevicePtr{&st.x, &st.y} {
-			if *p, err = ctx.MemAlloc(Elements * 4); err != nil {
+			if *p, err = ctx.MemAlloc(n * 4); err != nil {
 				return 0, err
 			}
 		}
@@ -163,7 +230,7 @@ func RunWorkload(w io.Writer) (launches int, err error) {
 	defer end.Destroy()
 
 	one := func(n uint32) cuda.Dim3 { return cuda.Dim3{X: n, Y: 1, Z: 1} }
-	fillGrid := one((Elements + fillBlock - 1) / fillBlock)
+	fillGrid := one(uint32(n+fillBlock-1) / fillBlock)
 	launch := func(st *stream, f cuda.Function, grid, block cuda.Dim3, shared uint32, args ...any) error {
 		if err := st.s.Launch(f, grid, block, shared, args...); err != nil {
 			return err
@@ -179,22 +246,31 @@ func RunWorkload(w io.Writer) (launches int, err error) {
 	}
 	for s, st := range streams {
 		mul, add := fillY(s)
-		if err := launch(st, fillFn, fillGrid, one(fillBlock), 0, st.y, uint32(Elements), mul, add); err != nil {
+		if err := launch(st, fillFn, fillGrid, one(fillBlock), 0, st.y, uint32(n), mul, add); err != nil {
 			return launches, err
 		}
 	}
 	for it := range Iterations {
 		for s, st := range streams {
-			mul, add := fillX(s, it)
-			if err := launch(st, fillFn, fillGrid, one(fillBlock), 0, st.x, uint32(Elements), mul, add); err != nil {
+			mul, add := v.fillX(s, it)
+			if err := launch(st, fillFn, fillGrid, one(fillBlock), 0, st.x, uint32(n), mul, add); err != nil {
 				return launches, err
 			}
-			if err := launch(st, saxpyFn, one(saxpyGrid), one(saxpyBlock), 0, uint32(Elements), saxpyA, st.x, st.y); err != nil {
+			if err := launch(st, saxpyFn, one(saxpyGrid), one(saxpyBlock), 0, uint32(n), saxpyA, st.x, st.y); err != nil {
 				return launches, err
 			}
-			if err := launch(st, reduceFn, one(reduceGrid), one(reduceBlock), reduceBlock*8, st.y, uint32(Elements), st.sum); err != nil {
+			if err := launch(st, reduceFn, one(reduceGrid), one(reduceBlock), reduceBlock*8, st.y, uint32(n), st.sum); err != nil {
 				return launches, err
 			}
+		}
+	}
+	if v != Plain {
+		st := streams[0]
+		if err := launch(st, fillFn, fillGrid, one(fillBlock), 0, st.x, uint32(n), uint32(storyFillMul), uint32(storyFillAdd)); err != nil {
+			return launches, err
+		}
+		if err := launch(st, saxpyFn, one(saxpyGrid), one(saxpyBlock), 0, uint32(n), OverflowScale, st.x, st.y); err != nil {
+			return launches, err
 		}
 	}
 	for _, st := range streams[1:] {
@@ -214,7 +290,7 @@ func RunWorkload(w io.Writer) (launches int, err error) {
 	}
 
 	for s, st := range streams {
-		if err := st.verify(s); err != nil {
+		if err := st.verify(v, s); err != nil {
 			return launches, err
 		}
 	}
@@ -223,15 +299,17 @@ func RunWorkload(w io.Writer) (launches int, err error) {
 	return launches, nil
 }
 
-// verify copies the stream's results back and compares them with Compute.
-func (st *stream) verify(s int) error {
-	want := Compute(s)
-	y := make([]float32, Elements)
+// verify copies the stream's results back and compares them with the host's.
+func (st *stream) verify(v Variant, s int) error {
+	want := v.compute(s)
+	y := make([]float32, len(want.Y))
 	if err := cuda.CopyDtoH(y, st.y); err != nil {
 		return err
 	}
 	for i := range y {
-		if y[i] != want.Y[i] {
+		// The GPU's NaN and Go's differ in their payload bits: any NaN is the same result.
+		bothNaN := y[i] != y[i] && want.Y[i] != want.Y[i]
+		if y[i] != want.Y[i] && !bothNaN {
 			return fmt.Errorf("demo workload: stream %d: y[%d] = %v on the GPU, %v on the host", s, i, y[i], want.Y[i])
 		}
 	}
