@@ -27,6 +27,9 @@ machine with a suitable GPU, and gpurr info DIR describes it.`,
 			if out == "" {
 				return usageErrorf("extract: -o DIR is required")
 			}
+			if err := refuseInputs("extract", out, out, args); err != nil {
+				return err
+			}
 			src, err := openReplaySource("extract", args[0], process)
 			if err != nil {
 				return err
@@ -40,8 +43,9 @@ machine with a suitable GPU, and gpurr info DIR describes it.`,
 			if err != nil {
 				return usageErrorf("extract: %v", err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "extract: wrote launch %d to %s (%s of memory contents); run it with: gpurr replay %s\n",
-				seqs[0], out, info.FormatBytes(uint64(n)), out)
+			fmt.Fprintf(cmd.OutOrStdout(), "extract: wrote launch %d to %s (%s of memory contents); run it with: gpurr replay %s\n"+
+				"  it is readable by you only, as recordings are (the memory may be private): chmod -R go+rX %s shares it on this machine\n",
+				seqs[0], out, info.FormatBytes(uint64(n)), out, out)
 			return nil
 		},
 	}

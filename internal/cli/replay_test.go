@@ -53,6 +53,7 @@ func TestReplayBadInput(t *testing.T) {
 		{[]string{"replay", rec, "--format", "xml"}, "unknown --format"},
 		{[]string{"extract", rec, "--launch", "2"}, "-o DIR is required"},
 		{[]string{"extract", rec, "--launch", "1", "-o", filepath.Join(t.TempDir(), "x")}, "launch 1 has no snapshot"},
+		{[]string{"extract", rec, "--launch", "2", "-o", filepath.Join(rec, "repro")}, "would write over"},
 		{[]string{"tune", rec}, "give --block and/or --grid"},
 		{[]string{"tune", rec, "--block", "64,abc"}, "--block"},
 		{[]string{"tune", rec, "--block", "64", "--search", "random:0"}, "random:N"},

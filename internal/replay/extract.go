@@ -121,5 +121,5 @@ func writeReadme(src *Source, c *Case, dir string, chunkBytes int64) error {
 	fmt.Fprintf(&sb, "\nRun it again on a machine with a suitable GPU and compare with the recorded result:\n\n")
 	fmt.Fprintf(&sb, "    gpurr replay %s\n\n", filepath.Base(dir))
 	fmt.Fprintf(&sb, "Exit status 0: bit-exact; 1: the result differs; 2: it could not run. `gpurr info %s` describes the recording.\n", filepath.Base(dir))
-	return os.WriteFile(filepath.Join(dir, ReadmeFile), []byte(sb.String()), 0o644)
+	return os.WriteFile(filepath.Join(dir, ReadmeFile), []byte(sb.String()), 0o600)
 }
