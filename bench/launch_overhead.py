@@ -7,6 +7,11 @@ timed loops after a warm-up, synchronising before and after each loop.
   --shape backward  backward passes through a chain of CHAIN multiplications: every launch is
                     made by autograd's C++ engine thread, deep inside libtorch, with no Python:
                     what taking a native callstack costs
+  --shape triton    ITERS launches of a one-line Triton kernel adding 1 to a 1-element tensor:
+                    Triton's own launcher (cuLaunchKernelEx where Triton uses it), bound by the host
+  --shape gpubound  x.add_(1) on GPUBOUND_ELEMENTS floats, about 10 us of GPU time each, so the
+                    loop is bound by the GPU: the time per launch is the GPU's per kernel, and
+                    what GPU timing adds on the GPU side shows in it
   --profiler        the same loop inside torch.profiler (CPU + CUDA activities), in this process
 
 Prints one JSON line."""
@@ -22,6 +27,22 @@ REPEATS = 11
 WARMUP = 2_000
 DEPTH = 64
 CHAIN = 200  # multiplications per backward pass: one launch each in backward
+GPUBOUND_ELEMENTS = 4 << 20  # 16 MiB read and written per kernel: ~11 us at 3 TB/s
+
+
+def triton_add_one():
+    """A Triton kernel that adds 1 to x[0], and a loop that launches it k times."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def add_one(x_ptr):
+        tl.store(x_ptr, tl.load(x_ptr) + 1)
+
+    def loop_triton(x, k):
+        for _ in range(k):
+            add_one[(1,)](x)
+    return loop_triton
 
 
 def loop(x, n):
@@ -51,10 +72,11 @@ def measure(run):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shape", choices=["eager", "deep", "backward"], default="eager")
+    ap.add_argument("--shape", choices=["eager", "deep", "backward", "triton", "gpubound"], default="eager")
     ap.add_argument("--profiler", action="store_true")
     args = ap.parse_args()
-    x = torch.zeros(1, device="cuda")
+    x = torch.zeros(GPUBOUND_ELEMENTS if args.shape == "gpubound" else 1, device="cuda")
+    body = triton_add_one() if args.shape == "triton" else loop
     if args.shape == "backward":
         x = torch.ones(1, device="cuda", requires_grad=True)
 
@@ -80,7 +102,7 @@ def main():
             if args.shape == "deep":
                 at_depth(DEPTH, loop, x, k)
             else:
-                loop(x, k)
+                body(x, k)
             return k
 
     def timed():
@@ -104,8 +126,8 @@ def main():
         times = timed()
     if args.shape != "backward":
         calls = WARMUP + REPEATS * ITERS
-        if float(x.item()) != calls:  # every launch ran, exactly once
-            raise SystemExit(f"launch_overhead: x = {x.item()}, want {calls}")
+        if float(x[0].item()) != calls or float(x[-1].item()) != calls:  # every launch ran, exactly once
+            raise SystemExit(f"launch_overhead: x = {x[0].item()}..{x[-1].item()}, want {calls}")
     elif x.grad is None or not bool(torch.isfinite(x.grad).all()):
         raise SystemExit(f"launch_overhead: backward left x.grad = {x.grad}")
     print(json.dumps({"bench": "launch_overhead", "shape": args.shape,

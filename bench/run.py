@@ -4,7 +4,7 @@ round (bare, gpurr, [profiler], bare, gpurr, ...) so clock and thermal drift hit
 and report medians. Each recorded run is checked to have recorded at least the launches the
 benchmark made, so a gpurr that records nothing cannot look fast.
 
-  python3 bench/run.py [--rounds 2] [--only launch_overhead|train_step|stacks|gpt2_step|memcap|replay]
+  python3 bench/run.py [--rounds 2] [--only launch_overhead|train_step|stacks|timing|gpt2_step|memcap|replay]
                        [--memory-modes] [--gpt2-modes eager,compiled] [--json PATH]
 
 Prints one row per comparison, last: workload, baseline, under gpurr, delta, target, verdict.
@@ -144,6 +144,30 @@ def rows_launch_overhead(b, rounds):
         {"workload": "launch_overhead torch.profiler", "baseline": base, "under": med["profiler"],
          "delta": f"{d_prof:+.2f} us", "target": "reference", "verdict": "-", "samples": got},
     ]
+
+
+def rows_timing(b, rounds):
+    """Where GPU timing (CUPTI kernel activity) costs, per launch: --callstack off with and without
+    --gpu-timing, beside a bare run, on three loops: eager launches bound by the host
+    (cuLaunchKernel), Triton's launcher bound by the host, and ~10 us kernels bound by the GPU,
+    whose time per launch is the GPU's per kernel. A cost that shows only in the last is paid on
+    the GPU (per-kernel timestamps); one that shows in the first two is paid on the launching
+    thread."""
+    rows = []
+    for shape in ("eager", "triton", "gpubound"):
+        got = {"bare": [], "log": [], "timing": []}
+        for _ in range(rounds):
+            got["bare"].append(b.variant(f"timing.{shape}.bare", "launch_overhead.py", ["--shape", shape], False, 300)
+                               ["us_per_launch"])
+            for key, flags in (("log", ["--callstack", "off", "--gpu-timing=false"]), ("timing", ["--callstack", "off"])):
+                r = b.variant(f"timing.{shape}.{key}", "launch_overhead.py", ["--shape", shape], True, 300, flags)
+                got[key].append(r["us_per_launch"])
+        med = {k: statistics.median(v) for k, v in got.items()}
+        for key in ("log", "timing"):
+            rows.append({"workload": f"timing {shape}: {'launch log' if key == 'log' else 'launch log + GPU timing'}",
+                         "baseline": med["bare"], "under": med[key], "delta": f"{med[key] - med['bare']:+.2f} us",
+                         "target": "(report)", "verdict": "measured", "samples": got})
+    return rows
 
 
 def rows_train_step(b, rounds):
@@ -388,7 +412,8 @@ def rows_replay(b, rounds):
 
 
 BENCHES = {"launch_overhead": rows_launch_overhead, "train_step": rows_train_step,
-           "stacks": rows_stacks, "gpt2_step": rows_gpt2_step, "memcap": rows_memcap, "replay": rows_replay}
+           "stacks": rows_stacks, "timing": rows_timing, "gpt2_step": rows_gpt2_step, "memcap": rows_memcap,
+           "replay": rows_replay}
 # Run only when asked for by name: 14 processes of a minute or more each per mode and round.
 OPT_IN = {"gpt2_step"}
 
