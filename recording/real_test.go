@@ -68,6 +68,9 @@ func checkReal(t *testing.T, d *recording.Data) {
 		if k.ModuleSha256 != "" && !modules[k.ModuleSha256] {
 			t.Errorf("kernel %s names module %s, which the recording does not describe", k.Name, k.ModuleSha256)
 		}
+		if got := recording.KernelIdentity(k.ModuleSha256, k.Name); got != k.Identity {
+			t.Errorf("kernel %s: identity %016x, but its module and name give %016x", k.Name, k.Identity, got)
+		}
 	}
 
 	callstackIDs := map[uint64]bool{}

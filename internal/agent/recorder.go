@@ -384,7 +384,7 @@ func (r *recorder) record(p unsafe.Pointer, raw []byte) {
 			})
 		}
 		kernel.ModuleSha256 = r.moduleOf(name)
-		kernel.Identity = KernelIdentity(kernel.ModuleSha256, name)
+		kernel.Identity = recording.KernelIdentity(kernel.ModuleSha256, name)
 		r.kernels[kernel.Id] = kernel
 		r.batch.Kernels = append(r.batch.Kernels, kernel)
 	case C.GP_REC_STACK:
@@ -601,21 +601,6 @@ func (r *recorder) moduleOf(name string) string {
 		}
 	}
 	return ""
-}
-
-// KernelIdentity names a kernel the same way in every run: FNV-1a 64 over
-// the module's SHA-256 (hex), a 0xFF byte and the mangled name.
-func KernelIdentity(moduleSHA256, name string) uint64 {
-	const offset, prime = 0xcbf29ce484222325, 0x100000001b3
-	h := uint64(offset)
-	for i := 0; i < len(moduleSHA256); i++ {
-		h = (h ^ uint64(moduleSHA256[i])) * prime
-	}
-	h = (h ^ 0xff) * prime
-	for i := 0; i < len(name); i++ {
-		h = (h ^ uint64(name[i])) * prime
-	}
-	return h
 }
 
 // elfFunctions lists the function symbols of a cubin (CUDA ELF).
