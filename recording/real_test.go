@@ -71,6 +71,9 @@ func checkReal(t *testing.T, d *recording.Data) {
 		if got := recording.KernelIdentity(k.ModuleSha256, k.Name); got != k.Identity {
 			t.Errorf("kernel %s: identity %016x, but its module and name give %016x", k.Name, k.Identity, got)
 		}
+		if got := recording.Demangle(k.Name); got != k.Demangled {
+			t.Errorf("kernel %s: demangled %q, but Demangle gives %q", k.Name, k.Demangled, got)
+		}
 	}
 
 	callstackIDs := map[uint64]bool{}

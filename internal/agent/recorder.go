@@ -24,8 +24,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/ianlancetaylor/demangle"
-
 	"github.com/gpurr/gpurr/internal/agent/agentenv"
 	"github.com/gpurr/gpurr/internal/kernels"
 	"github.com/gpurr/gpurr/internal/symtab"
@@ -374,7 +372,7 @@ func (r *recorder) record(p unsafe.Pointer, raw []byte) {
 		kernel := &pb.Kernel{
 			Id:         uint64(k.kernel_id),
 			Name:       name,
-			Demangled:  demangleName(name),
+			Demangled:  recording.Demangle(name),
 			ParamBytes: uint32(k.param_bytes),
 		}
 		for i := 0; i+8 <= len(layout); i += 8 {
@@ -561,7 +559,7 @@ func (r *recorder) symbol(f *pb.Frame) string {
 	if err != nil {
 		r.logf("warn", "native frames in %s have no function names: %v", f.File, err)
 	}
-	name = demangleName(name)
+	name = recording.Demangle(name)
 	r.symbols[f.Pc] = name
 	return name
 }
@@ -646,13 +644,6 @@ func (p patchedReader) ReadAt(b []byte, off int64) (int, error) {
 		return n, io.EOF
 	}
 	return n, nil
-}
-
-func demangleName(name string) string {
-	if !strings.HasPrefix(name, "_Z") {
-		return name
-	}
-	return demangle.Filter(name, demangle.NoClones)
 }
 
 func formatUUID(b []byte) string {
