@@ -11,10 +11,8 @@ import "C"
 
 import (
 	"bytes"
-	"debug/elf"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -28,6 +26,7 @@ import (
 	"github.com/gpurr/gpurr/internal/kernels"
 	"github.com/gpurr/gpurr/internal/symtab"
 	"github.com/gpurr/gpurr/recording"
+	"github.com/gpurr/gpurr/recording/cubin"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
@@ -572,7 +571,7 @@ func (r *recorder) module(m *C.gp_module_rec) {
 		CuptiModuleId: uint32(m.module_id),
 		Size:          uint64(m.size),
 		HostNs:        uint64(m.host_ns),
-		KernelNames:   elfFunctions(image),
+		KernelNames:   moduleFunctions(image),
 	}
 	digest, err := r.w.PutModule(image)
 	mod.Sha256 = digest
@@ -601,49 +600,15 @@ func (r *recorder) moduleOf(name string) string {
 	return ""
 }
 
-// elfFunctions lists the function symbols of a cubin (CUDA ELF).
-func elfFunctions(image []byte) []string {
-	if len(image) < 24 {
-		return nil
-	}
-	// NVIDIA keeps its own version numbers in the ELF version fields, which
-	// debug/elf rejects; the rest is standard ELF64. Parse a patched view.
-	header := bytes.Clone(image[:24])
-	header[6] = byte(elf.EV_CURRENT)
-	binary.LittleEndian.PutUint32(header[20:], uint32(elf.EV_CURRENT))
-	f, err := elf.NewFile(io.NewSectionReader(patchedReader{header, image}, 0, int64(len(image))))
+// moduleFunctions lists the functions a module image defines, none when
+// it is not a cubin that can be read.
+func moduleFunctions(image []byte) []string {
+	f, err := cubin.Parse(image)
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		return nil
-	}
-	var names []string
-	for _, s := range syms {
-		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Name != "" && s.Section != elf.SHN_UNDEF {
-			names = append(names, s.Name)
-		}
-	}
+	names, _ := f.Functions()
 	return names
-}
-
-// patchedReader reads image with its first bytes replaced by header.
-type patchedReader struct{ header, image []byte }
-
-func (p patchedReader) ReadAt(b []byte, off int64) (int, error) {
-	if off >= int64(len(p.image)) {
-		return 0, io.EOF
-	}
-	n := copy(b, p.image[off:])
-	if off < int64(len(p.header)) {
-		copy(b, p.header[off:])
-	}
-	if n < len(b) {
-		return n, io.EOF
-	}
-	return n, nil
 }
 
 func formatUUID(b []byte) string {
