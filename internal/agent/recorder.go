@@ -23,10 +23,10 @@ import (
 	"unsafe"
 
 	"github.com/gpurr/gpurr/internal/agent/agentenv"
-	"github.com/gpurr/gpurr/internal/kernels"
 	"github.com/gpurr/gpurr/internal/symtab"
 	"github.com/gpurr/gpurr/recording"
 	"github.com/gpurr/gpurr/recording/cubin"
+	"github.com/gpurr/gpurr/recording/memhash"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
@@ -129,7 +129,7 @@ func processInfo(cfg config) *pb.Process {
 	if m := cfg.memory; m.Mode == "hash" || m.Mode == "snapshot" {
 		info.Memory = &pb.MemoryConfig{
 			Mode:             m.Mode,
-			ChunkBytes:       kernels.ChunkBytes,
+			ChunkBytes:       memhash.ChunkSize,
 			SnapshotKernels:  m.SnapshotKernels,
 			SnapshotLaunches: m.SnapshotLaunches,
 			OnFull:           m.OnFull,
