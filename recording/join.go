@@ -6,8 +6,6 @@ import (
 	"regexp"
 	"slices"
 
-	"github.com/ianlancetaylor/demangle"
-
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
@@ -299,10 +297,4 @@ func (l *Links) Demangle(name string) string {
 	d := Demangle(name)
 	l.demangleCache[name] = d
 	return d
-}
-
-// Demangle returns the readable form of a mangled C++ kernel name. Names
-// that are not mangled (Triton's, cuBLAS's) come back as they are.
-func Demangle(name string) string {
-	return demangle.Filter(name)
 }

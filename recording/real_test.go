@@ -2,11 +2,15 @@ package recording_test
 
 import (
 	"cmp"
+	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/gpurr/gpurr/recording"
+	"github.com/gpurr/gpurr/recording/cubin"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
@@ -27,6 +31,7 @@ var realRecordings = []struct {
 // TestRealRecordings checks, on every real recording, that the records
 // refer to each other the way docs/format.md says.
 func TestRealRecordings(t *testing.T) {
+	images := 0
 	for _, rr := range realRecordings {
 		t.Run(rr.name, func(t *testing.T) {
 			set, err := recording.Open(filepath.FromSlash(rr.dir))
@@ -42,9 +47,40 @@ func TestRealRecordings(t *testing.T) {
 					t.Errorf("%s: complete=%v truncated=%v; want complete=%v, not truncated", p.Name, d.Complete(), d.Truncated, rr.complete)
 				}
 				checkReal(t, d)
+				images += checkModules(t, p, d)
 			}
 		})
 	}
+	if images == 0 {
+		t.Error("no real recording holds a module image; the demo's should")
+	}
+}
+
+// checkModules checks that each module image the recording holds defines
+// the functions its Module record lists, in that order, and returns how
+// many images it read. The PyTorch fixtures keep no images (they are
+// large); the demo recording keeps its one.
+func checkModules(t *testing.T, p *recording.Process, d *recording.Data) int {
+	read := 0
+	for _, m := range d.Modules {
+		image, err := os.ReadFile(p.ModulePath(m.GetSha256()))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		read++
+		f, err := cubin.Parse(image)
+		if err != nil {
+			t.Errorf("module %s: %v", m.GetSha256(), err)
+			continue
+		}
+		if got, err := f.Functions(); err != nil || !slices.Equal(got, m.GetKernelNames()) {
+			t.Errorf("module %s defines %q (%v); its record lists %q", m.GetSha256(), got, err, m.GetKernelNames())
+		}
+	}
+	return read
 }
 
 // checkReal checks what holds for every process of a real recording
@@ -67,6 +103,12 @@ func checkReal(t *testing.T, d *recording.Data) {
 		kernelIDs[k.Id] = true
 		if k.ModuleSha256 != "" && !modules[k.ModuleSha256] {
 			t.Errorf("kernel %s names module %s, which the recording does not describe", k.Name, k.ModuleSha256)
+		}
+		if got := recording.KernelIdentity(k.ModuleSha256, k.Name); got != k.Identity {
+			t.Errorf("kernel %s: identity %016x, but its module and name give %016x", k.Name, k.Identity, got)
+		}
+		if got := recording.Demangle(k.Name); got != k.Demangled {
+			t.Errorf("kernel %s: demangled %q, but Demangle gives %q", k.Name, k.Demangled, got)
 		}
 	}
 

@@ -6,8 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ianlancetaylor/demangle"
-
+	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
@@ -110,11 +109,11 @@ func nodeClassName(name string, cxx bool) string {
 	if !cxx || name == "" {
 		return name
 	}
-	full, err := demangle.ToString("_ZTS" + name)
-	if err != nil {
+	// The type's typeinfo-name symbol reads "typeinfo name for T" demangled.
+	full, ok := strings.CutPrefix(recording.Demangle("_ZTS"+name), "typeinfo name for ")
+	if !ok {
 		return name
 	}
-	full = strings.TrimPrefix(full, "typeinfo name for ")
 	// The last component outside template arguments: CppNode<ns::Foo> stays whole.
 	depth, cut := 0, 0
 	for i := 0; i < len(full); i++ {

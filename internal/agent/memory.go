@@ -134,7 +134,7 @@ func (m *memoryCapture) job(r *recorder, v *C.gp_memjob_view) {
 		}
 	}
 	if v.snapshot != 0 {
-		staging := unsafe.Slice((*byte)(unsafe.Pointer(v.staging)), int(v.transferred)*kernels.ChunkBytes)
+		staging := unsafe.Slice((*byte)(unsafe.Pointer(v.staging)), int(v.transferred)*memhash.ChunkSize)
 		for t := range int(v.transferred) {
 			b := binary.LittleEndian.Uint32(res[l.TransferList+4*t:])
 			i := sort.Search(n, func(i int) bool { return firsts[i+1] > b })
@@ -142,9 +142,9 @@ func (m *memoryCapture) job(r *recorder, v *C.gp_memjob_view) {
 				continue // cannot happen: the kernel numbers chunks below total_chunks
 			}
 			size := keys[i].size
-			off := uint64(b-firsts[i]) * kernels.ChunkBytes
-			length := min(uint64(kernels.ChunkBytes), size-off)
-			data := staging[t*kernels.ChunkBytes : t*kernels.ChunkBytes+int(length)]
+			off := uint64(b-firsts[i]) * memhash.ChunkSize
+			length := min(uint64(memhash.ChunkSize), size-off)
+			data := staging[t*memhash.ChunkSize : t*memhash.ChunkSize+int(length)]
 			hash := le16(res[l.ChunkHashes+16*int(b):])
 			states[i].ChunksTransferred++
 			m.stats.ChunksTransferred++

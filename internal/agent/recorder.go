@@ -11,10 +11,8 @@ import "C"
 
 import (
 	"bytes"
-	"debug/elf"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,13 +22,12 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/ianlancetaylor/demangle"
-
 	"github.com/gpurr/gpurr/internal/agent/agentenv"
-	"github.com/gpurr/gpurr/internal/kernels"
 	"github.com/gpurr/gpurr/internal/symtab"
 	"github.com/gpurr/gpurr/internal/version"
 	"github.com/gpurr/gpurr/recording"
+	"github.com/gpurr/gpurr/recording/cubin"
+	"github.com/gpurr/gpurr/recording/memhash"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
@@ -133,7 +130,7 @@ func processInfo(cfg config) *pb.Process {
 	if m := cfg.memory; m.Mode == "hash" || m.Mode == "snapshot" {
 		info.Memory = &pb.MemoryConfig{
 			Mode:             m.Mode,
-			ChunkBytes:       kernels.ChunkBytes,
+			ChunkBytes:       memhash.ChunkSize,
 			SnapshotKernels:  m.SnapshotKernels,
 			SnapshotLaunches: m.SnapshotLaunches,
 			OnFull:           m.OnFull,
@@ -372,7 +369,7 @@ func (r *recorder) record(p unsafe.Pointer, raw []byte) {
 		kernel := &pb.Kernel{
 			Id:         uint64(k.kernel_id),
 			Name:       name,
-			Demangled:  demangleName(name),
+			Demangled:  recording.Demangle(name),
 			ParamBytes: uint32(k.param_bytes),
 		}
 		for i := 0; i+8 <= len(layout); i += 8 {
@@ -382,7 +379,7 @@ func (r *recorder) record(p unsafe.Pointer, raw []byte) {
 			})
 		}
 		kernel.ModuleSha256 = r.moduleOf(name)
-		kernel.Identity = KernelIdentity(kernel.ModuleSha256, name)
+		kernel.Identity = recording.KernelIdentity(kernel.ModuleSha256, name)
 		r.kernels[kernel.Id] = kernel
 		r.batch.Kernels = append(r.batch.Kernels, kernel)
 	case C.GP_REC_STACK:
@@ -559,7 +556,7 @@ func (r *recorder) symbol(f *pb.Frame) string {
 	if err != nil {
 		r.logf("warn", "native frames in %s have no function names: %v", f.File, err)
 	}
-	name = demangleName(name)
+	name = recording.Demangle(name)
 	r.symbols[f.Pc] = name
 	return name
 }
@@ -572,7 +569,7 @@ func (r *recorder) module(m *C.gp_module_rec) {
 		CuptiModuleId: uint32(m.module_id),
 		Size:          uint64(m.size),
 		HostNs:        uint64(m.host_ns),
-		KernelNames:   elfFunctions(image),
+		KernelNames:   moduleFunctions(image),
 	}
 	digest, err := r.w.PutModule(image)
 	mod.Sha256 = digest
@@ -601,71 +598,15 @@ func (r *recorder) moduleOf(name string) string {
 	return ""
 }
 
-// KernelIdentity names a kernel the same way in every run: FNV-1a 64 over
-// the module's SHA-256 (hex), a 0xFF byte and the mangled name.
-func KernelIdentity(moduleSHA256, name string) uint64 {
-	const offset, prime = 0xcbf29ce484222325, 0x100000001b3
-	h := uint64(offset)
-	for i := 0; i < len(moduleSHA256); i++ {
-		h = (h ^ uint64(moduleSHA256[i])) * prime
-	}
-	h = (h ^ 0xff) * prime
-	for i := 0; i < len(name); i++ {
-		h = (h ^ uint64(name[i])) * prime
-	}
-	return h
-}
-
-// elfFunctions lists the function symbols of a cubin (CUDA ELF).
-func elfFunctions(image []byte) []string {
-	if len(image) < 24 {
-		return nil
-	}
-	// NVIDIA keeps its own version numbers in the ELF version fields, which
-	// debug/elf rejects; the rest is standard ELF64. Parse a patched view.
-	header := bytes.Clone(image[:24])
-	header[6] = byte(elf.EV_CURRENT)
-	binary.LittleEndian.PutUint32(header[20:], uint32(elf.EV_CURRENT))
-	f, err := elf.NewFile(io.NewSectionReader(patchedReader{header, image}, 0, int64(len(image))))
+// moduleFunctions lists the functions a module image defines, none when
+// it is not a cubin that can be read.
+func moduleFunctions(image []byte) []string {
+	f, err := cubin.Parse(image)
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		return nil
-	}
-	var names []string
-	for _, s := range syms {
-		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Name != "" && s.Section != elf.SHN_UNDEF {
-			names = append(names, s.Name)
-		}
-	}
+	names, _ := f.Functions()
 	return names
-}
-
-// patchedReader reads image with its first bytes replaced by header.
-type patchedReader struct{ header, image []byte }
-
-func (p patchedReader) ReadAt(b []byte, off int64) (int, error) {
-	if off >= int64(len(p.image)) {
-		return 0, io.EOF
-	}
-	n := copy(b, p.image[off:])
-	if off < int64(len(p.header)) {
-		copy(b, p.header[off:])
-	}
-	if n < len(b) {
-		return n, io.EOF
-	}
-	return n, nil
-}
-
-func demangleName(name string) string {
-	if !strings.HasPrefix(name, "_Z") {
-		return name
-	}
-	return demangle.Filter(name, demangle.NoClones)
 }
 
 func formatUUID(b []byte) string {

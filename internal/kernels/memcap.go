@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/gpurr/gpurr/recording/memhash"
 )
 
 //go:embed ptx/hash.ptx
@@ -29,9 +31,9 @@ const Memcap = "gpurr_memcap"
 const MemcapNan = "gpurr_memcap_nan"
 
 // Limits and layout constants shared with src/hash.cu and the agent
-// (internal/agent/memcap.h).
+// (internal/agent/memcap.h). The kernel hashes and copies memory in chunks
+// of memhash.ChunkSize bytes, one block per chunk.
 const (
-	ChunkBytes       = 65536
 	BlockThreads     = 256
 	MaxJobRegions    = 48
 	JobBytes         = 64 + MaxJobRegions*32 // sizeof(gpurr_job)
@@ -90,7 +92,7 @@ type Job struct {
 }
 
 // Chunks returns how many chunks a region of n bytes has.
-func Chunks(n uint64) uint32 { return uint32((n + ChunkBytes - 1) / ChunkBytes) }
+func Chunks(n uint64) uint32 { return uint32((n + memhash.ChunkSize - 1) / memhash.ChunkSize) }
 
 // NewJob lays out regions of the given sizes one after another.
 func NewJob(sizes ...uint64) Job {

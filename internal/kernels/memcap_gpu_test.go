@@ -265,8 +265,8 @@ func cpuNanCounts(t *testing.T, name string, b []byte) (nan, inf uint64) {
 // snapshot copies every chunk, an unchanged region copies none, and after
 // two chunks change only those two cross, byte for byte.
 func TestMemcapSnapshotCopiesChangedChunks(t *testing.T) {
-	const n = 10*ChunkBytes + 100
-	r := newMemcapRig(t, 1<<20, 16*ChunkBytes, 1<<20)
+	const n = 10*memhash.ChunkSize + 100
+	r := newMemcapRig(t, 1<<20, 16*memhash.ChunkSize, 1<<20)
 	host := make([]byte, n)
 	for i := range host {
 		host[i] = byte(i * 7)
@@ -308,10 +308,10 @@ func TestMemcapSnapshotCopiesChangedChunks(t *testing.T) {
 			t.Fatalf("%s snapshot copied chunks %v, want %v", what, sorted, want)
 		}
 		for _, c := range want {
-			lo := int(c) * ChunkBytes
-			hi := min(lo+ChunkBytes, n)
+			lo := int(c) * memhash.ChunkSize
+			hi := min(lo+memhash.ChunkSize, n)
 			k := slot[c]
-			if !bytes.Equal(staging[k*ChunkBytes:k*ChunkBytes+hi-lo], host[lo:hi]) {
+			if !bytes.Equal(staging[k*memhash.ChunkSize:k*memhash.ChunkSize+hi-lo], host[lo:hi]) {
 				t.Fatalf("%s snapshot: staging slot %d differs from chunk %d", what, k, c)
 			}
 		}
@@ -322,7 +322,7 @@ func TestMemcapSnapshotCopiesChangedChunks(t *testing.T) {
 	}
 	check("first", all)
 	check("unchanged", nil)
-	host[3*ChunkBytes+5] ^= 1
+	host[3*memhash.ChunkSize+5] ^= 1
 	host[n-1] ^= 0x80
 	must(t, cuda.CopyHtoD(buf, host))
 	// A copy from pageable memory may return before its DMA lands, and the

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"debug/elf"
 	"encoding/binary"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"github.com/gpurr/gpurr/internal/dtype"
 	"github.com/gpurr/gpurr/internal/testrec"
 	"github.com/gpurr/gpurr/recording"
+	"github.com/gpurr/gpurr/recording/cubin"
 	"github.com/gpurr/gpurr/recording/memhash"
 )
 
@@ -167,23 +169,28 @@ func TestCompare(t *testing.T) {
 }
 
 func TestModuleKind(t *testing.T) {
-	cubin := func(abi byte, flags uint32) []byte {
+	header := func(abi byte, flags uint32) []byte {
 		b := make([]byte, 64)
 		copy(b, "\x7fELF")
 		b[8] = abi
-		binary.LittleEndian.PutUint16(b[18:], emCUDA)
+		binary.LittleEndian.PutUint16(b[18:], uint16(cubin.MachineCUDA))
 		binary.LittleEndian.PutUint32(b[48:], flags)
 		return b
 	}
+	x86 := header(8, 0)
+	x86[18] = byte(elf.EM_X86_64)
 	fatbin := binary.LittleEndian.AppendUint32(nil, fatbinMagic)
 	for _, c := range []struct {
 		image []byte
 		want  string
 	}{
 		// e_flags as nvcc 13 writes them (ELF ABI 8) and as older ones did.
-		{cubin(8, 0x6005a04), "cubin for sm_90"},
-		{cubin(8, 0x6006402), "cubin for sm_100"},
-		{cubin(7, 0x500550), "cubin for sm_80"},
+		{header(8, 0x6005a04), "cubin for sm_90"},
+		{header(8, 0x6006402), "cubin for sm_100"},
+		{header(7, 0x500550), "cubin for sm_80"},
+		{header(8, 0), "cubin"},
+		{x86, "ELF file that is not a cubin"},
+		{[]byte("\x7fELF cut short"), "unknown image"},
 		{fatbin, "fatbin"},
 		{[]byte(".version 8.0\n.target sm_80\n.address_size 64\n"), "PTX for sm_80"},
 		{[]byte("nonsense"), "unknown image"},

@@ -23,17 +23,18 @@ type testChunk struct {
 
 func hashOf(data []byte) [16]byte { return memhash.Chunk(data).Bytes() }
 
-// makeChunks makes n distinct chunks of random sizes 1..MaxChunk, of every
-// kind of GPU data in turn, so the store holds raw and compressed entries.
+// makeChunks makes n distinct chunks of random sizes 1..memhash.ChunkSize,
+// of every kind of GPU data in turn, so the store holds raw and compressed
+// entries.
 func makeChunks(t testing.TB, seed uint64, n int) []testChunk {
 	t.Helper()
 	r := rand.New(rand.NewPCG(seed, 7))
 	seen := map[[16]byte]bool{}
 	var out []testChunk
 	for i := 0; len(out) < n; i++ {
-		size := 1 + r.IntN(MaxChunk)
+		size := 1 + r.IntN(memhash.ChunkSize)
 		if i%5 == 0 {
-			size = MaxChunk
+			size = memhash.ChunkSize
 		}
 		data := gpuKinds[i%len(gpuKinds)].make(r, size)
 		h := hashOf(data)
@@ -236,7 +237,7 @@ func TestConcurrentPut(t *testing.T) {
 	for g := range goroutines {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(g), 1))
-			buf := make([]byte, MaxChunk)
+			buf := make([]byte, memhash.ChunkSize)
 			for _, i := range r.Perm(len(chunks)) {
 				c := chunks[i]
 				n := copy(buf, c.data)
@@ -497,8 +498,8 @@ func TestWriterMisuse(t *testing.T) {
 	if err := w.Put([16]byte{}, nil); err == nil {
 		t.Error("Put of an empty chunk succeeded")
 	}
-	if err := w.Put([16]byte{}, make([]byte, MaxChunk+1)); err == nil {
-		t.Error("Put of a chunk over MaxChunk succeeded")
+	if err := w.Put([16]byte{}, make([]byte, memhash.ChunkSize+1)); err == nil {
+		t.Error("Put of a chunk over memhash.ChunkSize succeeded")
 	}
 	c := makeChunks(t, 10, 1)[0]
 	if err := w.Put(c.hash, c.data); err != nil {

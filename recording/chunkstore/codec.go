@@ -7,6 +7,8 @@ import (
 
 	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/gpurr/gpurr/recording/memhash"
 )
 
 // Codec is how one entry's bytes are stored; each entry records its own, so
@@ -87,17 +89,18 @@ func newCompressor(c Compression) (*compressor, error) {
 	// Our own CRC-32C covers the stored bytes, so zstd's checksum would be
 	// paid for twice; a chunk is at most 64 KiB, so is the window.
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(level), zstd.WithEncoderConcurrency(1),
-		zstd.WithEncoderCRC(false), zstd.WithWindowSize(MaxChunk), zstd.WithSingleSegment(true))
+		zstd.WithEncoderCRC(false), zstd.WithWindowSize(memhash.ChunkSize), zstd.WithSingleSegment(true))
 	if err != nil {
 		return nil, fmt.Errorf("chunkstore: zstd encoder: %w", err)
 	}
 	return &compressor{codec: CodecZstd, zstd: enc}, nil
 }
 
-// compress appends to dst the encoding of src (a chunk of at most MaxChunk
-// bytes) and returns it with the codec used, or dst unchanged and CodecRaw
-// when compression saves less than 1/minSaving. dst grows only when its
-// spare capacity is under s2.MaxEncodedLen(MaxChunk) (about 75 KiB).
+// compress appends to dst the encoding of src (a chunk of at most
+// memhash.ChunkSize bytes) and returns it with the codec used, or dst
+// unchanged and CodecRaw when compression saves less than 1/minSaving. dst
+// grows only when its spare capacity is under
+// s2.MaxEncodedLen(memhash.ChunkSize) (about 75 KiB).
 func (c *compressor) compress(dst, src []byte) ([]byte, Codec) {
 	start := len(dst)
 	switch c.codec {
@@ -145,7 +148,7 @@ func (d *decompressor) decode(codec Codec, stored []byte, rawLen int) ([]byte, e
 	case CodecZstd:
 		d.once.Do(func() {
 			d.zstd, d.err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.IgnoreChecksum(true),
-				zstd.WithDecoderMaxMemory(MaxChunk), zstd.WithDecodeAllCapLimit(true))
+				zstd.WithDecoderMaxMemory(memhash.ChunkSize), zstd.WithDecodeAllCapLimit(true))
 		})
 		if d.err != nil {
 			return nil, fmt.Errorf("zstd decoder: %v", d.err)

@@ -3,6 +3,8 @@ package chunkstore
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/gpurr/gpurr/recording/memhash"
 )
 
 var benchCompressions = []Compression{CompressNone, CompressS2, CompressZstdFastest, CompressZstdDefault}
@@ -21,13 +23,13 @@ func BenchmarkCodec(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			stored := make([][]byte, 0, size/MaxChunk)
-			codecs := make([]Codec, 0, size/MaxChunk)
+			stored := make([][]byte, 0, size/memhash.ChunkSize)
+			codecs := make([]Codec, 0, size/memhash.ChunkSize)
 			var storedBytes, rawChunks int
-			for off := 0; off < size; off += MaxChunk {
-				out, codec := c.compress(nil, data[off:off+MaxChunk])
+			for off := 0; off < size; off += memhash.ChunkSize {
+				out, codec := c.compress(nil, data[off:off+memhash.ChunkSize])
 				if codec == CodecRaw {
-					out = data[off : off+MaxChunk]
+					out = data[off : off+memhash.ChunkSize]
 					rawChunks++
 				}
 				stored = append(stored, out)
@@ -41,10 +43,10 @@ func BenchmarkCodec(b *testing.B) {
 			}
 			b.Run(kind.name+"/"+comp.String()+"/encode", func(b *testing.B) {
 				defer report(b)
-				buf := make([]byte, 0, 2*MaxChunk)
+				buf := make([]byte, 0, 2*memhash.ChunkSize)
 				for b.Loop() {
-					for off := 0; off < size; off += MaxChunk {
-						c.compress(buf, data[off:off+MaxChunk])
+					for off := 0; off < size; off += memhash.ChunkSize {
+						c.compress(buf, data[off:off+memhash.ChunkSize])
 					}
 				}
 			})
@@ -54,7 +56,7 @@ func BenchmarkCodec(b *testing.B) {
 				defer d.close()
 				for b.Loop() {
 					for i, s := range stored {
-						if _, err := d.decode(codecs[i], s, MaxChunk); err != nil {
+						if _, err := d.decode(codecs[i], s, memhash.ChunkSize); err != nil {
 							b.Fatal(err)
 						}
 					}

@@ -23,9 +23,6 @@ const (
 	indexTemp = "index.tmp"
 )
 
-// MaxChunk is the largest chunk, in bytes: one gpurr-h128 chunk.
-const MaxChunk = memhash.ChunkSize
-
 // Format version of pack and index files.
 const (
 	// MajorVersion changes when a reader of the previous major cannot read
@@ -97,8 +94,8 @@ func checkFileHeader(h []byte, magic, what string) error {
 type entryHeader struct {
 	hash    [16]byte
 	codec   Codec
-	raw     uint32 // bytes of the chunk, 1..MaxChunk
-	stored  uint32 // bytes that follow the header, 0..MaxChunk
+	raw     uint32 // bytes of the chunk, 1..memhash.ChunkSize
+	stored  uint32 // bytes that follow the header, 0..memhash.ChunkSize
 	dataCRC uint32 // CRC-32C of the stored bytes
 }
 
@@ -129,8 +126,8 @@ func decodeEntryHeader(b []byte) (entryHeader, error) {
 	e.raw = binary.LittleEndian.Uint32(b[20:])
 	e.stored = binary.LittleEndian.Uint32(b[24:])
 	e.dataCRC = binary.LittleEndian.Uint32(b[28:])
-	if e.raw == 0 || e.raw > MaxChunk || e.stored > MaxChunk {
-		return e, fmt.Errorf("entry lengths out of range (raw %d, stored %d, limit %d)", e.raw, e.stored, MaxChunk)
+	if e.raw == 0 || e.raw > memhash.ChunkSize || e.stored > memhash.ChunkSize {
+		return e, fmt.Errorf("entry lengths out of range (raw %d, stored %d, limit %d)", e.raw, e.stored, memhash.ChunkSize)
 	}
 	return e, nil
 }
@@ -223,7 +220,7 @@ func decodeIndex(b []byte) ([]packSize, []location, error) {
 			return nil, nil, fmt.Errorf("index entry %d is out of order", i)
 		}
 		j, found := slices.BinarySearchFunc(packs, e.pack, func(p packSize, n uint32) int { return cmp.Compare(p.number, n) })
-		if !found || e.offset < fileHeaderSize || e.raw == 0 || e.raw > MaxChunk || e.stored > MaxChunk ||
+		if !found || e.offset < fileHeaderSize || e.raw == 0 || e.raw > memhash.ChunkSize || e.stored > memhash.ChunkSize ||
 			e.offset > packs[j].size || e.end() > packs[j].size {
 			return nil, nil, fmt.Errorf("index entry %d points outside its pack", i)
 		}

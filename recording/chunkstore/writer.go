@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 
 	"github.com/klauspost/compress/s2"
+
+	"github.com/gpurr/gpurr/recording/memhash"
 )
 
 // Errors a Writer returns; test with errors.Is.
@@ -156,8 +158,8 @@ func Create(dir string, opts Options) (*Writer, error) {
 	}
 	for range opts.Workers + opts.Queue {
 		w.free <- &job{
-			in:  make([]byte, 0, entryHeaderSize+MaxChunk),
-			out: make([]byte, 0, entryHeaderSize+s2.MaxEncodedLen(MaxChunk)),
+			in:  make([]byte, 0, entryHeaderSize+memhash.ChunkSize),
+			out: make([]byte, 0, entryHeaderSize+s2.MaxEncodedLen(memhash.ChunkSize)),
 		}
 	}
 	for _, c := range compressors {
@@ -171,18 +173,19 @@ func Create(dir string, opts Options) (*Writer, error) {
 // Dir is the store's folder, dir/chunks.
 func (w *Writer) Dir() string { return w.dir }
 
-// Put stores data, a chunk of 1 to MaxChunk bytes whose gpurr-h128 hash is
-// hash, unless a chunk of that hash was put before; it does not check the
-// hash (readers do). Put copies data before it returns, so the caller may
-// reuse its buffer at once: a copy costs a small part of what compressing
-// the chunk does (bench/NOTES.md), and keeping the caller until a worker
-// is done with its buffer would make it wait for the compression.
+// Put stores data, a chunk of 1 to memhash.ChunkSize bytes whose
+// gpurr-h128 hash is hash, unless a chunk of that hash was put before; it
+// does not check the hash (readers do). Put copies data before it returns,
+// so the caller may reuse its buffer at once: a copy costs a small part of
+// what compressing the chunk does (bench/NOTES.md), and keeping the caller
+// until a worker is done with its buffer would make it wait for the
+// compression.
 //
 // Put blocks while Workers+Queue chunks are in flight. A nil error means
 // the chunk was accepted or was a duplicate; Flush says when it is written.
 func (w *Writer) Put(hash [16]byte, data []byte) error {
-	if len(data) == 0 || len(data) > MaxChunk {
-		return fmt.Errorf("chunkstore: chunk %x of %d bytes: a chunk holds 1 to %d bytes", hash, len(data), MaxChunk)
+	if len(data) == 0 || len(data) > memhash.ChunkSize {
+		return fmt.Errorf("chunkstore: chunk %x of %d bytes: a chunk holds 1 to %d bytes", hash, len(data), memhash.ChunkSize)
 	}
 	w.gate.RLock()
 	defer w.gate.RUnlock()

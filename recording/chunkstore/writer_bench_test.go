@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync/atomic"
 	"testing"
+
+	"github.com/gpurr/gpurr/recording/memhash"
 )
 
 // BenchmarkPut feeds a Writer 64 KiB chunks of one kind of GPU data (or of
@@ -21,7 +23,7 @@ func BenchmarkPut(b *testing.B) {
 	kinds := map[string][][]byte{}
 	for _, k := range gpuKinds {
 		for range perKind {
-			c := k.make(r, MaxChunk)
+			c := k.make(r, memhash.ChunkSize)
 			kinds[k.name] = append(kinds[k.name], c)
 			all = append(all, c)
 		}
@@ -41,7 +43,7 @@ func BenchmarkPut(b *testing.B) {
 			w.opts.PackBytes = 1 << 62
 		}
 		var next atomic.Uint64
-		b.SetBytes(MaxChunk)
+		b.SetBytes(memhash.ChunkSize)
 		b.RunParallel(func(pb *testing.PB) {
 			var hash [16]byte
 			for pb.Next() {
@@ -73,9 +75,9 @@ func BenchmarkPut(b *testing.B) {
 // BenchmarkChunkCopy is what Put spends copying a 64 KiB chunk, so that the
 // caller may reuse its buffer.
 func BenchmarkChunkCopy(b *testing.B) {
-	src := randomBytes(rand.New(rand.NewPCG(5, 6)), MaxChunk)
-	dst := make([]byte, 0, entryHeaderSize+MaxChunk)
-	b.SetBytes(MaxChunk)
+	src := randomBytes(rand.New(rand.NewPCG(5, 6)), memhash.ChunkSize)
+	dst := make([]byte, 0, entryHeaderSize+memhash.ChunkSize)
+	b.SetBytes(memhash.ChunkSize)
 	for b.Loop() {
 		dst = append(dst[:entryHeaderSize], src...)
 	}

@@ -17,7 +17,11 @@ import (
 	"math/bits"
 )
 
-// ChunkSize is the number of bytes covered by one chunk hash.
+// ChunkSize is the number of bytes covered by one chunk hash: the chunk of
+// the format (MemoryConfig.chunk_bytes, the largest entry of the chunk
+// store) and of the agent's capture. The C and CUDA sides repeat it
+// (GP_CHUNK in internal/agent, CHUNK in internal/kernels/src/hash.cu); a
+// test of internal/kernels reads them and fails when they differ.
 const ChunkSize = 64 << 10
 
 // Groups is the number of independent lane groups in a chunk (one GPU
