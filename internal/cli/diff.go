@@ -66,11 +66,11 @@ func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 			return usageErrorf("diff: --dtype: %v", err)
 		}
 	}
-	setA, err := openRecording("diff", pathA)
+	setA, err := openRecording(cmd, pathA)
 	if err != nil {
 		return err
 	}
-	setB, err := openRecording("diff", pathB)
+	setB, err := openRecording(cmd, pathB)
 	if err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 	}
 	pairs, warnings := pairProcesses(setA.Dir, recordingProcs(setA), setB.Dir, recordingProcs(setB))
 	for _, w := range warnings {
-		fmt.Fprintf(stderr, "gpurr: diff: warning: %s\n", w)
+		warnf(cmd, "%s", w)
 	}
 	if len(pairs) == 0 {
 		return usageErrorf("diff: no processes to compare")
@@ -107,7 +107,7 @@ func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 				return usageErrorf("diff: %s was recorded without memory capture: record both runs with --memory hash (or --memory snapshot)", r.Process.Dir)
 			}
 			if !r.Complete {
-				fmt.Fprintf(stderr, "gpurr: diff: warning: %s is incomplete; comparing what it holds\n", r.Process.Dir)
+				warnf(cmd, "%s is incomplete; comparing what it holds", r.Process.Dir)
 			}
 		}
 		res := diff.Align(a, b)

@@ -32,7 +32,7 @@ every column.`,
 			if dir == "" {
 				return usageErrorf("export: --parquet DIR is required")
 			}
-			procs, err := openProcesses("export", args)
+			procs, err := openProcesses(cmd, args)
 			if err != nil {
 				return err
 			}

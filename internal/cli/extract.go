@@ -30,7 +30,7 @@ machine with a suitable GPU, and gpurr info DIR describes it.`,
 			if err := refuseInputs("extract", out, out, args); err != nil {
 				return err
 			}
-			src, err := openReplaySource("extract", args[0], process)
+			src, err := openReplaySource(cmd, args[0], process)
 			if err != nil {
 				return err
 			}

@@ -24,7 +24,7 @@ failed record is reported first, marked !!, and the command exits with 1.`,
 			if err := checkFormat("info", format, "table", "json"); err != nil {
 				return err
 			}
-			set, err := openRecording("info", args[0])
+			set, err := openRecording(cmd, args[0])
 			if err != nil {
 				return err
 			}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,13 +18,13 @@ import (
 // openRecording opens the recording a verb was given; any failure is an
 // input error naming the path. Reading a large recording shows a progress
 // bar on stderr when stderr is a terminal.
-func openRecording(verb, path string) (*recording.Set, error) {
+func openRecording(cmd *cobra.Command, path string) (*recording.Set, error) {
 	set, err := recording.Open(path)
 	if err != nil {
-		return nil, usageErrorf("%s: %v", verb, err)
+		return nil, usageErrorf("%s: %v", cmd.Name(), err)
 	}
 	for _, d := range set.Damaged {
-		fmt.Fprintf(os.Stderr, "gpurr: %s: warning: %v; reading the other processes\n", verb, d)
+		warnf(cmd, "%v; reading the other processes", d)
 	}
 	showProgress(set, path)
 	return set, nil
@@ -71,11 +70,12 @@ func checkFormat(verb, format string, formats ...string) error {
 // processes, recording by recording, each in its recording's order. A
 // process given twice (a recording and a process directory inside it) is
 // an input error: it would be counted twice.
-func openProcesses(verb string, paths []string) ([]*recording.Process, error) {
+func openProcesses(cmd *cobra.Command, paths []string) ([]*recording.Process, error) {
+	verb := cmd.Name()
 	var procs []*recording.Process
 	seen := map[string]string{}
 	for _, path := range paths {
-		set, err := openRecording(verb, path)
+		set, err := openRecording(cmd, path)
 		if err != nil {
 			return nil, err
 		}

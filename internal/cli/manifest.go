@@ -39,7 +39,7 @@ func runManifest(cmd *cobra.Command, path, out string, force bool) error {
 	if out == "" {
 		return usageErrorf("manifest: -o FILE is required (- for stdout)")
 	}
-	set, err := openRecording("manifest", path)
+	set, err := openRecording(cmd, path)
 	if err != nil {
 		return err
 	}

@@ -55,7 +55,7 @@ func runNan(cmd *cobra.Command, o nanOptions, path string) error {
 	if o.frames < 0 {
 		return usageErrorf("nan: --frames takes a count of 0 or more")
 	}
-	set, err := openRecording("nan", path)
+	set, err := openRecording(cmd, path)
 	if err != nil {
 		return err
 	}

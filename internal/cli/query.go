@@ -3,7 +3,6 @@ package cli
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
@@ -61,7 +60,7 @@ database. BLOBs print as hex (cut to 32 bytes in the table format).`,
 			case schema:
 				err = writeSchema(w)
 			default:
-				err = runQuery(cmd.Context(), cmd.ErrOrStderr(), args[0], args[1], w)
+				err = runQuery(cmd, args[0], args[1], w)
 			}
 			if err == nil {
 				err = w.Flush()
@@ -79,11 +78,9 @@ database. BLOBs print as hex (cut to 32 bytes in the table format).`,
 	return cmd
 }
 
-func runQuery(ctx context.Context, stderr io.Writer, path, statement string, w rowWriter) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	set, err := openRecording("query", path)
+func runQuery(cmd *cobra.Command, path, statement string, w rowWriter) error {
+	ctx := cmd.Context()
+	set, err := openRecording(cmd, path)
 	if err != nil {
 		return err
 	}
@@ -93,7 +90,7 @@ func runQuery(ctx context.Context, stderr io.Writer, path, statement string, w r
 	}
 	defer db.Close()
 	for _, warning := range db.Warnings {
-		fmt.Fprintf(stderr, "gpurr: warning: %s\n", warning)
+		warnf(cmd, "%s", warning)
 	}
 	if err := db.Query(ctx, statement, w); err != nil {
 		return usageErrorf("query: %v", err)

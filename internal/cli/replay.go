@@ -190,7 +190,7 @@ func runReplay(cmd *cobra.Command, o replayOptions, path string) error {
 			return usageErrorf("replay: --module: %v", err)
 		}
 	}
-	src, err := openReplaySource("replay", path, o.process)
+	src, err := openReplaySource(cmd, path, o.process)
 	if err != nil {
 		return err
 	}
@@ -336,8 +336,9 @@ func parseDim3(text, sep string) (cuda.Dim3, error) {
 	return cuda.Dim3{X: v[0], Y: v[1], Z: v[2]}, nil
 }
 
-func openReplaySource(verb, path, process string) (*replay.Source, error) {
-	set, err := openRecording(verb, path)
+func openReplaySource(cmd *cobra.Command, path, process string) (*replay.Source, error) {
+	verb := cmd.Name()
+	set, err := openRecording(cmd, path)
 	if err != nil {
 		return nil, err
 	}

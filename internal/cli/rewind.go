@@ -85,7 +85,7 @@ func runRewind(cmd *cobra.Command, o rewindOptions, path string) error {
 		}
 		addr = a
 	}
-	set, err := openRecording("rewind", path)
+	set, err := openRecording(cmd, path)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -46,6 +47,20 @@ func usageErrorf(format string, args ...any) error {
 
 // exitWith ends the command with code and no message (the command printed its own report).
 func exitWith(code int) error { return &exitError{code: code} }
+
+// warningsKey holds, in a command's context, the warnings it has given.
+type warningsKey struct{}
+
+// warnf gives a warning: "gpurr: VERB: warning: ..." on stderr when the command ends, unless
+// it ends with an error, which is then the one line stderr holds.
+func warnf(cmd *cobra.Command, format string, args ...any) {
+	line := fmt.Sprintf("gpurr: %s: warning: %s", cmd.Name(), fmt.Sprintf(format, args...))
+	if w, ok := cmd.Context().Value(warningsKey{}).(*[]string); ok {
+		*w = append(*w, line)
+		return
+	}
+	fmt.Fprintln(cmd.ErrOrStderr(), line)
+}
 
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
@@ -96,12 +111,18 @@ func Main(args []string) int {
 func run(args []string, stdout, stderr io.Writer) int {
 	root := newRootCmd(stdout, stderr)
 	root.SetArgs(args)
-	cmd, err := root.ExecuteC()
+	var warnings []string
+	cmd, err := root.ExecuteContextC(context.WithValue(context.Background(), warningsKey{}, &warnings))
+	var ee *exitError
+	if err == nil || errors.As(err, &ee) && ee.err == nil {
+		for _, w := range warnings {
+			fmt.Fprintln(stderr, w)
+		}
+	}
 	if err == nil {
 		return exitOK
 	}
-	var ee *exitError
-	if errors.As(err, &ee) {
+	if ee != nil {
 		if ee.err != nil {
 			fmt.Fprintf(stderr, "gpurr: %v\n", ee.err)
 		}

@@ -82,7 +82,7 @@ func runTrace(cmd *cobra.Command, o traceOptions, paths []string) error {
 	if opts.From, opts.To, err = parseWindow(o.window); err != nil {
 		return usageErrorf("trace: --time %q: %v", o.window, err)
 	}
-	procs, err := openProcesses("trace", paths)
+	procs, err := openProcesses(cmd, paths)
 	if err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func runTrace(cmd *cobra.Command, o traceOptions, paths []string) error {
 		return usageErrorf("trace: %v", err)
 	}
 	for _, short := range st.Shortfalls {
-		fmt.Fprintf(cmd.ErrOrStderr(), "gpurr: trace: warning: %s\n", short)
+		warnf(cmd, "%s", short)
 	}
 	if o.window != "" && st.Calls+st.Kernels+st.OwnKernels == 0 {
 		return usageErrorf("trace: no event falls in --time %s: the timeline runs from 0 to %v", o.window, st.End.Round(time.Millisecond))

@@ -103,7 +103,7 @@ func runTune(cmd *cobra.Command, o tuneOptions, path string) error {
 	if err != nil {
 		return err
 	}
-	src, err := openReplaySource("tune", path, o.process)
+	src, err := openReplaySource(cmd, path, o.process)
 	if err != nil {
 		return err
 	}

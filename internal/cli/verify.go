@@ -54,14 +54,14 @@ differs, 2 on bad input.`,
 }
 
 func runVerify(cmd *cobra.Command, o verifyOptions, path string) error {
-	out, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	out := cmd.OutOrStdout()
 	if o.manifest == "" {
 		return usageErrorf("verify: --manifest FILE is required (gpurr manifest GOOD_REC -o FILE writes one)")
 	}
 	if o.window < 0 || o.unmatched < 0 || o.frames < 0 {
 		return usageErrorf("verify: --window, --unmatched and --frames take a count of 0 or more")
 	}
-	set, err := openRecording("verify", path)
+	set, err := openRecording(cmd, path)
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func runVerify(cmd *cobra.Command, o verifyOptions, path string) error {
 	}
 	pairs, warnings := pairProcesses(set.Dir, recordingProcs(set), "the manifest", mprocs)
 	for _, w := range warnings {
-		fmt.Fprintf(stderr, "gpurr: verify: warning: %s\n", w)
+		warnf(cmd, "%s", w)
 	}
 	if len(pairs) == 0 {
 		return usageErrorf("verify: no processes to compare")
@@ -92,10 +92,10 @@ func runVerify(cmd *cobra.Command, o verifyOptions, path string) error {
 			return usageErrorf("verify: %v", &manifest.NoMemoryError{Dir: p.Dir})
 		}
 		if !run.Complete {
-			fmt.Fprintf(stderr, "gpurr: verify: warning: %s is incomplete; verifying what it holds\n", p.Dir)
+			warnf(cmd, "%s is incomplete; verifying what it holds", p.Dir)
 		}
 		if !e.Process.Complete {
-			fmt.Fprintf(stderr, "gpurr: verify: warning: the manifest's process %s was made from an incomplete recording\n", e.Process.Name)
+			warnf(cmd, "the manifest's process %s was made from an incomplete recording", e.Process.Name)
 		}
 		label := p.Name
 		if p.Name != e.Process.Name {
