@@ -39,8 +39,8 @@
 // launch N, and Before N the only known state of it on entry to N. memview
 // never stands one launch's state in for another's: Before N+1 is not
 // After N, since between two launches a region can change unseen (a copy
-// from the host, a memset, a kernel on another stream that the recording
-// left out). To follow one allocation across launches, match
+// from the host, a memset, a kernel that --kernels left out of the
+// recording). To follow one allocation across launches, match
 // Region.allocation_id and read each launch's own states.
 package memview
 
