@@ -2,17 +2,15 @@ package cli
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpurr/gpurr/internal/dtype"
-	"github.com/gpurr/gpurr/internal/info"
+	"github.com/gpurr/gpurr/internal/rewind"
 	"github.com/gpurr/gpurr/recording"
-	"github.com/gpurr/gpurr/recording/chunkstore"
-	pb "github.com/gpurr/gpurr/recording/recordingpb"
+	"github.com/gpurr/gpurr/recording/memview"
 )
 
 type rewindOptions struct {
@@ -23,6 +21,7 @@ type rewindOptions struct {
 	length        uint64
 	out           string
 	process       string
+	force         bool
 	npy           bool
 	dtype         string
 	shape         string
@@ -52,6 +51,7 @@ just before or just after that launch ran, and writes its bytes to FILE
 	f.StringVar(&o.addr, "addr", "", "a device address inside one of the launch's regions (hex)")
 	f.Uint64Var(&o.length, "len", 0, "with --addr: bytes to write from the address (default: to the region's end)")
 	f.StringVarP(&o.out, "output", "o", "", "file to write, - for stdout")
+	f.BoolVar(&o.force, "force", false, "replace the -o file when it exists")
 	f.BoolVar(&o.npy, "npy", false, "write a NumPy .npy file (needs --dtype; --shape, else one dimension)")
 	f.StringVar(&o.dtype, "dtype", "", "with --npy: element type, f32, f64, f16, bf16 (stored as uint16), i8, u8, i16, i32, u32 or i64")
 	completeValues(cmd, "dtype", dtype.Names()...)
@@ -93,118 +93,36 @@ func runRewind(cmd *cobra.Command, o rewindOptions, path string) error {
 	if err != nil {
 		return err
 	}
-	data, err := proc.Load()
-	if err != nil {
-		return usageErrorf("rewind: %v", err)
-	}
-	links := data.Links()
-	launch := links.Launch(o.launch)
-	if launch == nil {
-		return usageErrorf("rewind: %s has no launch %d", proc.Name, o.launch)
-	}
-	point, pointName := pb.MemoryState_AFTER, "after"
+	req := rewind.Request{Launch: o.launch, Point: memview.After, Region: o.region, ByAddr: o.addr != "", Addr: addr, Len: o.length}
 	if o.before {
-		point, pointName = pb.MemoryState_BEFORE, "before"
+		req.Point = memview.Before
 	}
-	var state *pb.MemoryState
-	for _, s := range links.MemoryFor(o.launch) {
-		if s.Point == point {
-			state = s
-		}
-	}
-	switch {
-	case data.Process.GetMemory().GetMode() != "snapshot":
-		return usageErrorf("rewind: %s was recorded without snapshots (record with --memory snapshot)", proc.Name)
-	case state == nil:
-		return usageErrorf("rewind: launch %d has no memory state %s it (status %s; not selected for snapshots?)",
-			o.launch, pointName, recording.EnumText(launch.GetMemory().GetStatus()))
-	case state.Lost:
-		return usageErrorf("rewind: the state %s launch %d was lost: %s", pointName, o.launch, state.LostReason)
-	case !state.Snapshot:
-		return usageErrorf("rewind: launch %d has only hashes %s it, no contents (snapshot selection or flight-recorder window)", o.launch, pointName)
-	}
-	idx := o.region
-	if o.addr != "" {
-		idx = -1
-		for i, r := range launch.Regions {
-			if addr >= r.Address && addr-r.Address < r.Size {
-				idx = i
-			}
-		}
-		if idx < 0 {
-			return usageErrorf("rewind: 0x%x is outside every region of launch %d: %s", addr, o.launch, nearestRegions(launch.Regions, addr))
-		}
-	}
-	if idx >= len(launch.Regions) || idx >= len(state.Regions) {
-		return usageErrorf("rewind: launch %d has %s; no region %d", o.launch, info.Count(len(launch.Regions), "region"), idx)
-	}
-	region := launch.Regions[idx]
-	store, err := chunkstore.Open(proc.Dir)
+	res, err := rewind.Rewind(proc, req)
 	if err != nil {
 		return usageErrorf("rewind: %v", err)
 	}
-	defer store.Close()
-	start, end := uint64(0), region.Size
-	if o.addr != "" {
-		start = addr - region.Address
-		if o.length > 0 {
-			end = min(region.Size, start+o.length)
-		}
-	}
-	buf, missing, err := store.Assemble(recording.ChunkHashes(state.Regions[idx]), uint64(data.Process.GetMemory().GetChunkBytes()), start, end)
-	switch {
-	case err != nil:
-		return usageErrorf("rewind: region %d: %v", idx, err)
-	case len(missing) > 0:
-		return usageErrorf("rewind: region %d: %d of its chunks in this range were dropped while recording (--on-full drop-oldest), first chunk %d", idx, len(missing), missing[0])
-	}
+	buf := res.Data
 	if o.npy {
 		if buf, err = t.NPY(buf, shape); err != nil {
 			return usageErrorf("rewind: --npy: %v", err)
 		}
 	}
-	if o.out == "-" {
-		_, err = cmd.OutOrStdout().Write(buf)
-	} else {
-		err = os.WriteFile(o.out, buf, 0o644)
-	}
+	w, err := createOutput("rewind", o.out, cmd.OutOrStdout(), o.force, path)
 	if err != nil {
-		return fmt.Errorf("rewind: %w", err)
+		return err
+	}
+	defer w.Abort()
+	if _, err := w.Write(buf); err != nil {
+		return &exitError{code: exitFailure, err: fmt.Errorf("rewind: write %s: %v", o.out, plainError(err))}
+	}
+	if err := w.Commit(); err != nil {
+		return err
 	}
 	if o.out != "-" {
 		fmt.Fprintf(cmd.ErrOrStderr(), "rewind: wrote %d bytes of region %d (0x%x, %d bytes) %s launch %d to %s\n",
-			len(buf), idx, region.Address, region.Size, pointName, o.launch, o.out)
+			len(buf), res.Index, res.Region.Address, res.Region.Size, recording.EnumText(req.Point), o.launch, o.out)
 	}
 	return nil
-}
-
-// nearestRegions names the regions that end closest below addr and start
-// closest above it, for a message about an address in none of them.
-func nearestRegions(regions []*pb.Region, addr uint64) string {
-	below, above := -1, -1
-	for i, r := range regions {
-		if end := r.Address + r.Size; end <= addr && (below < 0 || end > regions[below].Address+regions[below].Size) {
-			below = i
-		}
-		if r.Address > addr && (above < 0 || r.Address < regions[above].Address) {
-			above = i
-		}
-	}
-	span := func(i int) string {
-		r := regions[i]
-		return fmt.Sprintf("region %d [0x%x, 0x%x)", i, r.Address, r.Address+r.Size)
-	}
-	var near []string
-	if below >= 0 {
-		near = append(near, fmt.Sprintf("%s ends %d bytes below it", span(below), addr-(regions[below].Address+regions[below].Size)))
-	}
-	if above >= 0 {
-		near = append(near, fmt.Sprintf("%s starts %d bytes above it", span(above), regions[above].Address-addr))
-	}
-	if len(near) == 0 {
-		return "it has no regions"
-	}
-	return "nearest, " + strings.Join(near, "; ") + " (gpurr query REC 'SELECT * FROM regions' lists them)"
 }
 
 // npyOptions checks --npy, --dtype and --shape.

@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
 func TestRewindNPY(t *testing.T) {
@@ -49,21 +47,5 @@ func TestRewindAddressOutsideRegions(t *testing.T) {
 	}
 	if b, err := os.ReadFile(out); err != nil || !bytes.Equal(b, floats(5)) {
 		t.Errorf("rewind --addr inside: %v %v, want the region's second float", b, err)
-	}
-}
-
-func TestNearestRegions(t *testing.T) {
-	regions := []*pb.Region{{Address: 0x3000, Size: 0x100}, {Address: 0x1000, Size: 0x100}, {Address: 0x1800, Size: 0x10}}
-	for addr, want := range map[uint64]string{
-		0x2000: "nearest, region 2 [0x1800, 0x1810) ends 2032 bytes below it; region 0 [0x3000, 0x3100) starts 4096 bytes above it",
-		0x0800: "nearest, region 1 [0x1000, 0x1100) starts 2048 bytes above it",
-		0x3100: "nearest, region 0 [0x3000, 0x3100) ends 0 bytes below it",
-	} {
-		if got := nearestRegions(regions, addr); !strings.HasPrefix(got, want) {
-			t.Errorf("0x%x: %q, want %q", addr, got, want)
-		}
-	}
-	if got := nearestRegions(nil, 5); got != "it has no regions" {
-		t.Errorf("no regions: %q", got)
 	}
 }

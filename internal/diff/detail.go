@@ -7,8 +7,8 @@ import (
 
 	"github.com/gpurr/gpurr/internal/dtype"
 	"github.com/gpurr/gpurr/recording"
-	"github.com/gpurr/gpurr/recording/chunkstore"
 	"github.com/gpurr/gpurr/recording/memhash"
+	"github.com/gpurr/gpurr/recording/memview"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
@@ -58,6 +58,14 @@ type RegionDiff struct {
 // set. maxElems bounds the elements listed per region.
 func Differences(a, b *Side, dt *dtype.Type, maxElems int) ([]RegionDiff, error) {
 	var out []RegionDiff
+	var va, vb *memview.View // opened when a region's bytes are compared
+	defer func() {
+		for _, v := range []*memview.View{va, vb} {
+			if v != nil {
+				v.Close()
+			}
+		}
+	}()
 	ra, rb := a.After.GetRegions(), b.After.GetRegions()
 	for i := 0; i < max(len(ra), len(rb)); i++ {
 		d := RegionDiff{Index: i, FirstChunk: -1}
@@ -87,7 +95,7 @@ func Differences(a, b *Side, dt *dtype.Type, maxElems int) ([]RegionDiff, error)
 		}
 		if d.FirstChunk >= 0 && d.FirstChunk < len(ca) && d.FirstChunk < len(cb) {
 			d.ElementsOff = uint64(d.FirstChunk) * a.ChunkBytes
-			snapA, snapB := a.After.GetSnapshot(), b.After.GetSnapshot()
+			snapA, snapB := memview.HasBytes(a.After), memview.HasBytes(b.After)
 			switch {
 			case dt == nil:
 			case !snapA && !snapB:
@@ -99,11 +107,14 @@ func Differences(a, b *Side, dt *dtype.Type, maxElems int) ([]RegionDiff, error)
 				}
 				d.Note = fmt.Sprintf("only %s has a snapshot after this launch; %s has hashes only, so no values can be compared (record %s with --memory snapshot)", with, without, without)
 			default:
-				ba, err := readChunk(a.Process, ca[d.FirstChunk])
+				if va == nil {
+					va, vb = memview.New(a.Process), memview.New(b.Process)
+				}
+				ba, err := a.afterChunk(va, i, d.FirstChunk)
 				if err != nil {
 					return nil, err
 				}
-				bb, err := readChunk(b.Process, cb[d.FirstChunk])
+				bb, err := b.afterChunk(vb, i, d.FirstChunk)
 				if err != nil {
 					return nil, err
 				}
@@ -115,15 +126,15 @@ func Differences(a, b *Side, dt *dtype.Type, maxElems int) ([]RegionDiff, error)
 	return out, nil
 }
 
-func readChunk(p *recording.Process, hash []byte) ([]byte, error) {
-	store, err := chunkstore.Open(p.Dir)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", p.Name, err)
+// afterChunk reads chunk k of region i of the side's memory after its
+// launch, through v, the view of its process.
+func (s *Side) afterChunk(v *memview.View, i, k int) ([]byte, error) {
+	if _, err := v.Store(); err != nil {
+		return nil, fmt.Errorf("%s: %w", s.Process.Name, err)
 	}
-	defer store.Close()
-	b, err := store.Get([16]byte(hash))
+	b, err := v.Chunk(memview.Launch{Launch: s.Launch, After: s.After}, memview.After, i, k)
 	if err != nil {
-		return nil, fmt.Errorf("%s: chunk %x: %w", p.Name, hash, err)
+		return nil, fmt.Errorf("%s: chunk %x: %w", s.Process.Name, recording.ChunkHashes(s.After.GetRegions()[i])[k], err)
 	}
 	return b, nil
 }

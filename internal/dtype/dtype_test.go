@@ -45,6 +45,13 @@ func TestNPY(t *testing.T) {
 	if !strings.Contains(string(one), "'shape': (2,), }") {
 		t.Errorf("1-D header %q", one[:64])
 	}
+	// 64 × 288230376151712369 wraps to 40000 in 64-bit arithmetic: it must not pass for 40000 elements.
+	if _, err := f32.NPY(make([]byte, 4*40000), []int{64, 288230376151712369}); err == nil {
+		t.Error("an overflowing shape was accepted")
+	}
+	if _, err := f32.NPY(make([]byte, 8), []int{0, 2}); err == nil {
+		t.Error("shape (0, 2) accepted for 2 elements")
+	}
 	for _, shape := range [][]int{{4}, {-1, 2}} {
 		if _, err := f32.NPY(make([]byte, 8), shape); err == nil {
 			t.Errorf("shape %v accepted for 2 elements", shape)

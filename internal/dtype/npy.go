@@ -28,6 +28,11 @@ func (d *Type) NPY(data []byte, shape []int) ([]byte, error) {
 		if s < 0 {
 			return nil, fmt.Errorf("shape %v: negative dimension", shape)
 		}
+		// Past the data's element count the shape cannot match it; stopping there also keeps
+		// the product from overflowing into a match.
+		if s != 0 && count > n/s+1 {
+			return nil, fmt.Errorf("shape %v holds more elements than the data's %d %s elements", shape, n, d.Name)
+		}
 		count *= s
 		dims[i] = fmt.Sprint(s)
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/gpurr/gpurr/internal/diff"
 	"github.com/gpurr/gpurr/recording"
-	"github.com/gpurr/gpurr/recording/chunkstore"
 	"github.com/gpurr/gpurr/recording/memhash"
+	"github.com/gpurr/gpurr/recording/memview"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
@@ -162,7 +162,7 @@ func (m *Manifest) Verify(actual *diff.Run, e *Expected, o Options, fn func(*Mis
 	for i, p := range pairs {
 		seqs[i] = actual.Launches[p.A].Seq
 	}
-	src := &byteSources{actualDir: actual.Process.Dir, ref: cmp.Or(o.Reference, m.Header.Recording), refName: e.Process.Name}
+	src := &byteSources{actual: memview.New(actual.Process), ref: cmp.Or(o.Reference, m.Header.Recording), refName: e.Process.Name}
 	defer src.close()
 	j := 0
 	_, err := actual.Process.Ordered(seqs, func(r *recording.LaunchRecord) error {
@@ -219,12 +219,12 @@ func compare(r *recording.LaunchRecord, exp *Launch, stream int, chunkBytes uint
 	return mm, nil
 }
 
-// byteSources opens, when first needed, the chunk stores that may hold a
+// byteSources reads, when first needed, the chunk stores that may hold a
 // differing chunk: the recording verified, and the reference recording.
 type byteSources struct {
-	actualDir    string
+	actual       *memview.View
 	ref, refName string // the reference recording, and the process in it
-	actual, refs *chunkstore.Reader
+	refs         *memview.View
 	actualErr    error
 	refErr       error
 	opened       bool
@@ -235,36 +235,37 @@ func (s *byteSources) open() {
 		return
 	}
 	s.opened = true
-	s.actual, s.actualErr = chunkstore.Open(s.actualDir)
-	var dir string
-	if dir, s.refErr = referenceDir(s.ref, s.refName); s.refErr == nil {
-		s.refs, s.refErr = chunkstore.Open(dir)
+	_, s.actualErr = s.actual.Store()
+	var p *recording.Process
+	if p, s.refErr = referenceProcess(s.ref, s.refName); s.refErr == nil {
+		s.refs = memview.New(p)
+		_, s.refErr = s.refs.Store()
 	}
 }
 
-// referenceDir finds the process directory of the process named name in
-// the reference recording ref: the recording, or the process's own
-// directory, or a recording of one process under another name.
-func referenceDir(ref, name string) (string, error) {
+// referenceProcess finds the process named name in the reference
+// recording ref: the recording, or the process's own directory, or a
+// recording of one process under another name.
+func referenceProcess(ref, name string) (*recording.Process, error) {
 	set, err := recording.Open(ref)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	for _, p := range set.Processes {
 		if p.Name == name {
-			return p.Dir, nil
+			return p, nil
 		}
 	}
 	if len(set.Processes) == 1 {
-		return set.Processes[0].Dir, nil
+		return set.Processes[0], nil
 	}
-	return "", fmt.Errorf("%s has no process %s", ref, name)
+	return nil, fmt.Errorf("%s has no process %s", ref, name)
 }
 
 func (s *byteSources) close() {
-	for _, r := range []*chunkstore.Reader{s.actual, s.refs} {
-		if r != nil {
-			r.Close()
+	for _, v := range []*memview.View{s.actual, s.refs} {
+		if v != nil {
+			v.Close()
 		}
 	}
 }
@@ -272,14 +273,15 @@ func (s *byteSources) close() {
 // window reads the first differing chunk of a region from both sides and
 // cuts a window of n bytes around the first differing byte.
 func (s *byteSources) window(r *recording.LaunchRecord, d diff.RegionDiff, exp *Launch, n int) (*Bytes, string) {
-	if !r.After.GetSnapshot() {
+	l := memview.FromRecord(r)
+	if _, err := s.actual.State(l, memview.After); err != nil {
 		return nil, "the recording has hashes only after this launch: record with --memory snapshot to see the bytes"
 	}
 	s.open()
 	if s.actualErr != nil {
 		return nil, fmt.Sprintf("actual bytes: %v", s.actualErr)
 	}
-	actual, err := s.actual.Get([16]byte(recording.ChunkHashes(r.After.GetRegions()[d.Index])[d.FirstChunk]))
+	actual, err := s.actual.Chunk(l, memview.After, d.Index, d.FirstChunk)
 	if err != nil {
 		return nil, fmt.Sprintf("actual bytes: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/gpurr/gpurr/internal/diff"
 	"github.com/gpurr/gpurr/recording"
 	"github.com/gpurr/gpurr/recording/memhash"
+	"github.com/gpurr/gpurr/recording/memview"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
@@ -126,7 +127,7 @@ func writeProcess(bw *bufio.Writer, p *recording.Process, sum *Summary) error {
 		l := r.Launch
 		line := Launch{Seq: l.GetSeq(), Stream: streams.Number(l.GetStream()), Identity: identityText(identity[l.GetKernelId()])}
 		if s := r.After; s != nil && !s.GetLost() {
-			line.After = &State{Snapshot: s.GetSnapshot(), Regions: make([]Region, len(s.GetRegions()))}
+			line.After = &State{Snapshot: memview.HasBytes(s), Regions: make([]Region, len(s.GetRegions()))}
 			for ri, rs := range s.GetRegions() {
 				reg := &line.After.Regions[ri]
 				if ri < len(l.GetRegions()) {
@@ -143,7 +144,7 @@ func writeProcess(bw *bufio.Writer, p *recording.Process, sum *Summary) error {
 				}
 			}
 			sum.States++
-			if s.GetSnapshot() {
+			if memview.HasBytes(s) {
 				sum.Snapshots++
 			}
 		}

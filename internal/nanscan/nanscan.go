@@ -11,7 +11,6 @@
 package nanscan
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -19,7 +18,7 @@ import (
 
 	"github.com/gpurr/gpurr/internal/dtype"
 	"github.com/gpurr/gpurr/recording"
-	"github.com/gpurr/gpurr/recording/chunkstore"
+	"github.com/gpurr/gpurr/recording/memview"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
@@ -96,7 +95,8 @@ func Scan(p *recording.Process, types []*dtype.Type) (*Finding, Stats, error) {
 		index[i] = slices.Index(mem.GetNanScan(), t.Name)
 		allCounted = allCounted && index[i] >= 0
 	}
-	s := &scanner{p: p, types: types, index: index}
+	s := &scanner{p: p, types: types, index: index, view: memview.New(p)}
+	defer s.view.Close()
 	switch {
 	case allCounted:
 		return s.fromCounts()
@@ -116,8 +116,8 @@ type scanner struct {
 	types []*dtype.Type
 	index []int // types[i]'s entry in the recording's nan_scan counts
 	st    Stats
-	store *chunkstore.Reader
-	seen  map[[16]byte][]Counts
+	view  *memview.View
+	seen  map[[16]byte][]Counts // counts of the chunks decoded, by hash
 }
 
 // fromCounts: one pass for the first launch whose AFTER state counts NaN
@@ -157,7 +157,6 @@ func (s *scanner) fromCounts() (*Finding, Stats, error) {
 		}
 		return recording.ErrStop
 	})
-	s.closeStore()
 	if err == nil && found == nil {
 		err = fmt.Errorf("launch %d has NaN counts but is not in the recording", first)
 	}
@@ -204,7 +203,7 @@ func (s *scanner) fromSnapshots() (*Finding, Stats, error) {
 		for _, m := range b.Memory {
 			switch {
 			case m.GetPoint() != pb.MemoryState_AFTER || m.GetLost():
-			case m.GetSnapshot():
+			case memview.HasBytes(m):
 				seqs = append(seqs, m.GetLaunchSeq())
 			default:
 				s.st.NotScanned++
@@ -219,7 +218,7 @@ func (s *scanner) fromSnapshots() (*Finding, Stats, error) {
 	seqs = slices.Compact(seqs)
 	var found *Finding
 	_, err = s.p.Ordered(seqs, func(r *recording.LaunchRecord) error {
-		if !r.After.GetSnapshot() || r.After.GetLost() {
+		if !memview.HasBytes(r.After) {
 			return nil
 		}
 		s.st.Launches++
@@ -230,7 +229,6 @@ func (s *scanner) fromSnapshots() (*Finding, Stats, error) {
 		found = f
 		return recording.ErrStop
 	})
-	s.closeStore()
 	return found, s.st, err
 }
 
@@ -238,8 +236,10 @@ func (s *scanner) fromSnapshots() (*Finding, Stats, error) {
 // NaN or Inf. Snapshots, where the launch has them, give offsets and
 // whether the NaN was there before the launch.
 func (s *scanner) finding(r *recording.LaunchRecord) (*Finding, error) {
+	l := memview.FromRecord(r)
 	after := r.After
-	snap := after.GetSnapshot() && !after.GetLost()
+	_, err := s.view.State(l, memview.After)
+	snap := err == nil
 	src := Snapshots
 	if !snap {
 		src = GPUCounts
@@ -268,7 +268,7 @@ func (s *scanner) finding(r *recording.LaunchRecord) (*Finding, error) {
 	if regions == nil {
 		return nil, nil
 	}
-	if b := r.Before; b.GetSnapshot() && !b.GetLost() {
+	if b, err := s.view.State(l, memview.Before); err == nil {
 		for ri := range regions {
 			if i := regions[ri].Index; i < len(b.GetRegions()) {
 				before, err := s.regionCounts(b.GetRegions()[i])
@@ -300,12 +300,6 @@ func (s *scanner) crossCheck(i int, rs *pb.RegionState, decoded []Counts) []stri
 	return out
 }
 
-func (s *scanner) closeStore() {
-	if s.store != nil {
-		s.store.Close()
-	}
-}
-
 func typeNames(types []*dtype.Type) string {
 	names := make([]string, len(types))
 	for i, t := range types {
@@ -317,19 +311,18 @@ func typeNames(types []*dtype.Type) string {
 // regionCounts counts a snapshotted region state's NaN and Inf, reading
 // each distinct chunk once (seen caches the counts by chunk hash).
 func (s *scanner) regionCounts(rs *pb.RegionState) ([]Counts, error) {
-	if s.store == nil {
-		store, err := chunkstore.Open(s.p.Dir)
-		if err != nil {
+	if s.seen == nil {
+		if _, err := s.view.Store(); err != nil {
 			return nil, err
 		}
-		s.store, s.seen = store, map[[16]byte][]Counts{}
+		s.seen = map[[16]byte][]Counts{}
 	}
-	chunkBytes := int64(cmp.Or(s.p.Info.GetMemory().GetChunkBytes(), 65536))
+	chunkBytes := int64(s.view.ChunkBytes())
 	var total []Counts
 	for k, h := range recording.ChunkHashes(rs) {
 		c, ok := s.seen[[16]byte(h)]
 		if !ok {
-			b, err := s.store.Get([16]byte(h))
+			b, err := s.view.Get([16]byte(h))
 			if err != nil {
 				return nil, fmt.Errorf("chunk %d: %w", k, err)
 			}

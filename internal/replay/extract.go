@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpurr/gpurr/recording"
 	"github.com/gpurr/gpurr/recording/chunkstore"
+	"github.com/gpurr/gpurr/recording/memview"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
@@ -67,15 +68,15 @@ func writeCase(src *Source, c *Case, w *recording.Writer) (int64, error) {
 		return 0, err
 	}
 	var bytes int64
-	before, after := src.states(c.Seq)
-	for _, st := range []*pb.MemoryState{before, after} {
+	ml, _ := memview.FromLinks(src.Links, c.Seq)
+	for _, st := range []*pb.MemoryState{ml.Before, ml.After} {
 		b.Memory = append(b.Memory, st)
 		for _, rs := range st.Regions {
 			for _, h := range recording.ChunkHashes(rs) {
 				if store.Has([16]byte(h)) {
 					continue
 				}
-				chunk, err := src.store.Get([16]byte(h))
+				chunk, err := src.view.Get([16]byte(h))
 				if errors.Is(err, chunkstore.ErrNotFound) {
 					continue // dropped while recording; the state says so
 				}

@@ -8,7 +8,7 @@ import (
 	"slices"
 
 	"github.com/gpurr/gpurr/recording"
-	"github.com/gpurr/gpurr/recording/chunkstore"
+	"github.com/gpurr/gpurr/recording/memview"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
@@ -18,7 +18,7 @@ type Source struct {
 	Proc  *recording.Process
 	Data  *recording.Data
 	Links *recording.Links
-	store *chunkstore.Reader
+	view  *memview.View
 }
 
 // Open reads a process recording for replay.
@@ -27,9 +27,9 @@ func Open(proc *recording.Process) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Source{Proc: proc, Data: data, Links: data.Links()}
+	s := &Source{Proc: proc, Data: data, Links: data.Links(), view: memview.New(proc)}
 	if data.Process.GetMemory().GetMode() == "snapshot" {
-		if s.store, err = chunkstore.Open(proc.Dir); err != nil {
+		if _, err := s.view.Store(); err != nil {
 			return nil, err
 		}
 	}
@@ -37,36 +37,22 @@ func Open(proc *recording.Process) (*Source, error) {
 }
 
 // Close closes the chunk store.
-func (s *Source) Close() error {
-	if s.store == nil {
-		return nil
-	}
-	return s.store.Close()
-}
+func (s *Source) Close() error { return s.view.Close() }
 
 // Replayable lists the launches that have contents recorded before and
 // after them, in launch order: the ones Case can load.
 func (s *Source) Replayable() []uint64 {
 	var seqs []uint64
 	for _, l := range s.Data.Launches {
-		before, after := s.states(l.Seq)
-		if before != nil && after != nil && !before.Lost && !after.Lost && before.Snapshot && after.Snapshot {
+		ml, _ := memview.FromLinks(s.Links, l.Seq)
+		if _, err := s.view.State(ml, memview.Before); err != nil {
+			continue
+		}
+		if _, err := s.view.State(ml, memview.After); err == nil {
 			seqs = append(seqs, l.Seq)
 		}
 	}
 	return seqs
-}
-
-func (s *Source) states(seq uint64) (before, after *pb.MemoryState) {
-	for _, st := range s.Links.MemoryFor(seq) {
-		switch st.Point {
-		case pb.MemoryState_BEFORE:
-			before = st
-		case pb.MemoryState_AFTER:
-			after = st
-		}
-	}
-	return before, after
 }
 
 // Case is one recorded launch with everything a standalone run needs.
@@ -120,15 +106,17 @@ func (s *Source) Case(seq uint64) (*Case, error) {
 		}
 		return nil, fmt.Errorf("%s was recorded %s; replay needs the contents before and after the launch: record with --memory snapshot (and --snapshot-launches %d or --snapshot-kernels NAME to select it)", s.Proc.Name, have, seq)
 	}
-	before, after := s.states(seq)
+	ml, _ := memview.FromLinks(s.Links, seq)
+	before, berr := s.view.State(ml, memview.Before)
+	after, aerr := s.view.State(ml, memview.After)
 	switch {
-	case before == nil || after == nil || !before.Snapshot || !after.Snapshot:
+	case noSnapshot(berr) || noSnapshot(aerr):
 		return nil, fmt.Errorf("launch %d has no snapshot (memory status %s); record with --snapshot-launches %d or a --snapshot-kernels that matches it",
 			seq, recording.EnumText(l.GetMemory().GetStatus()), seq)
-	case before.Lost:
-		return nil, fmt.Errorf("the snapshot before launch %d was lost: %s", seq, before.LostReason)
-	case after.Lost:
-		return nil, fmt.Errorf("the snapshot after launch %d was lost: %s", seq, after.LostReason)
+	case berr != nil:
+		return nil, fmt.Errorf("the snapshot before launch %d was lost: %s", seq, ml.Before.LostReason)
+	case aerr != nil:
+		return nil, fmt.Errorf("the snapshot after launch %d was lost: %s", seq, ml.After.LostReason)
 	}
 	k := s.Links.Kernel(l.KernelId)
 	if k == nil {
@@ -148,25 +136,32 @@ func (s *Source) Case(seq uint64) (*Case, error) {
 		return nil, fmt.Errorf("module of kernel %s: %w (was it stored? see gpurr info's log)", c.Name, unwrap(err))
 	}
 	c.Module, c.ModuleHash = image, k.ModuleSha256
-	chunk := uint64(s.Data.Process.GetMemory().GetChunkBytes())
 	for i, r := range l.Regions {
 		if i >= len(before.Regions) || i >= len(after.Regions) {
 			return nil, fmt.Errorf("launch %d: the snapshots hold %d and %d of its %d regions", seq, len(before.Regions), len(after.Regions), len(l.Regions))
 		}
-		reg := Region{Address: r.Address, Size: r.Size, ParamOffsets: r.ParamOffsets, ChunkBytes: chunk}
+		reg := Region{Address: r.Address, Size: r.Size, ParamOffsets: r.ParamOffsets, ChunkBytes: s.view.ChunkBytes()}
 		var missing []int
-		if reg.Before, missing, err = s.store.Assemble(recording.ChunkHashes(before.Regions[i]), chunk, 0, r.Size); err != nil {
+		if reg.Before, missing, err = s.view.Read(ml, memview.Before, i, 0, r.Size); err != nil {
 			return nil, fmt.Errorf("launch %d region %d before: %w", seq, i, err)
 		}
 		if len(missing) > 0 {
 			return nil, fmt.Errorf("launch %d region %d: %d chunks of its contents before the launch were dropped while recording (--on-full drop-oldest); it cannot be restored", seq, i, len(missing))
 		}
-		if reg.After, reg.AfterMissing, err = s.store.Assemble(recording.ChunkHashes(after.Regions[i]), chunk, 0, r.Size); err != nil {
+		if reg.After, reg.AfterMissing, err = s.view.Read(ml, memview.After, i, 0, r.Size); err != nil {
 			return nil, fmt.Errorf("launch %d region %d after: %w", seq, i, err)
 		}
 		c.Regions = append(c.Regions, reg)
 	}
 	return c, nil
+}
+
+// noSnapshot: a state memview has no bytes of, but for one marked as a
+// snapshot that was lost, which Case names as lost. (The agent writes lost
+// states unmarked: replay calls them "no snapshot".)
+func noSnapshot(err error) bool {
+	var e *memview.Error
+	return errors.As(err, &e) && (e.Err != memview.ErrLost || !e.State.GetSnapshot())
 }
 
 // unwrap drops the *PathError's path, which the caller's message replaces.

@@ -1,0 +1,142 @@
+// Package rewind rebuilds a region of a launch, or a range of bytes inside
+// it, as it was just before or just after the launch ran, from the chunks
+// a --memory snapshot recording stored (gpurr rewind). The bytes come from
+// package memview; rewind picks the region (by index, or by an address
+// inside it) and says, in one line, what the recording lacks when it
+// cannot.
+package rewind
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gpurr/gpurr/internal/info"
+	"github.com/gpurr/gpurr/recording"
+	"github.com/gpurr/gpurr/recording/memview"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// Request names the bytes to rebuild.
+type Request struct {
+	Launch uint64               // the launch's sequence number
+	Point  pb.MemoryState_Point // memview.Before or memview.After
+	Region int                  // the region's index in the launch, unless ByAddr
+	// ByAddr picks the region holding device address Addr instead, and
+	// the bytes from Addr: Len of them, or to the region's end when Len
+	// is 0.
+	ByAddr bool
+	Addr   uint64
+	Len    uint64
+}
+
+// Result is the bytes rebuilt and the region they come from.
+type Result struct {
+	Data   []byte
+	Index  int        // the region's index in the launch
+	Region *pb.Region // its address and size
+}
+
+// Rewind reads process p's recording and rebuilds the bytes r names. Every
+// error is one line about the input: what the recording lacks, or the
+// request gets wrong.
+func Rewind(p *recording.Process, r Request) (*Result, error) {
+	data, err := p.Load()
+	if err != nil {
+		return nil, err
+	}
+	l, ok := memview.FromLinks(data.Links(), r.Launch)
+	if !ok {
+		return nil, fmt.Errorf("%s has no launch %d", p.Name, r.Launch)
+	}
+	v := memview.New(p)
+	defer v.Close()
+	at := recording.EnumText(r.Point)
+	if _, err := v.State(l, r.Point); err != nil {
+		var e *memview.Error
+		if !errors.As(err, &e) {
+			return nil, err
+		}
+		switch e.Err {
+		case memview.ErrNoSnapshots:
+			return nil, fmt.Errorf("%s was recorded without snapshots (record with --memory snapshot)", p.Name)
+		case memview.ErrNoState:
+			return nil, fmt.Errorf("launch %d has no memory state %s it (status %s; not selected for snapshots?)",
+				r.Launch, at, recording.EnumText(l.Launch.GetMemory().GetStatus()))
+		case memview.ErrLost:
+			return nil, fmt.Errorf("the state %s launch %d was lost: %s", at, r.Launch, e.State.GetLostReason())
+		}
+		return nil, fmt.Errorf("launch %d has only hashes %s it, no contents (snapshot selection or flight-recorder window)", r.Launch, at)
+	}
+	regions := l.Launch.GetRegions()
+	idx := r.Region
+	if r.ByAddr {
+		idx = -1
+		for i, reg := range regions {
+			if r.Addr >= reg.Address && r.Addr-reg.Address < reg.Size {
+				idx = i
+			}
+		}
+		if idx < 0 {
+			return nil, fmt.Errorf("0x%x is outside every region of launch %d: %s", r.Addr, r.Launch, nearestRegions(regions, r.Addr))
+		}
+	}
+	start, end := uint64(0), uint64(0)
+	if idx >= 0 && idx < len(regions) {
+		end = regions[idx].Size
+		if r.ByAddr {
+			start = r.Addr - regions[idx].Address
+			if r.Len > end-start {
+				return nil, fmt.Errorf("--len %d runs past the end of region %d: %d bytes from 0x%x to its end (0x%x)",
+					r.Len, idx, end-start, r.Addr, regions[idx].Address+regions[idx].Size)
+			}
+			if r.Len > 0 {
+				end = start + r.Len
+			}
+		}
+	}
+	buf, missing, err := v.Read(l, r.Point, idx, start, end)
+	var e *memview.Error
+	switch {
+	case errors.As(err, &e): // the state has bytes (checked above): no such region
+		return nil, fmt.Errorf("launch %d has %s; no region %d", r.Launch, info.Count(len(regions), "region"), idx)
+	case err != nil:
+		if _, serr := v.Store(); serr != nil {
+			return nil, serr
+		}
+		return nil, fmt.Errorf("region %d: %v", idx, err)
+	case len(missing) > 0:
+		return nil, fmt.Errorf("region %d: %d of its chunks in this range were dropped while recording (--on-full drop-oldest), first chunk %d", idx, len(missing), missing[0])
+	}
+	region := regions[idx]
+	return &Result{Data: buf, Index: idx, Region: region}, nil
+}
+
+// nearestRegions names the regions that end closest below addr and start
+// closest above it, for a message about an address in none of them.
+func nearestRegions(regions []*pb.Region, addr uint64) string {
+	below, above := -1, -1
+	for i, r := range regions {
+		if end := r.Address + r.Size; end <= addr && (below < 0 || end > regions[below].Address+regions[below].Size) {
+			below = i
+		}
+		if r.Address > addr && (above < 0 || r.Address < regions[above].Address) {
+			above = i
+		}
+	}
+	span := func(i int) string {
+		r := regions[i]
+		return fmt.Sprintf("region %d [0x%x, 0x%x)", i, r.Address, r.Address+r.Size)
+	}
+	var near []string
+	if below >= 0 {
+		near = append(near, fmt.Sprintf("%s ends %d bytes below it", span(below), addr-(regions[below].Address+regions[below].Size)))
+	}
+	if above >= 0 {
+		near = append(near, fmt.Sprintf("%s starts %d bytes above it", span(above), regions[above].Address-addr))
+	}
+	if len(near) == 0 {
+		return "it has no regions"
+	}
+	return "nearest, " + strings.Join(near, "; ") + " (gpurr query REC 'SELECT * FROM regions' lists them)"
+}

@@ -1,0 +1,79 @@
+package rewind
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/gpurr/gpurr/internal/testrec"
+	"github.com/gpurr/gpurr/recording"
+	"github.com/gpurr/gpurr/recording/memview"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+func TestRewind(t *testing.T) {
+	dir := t.TempDir()
+	want, err := testrec.WriteReplayable(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := recording.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := set.Processes[0]
+	for _, c := range []struct {
+		name   string
+		req    Request
+		region int
+		want   []byte
+	}{
+		{"after, by index", Request{Launch: 2, Point: memview.After, Region: 1}, 1, want.YAfter},
+		{"before, by index", Request{Launch: 2, Point: memview.Before, Region: 0}, 0, want.XBefore},
+		{"by address, to the end", Request{Launch: 2, Point: memview.Before, ByAddr: true, Addr: want.Y + 70000}, 1, want.YBefore[70000:]},
+		{"by address, a range across chunks", Request{Launch: 2, Point: memview.After, ByAddr: true, Addr: want.Y + 65530, Len: 12}, 1, want.YAfter[65530:65542]},
+		{"a range up to the end", Request{Launch: 2, Point: memview.After, ByAddr: true, Addr: want.Y + 159990, Len: uint64(len(want.YAfter) - 159990)}, 1, want.YAfter[159990:]},
+	} {
+		res, err := Rewind(p, c.req)
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if res.Index != c.region || res.Region.GetAddress() != []uint64{want.X, want.Y}[c.region] || !bytes.Equal(res.Data, c.want) {
+			t.Errorf("%s: region %d at 0x%x, %d bytes; want region %d, %d bytes", c.name, res.Index, res.Region.GetAddress(), len(res.Data), c.region, len(c.want))
+		}
+	}
+	for _, c := range []struct {
+		req  Request
+		want string
+	}{
+		{Request{Launch: 9, Point: memview.After}, "box-9 has no launch 9"},
+		{Request{Launch: 1, Point: memview.After}, "launch 1 has only hashes after it, no contents (snapshot selection or flight-recorder window)"},
+		{Request{Launch: 1, Point: memview.Before}, "launch 1 has no memory state before it (status hash; not selected for snapshots?)"},
+		{Request{Launch: 3, Point: memview.After}, "launch 3 has no memory state after it (status skipped_capture;"},
+		{Request{Launch: 2, Point: memview.After, Region: 2}, "launch 2 has 2 regions; no region 2"},
+		// A range past the region's end is an error, not silently shorter.
+		{Request{Launch: 2, Point: memview.After, ByAddr: true, Addr: want.Y + 159990, Len: uint64(len(want.YAfter) - 159990 + 1)}, "runs past the end of region 1"},
+		{Request{Launch: 2, Point: memview.After, ByAddr: true, Addr: want.Y - 1}, "0x7f3a003fffff is outside every region of launch 2: nearest, region 0 [0x7f3a00200000, 0x7f3a00227100) ends"},
+	} {
+		if _, err := Rewind(p, c.req); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want %q", c.req, err, c.want)
+		}
+	}
+}
+
+func TestNearestRegions(t *testing.T) {
+	regions := []*pb.Region{{Address: 0x3000, Size: 0x100}, {Address: 0x1000, Size: 0x100}, {Address: 0x1800, Size: 0x10}}
+	for addr, want := range map[uint64]string{
+		0x2000: "nearest, region 2 [0x1800, 0x1810) ends 2032 bytes below it; region 0 [0x3000, 0x3100) starts 4096 bytes above it",
+		0x0800: "nearest, region 1 [0x1000, 0x1100) starts 2048 bytes above it",
+		0x3100: "nearest, region 0 [0x3000, 0x3100) ends 0 bytes below it",
+	} {
+		if got := nearestRegions(regions, addr); !strings.HasPrefix(got, want) {
+			t.Errorf("0x%x: %q, want %q", addr, got, want)
+		}
+	}
+	if got := nearestRegions(nil, 5); got != "it has no regions" {
+		t.Errorf("no regions: %q", got)
+	}
+}
