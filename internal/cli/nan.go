@@ -70,7 +70,8 @@ func runNan(cmd *cobra.Command, o nanOptions, path string) error {
 	if err != nil {
 		return usageErrorf("nan: --dtype: %v", err)
 	}
-	found, st, err := nanscan.Scan(proc, types)
+	explicit := cmd.Flags().Changed("dtype")
+	found, st, err := nanscan.Scan(proc, types, explicit)
 	if err != nil {
 		return usageErrorf("nan: %v", err)
 	}
@@ -86,6 +87,7 @@ func runNan(cmd *cobra.Command, o nanOptions, path string) error {
 		}
 		fmt.Fprintln(w)
 		notScanned(w, st, "")
+		unclear(w, st, explicit, "")
 		return nil
 	}
 	l := found.Launch
@@ -122,7 +124,18 @@ func runNan(cmd *cobra.Command, o nanOptions, path string) error {
 		fmt.Fprintf(w, "  To see the values: record again with --memory snapshot --snapshot-launches %d, then gpurr nan or gpurr rewind\n", l.GetSeq())
 	}
 	notScanned(w, st, "; an earlier one may hold NaN")
+	unclear(w, st, explicit, " before it")
 	return exitWith(exitFound)
+}
+
+// unclear says how many launches hold NaN bit patterns in regions whose bytes fit no type
+// asked: their type is unknown, and nan does not guess it.
+func unclear(w io.Writer, st nanscan.Stats, explicit bool, where string) {
+	if st.Source != nanscan.Snapshots || explicit || st.Unclear == 0 {
+		return
+	}
+	fmt.Fprintf(w, "  (%s%s hold NaN bit patterns in regions whose element type is unclear from their bytes (integers, packed data?): --dtype T counts every NaN pattern as T)\n",
+		info.Count(st.Unclear, "launch"), where)
 }
 
 // notScanned says which launches nan could not look at.

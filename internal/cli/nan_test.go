@@ -2,6 +2,7 @@ package cli
 
 import (
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -29,6 +30,30 @@ func TestNan(t *testing.T) {
 		{[]string{"nan", nan, "--dtype", "i32"}, "i32 has no NaN or Inf"},
 		{[]string{"nan", nan, "--dtype", "f32,q"}, "unknown dtype \"q\""},
 	})
+}
+
+// Finite f32 data read as f16 shows NaN bit patterns in its low halves; under the default
+// --dtype f32,bf16,f16 nan must not report them, and a real f32 NaN is reported as f32 only.
+func TestNanJudgesTheType(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	vs := make([]float32, 4096)
+	for i := range vs {
+		vs[i] = float32(r.NormFloat64())
+	}
+	ls := []fakeLaunch{{kernel: 1, line: 10, after: floats(vs...)}}
+	code, out, errs := runCLI("nan", writeRun(t, "snapshot", ls))
+	if code != 0 || !strings.Contains(out, "no NaN or Inf") {
+		t.Errorf("finite f32 data: exit %d:\n%s%s", code, out, errs)
+	}
+	vs[7] = float32(math.NaN())
+	ls = []fakeLaunch{{kernel: 1, line: 10, after: floats(vs...)}}
+	code, out, errs = runCLI("nan", writeRun(t, "snapshot", ls))
+	expectOutput(t, "f32 NaN", code, 1, out, errs, "region 0 (16.0 KiB, parameter offset 0): as f32 1 NaN, 0 Inf (first at byte 0x1c)\n")
+	// Named types count every NaN pattern, as asked.
+	code, out, _ = runCLI("nan", writeRun(t, "snapshot", ls), "--dtype", "f16")
+	if code != 1 || !strings.Contains(out, "as f16 ") {
+		t.Errorf("--dtype f16: exit %d:\n%s", code, out)
+	}
 }
 
 // TestNanFromGPUCounts: a hash-mode recording with the GPU's NaN counts

@@ -27,6 +27,10 @@ type Counts struct {
 	Type     string
 	NaN, Inf uint64
 	First    int64 // byte offset in the region of the first NaN or Inf, -1 when none
+	// Decoded from snapshots only: how the bytes fit the type (types.go).
+	Computed uint64 // NaN and Inf with the bit patterns arithmetic makes
+	Finite   uint64 // finite elements
+	Odd      uint64 // finite elements of magnitudes real data of the type does not have
 }
 
 // Region is a region of the found launch with NaN or Inf in it.
@@ -69,6 +73,9 @@ type Finding struct {
 type Stats struct {
 	Source   Source
 	Launches int // launches looked at before the finding (all of them when none)
+	// Unclear counts launches before the finding (all of them when none) with regions that
+	// hold NaN bit patterns as some type asked but whose bytes fit none: their type is unknown.
+	Unclear int
 	Chunks   int // distinct chunks decoded
 	// NotScanned counts launches with memory states but nothing to look
 	// at: with Snapshots, hash-only states; with GPUCounts, states the GPU
@@ -82,7 +89,11 @@ type Stats struct {
 // does. It uses the GPU's counts when the recording has them for every
 // type asked, else the snapshots. Both read the recording streamed, so
 // memory does not grow with it.
-func Scan(p *recording.Process, types []*dtype.Type) (*Finding, Stats, error) {
+//
+// Unless explicit (the user named the types), a snapshotted region counts
+// only as the type its bytes are (types.go): f32 data is not reported as
+// f16 NaN.
+func Scan(p *recording.Process, types []*dtype.Type, explicit bool) (*Finding, Stats, error) {
 	for _, t := range types {
 		if !t.IsFloat() {
 			return nil, Stats{}, fmt.Errorf("%s has no NaN or Inf: want floating-point dtypes", t.Name)
@@ -95,7 +106,7 @@ func Scan(p *recording.Process, types []*dtype.Type) (*Finding, Stats, error) {
 		index[i] = slices.Index(mem.GetNanScan(), t.Name)
 		allCounted = allCounted && index[i] >= 0
 	}
-	s := &scanner{p: p, types: types, index: index, view: memview.New(p)}
+	s := &scanner{p: p, types: types, index: index, view: memview.New(p), explicit: explicit}
 	defer s.view.Close()
 	switch {
 	case allCounted:
@@ -112,8 +123,9 @@ func Scan(p *recording.Process, types []*dtype.Type) (*Finding, Stats, error) {
 }
 
 type scanner struct {
-	p     *recording.Process
-	types []*dtype.Type
+	p        *recording.Process
+	types    []*dtype.Type
+	explicit bool
 	index []int // types[i]'s entry in the recording's nan_scan counts
 	st    Stats
 	view  *memview.View
@@ -246,6 +258,11 @@ func (s *scanner) finding(r *recording.LaunchRecord) (*Finding, error) {
 	}
 	var regions []Region
 	var disagree []string
+	var hint *dtype.Type
+	if r.Kernel != nil {
+		hint = KernelType(recording.Demangle(r.Kernel.GetName()), s.types)
+	}
+	unclear := false
 	for i, rs := range after.GetRegions() {
 		var total []Counts
 		if snap {
@@ -254,6 +271,11 @@ func (s *scanner) finding(r *recording.LaunchRecord) (*Finding, error) {
 				return nil, fmt.Errorf("launch %d region %d: %w", after.GetLaunchSeq(), i, err)
 			}
 			disagree = append(disagree, s.crossCheck(i, rs, total)...)
+			if !s.explicit {
+				var u bool
+				total, u = judge(total, hint)
+				unclear = unclear || u
+			}
 		} else {
 			total = s.gpuCounts(rs)
 		}
@@ -266,6 +288,9 @@ func (s *scanner) finding(r *recording.LaunchRecord) (*Finding, error) {
 		}
 	}
 	if regions == nil {
+		if unclear {
+			s.st.Unclear++
+		}
 		return nil, nil
 	}
 	if b, err := s.view.State(l, memview.Before); err == nil {
@@ -275,6 +300,9 @@ func (s *scanner) finding(r *recording.LaunchRecord) (*Finding, error) {
 				if err != nil {
 					return nil, err
 				}
+				before = slices.DeleteFunc(before, func(c Counts) bool {
+					return !slices.ContainsFunc(regions[ri].Counts, func(k Counts) bool { return k.Type == c.Type })
+				})
 				regions[ri].Before = hasNaNOrInf(before)
 			}
 		}
@@ -336,30 +364,14 @@ func (s *scanner) regionCounts(rs *pb.RegionState) ([]Counts, error) {
 }
 
 // Count counts the NaN and Inf elements of b as each of types, from b's
-// first byte.
+// first byte, and how the bytes fit each type (types.go).
 func Count(b []byte, types []*dtype.Type) []Counts {
 	out := make([]Counts, len(types))
 	for ti, t := range types {
-		c := Counts{Type: t.Name, First: -1}
-		for off := 0; off+t.Size <= len(b); off += t.Size {
-			v := t.Value(b[off : off+t.Size])
-			switch {
-			case math.IsNaN(v):
-				c.NaN++
-			case math.IsInf(v, 0):
-				c.Inf++
-			default:
-				continue
-			}
-			if c.First < 0 {
-				c.First = int64(off)
-			}
-		}
-		out[ti] = c
+		out[ti] = countAs(b, t)
 	}
 	return out
 }
-
 // add sums a chunk's counts (at byte offset off of its region) into total.
 func add(total, c []Counts, off int64) []Counts {
 	if total == nil {
@@ -371,6 +383,9 @@ func add(total, c []Counts, off int64) []Counts {
 	for i := range c {
 		total[i].NaN += c[i].NaN
 		total[i].Inf += c[i].Inf
+		total[i].Computed += c[i].Computed
+		total[i].Finite += c[i].Finite
+		total[i].Odd += c[i].Odd
 		if total[i].First < 0 && c[i].First >= 0 {
 			total[i].First = off + c[i].First
 		}

@@ -63,7 +63,7 @@ func TestScanInLaunchOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	found, st, err := Scan(set.Processes[0], []*dtype.Type{f32})
+	found, st, err := Scan(set.Processes[0], []*dtype.Type{f32}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestGPUCountsAndSnapshots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	found, st, err := Scan(set.Processes[0], types)
+	found, st, err := Scan(set.Processes[0], types, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestGPUCountsAndSnapshots(t *testing.T) {
 	if types, err = dtype.ParseList("f32,bf16"); err != nil {
 		t.Fatal(err)
 	}
-	found, _, err = Scan(set.Processes[0], types)
+	found, _, err = Scan(set.Processes[0], types, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestDamagedGPUCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	found, st, err := Scan(set.Processes[0], types)
+	found, st, err := Scan(set.Processes[0], types, true)
 	if err != nil || found != nil || st.Launches != 1 {
 		t.Errorf("found %+v, %+v, %v; want no NaN in 1 launch (the bf16 count is damaged)", found, st, err)
 	}
