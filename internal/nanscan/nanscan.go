@@ -76,7 +76,7 @@ type Stats struct {
 	// Unclear counts launches before the finding (all of them when none) with regions that
 	// hold NaN bit patterns as some type asked but whose bytes fit none: their type is unknown.
 	Unclear int
-	Chunks   int // distinct chunks decoded
+	Chunks  int // distinct chunks decoded
 	// NotScanned counts launches with memory states but nothing to look
 	// at: with Snapshots, hash-only states; with GPUCounts, states the GPU
 	// did not count (lost ones, or a device without memory for the
@@ -126,10 +126,10 @@ type scanner struct {
 	p        *recording.Process
 	types    []*dtype.Type
 	explicit bool
-	index []int // types[i]'s entry in the recording's nan_scan counts
-	st    Stats
-	view  *memview.View
-	seen  map[[16]byte][]Counts // counts of the chunks decoded, by hash
+	index    []int // types[i]'s entry in the recording's nan_scan counts
+	st       Stats
+	view     *memview.View
+	seen     map[[16]byte][]Counts // counts of the chunks decoded, by hash
 }
 
 // fromCounts: one pass for the first launch whose AFTER state counts NaN
@@ -372,6 +372,7 @@ func Count(b []byte, types []*dtype.Type) []Counts {
 	}
 	return out
 }
+
 // add sums a chunk's counts (at byte offset off of its region) into total.
 func add(total, c []Counts, off int64) []Counts {
 	if total == nil {
