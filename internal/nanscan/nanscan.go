@@ -132,12 +132,12 @@ type scanner struct {
 	seen     map[[16]byte][]Counts // counts of the chunks decoded, by hash
 }
 
-// fromCounts: one pass for the first launch whose AFTER state counts NaN
-// or Inf, then that launch's record (kernel, callstack, snapshots if any).
+// fromCounts: one pass for the launches whose AFTER state counts NaN or Inf, then their
+// records in launch order (kernel, callstack, snapshots if any) until one is a finding: a
+// count the kernel's type rules out (finding) is not one.
 func (s *scanner) fromCounts() (*Finding, Stats, error) {
 	s.st.Source = GPUCounts
-	first := uint64(math.MaxUint64)
-	var seqs []uint64 // the counted launches, to say how many came before the finding
+	var seqs, candidates []uint64 // the counted launches; those with counts
 	_, err := s.p.Scan(func(b *pb.Batch) error {
 		for _, m := range b.Memory {
 			if m.GetPoint() != pb.MemoryState_AFTER {
@@ -148,29 +148,39 @@ func (s *scanner) fromCounts() (*Finding, Stats, error) {
 				continue
 			}
 			seqs = append(seqs, m.GetLaunchSeq())
-			if m.GetLaunchSeq() < first && s.hasGPUCounts(m) {
-				first = m.GetLaunchSeq()
+			if s.hasGPUCounts(m) {
+				candidates = append(candidates, m.GetLaunchSeq())
 			}
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, s.st, err
+	}
+	slices.Sort(candidates)
+	candidates = slices.Compact(candidates)
+	var found *Finding
+	delivered := 0
+	_, err = s.p.Ordered(candidates, func(r *recording.LaunchRecord) error {
+		delivered++
+		f, err := s.finding(r)
+		if err != nil || f == nil {
+			return err
+		}
+		found = f
+		return recording.ErrStop
+	})
+	last := uint64(math.MaxUint64)
+	if found != nil {
+		last = found.Launch.GetSeq()
+	}
 	for _, seq := range seqs {
-		if seq <= first {
+		if seq <= last {
 			s.st.Launches++
 		}
 	}
-	if err != nil || first == math.MaxUint64 {
-		return nil, s.st, err
-	}
-	var found *Finding
-	_, err = s.p.Ordered([]uint64{first}, func(r *recording.LaunchRecord) error {
-		if found, err = s.finding(r); err != nil {
-			return err
-		}
-		return recording.ErrStop
-	})
-	if err == nil && found == nil {
-		err = fmt.Errorf("launch %d has NaN counts but is not in the recording", first)
+	if err == nil && found == nil && delivered < len(candidates) {
+		err = fmt.Errorf("launches with NaN counts are not in the recording (%d of %d found)", delivered, len(candidates))
 	}
 	return found, s.st, err
 }
@@ -278,6 +288,10 @@ func (s *scanner) finding(r *recording.LaunchRecord) (*Finding, error) {
 			}
 		} else {
 			total = s.gpuCounts(rs)
+			if !s.explicit && hint != nil {
+				// No bytes to judge, but the kernel's name says which count is the region's.
+				total = slices.DeleteFunc(total, func(c Counts) bool { return c.Type != hint.Name })
+			}
 		}
 		if hasNaNOrInf(total) {
 			var reg *pb.Region
