@@ -51,6 +51,7 @@ fuzz:
 	$(GO) test ./recording/cubin -run '^$$' -fuzz FuzzParse -fuzztime 30s
 	$(GO) test ./internal/manifest -run '^$$' -fuzz FuzzRead -fuzztime 30s
 	$(GO) test ./internal/trace -run '^$$' -fuzz FuzzValidateChrome -fuzztime 30s
+	$(GO) test ./internal/ptx -run '^$$' -fuzz FuzzParse -fuzztime 30s
 
 # Regenerate the .pb.go files from the committed .proto files (needs protoc).
 proto:
