@@ -52,6 +52,9 @@ fuzz:
 	$(GO) test ./internal/manifest -run '^$$' -fuzz FuzzRead -fuzztime 30s
 	$(GO) test ./internal/trace -run '^$$' -fuzz FuzzValidateChrome -fuzztime 30s
 	$(GO) test ./internal/ptx -run '^$$' -fuzz FuzzParse -fuzztime 30s
+	$(GO) test ./recording/memhash -run '^$$' -fuzz FuzzHash -fuzztime 30s
+	$(GO) test ./internal/dtype -run '^$$' -fuzz FuzzNPY -fuzztime 30s
+	$(GO) test ./internal/nanscan -run '^$$' -fuzz FuzzCount -fuzztime 30s
 
 # Regenerate the .pb.go files from the committed .proto files (needs protoc).
 proto:

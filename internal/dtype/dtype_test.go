@@ -1,8 +1,10 @@
 package dtype
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
+	mbits "math/bits"
 	"strings"
 	"testing"
 )
@@ -87,4 +89,30 @@ func TestErrors(t *testing.T) {
 	if _, outside, maxAbs, _ := f32.Errors(nan, ref, 1e9, 1e9); outside != 1 || !math.IsNaN(maxAbs) {
 		t.Errorf("NaN: outside %d maxAbs %g; want 1 and NaN", outside, maxAbs)
 	}
+}
+
+// FuzzNPY: any bytes and any shape give a valid .npy file or an error, never a panic; a file
+// written holds exactly the bytes given after a header whose length is a multiple of 64.
+func FuzzNPY(f *testing.F) {
+	f.Add([]byte{0, 0, 128, 63, 0, 0, 0, 64}, "f32", 2, 1)
+	f.Add(make([]byte, 160000), "f32", 64, 288230376151712369)
+	f.Add([]byte{1, 2, 3}, "bf16", -1, 3)
+	f.Fuzz(func(t *testing.T, data []byte, name string, d0, d1 int) {
+		ty, err := Parse(name)
+		if err != nil {
+			return
+		}
+		out, err := ty.NPY(data, []int{d0, d1})
+		if err != nil {
+			return
+		}
+		hi, n := mbits.Mul64(uint64(d0), uint64(d1))
+		if d0 < 0 || d1 < 0 || hi != 0 || n*uint64(ty.Size) != uint64(len(data)) {
+			t.Fatalf("shape (%d, %d) of %s accepted for %d bytes", d0, d1, name, len(data))
+		}
+		header := len(out) - len(data)
+		if header%64 != 0 || !bytes.Equal(out[header:], data) || !bytes.HasPrefix(out, []byte("\x93NUMPY")) {
+			t.Fatalf("bad file: header %d bytes", header)
+		}
+	})
 }

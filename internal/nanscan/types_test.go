@@ -104,3 +104,22 @@ func TestKernelType(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCount: any bytes, as each float type, give counts that add up: every element is finite
+// or NaN or Inf, made NaN/Inf are among them, odd values among the finite.
+func FuzzCount(f *testing.F) {
+	f.Add(f32bytes([]float32{1, float32(math.NaN()), float32(math.Inf(-1)), 1e-30}))
+	f.Add([]byte{0xff, 0x7f, 0x00, 0x7c, 0x01, 0x00})
+	types, _ := dtype.ParseList("f32,f64,bf16,f16")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for i, c := range Count(b, types) {
+			n := uint64(len(b) / types[i].Size)
+			if c.Finite+c.NaN+c.Inf != n || c.Computed > c.NaN+c.Inf || c.Odd > c.Finite {
+				t.Fatalf("%s: %+v for %d elements", c.Type, c, n)
+			}
+			if (c.NaN+c.Inf > 0) != (c.First >= 0) || c.First > 0 && c.First%int64(types[i].Size) != 0 {
+				t.Fatalf("%s: first at %d with %d NaN, %d Inf", c.Type, c.First, c.NaN, c.Inf)
+			}
+		}
+	})
+}
