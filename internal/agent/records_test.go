@@ -48,7 +48,12 @@ func equal(t *testing.T, what string, got, want proto.Message) {
 
 func TestRecordDecodesEveryType(t *testing.T) {
 	r := testRecorder(t)
-	image, err := os.ReadFile(filepath.Join("testdata", "demo_sm90.cubin"))
+	// gpurr's demo kernels built for sm_90: the module of the demo's bundled recording.
+	cubins, err := filepath.Glob(filepath.Join("..", "demo", "bundled", "rec", "modules", "*.cubin"))
+	if err != nil || len(cubins) == 0 {
+		t.Fatalf("no cubin in the demo's bundled recording: %v", err)
+	}
+	image, err := os.ReadFile(cubins[0])
 	if err != nil {
 		t.Fatal(err)
 	}
