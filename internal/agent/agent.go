@@ -1,10 +1,10 @@
 // Package agent is gpurr's in-process recorder: the CUDA driver loads it
 // (through cmd/libgpurr, a c-shared library named by CUDA_INJECTION64_PATH)
-// into the program being recorded. Its C half (agent.c) receives CUPTI
-// callbacks on the program's threads and pushes fixed-layout records into a
-// bounded ring; its Go half drains the ring on a goroutine and writes the
-// recording. Configuration comes from the environment that `gpurr record`
-// sets (see the Env* constants).
+// into the program being recorded. Its C half receives CUPTI callbacks on
+// the program's threads and pushes fixed-layout records into a bounded ring
+// (internal.h lists its files by job); its Go half drains the ring on a
+// goroutine and writes the recording. Configuration comes from the
+// environment that `gpurr record` sets (see the Env* constants).
 package agent
 
 /*
@@ -28,6 +28,7 @@ import (
 	"unsafe"
 
 	"github.com/gpurr/gpurr/internal/agent/agentenv"
+	"github.com/gpurr/gpurr/internal/cuda"
 	"github.com/gpurr/gpurr/internal/kernels"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
@@ -219,6 +220,9 @@ func (r *recorder) start() error {
 			ccfg.nsnapshot_ranges = C.int(len(ranges))
 		}
 	}
+	if err := bindDriver(); err != nil {
+		ccfg.driver_error = C.CString(err.Error()) // C keeps it
+	}
 	var errbuf [512]C.char
 	started := C.gp_start(&ccfg, &errbuf[0], C.size_t(len(errbuf))) != 0
 	r.info.CuptiApiVersion = uint32(C.gp_cupti_version())
@@ -245,6 +249,22 @@ func (r *recorder) start() error {
 		go r.memLoop()
 	}
 	return nil
+}
+
+// bindDriver hands the C side the driver functions it calls, from the
+// libcuda.so.1 that internal/cuda opens: libcuda is opened in one place.
+// gp_start says which ones it cannot do without.
+func bindDriver() error {
+	if err := cuda.Load(); err != nil {
+		return err
+	}
+	for i := C.size_t(0); ; i++ {
+		name := C.gp_driver_symbol(i)
+		if name == nil {
+			return nil
+		}
+		C.gp_driver_bind(i, C.uintptr_t(cuda.Proc(C.GoString(name))))
+	}
 }
 
 // autogradInfo says whether launches carry PyTorch's autograd context, nil

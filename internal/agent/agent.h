@@ -1,6 +1,8 @@
-// Records the C hot path passes to the Go writer through the agent's ring.
-// Every record starts with gp_rec_hdr; sizes are padded to 8 bytes so a
-// header never straddles the end of the ring.
+// The contract between the agent's C half and its Go writer: the records the
+// C hot path passes through the ring, the configuration, the counters and
+// the calls Go makes. Every record starts with gp_rec_hdr; sizes are padded
+// to 8 bytes so a header never straddles the end of the ring. (internal.h
+// is what the C files share among themselves.)
 #ifndef GPURR_AGENT_H
 #define GPURR_AGENT_H
 
@@ -139,21 +141,29 @@ typedef struct {
   int nsnapshot_ranges;
   int flight_recorder;  // watch for failing CUDA calls (gpurrCudaError)
   uint32_t nan_dtypes;  // nan-scan: gpurr_job.nan_dtypes bits counted after each launch, 0 for none
+  const char *driver_error;  // why internal/cuda could not open libcuda.so.1 (gp_driver_bind), NULL when it did
 } gp_config;
 
 enum { GP_STACK_OFF = 0, GP_STACK_AUTO = 1, GP_STACK_PYTHON = 2, GP_STACK_NATIVE = 3 };
 
-// Implemented in agent.c.
-int gp_start(const gp_config *cfg, char *err, size_t errcap);
-size_t gp_ring_take(uint8_t *dst, size_t cap);
-void gp_read_counters(gp_counters *out);
-void gp_flush_activity(int forced);
-uint64_t gp_timestamp(void);
-double gp_tsc_ns_per_cycle(void);
+// The driver functions the agent calls, by the name libcuda.so.1 exports
+// them under: gp_driver_symbol(i) names the i-th (NULL past the last) and
+// gp_driver_bind sets it. The Go side binds them all before gp_start, from
+// the library internal/cuda opened (start.c).
+const char *gp_driver_symbol(size_t i);
+void gp_driver_bind(size_t i, uintptr_t fn);
+
+// gp_start starts recording in this process; 0 with err set when it cannot.
+int gp_start(const gp_config *cfg, char *err, size_t errcap);  // start.c
+uint64_t gp_timestamp(void);         // CUPTI's clock, which GPU activity shares
+double gp_tsc_ns_per_cycle(void);    // for the counters' cycle counts
 int gp_is_forked_child(void);
-const char *gp_python_description(void);
 uint32_t gp_cupti_version(void);
 int gp_driver_version(void);
+size_t gp_ring_take(uint8_t *dst, size_t cap);  // ring.c: whole records, at most cap bytes
+void gp_read_counters(gp_counters *out);
 void gp_log(int level, const char *msg);
+void gp_flush_activity(int forced);  // activity.c
+const char *gp_python_description(void);  // callstack.c
 
 #endif

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memcap.h"
+#include "internal.h"
 #include "torch_layouts.h"
 
 // A std::shared_ptr<Node> as libstdc++ lays it out: get_current_node()
@@ -182,12 +182,12 @@ static int push_class(uint32_t id, uint32_t kind, const char *name) {
   size_t n = name ? strnlen(name, sizeof rec.name) : 0;
   memset(&rec.r, 0, sizeof rec.r);
   rec.r.h.type = GP_REC_NODECLASS;
-  rec.r.h.size = (sizeof rec.r + n + 7) & ~(size_t)7;
+  rec.r.h.size = gp_pad8(sizeof rec.r + n);
   rec.r.id = id;
   rec.r.kind = kind;
   rec.r.name_len = n;
   memcpy(rec.name, name, n);
-  return ring_push(&rec);
+  return gp_ring_push(&rec);
 }
 
 // describe_class names a class the first time a launch meets it: from the

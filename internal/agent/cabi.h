@@ -8,8 +8,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../cuda/dltypes.h"
-
 typedef int gp_CUresult;  // CUDA_SUCCESS = 0
 typedef int gp_CUptiResult;  // CUPTI_SUCCESS = 0
 typedef int gp_CUdevice;
@@ -158,8 +156,38 @@ typedef struct {
   void **extra;
 } gp_cuLaunchKernel_params;
 
-// cuLaunchKernelEx_params (CUlaunchConfig and CUlaunchAttribute are in
-// internal/cuda/dltypes.h, shared with the replay binding)
+// CUlaunchAttribute: an id and a 64-byte value union. (internal/cuda, a
+// package of its own, declares what replay passes to the driver itself:
+// cgo builds track only the headers in a package's own directory.)
+typedef struct {
+  int id;  // CUlaunchAttributeID
+  char pad[4];
+  union {
+    char pad[64];
+    struct {
+      unsigned int x, y, z;
+    } clusterDim;
+  } value;
+} gp_CUlaunchAttribute;
+
+enum { GP_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4 };
+
+// CUlaunchConfig
+typedef struct {
+  unsigned int gridDimX, gridDimY, gridDimZ;
+  unsigned int blockDimX, blockDimY, blockDimZ;
+  unsigned int sharedMemBytes;
+  gp_CUstream hStream;
+  gp_CUlaunchAttribute *attrs;
+  unsigned int numAttrs;
+} gp_CUlaunchConfig;
+
+// CU_LAUNCH_PARAM_* markers in the `extra` array of a launch.
+#define GP_LAUNCH_PARAM_END ((void *)0x00)
+#define GP_LAUNCH_PARAM_BUFFER_POINTER ((void *)0x01)
+#define GP_LAUNCH_PARAM_BUFFER_SIZE ((void *)0x02)
+
+// cuLaunchKernelEx_params
 typedef struct {
   const gp_CUlaunchConfig *config;
   gp_CUfunction f;

@@ -9,45 +9,19 @@
 // in a FIFO; the Go writer takes the oldest once the GPU has published it
 // (gp_mem_poll) and frees its space (gp_mem_release).
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "memcap.h"
-
-static struct {
-  gp_CUresult (*memGetAddressRange)(uint64_t *, size_t *, uint64_t);
-  gp_CUresult (*moduleLoadData)(void **, const void *);
-  gp_CUresult (*moduleGetFunction)(gp_CUfunction *, void *, const char *);
-  gp_CUresult (*launchKernel)(gp_CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                              gp_CUstream, void **, void **);
-  gp_CUresult (*memHostAlloc)(void **, size_t, unsigned);
-  gp_CUresult (*memHostGetDevicePointer)(uint64_t *, void *, unsigned);
-  gp_CUresult (*memAlloc)(uint64_t *, size_t);
-  gp_CUresult (*memsetD8)(uint64_t, unsigned char, size_t);
-  gp_CUresult (*streamIsCapturing)(gp_CUstream, int *);
-  gp_CUresult (*threadExchangeStreamCaptureMode)(int *);
-  gp_CUresult (*ctxGetDevice)(gp_CUdevice *);
-  gp_CUresult (*deviceTotalMem)(size_t *, gp_CUdevice);
-  gp_CUresult (*getErrorName)(gp_CUresult, const char **);
-} drv;
+#include "internal.h"
 
 static const char *cu_error(gp_CUresult r) {
   const char *s = NULL;
-  if (drv.getErrorName && drv.getErrorName(r, &s) == 0 && s) return s;
+  if (gp_cu.getErrorName && gp_cu.getErrorName(r, &s) == 0 && s) return s;
   return "CUDA error";
-}
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
 static _Atomic int stopped;
@@ -57,28 +31,11 @@ void gp_mem_stop(const char *reason) {
   int expected = 0;
   if (atomic_compare_exchange_strong(&stopped, &expected, 1)) {
     snprintf(stop_reason, sizeof stop_reason, "%s", reason);
-    logf_(2, "memory capture stopped: %s", reason);
+    gp_logf(2, "memory capture stopped: %s", reason);
   }
 }
 
 const char *gp_mem_stop_reason(void) { return atomic_load(&stopped) ? stop_reason : ""; }
-
-// ---- a small spinlock, as the record ring's ----
-
-typedef _Atomic int spinlock;
-
-static void spin_lock(spinlock *l) {
-  for (unsigned spins = 0; atomic_exchange_explicit(l, 1, memory_order_acquire);) {
-    while (atomic_load_explicit(l, memory_order_relaxed)) {
-      if (++spins < 128)
-        __builtin_ia32_pause();
-      else
-        sched_yield();
-    }
-  }
-}
-
-static void spin_unlock(spinlock *l) { atomic_store_explicit(l, 0, memory_order_release); }
 
 // ---- allocations: sorted by base, under alloc_lock ----
 
@@ -90,7 +47,7 @@ typedef struct {
   int copy_all;             // next snapshot copies every chunk (new, or a drop lost chunks)
 } allocation;
 
-static spinlock alloc_lock;
+static gp_spinlock alloc_lock;
 static allocation *allocs;
 static uint32_t nallocs, allocs_cap;
 static uint64_t alloc_lo = UINT64_MAX, alloc_hi;  // span of every allocation ever seen
@@ -108,8 +65,8 @@ static void push_alloc_rec(const allocation *a, int freed) {
   r.kind = a->kind;
   r.device = a->device;
   r.freed = freed;
-  ring_push(&r);
-  if (!freed) COUNT(allocations, 1);
+  gp_ring_push(&r);
+  if (!freed) GP_COUNT(allocations, 1);
 }
 
 // find returns the index of the allocation holding addr, or -1. Caller holds alloc_lock.
@@ -133,14 +90,14 @@ static void shadow_free(void *ctx, uint64_t shadow, uint64_t size);
 static void add_alloc(uint64_t base, uint64_t size, uint32_t kind) {
   if (!size) return;
   gp_CUdevice dev = 0;
-  if (drv.ctxGetDevice) drv.ctxGetDevice(&dev);
-  spin_lock(&alloc_lock);
+  if (gp_cu.ctxGetDevice) gp_cu.ctxGetDevice(&dev);
+  gp_spin_lock(&alloc_lock);
   if (nallocs == allocs_cap) {
     uint32_t cap = allocs_cap ? 2 * allocs_cap : 1024;
     allocation *n = realloc(allocs, cap * sizeof *n);
     if (!n) {
-      spin_unlock(&alloc_lock);
-      logf_(2, "memory capture: out of host memory for the allocation table");
+      gp_spin_unlock(&alloc_lock);
+      gp_logf(2, "memory capture: out of host memory for the allocation table");
       return;
     }
     allocs = n;
@@ -166,12 +123,12 @@ static void add_alloc(uint64_t base, uint64_t size, uint32_t kind) {
   nallocs++;
   if (base < alloc_lo) alloc_lo = base;
   if (base + size > alloc_hi) alloc_hi = base + size;
-  spin_unlock(&alloc_lock);
+  gp_spin_unlock(&alloc_lock);
   push_alloc_rec(&a, 0);
 }
 
 static void remove_alloc(uint64_t base, uint64_t size) {
-  spin_lock(&alloc_lock);
+  gp_spin_lock(&alloc_lock);
   int i = find_alloc(base);
   allocation a = {0};
   if (i >= 0 && allocs[i].base == base && (!size || allocs[i].size == size)) {
@@ -180,7 +137,7 @@ static void remove_alloc(uint64_t base, uint64_t size) {
     memmove(&allocs[i], &allocs[i + 1], (nallocs - i - 1) * sizeof *allocs);
     nallocs--;
   }
-  spin_unlock(&alloc_lock);
+  gp_spin_unlock(&alloc_lock);
   if (a.id) push_alloc_rec(&a, 1);
 }
 
@@ -276,13 +233,13 @@ enum { MISS_CACHE = 4096, QUERIES_PER_LAUNCH = 8 };
 static _Atomic uint64_t misses[MISS_CACHE];
 
 static int range_query(uint64_t word) {
-  if (word < (1ull << 32) || word >= (1ull << 48) || (word & 15) || !drv.memGetAddressRange) return -1;
+  if (word < (1ull << 32) || word >= (1ull << 48) || (word & 15) || !gp_cu.memGetAddressRange) return -1;
   uint64_t page = word >> 21, slot = (page * 0x9E3779B97F4A7C15ull) >> 52;
   if (atomic_load_explicit(&misses[slot], memory_order_relaxed) == page) return -1;
   uint64_t base = 0;
   size_t size = 0;
   gp_in_agent_call(1);
-  gp_CUresult r = drv.memGetAddressRange(&base, &size, word);
+  gp_CUresult r = gp_cu.memGetAddressRange(&base, &size, word);
   gp_in_agent_call(0);
   if (r != 0 || !size) {
     atomic_store_explicit(&misses[slot], page, memory_order_relaxed);
@@ -320,10 +277,10 @@ static void find_regions(gp_mem_launch *m, const uint8_t *params, uint32_t len) 
     int ai = find_alloc(w);
     if (ai < 0 && queries < QUERIES_PER_LAUNCH) {
       // Looked up without the lock held: range_query takes it to insert.
-      spin_unlock(&alloc_lock);
+      gp_spin_unlock(&alloc_lock);
       queries++;
       int ok = range_query(w) == 0;
-      spin_lock(&alloc_lock);
+      gp_spin_lock(&alloc_lock);
       if (ok) {
         m->nregions = m->npointers = 0;  // the table moved: start over with the new entry
         off = (uint32_t)-8;
@@ -372,51 +329,51 @@ static void init_context(mem_context *c) {
   gp_CUresult r;
   const char *step = "";
   int mode = 2;  // CU_STREAM_CAPTURE_MODE_RELAXED: our calls never disturb another thread's capture
-  drv.threadExchangeStreamCaptureMode(&mode);
+  gp_cu.threadExchangeStreamCaptureMode(&mode);
   if (!results_host) {
     step = "cuMemHostAlloc(results)";
-    if ((r = drv.memHostAlloc((void **)&results_host, results_cap, 0x01 | 0x02)) != 0) goto fail;
+    if ((r = gp_cu.memHostAlloc((void **)&results_host, results_cap, 0x01 | 0x02)) != 0) goto fail;
     memset(results_host, 0, results_cap);
     if (staging_cap) {
       step = "cuMemHostAlloc(staging)";
-      if ((r = drv.memHostAlloc((void **)&staging_host, staging_cap, 0x01 | 0x02)) != 0) goto fail;
+      if ((r = gp_cu.memHostAlloc((void **)&staging_host, staging_cap, 0x01 | 0x02)) != 0) goto fail;
     }
   }
   step = "cuMemHostGetDevicePointer";
-  if ((r = drv.memHostGetDevicePointer(&c->results_dev, results_host, 0)) != 0) goto fail;
-  if (staging_host && (r = drv.memHostGetDevicePointer(&c->staging_dev, staging_host, 0)) != 0) goto fail;
+  if ((r = gp_cu.memHostGetDevicePointer(&c->results_dev, results_host, 0)) != 0) goto fail;
+  if (staging_host && (r = gp_cu.memHostGetDevicePointer(&c->staging_dev, staging_host, 0)) != 0) goto fail;
   void *mod = NULL;
   step = "cuModuleLoadData(memcap PTX)";
-  if ((r = drv.moduleLoadData(&mod, config.memcap_ptx)) != 0) goto fail;
+  if ((r = gp_cu.moduleLoadData(&mod, gp_proc.cfg.memcap_ptx)) != 0) goto fail;
   step = "cuModuleGetFunction(gpurr_memcap)";
-  if ((r = drv.moduleGetFunction(&c->fn, mod, "gpurr_memcap")) != 0) goto fail;
+  if ((r = gp_cu.moduleGetFunction(&c->fn, mod, "gpurr_memcap")) != 0) goto fail;
   step = "cuModuleGetFunction(gpurr_memcap_nan)";
-  if ((r = drv.moduleGetFunction(&c->fn_nan, mod, "gpurr_memcap_nan")) != 0) goto fail;
+  if ((r = gp_cu.moduleGetFunction(&c->fn_nan, mod, "gpurr_memcap_nan")) != 0) goto fail;
   step = "cuMemAlloc(scratch)";
-  if ((r = drv.memAlloc(&c->scratch, results_cap)) != 0) goto fail;
+  if ((r = gp_cu.memAlloc(&c->scratch, results_cap)) != 0) goto fail;
   step = "cuMemAlloc(counters)";
-  if ((r = drv.memAlloc(&c->counters, NJOBS * 8)) != 0) goto fail;
+  if ((r = gp_cu.memAlloc(&c->counters, NJOBS * 8)) != 0) goto fail;
   step = "cuMemsetD8(counters)";
-  if ((r = drv.memsetD8(c->counters, 0, NJOBS * 8)) != 0) goto fail;
-  if (config.nan_dtypes) {
+  if ((r = gp_cu.memsetD8(c->counters, 0, NJOBS * 8)) != 0) goto fail;
+  if (gp_proc.cfg.nan_dtypes) {
     // Without its counters this context only hashes: its states carry no
     // NaN counts, which gpurr nan reports, rather than no memory capture.
     size_t bytes = (size_t)NJOBS * GP_NAN_JOB_BYTES;
-    if ((r = drv.memAlloc(&c->nan_counts, bytes)) != 0 || (r = drv.memsetD8(c->nan_counts, 0, bytes)) != 0) {
+    if ((r = gp_cu.memAlloc(&c->nan_counts, bytes)) != 0 || (r = gp_cu.memsetD8(c->nan_counts, 0, bytes)) != 0) {
       c->nan_counts = 0;  // a failed memset leaves the allocation unused: the context is likely lost anyway
-      logf_(1, "memory capture: no device memory for NaN counters (%zu bytes): %s (%d); this GPU's launches are hashed but not counted",
+      gp_logf(1, "memory capture: no device memory for NaN counters (%zu bytes): %s (%d); this GPU's launches are hashed but not counted",
             bytes, cu_error(r), r);
     }
   }
-  if (config.memory_mode == GP_MEM_SNAPSHOT) {
+  if (gp_proc.cfg.memory_mode == GP_MEM_SNAPSHOT) {
     gp_CUdevice dev = 0;
     size_t total = 0;
-    drv.ctxGetDevice(&dev);
-    drv.deviceTotalMem(&total, dev);
+    gp_cu.ctxGetDevice(&dev);
+    gp_cu.deviceTotalMem(&total, dev);
     c->pool_size = (total / GP_CHUNK + 1) * 16 * 2;  // twice what all of memory needs: room for fragments
-    if (drv.memAlloc(&c->pool, c->pool_size) != 0) {
+    if (gp_cu.memAlloc(&c->pool, c->pool_size) != 0) {
       c->pool = c->pool_size = 0;
-      logf_(1, "memory capture: no shadow pool (%llu bytes): every snapshot copies every chunk",
+      gp_logf(1, "memory capture: no shadow pool (%llu bytes): every snapshot copies every chunk",
             (unsigned long long)c->pool_size);
     } else {
       c->free_cap = 64;
@@ -429,13 +386,13 @@ static void init_context(mem_context *c) {
       }
     }
   }
-  drv.threadExchangeStreamCaptureMode(&mode);
+  gp_cu.threadExchangeStreamCaptureMode(&mode);
   c->ok = 1;
   return;
 fail:
-  drv.threadExchangeStreamCaptureMode(&mode);
+  gp_cu.threadExchangeStreamCaptureMode(&mode);
   c->ok = -1;
-  logf_(2, "memory capture disabled in this context: %s: %s (%d)", step, cu_error(r), r);
+  gp_logf(2, "memory capture disabled in this context: %s: %s (%d)", step, cu_error(r), r);
 }
 
 static mem_context *context_state(void *ctx) {
@@ -506,7 +463,7 @@ typedef struct {
   uint64_t alloc_id[GP_MAX_JOB_REGIONS];
 } mem_job;
 
-static spinlock job_lock;
+static gp_spinlock job_lock;
 static mem_job *jobs;
 static uint64_t job_head, job_tail;     // FIFO of jobs, under job_lock
 static uint64_t res_head, res_tail;     // bytes of the results ring
@@ -555,8 +512,8 @@ static void push_lost(const mem_job *j, const char *reason) {
   r.nregions = j->nregions;
   r.njobs = j->njobs;
   snprintf(r.reason, sizeof r.reason, "%s", reason);
-  ring_push(&r);
-  COUNT(memory_jobs_dropped, 1);
+  gp_ring_push(&r);
+  GP_COUNT(memory_jobs_dropped, 1);
 }
 
 // drop_oldest frees the oldest job if the GPU has finished it and the
@@ -569,11 +526,11 @@ static int drop_oldest(void) {
   if (!job_done(j) || !atomic_compare_exchange_strong(&j->state, &expected, JOB_CONSUMING)) return 0;
   push_lost(j, "dropped: staging ring full (--on-full drop-oldest)");
   if (j->snapshot) {
-    spin_lock(&alloc_lock);
+    gp_spin_lock(&alloc_lock);
     for (uint32_t r = 0; r < j->nregions; r++)
       for (uint32_t i = 0; i < nallocs; i++)
         if (allocs[i].id == j->alloc_id[r]) allocs[i].copy_all = 1;
-    spin_unlock(&alloc_lock);
+    gp_spin_unlock(&alloc_lock);
   }
   release_tail();
   return 1;
@@ -594,7 +551,7 @@ static mem_job *reserve_job(uint64_t res_bytes, uint64_t stg_bytes, uint32_t *st
   }
   uint64_t t0 = 0;
   for (;;) {
-    spin_lock(&job_lock);
+    gp_spin_lock(&job_lock);
     if (job_head - job_tail < NJOBS) {
       ring_restart(&res_head, &res_tail, results_cap);
       ring_restart(&stg_head, &stg_tail, staging_cap);
@@ -612,28 +569,28 @@ static mem_job *reserve_job(uint64_t res_bytes, uint64_t stg_bytes, uint32_t *st
         j->stg_off = so;
         j->stg_end = stg_bytes ? sh : stg_tail;
         job_head++;
-        spin_unlock(&job_lock);
-        if (t0) COUNT(staging_wait_ns, now_ns() - t0);
+        gp_spin_unlock(&job_lock);
+        if (t0) GP_COUNT(staging_wait_ns, gp_monotonic_ns() - t0);
         return j;
       }
     }
-    int dropped = config.on_full == GP_ON_FULL_DROP_OLDEST && drop_oldest();
-    spin_unlock(&job_lock);
+    int dropped = gp_proc.cfg.on_full == GP_ON_FULL_DROP_OLDEST && drop_oldest();
+    gp_spin_unlock(&job_lock);
     if (dropped) continue;
-    if (!t0) t0 = now_ns();
-    if (config.on_full == GP_ON_FULL_DROP_OLDEST) {
+    if (!t0) t0 = gp_monotonic_ns();
+    if (gp_proc.cfg.on_full == GP_ON_FULL_DROP_OLDEST) {
       // The oldest job is still on the GPU (or being saved): wait for it a
       // little, so that it is the one dropped rather than this launch's
       // snapshot; the newest snapshots are the ones worth keeping.
-      if (now_ns() - t0 > DROP_WAIT_NS) {
+      if (gp_monotonic_ns() - t0 > DROP_WAIT_NS) {
         *status = GP_PLAN_SKIPPED_RING_FULL;
-        COUNT(staging_wait_ns, now_ns() - t0);
+        GP_COUNT(staging_wait_ns, gp_monotonic_ns() - t0);
         return NULL;
       }
       usleep(20);
       continue;
     }
-    if (now_ns() - t0 > 60ull * 1000000000ull) {
+    if (gp_monotonic_ns() - t0 > 60ull * 1000000000ull) {
       // The GPU is not finishing our jobs (a fault, a hung kernel): stop,
       // so no later launch waits again.
       gp_mem_stop("the GPU did not finish memory jobs for 60 s (staging ring full)");
@@ -657,9 +614,9 @@ static void cancel_job(mem_job *j, const char *why) {
 // ---- enqueueing ----
 
 static uint64_t selected_launch(uint64_t seq) {
-  if (!config.nsnapshot_ranges) return 1;
-  for (int i = 0; i < config.nsnapshot_ranges; i++) {
-    const uint64_t *r = &config.snapshot_ranges[3 * i];
+  if (!gp_proc.cfg.nsnapshot_ranges) return 1;
+  for (int i = 0; i < gp_proc.cfg.nsnapshot_ranges; i++) {
+    const uint64_t *r = &gp_proc.cfg.snapshot_ranges[3 * i];
     if (seq >= r[0] && seq <= r[1] && (seq - r[0]) % r[2] == 0) return 1;
   }
   return 0;
@@ -684,7 +641,7 @@ static uint32_t enqueue_point(gp_mem_launch *m, mem_context *c, gp_CUstream stre
     if (chunks >= (1ull << 31)) return GP_PLAN_SKIPPED_RING_TOO_SMALL;
     // Only the state after a launch is scanned for NaN: before it, the
     // regions hold what the previous launch's scan already counted.
-    uint32_t nan_dtypes = point == GP_POINT_AFTER && c->nan_counts ? config.nan_dtypes : 0;
+    uint32_t nan_dtypes = point == GP_POINT_AFTER && c->nan_counts ? gp_proc.cfg.nan_dtypes : 0;
     uint64_t res_bytes = ((GP_RESULT_HEADER + 20 * chunks + 7) & ~7ull) + (nan_dtypes ? n * GP_NAN_REGION_BYTES : 0);
     res_bytes = (res_bytes + 63) & ~63ull;
     uint64_t stg_bytes = snapshot ? chunks * GP_CHUNK : 0;
@@ -702,7 +659,7 @@ static uint32_t enqueue_point(gp_mem_launch *m, mem_context *c, gp_CUstream stre
     // Clear the header so a stale done from a previous lap never matches.
     memset(results_host + j->res_off % results_cap, 0, GP_RESULT_HEADER);
     if (snapshot) {
-      spin_lock(&alloc_lock);
+      gp_spin_lock(&alloc_lock);
       for (uint32_t r = 0; r < n; r++) {
         allocation *a = NULL;
         for (uint32_t i = 0; i < nallocs; i++)
@@ -722,7 +679,7 @@ static uint32_t enqueue_point(gp_mem_launch *m, mem_context *c, gp_CUstream stre
         a->copy_all = 0;
         j->alloc_id[r] = a->id;
       }
-      spin_unlock(&alloc_lock);
+      gp_spin_unlock(&alloc_lock);
     }
     for (uint32_t r = 0; r < n; r++) j->region_addr[r] = p.r[r].base, j->region_size[r] = p.r[r].size;
     uint64_t slot = (j->job_seq - 1) % NJOBS;
@@ -739,15 +696,15 @@ static uint32_t enqueue_point(gp_mem_launch *m, mem_context *c, gp_CUstream stre
     void *args[] = {&p};
     atomic_store_explicit(&j->state, JOB_ENQUEUED, memory_order_release);
     gp_in_agent_call(1);
-    gp_CUresult r = drv.launchKernel(nan_dtypes ? c->fn_nan : c->fn, (unsigned)chunks, 1, 1, 256, 1, 1, 0, stream, args, NULL);
+    gp_CUresult r = gp_cu.launchKernel(nan_dtypes ? c->fn_nan : c->fn, (unsigned)chunks, 1, 1, 256, 1, 1, 0, stream, args, NULL);
     gp_in_agent_call(0);
     if (r != 0) {
       cancel_job(j, cu_error(r));
-      logf_(2, "memory capture: cuLaunchKernel(gpurr_memcap) for launch %llu: %s (%d)", (unsigned long long)seq,
+      gp_logf(2, "memory capture: cuLaunchKernel(gpurr_memcap) for launch %llu: %s (%d)", (unsigned long long)seq,
             cu_error(r), r);
       return GP_PLAN_SKIPPED_ERROR;
     }
-    for (uint32_t i = 0; i < n; i++) COUNT(bytes_hashed, p.r[i].size);
+    for (uint32_t i = 0; i < n; i++) GP_COUNT(bytes_hashed, p.r[i].size);
   }
   return snapshot ? GP_PLAN_SNAPSHOT : GP_PLAN_HASH;
 }
@@ -762,10 +719,10 @@ static gp_CUstream job_stream(gp_CUstream stream, int ptsz) {
 void gp_mem_launch_enter(gp_mem_launch *m, const uint8_t *params, uint32_t params_len, gp_CUcontext ctx,
                          gp_CUstream stream, int ptsz, uint64_t seq, int snapshot_kernel) {
   m->status = GP_PLAN_NONE;
-  m->snapshot = config.memory_mode == GP_MEM_SNAPSHOT && snapshot_kernel && selected_launch(seq);
-  spin_lock(&alloc_lock);
+  m->snapshot = gp_proc.cfg.memory_mode == GP_MEM_SNAPSHOT && snapshot_kernel && selected_launch(seq);
+  gp_spin_lock(&alloc_lock);
   find_regions(m, params, params_len);
-  spin_unlock(&alloc_lock);
+  gp_spin_unlock(&alloc_lock);
   if (!m->nregions) {
     m->status = GP_PLAN_SKIPPED_NO_REGIONS;
     return;
@@ -778,7 +735,7 @@ void gp_mem_launch_enter(gp_mem_launch *m, const uint8_t *params, uint32_t param
   gp_CUstream s = job_stream(stream, ptsz);
   int capturing = 0;
   gp_in_agent_call(1);
-  gp_CUresult r = drv.streamIsCapturing(s, &capturing);
+  gp_CUresult r = gp_cu.streamIsCapturing(s, &capturing);
   gp_in_agent_call(0);
   if (r != 0 || capturing) {
     m->status = GP_PLAN_SKIPPED_CAPTURE;
@@ -795,12 +752,12 @@ void gp_mem_launch_enter(gp_mem_launch *m, const uint8_t *params, uint32_t param
 void gp_mem_launch_exit(gp_mem_launch *m, gp_CUcontext ctx, gp_CUstream stream, int ptsz, uint64_t seq,
                         int captured, int result) {
   if (m->status != GP_PLAN_NONE && m->status != GP_PLAN_SNAPSHOT) {
-    COUNT(memory_skipped, m->status != GP_PLAN_SKIPPED_NO_REGIONS);
+    GP_COUNT(memory_skipped, m->status != GP_PLAN_SKIPPED_NO_REGIONS);
     return;
   }
   if (captured) {
     m->status = GP_PLAN_SKIPPED_CAPTURE;
-    COUNT(memory_skipped, 1);
+    GP_COUNT(memory_skipped, 1);
     return;
   }
   if (result != 0) {  // the kernel never ran: nothing after it to observe
@@ -810,33 +767,33 @@ void gp_mem_launch_exit(gp_mem_launch *m, gp_CUcontext ctx, gp_CUstream stream, 
   mem_context *c = context_state(ctx);
   if (!c) {
     m->status = GP_PLAN_SKIPPED_ERROR;
-    COUNT(memory_skipped, 1);
+    GP_COUNT(memory_skipped, 1);
     return;
   }
   uint32_t s = enqueue_point(m, c, job_stream(stream, ptsz), seq, GP_POINT_AFTER, m->snapshot);
   if (m->status == GP_PLAN_NONE || s != GP_PLAN_SNAPSHOT) m->status = s;
   if (m->status == GP_PLAN_HASH || m->status == GP_PLAN_SNAPSHOT)
-    COUNT(memory_launches, 1);
+    GP_COUNT(memory_launches, 1);
   else
-    COUNT(memory_skipped, 1);
+    GP_COUNT(memory_skipped, 1);
 }
 
 // ---- the writer's side ----
 
 int gp_mem_poll(gp_memjob_view *v) {
   if (!jobs) return 0;
-  spin_lock(&job_lock);
+  gp_spin_lock(&job_lock);
   if (job_tail == job_head) {
-    spin_unlock(&job_lock);
+    gp_spin_unlock(&job_lock);
     return 0;
   }
   mem_job *j = &jobs[job_tail % NJOBS];
   uint32_t expected = JOB_ENQUEUED;
   if (!job_done(j) || !atomic_compare_exchange_strong(&j->state, &expected, JOB_CONSUMING)) {
-    spin_unlock(&job_lock);
+    gp_spin_unlock(&job_lock);
     return 0;
   }
-  spin_unlock(&job_lock);
+  gp_spin_unlock(&job_lock);
   const uint8_t *res = results_host + j->res_off % results_cap;
   v->launch_seq = j->launch_seq;
   v->job_seq = j->job_seq;
@@ -857,52 +814,37 @@ int gp_mem_poll(gp_memjob_view *v) {
 }
 
 void gp_mem_release(void) {
-  spin_lock(&job_lock);
+  gp_spin_lock(&job_lock);
   if (job_tail != job_head) release_tail();
-  spin_unlock(&job_lock);
+  gp_spin_unlock(&job_lock);
 }
 
 uint64_t gp_mem_outstanding(void) {
-  spin_lock(&job_lock);
+  gp_spin_lock(&job_lock);
   uint64_t n = job_head - job_tail;
-  spin_unlock(&job_lock);
+  gp_spin_unlock(&job_lock);
   return n;
 }
 
 // gp_mem_flush_lost reports every job still in the FIFO as lost (at exit,
 // after the writer gave the GPU time to finish them).
 void gp_mem_flush_lost(const char *reason) {
-  spin_lock(&job_lock);
+  gp_spin_lock(&job_lock);
   while (job_tail != job_head) {
     mem_job *j = &jobs[job_tail % NJOBS];
     push_lost(j, reason);
     release_tail();
   }
-  spin_unlock(&job_lock);
+  gp_spin_unlock(&job_lock);
 }
 
 // ---- start ----
 
 int gp_mem_start(const gp_config *cfg, char *err, size_t errcap) {
-  void *libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (!libcuda) libcuda = dlopen("libcuda.so.1", RTLD_NOW);
-  if (!libcuda) {
-    snprintf(err, errcap, "cannot load libcuda.so.1: %s", dlerror());
+  const char *missing = gp_driver_missing(GP_NEED_MEMORY);
+  if (missing) {
+    snprintf(err, errcap, "libcuda.so.1 has no symbol %s (driver too old for memory capture?)", missing);
     return 0;
-  }
-  static const char *const names[] = {
-      "cuMemGetAddressRange_v2", "cuModuleLoadData", "cuModuleGetFunction", "cuLaunchKernel",
-      "cuMemHostAlloc", "cuMemHostGetDevicePointer_v2", "cuMemAlloc_v2", "cuMemsetD8_v2",
-      "cuStreamIsCapturing", "cuThreadExchangeStreamCaptureMode", "cuCtxGetDevice", "cuDeviceTotalMem_v2",
-      "cuGetErrorName",
-  };
-  void **slots = (void **)&drv;
-  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-    slots[i] = dlsym(libcuda, names[i]);
-    if (!slots[i]) {
-      snprintf(err, errcap, "libcuda.so.1 has no symbol %s (driver too old for memory capture?)", names[i]);
-      return 0;
-    }
   }
   results_cap = cfg->results_bytes;
   staging_cap = cfg->memory_mode == GP_MEM_SNAPSHOT ? cfg->staging_bytes : 0;

@@ -114,12 +114,4 @@ void gp_mem_stop(const char *reason);
 const char *gp_mem_stop_reason(void);
 void gp_mem_flush_lost(const char *reason);
 
-// Shared from agent.c.
-extern gp_config config;
-extern gp_counters counters;
-int ring_push(const void *rec);
-void logf_(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int gp_in_agent_call(int enter);  // re-entrancy guard around the agent's own CUDA calls
-#define COUNT(field, n) atomic_fetch_add_explicit((_Atomic uint64_t *)&counters.field, (n), memory_order_relaxed)
-
 #endif

@@ -222,7 +222,7 @@ func (m *memoryCapture) lost(r *recorder, rec *C.gp_memlost_rec) {
 	p := m.point(key, uint32(rec.njobs))
 	p.received++
 	p.state.Lost = true
-	p.state.LostReason = C.GoString(&rec.reason[0])
+	p.state.LostReason = cString(rec.reason[:])
 	m.finish(r, key, p)
 }
 

@@ -18,11 +18,11 @@
  * dlsym(RTLD_DEFAULT, ...): on the target, python3 is statically linked and
  * exports its symbols from the executable; with a shared libpython the
  * library is in the global scope too. No Python headers are needed to
- * compile: the layouts below are hand-declared per version. They were taken
- * from the installed headers by pystack_test/offsets.c (output at the end of
- * this comment block) and are cross-checked at run time where the
- * interpreter lets us (type sizes for all versions, _PyRuntime.debug_offsets
- * on 3.13).
+ * compile: the layouts below (and in pystack_layout.h) are hand-declared per
+ * version. They were taken from the installed headers by
+ * testdata/pystack/offsets.c (output at the end of this comment block) and
+ * are cross-checked at run time where the interpreter lets us (type sizes
+ * for all versions, _PyRuntime.debug_offsets on 3.13).
  *
  * Getting the calling thread's PyThreadState without the GIL:
  *   PyGILState_GetThisThreadState(). In 3.10-3.13 it reads one field of
@@ -57,7 +57,7 @@
  * PyCode_Addr2Line: on 3.11 that function may read _co_linearray, a cache
  * that another thread can be building concurrently while it holds the GIL
  * (it is created lazily for tracing). co_linetable itself is immutable.
- * pystack_test checks our decoder against PyCode_Addr2Line for every
+ * testdata/pystack checks our decoder against PyCode_Addr2Line for every
  * instruction of every code object the test can reach.
  *
  * Strings are copied from the canonical PEP 393 storage (latin-1, UCS-2 or
@@ -147,6 +147,7 @@
 #define _GNU_SOURCE 1 /* RTLD_DEFAULT */
 #endif
 #include "pystack.h"
+#include "pystack_layout.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -158,53 +159,7 @@
 /* Layouts                                                                 */
 /* ---------------------------------------------------------------------- */
 
-/* Offsets that are identical in every supported version. */
-enum {
-    OB_TYPE = 8,        /* PyObject.ob_type */
-    OB_SIZE = 16,       /* PyVarObject.ob_size */
-    TP_BASICSIZE = 32,  /* PyTypeObject.tp_basicsize */
-    TP_ITEMSIZE = 40,   /* PyTypeObject.tp_itemsize */
-    TP_FLAGS = 168,     /* PyTypeObject.tp_flags (unsigned long) */
-    BYTES_SVAL = 32,    /* PyBytesObject.ob_sval */
-    STR_LENGTH = 16,    /* PyASCIIObject.length */
-    STR_STATE = 32,     /* PyASCIIObject.state (32-bit bitfield word) */
-    STATE_KIND_SHIFT = 2, /* state.kind: 3 bits */
-    STATE_COMPACT_BIT = 5,
-    STATE_ASCII_BIT = 6,
-    STATE_READY_BIT = 7,  /* 3.10/3.11 only (3.12 removed not-ready strings) */
-};
-
-/* Offsets that differ between versions. For 3.10 the "frame" fields refer to
- * PyFrameObject, for 3.11+ to _PyInterpreterFrame. */
-struct layout {
-    int minor;                /* 10..13 */
-    size_t ts_frame;          /* 3.10 PyThreadState.frame, 3.11/3.12 .cframe,
-                                 3.13 .current_frame */
-    int has_cframe;           /* 3.11/3.12: ts_frame points at a _PyCFrame */
-    size_t cf_current;        /* _PyCFrame.current_frame */
-    size_t fr_code;           /* f_code / f_executable */
-    size_t fr_back;           /* f_back / previous */
-    size_t fr_instr;          /* 3.10 f_lasti (int); 3.11+ prev_instr/instr_ptr */
-    size_t fr_owner;          /* 3.11+ owner (char) */
-    int has_cstack_owner;     /* 3.12+: FRAME_OWNED_BY_CSTACK exists */
-    size_t co_filename;
-    size_t co_funcname;       /* co_qualname (3.11+) or co_name (3.10) */
-    size_t co_firstlineno;    /* int */
-    size_t co_linetable;
-    size_t co_firsttraceable; /* 3.11+, int */
-    size_t co_code_adaptive;  /* 3.11+ */
-    size_t code_basicsize;    /* expected PyCode_Type.tp_basicsize */
-    size_t code_itemsize;     /* expected PyCode_Type.tp_itemsize */
-    size_t str_ascii_size;    /* sizeof(PyASCIIObject): compact ASCII data */
-    size_t str_compact_size;  /* sizeof(PyCompactUnicodeObject): compact data */
-    size_t str_data;          /* PyUnicodeObject.data (non-compact strings) */
-    size_t str_basicsize;     /* sizeof(PyUnicodeObject) == str's tp_basicsize */
-    int has_ready_bit;        /* 3.10/3.11 */
-};
-
-enum { OWNED_BY_GENERATOR = 1, OWNED_BY_CSTACK = 3 };
-
-static const struct layout L310 = {
+static const struct gp_py_layout L310 = {
     .minor = 10, .ts_frame = 24, .has_cframe = 0, .cf_current = 0,
     .fr_code = 32, .fr_back = 24, .fr_instr = 96, .fr_owner = 0,
     .has_cstack_owner = 0,
@@ -215,7 +170,7 @@ static const struct layout L310 = {
     .str_basicsize = 80, .has_ready_bit = 1,
 };
 
-static const struct layout L311 = {
+static const struct gp_py_layout L311 = {
     .minor = 11, .ts_frame = 56, .has_cframe = 1, .cf_current = 8,
     .fr_code = 32, .fr_back = 48, .fr_instr = 56, .fr_owner = 69,
     .has_cstack_owner = 0,
@@ -226,7 +181,7 @@ static const struct layout L311 = {
     .str_basicsize = 80, .has_ready_bit = 1,
 };
 
-static const struct layout L312 = {
+static const struct gp_py_layout L312 = {
     .minor = 12, .ts_frame = 56, .has_cframe = 1, .cf_current = 0,
     .fr_code = 0, .fr_back = 8, .fr_instr = 56, .fr_owner = 70,
     .has_cstack_owner = 1,
@@ -237,7 +192,7 @@ static const struct layout L312 = {
     .str_basicsize = 64, .has_ready_bit = 0,
 };
 
-static const struct layout L313 = {
+static const struct gp_py_layout L313 = {
     .minor = 13, .ts_frame = 72, .has_cframe = 0, .cf_current = 0,
     .fr_code = 0, .fr_back = 8, .fr_instr = 56, .fr_owner = 70,
     .has_cstack_owner = 1,
@@ -247,8 +202,6 @@ static const struct layout L313 = {
     .str_ascii_size = 40, .str_compact_size = 56, .str_data = 56,
     .str_basicsize = 64, .has_ready_bit = 0,
 };
-
-#define TPFLAGS_UNICODE_SUBCLASS (1UL << 28) /* Py_TPFLAGS_UNICODE_SUBCLASS */
 
 /* ---------------------------------------------------------------------- */
 /* Global state                                                            */
@@ -261,7 +214,7 @@ typedef const char *(*str_fn)(void);
 enum { ST_UNINIT = 0, ST_OK = 1, ST_NONE = 2 };
 
 static struct {
-    const struct layout *L;
+    const struct gp_py_layout *L;
     tstate_fn this_tstate;     /* PyGILState_GetThisThreadState */
     int_fn gil_check;          /* PyGILState_Check */
     int_fn is_finalizing;      /* _Py_IsFinalizing / Py_IsFinalizing, may be NULL */
@@ -281,50 +234,6 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static inline int ready(void)
 {
     return __atomic_load_n(&g_state, __ATOMIC_ACQUIRE) == ST_OK;
-}
-
-/* ---------------------------------------------------------------------- */
-/* Raw memory reads                                                        */
-/* ---------------------------------------------------------------------- */
-
-/* memcpy keeps these free of alignment and strict-aliasing assumptions; each
- * compiles to a single load. */
-static inline const void *rd_ptr(const void *base, size_t off)
-{
-    const void *v;
-    memcpy(&v, (const char *)base + off, sizeof v);
-    return v;
-}
-
-static inline int32_t rd_i32(const void *base, size_t off)
-{
-    int32_t v;
-    memcpy(&v, (const char *)base + off, sizeof v);
-    return v;
-}
-
-static inline uint32_t rd_u32(const void *base, size_t off)
-{
-    uint32_t v;
-    memcpy(&v, (const char *)base + off, sizeof v);
-    return v;
-}
-
-static inline int64_t rd_i64(const void *base, size_t off)
-{
-    int64_t v;
-    memcpy(&v, (const char *)base + off, sizeof v);
-    return v;
-}
-
-static inline uint8_t rd_u8(const void *base, size_t off)
-{
-    return *((const uint8_t *)base + off);
-}
-
-static inline const void *type_of(const void *obj)
-{
-    return rd_ptr(obj, OB_TYPE);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -355,36 +264,9 @@ static const char *level_suffix(unsigned level)
 }
 
 /* 3.13 publishes its own layout in _PyRuntime.debug_offsets (for debuggers
- * and profilers). We compare the fields we rely on and refuse the version on
- * any disagreement instead of reading the wrong memory. `pos` is the
- * position of each entry inside _Py_DebugOffsets in 3.13.0 (see the
- * offsets.c table); `field` is the matching entry of struct layout. */
-enum {
-    DBG313_COOKIE = 0,
-    DBG313_VERSION = 8,
-    DBG313_FREE_THREADED = 16,
-    DBG313_OB_TYPE = 360,
-};
-
-static const struct {
-    size_t pos;
-    size_t field;
-    const char *name;
-} DBG313[] = {
-    {184, offsetof(struct layout, ts_frame), "thread_state.current_frame"},
-    {232, offsetof(struct layout, fr_back), "interpreter_frame.previous"},
-    {240, offsetof(struct layout, fr_code), "interpreter_frame.executable"},
-    {248, offsetof(struct layout, fr_instr), "interpreter_frame.instr_ptr"},
-    {264, offsetof(struct layout, fr_owner), "interpreter_frame.owner"},
-    {280, offsetof(struct layout, co_filename), "code_object.filename"},
-    {296, offsetof(struct layout, co_funcname), "code_object.qualname"},
-    {304, offsetof(struct layout, co_linetable), "code_object.linetable"},
-    {312, offsetof(struct layout, co_firstlineno), "code_object.firstlineno"},
-    {344, offsetof(struct layout, co_code_adaptive), "code_object.co_code_adaptive"},
-};
-
+ * and profilers): DBG313 in pystack_layout.h. */
 /* Returns NULL when the layouts agree, else the first mismatching entry. */
-static const char *check_debug_offsets_313(const struct layout *L)
+static const char *check_debug_offsets_313(const struct gp_py_layout *L)
 {
     const char *rt = sym("_PyRuntime");
     if (!rt)
@@ -437,7 +319,7 @@ static void init_once(void)
     else
         snprintf(ver, sizeof ver, "%u.%u.%u", major, minor, micro);
 
-    const struct layout *L = NULL;
+    const struct gp_py_layout *L = NULL;
     if (major == 3) {
         switch (minor) {
         case 10: L = &L310; break;
@@ -542,7 +424,7 @@ static inline int64_t link_budget(int max)
  * cheap read of its own header) either way; only out reads code objects. */
 static int walk_310(const void *ts, gp_pyraw *raw, gp_pyframe *out, int max)
 {
-    const struct layout *L = &L310;
+    const struct gp_py_layout *L = &L310;
     const void *f = rd_ptr(ts, L->ts_frame);
     int n = 0;
     int64_t budget = link_budget(max);
@@ -573,7 +455,7 @@ static int walk_310(const void *ts, gp_pyraw *raw, gp_pyframe *out, int max)
 /* 3.11+: one frame's code pointer and instruction index as gp_py_walk
  * reports it; 0 for a frame it skips. */
 static inline __attribute__((always_inline)) int
-frame_311plus(const struct layout *L, const void *code, uintptr_t ip, uint8_t owner, gp_pyframe *out)
+frame_311plus(const struct gp_py_layout *L, const void *code, uintptr_t ip, uint8_t owner, gp_pyframe *out)
 {
     /* 3.13 f_executable may be None (or anything): only code objects. */
     if (!code || type_of(code) != g.code_type)
@@ -599,7 +481,7 @@ frame_311plus(const struct layout *L, const void *code, uintptr_t ip, uint8_t ow
  * is NULL, validated into out. Always inlined with a constant layout and
  * destination, so the offsets fold into the loads and one branch is left. */
 static inline __attribute__((always_inline)) int
-walk_311plus(const struct layout *L, const void *ts, gp_pyraw *raw, gp_pyframe *out, int max)
+walk_311plus(const struct gp_py_layout *L, const void *ts, gp_pyraw *raw, gp_pyframe *out, int max)
 {
     const void *f = rd_ptr(ts, L->ts_frame);
     if (L->has_cframe && f)
@@ -768,7 +650,7 @@ static int line_311(const uint8_t *p, int64_t len, int line, int64_t addr)
 
 /* Line of instruction `lasti` (code units) of `code`; 0 when the line table
  * cannot be read. Mirrors PyCode_Addr2Line(code, lasti * 2). */
-static int code_line(const struct layout *L, const void *code, int32_t lasti, int *line)
+static int code_line(const struct gp_py_layout *L, const void *code, int32_t lasti, int *line)
 {
     int first = rd_i32(code, L->co_firstlineno);
     if (lasti < 0) {
@@ -785,6 +667,18 @@ static int code_line(const struct layout *L, const void *code, int32_t lasti, in
     int64_t addr = (int64_t)lasti * 2;
     *line = L->minor == 10 ? line_310(p, len, first, addr) : line_311(p, len, first, addr);
     return 1;
+}
+
+const struct gp_py_layout *gp_py_layout(void)
+{
+    return ready() ? g.L : NULL;
+}
+
+int gp_py_code_line(const void *code, int32_t lasti, int *line)
+{
+    if (!ready() || !code || type_of(code) != g.code_type)
+        return 0;
+    return code_line(g.L, code, lasti, line);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -853,7 +747,7 @@ static int is_str(const void *s)
 /* Copy a str object as UTF-8 into dst (cap > 0). Reads only the canonical
  * PEP 393 data: compact strings store it right after the header, non-compact
  * ones (str subclasses, 3.10/3.11 legacy strings) through data.any. */
-static void copy_str(const struct layout *L, const void *s, char *dst, size_t cap)
+static void copy_str(const struct gp_py_layout *L, const void *s, char *dst, size_t cap)
 {
     if (!dst || cap == 0)
         return;
@@ -915,7 +809,7 @@ int gp_py_resolve(const gp_pyframe *f, char *file, size_t file_cap,
         *line = -1;
     if (!f || !ready())
         return 0;
-    const struct layout *L = g.L;
+    const struct gp_py_layout *L = g.L;
     const void *code = f->code;
     if (!code || type_of(code) != g.code_type)
         return 0;

@@ -281,7 +281,7 @@ func (r *recorder) drain() {
 				r.logf("error", "corrupt agent record (type %d, size %d): rest of batch dropped", h._type, size)
 				return
 			}
-			r.record(unsafe.Pointer(&buf[off]), buf[off:off+size])
+			r.record(buf[off : off+size])
 			off += size
 		}
 	}
@@ -310,16 +310,62 @@ func dim3(v [3]C.uint32_t) *pb.Dim3 {
 	return &pb.Dim3{X: uint32(v[0]), Y: uint32(v[1]), Z: uint32(v[2])}
 }
 
-func (r *recorder) record(p unsafe.Pointer, raw []byte) {
+// fixedSize is the size of the fixed part of a record of type typ (agent.h,
+// autograd.h, memcap.h); the header's alone for a type it does not know.
+func fixedSize(typ C.uint32_t) int {
+	switch typ {
+	case C.GP_REC_LAUNCH:
+		return int(unsafe.Sizeof(C.gp_launch_rec{}))
+	case C.GP_REC_KERNEL:
+		return int(unsafe.Sizeof(C.gp_kernel_rec{}))
+	case C.GP_REC_STACK:
+		return int(unsafe.Sizeof(C.gp_stack_rec{}))
+	case C.GP_REC_MODULE:
+		return int(unsafe.Sizeof(C.gp_module_rec{}))
+	case C.GP_REC_ACTIVITY, C.GP_REC_OWN_ACTIVITY:
+		return int(unsafe.Sizeof(C.gp_activity_rec{}))
+	case C.GP_REC_GRAPHNODE:
+		return int(unsafe.Sizeof(C.gp_graphnode_rec{}))
+	case C.GP_REC_GRAPHLAUNCH:
+		return int(unsafe.Sizeof(C.gp_graphlaunch_rec{}))
+	case C.GP_REC_DEVICE:
+		return int(unsafe.Sizeof(C.gp_device_rec{}))
+	case C.GP_REC_LOG:
+		return int(unsafe.Sizeof(C.gp_log_rec{}))
+	case C.GP_REC_ALLOC:
+		return int(unsafe.Sizeof(C.gp_alloc_rec{}))
+	case C.GP_REC_MEMLOST:
+		return int(unsafe.Sizeof(C.gp_memlost_rec{}))
+	case C.GP_REC_NODECLASS:
+		return int(unsafe.Sizeof(C.gp_nodeclass_rec{}))
+	}
+	return int(unsafe.Sizeof(C.gp_rec_hdr{}))
+}
+
+// record decodes one record, raw: its header's size bytes, 8-byte aligned.
+// A record shorter than its type's fixed part is dropped with an error in
+// the log: the C side never writes one, and reading it would read past it.
+func (r *recorder) record(raw []byte) {
+	if len(raw) < int(unsafe.Sizeof(C.gp_rec_hdr{})) {
+		return
+	}
+	p := unsafe.Pointer(&raw[0])
+	typ := (*C.gp_rec_hdr)(p)._type
+	if len(raw) < fixedSize(typ) {
+		if !r.closed {
+			r.logf("error", "truncated agent record (type %d, %d bytes): dropped", typ, len(raw))
+		}
+		return
+	}
 	if r.closed {
 		// Writing failed (a full disk): keep the ring moving so the program
 		// is not slowed, and hold nothing, or memory would grow without bound.
-		if (*C.gp_rec_hdr)(p)._type == C.GP_REC_MODULE {
+		if typ == C.GP_REC_MODULE {
 			C.free((*C.gp_module_rec)(p).image)
 		}
 		return
 	}
-	switch (*C.gp_rec_hdr)(p)._type {
+	switch typ {
 	case C.GP_REC_LAUNCH:
 		l := (*C.gp_launch_rec)(p)
 		launch := &pb.Launch{
@@ -404,7 +450,7 @@ func (r *recorder) record(p unsafe.Pointer, raw []byte) {
 			SharedMemBytes:       uint32(a.dynamic_smem),
 			StaticSharedMemBytes: uint32(a.static_smem),
 		}
-		if (*C.gp_rec_hdr)(p)._type == C.GP_REC_OWN_ACTIVITY {
+		if typ == C.GP_REC_OWN_ACTIVITY {
 			r.batch.OwnActivities = append(r.batch.OwnActivities, act)
 		} else {
 			r.batch.Activities = append(r.batch.Activities, act)
@@ -441,7 +487,7 @@ func (r *recorder) record(p unsafe.Pointer, raw []byte) {
 		r.batch.Devices = append(r.batch.Devices, &pb.Device{
 			Ordinal:     uint32(d.ordinal),
 			Uuid:        formatUUID(C.GoBytes(unsafe.Pointer(&d.uuid[0]), 16)),
-			Name:        C.GoString(&d.name[0]),
+			Name:        cString(d.name[:]),
 			CcMajor:     uint32(d.cc_major),
 			CcMinor:     uint32(d.cc_minor),
 			SmCount:     uint32(d.sm_count),
@@ -475,10 +521,20 @@ func (r *recorder) record(p unsafe.Pointer, raw []byte) {
 			string(tail(raw, unsafe.Sizeof(*l), int(l.len))))
 		return
 	default:
-		r.logf("error", "unknown agent record type %d", (*C.gp_rec_hdr)(p)._type)
+		r.logf("error", "unknown agent record type %d", typ)
 		return
 	}
 	r.added()
+}
+
+// cString reads a fixed-size C string field up to its first NUL, or whole
+// when it holds none.
+func cString(field []C.char) string {
+	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(field))), len(field))
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
 }
 
 func leU32(b []byte) uint32 {

@@ -90,6 +90,8 @@ static void cache_put(uint64_t pc, rule r) {
   }
 }
 
+void gp_unwind_forget(void) { memset(cache, 0, sizeof cache); }
+
 static rule derive_rule(uint64_t ra);
 
 static __attribute__((noinline)) rule rule_miss(uint64_t pc) {
@@ -538,7 +540,7 @@ static rule derive_rule(uint64_t ra) {
 // ---- walking ----
 
 // The calling thread's stack, learned on its first walk. Initial-exec TLS,
-// like agent.c's GP_TLS (the library is static-TLS; see there).
+// like internal.h's GP_TLS (the library is static-TLS; see there).
 static __thread __attribute__((tls_model("initial-exec"))) struct {
   uint64_t lo, hi;
 } thread_stack;

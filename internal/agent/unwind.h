@@ -43,6 +43,11 @@ enum {
 };
 int gp_unwind_stop(void);
 
+/* gp_unwind_forget empties the process-wide rule cache, so the next walks
+ * derive every rule again: for the unwinder's own checks and benchmark
+ * (testdata/unwind), which measure both paths. */
+void gp_unwind_forget(void);
+
 /* gp_object_range sets [*start, *end) to the address range of the loaded
  * object that holds pc and returns 1, or returns 0 when none does. */
 int gp_object_range(uint64_t pc, uint64_t *start, uint64_t *end);

@@ -15,6 +15,7 @@
 package cuda
 
 /*
+#cgo CFLAGS: -fvisibility=hidden
 #cgo LDFLAGS: -ldl
 #include <stdlib.h>
 #include "dlcuda.h"
@@ -56,6 +57,16 @@ func open(name string) error {
 		return fmt.Errorf("%w: %s lacks %s (the NVIDIA driver is too old: CUDA 11 or newer is needed)",
 			ErrNoDriver, name, C.GoString(what))
 	}
+}
+
+// Proc returns the address of the function libcuda.so.1 exports as name
+// (the exported name, such as cuMemAlloc_v2), or 0 when it exports none.
+// It is how code with its own C calls into the driver (the gpurr agent)
+// uses the library Load opened instead of opening it again. Call Load first.
+func Proc(name string) uintptr {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	return uintptr(C.gpurr_cuda_sym(cname))
 }
 
 // openError turns a dlopen failure into one line: a missing library is the

@@ -165,3 +165,20 @@ func TestDevice(t *testing.T) {
 		t.Logf("LoadModule(garbage) = %v", err)
 	}
 }
+
+// Proc answers from the library Load opened (the agent binds its driver
+// calls with it), and nothing before a Load that succeeded.
+func TestProc(t *testing.T) {
+	if Load() != nil {
+		if p := Proc("cuInit"); p != 0 {
+			t.Errorf("Proc(cuInit) = %#x with no library loaded", p)
+		}
+		return
+	}
+	if Proc("cuInit") == 0 || Proc("cuMemAlloc_v2") == 0 {
+		t.Error("Proc finds no cuInit or cuMemAlloc_v2 in the loaded driver")
+	}
+	if p := Proc("gpurrNoSuchFunction"); p != 0 {
+		t.Errorf("Proc(gpurrNoSuchFunction) = %#x", p)
+	}
+}

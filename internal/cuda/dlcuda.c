@@ -119,6 +119,9 @@ static const struct sym syms[] = {
 	{SLOT(p_cuFuncGetParamInfo), "cuFuncGetParamInfo", NULL, 1},
 };
 
+// The library gpurr_cuda_open opened, for gpurr_cuda_sym.
+static void *handle;
+
 int gpurr_cuda_open(const char *name, const char **what) {
 	void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
 	if (h == NULL) {
@@ -146,7 +149,12 @@ int gpurr_cuda_open(const char *name, const char **what) {
 		*syms[i].slot = p;
 	}
 	// The handle stays open for the life of the process.
+	handle = h;
 	return 0;
+}
+
+void *gpurr_cuda_sym(const char *name) {
+	return handle == NULL ? NULL : dlsym(handle, name);
 }
 
 const char *gpurr_dl_check(const char *path) {

@@ -28,6 +28,11 @@ typedef struct { char bytes[16]; } CUuuid;
 // could not be opened) or 2 with *what set to the first missing symbol.
 int gpurr_cuda_open(const char *name, const char **what);
 
+// gpurr_cuda_sym returns the address of the function the library that
+// gpurr_cuda_open opened exports as name, NULL when it exports none or
+// gpurr_cuda_open has not succeeded.
+void *gpurr_cuda_sym(const char *name);
+
 // gpurr_dl_check dlopens path and closes it again; it returns NULL when the
 // library loads, else the dlerror text.
 const char *gpurr_dl_check(const char *path);

@@ -1,8 +1,9 @@
 // Driver-API structs declared by hand, with gp_ names so that the layout
-// check (internal/agent/layoutcheck) can compile them beside the real
-// cuda.h and compare sizes and offsets. Only base C types appear here. The
-// agent's cabi.h includes this file too: after editing it, rebuild with
-// `go clean -cache`, since Go does not track headers outside a package.
+// check (internal/agent/layoutcheck/cuda_types.c) can compile them beside
+// the real cuda.h and compare sizes and offsets. Only base C types appear
+// here. No other package includes this file: a cgo build tracks only the
+// headers in its package's own directory (the agent declares what it reads
+// of a launch in its cabi.h).
 
 #ifndef GPURR_DLTYPES_H
 #define GPURR_DLTYPES_H

@@ -1,7 +1,8 @@
-// layoutcheck compares every type cabi.h declares by hand with the real
-// CUDA and CUPTI headers. It needs the CUDA SDK, so it is built on the GPU
-// machine by scripts/gpu-check:
-//   gcc -I/usr/local/cuda/include internal/agent/layoutcheck/layoutcheck.c -o layoutcheck && ./layoutcheck
+// layoutcheck compares every type the agent's cabi.h declares by hand
+// (this file) and every type internal/cuda's dltypes.h declares
+// (cuda_types.c) with the real CUDA and CUPTI headers. It needs the CUDA
+// SDK, so it is built on the GPU machine by scripts/gpu-check:
+//   gcc -I/usr/local/cuda/include internal/agent/layoutcheck/*.c -o layoutcheck && ./layoutcheck
 // It prints one line per mismatch and exits 1 if there is any.
 #include <cuda.h>
 #include <cupti.h>
@@ -9,21 +10,19 @@
 #include <stdio.h>
 
 #include "../cabi.h"
+#include "check.h"
 
 static int failures, checks;
 
-static void check(const char *what, size_t ours, size_t real) {
+void check(const char *file, const char *what, size_t ours, size_t real) {
   checks++;
   if (ours != real) {
     failures++;
-    printf("MISMATCH %s: cabi.h %zu, CUDA headers %zu\n", what, ours, real);
+    printf("MISMATCH %s: %s %zu, CUDA headers %zu\n", what, file, ours, real);
   }
 }
 
-#define SIZE(ours, real) check("sizeof " #ours, sizeof(ours), sizeof(real))
-#define FIELD(ours, real, f) check(#ours "." #f, offsetof(ours, f), offsetof(real, f))
-#define FIELD2(ours, real, fo, fr) check(#ours "." #fo, offsetof(ours, fo), offsetof(real, fr))
-#define VALUE(ours, real) check(#ours, (size_t)(ours), (size_t)(real))
+#define CHECK_FILE "cabi.h"
 
 int main(void) {
   SIZE(gp_CallbackData, CUpti_CallbackData);
@@ -78,18 +77,7 @@ int main(void) {
   FIELD(gp_cuLaunchKernelEx_params, cuLaunchKernelEx_params, extra);
   FIELD(gp_cuLaunchKernelEx_params, cuLaunchKernelEx_ptsz_params, extra);
 
-  SIZE(gp_CUlaunchConfig, CUlaunchConfig);
-  FIELD(gp_CUlaunchConfig, CUlaunchConfig, gridDimX);
-  FIELD(gp_CUlaunchConfig, CUlaunchConfig, blockDimX);
-  FIELD(gp_CUlaunchConfig, CUlaunchConfig, sharedMemBytes);
-  FIELD(gp_CUlaunchConfig, CUlaunchConfig, hStream);
-  FIELD(gp_CUlaunchConfig, CUlaunchConfig, attrs);
-  FIELD(gp_CUlaunchConfig, CUlaunchConfig, numAttrs);
-  SIZE(gp_CUlaunchAttribute, CUlaunchAttribute);
-  FIELD(gp_CUlaunchAttribute, CUlaunchAttribute, id);
-  FIELD(gp_CUlaunchAttribute, CUlaunchAttribute, value);
-  FIELD2(gp_CUlaunchAttribute, CUlaunchAttribute, value.clusterDim.x, value.clusterDim.x);
-  FIELD2(gp_CUlaunchAttribute, CUlaunchAttribute, value.clusterDim.z, value.clusterDim.z);
+  CHECK_LAUNCH_CONFIG();
 
   SIZE(gp_cuGraphLaunch_params, cuGraphLaunch_params);
   FIELD(gp_cuGraphLaunch_params, cuGraphLaunch_params, hGraph);
@@ -135,15 +123,11 @@ int main(void) {
   VALUE(GP_CBID_RESOURCE_MODULE_LOADED, CUPTI_CBID_RESOURCE_MODULE_LOADED);
   VALUE(GP_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
   VALUE(GP_CBID_RESOURCE_GRAPHNODE_CLONED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
-  VALUE(GP_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
   VALUE(GP_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   VALUE(GP_ACTIVITY_FLAG_FLUSH_FORCED, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   VALUE(GP_DEV_ATTR_MULTIPROCESSOR_COUNT, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
   VALUE(GP_DEV_ATTR_COMPUTE_CAPABILITY_MAJOR, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
   VALUE(GP_DEV_ATTR_COMPUTE_CAPABILITY_MINOR, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
-  VALUE(GP_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_POINTER);
-  VALUE(GP_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_BUFFER_SIZE);
-  VALUE(GP_LAUNCH_PARAM_END, CU_LAUNCH_PARAM_END);
 
   // memory capture and the flight recorder
   SIZE(gp_cuMemAlloc_params, cuMemAlloc_v2_params);
@@ -158,9 +142,9 @@ int main(void) {
   FIELD(gp_cuMemMap_params, cuMemMap_params, size);
   SIZE(gp_cuMemUnmap_params, cuMemUnmap_params);
   FIELD(gp_cuMemUnmap_params, cuMemUnmap_params, size);
-  check("cuMemFree_v2_params.dptr", offsetof(cuMemFree_v2_params, dptr), 0);
-  check("cuMemFreeAsync_params.dptr", offsetof(cuMemFreeAsync_params, dptr), 0);
-  check("cuIpcCloseMemHandle_params.dptr", offsetof(cuIpcCloseMemHandle_params, dptr), 0);
+  check(CHECK_FILE, "cuMemFree_v2_params.dptr", offsetof(cuMemFree_v2_params, dptr), 0);
+  check(CHECK_FILE, "cuMemFreeAsync_params.dptr", offsetof(cuMemFreeAsync_params, dptr), 0);
+  check(CHECK_FILE, "cuIpcCloseMemHandle_params.dptr", offsetof(cuIpcCloseMemHandle_params, dptr), 0);
   VALUE(GP_CBID_cuCtxSynchronize, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize);
   VALUE(GP_CBID_cuEventSynchronize, CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize);
   VALUE(GP_CBID_cuStreamSynchronize, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize);
@@ -188,25 +172,7 @@ int main(void) {
   VALUE(GP_CBID_cuMemAllocFromPoolAsync_ptsz, CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz);
   VALUE(GP_CBID_cuCtxSynchronize_v2, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2);
 
-  // internal/cuda/dltypes.h (replay's VMM and launch calls)
-  SIZE(gp_MemLocation, CUmemLocation);
-  FIELD(gp_MemLocation, CUmemLocation, id);
-  SIZE(gp_MemAllocationProp, CUmemAllocationProp);
-  FIELD(gp_MemAllocationProp, CUmemAllocationProp, requestedHandleTypes);
-  FIELD(gp_MemAllocationProp, CUmemAllocationProp, location);
-  FIELD(gp_MemAllocationProp, CUmemAllocationProp, win32HandleMetaData);
-  FIELD(gp_MemAllocationProp, CUmemAllocationProp, allocFlags);
-  FIELD2(gp_MemAllocationProp, CUmemAllocationProp, allocFlags.usage, allocFlags.usage);
-  SIZE(gp_MemAccessDesc, CUmemAccessDesc);
-  FIELD(gp_MemAccessDesc, CUmemAccessDesc, flags);
-  VALUE(GP_MEM_ALLOCATION_TYPE_PINNED, CU_MEM_ALLOCATION_TYPE_PINNED);
-  VALUE(GP_MEM_LOCATION_TYPE_DEVICE, CU_MEM_LOCATION_TYPE_DEVICE);
-  VALUE(GP_MEM_ACCESS_FLAGS_PROT_READWRITE, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
-  VALUE(GP_MEM_ALLOC_GRANULARITY_MINIMUM, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
-  VALUE(GP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
-  VALUE(GP_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES);
-  VALUE(GP_FUNC_ATTRIBUTE_NUM_REGS, CU_FUNC_ATTRIBUTE_NUM_REGS);
-  VALUE(GP_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
+  check_cuda_types();
 
   printf("layoutcheck: %d checks, %d mismatches\n", checks, failures);
   return failures ? 1 : 0;

@@ -10,17 +10,14 @@
 #include <string.h>
 
 #include "autograd.h"
-#include "memcap.h"
-
-gp_config config;
-gp_counters counters;
+#include "internal.h"
 
 // What autograd.c pushed into the ring.
 static int nclasses, drop_next;  // drop_next: the next record finds the ring full
 static char class_names[8][128];
 static uint32_t class_ids[8], class_kinds[8];
 
-int ring_push(const void *rec) {
+int gp_ring_push(const void *rec) {
   const gp_nodeclass_rec *r = rec;
   if (drop_next) {
     drop_next = 0;
@@ -32,10 +29,6 @@ int ring_push(const void *rec) {
   class_kinds[nclasses] = r->kind;
   nclasses++;
   return 1;
-}
-
-void logf_(int level, const char *fmt, ...) {
-  (void)level, (void)fmt;
 }
 
 static int failures;

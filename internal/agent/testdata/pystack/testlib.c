@@ -1,19 +1,24 @@
 /*
  * testlib.c - test/benchmark entry points around pystack.c, loaded by
- * test_pystack.py through ctypes. Built by run.sh into a shared object.
- *
- * pystack.c is included (not linked) so the tests can also reach its
- * internal helpers (layout table, line decoder). No Python headers: objects
- * coming from Python are plain pointers (ctypes.py_object).
+ * test_pystack.py through ctypes. Built by run.sh into a shared object,
+ * linked with pystack.c built on its own; pystack_layout.h gives the checks
+ * its layout table and line decoder. No Python headers: objects coming from
+ * Python are plain pointers (ctypes.py_object).
  *
  * Functions called through ctypes.CDLL run with the GIL released (the
  * situation of a CUDA callback); those called through ctypes.PyDLL run with
  * the GIL held (needed for t_check_lines, which calls PyCode_Addr2Line).
  */
-#include "pystack.c"
-
+#define _GNU_SOURCE 1 /* RTLD_DEFAULT */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+
+#include "pystack.h"
+#include "pystack_layout.h"
 
 int t_init(void) { return gp_py_init(); }
 const char *t_describe(void) { return gp_py_describe(); }
@@ -126,10 +131,12 @@ int t_pthread_callback(void (*cb)(void))
 int t_check_lines(const void *code, int *bad_lasti, int *ours, int *theirs)
 {
     int (*addr2line)(const void *, int);
-    SYM_FN(addr2line, "PyCode_Addr2Line");
-    if (!ready() || !addr2line || !code || type_of(code) != g.code_type)
+    void *p = dlsym(RTLD_DEFAULT, "PyCode_Addr2Line");
+    memcpy(&addr2line, &p, sizeof p);
+    const struct gp_py_layout *L = gp_py_layout();
+    int first;
+    if (!L || !addr2line || !gp_py_code_line(code, -1, &first))
         return -1;
-    const struct layout *L = g.L;
     int64_t units;
     if (L->minor == 10)
         units = rd_i64(rd_ptr(code, 48 /* co_code */), OB_SIZE) / 2;
@@ -138,7 +145,7 @@ int t_check_lines(const void *code, int *bad_lasti, int *ours, int *theirs)
     int bad = 0;
     for (int64_t i = -1; i < units; i++) {
         int a = -2;
-        if (!code_line(L, code, (int32_t)i, &a))
+        if (!gp_py_code_line(code, (int32_t)i, &a))
             a = -2;
         int b = addr2line(code, (int)(i * 2));
         if (a != b) {
@@ -233,9 +240,9 @@ double t_bench_resolve(int batches, int per_batch, int *nframes)
  * that offsets.c uses, so the test can compare it with the headers. */
 int t_dump_layout(char *buf, int cap)
 {
-    if (!ready())
+    const struct gp_py_layout *L = gp_py_layout();
+    if (!L)
         return -1;
-    const struct layout *L = g.L;
     int pos = 0;
 #define D(name, val)                                                                   \
     do {                                                                               \

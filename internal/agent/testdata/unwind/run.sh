@@ -14,20 +14,21 @@
 # -fPIC -O2 -std=gnu11 -fvisibility=hidden, plus agent.go's #cgo CFLAGS.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-src=$(cd "$here/.." && pwd)
+src=$(cd "$here/../.." && pwd)
 what=${1:-all}
 case "$what" in test | bench | all) ;; *) echo "usage: $0 [test|bench]" >&2; exit 2 ;; esac
-out=$(mktemp -d "${TMPDIR:-/tmp}/unwind_test.XXXXXX")
+out=$(mktemp -d "${TMPDIR:-/tmp}/unwind.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 cflags="-fPIC -pthread -O2 -std=gnu11 -Wall -Wextra -Wno-unused-function -fvisibility=hidden"
 
 gcc -fPIC -O2 -Wall -Wextra -shared -fomit-frame-pointer -DCHAIN_KIND=nofp "$here/chain.c" -o "$out/libchain_nofp.so" &&
     gcc -fPIC -O2 -Wall -Wextra -shared -fno-omit-frame-pointer -DCHAIN_KIND=fp "$here/chain.c" -o "$out/libchain_fp.so" ||
     exit 1
-link="-L$out -lchain_nofp -lchain_fp -Wl,-rpath,$out -ldl"
+gcc $cflags -c "$src/unwind.c" -o "$out/unwind.o" || exit 1
+link="$out/unwind.o -L$out -lchain_nofp -lchain_fp -Wl,-rpath,$out -ldl"
 status=0
 if [ "$what" != bench ]; then
-    gcc $cflags "$here/test.c" -o "$out/test" $link || exit 1
+    gcc $cflags -I"$src" "$here/test.c" -o "$out/test" $link || exit 1
     "$out/test" || status=1
     lib=${LIBGPURR:-$src/../../bin/libgpurr.so}
     if [ -f "$lib" ]; then
@@ -39,7 +40,7 @@ if [ "$what" != bench ]; then
     fi
 fi
 if [ "$what" != test ]; then
-    gcc $cflags "$here/bench.c" -o "$out/bench" $link || exit 1
+    gcc $cflags -I"$src" "$here/bench.c" -o "$out/bench" $link || exit 1
     "$out/bench" || status=1
 fi
 exit $status

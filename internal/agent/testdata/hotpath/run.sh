@@ -1,54 +1,81 @@
 #!/usr/bin/env bash
-# run.sh - build the hot-path harness against agent.c and benchmark the CUPTI
-# launch callbacks on the CPU (no GPU, CUPTI or libcuda needed).
+# run.sh - build the hot-path harness (hotpath.c) with the agent's C files
+# and benchmark the CUPTI launch callbacks on the CPU (no GPU, CUPTI or
+# libcuda needed).
 #
-# Usage: ./run.sh [--callgrind] [BASE_AGENT_C]
-#   Prints ns per launch (ENTER+EXIT) for each mode. With BASE_AGENT_C (an
-#   older agent.c, e.g. from `git show HEAD~1:internal/agent/agent.c > /tmp/a.c`)
-#   it also benchmarks that one and checks that both produce byte-identical
-#   records for a scenario covering every launch API (host_ns and tid masked).
+# Usage: ./run.sh [--callgrind] [--base REV]
+#        ./run.sh --scenario FILE
+#   Prints ns per launch (ENTER+EXIT) for each mode, with the Python of
+#   $PYTHON (default: pyenv's 3.12.1, else python3).
+#
+#   --base REV also builds the agent of git revision REV (one that has this
+#   folder), benchmarks it and checks that both produce byte-identical
+#   records for a scenario covering every launch API (host_ns and tid
+#   masked, Python callstacks on).
 #
 #   --callgrind adds deterministic counts from valgrind's callgrind: machine
 #   instructions per launch (hot loop) and, with its cache simulator, L1 data
 #   and 2 MiB-LL misses per launch when 2 MiB of other data is written
 #   between launches ("cold"), which is what a real framework loop does.
 #
+#   --scenario FILE writes the scenario's records, callstacks off, to FILE
+#   with a C-only build (no Python needed): agent_cpu_test.go compares them
+#   with scenario.golden.
+#
 # The C flags are cgo's for the real build (go build -x shows them): -fPIC
 # -O2 -std=gnu11 -fvisibility=hidden, plus the #cgo CFLAGS of agent.go.
 set -u
-callgrind=0
-if [ "${1:-}" = --callgrind ]; then callgrind=1; shift; fi
+callgrind=0 base="" scenario=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --callgrind) callgrind=1 ;;
+    --base) base=${2:?--base needs a revision}; shift ;;
+    --scenario) scenario=${2:?--scenario needs a file}; shift ;;
+    *) sed -n '2,25p' "$0" >&2; exit 2 ;;
+    esac
+    shift
+done
 here=$(cd "$(dirname "$0")" && pwd)
-src=$(cd "$here/.." && pwd)
+src=$(cd "$here/../.." && pwd)
 py=${PYTHON:-/root/.pyenv/versions/3.12.1/bin/python3}
-out=$(mktemp -d "${TMPDIR:-/tmp}/hotpath_bench.XXXXXX")
+[ -x "$py" ] || py=$(command -v python3)
+out=$(mktemp -d "${TMPDIR:-/tmp}/hotpath.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 cflags="-fPIC -pthread -O2 -std=gnu11 -Wall -Wextra -Wno-unused-function -fvisibility=hidden"
+# The agent's C files the hot path needs (fatal.c is signal handling only).
+agent_c="start ring launch callstack activity memcap autograd pystack unwind"
 
-build() {  # build NAME AGENT_C_DIR
-    local name=$1 dir=$2
-    gcc $cflags -I"$dir" -c "$dir/pystack.c" -o "$out/pystack_$name.o" || return 1
-    gcc $cflags -I"$dir" -c "$dir/unwind.c" -o "$out/unwind_$name.o" || return 1
-    gcc $cflags -I"$here/stub" -I"$dir" -c "$dir/memcap.c" -o "$out/memcap_$name.o" || return 1
-    gcc $cflags -I"$dir" -c "$dir/autograd.c" -o "$out/autograd_$name.o" || return 1
-    gcc $cflags -shared -I"$here/stub" -I"$dir" -DHP_AGENT_C="\"$dir/agent.c\"" "$here/hotpath.c" \
-        "$out/pystack_$name.o" "$out/memcap_$name.o" "$out/autograd_$name.o" "$out/unwind_$name.o" \
-        -o "$out/libhotpath_$name.so" -ldl -lpthread || return 1
+build() {  # build NAME AGENT_DIR: libhotpath_NAME.so (for Python) and hotpath_NAME (C only)
+    local name=$1 dir=$2 objs="" f
+    local inc="-I$dir/testdata/hotpath/stub -I$dir"
+    mkdir -p "$out/$name"
+    for f in $agent_c; do
+        gcc $cflags $inc -c "$dir/$f.c" -o "$out/$name/$f.o" || return 1
+        objs="$objs $out/$name/$f.o"
+    done
+    gcc $cflags -shared $inc "$dir/testdata/hotpath/hotpath.c" $objs -o "$out/libhotpath_$name.so" -ldl -lpthread &&
+        gcc $cflags -DHP_MAIN $inc "$dir/testdata/hotpath/hotpath.c" $objs -o "$out/hotpath_$name" -ldl -lpthread
 }
 
 echo "== build"
 build current "$src" || exit 1
-if [ $# -ge 1 ]; then
-    mkdir -p "$out/base"
-    cp "$src"/agent.h "$src"/cabi.h "$src"/pystack.h "$src"/pystack.c "$src"/memcap.h "$src"/memcap.c \
-        "$src"/autograd.h "$src"/autograd.c "$src"/unwind.h "$src"/unwind.c "$out/base/"
-    cp "$1" "$out/base/agent.c"
-    build base "$out/base" || exit 1
+if [ -n "$scenario" ]; then
+    "$out/hotpath_current" 0 0 0 "$scenario"
+    exit
+fi
+if [ -n "$base" ]; then
+    mkdir -p "$out/base_tree"
+    git -C "$src" archive "$base:./" | tar -x -C "$out/base_tree" || exit 1
+    if [ ! -f "$out/base_tree/testdata/hotpath/hotpath.c" ]; then
+        echo "$base has no testdata/hotpath/hotpath.c to build it with" >&2
+        exit 1
+    fi
+    build base "$out/base_tree" || exit 1
 fi
 "$py" --version
 
 status=0
-if [ $# -ge 1 ]; then
+if [ -n "$base" ]; then
     echo "== records: current vs base"
     "$py" "$here/bench.py" "$out/libhotpath_current.so" --scenario "$out/scenario_current.txt" &&
         "$py" "$here/bench.py" "$out/libhotpath_base.so" --scenario "$out/scenario_base.txt" || exit 1
@@ -59,10 +86,10 @@ if [ $# -ge 1 ]; then
         diff "$out/scenario_base.txt" "$out/scenario_current.txt" | head -40
         status=1
     fi
-    echo "== base ($1)"
+    echo "== base ($base)"
     "$py" "$here/bench.py" "$out/libhotpath_base.so" || status=1
 fi
-echo "== current ($src/agent.c)"
+echo "== current ($src)"
 "$py" "$here/bench.py" "$out/libhotpath_current.so" || status=1
 
 counts() {  # counts LIB
@@ -73,7 +100,7 @@ counts() {  # counts LIB
             local launches=$((cold ? 2000 : 20000)) f="$out/cg.$$"
             # D1 and a 2 MiB "LL" (an L2 of that size): a D1 miss that hits
             # LL costs ~5 ns, an LL miss ~20-100 ns on the H100's host.
-            valgrind --tool=callgrind --toggle-collect=on_cupti_callback --cache-sim=yes \
+            PYTHONHASHSEED=0 valgrind --tool=callgrind --toggle-collect=gp_on_callback --cache-sim=yes \
                 --D1=32768,8,64 --LL=2097152,16,64 \
                 --callgrind-out-file="$f" "$py" "$here/cg.py" "$lib" "$1" $cold >/dev/null 2>&1 || return 1
             awk -v n=$launches -v m="$2" -v c=$cold '

@@ -2,11 +2,11 @@
  * hotpath.c - CPU micro-benchmark and equivalence check of the agent's hot
  * path (the CUPTI launch callbacks), without a GPU, CUPTI or libcuda.
  *
- * agent.c is included (not linked) so the harness can fill its static state
- * the way gp_start does, minus the dlopen of CUPTI and libcuda: the `cupti`
- * and `cu` tables get fakes (a timestamp on CLOCK_REALTIME, a stream-id
- * lookup that spins STREAM_ID_NS like the real one on the H100, a 3-param
- * layout). pystack.c is linked as its own object, as in the real build.
+ * The harness is linked with the agent's own objects (run.sh builds them
+ * with the real build's flags) and sets the agent up the way gp_start does,
+ * minus loading CUPTI and binding libcuda: the gp_cupti and gp_cu tables
+ * (internal.h) get fakes (a timestamp on CLOCK_REALTIME, a stream-id lookup
+ * that spins STREAM_ID_NS like the real one on the H100, a 3-param layout).
  * A drainer thread empties the ring every 2 ms, like the Go writer.
  *
  * Entry points (ctypes from bench.py, or main() in the hotpath binary):
@@ -18,16 +18,21 @@
  *   hp_scenario(path)    a fixed sequence covering every launch API and the
  *                        resource callbacks; writes every record the ring got
  *                        (host_ns and tid zeroed) and the counters to path,
- *                        so two builds of agent.c can be compared byte for byte.
- *
- * Override the agent source with -DHP_AGENT_C='"/path/agent.c"'.
+ *                        so two builds of the agent can be compared byte for
+ *                        byte (run.sh --base).
  */
-#ifndef HP_AGENT_C
-#define HP_AGENT_C "../agent.c"
-#endif
-#include HP_AGENT_C
-
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <x86intrin.h>
+
+#include "internal.h"
+#include "pystack.h"
+#include "unwind.h"
 
 // The real build hides every symbol (-fvisibility=hidden); ctypes needs these.
 #define HP_API __attribute__((visibility("default")))
@@ -149,45 +154,33 @@ HP_API int hp_setup(int mode) {
   while ((b.tv_sec - a.tv_sec) * 1000000000ll + (b.tv_nsec - a.tv_nsec) < 20000000);
   hp_cycles_per_ns = (double)(__rdtsc() - c0) / (double)((b.tv_sec - a.tv_sec) * 1000000000ll + (b.tv_nsec - a.tv_nsec));
 
-  // What gp_start does, minus CUPTI and libcuda.
-  config.cupti_path = "fake";
-  config.ring_bytes = 64 << 20;
-  config.callstack_mode = mode;
-  config.has_kernel_filter = 1;
-  agent_pid = getpid();
-  tsc_start = __rdtsc();
-  ns_start = monotonic_ns();
-  pthread_key_create(&scratch_key, free_scratch);
+  // What gp_start does, minus loading CUPTI and binding libcuda.
+  gp_config cfg = {.cupti_path = "fake", .ring_bytes = 64 << 20, .callstack_mode = mode, .has_kernel_filter = 1};
+  gp_start_process(&cfg);
   uint64_t cap = 1;
-  while (cap < config.ring_bytes) cap <<= 1;
-  ring.buf = malloc(cap);
-  ring.cap = cap;
-  memset(ring.buf, 0, cap);  // fault the pages in: steady state, not first touch
-  cupti.getTimestamp = fake_getTimestamp;
-  cupti.getStreamIdEx = fake_getStreamIdEx;
-  cupti.getGraphNodeId = fake_getGraphNodeId;
-  cupti.getGraphId = fake_getGraphId;
-  cu.funcGetParamInfo = fake_funcGetParamInfo;
-  cu.funcGetName = fake_funcGetName;
-  cu.ctxGetDevice = fake_ctxGetDevice;
-  cu.deviceGetName = fake_deviceGetName;
-  py_present = gp_py_init();
-  find_object = (int (*)(void *, struct dl_find_object *))dlsym(RTLD_DEFAULT, "_dl_find_object");
-  gp_unwind_init();
-  gp_object_range((uintptr_t)hp_setup, &own_code[0].start, &own_code[0].end);
-  ssize_t len = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
-  exe_path[len > 0 ? len : 0] = 0;
+  while (cap < cfg.ring_bytes) cap <<= 1;
+  uint8_t *ring = malloc(cap);
+  memset(ring, 0, cap);  // fault the pages in: steady state, not first touch
+  gp_ring_init(ring, cap);
+  gp_cupti.getTimestamp = fake_getTimestamp;
+  gp_cupti.getStreamIdEx = fake_getStreamIdEx;
+  gp_cupti.getGraphNodeId = fake_getGraphNodeId;
+  gp_cupti.getGraphId = fake_getGraphId;
+  gp_cu.funcGetParamInfo = fake_funcGetParamInfo;
+  gp_cu.funcGetName = fake_funcGetName;
+  gp_cu.ctxGetDevice = fake_ctxGetDevice;
+  gp_cu.deviceGetName = fake_deviceGetName;
+  gp_callstack_init();
   uint64_t pcs[4];
-  gp_unwind(pcs, 4);
-  started = 1;
+  gp_unwind(pcs, 4);  // this thread's stack bounds, whatever the mode
   drain_buf = malloc(DRAIN_CAP);
   memset(drain_buf, 0, DRAIN_CAP);
   pthread_create(&drainer, NULL, drain_loop, NULL);
   hp_ready = 1;
-  return py_present;
+  return gp_py_init();
 }
 
-HP_API void hp_set_mode(int mode) { config.callstack_mode = mode; }
+HP_API void hp_set_mode(int mode) { gp_proc.cfg.callstack_mode = mode; }
 
 // ---- the launches ----
 
@@ -205,12 +198,12 @@ static void callback(uint32_t cbid, int site, const void *params, gp_CUresult *r
       .contextUid = 1,
       .correlationId = atomic_load_explicit(&correlation, memory_order_relaxed),
   };
-  on_cupti_callback(NULL, GP_CB_DOMAIN_DRIVER_API, cbid, &cb);
+  gp_on_callback(NULL, GP_CB_DOMAIN_DRIVER_API, cbid, &cb);
 }
 
 static void resource(uint32_t cbid, void *descriptor, gp_CUstream stream) {
   gp_ResourceData rd = {.context = CTX, .resourceHandle.stream = stream, .resourceDescriptor = descriptor};
-  on_cupti_callback(NULL, GP_CB_DOMAIN_RESOURCE, cbid, &rd);
+  gp_on_callback(NULL, GP_CB_DOMAIN_RESOURCE, cbid, &rd);
 }
 
 static int hp_cpu;  // time batches with the thread's CPU clock
@@ -345,7 +338,7 @@ static void write_records(FILE *f, const uint8_t *buf, size_t n) {
       for (uint32_t i = 0; i < s->nframes && at < keep; i++) {
         const gp_frame_rec *fr = (const gp_frame_rec *)(rec + at);
         dump(f, rec + at, sizeof *fr + fr->file_len + fr->func_len);
-        at += pad8(sizeof *fr + fr->file_len + fr->func_len);
+        at += gp_pad8(sizeof *fr + fr->file_len + fr->func_len);
       }
     } else if (h.type == GP_REC_GRAPHLAUNCH) {
       gp_graphlaunch_rec *g = (gp_graphlaunch_rec *)rec;

@@ -1,5 +1,5 @@
 /* Stand-in for the _cgo_export.h that cgo generates: the Go exports
- * agent.c calls, implemented by hotpath.c. */
+ * the agent's C calls (start.c, launch.c), implemented by hotpath.c. */
 #ifndef GPURR_HOTPATH_CGO_EXPORT_H
 #define GPURR_HOTPATH_CGO_EXPORT_H
 extern int gpurrKernelSelected(char *name);

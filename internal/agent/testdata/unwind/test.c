@@ -1,7 +1,8 @@
 /*
- * test.c - checks of the agent's native unwinder (gp_unwind, unwind.c).
- * unwind.c is included, not linked, so a check can empty its rule cache
- * and see both the derivation (miss) and the cached (hit) paths.
+ * test.c - checks of the agent's native unwinder (gp_unwind, unwind.c),
+ * linked with unwind.c built as the agent builds it. A check empties the
+ * rule cache (gp_unwind_forget) to see both the derivation (miss) and the
+ * cached (hit) paths.
  *
  *   equivalence.*  at the end of chains of 1..64 calls through
  *                  libchain_nofp.so (-fomit-frame-pointer), libchain_fp.so
@@ -32,14 +33,18 @@
  *
  * Prints "ok NAME" or "FAIL NAME: why" per check; exits 1 if any failed.
  */
-#include "../unwind.c"
+#define _GNU_SOURCE
+#include "unwind.h"
 
+#include <dlfcn.h>
 #include <execinfo.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -64,7 +69,22 @@ static void result(const char *name, const char *fmt, ...) {
   printf("\n");
 }
 
-static void empty_cache(void) { memset(cache, 0, sizeof cache); }
+static void empty_cache(void) { gp_unwind_forget(); }
+
+// No code lives in the first page: a walk never returns such an address.
+enum { FIRST_PAGE_END = 4096 };
+
+// thread_top is the top of the calling thread's stack.
+static uint64_t thread_top(void) {
+  pthread_attr_t a;
+  void *lo = NULL;
+  size_t size = 0;
+  if (pthread_getattr_np(pthread_self(), &a) == 0) {
+    pthread_attr_getstack(&a, &lo, &size);
+    pthread_attr_destroy(&a);
+  }
+  return (uintptr_t)lo + size;
+}
 
 static const char *name_of(uint64_t pc) {
   static char buf[8][160];
@@ -336,7 +356,7 @@ static uint64_t random_word(uint64_t frame, uint64_t top) {
 
 static void *garbage_thread(void *arg) {
   (void)arg;
-  uint64_t pcs[MAXF], top = stack_top((uintptr_t)pcs);
+  uint64_t pcs[MAXF], top = thread_top();
   memset(garbage, 0, sizeof garbage);
   int n = mid(pcs);
   if (n != 1)
@@ -369,7 +389,7 @@ static void *garbage_thread(void *arg) {
     n = mid(pcs);
     if (n > longest) longest = n;
     if (n < 1 || n > MAXF || pcs[0] != victim_ra) bad = 1;
-    for (int i = 0; i < n && !bad; i++) bad = pcs[i] < FIRST_VALID_PC;
+    for (int i = 0; i < n && !bad; i++) bad = pcs[i] < FIRST_PAGE_END;
     if (bad) result("garbage.random", "run %d: %d frames, first %s", run, n, n ? name_of(pcs[0]) : "none");
   }
   if (!bad) printf("ok garbage.random (%d fillings, longest walk %d frames)\n", GARBAGE_RUNS, longest);

@@ -1,0 +1,90 @@
+// GPU timing: CUPTI hands over buffers of activity records (every kernel's
+// start and end on the GPU), on its own thread or on the Go writer's when it
+// flushes them; each kernel record becomes an activity record in the ring.
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+enum { ACTIVITY_BUFFER = 8 << 20 };
+
+static void buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
+  *buffer = NULL;
+  *size = 0;
+  *max_records = 0;
+  if (gp_proc.forked_child) return;
+  void *p = NULL;
+  if (posix_memalign(&p, 8, ACTIVITY_BUFFER) == 0) {
+    *buffer = p;
+    *size = ACTIVITY_BUFFER;
+  }
+}
+
+static void push_kernel_activity(const gp_ActivityKernel10 *k) {
+  // Our own kernels: their cost is a statistic, and each run a record kept
+  // apart from the program's (Batch.own_activities), for gpurr trace.
+  int own = k->name && strncmp(k->name, "gpurr_memcap", 12) == 0;
+  if (own) GP_COUNT(memcap_gpu_ns, k->end > k->start ? k->end - k->start : 0);
+  struct {
+    gp_activity_rec r;
+    char name[4096];
+  } rec;
+  memset(&rec.r, 0, sizeof rec.r);
+  size_t n = k->name ? strnlen(k->name, sizeof rec.name) : 0;
+  rec.r.h.type = own ? GP_REC_OWN_ACTIVITY : GP_REC_ACTIVITY;
+  rec.r.h.size = gp_pad8(sizeof rec.r + n);
+  rec.r.start = k->start;
+  rec.r.end = k->end;
+  rec.r.graph_node_id = k->graphNodeId;
+  rec.r.correlation_id = k->correlationId;
+  rec.r.device = k->deviceId;
+  rec.r.context_uid = k->contextId;
+  rec.r.stream_id = k->streamId;
+  rec.r.graph_id = k->graphId;
+  rec.r.grid[0] = k->gridX, rec.r.grid[1] = k->gridY, rec.r.grid[2] = k->gridZ;
+  rec.r.block[0] = k->blockX, rec.r.block[1] = k->blockY, rec.r.block[2] = k->blockZ;
+  rec.r.registers = k->registersPerThread;
+  rec.r.dynamic_smem = k->dynamicSharedMemory;
+  rec.r.static_smem = k->staticSharedMemory;
+  rec.r.name_len = n;
+  if (n) memcpy(rec.name, k->name, n);
+  if (gp_ring_push(&rec) && !own) GP_COUNT(activities, 1);
+}
+
+static void buffer_completed(gp_CUcontext ctx, uint32_t stream_id, uint8_t *buffer, size_t size, size_t valid) {
+  (void)size;
+  if (!gp_proc.forked_child && buffer) {
+    gp_Activity *rec = NULL;
+    while (gp_cupti.activityGetNextRecord(buffer, valid, &rec) == 0) {
+      if (rec->kind == GP_ACTIVITY_KIND_CONCURRENT_KERNEL) push_kernel_activity((const gp_ActivityKernel10 *)rec);
+    }
+    size_t dropped = 0;
+    if (gp_cupti.activityGetNumDroppedRecords && gp_cupti.activityGetNumDroppedRecords(ctx, stream_id, &dropped) == 0 &&
+        dropped)
+      GP_COUNT(activities_dropped, dropped);
+  }
+  free(buffer);
+}
+
+static int started;  // gp_start got this far: CUPTI is subscribed
+
+void gp_activity_start(int gpu_timing) {
+  started = 1;
+  if (!gpu_timing) return;
+  // Activity records are laid out as CUpti_ActivityKernel10, CUPTI 13's.
+  // Kernel timing makes CUPTI instrument every kernel: measured on an H100
+  // it is most of the agent's per-launch cost, so it can be turned off.
+  uint32_t version = gp_cupti_version();
+  if (version < 130000) {
+    gp_logf(1, "GPU timing disabled: CUPTI API version %u predates CUDA 13", version);
+    return;
+  }
+  gp_CUptiResult r = gp_cupti.activityRegisterCallbacks(buffer_requested, buffer_completed);
+  if (r == 0) r = gp_cupti.activityEnable(GP_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (r != 0) gp_logf(2, "GPU timing disabled: CUPTI activity: %s", gp_cupti_error(r));
+}
+
+void gp_flush_activity(int forced) {
+  if (started && !gp_proc.forked_child && gp_cupti.activityFlushAll)
+    gp_cupti.activityFlushAll(forced ? GP_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+}

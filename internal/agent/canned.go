@@ -1,0 +1,313 @@
+package agent
+
+/*
+#include <dlfcn.h>
+#include <stdlib.h>
+#include "internal.h"
+#include "autograd.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"unsafe"
+
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// Records laid out as the C side lays them out (agent.h, memcap.h,
+// autograd.h), built from Go through cgo's view of the same structs, for the
+// record decoder's tests (records_test.go): test files cannot use cgo.
+// Nothing here runs in the agent.
+
+// cannedRecord returns the bytes of a fixed record followed by tail, its
+// header's type and size (padded to 8) set.
+func cannedRecord[T any](rec *T, typ C.uint32_t, tail []byte) []byte {
+	fixed := int(unsafe.Sizeof(*rec))
+	out := make([]byte, (fixed+len(tail)+7)&^7)
+	copy(out, unsafe.Slice((*byte)(unsafe.Pointer(rec)), fixed))
+	copy(out[fixed:], tail)
+	h := (*C.gp_rec_hdr)(unsafe.Pointer(&out[0]))
+	h._type = typ
+	h.size = C.uint32_t(len(out))
+	return out
+}
+
+func cDim3(d *pb.Dim3) [3]C.uint32_t {
+	if d == nil {
+		return [3]C.uint32_t{}
+	}
+	return [3]C.uint32_t{C.uint32_t(d.X), C.uint32_t(d.Y), C.uint32_t(d.Z)}
+}
+
+// cannedAutograd is what a launch record says of PyTorch's autograd.
+type cannedAutograd struct {
+	thread, seq uint64
+	class       uint32
+}
+
+// cannedLaunch lays l out as a gp_launch_rec: its parameters, then, when it
+// has a memory plan, its regions and the parameter words that point into
+// them. ag, when not nil, is the autograd context.
+func cannedLaunch(l *pb.Launch, ag *cannedAutograd) []byte {
+	var r C.gp_launch_rec
+	r.seq = C.uint64_t(l.Seq)
+	r.host_ns = C.uint64_t(l.HostNs)
+	r.kernel_id = C.uint64_t(l.KernelId)
+	r.context = C.uint64_t(l.Context)
+	r.stream = C.uint64_t(l.Stream)
+	r.graph_node_id = C.uint64_t(l.GraphNodeId)
+	r.callstack_id = C.uint64_t(l.CallstackId)
+	r.tid = C.uint32_t(l.Tid)
+	r.device = C.uint32_t(l.Device)
+	r.context_uid = C.uint32_t(l.ContextUid)
+	r.stream_id = C.uint32_t(l.StreamId)
+	r.correlation_id = C.uint32_t(l.CorrelationId)
+	r.api = C.uint32_t(l.Api)
+	r.result = C.int32_t(l.Result)
+	r.grid, r.block, r.cluster = cDim3(l.Grid), cDim3(l.Block), cDim3(l.Cluster)
+	r.shared_mem = C.uint32_t(l.SharedMemBytes)
+	r.params_len = C.uint32_t(len(l.Params))
+	if l.Captured {
+		r.captured = 1
+	}
+	if ag != nil {
+		r.ag_thread, r.ag_seq, r.ag_class, r.ag_present = C.uint64_t(ag.thread), C.uint64_t(ag.seq), C.uint32_t(ag.class), 1
+	}
+	tail := append([]byte(nil), l.Params...)
+	if m := l.Memory; m != nil {
+		r.mem_status = C.uint8_t(m.Status)
+		if m.SnapshotSelected {
+			r.snapshot_selected = 1
+		}
+		tail = append(tail, make([]byte, (len(tail)+7)&^7-len(tail))...)
+		var ptrs []C.gp_pointer_rec
+		for i, g := range l.Regions {
+			reg := C.gp_region_rec{base: C.uint64_t(g.Address), size: C.uint64_t(g.Size), alloc_id: C.uint64_t(g.AllocationId)}
+			tail = append(tail, unsafe.Slice((*byte)(unsafe.Pointer(&reg)), unsafe.Sizeof(reg))...)
+			for _, off := range g.ParamOffsets {
+				ptrs = append(ptrs, C.gp_pointer_rec{offset: C.uint32_t(off), region: C.uint32_t(i)})
+			}
+		}
+		for i := range ptrs {
+			tail = append(tail, unsafe.Slice((*byte)(unsafe.Pointer(&ptrs[i])), unsafe.Sizeof(ptrs[i]))...)
+		}
+		r.nregions, r.npointers = C.uint32_t(len(l.Regions)), C.uint32_t(len(ptrs))
+	}
+	return cannedRecord(&r, C.GP_REC_LAUNCH, tail)
+}
+
+// cannedKernel lays k out as a gp_kernel_rec of CUfunction function.
+func cannedKernel(function uint64, k *pb.Kernel) []byte {
+	var r C.gp_kernel_rec
+	r.function = C.uint64_t(function)
+	r.kernel_id = C.uint64_t(k.Id)
+	r.nparams = C.uint32_t(len(k.Params))
+	r.param_bytes = C.uint32_t(k.ParamBytes)
+	r.name_len = C.uint32_t(len(k.Name))
+	var tail []byte
+	for _, p := range k.Params {
+		tail = append(tail, leBytes32(p.Offset)...)
+		tail = append(tail, leBytes32(p.Size)...)
+	}
+	return cannedRecord(&r, C.GP_REC_KERNEL, append(tail, k.Name...))
+}
+
+// recordFixedSize is fixedSize of rec's type.
+func recordFixedSize(rec []byte) int { return fixedSize(C.uint32_t(leU32(rec))) }
+
+func leBytes32(v uint32) []byte { return []byte{byte(v), byte(v >> 8), byte(v >> 16), byte(v >> 24)} }
+
+// cannedStack lays s out as a gp_stack_rec (source: 1 python, 2 native,
+// cut: a GP_UNWIND_* value), each frame a gp_frame_rec with its text after
+// it, padded to 8.
+func cannedStack(s *pb.Callstack, source, cut uint32) []byte {
+	var r C.gp_stack_rec
+	r.id = C.uint64_t(s.Id)
+	r.nframes = C.uint32_t(len(s.Frames))
+	r.source = C.uint32_t(source)
+	r.cut = C.uint32_t(cut)
+	var tail []byte
+	for _, f := range s.Frames {
+		var fr C.gp_frame_rec
+		fr.pc, fr.offset, fr.line = C.uint64_t(f.Pc), C.uint64_t(f.Offset), C.uint32_t(f.Line)
+		fr.kind = C.GP_FRAME_NATIVE
+		if f.Kind == pb.Frame_PYTHON {
+			fr.kind = C.GP_FRAME_PYTHON
+		}
+		fr.file_len, fr.func_len = C.uint16_t(len(f.File)), C.uint16_t(len(f.Function))
+		frame := append(unsafe.Slice((*byte)(unsafe.Pointer(&fr)), unsafe.Sizeof(fr)), f.File...)
+		frame = append(frame, f.Function...)
+		tail = append(tail, frame...)
+		tail = append(tail, make([]byte, (len(frame)+7)&^7-len(frame))...)
+	}
+	return cannedRecord(&r, C.GP_REC_STACK, tail)
+}
+
+// cannedModule lays out a gp_module_rec holding a malloc'd copy of image,
+// which the decoder frees, as it frees the C side's.
+func cannedModule(image []byte, moduleID uint32, hostNs uint64) []byte {
+	var r C.gp_module_rec
+	if len(image) > 0 {
+		r.image = C.CBytes(image)
+	}
+	r.size = C.uint64_t(len(image))
+	r.host_ns = C.uint64_t(hostNs)
+	r.module_id = C.uint32_t(moduleID)
+	return cannedRecord(&r, C.GP_REC_MODULE, nil)
+}
+
+// cannedActivity lays a out as a gp_activity_rec, of gpurr's own kernel
+// when own is set.
+func cannedActivity(a *pb.KernelActivity, own bool) []byte {
+	var r C.gp_activity_rec
+	r.start, r.end, r.graph_node_id = C.uint64_t(a.StartNs), C.uint64_t(a.EndNs), C.uint64_t(a.GraphNodeId)
+	r.correlation_id, r.device = C.uint32_t(a.CorrelationId), C.uint32_t(a.Device)
+	r.context_uid, r.stream_id, r.graph_id = C.uint32_t(a.ContextUid), C.uint32_t(a.StreamId), C.uint32_t(a.GraphId)
+	r.grid, r.block = cDim3(a.Grid), cDim3(a.Block)
+	r.registers, r.dynamic_smem, r.static_smem = C.uint32_t(a.RegistersPerThread), C.uint32_t(a.SharedMemBytes), C.uint32_t(a.StaticSharedMemBytes)
+	r.name_len = C.uint32_t(len(a.Name))
+	typ := C.uint32_t(C.GP_REC_ACTIVITY)
+	if own {
+		typ = C.GP_REC_OWN_ACTIVITY
+	}
+	return cannedRecord(&r, typ, []byte(a.Name))
+}
+
+func cannedGraphNode(g *pb.GraphNode) []byte {
+	var r C.gp_graphnode_rec
+	r.node_id, r.original_node_id, r.launch_seq = C.uint64_t(g.NodeId), C.uint64_t(g.OriginalNodeId), C.uint64_t(g.LaunchSeq)
+	r.graph_id, r.node_type = C.uint32_t(g.GraphId), C.uint32_t(g.NodeType)
+	return cannedRecord(&r, C.GP_REC_GRAPHNODE, nil)
+}
+
+func cannedGraphLaunch(g *pb.GraphLaunch) []byte {
+	var r C.gp_graphlaunch_rec
+	r.seq, r.host_ns, r.graph_exec = C.uint64_t(g.Seq), C.uint64_t(g.HostNs), C.uint64_t(g.GraphExec)
+	r.stream, r.callstack_id = C.uint64_t(g.Stream), C.uint64_t(g.CallstackId)
+	r.tid, r.device, r.stream_id = C.uint32_t(g.Tid), C.uint32_t(g.Device), C.uint32_t(g.StreamId)
+	r.correlation_id, r.result = C.uint32_t(g.CorrelationId), C.int32_t(g.Result)
+	return cannedRecord(&r, C.GP_REC_GRAPHLAUNCH, nil)
+}
+
+// cannedDevice lays d out as a gp_device_rec with uuid; name fills the
+// whole field when it is that long, without a NUL.
+func cannedDevice(d *pb.Device, uuid [16]byte) []byte {
+	var r C.gp_device_rec
+	r.memory_bytes = C.uint64_t(d.MemoryBytes)
+	r.ordinal, r.context_uid = C.uint32_t(d.Ordinal), C.uint32_t(d.ContextUid)
+	r.cc_major, r.cc_minor, r.sm_count = C.uint32_t(d.CcMajor), C.uint32_t(d.CcMinor), C.uint32_t(d.SmCount)
+	for i, b := range uuid {
+		r.uuid[i] = C.uint8_t(b)
+	}
+	for i := 0; i < len(d.Name) && i < len(r.name); i++ {
+		r.name[i] = C.char(d.Name[i])
+	}
+	return cannedRecord(&r, C.GP_REC_DEVICE, nil)
+}
+
+func cannedAlloc(a *pb.Allocation) []byte {
+	var r C.gp_alloc_rec
+	r.id, r.address, r.size, r.host_ns = C.uint64_t(a.Id), C.uint64_t(a.Address), C.uint64_t(a.Size), C.uint64_t(a.HostNs)
+	r.kind, r.device = C.uint32_t(a.Kind), C.uint32_t(a.Device)
+	if a.Freed {
+		r.freed = 1
+	}
+	return cannedRecord(&r, C.GP_REC_ALLOC, nil)
+}
+
+// cannedMemLost lays out a gp_memlost_rec; reason fills the whole field
+// when it is that long, without a NUL.
+func cannedMemLost(launchSeq uint64, point, njobs uint32, reason string) []byte {
+	var r C.gp_memlost_rec
+	r.launch_seq, r.point, r.njobs, r.nregions = C.uint64_t(launchSeq), C.uint32_t(point), C.uint32_t(njobs), 1
+	for i := 0; i < len(reason) && i < len(r.reason); i++ {
+		r.reason[i] = C.char(reason[i])
+	}
+	return cannedRecord(&r, C.GP_REC_MEMLOST, nil)
+}
+
+// cannedNodeClass lays out a gp_nodeclass_rec; cxx: name is a C++ type's
+// mangled name, else a Python class's.
+func cannedNodeClass(id uint32, cxx bool, name string) []byte {
+	var r C.gp_nodeclass_rec
+	r.id, r.kind, r.name_len = C.uint32_t(id), C.GP_NODECLASS_PYTHON, C.uint32_t(len(name))
+	if cxx {
+		r.kind = C.GP_NODECLASS_CXX
+	}
+	return cannedRecord(&r, C.GP_REC_NODECLASS, []byte(name))
+}
+
+// The C ring itself, for tests that push records through it as the
+// program's threads do and drain them as the writer does.
+
+// cannedRing gives the ring a fresh buffer of bytes (a power of two).
+func cannedRing(bytes int) {
+	C.gp_ring_init((*C.uint8_t)(C.calloc(C.size_t(bytes), 1)), C.uint64_t(bytes))
+}
+
+// ringPush pushes one record; false when the ring is full.
+func ringPush(rec []byte) bool { return C.gp_ring_push(unsafe.Pointer(&rec[0])) != 0 }
+
+// ringLog pushes a log record through the agent's own gp_log.
+func ringLog(level int, msg string) {
+	cs := C.CString(msg)
+	defer C.free(unsafe.Pointer(cs))
+	C.gp_log(C.int(level), cs)
+}
+
+// ringCounters reads what the ring counted.
+func ringCounters() (recordsDropped, bytesDropped uint64) {
+	var c C.gp_counters
+	C.gp_read_counters(&c)
+	return uint64(c.records_dropped), uint64(c.ring_bytes_dropped)
+}
+
+// Start-up without CUDA, against a stand-in library (testdata/fakecuda).
+
+// cannedBind binds every driver function the agent calls from the library
+// at path, as bindDriver does from libcuda.so.1; "" unbinds them all.
+func cannedBind(path string) error {
+	var h unsafe.Pointer
+	if path != "" {
+		cpath := C.CString(path)
+		defer C.free(unsafe.Pointer(cpath))
+		if h = C.dlopen(cpath, C.RTLD_NOW|C.RTLD_LOCAL); h == nil {
+			return fmt.Errorf("dlopen %s: %s", path, C.GoString(C.dlerror()))
+		}
+	}
+	for i := C.size_t(0); C.gp_driver_symbol(i) != nil; i++ {
+		var fn unsafe.Pointer
+		if h != nil {
+			fn = C.dlsym(h, C.gp_driver_symbol(i))
+		}
+		C.gp_driver_bind(i, C.uintptr_t(uintptr(fn)))
+	}
+	return nil
+}
+
+// cannedStart runs gp_start with CUPTI at cuptiPath, memory capture in hash
+// mode when memory is set, and driverError as bindDriver's error; it
+// returns gp_start's error, "" when it started.
+func cannedStart(cuptiPath string, memory bool, driverError string) string {
+	cfg := C.gp_config{ring_bytes: 1 << 16, callstack_mode: C.GP_STACK_OFF, gpu_timing: 1, results_bytes: 1 << 20}
+	cfg.cupti_path = C.CString(cuptiPath)
+	defer C.free(unsafe.Pointer(cfg.cupti_path))
+	if memory {
+		cfg.memory_mode = C.GP_MEM_HASH
+	}
+	if driverError != "" {
+		cfg.driver_error = C.CString(driverError)
+		defer C.free(unsafe.Pointer(cfg.driver_error))
+	}
+	var errbuf [512]C.char
+	if C.gp_start(&cfg, &errbuf[0], C.size_t(len(errbuf))) != 0 {
+		return ""
+	}
+	return C.GoString(&errbuf[0])
+}
+
+// startedVersions are the versions gp_start read from CUPTI and the driver.
+func startedVersions() (cupti uint32, driver int) {
+	return uint32(C.gp_cupti_version()), int(C.gp_driver_version())
+}

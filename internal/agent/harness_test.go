@@ -1,0 +1,127 @@
+package agent
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/hotpath/scenario.golden from the actual records")
+
+// runChecks runs the C harness testdata/DIR/run.sh with args, which prints
+// a verdict line per check ("ok NAME", "FAIL NAME: why" or "skip NAME:
+// why"), and reports each verdict as a subtest. The harnesses are built
+// with gcc, as on a GPU machine without Go.
+func runChecks(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc not found: the checks are C programs")
+	}
+	touchSources(t, filepath.Join("testdata", dir))
+	out, err := exec.Command("bash", append([]string{filepath.Join("testdata", dir, "run.sh")}, args...)...).CombinedOutput()
+	checks := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		verdict, rest, _ := strings.Cut(line, " ")
+		if verdict != "ok" && verdict != "FAIL" && verdict != "skip" {
+			continue
+		}
+		name, why, _ := strings.Cut(rest, " ")
+		name = strings.TrimSuffix(name, ":")
+		checks++
+		t.Run(name, func(t *testing.T) {
+			switch {
+			case verdict == "FAIL":
+				t.Error(why)
+			case verdict == "skip":
+				t.Skip(why)
+			case why != "":
+				t.Log(why)
+			}
+		})
+	}
+	if err != nil || checks == 0 {
+		t.Fatalf("testdata/%s/run.sh %s: %v\n%s", dir, strings.Join(args, " "), err, out)
+	}
+}
+
+// touchSources opens every file of dir: go test reuses a passing result
+// until a file the test opened changes, and bash and gcc read these.
+func touchSources(t *testing.T, dir string) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		_, err = os.ReadFile(path)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHotPathScenario drives the CUPTI launch callbacks on the CPU
+// (testdata/hotpath: the agent's C files with fakes for CUPTI and the
+// driver) through every launch API, parameters in kernelParams and in
+// `extra`, a filtered kernel, a failed launch, a launch captured into a
+// graph, cloned and API-built graph nodes, graph launches, a destroyed
+// stream and an EXIT without its ENTER. Every byte of every record the Go
+// writer reads, host_ns and tid aside, must equal scenario.golden, which the
+// agent wrote before its C was split by job (callstacks off: their frames
+// name this checkout's paths).
+func TestHotPathScenario(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc not found: the hot-path harness is a C program")
+	}
+	touchSources(t, filepath.Join("testdata", "hotpath"))
+	got := filepath.Join(t.TempDir(), "scenario.txt")
+	if out, err := exec.Command("bash", filepath.Join("testdata", "hotpath", "run.sh"), "--scenario", got).CombinedOutput(); err != nil {
+		t.Fatalf("testdata/hotpath/run.sh --scenario: %v\n%s", err, out)
+	}
+	have, err := os.ReadFile(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "hotpath", "scenario.golden")
+	if *update {
+		if err := os.WriteFile(golden, have, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(have, want) {
+		haveLines, wantLines := strings.Split(string(have), "\n"), strings.Split(string(want), "\n")
+		for i := range max(len(haveLines), len(wantLines)) {
+			h, w := line(haveLines, i), line(wantLines, i)
+			if h != w {
+				t.Fatalf("records differ from %s at line %d:\n got  %s\n want %s\n(go test -run HotPathScenario -update rewrites it after a deliberate change)", golden, i+1, h, w)
+			}
+		}
+	}
+}
+
+func line(lines []string, i int) string {
+	if i < len(lines) {
+		return lines[i]
+	}
+	return "(end)"
+}
+
+// TestPythonStacks runs pystack.c's checks (testdata/pystack) against every
+// supported CPython installed under pyenv: frames, lines and names equal to
+// what the interpreter reports, with and without the GIL, on threads
+// CPython does not know, generators, coroutines, tracing, non-ASCII and
+// str-subclass names, bad pointers, the line decoder against
+// PyCode_Addr2Line for every reachable instruction, the layout table
+// against the installed headers; and that an unsupported version (3.9) is
+// refused cleanly. A version that is not installed is a skipped subtest.
+func TestPythonStacks(t *testing.T) {
+	runChecks(t, "pystack")
+}

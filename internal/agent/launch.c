@@ -1,0 +1,587 @@
+// The CUPTI callback on the program's threads, and what it records there:
+// each launch (kernel, dimensions, parameters, stream, callstack, memory
+// capture around it), graph launches and the graph nodes captured launches
+// become, modules as they load, each kernel's parameter layout and each
+// device, once. Nothing here calls into Go on the common path, allocates per
+// launch, or synchronizes with the GPU. See DESIGN.md, invariants 1-3.
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include "_cgo_export.h"
+#include "autograd.h"
+#include "internal.h"
+
+// ---- per-thread state ----
+
+static GP_TLS struct {
+  pid_t tid;
+  int in_launch;           // between ENTER and EXIT of a recorded launch
+  uint64_t seq, host_ns;   // of that launch
+  uint64_t graph_node_id;  // node built by that launch during stream capture
+  gp_CUstream stream;      // the last stream id looked up, valid for stream_epoch
+  gp_CUcontext stream_ctx;
+  uint32_t stream_id, stream_epoch;
+  int stream_ptsz;
+  uint32_t callbacks;        // on this thread, for sampling the agent's own time
+  int sample_launch;         // the launch in flight is sampled
+  const void *launch_func;  // func_entry of the launch in flight
+  int in_agent;             // inside the agent's own CUDA calls: ignore their callbacks
+  uint32_t params_len;      // memory capture: parameters already copied at ENTER
+  gp_thread_scratch *scratch;  // the thread's heap buffers (internal.h), freed at its exit
+} tls;
+
+int gp_in_agent_call(int enter) { return tls.in_agent = enter; }
+
+static pthread_key_t scratch_key;
+
+static void free_scratch(void *p) {
+  gp_thread_scratch *s = p;
+  free(s->stack);
+  free(s);
+}
+
+void gp_launch_init(void) { pthread_key_create(&scratch_key, free_scratch); }
+
+static inline gp_thread_scratch *scratch(void) {
+  if (!tls.scratch) {
+    tls.scratch = calloc(1, sizeof *tls.scratch);
+    if (tls.scratch) pthread_setspecific(scratch_key, tls.scratch);
+  }
+  return tls.scratch;
+}
+
+gp_thread_scratch *gp_scratch(void) { return scratch(); }
+
+static inline pid_t thread_id(void) {
+  if (!tls.tid) tls.tid = (pid_t)syscall(SYS_gettid);
+  return tls.tid;
+}
+
+// ---- kernels: one description per CUfunction, found without locks ----
+
+enum { MAX_PARAMS = 1024, FUNC_TABLE = 1 << 14 };
+
+typedef struct {
+  _Atomic uint64_t key;  // CUfunction handle; published last
+  uint64_t id;
+  uint32_t nparams, param_bytes;
+  uint32_t *layout;  // nparams × (offset, size)
+  int selected;
+  int snapshot;  // matches --snapshot-kernels
+} func_entry;
+
+static func_entry funcs[FUNC_TABLE];
+static pthread_mutex_t funcs_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t next_kernel_id;
+
+static inline uint64_t mix64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  return x;
+}
+
+static func_entry *func_find(uint64_t key) {
+  for (uint64_t i = mix64(key), n = 0; n < 64; i++, n++) {
+    func_entry *e = &funcs[i & (FUNC_TABLE - 1)];
+    uint64_t k = atomic_load_explicit(&e->key, memory_order_acquire);
+    if (k == key) return e;
+    if (k == 0) return NULL;
+  }
+  return NULL;
+}
+
+// describe_function reads the parameter layout and pushes a kernel record.
+static func_entry *func_describe(gp_CUfunction f, const char *symbol) {
+  uint64_t key = (uint64_t)(uintptr_t)f;
+  pthread_mutex_lock(&funcs_mu);
+  func_entry *e = func_find(key);
+  if (e) {
+    pthread_mutex_unlock(&funcs_mu);
+    return e;
+  }
+  func_entry *slot = NULL;
+  for (uint64_t i = mix64(key), n = 0; n < 64; i++, n++) {
+    func_entry *c = &funcs[i & (FUNC_TABLE - 1)];
+    if (atomic_load_explicit(&c->key, memory_order_relaxed) == 0) {
+      slot = c;
+      break;
+    }
+  }
+  static uint32_t layout[2 * MAX_PARAMS];  // guarded by funcs_mu
+  uint32_t nparams = 0, bytes = 0;
+  for (; nparams < MAX_PARAMS; nparams++) {
+    size_t off = 0, size = 0;
+    gp_CUresult r = gp_cu.funcGetParamInfo ? gp_cu.funcGetParamInfo(f, nparams, &off, &size) : 1;
+    if (r != 0 && gp_cu.kernelGetParamInfo) r = gp_cu.kernelGetParamInfo((void *)f, nparams, &off, &size);
+    if (r != 0) break;
+    layout[2 * nparams] = off;
+    layout[2 * nparams + 1] = size;
+    if (off + size > bytes) bytes = off + size;
+  }
+  const char *name = symbol;
+  if ((!name || !*name) && gp_cu.funcGetName) gp_cu.funcGetName(&name, f);
+  if (!name) name = "";
+  int selected = 1;
+  if (gp_proc.cfg.has_kernel_filter) selected = gpurrKernelSelected((char *)name);
+  int snapshot = gp_proc.cfg.memory_mode == GP_MEM_SNAPSHOT && gpurrSnapshotKernel((char *)name);
+
+  uint64_t id = ++next_kernel_id;
+  size_t name_len = strnlen(name, 4096);
+  size_t size = gp_pad8(sizeof(gp_kernel_rec) + 8u * nparams + name_len);
+  gp_kernel_rec *rec = malloc(size);
+  if (rec) {
+    rec->h.type = GP_REC_KERNEL;
+    rec->h.size = size;
+    rec->function = key;
+    rec->kernel_id = id;
+    rec->nparams = nparams;
+    rec->param_bytes = bytes;
+    rec->name_len = name_len;
+    memcpy(rec + 1, layout, 8u * nparams);
+    memcpy((uint8_t *)(rec + 1) + 8u * nparams, name, name_len);
+    gp_ring_push(rec);
+    free(rec);
+  }
+  if (!slot) {  // table full: describe it anew next time; the writer dedups
+    pthread_mutex_unlock(&funcs_mu);
+    static func_entry overflow;
+    overflow.id = id;
+    overflow.nparams = 0;
+    overflow.selected = selected;
+    overflow.snapshot = snapshot;
+    return &overflow;
+  }
+  slot->id = id;
+  slot->nparams = nparams;
+  slot->param_bytes = bytes;
+  slot->layout = malloc(8u * nparams + 8);
+  if (slot->layout) {
+    memcpy(slot->layout, layout, 8u * nparams);
+  } else {
+    slot->nparams = 0;
+  }
+  slot->selected = selected;
+  slot->snapshot = snapshot;
+  atomic_store_explicit(&slot->key, key, memory_order_release);
+  pthread_mutex_unlock(&funcs_mu);
+  return slot;
+}
+
+// ---- devices: described once per context ----
+
+enum { MAX_CONTEXTS = 256 };
+static struct {
+  _Atomic uint32_t uid;
+  uint32_t ordinal;
+} contexts[MAX_CONTEXTS];
+static pthread_mutex_t contexts_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t devices_described;  // bit per ordinal < 64
+
+static uint32_t device_of(uint32_t ctx_uid) {
+  for (int i = 0; i < MAX_CONTEXTS; i++) {
+    uint32_t u = atomic_load_explicit(&contexts[i].uid, memory_order_acquire);
+    if (u == ctx_uid) return contexts[i].ordinal;
+    if (u == 0) break;
+  }
+  gp_CUdevice dev = 0;
+  if (!gp_cu.ctxGetDevice || gp_cu.ctxGetDevice(&dev) != 0) return 0;
+  pthread_mutex_lock(&contexts_mu);
+  for (int i = 0; i < MAX_CONTEXTS; i++) {
+    uint32_t u = atomic_load_explicit(&contexts[i].uid, memory_order_relaxed);
+    if (u == ctx_uid) break;
+    if (u == 0) {
+      contexts[i].ordinal = dev;
+      atomic_store_explicit(&contexts[i].uid, ctx_uid, memory_order_release);
+      break;
+    }
+  }
+  int describe = dev < 64 && !(devices_described & (1ULL << dev));
+  if (describe) devices_described |= 1ULL << dev;
+  pthread_mutex_unlock(&contexts_mu);
+  if (describe) {
+    gp_device_rec rec;
+    memset(&rec, 0, sizeof rec);
+    rec.h.type = GP_REC_DEVICE;
+    rec.h.size = gp_pad8(sizeof rec);
+    rec.ordinal = dev;
+    rec.context_uid = ctx_uid;
+    int v = 0;
+    if (gp_cu.deviceGetName) gp_cu.deviceGetName(rec.name, sizeof rec.name - 1, dev);
+    if (gp_cu.deviceGetUuid) gp_cu.deviceGetUuid((gp_CUuuid *)rec.uuid, dev);
+    if (gp_cu.deviceGetAttribute) {
+      if (gp_cu.deviceGetAttribute(&v, GP_DEV_ATTR_COMPUTE_CAPABILITY_MAJOR, dev) == 0) rec.cc_major = v;
+      if (gp_cu.deviceGetAttribute(&v, GP_DEV_ATTR_COMPUTE_CAPABILITY_MINOR, dev) == 0) rec.cc_minor = v;
+      if (gp_cu.deviceGetAttribute(&v, GP_DEV_ATTR_MULTIPROCESSOR_COUNT, dev) == 0) rec.sm_count = v;
+    }
+    size_t mem = 0;
+    if (gp_cu.deviceTotalMem && gp_cu.deviceTotalMem(&mem, dev) == 0) rec.memory_bytes = mem;
+    gp_ring_push(&rec);
+  }
+  return dev;
+}
+
+// ---- launches ----
+
+static _Atomic uint64_t launch_seq;
+
+static int is_launch(uint32_t cbid) {
+  switch (cbid) {
+  case GP_CBID_cuLaunchKernel:
+  case GP_CBID_cuLaunchKernel_ptsz:
+  case GP_CBID_cuLaunchCooperativeKernel:
+  case GP_CBID_cuLaunchCooperativeKernel_ptsz:
+  case GP_CBID_cuLaunchKernelEx:
+  case GP_CBID_cuLaunchKernelEx_ptsz:
+    return 1;
+  }
+  return 0;
+}
+
+static int is_ptsz(uint32_t cbid) {
+  return cbid == GP_CBID_cuLaunchKernel_ptsz || cbid == GP_CBID_cuLaunchCooperativeKernel_ptsz ||
+         cbid == GP_CBID_cuLaunchKernelEx_ptsz || cbid == GP_CBID_cuGraphLaunch_ptsz;
+}
+
+// launch_view is what every launch API says, whatever its parameter struct.
+typedef struct {
+  gp_CUfunction f;
+  unsigned grid[3], block[3], cluster[3], smem;
+  gp_CUstream stream;
+  void **kernel_params, **extra;
+} launch_view;
+
+static void view_launch(uint32_t cbid, const void *params, launch_view *v) {
+  memset(v, 0, sizeof *v);
+  if (cbid == GP_CBID_cuLaunchKernelEx || cbid == GP_CBID_cuLaunchKernelEx_ptsz) {
+    const gp_cuLaunchKernelEx_params *p = params;
+    const gp_CUlaunchConfig *c = p->config;
+    v->f = p->f;
+    v->kernel_params = p->kernelParams;
+    v->extra = p->extra;
+    if (!c) return;
+    v->grid[0] = c->gridDimX, v->grid[1] = c->gridDimY, v->grid[2] = c->gridDimZ;
+    v->block[0] = c->blockDimX, v->block[1] = c->blockDimY, v->block[2] = c->blockDimZ;
+    v->smem = c->sharedMemBytes;
+    v->stream = c->hStream;
+    for (unsigned i = 0; c->attrs && i < c->numAttrs; i++) {
+      if (c->attrs[i].id == GP_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+        v->cluster[0] = c->attrs[i].value.clusterDim.x;
+        v->cluster[1] = c->attrs[i].value.clusterDim.y;
+        v->cluster[2] = c->attrs[i].value.clusterDim.z;
+      }
+    }
+    return;
+  }
+  const gp_cuLaunchKernel_params *p = params;
+  v->f = p->f;
+  v->grid[0] = p->gridDimX, v->grid[1] = p->gridDimY, v->grid[2] = p->gridDimZ;
+  v->block[0] = p->blockDimX, v->block[1] = p->blockDimY, v->block[2] = p->blockDimZ;
+  v->smem = p->sharedMemBytes;
+  v->stream = p->hStream;
+  v->kernel_params = p->kernelParams;
+  // cuLaunchCooperativeKernel_params has no `extra` member.
+  if (cbid == GP_CBID_cuLaunchKernel || cbid == GP_CBID_cuLaunchKernel_ptsz) v->extra = p->extra;
+}
+
+// launch_func is view_launch's f alone: all that ENTER needs.
+static inline gp_CUfunction launch_func(uint32_t cbid, const void *params) {
+  if (cbid == GP_CBID_cuLaunchKernelEx || cbid == GP_CBID_cuLaunchKernelEx_ptsz)
+    return ((const gp_cuLaunchKernelEx_params *)params)->f;
+  return ((const gp_cuLaunchKernel_params *)params)->f;
+}
+
+// copy_params assembles the parameter buffer the kernel will see.
+static uint32_t copy_params(const func_entry *fe, const launch_view *v, uint8_t *dst, uint32_t cap) {
+  if (v->kernel_params && fe->layout) {
+    uint32_t n = fe->param_bytes < cap ? fe->param_bytes : cap;
+    memset(dst, 0, n);
+    for (uint32_t i = 0; i < fe->nparams; i++) {
+      uint32_t off = fe->layout[2 * i], size = fe->layout[2 * i + 1];
+      const void *src = v->kernel_params[i];
+      if (off + size > n || !src) continue;
+      // Constant sizes compile to one move: most parameters are 8 or 4 bytes.
+      if (size == 8)
+        memcpy(dst + off, src, 8);
+      else if (size == 4)
+        memcpy(dst + off, src, 4);
+      else
+        memcpy(dst + off, src, size);
+    }
+    return n;
+  }
+  if (v->extra) {
+    const void *buf = NULL;
+    size_t size = 0;
+    for (int i = 0; i < 16 && v->extra[i] != GP_LAUNCH_PARAM_END; i += 2) {
+      if (v->extra[i] == GP_LAUNCH_PARAM_BUFFER_POINTER) buf = v->extra[i + 1];
+      if (v->extra[i] == GP_LAUNCH_PARAM_BUFFER_SIZE && v->extra[i + 1]) size = *(size_t *)v->extra[i + 1];
+    }
+    if (buf && size) {
+      uint32_t n = size < cap ? size : cap;
+      memcpy(dst, buf, n);
+      return n;
+    }
+  }
+  return 0;
+}
+
+// Stream ids are cached per thread (a thread usually launches on one
+// stream after another); destroying any stream invalidates every cache,
+// since a new stream may reuse the handle.
+static _Atomic uint32_t stream_epoch = 1;
+
+static uint32_t stream_id_of(gp_CUcontext ctx, gp_CUstream stream, uint32_t cbid) {
+  uint32_t epoch = atomic_load_explicit(&stream_epoch, memory_order_acquire);
+  int ptsz = is_ptsz(cbid);
+  if (tls.stream_epoch == epoch && tls.stream == stream && tls.stream_ctx == ctx && tls.stream_ptsz == ptsz)
+    return tls.stream_id;
+  uint32_t id = 0;
+  if (gp_cupti.getStreamIdEx) gp_cupti.getStreamIdEx(ctx, stream, ptsz, &id);
+  tls.stream_epoch = epoch;
+  tls.stream = stream;
+  tls.stream_ctx = ctx;
+  tls.stream_ptsz = ptsz;
+  tls.stream_id = id;
+  return id;
+}
+
+static void on_launch_enter(uint32_t cbid, const gp_CallbackData *cb) {
+  gp_CUfunction f = launch_func(cbid, cb->functionParams);
+  func_entry *fe = func_find((uint64_t)(uintptr_t)f);
+  if (!fe) fe = func_describe(f, cb->symbolName);
+  if (!fe->selected) {
+    GP_COUNT(launches_filtered, 1);
+    return;
+  }
+  tls.in_launch = 1;
+  tls.launch_func = fe;
+  tls.seq = atomic_fetch_add_explicit(&launch_seq, 1, memory_order_relaxed) + 1;
+  tls.host_ns = gp_clock();
+  tls.graph_node_id = 0;
+  tls.params_len = 0;
+  if (gp_proc.cfg.memory_mode == GP_MEM_OFF) return;
+  gp_thread_scratch *s = scratch();
+  if (!s) return;
+  launch_view v;
+  view_launch(cbid, cb->functionParams, &v);
+  tls.params_len = copy_params(fe, &v, s->launch.tail, GP_PARAMS_CAP);
+  gp_mem_launch_enter(&s->mem, s->launch.tail, tls.params_len, cb->context, v.stream, is_ptsz(cbid), tls.seq,
+                      fe->snapshot);
+}
+
+static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
+  if (!tls.in_launch) return;
+  tls.in_launch = 0;
+  launch_view v;
+  view_launch(cbid, cb->functionParams, &v);
+  const func_entry *fe = tls.launch_func;
+  gp_thread_scratch *s = scratch();
+  if (!s) {
+    GP_COUNT(launches_dropped, 1);
+    return;
+  }
+  // Every field is written below, so no memset: pad[] is set explicitly and
+  // the 4 padding bytes before ag_thread are never written (zero since
+  // calloc) nor read.
+  gp_launch_rec *rec = &s->launch.r;
+  rec->h.type = GP_REC_LAUNCH;
+  rec->seq = tls.seq;
+  rec->host_ns = tls.host_ns;
+  rec->kernel_id = fe ? fe->id : 0;
+  rec->context = (uint64_t)(uintptr_t)cb->context;
+  rec->stream = (uint64_t)(uintptr_t)v.stream;
+  rec->graph_node_id = tls.graph_node_id;
+  rec->captured = tls.graph_node_id != 0;
+  rec->mem_status = 0;
+  rec->snapshot_selected = 0;
+  rec->pad = 0;
+  rec->nregions = rec->npointers = 0;
+  rec->tid = thread_id();
+  rec->context_uid = cb->contextUid;
+  rec->device = device_of(cb->contextUid);
+  rec->stream_id = stream_id_of(cb->context, v.stream, cbid);
+  rec->correlation_id = cb->correlationId;
+  rec->api = cbid;
+  rec->result = cb->functionReturnValue ? *(gp_CUresult *)cb->functionReturnValue : 0;
+  memcpy(rec->grid, v.grid, sizeof v.grid);
+  memcpy(rec->block, v.block, sizeof v.block);
+  memcpy(rec->cluster, v.cluster, sizeof v.cluster);
+  rec->shared_mem = v.smem;
+  gp_autograd ag;
+  gp_autograd_take(&ag);
+  // AccumulateGrad nodes have no forward op: their number is UINT64_MAX.
+  rec->callstack_id = gp_callstack_take(ag.node_class != 0 && ag.sequence_nr != UINT64_MAX);
+  rec->ag_thread = ag.thread;
+  rec->ag_seq = ag.sequence_nr;
+  rec->ag_class = ag.node_class;
+  rec->ag_present = ag.present;
+  if (gp_proc.cfg.memory_mode == GP_MEM_OFF) {
+    rec->params_len = fe ? copy_params(fe, &v, s->launch.tail, GP_PARAMS_CAP) : 0;
+    rec->h.size = gp_pad8(sizeof *rec + rec->params_len);
+  } else {
+    gp_mem_launch *m = &s->mem;
+    rec->params_len = tls.params_len;
+    gp_mem_launch_exit(m, cb->context, v.stream, is_ptsz(cbid), tls.seq, rec->captured, rec->result);
+    rec->mem_status = m->status;
+    rec->snapshot_selected = m->snapshot;
+    rec->nregions = m->nregions;
+    rec->npointers = m->npointers;
+    uint32_t at = gp_pad8(rec->params_len);
+    memset(s->launch.tail + rec->params_len, 0, at - rec->params_len);
+    memcpy(s->launch.tail + at, m->regions, m->nregions * sizeof(gp_region_rec));
+    at += m->nregions * sizeof(gp_region_rec);
+    memcpy(s->launch.tail + at, m->pointers, m->npointers * sizeof(gp_pointer_rec));
+    at += m->npointers * sizeof(gp_pointer_rec);
+    rec->h.size = gp_pad8(sizeof *rec + at);
+  }
+  if (!gp_ring_push_counted(rec, &gp_counts.launches)) GP_COUNT(launches_dropped, 1);
+}
+
+static void on_graph_launch(uint32_t cbid, const gp_CallbackData *cb) {
+  const gp_cuGraphLaunch_params *p = cb->functionParams;
+  gp_graphlaunch_rec rec;
+  memset(&rec, 0, sizeof rec);
+  rec.h.type = GP_REC_GRAPHLAUNCH;
+  rec.h.size = gp_pad8(sizeof rec);
+  rec.seq = atomic_fetch_add_explicit(&launch_seq, 1, memory_order_relaxed) + 1;
+  rec.host_ns = gp_clock();
+  rec.graph_exec = (uint64_t)(uintptr_t)p->hGraph;
+  rec.stream = (uint64_t)(uintptr_t)p->hStream;
+  rec.tid = thread_id();
+  rec.device = device_of(cb->contextUid);
+  rec.stream_id = stream_id_of(cb->context, p->hStream, cbid);
+  rec.correlation_id = cb->correlationId;
+  rec.result = cb->functionReturnValue ? *(gp_CUresult *)cb->functionReturnValue : 0;
+  rec.callstack_id = gp_callstack_take(0);
+  if (gp_ring_push(&rec)) GP_COUNT(graph_launches, 1);
+}
+
+// ---- resources: modules and graph nodes ----
+
+static void on_module_loaded(const gp_ResourceData *rd) {
+  const gp_ModuleResourceData *m = rd->resourceDescriptor;
+  if (!m || !m->pCubin || !m->cubinSize) return;
+  void *copy = malloc(m->cubinSize);
+  if (!copy) {
+    GP_COUNT(modules_dropped, 1);
+    return;
+  }
+  memcpy(copy, m->pCubin, m->cubinSize);
+  gp_module_rec rec;
+  memset(&rec, 0, sizeof rec);
+  rec.h.type = GP_REC_MODULE;
+  rec.h.size = gp_pad8(sizeof rec);
+  rec.image = copy;
+  rec.size = m->cubinSize;
+  rec.host_ns = gp_clock();
+  rec.module_id = m->moduleId;
+  rec.context_uid = 0;
+  if (gp_ring_push(&rec)) {
+    GP_COUNT(modules, 1);
+  } else {
+    free(copy);
+    GP_COUNT(modules_dropped, 1);
+  }
+}
+
+static void on_graph_node(uint32_t cbid, const gp_ResourceData *rd) {
+  const gp_GraphData *g = rd->resourceDescriptor;
+  if (!g || !g->node || !gp_cupti.getGraphNodeId) return;
+  gp_graphnode_rec rec;
+  memset(&rec, 0, sizeof rec);
+  rec.h.type = GP_REC_GRAPHNODE;
+  rec.h.size = gp_pad8(sizeof rec);
+  rec.node_type = g->nodeType;
+  if (gp_cupti.getGraphNodeId(g->node, &rec.node_id) != 0) return;
+  if (g->graph && gp_cupti.getGraphId) gp_cupti.getGraphId(g->graph, &rec.graph_id);
+  if (cbid == GP_CBID_RESOURCE_GRAPHNODE_CLONED) {
+    if (!g->originalNode || gp_cupti.getGraphNodeId(g->originalNode, &rec.original_node_id) != 0) return;
+  } else if (tls.in_launch) {
+    // A node created inside a launch call is that launch, captured.
+    rec.launch_seq = tls.seq;
+    tls.graph_node_id = rec.node_id;
+  } else {
+    return;  // built with the graph API, not by a recorded launch
+  }
+  gp_ring_push(&rec);
+}
+
+// ---- the callback ----
+
+static void dispatch(int domain, uint32_t cbid, const void *data);
+
+// The agent's time on the program's threads is measured on one launch in
+// TIMING_SAMPLE per thread (both its callbacks: the ENTER decides for its
+// EXIT) and scaled up, so a recording says what the agent costs a launch
+// without paying for two TSC reads (about 20 ns each in a VM) on every one.
+// Every other callback (module loads, which copy megabytes of code, graph
+// nodes, allocations) is timed each time: scaling a rare, long one up would
+// swamp the launches' figure.
+enum { TIMING_SAMPLE = 16 };
+
+void gp_on_callback(void *userdata, int domain, uint32_t cbid, const void *data) {
+  (void)userdata;
+  if (gp_proc.forked_child || tls.in_agent) return;
+  uint64_t t0;
+  if (domain == GP_CB_DOMAIN_DRIVER_API && is_launch(cbid)) {
+    if (((const gp_CallbackData *)data)->callbackSite == GP_API_ENTER)
+      tls.sample_launch = ++tls.callbacks % TIMING_SAMPLE == 0;
+    if (!tls.sample_launch) {
+      dispatch(domain, cbid, data);
+      return;
+    }
+    t0 = __rdtsc();
+    dispatch(domain, cbid, data);
+    uint64_t spent = (__rdtsc() - t0) * TIMING_SAMPLE;
+    GP_COUNT(callback_cycles, spent);
+    GP_COUNT(launch_callback_cycles, spent);
+    return;
+  }
+  t0 = __rdtsc();
+  dispatch(domain, cbid, data);
+  GP_COUNT(callback_cycles, __rdtsc() - t0);
+}
+
+static void dispatch(int domain, uint32_t cbid, const void *data) {
+  if (domain == GP_CB_DOMAIN_DRIVER_API) {
+    const gp_CallbackData *cb = data;
+    if (is_launch(cbid)) {
+      if (cb->callbackSite == GP_API_ENTER)
+        on_launch_enter(cbid, cb);
+      else
+        on_launch_exit(cbid, cb);
+    } else if ((cbid == GP_CBID_cuGraphLaunch || cbid == GP_CBID_cuGraphLaunch_ptsz) &&
+               cb->callbackSite == GP_API_EXIT) {
+      on_graph_launch(cbid, cb);
+    } else if (gp_mem_alloc_callback(cbid)) {
+      gp_mem_on_api(cbid, cb);
+    } else if (gp_mem_error_callback(cbid) && cb->callbackSite == GP_API_EXIT && cb->functionReturnValue) {
+      gp_CUresult r = *(gp_CUresult *)cb->functionReturnValue;
+      if (r != 0 && r != 600 && !gp_proc.forked_child && getpid() == gp_proc.agent_pid)  // 600: CUDA_ERROR_NOT_READY
+        gpurrCudaError((char *)cb->functionName, r);
+    }
+    return;
+  }
+  if (domain == GP_CB_DOMAIN_RESOURCE) {
+    const gp_ResourceData *rd = data;
+    switch (cbid) {
+    case GP_CBID_RESOURCE_MODULE_LOADED:
+      on_module_loaded(rd);
+      break;
+    case GP_CBID_RESOURCE_GRAPHNODE_CREATED:
+    case GP_CBID_RESOURCE_GRAPHNODE_CLONED:
+      on_graph_node(cbid, rd);
+      break;
+    case GP_CBID_RESOURCE_STREAM_DESTROY_STARTING:
+      atomic_fetch_add_explicit(&stream_epoch, 1, memory_order_release);
+      break;
+    }
+  }
+}

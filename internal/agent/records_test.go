@@ -1,0 +1,332 @@
+package agent
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// testRecorder is a recorder writing into a temporary directory, with
+// memory capture's Go side on, as in a --memory recording.
+func testRecorder(t *testing.T) *recorder {
+	t.Helper()
+	r, err := newRecorder(t.TempDir(), config{callstack: "auto"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.mem = &memoryCapture{pending: map[pointKey]*pendingPoint{}}
+	t.Cleanup(r.closeFiles)
+	return r
+}
+
+// logs returns the batch's log messages at level.
+func logs(r *recorder, level string) []string {
+	var out []string
+	for _, l := range r.batch.Log {
+		if l.Level == level {
+			out = append(out, l.Message)
+		}
+	}
+	return out
+}
+
+func equal(t *testing.T, what string, got, want proto.Message) {
+	t.Helper()
+	if !proto.Equal(got, want) {
+		t.Errorf("%s:\n got  %s\n want %s", what, prototext.Format(got), prototext.Format(want))
+	}
+}
+
+func TestRecordDecodesEveryType(t *testing.T) {
+	r := testRecorder(t)
+	// gpurr's demo kernels built for sm_90: the module of the demo's bundled recording.
+	cubins, err := filepath.Glob(filepath.Join("..", "demo", "bundled", "rec", "modules", "*.cubin"))
+	if err != nil || len(cubins) == 0 {
+		t.Fatalf("no cubin in the demo's bundled recording: %v", err)
+	}
+	image, err := os.ReadFile(cubins[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	r.record(cannedModule(image, 7, 1000))
+	if len(r.batch.Modules) != 1 {
+		t.Fatalf("modules %v", r.batch.Modules)
+	}
+	mod := r.batch.Modules[0]
+	if mod.CuptiModuleId != 7 || mod.Size != uint64(len(image)) || mod.HostNs != 1000 || !mod.Stored || len(mod.Sha256) != 64 ||
+		!strings.Contains(strings.Join(mod.KernelNames, " "), "gpurr_demo_saxpy") {
+		t.Errorf("module %v", mod)
+	}
+
+	kernel := &pb.Kernel{Id: 3, Name: "gpurr_demo_saxpy", ParamBytes: 24,
+		Params: []*pb.ParamInfo{{Offset: 0, Size: 8}, {Offset: 8, Size: 4}, {Offset: 16, Size: 8}}}
+	r.record(cannedKernel(0x7f00001000, kernel))
+	mangled := &pb.Kernel{Id: 4, Name: "_Z6kernelPfi", ParamBytes: 12,
+		Params: []*pb.ParamInfo{{Offset: 0, Size: 8}, {Offset: 8, Size: 4}}}
+	r.record(cannedKernel(0x7f00002000, mangled))
+	if len(r.batch.Kernels) != 2 {
+		t.Fatalf("kernels %v", r.batch.Kernels)
+	}
+	k := r.batch.Kernels[0]
+	if k.ModuleSha256 != mod.Sha256 || k.Identity == 0 || k.Demangled != "gpurr_demo_saxpy" {
+		t.Errorf("kernel of the module: %v", k)
+	}
+	kernel.ModuleSha256, kernel.Identity, kernel.Demangled = k.ModuleSha256, k.Identity, k.Demangled
+	equal(t, "kernel", k, kernel)
+	if k := r.batch.Kernels[1]; k.Demangled != "kernel(float*, int)" || k.ModuleSha256 != "" || !proto.Equal(k.Params[1], mangled.Params[1]) {
+		t.Errorf("kernel of no module: %v", k)
+	}
+
+	python := &pb.Callstack{Id: 11, Source: "python", Cut: "depth", Frames: []*pb.Frame{
+		{Kind: pb.Frame_PYTHON, File: "train.py", Function: "step", Line: 42},
+		{Kind: pb.Frame_PYTHON, File: "train.py", Function: "<module>", Line: 7},
+	}}
+	r.record(cannedStack(python, 1, 1)) // GP_UNWIND_MAX
+	r.record(cannedStack(python, 1, 1)) // the same stack again: written once
+	native := &pb.Callstack{Id: 12, Source: "native", Frames: []*pb.Frame{
+		{Kind: pb.Frame_NATIVE, File: "/nonexistent/libfoo.so", Pc: 0x7f0000123456, Offset: 0x3456},
+	}}
+	r.record(cannedStack(native, 2, 0))
+	if len(r.batch.Callstacks) != 2 {
+		t.Fatalf("callstacks %v", r.batch.Callstacks)
+	}
+	equal(t, "python stack", r.batch.Callstacks[0], python)
+	equal(t, "native stack", r.batch.Callstacks[1], native)
+	if w := logs(r, "warn"); len(w) != 1 || !strings.Contains(w[0], "/nonexistent/libfoo.so") {
+		t.Errorf("warnings %q, want one for the native frame's object", w)
+	}
+
+	launch := &pb.Launch{Seq: 1, Tid: 100, Device: 1, Context: 0x5555, ContextUid: 2, Stream: 0x7000, StreamId: 13,
+		KernelId: 3, Grid: &pb.Dim3{X: 64, Y: 2, Z: 1}, Block: &pb.Dim3{X: 256, Y: 1, Z: 1}, Cluster: &pb.Dim3{X: 2, Y: 1, Z: 1},
+		SharedMemBytes: 1024, Params: []byte("\x00\x00\x20\x00\x7e\x00\x00\x00\x05\x00\x00\x00\xff\xff\xff\xff\x00\x00\x40\x00\x7e\x00\x00\x00"),
+		CorrelationId: 77, HostNs: 123456789, CallstackId: 11, Api: 652, Result: 0,
+		Memory: &pb.MemoryPlan{Status: pb.MemoryPlan_SNAPSHOT, SnapshotSelected: true},
+		Regions: []*pb.Region{
+			{Address: 0x7e00200000, Size: 1 << 20, AllocationId: 5, ParamOffsets: []uint32{0}},
+			{Address: 0x7e00400000, Size: 4096, ParamOffsets: []uint32{16}},
+		}}
+	r.record(cannedLaunch(launch, &cannedAutograd{thread: 1, seq: 40}))
+	launch.Autograd = &pb.Autograd{Thread: 1, SequenceNr: 40}
+	// A launch without memory capture, parameters of an odd length.
+	plain := &pb.Launch{Seq: 2, Tid: 100, KernelId: 4, Grid: &pb.Dim3{X: 1, Y: 1, Z: 1}, Block: &pb.Dim3{X: 32, Y: 1, Z: 1},
+		Params: []byte{1, 2, 3}, Captured: true, GraphNodeId: 9, Api: 307, Result: 719}
+	r.record(cannedLaunch(plain, nil))
+	// A backward launch of node 39, which the forward launch above (made
+	// with the thread's next number at 40) created.
+	r.record(cannedNodeClass(1, true, "N5torch8autograd9generated11MmBackward0E"))
+	backward := &pb.Launch{Seq: 3, Tid: 101, KernelId: 4, Grid: &pb.Dim3{}, Block: &pb.Dim3{}, CallstackId: 0}
+	r.record(cannedLaunch(backward, &cannedAutograd{thread: 1, seq: 39, class: 1}))
+	backward.Autograd = &pb.Autograd{Thread: 1, SequenceNr: 39, BackwardNode: "MmBackward0", ForwardCallstackId: 11, Link: pb.Autograd_NEXT_LAUNCH}
+	if len(r.batch.Launches) != 3 {
+		t.Fatalf("launches %v", r.batch.Launches)
+	}
+	equal(t, "launch", r.batch.Launches[0], launch)
+	equal(t, "plain launch", r.batch.Launches[1], plain)
+	equal(t, "backward launch", r.batch.Launches[2], backward)
+	if r.stats.BackwardLaunches != 1 || r.stats.BackwardLinked != 1 || r.mem.snapshotSelected != 1 {
+		t.Errorf("backward launches %d, linked %d, snapshots selected %d", r.stats.BackwardLaunches, r.stats.BackwardLinked, r.mem.snapshotSelected)
+	}
+
+	activity := &pb.KernelActivity{CorrelationId: 77, Device: 1, ContextUid: 2, StreamId: 13, StartNs: 1000, EndNs: 2500,
+		Name: "gpurr_demo_saxpy", GraphId: 3, GraphNodeId: 4, Grid: &pb.Dim3{X: 64, Y: 2, Z: 1}, Block: &pb.Dim3{X: 256, Y: 1, Z: 1},
+		RegistersPerThread: 32, SharedMemBytes: 1024, StaticSharedMemBytes: 48}
+	own := proto.Clone(activity).(*pb.KernelActivity)
+	own.Name = "gpurr_memcap"
+	r.record(cannedActivity(activity, false))
+	r.record(cannedActivity(own, true))
+	if len(r.batch.Activities) != 1 || len(r.batch.OwnActivities) != 1 {
+		t.Fatalf("activities %v, own %v", r.batch.Activities, r.batch.OwnActivities)
+	}
+	equal(t, "activity", r.batch.Activities[0], activity)
+	equal(t, "own activity", r.batch.OwnActivities[0], own)
+
+	node := &pb.GraphNode{NodeId: 0x9000, GraphId: 0x42, OriginalNodeId: 0x8000, LaunchSeq: 1, NodeType: 0}
+	r.record(cannedGraphNode(node))
+	graphLaunch := &pb.GraphLaunch{Seq: 4, Tid: 100, GraphExec: 0xe0e0, Stream: 0x7000, StreamId: 13, CorrelationId: 78,
+		HostNs: 200, CallstackId: 11, Device: 1, Result: -1}
+	r.record(cannedGraphLaunch(graphLaunch))
+	equal(t, "graph node", r.batch.GraphNodes[0], node)
+	equal(t, "graph launch", r.batch.GraphLaunches[0], graphLaunch)
+
+	device := &pb.Device{Ordinal: 1, Name: "NVIDIA H100 80GB HBM3", CcMajor: 9, CcMinor: 0, SmCount: 132,
+		MemoryBytes: 80 << 30, ContextUid: 2, Uuid: "GPU-00112233-4455-6677-8899-aabbccddeeff"}
+	uuid := [16]byte{0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff}
+	r.record(cannedDevice(device, uuid))
+	r.record(cannedDevice(&pb.Device{Ordinal: 1, Name: "described again"}, uuid))
+	if len(r.batch.Devices) != 1 {
+		t.Fatalf("devices %v", r.batch.Devices)
+	}
+	equal(t, "device", r.batch.Devices[0], device)
+
+	alloc := &pb.Allocation{Id: 5, Kind: pb.Allocation_MEM_MAP, Address: 0x7e00200000, Size: 1 << 20, HostNs: 300, Freed: true, Device: 1}
+	r.record(cannedAlloc(alloc))
+	equal(t, "allocation", r.batch.Allocations[0], alloc)
+
+	r.record(cannedMemLost(1, 2, 1, "dropped: staging ring full"))
+	if len(r.batch.Memory) != 1 {
+		t.Fatalf("memory states %v", r.batch.Memory)
+	}
+	equal(t, "lost memory state", r.batch.Memory[0], &pb.MemoryState{LaunchSeq: 1, Point: pb.MemoryState_AFTER, Lost: true,
+		LostReason: "dropped: staging ring full"})
+
+	unknown := cannedGraphNode(node)
+	unknown[0] = 99
+	r.record(unknown)
+	if e := logs(r, "error"); len(e) != 1 || e[0] != "unknown agent record type 99" {
+		t.Errorf("errors %q", e)
+	}
+}
+
+// cannedOfEveryType is one record of each type, built afresh: a module
+// record owns its image, which decoding frees.
+func cannedOfEveryType() map[string][]byte {
+	return map[string][]byte{
+		"launch": cannedLaunch(&pb.Launch{Seq: 1, Params: bytes.Repeat([]byte{0xab}, 20),
+			Memory:  &pb.MemoryPlan{Status: pb.MemoryPlan_HASH},
+			Regions: []*pb.Region{{Address: 1 << 40, Size: 64, ParamOffsets: []uint32{0, 8}}}}, &cannedAutograd{thread: 1, seq: 2}),
+		"kernel":       cannedKernel(1, &pb.Kernel{Id: 1, Name: "k", Params: []*pb.ParamInfo{{Offset: 0, Size: 8}}}),
+		"stack":        cannedStack(&pb.Callstack{Id: 1, Frames: []*pb.Frame{{Kind: pb.Frame_PYTHON, File: "a.py", Function: "f", Line: 1}}}, 1, 0),
+		"module":       cannedModule([]byte("not a cubin"), 1, 1),
+		"activity":     cannedActivity(&pb.KernelActivity{Name: "k"}, false),
+		"own activity": cannedActivity(&pb.KernelActivity{Name: "gpurr_memcap"}, true),
+		"graph node":   cannedGraphNode(&pb.GraphNode{NodeId: 1}),
+		"graph launch": cannedGraphLaunch(&pb.GraphLaunch{Seq: 1}),
+		"device":       cannedDevice(&pb.Device{Ordinal: 3, Name: strings.Repeat("x", 300)}, [16]byte{}),
+		"allocation":   cannedAlloc(&pb.Allocation{Id: 1}),
+		"memory lost":  cannedMemLost(1, 1, 1, strings.Repeat("y", 100)),
+		"node class":   cannedNodeClass(1, false, "CompiledFunctionBackward"),
+	}
+}
+
+// TestRecordTruncated feeds every prefix of a record of each type: one
+// shorter than its type's fixed part is dropped with an error, a longer one
+// decodes what it holds, and none reads past its end (each prefix is a
+// buffer of its own, so go test -race's pointer checks would catch it).
+func TestRecordTruncated(t *testing.T) {
+	for name, full := range cannedOfEveryType() {
+		t.Run(name, func(t *testing.T) {
+			fixed := recordFixedSize(full)
+			r := testRecorder(t)
+			for n := range len(full) {
+				r.batch = &pb.Batch{}
+				rec := cannedOfEveryType()[name] // a module of its own each time
+				raw := bytes.Clone(rec[:n])
+				r.record(raw)
+				errs := logs(r, "error")
+				switch {
+				case n < 8:
+					if len(errs) != 0 {
+						t.Errorf("%d bytes: errors %q, want none (not even a header)", n, errs)
+					}
+				case n < fixed:
+					if len(errs) != 1 || !strings.Contains(errs[0], "truncated agent record") {
+						t.Errorf("%d of %d bytes: errors %q, want the record dropped", n, fixed, errs)
+					}
+				default:
+					if len(errs) != 0 {
+						t.Errorf("%d bytes (fixed part %d): errors %q", n, fixed, errs)
+					}
+				}
+			}
+		})
+	}
+	// A launch whose region tail is cut keeps its parameters and loses its regions.
+	r := testRecorder(t)
+	rec := cannedOfEveryType()["launch"]
+	r.record(rec[:len(rec)-8])
+	if l := r.batch.Launches; len(l) != 1 || len(l[0].Params) != 20 || l[0].Regions != nil || l[0].Memory.GetStatus() != pb.MemoryPlan_HASH {
+		t.Errorf("cut launch decoded as %v", l)
+	}
+	// Fixed-size text without its NUL is read to the field's end, no further.
+	r.record(cannedOfEveryType()["device"])
+	r.record(cannedOfEveryType()["memory lost"])
+	if d := r.batch.Devices; len(d) != 1 || d[0].Name != strings.Repeat("x", 256) {
+		t.Errorf("device without a NUL: %v", d)
+	}
+	if m := r.batch.Memory; len(m) != 1 || m[0].LostReason != strings.Repeat("y", 64) {
+		t.Errorf("lost state without a NUL: %v", m)
+	}
+}
+
+// TestRecordGarbage decodes random bytes under every record type's header
+// but the module's (whose record carries a pointer the C side owns): lengths
+// and counts that claim more than the record holds must neither crash nor
+// read past it.
+func TestRecordGarbage(t *testing.T) {
+	types := []uint32{1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xffffffff}
+	rng := rand.New(rand.NewPCG(1, 2))
+	r := testRecorder(t)
+	for i := range 20000 {
+		raw := make([]byte, 8+rng.IntN(600))
+		for j := range raw {
+			raw[j] = byte(rng.Uint32())
+		}
+		if i%2 == 0 { // lengths and counts near the top of their range
+			for j := 8; j+4 <= len(raw); j += 4 {
+				if rng.IntN(4) == 0 {
+					copy(raw[j:], []byte{0xff, 0xff, 0xff, byte(rng.IntN(256))})
+				}
+			}
+		}
+		copy(raw, leBytes32(types[rng.IntN(len(types))]))
+		r.record(raw)
+		if i%1000 == 0 {
+			r.batch = &pb.Batch{} // as writeFrame does
+		}
+	}
+}
+
+// TestRingDrain pushes records through the C ring as the program's threads
+// do, wrapping around a small ring many times and overflowing it, and
+// drains it as the writer does: every record that fit is decoded, in
+// order, and every one that did not is counted.
+func TestRingDrain(t *testing.T) {
+	r := testRecorder(t)
+	cannedRing(4096)
+	dropped0, bytes0 := ringCounters()
+	var want []uint64
+	var refused, refusedBytes uint64
+	seq := uint64(0)
+	for round := range 50 {
+		for range 4 + round%20 {
+			seq++
+			rec := cannedLaunch(&pb.Launch{Seq: seq, Params: make([]byte, int(seq*37)%300)}, nil)
+			if ringPush(rec) {
+				want = append(want, seq)
+			} else {
+				refused++
+				refusedBytes += uint64(len(rec))
+			}
+		}
+		r.drain()
+		ringLog(1, "round done") // into the emptied ring: it fits
+	}
+	r.drain()
+	var got []uint64
+	for _, l := range r.batch.Launches {
+		got = append(got, l.Seq)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("launches drained %v, pushed %v", got, want)
+	}
+	if refused == 0 {
+		t.Error("the ring never filled: the test does not cover a full ring")
+	}
+	dropped, droppedBytes := ringCounters()
+	if dropped-dropped0 != refused || droppedBytes-bytes0 != refusedBytes {
+		t.Errorf("ring counted %d records, %d bytes dropped; %d, %d were refused", dropped-dropped0, droppedBytes-bytes0, refused, refusedBytes)
+	}
+	if w := logs(r, "warn"); len(w) != 50 || w[0] != "round done" {
+		t.Errorf("log records from gp_log: %q", w)
+	}
+}
