@@ -117,6 +117,25 @@ func (l *Links) LaunchFor(a *pb.KernelActivity) (launch *pb.Launch, viaGraph boo
 	return l.launchBySeq[n.GetLaunchSeq()], true
 }
 
+// CaptureLaunch returns the launch whose code a graph replay's kernel ran:
+// the launch made during stream capture that created its graph node. The
+// kernel carries the executable graph's node, which leads, through the
+// clones made at instantiation, to the node the captured launch created.
+// Its callstack is where the graph was captured, not where it was
+// replayed (the replay is the kernel's call in Join). nil for an eager
+// kernel (Join pairs it with its launch), and when the recording does not
+// hold the node or the launch.
+func (l *Links) CaptureLaunch(a *pb.KernelActivity) *pb.Launch {
+	if a.GetGraphId() == 0 {
+		return nil
+	}
+	n := l.CaptureNode(a.GetGraphNodeId())
+	if n == nil {
+		return nil
+	}
+	return l.launchBySeq[n.GetLaunchSeq()]
+}
+
 // CaptureNode follows an executable graph's node back through its clones to
 // the node a captured launch created (the first with a launch sequence
 // number). It returns nil when the chain breaks, loops, or runs past
