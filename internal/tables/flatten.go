@@ -38,8 +38,11 @@ type Result struct {
 // what joins records that come apart: launch calls and kernels waiting for
 // each other (recording.Join's bounded window), the program's kernels,
 // callstacks and captured launches, the regions of launches whose memory
-// states have not come, and, for the allocations table only, each
-// allocation until the end. It does not grow with the number of launches.
+// states have not come yet, and, for the allocations table only, each
+// allocation until the end. It does not grow with the number of launches,
+// but where the states a launch's plan promised never come (a flight
+// recorder keeps only the last launches' snapshots): those launches'
+// regions stay until the end.
 //
 // Within a table, rows come in the order of the records they are made of,
 // but for kernels that came before their launch call (they come with it)
@@ -89,6 +92,16 @@ type pass struct {
 	stacks    map[uint64]bool  // callstacks written to the Export table
 	held      map[uint64]*held // launches whose memory states are still to come
 	allocs    *allocationIndex // nil when the allocations table is not filled
+
+	// The records of the most frequent rows, reused row after row rather
+	// than allocated for each (Row copies what it keeps).
+	scratch struct {
+		call   callRec
+		run    run
+		state  stateRow
+		region regionRec
+		chunk  chunkRec
+	}
 }
 
 func newPass(p *recording.Process, o Options) *pass {
@@ -271,7 +284,9 @@ func (ps *pass) batch(b *pb.Batch) error {
 		}
 	}
 	for _, a := range b.OwnActivities {
-		emit(ps, exportActivity, &run{a: a, own: true})
+		r := &ps.scratch.run
+		*r = run{a: a, own: true}
+		emit(ps, exportActivity, r)
 	}
 	if ps.allocs != nil {
 		for _, a := range b.Allocations {
@@ -372,13 +387,16 @@ func (ps *pass) lines(id uint64) lineText {
 }
 
 func (ps *pass) launch(l *pb.Launch) {
-	r := &callRec{l: l, k: ps.kernels[l.GetKernelId()], lines: ps.links.LineCallstack(l),
+	r := &ps.scratch.call
+	*r = callRec{l: l, k: ps.kernels[l.GetKernelId()], lines: ps.links.LineCallstack(l),
 		seq: l.GetSeq(), stream: l.GetStream(), hostNS: l.GetHostNs(), callstack: l.GetCallstackId(), tid: l.GetTid(),
 		device: l.GetDevice(), streamID: l.GetStreamId(), correlationID: l.GetCorrelationId(), result: l.GetResult()}
 	emit(ps, launches, r)
 	emit(ps, exportLaunches, r)
 	for i, region := range l.GetRegions() {
-		emit(ps, regions, &regionRec{l: l, i: i, r: region})
+		rr := &ps.scratch.region
+		*rr = regionRec{l: l, i: i, r: region}
+		emit(ps, regions, rr)
 	}
 	if ps.join != nil && !l.GetCaptured() {
 		ps.fail(ps.join.Call(l.GetCorrelationId(), callRef{seq: l.GetSeq(), lines: r.lines, kernel: l.GetKernelId()}, false))
@@ -396,7 +414,8 @@ func (ps *pass) launch(l *pb.Launch) {
 }
 
 func (ps *pass) graphLaunch(g *pb.GraphLaunch) {
-	r := &callRec{g: g, lines: g.GetCallstackId(),
+	r := &ps.scratch.call
+	*r = callRec{g: g, lines: g.GetCallstackId(),
 		seq: g.GetSeq(), stream: g.GetStream(), hostNS: g.GetHostNs(), callstack: g.GetCallstackId(), tid: g.GetTid(),
 		device: g.GetDevice(), streamID: g.GetStreamId(), correlationID: g.GetCorrelationId(), result: g.GetResult()}
 	emit(ps, graphLaunches, r)
@@ -410,7 +429,8 @@ func (ps *pass) graphLaunch(g *pb.GraphLaunch) {
 // An eager kernel ran its call's code; a graph kernel ran the code of the
 // launch that captured its node, and its call is the replay.
 func (ps *pass) kernelRun(a *pb.KernelActivity, call callRef, ok bool) error {
-	r := &run{a: a}
+	r := &ps.scratch.run
+	*r = run{a: a}
 	if a.GetGraphId() == 0 {
 		r.launch, r.hasLaunch = call, ok && !call.replay
 	} else {
@@ -466,10 +486,10 @@ func (ps *pass) memoryState(st *pb.MemoryState) {
 	}
 	if len(st.GetRegions()) == 0 {
 		if len(launchRegions) == 0 {
-			emit(ps, memoryStates, &stateRow{st: st, i: -1})
+			ps.stateRow(memoryStates, stateRow{st: st, i: -1})
 		}
 		for i := range launchRegions {
-			emit(ps, memoryStates, &stateRow{st: st, i: i, r: region(i)})
+			ps.stateRow(memoryStates, stateRow{st: st, i: i, r: region(i)})
 		}
 	}
 	nanScan := ps.proc.GetMemory().GetNanScan()
@@ -480,18 +500,25 @@ func (ps *pass) memoryState(st *pb.MemoryState) {
 				emit(ps, nanCounts, &nanRec{st: st, i: i, dtype: nanScan[k], nan: nan, inf: inf})
 			}
 		}
-		emit(ps, memoryStates, &stateRow{st: st, i: i, rs: rs, r: region(i)})
+		ps.stateRow(memoryStates, stateRow{st: st, i: i, rs: rs, r: region(i)})
 		if ps.want[memoryChunks.id] {
 			for n, hash := range recording.ChunkHashes(rs) {
-				emit(ps, memoryChunks, &chunkRec{st: st, region: i, n: n, offset: uint64(n) * chunkBytes, hash: hash})
+				c := &ps.scratch.chunk
+				*c = chunkRec{st: st, region: i, n: n, offset: uint64(n) * chunkBytes, hash: hash}
+				emit(ps, memoryChunks, c)
 			}
 		}
 	}
 	if st.GetLost() {
-		emit(ps, exportRegions, &stateRow{st: st, i: -1})
+		ps.stateRow(exportRegions, stateRow{st: st, i: -1})
 		return
 	}
 	for i, rs := range st.GetRegions() {
-		emit(ps, exportRegions, &stateRow{st: st, i: i, rs: rs, r: region(i)})
+		ps.stateRow(exportRegions, stateRow{st: st, i: i, rs: rs, r: region(i)})
 	}
+}
+
+func (ps *pass) stateRow(t *table[stateRow], r stateRow) {
+	ps.scratch.state = r
+	emit(ps, t, &ps.scratch.state)
 }
