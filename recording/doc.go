@@ -10,4 +10,11 @@
 // Readers are total: any bytes yield either the records they hold or an
 // error naming the file and the problem. A file cut short (the program was
 // killed) reads up to its last whole frame and is marked truncated.
+//
+// Records refer to each other by id; Links and Join follow the references.
+// Join pairs each kernel execution on the GPU with the launch call that
+// ran it while a recording streams by, in bounded memory
+// (Data.JoinKernels does it for a recording read whole); Links resolves
+// kernel, callstack and allocation ids, leads a graph replay's kernel to
+// the launch that captured it, and memory states to their launch.
 package recording

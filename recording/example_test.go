@@ -22,8 +22,9 @@ func Example() {
 		links := data.Links()
 		seen := map[string]bool{}
 		for _, a := range data.Activities {
-			launch, viaGraph := links.LaunchFor(a)
-			if !viaGraph || launch == nil {
+			// The launch that captured the graph node this kernel ran.
+			launch := links.CaptureLaunch(a)
+			if launch == nil {
 				continue
 			}
 			// LineCallstack: a kernel launched in an autograd node's

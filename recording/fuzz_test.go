@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpurr/gpurr/internal/testrec"
 	"github.com/gpurr/gpurr/recording"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
 // FuzzScan feeds arbitrary bytes to the reader as a process's events file.
@@ -52,8 +53,8 @@ func FuzzScan(f *testing.F) {
 		}
 		// The join must take whatever records the bytes hold.
 		links := d.Links()
-		for _, a := range d.Activities {
-			links.LaunchFor(a)
+		if err := d.JoinKernels(links, func(*pb.KernelActivity, *pb.Launch, *pb.GraphLaunch) error { return nil }); err != nil {
+			t.Fatal(err)
 		}
 		for _, l := range d.Launches {
 			links.PythonLine(l.CallstackId)

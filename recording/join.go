@@ -15,18 +15,17 @@ import (
 // longer chain means the records are damaged, and the walk gives up.
 const maxCloneHops = 16
 
-// Links joins a process's records: GPU activity to the launch that caused
-// it, memory states to their launch, and ids to the kernels, callstacks and
-// allocations they name. It is the one place
-// that knows how those records refer to each other; info, query and trace
-// all read through it. A Links is not safe for concurrent use (it caches
+// Links joins a process's records: a graph replay's kernels to the launch
+// that captured them, memory states to their launch, and ids to the
+// kernels, callstacks and allocations they name. With Join (which pairs
+// kernels with the calls that ran them) it is the one place that knows how
+// those records refer to each other; info, query, export and trace all
+// read through it. A Links is not safe for concurrent use (it caches
 // demangled names).
 type Links struct {
 	kernels       map[uint64]*pb.Kernel
 	callstacks    map[uint64]*pb.Callstack
 	launchBySeq   map[uint64]*pb.Launch
-	launchByCorr  map[uint32]*pb.Launch // launches that ran as themselves (not captured)
-	graphByCorr   map[uint32]*pb.GraphLaunch
 	nodes         map[uint64]*pb.GraphNode
 	memory        map[uint64][]*pb.MemoryState // by launch seq, BEFORE first
 	allocs        map[uint64]*pb.Allocation    // the allocating record of each id
@@ -51,20 +50,17 @@ func NewLinks() *Links {
 		kernels:       map[uint64]*pb.Kernel{},
 		callstacks:    map[uint64]*pb.Callstack{},
 		launchBySeq:   map[uint64]*pb.Launch{},
-		launchByCorr:  map[uint32]*pb.Launch{},
-		graphByCorr:   map[uint32]*pb.GraphLaunch{},
 		nodes:         map[uint64]*pb.GraphNode{},
 		demangleCache: map[string]string{},
 	}
 }
 
 // Add indexes a batch's kernels, callstacks, graph nodes and launches.
-// With every false it keeps of the launches only the captured ones and no
-// graph launches: what LaunchFor needs to lead a graph replay's kernel to
-// its capture-time launch. That index grows with the program's graphs,
-// not with its length, so a streaming reader of a long recording stays in
-// bounded memory; it joins eager kernels (by correlation id) itself.
-// Memory states are indexed only by Data.Links.
+// With every false it keeps of the launches only the captured ones: what
+// CaptureLaunch needs to lead a graph replay's kernel to its capture-time
+// launch. That index grows with the program's graphs, not with its
+// length, so a streaming reader of a long recording stays in bounded
+// memory. Memory states are indexed only by Data.Links.
 func (l *Links) Add(b *pb.Batch, every bool) {
 	for _, k := range b.Kernels {
 		l.kernels[k.GetId()] = k
@@ -76,16 +72,8 @@ func (l *Links) Add(b *pb.Batch, every bool) {
 		// A captured launch only built a graph node: its correlation id
 		// never appears on an activity, and graph replays are joined
 		// through the nodes instead.
-		if la.GetCaptured() {
+		if la.GetCaptured() || every {
 			l.launchBySeq[la.GetSeq()] = la
-		} else if every {
-			l.launchBySeq[la.GetSeq()] = la
-			l.launchByCorr[la.GetCorrelationId()] = la
-		}
-	}
-	if every {
-		for _, g := range b.GraphLaunches {
-			l.graphByCorr[g.GetCorrelationId()] = g
 		}
 	}
 	for _, n := range b.GraphNodes {
@@ -93,26 +81,23 @@ func (l *Links) Add(b *pb.Batch, every bool) {
 	}
 }
 
-// LaunchFor returns the launch that a GPU activity executes, or nil when
-// the recording does not hold it (dropped, filtered, or records damaged).
-//
-// An eager kernel shares its launch's correlation id. A kernel run by a
-// graph replay carries the replay's correlation id (shared by every kernel
-// of that replay) and the executable graph's node; the node leads, through
-// the clones made at instantiation, to the node that a captured launch
-// created. viaGraph reports that the activity was run by a graph replay;
-// the launch returned then is the capture-time one, whose callstack is
-// where the graph was captured, not where it was replayed (GraphLaunchFor
-// gives that).
-func (l *Links) LaunchFor(a *pb.KernelActivity) (launch *pb.Launch, viaGraph bool) {
+// CaptureLaunch returns the launch whose code a graph replay's kernel ran:
+// the launch made during stream capture that created its graph node. The
+// kernel carries the executable graph's node, which leads, through the
+// clones made at instantiation, to the node the captured launch created.
+// Its callstack is where the graph was captured, not where it was
+// replayed (the replay is the kernel's call in Join). nil for an eager
+// kernel (Join pairs it with its launch), and when the recording does not
+// hold the node or the launch.
+func (l *Links) CaptureLaunch(a *pb.KernelActivity) *pb.Launch {
 	if a.GetGraphId() == 0 {
-		return l.launchByCorr[a.GetCorrelationId()], false
+		return nil
 	}
 	n := l.CaptureNode(a.GetGraphNodeId())
 	if n == nil {
-		return nil, true
+		return nil
 	}
-	return l.launchBySeq[n.GetLaunchSeq()], true
+	return l.launchBySeq[n.GetLaunchSeq()]
 }
 
 // CaptureNode follows an executable graph's node back through its clones to
@@ -136,15 +121,6 @@ func (l *Links) CaptureNode(nodeID uint64) *pb.GraphNode {
 		}
 	}
 	return nil
-}
-
-// GraphLaunchFor returns the graph launch (replay) that ran a graph
-// activity, or nil for eager activities and unknown replays.
-func (l *Links) GraphLaunchFor(a *pb.KernelActivity) *pb.GraphLaunch {
-	if a.GetGraphId() == 0 {
-		return nil
-	}
-	return l.graphByCorr[a.GetCorrelationId()]
 }
 
 // Launch returns the launch with sequence number seq, or nil (or, on links

@@ -25,42 +25,41 @@ func loadSynthetic(t *testing.T, rank int) *recording.Data {
 	return d
 }
 
-func TestLaunchForEveryActivity(t *testing.T) {
+func TestJoinKernelsEveryActivity(t *testing.T) {
 	d := loadSynthetic(t, 0)
 	links := d.Links()
 	var eager, graph int
-	for _, a := range d.Activities {
-		l, viaGraph := links.LaunchFor(a)
+	err := d.JoinKernels(links, func(a *pb.KernelActivity, l *pb.Launch, replay *pb.GraphLaunch) error {
 		if l == nil {
 			t.Fatalf("activity %v has no launch", a)
 		}
 		if k := links.Kernel(l.KernelId); k.GetName() != a.Name {
 			t.Errorf("activity %s linked to a launch of %s", a.Name, k.GetName())
 		}
-		if viaGraph != (a.GraphId != 0) {
-			t.Errorf("viaGraph=%v for graph id %d", viaGraph, a.GraphId)
-		}
-		if viaGraph {
+		if a.GraphId != 0 {
 			graph++
 			if !l.Captured {
 				t.Errorf("graph activity linked to launch %d, which was not captured", l.Seq)
 			}
-			g := links.GraphLaunchFor(a)
-			if g == nil || g.CorrelationId != a.CorrelationId {
+			if replay == nil || replay.CorrelationId != a.CorrelationId {
 				t.Errorf("graph activity has no graph launch")
 			}
-			continue
+			return nil
 		}
 		eager++
 		if l.CorrelationId != a.CorrelationId || l.Captured {
 			t.Errorf("eager activity %d linked to launch %d (correlation %d, captured %v)", a.CorrelationId, l.Seq, l.CorrelationId, l.Captured)
 		}
-		if links.GraphLaunchFor(a) != nil {
+		if replay != nil {
 			t.Errorf("eager activity has a graph launch")
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if eager == 0 || graph == 0 {
-		t.Fatalf("synthetic recording has %d eager and %d graph activities; want both", eager, graph)
+	if eager+graph != len(d.Activities) || eager == 0 || graph == 0 {
+		t.Fatalf("synthetic recording has %d eager and %d graph activities of %d; want both, all", eager, graph, len(d.Activities))
 	}
 }
 
@@ -78,9 +77,9 @@ func chain(n uint64) *recording.Data {
 func TestCloneChains(t *testing.T) {
 	act := &pb.KernelActivity{GraphId: 4, GraphNodeId: 1, CorrelationId: 90}
 	for hops, found := range map[uint64]bool{0: true, 1: true, 16: true, 17: false} {
-		l, viaGraph := chain(hops + 1).Links().LaunchFor(act)
-		if (l != nil) != found || !viaGraph {
-			t.Errorf("%d clone hops: launch %v, viaGraph %v; want found=%v", hops, l, viaGraph, found)
+		l := chain(hops + 1).Links().CaptureLaunch(act)
+		if (l != nil) != found {
+			t.Errorf("%d clone hops: launch %v; want found=%v", hops, l, found)
 		}
 	}
 
@@ -93,15 +92,25 @@ func TestCloneChains(t *testing.T) {
 		t.Errorf("cycle resolved to %v", n)
 	}
 	broken := &recording.Data{GraphNodes: []*pb.GraphNode{{NodeId: 1, OriginalNodeId: 5}}}
-	if l, _ := broken.Links().LaunchFor(act); l != nil {
+	if l := broken.Links().CaptureLaunch(act); l != nil {
 		t.Errorf("broken chain resolved to %v", l)
 	}
 }
 
 func TestCapturedLaunchNotCorrelated(t *testing.T) {
 	d := chain(1)
-	if l, _ := d.Links().LaunchFor(&pb.KernelActivity{CorrelationId: 70}); l != nil {
-		t.Errorf("an eager activity linked to captured launch %d", l.Seq)
+	d.Activities = []*pb.KernelActivity{{CorrelationId: 70}}
+	err := d.JoinKernels(d.Links(), func(_ *pb.KernelActivity, l *pb.Launch, _ *pb.GraphLaunch) error {
+		if l != nil {
+			t.Errorf("an eager activity linked to captured launch %d", l.Seq)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Links().CaptureLaunch(d.Activities[0]) != nil {
+		t.Errorf("an eager kernel has a capture-time launch")
 	}
 }
 

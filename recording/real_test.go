@@ -178,24 +178,22 @@ func checkReal(t *testing.T, d *recording.Data) {
 	// Every kernel the GPU ran links to its launch, and (one clock) started
 	// after the host made the call that ran it.
 	ranCalls := map[uint64]bool{}
-	for _, a := range d.Activities {
+	err := d.JoinKernels(links, func(a *pb.KernelActivity, l *pb.Launch, g *pb.GraphLaunch) error {
 		if a.EndNs < a.StartNs {
 			t.Errorf("activity %d ends at %d before it starts at %d", a.CorrelationId, a.EndNs, a.StartNs)
 		}
-		l, viaGraph := links.LaunchFor(a)
 		if l == nil {
 			t.Errorf("activity %s (correlation %d, graph %d node %d) links to no launch", a.Name, a.CorrelationId, a.GraphId, a.GraphNodeId)
-			continue
+			return nil
 		}
 		if k := links.Kernel(l.KernelId); k.GetName() != a.Name {
 			t.Errorf("activity %s links to launch %d of %s", a.Name, l.Seq, k.GetName())
 		}
 		calledNs := l.HostNs
-		if viaGraph {
-			g := links.GraphLaunchFor(a)
+		if a.GraphId != 0 {
 			if !l.Captured || g == nil {
 				t.Errorf("graph activity %d: launch %d captured=%v, graph launch %v", a.CorrelationId, l.Seq, l.Captured, g)
-				continue
+				return nil
 			}
 			calledNs = g.HostNs
 			ranCalls[g.Seq] = true
@@ -208,6 +206,10 @@ func checkReal(t *testing.T, d *recording.Data) {
 		if a.StartNs < calledNs {
 			t.Errorf("activity %d started at %d ns, before its call at %d ns", a.CorrelationId, a.StartNs, calledNs)
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	// ... and every call that ran a kernel has its activity: nothing is
 	// dropped in these small workloads.

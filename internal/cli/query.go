@@ -116,7 +116,7 @@ func writeSchema(w rowWriter) error {
 	}
 	for _, t := range query.Schema() {
 		for _, c := range t.Columns {
-			if err := w.Row([]any{t.Name, c.Name, c.Type, c.Doc}); err != nil {
+			if err := w.Row([]any{t.Name, c.Name, c.Type.SQL(), c.Doc}); err != nil {
 				return err
 			}
 		}

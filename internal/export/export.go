@@ -4,18 +4,20 @@
 //
 // Each table is a folder; inside it, files are partitioned by host and
 // rank the way Hive lays out tables (table/host=H/rank=R/PROCESS.parquet),
-// so engines prune by host and rank and add both as columns. The row
-// types below are the schema: their parquet tags name the columns, and
-// docs/trace.md describes every one. Unsigned 64-bit values of the
-// recording (ids, handles) are stored as signed 64-bit integers with the
-// same bits, as gpurr query stores them.
+// so engines prune by host and rank and add both as columns. The tables
+// are tables.Export: their descriptions are the Parquet schemas, and
+// docs/trace.md lists every column from them. Unsigned 64-bit values of
+// the recording (ids, handles) are stored as signed 64-bit integers with
+// the same bits, as gpurr query stores them.
 //
-// Parquet reads each process's recording once, streaming: a kernel is
-// joined to its launch while the launch waits for it, and region hashes to
-// their launch's regions while the launch waits for its memory states.
+// Parquet reads each process's recording once, streaming (tables.Flatten),
+// and writes each table's rows in row groups as they come. The Go row
+// types of rows_gen.go, made from the descriptions, let parquet-go write
+// them column by column.
 package export
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,139 +25,19 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/gpurr/gpurr/internal/tables"
 	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
-// LaunchRow is a row of the launches table: a kernel launch call, or a
-// cuGraphLaunch (graph_launch true; the two share the seq numbering).
-type LaunchRow struct {
-	Process     string `parquet:"process,dict"`
-	Pid         int32  `parquet:"pid"`
-	Seq         int64  `parquet:"seq"`
-	GraphLaunch bool   `parquet:"graph_launch"`
-	Tid         int32  `parquet:"tid"`
-	Device      int32  `parquet:"device"`
-	Stream      int64  `parquet:"stream"`
-	StreamID    int32  `parquet:"stream_id"`
-	KernelID    int64  `parquet:"kernel_id"`
-	Kernel      string `parquet:"kernel,dict"`
-	Identity    int64  `parquet:"identity"`
-	Dims
-	SharedMemBytes int32  `parquet:"shared_mem_bytes"`
-	CorrelationID  int64  `parquet:"correlation_id"`
-	HostNs         int64  `parquet:"host_ns"`
-	HostUnixNs     int64  `parquet:"host_unix_ns"`
-	CallstackID    int64  `parquet:"callstack_id"`
-	PythonLine     string `parquet:"python_line,dict"`
-	// PyTorch's autograd context (Launch.autograd), as gpurr query's
-	// launches table has it: null without one.
-	InBackward         *bool  `parquet:"in_backward,optional"`
-	BackwardNode       string `parquet:"backward_node,dict"`
-	AutogradThread     *int64 `parquet:"autograd_thread,optional"`
-	AutogradSeq        *int64 `parquet:"autograd_seq,optional"`
-	ForwardCallstackID int64  `parquet:"forward_callstack_id"`
-	ForwardLink        string `parquet:"forward_link,dict"`
-	Captured           bool   `parquet:"captured"`
-	GraphNodeID        int64  `parquet:"graph_node_id"`
-	GraphExec          int64  `parquet:"graph_exec"`
-	API                int32  `parquet:"api"`
-	Result             int32  `parquet:"result"`
-	MemoryStatus       string `parquet:"memory_status,dict"`
-}
-
-// Dims are a launch's grid and block dimensions, columns of the launches
-// and gpu_activity tables.
-type Dims struct {
-	GridX  int32 `parquet:"grid_x"`
-	GridY  int32 `parquet:"grid_y"`
-	GridZ  int32 `parquet:"grid_z"`
-	BlockX int32 `parquet:"block_x"`
-	BlockY int32 `parquet:"block_y"`
-	BlockZ int32 `parquet:"block_z"`
-}
-
-func dims(grid, block *pb.Dim3) Dims {
-	return Dims{int32(grid.GetX()), int32(grid.GetY()), int32(grid.GetZ()), int32(block.GetX()), int32(block.GetY()), int32(block.GetZ())}
-}
-
-// KernelRow is a row of the kernels table: a CUfunction a process launched.
-type KernelRow struct {
-	Process      string `parquet:"process,dict"`
-	Pid          int32  `parquet:"pid"`
-	ID           int64  `parquet:"id"`
-	Identity     int64  `parquet:"identity"`
-	Name         string `parquet:"name"`
-	Demangled    string `parquet:"demangled"`
-	ModuleSha256 string `parquet:"module_sha256,dict"`
-	Params       int32  `parquet:"params"`
-	ParamBytes   int32  `parquet:"param_bytes"`
-}
-
-// CallstackRow is a row of the callstacks table: one frame of a distinct
-// callstack (depth 0 is the innermost).
-type CallstackRow struct {
-	Process     string `parquet:"process,dict"`
-	Pid         int32  `parquet:"pid"`
-	CallstackID int64  `parquet:"callstack_id"`
-	Source      string `parquet:"source,dict"`
-	Depth       int32  `parquet:"depth"`
-	Kind        string `parquet:"kind,dict"`
-	File        string `parquet:"file,dict"`
-	Line        int32  `parquet:"line"`
-	Function    string `parquet:"function,dict"`
-	Offset      int64  `parquet:"offset"`
-}
-
-// ActivityRow is a row of the gpu_activity table: a kernel execution on
-// the GPU, the program's or (gpurr_own) gpurr's own memory capture's.
-type ActivityRow struct {
-	Process        string `parquet:"process,dict"`
-	Pid            int32  `parquet:"pid"`
-	CorrelationID  int64  `parquet:"correlation_id"`
-	Device         int32  `parquet:"device"`
-	StreamID       int32  `parquet:"stream_id"`
-	StartNs        int64  `parquet:"start_ns"`
-	EndNs          int64  `parquet:"end_ns"`
-	StartUnixNs    int64  `parquet:"start_unix_ns"`
-	DurationNs     int64  `parquet:"duration_ns"`
-	Name           string `parquet:"name,dict"`
-	Demangled      string `parquet:"demangled,dict"`
-	GraphID        int32  `parquet:"graph_id"`
-	GraphNodeID    int64  `parquet:"graph_node_id"`
-	ViaGraph       bool   `parquet:"via_graph"`
-	LaunchSeq      *int64 `parquet:"launch_seq,optional"`
-	GraphLaunchSeq *int64 `parquet:"graph_launch_seq,optional"`
-	PythonLine     string `parquet:"python_line,dict"`
-	Dims
-	Registers      int32 `parquet:"registers_per_thread"`
-	SharedMemBytes int32 `parquet:"shared_mem_bytes"`
-	StaticSmem     int32 `parquet:"static_shared_mem_bytes"`
-	GpurrOwn       bool  `parquet:"gpurr_own"`
-}
-
-// RegionHashRow is a row of the region_hashes table (recordings made with
-// --memory): the state of one region of a launch before or after it.
-type RegionHashRow struct {
-	Process           string `parquet:"process,dict"`
-	Pid               int32  `parquet:"pid"`
-	LaunchSeq         int64  `parquet:"launch_seq"`
-	Point             string `parquet:"point,dict"`
-	Region            int32  `parquet:"region"`
-	Address           int64  `parquet:"address"`
-	Size              int64  `parquet:"size"`
-	AllocationID      int64  `parquet:"allocation_id"`
-	Hash              string `parquet:"hash"`
-	Chunks            int32  `parquet:"chunks"`
-	ChunksTransferred int32  `parquet:"chunks_transferred"`
-	ChunksMissing     int32  `parquet:"chunks_missing"`
-	Snapshot          bool   `parquet:"snapshot"`
-	Lost              bool   `parquet:"lost"`
-	LostReason        string `parquet:"lost_reason,dict"`
-}
-
 // Tables names the tables, in the order Parquet writes them.
-var Tables = []string{"launches", "kernels", "callstacks", "gpu_activity", "region_hashes"}
+var Tables = func() []string {
+	var names []string
+	for _, t := range tables.Export {
+		names = append(names, t.Name)
+	}
+	return names
+}()
 
 // Stats counts the rows written to each table, and the files.
 type Stats struct {
@@ -198,74 +80,220 @@ func Parquet(dir string, procs []*recording.Process) (Stats, error) {
 	return st, nil
 }
 
-// table is one table's file for one process, created with its first row.
-type table[T any] struct {
-	path string
-	f    *os.File
-	w    *parquet.GenericWriter[T]
-	rows []T
-	st   *Stats
-	name string
-}
-
-func newTable[T any](dir, name string, p *recording.Process, st *Stats) *table[T] {
-	return &table[T]{path: filepath.Join(dir, name, Partition(p.Info), p.Name+".parquet"), st: st, name: name}
-}
-
-// rowGroup bounds the rows a writer buffers before it writes them out.
-const rowGroup = 64 << 10
-
-func (t *table[T]) add(r T) error {
-	t.rows = append(t.rows, r)
-	if len(t.rows) >= 4096 {
-		return t.flush()
+// exportProcess writes one process's tables. Its recording is read and
+// flattened on this goroutine while another writes the rows (Parquet's
+// encoding and compression take as long as the reading): batches of rows
+// go from one to the other through a short queue, so memory stays bounded.
+func exportProcess(dir string, p *recording.Process, st *Stats) (err error) {
+	files := make(map[*tables.Table]tableFile, len(tables.Export))
+	for _, t := range tables.Export {
+		files[t] = newTableFile(t, filepath.Join(dir, t.Name, Partition(p.Info), p.Name+".parquet"), st)
 	}
-	return nil
+	defer func() {
+		if err != nil {
+			for _, f := range files {
+				f.abort()
+			}
+		}
+	}()
+	w := startWriter()
+	_, ferr := tables.Flatten(p, tables.Options{Tables: tables.Export, Row: func(t *tables.Table, values []tables.Value) error {
+		if write := files[t].add(values); write != nil {
+			return w.send(write)
+		}
+		return nil
+	}})
+	for _, t := range tables.Export {
+		if ferr != nil {
+			break
+		}
+		if write := files[t].take(); write != nil {
+			ferr = w.send(write)
+		}
+	}
+	if werr := w.wait(); werr != nil {
+		return werr
+	}
+	if ferr != nil {
+		return ferr
+	}
+	var errs []error
+	for _, t := range tables.Export {
+		errs = append(errs, files[t].close())
+	}
+	return errors.Join(errs...)
 }
 
-func (t *table[T]) flush() error {
-	if len(t.rows) == 0 {
+// writer runs the writes of batches of rows, in order, on a goroutine of
+// its own; after one fails it runs no more.
+type writer struct {
+	writes chan func() error
+	failed chan struct{} // closed when a write failed
+	done   chan struct{}
+	err    error
+}
+
+// queued is how many batches may wait for the writer.
+const queued = 4
+
+func startWriter() *writer {
+	w := &writer{writes: make(chan func() error, queued), failed: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for write := range w.writes {
+			if w.err != nil {
+				continue
+			}
+			if w.err = write(); w.err != nil {
+				close(w.failed)
+			}
+		}
+	}()
+	return w
+}
+
+var errWriteFailed = errors.New("a write failed")
+
+// send queues a write; after a write failed it queues none (wait says
+// which failed).
+func (w *writer) send(write func() error) error {
+	select {
+	case <-w.failed:
+		return errWriteFailed
+	default:
+	}
+	select {
+	case w.writes <- write:
+		return nil
+	case <-w.failed:
+		return errWriteFailed
+	}
+}
+
+// wait runs the writes sent and returns the first error.
+func (w *writer) wait() error {
+	close(w.writes)
+	<-w.done
+	return w.err
+}
+
+// tableFile is one table's file for one process, created with its first
+// rows.
+type tableFile interface {
+	// add buffers a row. When the buffer is full it returns the write of
+	// the buffered rows, for the writer.
+	add(values []tables.Value) (write func() error)
+	// take returns the write of the rows buffered, nil when none are.
+	take() (write func() error)
+	// close ends the file, once every write ran.
+	close() error
+	// abort closes the file after an error.
+	abort()
+	// schema is the file's Parquet schema.
+	schema() *parquet.Schema
+}
+
+// A row type made from a table's description (rows_gen.go): set fills
+// its fields from a row's values.
+type row[T any] interface {
+	*T
+	set(values []tables.Value)
+}
+
+// file writes rows of type T.
+type file[T any, P row[T]] struct {
+	path  string
+	table *tables.Table
+	st    *Stats
+	f     *os.File
+	w     *parquet.GenericWriter[T]
+	rows  []T
+	spare chan []T // buffers the writer is done with
+}
+
+// rowGroup bounds the rows a writer buffers before it writes them out;
+// batch is the rows handed to it at a time.
+const (
+	rowGroup = 64 << 10
+	batch    = 4096
+)
+
+func newFile[T any, P row[T]](t *tables.Table, path string, st *Stats) *file[T, P] {
+	return &file[T, P]{path: path, table: t, st: st, spare: make(chan []T, 2)}
+}
+
+func (f *file[T, P]) add(values []tables.Value) func() error {
+	if f.rows == nil {
+		select {
+		case f.rows = <-f.spare:
+		default:
+			f.rows = make([]T, 0, batch)
+		}
+	}
+	n := len(f.rows)
+	f.rows = f.rows[:n+1]
+	P(&f.rows[n]).set(values)
+	if n+1 < batch {
 		return nil
 	}
-	if t.w == nil {
-		if err := os.MkdirAll(filepath.Dir(t.path), 0o755); err != nil {
+	return f.take()
+}
+
+func (f *file[T, P]) take() func() error {
+	rows := f.rows
+	if len(rows) == 0 {
+		return nil
+	}
+	f.rows = nil
+	return func() error {
+		err := f.write(rows)
+		select {
+		case f.spare <- rows[:0]:
+		default:
+		}
+		return err
+	}
+}
+
+func (f *file[T, P]) write(rows []T) error {
+	if f.w == nil {
+		if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
 			return err
 		}
-		f, err := os.Create(t.path)
+		out, err := os.Create(f.path)
 		if err != nil {
 			return err
 		}
-		t.f = f
-		t.w = parquet.NewGenericWriter[T](f, parquet.Compression(&parquet.Zstd), parquet.MaxRowsPerRowGroup(rowGroup),
-			parquet.CreatedBy("gpurr export", "", ""))
-		t.st.Files++
+		f.f = out
+		f.w = parquet.NewGenericWriter[T](out, f.schema(), parquet.Compression(&parquet.Zstd),
+			parquet.MaxRowsPerRowGroup(rowGroup), parquet.CreatedBy("gpurr export", "", ""))
+		f.st.Files++
 	}
-	if _, err := t.w.Write(t.rows); err != nil {
-		return fmt.Errorf("%s: %w", t.path, err)
+	if _, err := f.w.Write(rows); err != nil {
+		return fmt.Errorf("%s: %w", f.path, err)
 	}
-	t.st.Rows[t.name] += int64(len(t.rows))
-	clear(t.rows)
-	t.rows = t.rows[:0]
+	f.st.Rows[f.table.Name] += int64(len(rows))
 	return nil
 }
 
-func (t *table[T]) close() error {
-	if err := t.flush(); err != nil {
-		return err
-	}
-	if t.w == nil {
+func (f *file[T, P]) close() error {
+	if f.w == nil {
 		return nil
 	}
-	if err := t.w.Close(); err != nil {
-		t.f.Close()
-		return fmt.Errorf("%s: %w", t.path, err)
+	if err := f.w.Close(); err != nil {
+		f.f.Close()
+		return fmt.Errorf("%s: %w", f.path, err)
 	}
-	return t.f.Close()
+	return f.f.Close()
 }
 
-// abort closes a table's file after an error.
-func (t *table[T]) abort() {
-	if t.f != nil {
-		t.f.Close()
+func (f *file[T, P]) abort() {
+	if f.f != nil {
+		f.f.Close()
 	}
+}
+
+// schema is T's, named after the table.
+func (f *file[T, P]) schema() *parquet.Schema {
+	return parquet.NewSchema(f.table.Name, parquet.SchemaOf(new(T)))
 }

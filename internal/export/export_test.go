@@ -3,7 +3,9 @@ package export
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/gpurr/gpurr/internal/query"
+	"github.com/gpurr/gpurr/internal/tables"
 	"github.com/gpurr/gpurr/internal/testrec"
 	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
@@ -49,11 +52,11 @@ func TestParquetRoundTrip(t *testing.T) {
 			t.Errorf("%s: partition %s, want %s", proc.Name, Partition(proc.Info), want)
 		}
 
-		launches := read[LaunchRow](t, dir, "launches", proc)
+		launches := read[launchesRow](t, dir, "launches", proc)
 		if len(launches) != len(d.Launches)+len(d.GraphLaunches) {
 			t.Errorf("%s: %d launch rows, recording has %d launches and %d graph launches", proc.Name, len(launches), len(d.Launches), len(d.GraphLaunches))
 		}
-		bySeq := map[int64]LaunchRow{}
+		bySeq := map[int64]launchesRow{}
 		for _, r := range launches {
 			bySeq[r.Seq] = r
 		}
@@ -65,23 +68,23 @@ func TestParquetRoundTrip(t *testing.T) {
 		for _, l := range d.Launches {
 			r := bySeq[int64(l.GetSeq())]
 			if r.GraphLaunch || r.Seq != int64(l.GetSeq()) || r.PythonLine != links.PythonLine(l.GetCallstackId()) || r.Captured != l.GetCaptured() ||
-				r.MemoryStatus != recording.EnumText(l.GetMemory().GetStatus()) || r.HostUnixNs != int64(l.GetHostNs())+d.Process.GetStartUnixNs()-int64(d.Process.GetStartNs()) {
+				r.MemoryStatus != recording.EnumText(l.GetMemory().GetStatus()) || r.HostUnixNS != int64(l.GetHostNs())+d.Process.GetStartUnixNs()-int64(d.Process.GetStartNs()) {
 				t.Errorf("%s: launch row %+v for %v", proc.Name, r, l)
 			}
 		}
 
-		if n := len(read[KernelRow](t, dir, "kernels", proc)); n != len(d.Kernels) {
+		if n := len(read[kernelsRow](t, dir, "kernels", proc)); n != len(d.Kernels) {
 			t.Errorf("%s: %d kernel rows, want %d", proc.Name, n, len(d.Kernels))
 		}
 		frames := 0
 		for _, c := range d.Callstacks {
 			frames += len(c.GetFrames())
 		}
-		if n := len(read[CallstackRow](t, dir, "callstacks", proc)); n != frames {
+		if n := len(read[callstacksRow](t, dir, "callstacks", proc)); n != frames {
 			t.Errorf("%s: %d callstack rows, want %d frames", proc.Name, n, frames)
 		}
 
-		acts := read[ActivityRow](t, dir, "gpu_activity", proc)
+		acts := read[gpuActivityRow](t, dir, "gpu_activity", proc)
 		if len(acts) != len(d.Activities)+len(d.OwnActivities) || len(d.OwnActivities) == 0 {
 			t.Errorf("%s: %d activity rows, recording has %d + %d own", proc.Name, len(acts), len(d.Activities), len(d.OwnActivities))
 		}
@@ -96,7 +99,7 @@ func TestParquetRoundTrip(t *testing.T) {
 					t.Errorf("%s: graph kernel row %+v", proc.Name, r)
 				}
 			default:
-				if r.LaunchSeq == nil || r.DurationNs <= 0 {
+				if r.LaunchSeq == nil || r.DurationNS <= 0 {
 					t.Errorf("%s: kernel row not joined to its launch: %+v", proc.Name, r)
 				}
 			}
@@ -105,7 +108,7 @@ func TestParquetRoundTrip(t *testing.T) {
 			t.Errorf("%s: %d own and %d graph kernel rows", proc.Name, own, graph)
 		}
 
-		hashes := read[RegionHashRow](t, dir, "region_hashes", proc)
+		hashes := read[regionHashesRow](t, dir, "region_hashes", proc)
 		want := 0
 		for _, s := range d.Memory {
 			want += max(len(s.GetRegions()), 1)
@@ -207,7 +210,7 @@ func TestParquetAutograd(t *testing.T) {
 		}
 		var got rowsText
 		backward := 0
-		for _, r := range read[LaunchRow](t, dir, "launches", proc) {
+		for _, r := range read[launchesRow](t, dir, "launches", proc) {
 			if r.GraphLaunch {
 				continue
 			}
@@ -230,7 +233,7 @@ func TestParquetAutograd(t *testing.T) {
 			t.Fatal(err)
 		}
 		var exported rowsText
-		for _, r := range read[ActivityRow](t, dir, "gpu_activity", proc) {
+		for _, r := range read[gpuActivityRow](t, dir, "gpu_activity", proc) {
 			if !r.GpurrOwn {
 				exported.Row([]any{null(r.LaunchSeq), null(r.PythonLine)})
 			}
@@ -240,5 +243,71 @@ func TestParquetAutograd(t *testing.T) {
 		if !slices.Equal(lines, exported) {
 			t.Errorf("%s: gpu_activity lines\n%s\nquery has\n%s", proc.Name, strings.Join(exported, "\n"), strings.Join(lines, "\n"))
 		}
+	}
+}
+
+// The Parquet schemas of the row types made from tables.Export are those
+// export wrote before the descriptions (testdata/schema.golden): the same
+// columns, types, repetition and encodings, in the same order; and they
+// are what the files hold.
+func TestSchemasUnchanged(t *testing.T) {
+	set := testrec.Open(t, testrec.Memory)
+	dir := filepath.Join(t.TempDir(), "pq")
+	if _, err := Parquet(dir, set.Processes); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, table := range tables.Export {
+		s := newTableFile(table, "", nil).schema()
+		fmt.Fprintln(&b, s.String())
+		for _, c := range s.Columns() {
+			l, _ := s.Lookup(c...)
+			if e := l.Node.Encoding(); e != nil {
+				fmt.Fprintf(&b, "%s.%s %v\n", table.Name, c[0], e)
+			}
+		}
+		f, err := os.Open(filepath.Join(dir, table.Name, Partition(set.Processes[0].Info), set.Processes[0].Name+".parquet"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := f.Stat()
+		pf, err := parquet.OpenFile(f, st.Size())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := pf.Schema().String(), s.String(); got != want {
+			t.Errorf("%s: the file's schema\n%s\nis not the table's\n%s", table.Name, got, want)
+		}
+		f.Close()
+	}
+	want, err := os.ReadFile("testdata/schema.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.String() != string(want) {
+		t.Errorf("schemas changed (a change to the Parquet columns must be deliberate: then update testdata/schema.golden):\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+// The writer runs writes in order; after one fails it runs no more, sends
+// stop, and wait says why.
+func TestWriterFails(t *testing.T) {
+	w := startWriter()
+	var ran []int
+	broken := errors.New("disk full")
+	for i := range 3 {
+		if err := w.send(func() error { ran = append(ran, i); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.send(func() error { return broken }); err != nil {
+		t.Fatal(err)
+	}
+	<-w.failed
+	if err := w.send(func() error { ran = append(ran, 99); return nil }); !errors.Is(err, errWriteFailed) {
+		t.Errorf("send after a failed write: %v", err)
+	}
+	if err := w.wait(); !errors.Is(err, broken) || !slices.Equal(ran, []int{0, 1, 2}) {
+		t.Errorf("wait: %v; ran %v", err, ran)
 	}
 }

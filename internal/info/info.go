@@ -328,7 +328,8 @@ func (p *Process) countKernels(d *recording.Data) {
 		use(links.Kernel(l.GetKernelId()).GetName()).Launches++
 	}
 	lines := map[string]*LineUse{}
-	for _, a := range d.Activities {
+	// Kernels never fail to join (fn returns no error).
+	_ = d.JoinKernels(links, func(a *pb.KernelActivity, l *pb.Launch, _ *pb.GraphLaunch) error {
 		u := use(a.GetName())
 		u.Runs++
 		var ns uint64
@@ -338,14 +339,13 @@ func (p *Process) countKernels(d *recording.Data) {
 		}
 		u.GPUTimeNS += ns
 		p.GPUTimeNS += ns
-		l, _ := links.LaunchFor(a)
 		if l == nil {
 			p.UnlinkedRuns++
-			continue
+			return nil
 		}
 		line := recording.Line(links.Callstack(links.LineCallstack(l)))
 		if line == "" {
-			continue
+			return nil
 		}
 		lu := lines[line]
 		if lu == nil {
@@ -358,7 +358,8 @@ func (p *Process) countKernels(d *recording.Data) {
 			lu.BackwardRuns++
 			lu.BackwardGPUTimeNS += ns
 		}
-	}
+		return nil
+	})
 	for _, lu := range lines {
 		p.TopLines = append(p.TopLines, *lu)
 	}

@@ -2,12 +2,10 @@ package query
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gpurr/gpurr/internal/testrec"
-	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
@@ -59,8 +57,8 @@ func TestTablesMatchSchema(t *testing.T) {
 			t.Fatalf("%s has %d columns, schema says %d", table.Name, len(c.rows), len(table.Columns))
 		}
 		for i, col := range table.Columns {
-			if c.rows[i][0] != col.Name || c.rows[i][1] != col.Type {
-				t.Errorf("%s column %d is %v %v, schema says %s %s", table.Name, i, c.rows[i][0], c.rows[i][1], col.Name, col.Type)
+			if c.rows[i][0] != col.Name || c.rows[i][1] != col.Type.SQL() {
+				t.Errorf("%s column %d is %v %v, schema says %s %s", table.Name, i, c.rows[i][0], c.rows[i][1], col.Name, col.Type.SQL())
 			}
 			if col.Doc == "" {
 				t.Errorf("%s.%s has no description", table.Name, col.Name)
@@ -203,22 +201,7 @@ func TestAbsentRankIsNull(t *testing.T) {
 // loadBatches loads a recording of one process that wrote batches.
 func loadBatches(t *testing.T, batches ...*pb.Batch) *DB {
 	t.Helper()
-	dir := t.TempDir()
-	w, err := recording.Create(dir, "solo", batches[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range batches[1:] {
-		if err := w.Write(b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	w.Close()
-	set, err := recording.Open(filepath.Join(dir, "solo"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := Load(context.Background(), set)
+	db, err := Load(context.Background(), testrec.OpenBatches(t, batches...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime/metrics"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gpurr/gpurr/recording"
@@ -190,4 +191,15 @@ func PeakLiveHeap() (stop func() float64) {
 		wg.Wait()
 		return float64(peak) / (1 << 20)
 	}
+}
+
+// CPUTime is the CPU time (user and system) the process has used so far: a
+// benchmark reports the difference over its work, which other programs
+// sharing the machine's cores change less than they change the wall time.
+func CPUTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

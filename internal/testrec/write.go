@@ -170,3 +170,28 @@ func Open(tb testing.TB, v Variant) *recording.Set {
 	}
 	return set
 }
+
+// OpenBatches writes a recording of one process, "solo", that wrote
+// batches (the first holds its Process), into a temporary directory of
+// tb, and opens it: for a test of records the variants do not hold.
+func OpenBatches(tb testing.TB, batches ...*pb.Batch) *recording.Set {
+	tb.Helper()
+	dir := tb.TempDir()
+	w, err := recording.Create(dir, "solo", batches[0])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, b := range batches[1:] {
+		if err := w.Write(b); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	set, err := recording.Open(filepath.Join(dir, "solo"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return set
+}

@@ -15,7 +15,7 @@
 //
 // Write streams: it reads each process's recording once, frame by frame,
 // and keeps only what joins kernels to their launch calls that are still
-// in flight (a bounded window, internal/joinwin) and the captured launches
+// in flight (recording.Join's bounded window) and the captured launches
 // that graph replays name, so a recording of millions of launches is
 // written in memory that does not grow with it. docs/trace.md describes
 // the tracks and arguments.

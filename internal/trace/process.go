@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gpurr/gpurr/internal/joinwin"
 	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
@@ -86,8 +85,7 @@ type procState struct {
 	proc    *process
 	offset  int64
 	links   *recording.Links
-	pending joinwin.Calls[*call]
-	early   joinwin.Kernels
+	join    *recording.Join[*call] // launch calls and kernels waiting for each other
 	threads map[uint32]*track
 	streams map[[2]uint32]*track // device, CUPTI stream id
 	own     map[uint32]*track    // device
@@ -116,6 +114,8 @@ func (tw *writer) process(idx int, p *recording.Process) error {
 		stacks:  map[uint64]string{},
 		dims:    map[[3]uint32]string{},
 	}
+	ps.join = recording.NewJoin(func(a *pb.KernelActivity, c *call, _ bool) error { return ps.kernel(a, c) }, ps.leave)
+	ps.join.MaxCalls, ps.join.MaxKernels = tw.maxPending, tw.maxEarly
 	tw.stats.Processes++
 	var err error
 	ended := false
@@ -149,12 +149,12 @@ func (ps *procState) batch(b *pb.Batch) error {
 			graphExec: g.GetGraphExec(), streamID: g.GetStreamId(), device: g.GetDevice(),
 			origin: origin{callstack: g.GetCallstackId(), lines: g.GetCallstackId()}}
 		c.drop = ps.tw.opts.Launches != nil && !ps.tw.opts.Launches(c.seq)
-		if err := ps.await(c); err != nil {
+		if err := ps.join.Call(c.corr, c, true); err != nil {
 			return err
 		}
 	}
 	for _, a := range b.Activities {
-		if err := ps.activity(a); err != nil {
+		if err := ps.join.Kernel(a); err != nil {
 			return err
 		}
 	}
@@ -163,18 +163,7 @@ func (ps *procState) batch(b *pb.Batch) error {
 			return err
 		}
 	}
-	for ps.pending.Len() > ps.tw.maxPending {
-		_, c, _ := ps.pending.Oldest()
-		if err := ps.leave(c); err != nil {
-			return err
-		}
-	}
-	for ps.early.Len() > ps.tw.maxEarly {
-		if err := ps.kernel(ps.early.Oldest(), nil); err != nil {
-			return err
-		}
-	}
-	return nil
+	return ps.join.Trim()
 }
 
 // launch handles a Launch record: a captured one is written at once (it
@@ -195,65 +184,24 @@ func (ps *procState) launch(l *pb.Launch) error {
 		}
 		return ps.writeCall(c, 0, str("captured", fmt.Sprintf("graph node 0x%x", l.GetGraphNodeId())))
 	}
-	return ps.await(c)
+	// The call waits for its kernel; one that came first is joined now.
+	// (In a recording without GPU timing, calls wait for nothing until the
+	// window is full: the price of not trusting a flag to say that no
+	// kernel will come.)
+	return ps.join.Call(c.corr, c, false)
 }
 
-// await puts a call in the window until its kernels arrive; kernels that
-// came first are joined now. (In a recording without GPU timing, calls
-// wait for nothing until the window is full: the price of not trusting a
-// flag to say that no kernel will come.)
-func (ps *procState) await(c *call) error {
-	ps.pending.Add(c.corr, c)
-	for _, a := range ps.early.Take(c.corr) {
-		if err := ps.kernel(a, c); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// leave takes a call out of the window, writing its slice if no kernel
+// leave writes the slice of a call that leaves the join, if no kernel
 // did.
 func (ps *procState) leave(c *call) error {
-	ps.pending.Remove(c.corr)
 	if c.written || c.drop {
 		return nil
 	}
 	return ps.writeCall(c, 0)
 }
 
-// activity joins a kernel execution to its launch call: an eager kernel
-// shares its call's correlation id (and is its only kernel); a graph
-// replay's kernels share the cuGraphLaunch's.
-func (ps *procState) activity(a *pb.KernelActivity) error {
-	c, ok := ps.pending.Get(a.GetCorrelationId())
-	if !ok {
-		ps.early.Add(a)
-		return nil
-	}
-	if err := ps.kernel(a, c); err != nil {
-		return err
-	}
-	if !c.graph {
-		return ps.leave(c)
-	}
-	return nil
-}
-
 // flush writes what is still waiting at the end of the recording.
-func (ps *procState) flush() error {
-	for ps.early.Len() > 0 {
-		if err := ps.kernel(ps.early.Oldest(), nil); err != nil {
-			return err
-		}
-	}
-	for _, c, ok := ps.pending.Oldest(); ok; _, c, ok = ps.pending.Oldest() {
-		if err := ps.leave(c); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (ps *procState) flush() error { return ps.join.Flush() }
 
 func (ps *procState) ts(t uint64) int64 { return int64(t) + ps.offset }
 
@@ -290,7 +238,7 @@ func (ps *procState) kernel(a *pb.KernelActivity, c *call) error {
 	case a.GetGraphId() != 0:
 		s.cat = "graph_kernel"
 		tw.stats.GraphKernels++
-		if captured, _ := ps.links.LaunchFor(a); captured != nil {
+		if captured := ps.links.CaptureLaunch(a); captured != nil {
 			tw.stats.Attributed++
 			launch, from = captured.GetSeq(), ps.originOf(captured)
 		}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpurr/gpurr/internal/joinwin"
 	"github.com/gpurr/gpurr/recording"
 )
 
@@ -102,7 +101,7 @@ func Write(w io.Writer, f Format, procs []*recording.Process, o Options) (Stats,
 	default:
 		return Stats{}, fmt.Errorf("trace: unknown format %v", f)
 	}
-	tw := &writer{sink: s, opts: o, maxPending: joinwin.MaxCalls, maxEarly: joinwin.MaxKernels}
+	tw := &writer{sink: s, opts: o, maxPending: recording.DefaultMaxCalls, maxEarly: recording.DefaultMaxKernels}
 	tw.clock = alignClocks(procs)
 	for i, p := range procs {
 		if err := tw.process(i, p); err != nil {

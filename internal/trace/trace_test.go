@@ -15,7 +15,6 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/gpurr/gpurr/internal/joinwin"
 	"github.com/gpurr/gpurr/internal/testrec"
 	"github.com/gpurr/gpurr/internal/trace/internal/perfettopb"
 	"github.com/gpurr/gpurr/recording"
@@ -347,7 +346,7 @@ func TestJoinWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct{ pending, early int }{{joinwin.MaxCalls, joinwin.MaxKernels}, {100, 50}} {
+	for _, c := range []struct{ pending, early int }{{recording.DefaultMaxCalls, recording.DefaultMaxKernels}, {100, 50}} {
 		var buf bytes.Buffer
 		tw := &writer{sink: newChromeSink(&buf), maxPending: c.pending, maxEarly: c.early, clock: alignClocks([]*recording.Process{p})}
 		if err := tw.process(0, p); err != nil {
@@ -361,7 +360,7 @@ func TestJoinWindow(t *testing.T) {
 		// With the small window only the last frame's calls (whose kernels
 		// come in the same frame) wait long enough.
 		joined := st.Flows == n
-		if c.pending < joinwin.MaxCalls {
+		if c.pending < recording.DefaultMaxCalls {
 			joined = st.Flows > 0 && st.Flows < n/4
 		}
 		if st.Calls != n || st.Kernels != n || !joined || st.Flows+st.Unlinked != n || sum.Slices != 2*n || sum.Flows != st.Flows {

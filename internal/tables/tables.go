@@ -1,0 +1,203 @@
+// Package tables is gpurr's table model: the tables a recording flattens
+// into, described once (each table's name and meaning, each column's name,
+// type and meaning), and the one streaming pass that fills them (Flatten).
+//
+// Two sets of tables are described here. Query are the tables gpurr query
+// loads into SQLite: a table per kind of record, NULL where a value is
+// absent. Export are the tables gpurr export writes as Parquet for engines
+// that read many recordings at once: fewer, wider tables (a launch row
+// carries its kernel's name; graph launches are launches), zero where a
+// value is absent except in the few columns that may be null. Both are
+// filled by the same pass over the records, with the same joins
+// (recording.Join pairs kernels with the calls that ran them,
+// recording.Links resolves ids and graph nodes), so a value such as a
+// launch's Python line or a kernel's launch is computed in one place.
+// `gpurr query --schema`, the Parquet schemas and the column lists of
+// docs/query.md and docs/trace.md are all made from the descriptions
+// (Markdown renders them).
+//
+// Unsigned 64-bit values of the recording (ids, handles) are stored as
+// signed 64-bit integers with the same bits in both sets: SQLite's
+// integers and Parquet's int64 are signed.
+package tables
+
+import "unsafe"
+
+// Type is the type of a column's values.
+type Type uint8
+
+// The column types. Integer types hold values of that width in Parquet;
+// SQLite stores every integer and Boolean as INTEGER.
+const (
+	Int32 Type = iota + 1
+	Int64
+	Boolean
+	String
+	Binary
+)
+
+// SQL is the SQLite column type: INTEGER, TEXT or BLOB.
+func (t Type) SQL() string {
+	switch t {
+	case String:
+		return "TEXT"
+	case Binary:
+		return "BLOB"
+	}
+	return "INTEGER"
+}
+
+// String is the type's name in Parquet and in the docs: int32, int64,
+// bool, string or binary.
+func (t Type) String() string {
+	switch t {
+	case Int32:
+		return "int32"
+	case Int64:
+		return "int64"
+	case Boolean:
+		return "bool"
+	case String:
+		return "string"
+	case Binary:
+		return "binary"
+	}
+	return "invalid"
+}
+
+// Column is one column of a table.
+type Column struct {
+	Name string
+	Type Type
+	// Null says the column may hold NULL (a Parquet optional column). A
+	// column without it never does.
+	Null bool
+	// Dict says the column holds few distinct values, so Parquet
+	// dictionary-encodes it.
+	Dict bool
+	Doc  string
+}
+
+// Table is one table: its name, what a row is, and its columns in order.
+type Table struct {
+	Name string
+	Doc  string
+	// Key are the columns SQLite indexes, in this order; none when empty.
+	Key     []string
+	Columns []Column
+
+	id int // index in all
+}
+
+// Query are the tables gpurr query loads into SQLite, in the order they
+// are created and listed. MemoryChunks is among them.
+var Query = []*Table{
+	processes.Table, devices.Table, modules.Table, kernels.Table, kernelParams.Table, launches.Table,
+	gpuActivity.Table, callstacks.Table, frames.Table, graphNodes.Table, graphLaunches.Table,
+	allocations.Table, regions.Table, memoryStates.Table, nanCounts.Table, MemoryChunks, logs.Table,
+	stats.Table,
+}
+
+// MemoryChunks is the Query table of chunk hashes: a row per 64 KiB of
+// every region state, millions in a large recording, so gpurr query fills
+// it only for a statement that names it.
+var MemoryChunks = memoryChunks.Table
+
+// Export are the tables gpurr export writes as Parquet, in the order it
+// writes them.
+var Export = []*Table{
+	exportLaunches.Table, exportKernels.Table, exportCallstacks.Table, exportActivity.Table, exportRegions.Table,
+}
+
+// all are the tables of both sets; a table's id is its index here.
+var all []*Table
+
+// maxColumns is the most columns a table has.
+var maxColumns int
+
+func init() {
+	all = append(append(all, Query...), Export...)
+	for i, t := range all {
+		t.id = i
+		maxColumns = max(maxColumns, len(t.Columns))
+	}
+}
+
+// Value is one value of a row: NULL, an integer (of every integer type,
+// and Boolean's 0 or 1), text or bytes. Bytes are held as text without a
+// copy (Blob, Bytes): a row's values are read, never changed.
+type Value struct {
+	s    string
+	i    int64
+	kind kind
+}
+
+type kind uint8
+
+const (
+	null kind = iota
+	integer
+	text
+	blob
+)
+
+// Null is the NULL value.
+var Null = Value{}
+
+type integerType interface {
+	~int | ~int32 | ~int64 | ~uint32 | ~uint64
+}
+
+// Int is an integer value; an unsigned 64-bit one keeps its bits.
+func Int[T integerType](v T) Value { return Value{kind: integer, i: int64(v)} }
+
+// Bool is 1 for true, 0 for false.
+func Bool(v bool) Value {
+	if v {
+		return Value{kind: integer, i: 1}
+	}
+	return Value{kind: integer}
+}
+
+// Text is a text value.
+func Text(s string) Value { return Value{kind: text, s: s} }
+
+// Blob is a byte string value. b must not change while the value is used.
+func Blob(b []byte) Value { return Value{kind: blob, s: unsafe.String(unsafe.SliceData(b), len(b))} }
+
+// IsNull reports whether v is NULL.
+func (v Value) IsNull() bool { return v.kind == null }
+
+// Int64 is an integer value, 0 for any other.
+func (v Value) Int64() int64 {
+	if v.kind != integer {
+		return 0
+	}
+	return v.i
+}
+
+// Str is a text value (a byte string value's bytes as text), "" for NULL
+// and integers.
+func (v Value) Str() string { return v.s }
+
+// Bytes is a byte string value, nil for any other and for an empty one;
+// it must not be changed.
+func (v Value) Bytes() []byte {
+	if v.kind != blob || v.s == "" {
+		return nil
+	}
+	return unsafe.Slice(unsafe.StringData(v.s), len(v.s))
+}
+
+// Any is v as database/sql takes it: nil, int64, string or []byte.
+func (v Value) Any() any {
+	switch v.kind {
+	case integer:
+		return v.i
+	case text:
+		return v.s
+	case blob:
+		return v.Bytes()
+	}
+	return nil
+}
