@@ -30,6 +30,8 @@ func (db *DB) fillChunks(ctx context.Context, statement string) error {
 	if len(db.chunks) == 0 || !namesChunks.MatchString(statement) {
 		return nil
 	}
+	db.filling = true
+	defer func() { db.filling = false }()
 	err := db.insert(ctx, func(ins *inserter) error {
 		for _, c := range db.chunks {
 			o := tables.Options{Tables: []*tables.Table{tables.MemoryChunks}, Row: ins.row, Frames: c.frames}

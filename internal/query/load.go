@@ -18,7 +18,9 @@ type DB struct {
 	// cut short or not closed). The tables hold everything that was written.
 	Warnings []string
 
-	chunks []chunkSource // processes whose memory_chunks rows are not inserted yet (see fillChunks)
+	chunks  []chunkSource // processes whose memory_chunks rows are not inserted yet (see fillChunks)
+	guarded bool          // the read-only authorizer is installed (readonly.go)
+	filling bool          // fillChunks is inserting: the authorizer lets it
 }
 
 // Load reads every process of set into a new in-memory database.
@@ -68,10 +70,8 @@ func (db *DB) load(ctx context.Context, set *recording.Set) error {
 			if err != nil {
 				return err
 			}
-			if res.Truncated {
-				db.Warnings = append(db.Warnings, fmt.Sprintf("%s: recording truncated (the program was killed mid-write); its tables hold what was written before", p.Name))
-			} else if !res.Complete {
-				db.Warnings = append(db.Warnings, fmt.Sprintf("%s: recording incomplete (no end record: the program was killed or is still running)", p.Name))
+			if short := recording.Shortfall(p.Name, res.Truncated, res.Complete); short != "" {
+				db.Warnings = append(db.Warnings, short)
 			}
 			if ins.rows["memory_states"] > states {
 				db.chunks = append(db.chunks, chunkSource{p: p, frames: res.Frames})

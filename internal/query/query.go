@@ -1,6 +1,10 @@
 package query
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"strings"
+)
 
 // RowWriter receives a query's result: the column names once, then each
 // row. Values are int64, float64, string, []byte or nil (NULL); the slice
@@ -12,12 +16,28 @@ type RowWriter interface {
 
 // Query runs one SQL statement and streams its result to w. The error is
 // SQLite's message when the statement is wrong.
+//
+// It only reads (readonly.go): a statement that would write, attach a
+// file, set a pragma or run a second statement is refused, wrapping
+// ErrNotReading.
 func (db *DB) Query(ctx context.Context, statement string, w RowWriter) error {
+	if err := checkStatement(statement); err != nil {
+		return err
+	}
 	if err := db.fillChunks(ctx, statement); err != nil {
 		return err
 	}
+	if !db.guarded {
+		if err := db.readOnly(ctx); err != nil {
+			return err
+		}
+		db.guarded = true
+	}
 	rows, err := db.db.QueryContext(ctx, statement)
 	if err != nil {
+		if strings.Contains(err.Error(), "not authorized") {
+			return fmt.Errorf("%v: %w", err, ErrNotReading)
+		}
 		return err
 	}
 	defer rows.Close()
