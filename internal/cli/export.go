@@ -32,6 +32,9 @@ every column.`,
 			if dir == "" {
 				return usageErrorf("export: --parquet DIR is required")
 			}
+			if err := refuseInputs("export", "--parquet", dir, dir, args); err != nil {
+				return err
+			}
 			procs, err := openProcesses(cmd, args)
 			if err != nil {
 				return err
@@ -39,6 +42,9 @@ every column.`,
 			st, err := export.Parquet(dir, procs)
 			if err != nil {
 				return usageErrorf("export: %v", err)
+			}
+			for _, short := range st.Shortfalls {
+				warnf(cmd, "%s", short)
 			}
 			var parts []string
 			for _, t := range export.Tables {

@@ -27,7 +27,7 @@ machine with a suitable GPU, and gpurr info DIR describes it.`,
 			if out == "" {
 				return usageErrorf("extract: -o DIR is required")
 			}
-			if err := refuseInputs("extract", out, out, args); err != nil {
+			if err := refuseInputs("extract", "-o", out, out, args); err != nil {
 				return err
 			}
 			src, err := openReplaySource(cmd, args[0], process)

@@ -44,7 +44,7 @@ func createOutput(verb, path string, stdout io.Writer, force bool, inputs ...str
 		}
 		o.target = link
 	}
-	if err := refuseInputs(verb, path, o.target, inputs); err != nil {
+	if err := refuseInputs(verb, "-o", path, o.target, inputs); err != nil {
 		return nil, err
 	}
 	st, err := os.Stat(o.target)
@@ -128,14 +128,15 @@ func (o *output) Abort() {
 	os.Remove(o.f.Name())
 }
 
-// refuseInputs refuses an output that is, or lies inside, one of the inputs.
-func refuseInputs(verb, path, target string, inputs []string) error {
+// refuseInputs refuses an output (given as flag path) that is, or lies inside, one of the
+// inputs.
+func refuseInputs(verb, flag, path, target string, inputs []string) error {
 	if dir, err := filepath.EvalSymlinks(filepath.Dir(target)); err == nil {
 		target = filepath.Join(dir, filepath.Base(target))
 	}
 	abs, err := filepath.Abs(target)
 	if err != nil {
-		return usageErrorf("%s: -o %s: %v", verb, path, err)
+		return usageErrorf("%s: %s %s: %v", verb, flag, path, err)
 	}
 	outInfo, statErr := os.Stat(abs)
 	for _, in := range inputs {
@@ -153,7 +154,7 @@ func refuseInputs(verb, path, target string, inputs []string) error {
 		same := statErr == nil && os.SameFile(inInfo, outInfo)
 		inside := inInfo.IsDir() && strings.HasPrefix(abs, real+string(filepath.Separator))
 		if same || inside {
-			return usageErrorf("%s: -o %s would write over %s, which it reads: write elsewhere", verb, path, in)
+			return usageErrorf("%s: %s %s would write over %s, which it reads: write elsewhere", verb, flag, path, in)
 		}
 	}
 	return nil

@@ -43,6 +43,9 @@ var Tables = func() []string {
 type Stats struct {
 	Rows  map[string]int64
 	Files int
+	// Shortfalls says, one line each, which recordings ended short (recording.Shortfall):
+	// their tables hold what was written before.
+	Shortfalls []string
 }
 
 // Partition is the folder, below a table's, that holds a process's file:
@@ -97,7 +100,7 @@ func exportProcess(dir string, p *recording.Process, st *Stats) (err error) {
 		}
 	}()
 	w := startWriter()
-	_, ferr := tables.Flatten(p, tables.Options{Tables: tables.Export, Row: func(t *tables.Table, values []tables.Value) error {
+	res, ferr := tables.Flatten(p, tables.Options{Tables: tables.Export, Row: func(t *tables.Table, values []tables.Value) error {
 		if write := files[t].add(values); write != nil {
 			return w.send(write)
 		}
@@ -117,11 +120,16 @@ func exportProcess(dir string, p *recording.Process, st *Stats) (err error) {
 	if ferr != nil {
 		return ferr
 	}
-	var errs []error
+	// The first failure only: the same cause (a full disk) fails every table alike.
 	for _, t := range tables.Export {
-		errs = append(errs, files[t].close())
+		if cerr := files[t].close(); err == nil {
+			err = cerr
+		}
 	}
-	return errors.Join(errs...)
+	if short := recording.Shortfall(p.Name, res.Truncated, res.Complete); short != "" && err == nil {
+		st.Shortfalls = append(st.Shortfalls, short)
+	}
+	return err
 }
 
 // writer runs the writes of batches of rows, in order, on a goroutine of
