@@ -764,15 +764,16 @@ def t_fork(h):
     return f"children exited 0, parent's {n} post-fork launches recorded, 1 process"
 
 
-@test("sigkill")
-def t_sigkill(h):
+def record_and_signal(h, name, sig):
+    """Record sigkill.py, wait for it to run, send its own pid sig two seconds later; returns
+    (gpurr record's exit code, the program's stdout lines, the recording, the kernel's name)."""
     script = WL / "sigkill.py"
-    bare = h.sh([h.py, script, "--max", "2001"], 120, log="sigkill.bare")
+    bare = h.sh([h.py, script, "--max", "2001"], 120, log=f"{name}.bare")
     check(bare.rc == 0 and last_json(bare.out), f"bare run with --max failed: {bare.why()}")
     if h.bare_only:
         raise Skip("bare run ok")
     kernel = last_json(bare.out)["kernel"]
-    d = h.new_recdir("sigkill")
+    d = h.new_recdir(name)
     argv = [str(a) for a in h.record_argv(d, [h.py, script])]
     t0 = time.monotonic()
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=h.env,
@@ -801,11 +802,11 @@ def t_sigkill(h):
                 pid = int(l.split()[1])
         check(pid, f"no READY line in 120 s (gpurr exit {p.poll()}): {tail(''.join(errs))}")
         time.sleep(2.0)
-        os.kill(pid, signal.SIGKILL)  # the workload's own pid, which it printed
+        os.kill(pid, sig)  # the workload's own pid, which it printed
         try:
             rc = p.wait(timeout=60)
         except subprocess.TimeoutExpired:
-            raise Fail("gpurr record did not exit within 60 s after its program was SIGKILLed")
+            raise Fail(f"gpurr record did not exit within 60 s after its program got signal {sig}")
     finally:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)  # the session we started for gpurr record
@@ -815,7 +816,13 @@ def t_sigkill(h):
                 out.append(l)
         except queue.Empty:
             out.append("# harness: stdout still open 10 s after gpurr exited\n")
-        h.save_log("sigkill.rec", Run(argv, rc, "".join(out), "".join(errs), time.monotonic() - t0, False))
+        h.save_log(f"{name}.rec", Run(argv, rc, "".join(out), "".join(errs), time.monotonic() - t0, False))
+    return rc, out, d, kernel
+
+
+@test("sigkill")
+def t_sigkill(h):
+    rc, out, d, kernel = record_and_signal(h, "sigkill", signal.SIGKILL)
     check(rc in (128 + signal.SIGKILL, -signal.SIGKILL), f"gpurr record exited {rc}, want 137 (killed by signal 9)")
     upto = max((int(l.split()[1]) for l in out if l.startswith("UPTO ")), default=1)
     info = h.save_info("sigkill", d)
@@ -828,6 +835,22 @@ def t_sigkill(h):
     check(0 < n <= upto, f"{n} launches recorded; the program had issued at most {upto}")
     h.recordings.append(d)
     return f"exit {rc}, info says incomplete, {n} of <= {upto} launches readable"
+
+
+@test("sigterm")
+def t_sigterm(h):
+    """A scheduler stops the program with SIGTERM: the agent writes what it holds before the
+    program dies, so every launch the program had finished (its last DONE line) is in the
+    recording, and the log says the signal came."""
+    rc, out, d, kernel = record_and_signal(h, "sigterm", signal.SIGTERM)
+    check(rc in (128 + signal.SIGTERM, -signal.SIGTERM), f"gpurr record exited {rc}, want 143 (signal 15)")
+    done = max((int(l.split()[1]) for l in out if l.startswith("DONE ")), default=0)
+    upto = max((int(l.split()[1]) for l in out if l.startswith("UPTO ")), default=1)
+    n = h.n(d, f"SELECT count(*) AS n FROM launches WHERE name = '{kernel}'")
+    check(done <= n <= upto, f"{n} launches recorded; the program had finished {done} and issued at most {upto}")
+    logged = h.n(d, "SELECT count(*) AS n FROM log WHERE message LIKE '%received SIGTERM%'")
+    check(logged >= 1, "the recording's log does not say the program received SIGTERM")
+    return f"exit {rc}, {n} launches recorded of {done} finished (<= {upto} issued), SIGTERM logged"
 
 
 @test("multi_gpu")

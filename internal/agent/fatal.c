@@ -10,32 +10,49 @@
 #include <string.h>
 #include <unistd.h>
 
-static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
-#define NFATAL (sizeof fatal_signals / sizeof fatal_signals[0])
+// Crashes, then the signals schedulers and users stop a program with. A
+// program may handle a stop signal and go on (Python turns SIGINT into
+// KeyboardInterrupt), so each one flushes, not only the first.
+static const int watched_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT};
+#define NWATCHED (sizeof watched_signals / sizeof watched_signals[0])
+#define NFATAL 5
 
-static struct sigaction previous[NFATAL];
+static struct sigaction previous[NWATCHED];
 static int notify_fd = -1, ack_fd = -1, wait_ms;
 static pid_t owner;  // a forked child inherits the handler but not the writer
-static atomic_int notified;
+static atomic_int notified, stopping;
 
 static int slot_of(int sig) {
-  for (unsigned i = 0; i < NFATAL; i++)
-    if (fatal_signals[i] == sig) return (int)i;
+  for (unsigned i = 0; i < NWATCHED; i++)
+    if (watched_signals[i] == sig) return (int)i;
   return -1;
+}
+
+// wait_for_writer hands the signal to the Go writer and waits for it to say
+// the recording is written, up to wait_ms.
+static void wait_for_writer(unsigned char b) {
+  if (write(notify_fd, &b, 1) == 1) {
+    struct pollfd p = {.fd = ack_fd, .events = POLLIN};
+    if (poll(&p, 1, wait_ms) == 1) (void)!read(ack_fd, &b, 1);
+  }
 }
 
 static void on_fatal(int sig, siginfo_t *info, void *uc) {
   int saved_errno = errno;
-  // Only the first fatal signal waits for the writer: a second one (another
-  // thread, or the writer itself crashing) goes straight on.
-  if (getpid() == owner && atomic_exchange(&notified, 1) == 0) {
-    unsigned char b = (unsigned char)sig;
-    if (write(notify_fd, &b, 1) == 1) {
-      struct pollfd p = {.fd = ack_fd, .events = POLLIN};
-      if (poll(&p, 1, wait_ms) == 1) (void)!read(ack_fd, &b, 1);
-    }
-  }
   int i = slot_of(sig);
+  if (getpid() == owner && i >= NFATAL) {
+    // A stop signal: one at a time waits; the program ends unless it had a
+    // handler of its own (the writer is told which, in the top bit).
+    if (atomic_exchange(&stopping, 1) == 0) {
+      int ends = previous[i].sa_handler == SIG_DFL && !(previous[i].sa_flags & SA_SIGINFO);
+      wait_for_writer((unsigned char)(sig | (ends ? 0x80 : 0)));
+      atomic_store(&stopping, 0);
+    }
+  } else if (getpid() == owner && atomic_exchange(&notified, 1) == 0) {
+    // Only the first fatal signal waits for the writer: a second one
+    // (another thread, or the writer itself crashing) goes straight on.
+    wait_for_writer((unsigned char)(sig | 0x80));
+  }
   const struct sigaction *prev = i >= 0 ? &previous[i] : NULL;
   if (prev && (prev->sa_flags & SA_SIGINFO) && prev->sa_sigaction) {
     prev->sa_sigaction(sig, info, uc);  // e.g. the Go runtime's, or Python's faulthandler
@@ -65,7 +82,13 @@ int gp_watch_fatal_signals(int notify, int ack, int wait) {
   // SA_ONSTACK: the Go runtime requires it of every handler in its process.
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
   sigemptyset(&sa.sa_mask);
-  for (unsigned i = 0; i < NFATAL; i++)
-    if (sigaction(fatal_signals[i], &sa, &previous[i]) != 0) return -1;
+  for (unsigned i = 0; i < NWATCHED; i++) {
+    if (i >= NFATAL) {
+      // A stop signal the program ignores (nohup) stays ignored.
+      if (sigaction(watched_signals[i], NULL, &previous[i]) != 0) return -1;
+      if (!(previous[i].sa_flags & SA_SIGINFO) && previous[i].sa_handler == SIG_IGN) continue;
+    }
+    if (sigaction(watched_signals[i], &sa, &previous[i]) != 0) return -1;
+  }
   return 0;
 }

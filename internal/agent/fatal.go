@@ -18,7 +18,7 @@ const fatalWait = 10 * time.Second
 
 var fatalSignalNames = map[syscall.Signal]string{
 	syscall.SIGSEGV: "SIGSEGV", syscall.SIGBUS: "SIGBUS", syscall.SIGFPE: "SIGFPE",
-	syscall.SIGILL: "SIGILL", syscall.SIGABRT: "SIGABRT",
+	syscall.SIGILL: "SIGILL", syscall.SIGABRT: "SIGABRT", syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT",
 }
 
 // watchFatalSignals makes a crash write the recording up to the crash:
@@ -43,7 +43,7 @@ func (r *recorder) watchFatalSignals() error {
 			if _, err := notified.Read(b); err != nil {
 				return
 			}
-			r.writeOnFatalSignal(fatalSignalNames[syscall.Signal(b[0])])
+			r.writeOnFatalSignal(fatalSignalNames[syscall.Signal(b[0]&0x7f)], b[0]&0x80 != 0)
 			acked.Write(b)
 		}
 	}()
@@ -53,19 +53,25 @@ func (r *recorder) watchFatalSignals() error {
 	return nil
 }
 
-// writeOnFatalSignal writes everything drained so far; the recording stays
-// without an End record, so readers still call it incomplete.
-func (r *recorder) writeOnFatalSignal(sig string) {
+// writeOnFatalSignal writes everything drained so far. When the program
+// ends (ends), the recording stays without an End record, so readers still
+// call it incomplete; a program that handles the signal and goes on keeps
+// recording, and its flight recorder keeps its window.
+func (r *recorder) writeOnFatalSignal(sig string, ends bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return
 	}
-	r.logf("error", "the program received %s; gpurr wrote what it had before the program ended", sig)
+	if ends {
+		r.logf("error", "the program received %s; gpurr wrote what it had before the program ended", sig)
+	} else {
+		r.logf("warn", "the program received %s, which it handles; gpurr wrote what it had and goes on recording", sig)
+	}
 	r.drain()
 	if m := r.mem; m != nil {
 		m.drain(r)
-		if m.flight != nil {
+		if m.flight != nil && ends {
 			m.flight.dump(r, m, sig)
 		} else if m.store != nil {
 			if err := m.store.Flush(); err != nil {
