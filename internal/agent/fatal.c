@@ -3,6 +3,8 @@
 // thread that writes the recording is a Go goroutine, woken through a pipe.
 #include "fatal.h"
 
+#include "internal.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -29,8 +31,11 @@ static int slot_of(int sig) {
 }
 
 // wait_for_writer hands the signal to the Go writer and waits for it to say
-// the recording is written, up to wait_ms.
+// the recording is written, up to wait_ms. Not when this thread holds a lock
+// the writer needs: the writer would wait for it as long as we wait for the
+// writer.
 static void wait_for_writer(unsigned char b) {
+  if (gp_ring_stuck() || gp_mem_stuck()) return;
   if (write(notify_fd, &b, 1) == 1) {
     struct pollfd p = {.fd = ack_fd, .events = POLLIN};
     if (poll(&p, 1, wait_ms) == 1) (void)!read(ack_fd, &b, 1);

@@ -169,6 +169,25 @@ static inline void gp_spin_lock(gp_spinlock *l) {
 
 static inline void gp_spin_unlock(gp_spinlock *l) { atomic_store_explicit(l, 0, memory_order_release); }
 
+// gp_spin_stuck reports whether l stays held for a millisecond: held by the
+// thread a signal interrupted, which will not let it go while its handler
+// waits. Another thread's hold lasts nanoseconds. Async-signal-safe.
+static inline int gp_spin_stuck(gp_spinlock *l) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  while (atomic_load_explicit(l, memory_order_acquire)) {
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > 1000000L) return 1;
+  }
+  return 0;
+}
+
+// gp_ring_stuck and gp_mem_stuck: a lock the Go writer needs (ring.c,
+// memcap.c) is held by the interrupted thread (gp_spin_stuck), so a signal
+// handler must not wait for the writer.
+int gp_ring_stuck(void);
+int gp_mem_stuck(void);
+
 // ---- launch.c: the callback and per-thread state ----
 
 // Initial-exec TLS: an offset from %fs instead of a __tls_get_addr call per

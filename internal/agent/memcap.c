@@ -464,6 +464,8 @@ typedef struct {
 } mem_job;
 
 static gp_spinlock job_lock;
+
+int gp_mem_stuck(void) { return gp_spin_stuck(&alloc_lock) || gp_spin_stuck(&job_lock); }
 static mem_job *jobs;
 static uint64_t job_head, job_tail;     // FIFO of jobs, under job_lock
 static uint64_t res_head, res_tail;     // bytes of the results ring

@@ -79,6 +79,8 @@ int gp_ring_push_counted(const void *rec, uint64_t *pushed) {
 
 int gp_ring_push(const void *rec) { return gp_ring_push_counted(rec, NULL); }
 
+int gp_ring_stuck(void) { return gp_spin_stuck(&ring.lock); }
+
 // gp_ring_take copies whole records out. Bytes in [tail, head) are complete
 // (written under the lock before head moved past them) and stay put until
 // tail moves (a writer only reuses space below tail + cap), so the copy needs
