@@ -200,7 +200,14 @@ func TestDiffTorchrunRanks(t *testing.T) {
 		}
 		return dir
 	}
-	code, out, errs := runCLI("diff", job([2]float32{1.5, 1.5}, false), job([2]float32{1.5, 1.5}, false))
+	// info shows the launcher in one line, after the ranks.
+	one := job([2]float32{1.5, 1.5}, false)
+	code, out, errs := runCLI("info", one)
+	expectOutput(t, "info of the job", code, 0, out, errs, "\nbox-10  pid 10 on box: no kernel launches (a launcher")
+	if strings.Index(out, "box-10  pid 10 on box") < strings.Index(out, "box-12") {
+		t.Errorf("the launcher's line comes before the ranks:\n%s", out)
+	}
+	code, out, errs = runCLI("diff", one, job([2]float32{1.5, 1.5}, false))
 	expectOutput(t, "same job", code, 0, out, errs, "box-11 vs box-11: the runs agree", "box-12 vs box-12: the runs agree")
 	if !strings.Contains(errs, "leaving out ") || !strings.Contains(errs, "box-10: it made no kernel launches") {
 		t.Errorf("the launcher is not said to be left out: %q", errs)

@@ -23,10 +23,21 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // first and loud.
 func (r *Report) WriteTable(w io.Writer) error {
 	tw := &textWriter{w: w}
-	tw.printf("recording %s: %d process%s\n", r.Recording, len(r.Processes), plural(len(r.Processes), "es"))
+	tw.printf("recording %s: %s\n", r.Recording, Count(len(r.Processes), "process"))
+	var idle []*Process
 	for _, p := range r.Processes {
+		// A process that loaded CUDA but launched nothing (torchrun's launcher) gets a line,
+		// not a block, unless its recording has problems.
+		if len(r.Processes) > 1 && p.Launches+p.GraphLaunches+p.Captured == 0 && len(p.Problems()) == 0 {
+			idle = append(idle, p)
+			continue
+		}
 		tw.printf("\n")
 		p.write(tw)
+	}
+	for _, p := range idle {
+		tw.printf("\n%s  %spid %d on %s: no kernel launches (a launcher, such as torchrun's; --format json has its details)\n",
+			p.Name, p.rankText(), p.PID, p.Host)
 	}
 	if t := r.Total; t != nil {
 		tw.printf("\ntotal        %d processes: %d eager launches, %d captured, %d graph launches; %d kernel runs, %s on the GPU; %d distinct kernels\n",
@@ -201,13 +212,6 @@ func writeKernels(t *textWriter, title string, uses []KernelUse) {
 		fmt.Fprintf(tab, "    %d\t%d\t%s\t  %s\n", u.Runs, u.Launches, formatNS(u.GPUTimeNS), u.Name)
 	}
 	t.err = tab.Flush()
-}
-
-func plural(n int, suffix string) string {
-	if n == 1 {
-		return ""
-	}
-	return suffix
 }
 
 // formatNS writes a duration with three or four significant digits.

@@ -168,7 +168,7 @@ func (m *Memory) writeProblems(t *textWriter) {
 }
 
 func launchCount(n uint64) string {
-	return fmt.Sprintf("%d launch%s", n, plural(int(n), "es"))
+	return Count(n, "launch")
 }
 
 func (m *Memory) write(t *textWriter) {
