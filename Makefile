@@ -55,6 +55,7 @@ fuzz:
 	$(GO) test ./recording/memhash -run '^$$' -fuzz FuzzHash -fuzztime 30s
 	$(GO) test ./internal/dtype -run '^$$' -fuzz FuzzNPY -fuzztime 30s
 	$(GO) test ./internal/nanscan -run '^$$' -fuzz FuzzCount -fuzztime 30s
+	$(GO) test ./internal/query -run '^$$' -fuzz FuzzLoad -fuzztime 30s
 
 # Regenerate the .pb.go files from the committed .proto files (needs protoc).
 proto:
