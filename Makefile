@@ -5,7 +5,7 @@
 GO ?= go
 export CGO_ENABLED := 1
 
-.PHONY: all build install test lint fuzz proto clean gpu-check
+.PHONY: all build install wheel test-wheel test lint fuzz proto clean gpu-check
 
 all: build
 
@@ -34,8 +34,17 @@ install: bin/gpurr bin/libgpurr.so
 	install -m 0755 bin/gpurr $(PREFIX)/bin/gpurr
 	install -m 0755 bin/libgpurr.so $(PREFIX)/lib/gpurr/libgpurr.so
 
+# The wheel pip installs: gpurr and its agent inside a Python package (scripts/build-wheel).
+wheel: bin/gpurr bin/libgpurr.so
+	scripts/build-wheel
+
+# Installs the wheel into a fresh venv, offline, and runs what a user would (scripts/test-wheel).
+test-wheel: wheel
+	scripts/test-wheel
+
 test: build lint
 	$(GO) tool gotestsum --format pkgname -- ./...
+	$(MAKE) --no-print-directory test-wheel
 
 # gofmt, go vet and staticcheck (pinned in go.mod as a tool, so CI needs nothing else).
 lint:

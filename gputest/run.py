@@ -310,6 +310,29 @@ def t_eager_line(h):
     return f"{n} launches at eager.py:{line} run_adds ({want['adds']} calls)"
 
 
+@test("wheel.record")
+def t_wheel_record(h):
+    """The wheel pip installs (make wheel) records a PyTorch program: installed into a venv over
+    the Python that has torch, its own gpurr (and agent) record eager.py, and the Python reader
+    reads the launches back."""
+    wheels = sorted((ROOT / "dist").glob("gpurr-*.whl"))
+    if not wheels:
+        raise Skip("no wheel in dist/ (make wheel builds one; carry dist)")
+    venv = h.tmp / "wheel-venv"
+    shutil.rmtree(venv, ignore_errors=True)
+    r = h.sh([h.py, "-m", "venv", "--system-site-packages", venv], 120, log="wheel.venv")
+    check(r.rc == 0, f"venv: {r.why()}")
+    r = h.sh([venv / "bin" / "pip", "install", "--quiet", "--no-index", "--no-deps", wheels[-1]], 120, log="wheel.pip")
+    check(r.rc == 0, f"pip install {wheels[-1].name}: {r.why()}")
+    d = h.new_recdir("wheel")
+    r = h.sh([venv / "bin" / "gpurr", "record", "-o", d, "--", venv / "bin" / "python", WL / "eager.py"], 240, log="wheel.record")
+    check(r.rc == 0, f"the wheel's gpurr record: {r.why()}")
+    code = f"import gpurr; print(gpurr.open({str(d)!r}).rows('SELECT count(*) AS n FROM launches')[0]['n'])"
+    r = h.sh([venv / "bin" / "python", "-c", code], 120, log="wheel.reader")
+    check(r.rc == 0 and int(r.out.strip() or 0) > 0, f"the Python reader: {r.why()} {r.out[-200:]}")
+    return f"{wheels[-1].name}: recorded eager.py, {r.out.strip()} launches read back from Python"
+
+
 @test("eager.callstack")
 def t_eager_callstack(h):
     want, d = h.py_workload("eager")
