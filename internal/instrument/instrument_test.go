@@ -1,0 +1,176 @@
+package instrument
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpurr/gpurr/internal/ptx"
+)
+
+func demo(t *testing.T) *ptx.Module {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("..", "kernels", "ptx", "demo.ptx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ptx.Parse(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestPoints(t *testing.T) {
+	m := demo(t)
+	sel, err := ParseSelection("global-store,barrier,atomic,op:^ld\\.global")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, k := range []string{"gpurr_demo_fill", "gpurr_demo_saxpy", "gpurr_demo_reduce"} {
+		for _, p := range Points(m.Function(k), sel) {
+			got[k] = append(got[k], p.Instr.Name())
+		}
+	}
+	want := map[string]string{
+		"gpurr_demo_fill":   "st.global.f32",
+		"gpurr_demo_saxpy":  "ld.global.f32 ld.global.f32 st.global.f32",
+		"gpurr_demo_reduce": "ld.global.f32 bar.sync bar.sync atom.global.add.u64",
+	}
+	for k, w := range want {
+		if g := strings.Join(got[k], " "); g != w {
+			t.Errorf("%s: points %q, want %q", k, g, w)
+		}
+	}
+	if _, err := ParseSelection("global-store,shared-sotre"); err == nil || !strings.Contains(err.Error(), "shared-sotre") {
+		t.Errorf("a misspelt class: %v", err)
+	}
+}
+
+// Each placement's blocks go before each point, print as PTX that parses again, keep the
+// kernel's own instructions in order, and store nothing: the write sets are the same.
+func TestInjectDelays(t *testing.T) {
+	sel, _ := ParseSelection("global-store,barrier,atomic,global-load")
+	for _, placement := range []Placement{PerThread, PerWarp, PerCTA, PerCluster} {
+		m := demo(t)
+		if placement == PerCluster {
+			m.Target = []string{"sm_90"} // demo.ptx is built for sm_80, which has no clusters
+		}
+		before := m.WriteSets()
+		const kernel = "gpurr_demo_reduce"
+		fn := m.Function(kernel)
+		var own []string
+		for _, in := range fn.Instructions() {
+			own = append(own, in.Name())
+		}
+		points := Points(fn, sel)
+		if err := InjectDelays(m, kernel, points, Delay{Nanoseconds: 2000, Fraction: 0.25, Placement: placement, Seed: 42}); err != nil {
+			t.Fatalf("%s: %v", placement, err)
+		}
+		again, err := ptx.Parse([]byte(m.String()))
+		if err != nil {
+			t.Fatalf("%s: the instrumented module does not parse: %v\n%s", placement, err, m.String())
+		}
+		var kept []string
+		sleeps, next := 0, 0
+		for _, in := range again.Function(kernel).Instructions() {
+			if in.Opcode == "nanosleep" {
+				sleeps++
+				if in.Guard != "%gpurr_p" {
+					t.Errorf("%s: an unguarded nanosleep", placement)
+				}
+				continue
+			}
+			if ours(in) {
+				continue
+			}
+			if next < len(points) && in.Name() == points[next].Instr.Name() && sleeps != next+1 {
+				t.Errorf("%s: point %d (%s) has %d sleeps before it", placement, next, in.Name(), sleeps)
+			}
+			if next < len(points) && in.Name() == points[next].Instr.Name() {
+				next++
+			}
+			kept = append(kept, in.Name())
+		}
+		if sleeps != len(points) {
+			t.Errorf("%s: %d sleeps for %d points", placement, sleeps, len(points))
+		}
+		if strings.Join(kept, " ") != strings.Join(own, " ") {
+			t.Errorf("%s: the kernel's instructions changed:\n got %v\nwant %v", placement, kept, own)
+		}
+		after := again.WriteSets()
+		for i := range before {
+			for j := range before[i].Params {
+				if before[i].Params[j].Verdict != after[i].Params[j].Verdict {
+					t.Errorf("%s: %s param %d: write verdict changed", placement, before[i].Kernel, j)
+				}
+			}
+		}
+		// The other kernels are untouched.
+		if got, want := again.Function("gpurr_demo_fill").Instructions(), demo(t).Function("gpurr_demo_fill").Instructions(); len(got) != len(want) {
+			t.Errorf("%s: fill changed from %d to %d instructions", placement, len(want), len(got))
+		}
+	}
+}
+
+func TestSeedDecides(t *testing.T) {
+	a, _ := delayBlock(Delay{Nanoseconds: 100, Fraction: 0.5, Placement: PerThread, Seed: 1}, 0)
+	b, _ := delayBlock(Delay{Nanoseconds: 100, Fraction: 0.5, Placement: PerThread, Seed: 2}, 0)
+	c, _ := delayBlock(Delay{Nanoseconds: 100, Fraction: 0.5, Placement: PerThread, Seed: 1}, 1)
+	text := func(s []ptx.Stmt) string {
+		var out []string
+		for _, x := range s {
+			if bl, ok := x.(*ptx.Block); ok {
+				for _, y := range bl.Body {
+					if in, ok := y.(*ptx.Instruction); ok {
+						out = append(out, in.Name()+" "+operandText(in.Operands))
+					}
+				}
+			}
+		}
+		return strings.Join(out, "\n")
+	}
+	if text(a) == text(b) || text(a) == text(c) {
+		t.Error("the seed or the point does not change the decision")
+	}
+	for _, bad := range []Delay{{Nanoseconds: 0, Fraction: 1, Placement: PerThread}, {Nanoseconds: 2e6, Fraction: 1, Placement: PerThread},
+		{Nanoseconds: 10, Fraction: 0, Placement: PerThread}, {Nanoseconds: 10, Fraction: 1, Placement: "grid"}} {
+		if bad.Check() == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}
+
+// ours reports whether an instruction is one of the delay blocks' (it names their registers).
+func ours(in *ptx.Instruction) bool {
+	return strings.HasPrefix(in.Guard, "%gpurr_") || strings.Contains(" "+operandText(in.Operands), " %gpurr_")
+}
+
+func operandText(ops []ptx.Operand) string {
+	var out []string
+	for _, o := range ops {
+		out = append(out, o.Name)
+		if o.Base != nil {
+			out = append(out, o.Base.Name)
+		}
+		out = append(out, operandText(o.Elems))
+	}
+	return strings.Join(out, " ")
+}
+
+func TestTargetChecked(t *testing.T) {
+	m := demo(t) // sm_80
+	fn := m.Function("gpurr_demo_fill")
+	sel, _ := ParseSelection("global-store")
+	err := InjectDelays(m, fn.Name, Points(fn, sel), Delay{Nanoseconds: 10, Fraction: 1, Placement: PerCluster})
+	if err == nil || !strings.Contains(err.Error(), "sm_90") {
+		t.Errorf("clusters on sm_80: %v", err)
+	}
+	m.Target = []string{"sm_52"}
+	err = InjectDelays(m, fn.Name, Points(fn, sel), Delay{Nanoseconds: 10, Fraction: 1, Placement: PerThread})
+	if err == nil || !strings.Contains(err.Error(), "nanosleep") {
+		t.Errorf("nanosleep on sm_52: %v", err)
+	}
+}
