@@ -466,7 +466,13 @@ def t_triton(h):
     mod = h.n(d, f"""SELECT count(*) AS n FROM kernels k JOIN modules m
                      ON m.process = k.process AND m.sha256 = k.module_sha256 WHERE k.name LIKE '%{k}%'""")
     check(mod >= 1, f"kernel {k} has no module in the modules table")
-    return f"{n} launches of {k}, grid_x={want['grid_x']}, all with the user's line in their callstack"
+    # The module is byte for byte a cubin of Triton's cache: its PTX is stored beside it.
+    rows = h.query(d, f"""SELECT m.sha256, m.ptx FROM kernels k JOIN modules m
+                          ON m.process = k.process AND m.sha256 = k.module_sha256 WHERE k.name LIKE '%{k}%'""")
+    check(rows and rows[0]["ptx"] == "triton-cache", f"modules.ptx of {k}'s module: {rows}")
+    ptx = (Path(d) / "modules" / f"{rows[0]['sha256']}.ptx").read_text()
+    check(f".entry {k}" in ptx, f"the stored PTX has no .entry {k}: {ptx[:200]!r}")
+    return f"{n} launches of {k}, grid_x={want['grid_x']}, all with the user's line in their callstack; its PTX stored from Triton's cache"
 
 
 @test("compiled")

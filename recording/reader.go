@@ -347,3 +347,9 @@ func (p *Process) Load() (*Data, error) {
 func (p *Process) ModulePath(sha256 string) string {
 	return filepath.Join(p.setDir, ModulesDir, sha256+ModuleExt)
 }
+
+// ModulePTX reads the PTX stored beside a module image (Module.ptx says where it came from);
+// an error wrapping fs.ErrNotExist when none was.
+func (p *Process) ModulePTX(sha256 string) ([]byte, error) {
+	return regular.ReadFile(filepath.Join(p.setDir, ModulesDir, sha256+PTXExt))
+}

@@ -21,6 +21,7 @@ const (
 	EventsFile = "events.gpurr"
 	ModulesDir = "modules"
 	ModuleExt  = ".cubin"
+	PTXExt     = ".ptx" // a module's PTX, beside its image, where it was found (Module.ptx)
 	LogFile    = "agent.log"
 	SetFile    = "recording.json"
 )
@@ -100,37 +101,55 @@ func (w *Writer) PutModule(image []byte) (string, error) {
 	return PutModule(w.setDir, image)
 }
 
+// PutModulePTX stores the PTX of the module image digest beside it; see PutModulePTX.
+func (w *Writer) PutModulePTX(digest string, ptx []byte) error {
+	return PutModulePTX(w.setDir, digest, ptx)
+}
+
 // PutModule stores image in setDir's modules folder; see Writer.PutModule.
 func PutModule(setDir string, image []byte) (string, error) {
 	sum := sha256.Sum256(image)
 	digest := hex.EncodeToString(sum[:])
+	return digest, putModuleFile(setDir, digest+ModuleExt, image)
+}
+
+// PutModulePTX stores, beside the module image whose SHA-256 is digest, the PTX it was
+// compiled from (Module.ptx says where it was found). Like the image, it appears whole or not
+// at all, and once.
+func PutModulePTX(setDir, digest string, ptx []byte) error {
+	return putModuleFile(setDir, digest+PTXExt, ptx)
+}
+
+// putModuleFile writes data as name in setDir's modules folder unless it is there already:
+// a temporary file, then a rename.
+func putModuleFile(setDir, name string, data []byte) error {
 	dir := filepath.Join(setDir, ModulesDir)
-	path := filepath.Join(dir, digest+ModuleExt)
+	path := filepath.Join(dir, name)
 	if _, err := os.Stat(path); err == nil {
-		return digest, nil
+		return nil
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return digest, err
+		return err
 	}
-	tmp, err := os.CreateTemp(dir, ".tmp-"+digest[:16]+"-*")
+	tmp, err := os.CreateTemp(dir, ".tmp-"+name[:min(len(name), 16)]+"-*")
 	if err != nil {
-		return digest, err
+		return err
 	}
-	_, werr := tmp.Write(image)
+	_, werr := tmp.Write(data)
 	cerr := tmp.Close()
 	if err := errors.Join(werr, cerr); err != nil {
 		os.Remove(tmp.Name())
-		return digest, fmt.Errorf("write module %s: %w", digest, err)
+		return fmt.Errorf("write module file %s: %w", name, err)
 	}
 	if err := os.Chmod(tmp.Name(), 0o600); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		os.Remove(tmp.Name())
-		return digest, err
+		return err
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		os.Remove(tmp.Name())
-		return digest, err
+		return err
 	}
-	return digest, nil
+	return nil
 }
 
 // setFile is recording.json, which marks a directory as a recording.

@@ -66,6 +66,7 @@ type recorder struct {
 	objects  *symtab.Cache     // the symbol tables that name them
 	devices  map[uint32]bool
 	modules  []moduleInfo // in load order
+	triton   *tritonCache // where Triton kernels' PTX is found
 	kernels  map[uint64]*pb.Kernel
 	links    *forwardLinks // backward launches to forward lines (PyTorch)
 	closed   bool
@@ -109,6 +110,7 @@ func newRecorder(out string, cfg config) (*recorder, error) {
 		devices: map[uint32]bool{},
 		kernels: map[uint64]*pb.Kernel{},
 		links:   newForwardLinks(),
+		triton:  newTritonCache(),
 		stop:    make(chan struct{}),
 	}, nil
 }
@@ -633,6 +635,13 @@ func (r *recorder) module(m *C.gp_module_rec) {
 	if err != nil {
 		r.stats.ModulesFailed++
 		r.logf("error", "module %s not stored: %v", digest, err)
+	}
+	if ptx := r.triton.ptx(digest, mod.KernelNames); ptx != nil {
+		if err := r.w.PutModulePTX(digest, ptx); err != nil {
+			r.logf("warn", "the PTX of module %s (Triton's cache) not stored: %v", digest, err)
+		} else {
+			mod.Ptx = "triton-cache"
+		}
 	}
 	names := make(map[string]bool, len(mod.KernelNames))
 	for _, n := range mod.KernelNames {

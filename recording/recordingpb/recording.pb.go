@@ -922,6 +922,7 @@ type Module struct {
 	HostNs        uint64                 `protobuf:"varint,5,opt,name=host_ns,json=hostNs,proto3" json:"host_ns,omitempty"`
 	ContextUid    uint32                 `protobuf:"varint,6,opt,name=context_uid,json=contextUid,proto3" json:"context_uid,omitempty"`
 	Stored        bool                   `protobuf:"varint,7,opt,name=stored,proto3" json:"stored,omitempty"` // false when the image could not be written (see log)
+	Ptx           string                 `protobuf:"bytes,8,opt,name=ptx,proto3" json:"ptx,omitempty"`        // where the PTX stored beside the image (<sha256>.ptx) came from: "triton-cache"; "" when none was found
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1003,6 +1004,13 @@ func (x *Module) GetStored() bool {
 		return x.Stored
 	}
 	return false
+}
+
+func (x *Module) GetPtx() string {
+	if x != nil {
+		return x.Ptx
+	}
+	return ""
 }
 
 type ParamInfo struct {
@@ -2890,7 +2898,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\bsm_count\x18\x06 \x01(\rR\asmCount\x12!\n" +
 	"\fmemory_bytes\x18\a \x01(\x04R\vmemoryBytes\x12\x1f\n" +
 	"\vcontext_uid\x18\b \x01(\rR\n" +
-	"contextUid\"\xd1\x01\n" +
+	"contextUid\"\xe3\x01\n" +
 	"\x06Module\x12\x16\n" +
 	"\x06sha256\x18\x01 \x01(\tR\x06sha256\x12&\n" +
 	"\x0fcupti_module_id\x18\x02 \x01(\rR\rcuptiModuleId\x12\x12\n" +
@@ -2899,7 +2907,8 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\ahost_ns\x18\x05 \x01(\x04R\x06hostNs\x12\x1f\n" +
 	"\vcontext_uid\x18\x06 \x01(\rR\n" +
 	"contextUid\x12\x16\n" +
-	"\x06stored\x18\a \x01(\bR\x06stored\"7\n" +
+	"\x06stored\x18\a \x01(\bR\x06stored\x12\x10\n" +
+	"\x03ptx\x18\b \x01(\tR\x03ptx\"7\n" +
 	"\tParamInfo\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\rR\x06offset\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\rR\x04size\"\xe3\x01\n" +
