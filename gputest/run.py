@@ -703,6 +703,28 @@ def t_demo_story(h):
     return "story recorded on the GPU; diff, nan and a bit-exact replay of the NaN's launch"
 
 
+@test("race.planted")
+def t_race_planted(h):
+    """gpurr race on a kernel whose missing barrier is planted (racy.cu): --list names the
+    shared store and load with their source lines, and a hunt finds a witness and shrinks it
+    to the racing instructions."""
+    nvcc = h.nvcc if Path(h.nvcc).exists() else shutil.which("nvcc")
+    if not nvcc:
+        raise Skip("no nvcc to build racy.cu")
+    src, binary, ptxfile = WL / "racy.cu", h.tmp / "racy", h.tmp / "racy.ptx"
+    for args, out in ((["-O2", "-lineinfo", "-o"], binary), (["-ptx", "-lineinfo", "-arch=sm_90", "-o"], ptxfile)):
+        r = h.sh([nvcc, *args, out, src], 300, log="race.nvcc")
+        check(r.rc == 0, f"nvcc: {r.why()}")
+    _, d = h.workload("racy", [binary], flags=["--memory", "snapshot", "--snapshot-kernels", "racy_neighbour"])
+    listed = h.sh([h.gpurr, "race", d, "--ptx", ptxfile, "--list", "--at", "shared-store,shared-load"], 120, log="race.list")
+    check(listed.rc == 0 and "racy.cu:" in listed.out, f"race --list: {listed.why()} {listed.out[-400:]}")
+    hunt = h.sh([h.gpurr, "race", d, "--ptx", ptxfile, "--at", "shared-store,shared-load,barrier",
+                 "--trials", "30", "--placement", "warp", "--fraction", "0.5", "--delay", "20us"], 600, log="race.hunt")
+    check(hunt.rc == 1 and "RACE" in hunt.out, f"race found no witness: exit {hunt.rc}: {hunt.out[-600:]} {hunt.err[-300:]}")
+    check("st.shared" in hunt.out, f"the witness does not name the shared store: {hunt.out[-600:]}")
+    return " | ".join(l.strip() for l in hunt.out.splitlines() if "RACE" in l or "st.shared" in l)[:300]
+
+
 @test("diff.torchrun")
 def t_diff_torchrun(h):
     """Two recordings of a 2-GPU torchrun job whose rank 1 adds OS-random noise at a marked

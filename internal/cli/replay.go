@@ -353,6 +353,26 @@ func openReplaySource(cmd *cobra.Command, path, process string) (*replay.Source,
 	return src, nil
 }
 
+// openCase opens the recording and the one launch --launch names (or the only snapshotted
+// one): the start of every verb that runs a single recorded launch again. Close the source.
+func openCase(cmd *cobra.Command, path, process string, launch uint64) (*replay.Source, *replay.Case, error) {
+	src, err := openReplaySource(cmd, path, process)
+	if err != nil {
+		return nil, nil, err
+	}
+	seqs, err := pickLaunches(cmd.Name(), src, launch, false, 0)
+	if err != nil {
+		src.Close()
+		return nil, nil, err
+	}
+	c, err := src.Case(seqs[0])
+	if err != nil {
+		src.Close()
+		return nil, nil, usageErrorf("%s: %v", cmd.Name(), err)
+	}
+	return src, c, nil
+}
+
 // pickLaunches resolves --launch / --all / --from to launch numbers.
 func pickLaunches(verb string, src *replay.Source, launch uint64, all bool, from uint64) ([]uint64, error) {
 	if launch != 0 {

@@ -99,6 +99,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newVerifyCmd(),
 		newTraceCmd(),
 		newExportCmd(),
+		newRaceCmd(),
 	)
 	return root
 }

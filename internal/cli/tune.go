@@ -103,19 +103,11 @@ func runTune(cmd *cobra.Command, o tuneOptions, path string) error {
 	if err != nil {
 		return err
 	}
-	src, err := openReplaySource(cmd, path, o.process)
+	src, c, err := openCase(cmd, path, o.process, o.launch)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	seqs, err := pickLaunches("tune", src, o.launch, false, 0)
-	if err != nil {
-		return err
-	}
-	c, err := src.Case(seqs[0])
-	if err != nil {
-		return usageErrorf("tune: %v", err)
-	}
 	configs := tune.Space(c.Recorded(), grids, blocks)
 	if sample > 0 {
 		configs = tune.Sample(configs, sample, o.seed)

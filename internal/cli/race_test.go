@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpurr/gpurr/internal/testrec"
+	"github.com/gpurr/gpurr/recording"
+)
+
+// A Triton-style PTX of the recorded kernel, with .loc lines, as the recording keeps it.
+const saxpyPTX = `.version 8.0
+.target sm_90
+.address_size 64
+.file 1 "/home/ada/saxpy.py"
+.visible .entry saxpy_gridstride(
+	.param .u64 saxpy_gridstride_param_0,
+	.param .u64 saxpy_gridstride_param_1,
+	.param .u32 saxpy_gridstride_param_2,
+	.param .f32 saxpy_gridstride_param_3
+)
+{
+	.reg .b32 %r<4>;
+	.reg .f32 %f<4>;
+	.reg .b64 %rd<6>;
+	.loc 1 12 5
+	ld.param.u64 %rd1, [saxpy_gridstride_param_0];
+	ld.param.u64 %rd2, [saxpy_gridstride_param_1];
+	mov.u32 %r1, %tid.x;
+	mul.wide.u32 %rd3, %r1, 4;
+	add.s64 %rd4, %rd1, %rd3;
+	add.s64 %rd5, %rd2, %rd3;
+	.loc 1 13 9
+	ld.global.f32 %f1, [%rd4];
+	ld.global.f32 %f2, [%rd5];
+	add.f32 %f3, %f1, %f2;
+	.loc 1 14 9
+	st.global.f32 [%rd5], %f3;
+	bar.sync 0;
+	ret;
+}
+`
+
+func TestRaceList(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "rec")
+	r, err := testrec.WriteReplayable(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without PTX: one line naming the ways to get it.
+	code, _, stderr := runCLI("race", dir, "--launch", "2", "--list")
+	if code != exitUsage || !strings.Contains(stderr, "has no PTX of saxpy_gridstride's module") || !strings.Contains(stderr, "--ptx FILE") {
+		t.Errorf("no PTX: exit %d, stderr %q", code, stderr)
+	}
+	sum := sha256.Sum256(r.Module)
+	if err := recording.PutModulePTX(dir, hex.EncodeToString(sum[:]), []byte(saxpyPTX)); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI("race", dir, "--launch", "2", "--list", "--at", "global-store,barrier,global-load")
+	expectOutput(t, "race --list", code, 0, stdout, stderr,
+		"launch 2: saxpy_gridstride\n  PTX from the recording (Triton's cache); 4 points picked",
+		"     0  ld.global.f32                global-load   saxpy.py:13:9, PTX line 23",
+		"     2  st.global.f32                global-store  saxpy.py:14:9, PTX line 27",
+		"     3  bar.sync                     barrier       saxpy.py:14:9, PTX line 28")
+	// --ptx FILE instead of the recording's copy.
+	file := filepath.Join(t.TempDir(), "k.ptx")
+	if err := os.WriteFile(file, []byte(saxpyPTX), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = runCLI("race", dir, "--launch", "2", "--list", "--ptx", file, "--at", "op:^st\\.")
+	expectOutput(t, "race --ptx", code, 0, stdout, stderr, "PTX from "+file+"; 1 point picked", "st.global.f32                global-store")
+	expectUsageErrors(t, []usageCase{
+		{[]string{"race", dir, "--launch", "2", "--at", "barier"}, `unknown instruction class "barier"`},
+		{[]string{"race", dir, "--launch", "2", "--delay", "5ms"}, "want 1ns to 1ms"},
+		{[]string{"race", dir, "--launch", "2", "--fraction", "0"}, "fraction 0"},
+		{[]string{"race", dir, "--launch", "2", "--points", "x"}, "--points"},
+		{[]string{"race", dir, "--launch", "2", "--points", "9", "--ptx", file}, "no point 9"},
+		{[]string{"race", dir, "--launch", "1", "--list"}, "no snapshot"},
+	})
+}

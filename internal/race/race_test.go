@@ -1,0 +1,103 @@
+package race
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// model is a kernel with a race between two instructions: the result changes when both a and
+// b are delayed, and the seed's choice of threads is right (odd seeds), as a delay that lands
+// on the wrong warps does nothing.
+type model struct {
+	a, b  int
+	noisy bool // nondeterministic without any delay
+	runs  int
+}
+
+func (m *model) Run(points []int, seed uint64) (Output, error) {
+	m.runs++
+	if m.noisy {
+		return Output{uint64(m.runs)}, nil
+	}
+	if slices.Contains(points, m.a) && slices.Contains(points, m.b) && seed%2 == 1 {
+		return Output{1, 99}, nil
+	}
+	return Output{1, 2}, nil
+}
+
+func TestHuntReducesToTheRacingPair(t *testing.T) {
+	m := &model{a: 17, b: 42}
+	res, err := Hunt(m, 60, Options{Trials: 8, Seed: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Found || res.Seed != 11 || res.Trials != 2 {
+		t.Fatalf("found %v with seed %d after %d trials; want seed 11 on the second", res.Found, res.Seed, res.Trials)
+	}
+	if !slices.Equal(res.Points, []int{17, 42}) {
+		t.Errorf("points %v, want [17 42]", res.Points)
+	}
+	if d := res.Baseline.Differing(res.Witness); !slices.Equal(d, []int{1}) {
+		t.Errorf("differing regions %v, want [1]", d)
+	}
+	if res.Runs > 80 {
+		t.Errorf("%d runs to reduce 60 points to 2", res.Runs)
+	}
+}
+
+func TestHuntAlreadyNondeterministic(t *testing.T) {
+	res, err := Hunt(&model{noisy: true}, 10, Options{Trials: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Nondeterministic || !slices.Equal(res.Varying, []int{0}) || res.Trials != 0 {
+		t.Errorf("nondeterministic %v varying %v trials %d", res.Nondeterministic, res.Varying, res.Trials)
+	}
+}
+
+func TestHuntNothing(t *testing.T) {
+	res, err := Hunt(&model{a: 1, b: 2}, 1, Options{Trials: 4, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Found || res.Trials != 4 {
+		t.Errorf("found %v after %d trials in a kernel whose race needs two points of one", res.Found, res.Trials)
+	}
+}
+
+// minimize finds a 1-minimal subset for random monotone targets.
+func TestMinimize(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 200 {
+		n := 1 + r.IntN(50)
+		set := make([]int, n)
+		for i := range set {
+			set[i] = i
+		}
+		need := map[int]bool{}
+		for range 1 + r.IntN(3) {
+			need[r.IntN(n)] = true
+		}
+		differs := func(ps []int) (bool, error) {
+			for k := range need {
+				if !slices.Contains(ps, k) {
+					return false, nil
+				}
+			}
+			return true, nil
+		}
+		got, err := minimize(set, differs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(need) {
+			t.Fatalf("n=%d need %v: got %v", n, need, got)
+		}
+		for _, p := range got {
+			if !need[p] {
+				t.Fatalf("n=%d need %v: got %v", n, need, got)
+			}
+		}
+	}
+}
