@@ -904,6 +904,27 @@ def t_sigterm(h):
     return f"exit {rc}, {n} launches recorded of {done} finished (<= {upto} issued), SIGTERM logged"
 
 
+@test("hang")
+def t_hang(h):
+    """gpurr record --hang-timeout 5s --hang-kill on a kernel spinning on a flag nobody sets: the
+    watchdog names it on stderr and in the recording's log, writes what it holds, and ends the
+    program; the launches before it are recorded."""
+    script = WL / "hang.py"
+    bare = h.sh([h.py, script, "--bare"], 120, log="hang.bare")
+    if bare.rc != 0:
+        raise Skip(f"the bare run cannot run here (cupy?): {bare.why()}")
+    d = h.new_recdir("hang")
+    r = h.sh(h.record_argv(d, [h.py, script], ["--hang-timeout", "5s", "--hang-kill"]), 120, log="hang.rec")
+    check(r.rc in (128 + signal.SIGKILL, -signal.SIGKILL), f"gpurr record exited {r.rc}, want 137 (--hang-kill): {r.why()}")
+    check("has not finished on the GPU after 5s" in r.err and "gpurr_hang_spin" in r.err,
+          f"no hang report on stderr: {r.err[-600:]}")
+    logged = h.n(d, "SELECT count(*) AS n FROM log WHERE level = 'error' AND message LIKE 'hang: launch %gpurr_hang_spin%'")
+    check(logged == 1, "the recording's log has no hang report")
+    ticks = h.n(d, "SELECT count(*) AS n FROM launches WHERE name = 'gpurr_hang_tick'")
+    check(ticks == 10, f"{ticks} of the 10 launches before the hang recorded")
+    return next((l for l in r.err.splitlines() if "has not finished" in l), "")[:200]
+
+
 @test("multi_gpu")
 def t_multi_gpu(h):
     want, d = h.py_workload("multi_gpu")

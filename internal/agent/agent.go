@@ -96,6 +96,8 @@ type config struct {
 	ringBytes uint64
 	gpuTiming bool
 	memory    agentenv.MemoryConfig
+	hang      time.Duration // report launches unfinished this long; 0: never
+	hangKill  bool
 }
 
 func configFromEnv() (config, error) {
@@ -114,6 +116,16 @@ func configFromEnv() (config, error) {
 	case "off":
 	default:
 		return cfg, fmt.Errorf("%s=%q: want on or off", agentenv.GPUTiming, os.Getenv(agentenv.GPUTiming))
+	}
+	if s := os.Getenv(agentenv.HangTimeout); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			return cfg, fmt.Errorf("%s=%q: want a duration such as 60s", agentenv.HangTimeout, s)
+		}
+		if !cfg.gpuTiming {
+			return cfg, fmt.Errorf("%s needs GPU timing: it tells which launches finished", agentenv.HangTimeout)
+		}
+		cfg.hang, cfg.hangKill = d, os.Getenv(agentenv.HangKill) == "on"
 	}
 	if cfg.callstack == "" {
 		cfg.callstack = "auto"

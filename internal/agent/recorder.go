@@ -67,6 +67,8 @@ type recorder struct {
 	devices  map[uint32]bool
 	modules  []moduleInfo // in load order
 	triton   *tritonCache // where Triton kernels' PTX is found
+	hang     *hangWatch   // launches the GPU has not finished (--hang-timeout); nil when off
+	hung     bool         // a hang was reported
 	kernels  map[uint64]*pb.Kernel
 	links    *forwardLinks // backward launches to forward lines (PyTorch)
 	closed   bool
@@ -111,6 +113,7 @@ func newRecorder(out string, cfg config) (*recorder, error) {
 		kernels: map[uint64]*pb.Kernel{},
 		links:   newForwardLinks(),
 		triton:  newTritonCache(),
+		hang:    newHangWatch(cfg.hang),
 		stop:    make(chan struct{}),
 	}, nil
 }
@@ -191,19 +194,57 @@ func (r *recorder) loop() {
 		case <-r.stop:
 			return
 		case now := <-t.C:
+			flushed := false
 			if now.Sub(lastFlush) >= activityFlush {
 				// Hand over completed activity buffers so a killed program
 				// still has its GPU timeline up to here.
 				C.gp_flush_activity(0)
-				lastFlush = now
+				lastFlush, flushed = now, true
 			}
 			r.mu.Lock()
 			r.drain()
+			if flushed && r.hang != nil && !r.hung {
+				r.checkHang()
+			}
 			if r.pending > 0 && (len(r.batch.Launches) >= frameLaunches || now.Sub(r.oldest) >= frameInterval) {
 				r.writeFrame()
 			}
 			r.mu.Unlock()
 		}
+	}
+}
+
+// checkHang reports, once, a launch the GPU has not finished within --hang-timeout: in the
+// recording's log and on the program's stderr, with everything the agent holds written out
+// (the launch log, the flight recorder's window); with --hang-kill it then ends the program.
+func (r *recorder) checkHang() {
+	stuck := r.hang.overdue(uint64(C.gp_timestamp()))
+	if len(stuck) == 0 {
+		return
+	}
+	r.hung = true
+	line := r.hang.report(stuck, func(id uint64) string {
+		if k := r.kernels[id]; k != nil {
+			return k.GetDemangled()
+		}
+		return fmt.Sprintf("kernel %d", id)
+	})
+	r.logf("error", "hang: %s", line)
+	fmt.Fprintf(os.Stderr, "gpurr: %s\n", line)
+	if m := r.mem; m != nil {
+		m.drain(r)
+		if m.flight != nil {
+			m.flight.dump(r, m, "hang")
+		}
+	}
+	r.writeFrame()
+	r.w.Sync()
+	if r.cfg.hangKill {
+		r.logf("error", "hang: gpurr ends the program (--hang-kill)")
+		r.writeFrame()
+		r.w.Sync()
+		fmt.Fprintf(os.Stderr, "gpurr: ending the program (--hang-kill); the recording holds everything up to here\n")
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	}
 }
 
@@ -410,6 +451,7 @@ func (r *recorder) record(raw []byte) {
 			}
 		}
 		r.batch.Launches = append(r.batch.Launches, launch)
+		r.hang.launch(launch)
 	case C.GP_REC_KERNEL:
 		k := (*C.gp_kernel_rec)(p)
 		layout := tail(raw, unsafe.Sizeof(*k), int(k.nparams)*8)
@@ -456,6 +498,7 @@ func (r *recorder) record(raw []byte) {
 			r.batch.OwnActivities = append(r.batch.OwnActivities, act)
 		} else {
 			r.batch.Activities = append(r.batch.Activities, act)
+			r.hang.finished(act)
 		}
 	case C.GP_REC_GRAPHNODE:
 		g := (*C.gp_graphnode_rec)(p)

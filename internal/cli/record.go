@@ -35,6 +35,8 @@ type recordOptions struct {
 	// keepTorchAllocator leaves PyTorch's caching allocator in place under
 	// --memory (see pytorchAllocatorEnv).
 	keepTorchAllocator bool
+	hangTimeout        time.Duration
+	hangKill           bool
 }
 
 func newRecordCmd() *cobra.Command {
@@ -74,6 +76,8 @@ program is not changed and its exit code is gpurr's exit code.`,
 	f.Uint64Var(&o.memory.StagingBytes, "staging-bytes", 256<<20, "pinned host memory per process for snapshot transfers; a launch whose regions do not fit is not snapshotted")
 	f.BoolVar(&o.keepTorchAllocator, "keep-pytorch-allocator", false, "with --memory: leave PyTorch's caching allocator in place instead of its cudaMallocAsync backend (regions become whole cached segments; hashing costs more)")
 	f.StringVar(&o.memory.NanScan, "nan-scan", "", "with --memory: count NaN and Inf on the GPU in every region after every launch, as each of these types (f32, f64, f16, bf16, comma-separated), for gpurr nan without snapshots")
+	f.DurationVar(&o.hangTimeout, "hang-timeout", 0, "report a launch the GPU has not finished after this long (e.g. 5m): kernel, shape, stream, callstack and what waits behind it, on stderr and in the recording, with everything written out")
+	f.BoolVar(&o.hangKill, "hang-kill", false, "with --hang-timeout: then end the program (SIGKILL), the recording complete up to the hang")
 	f.Uint64Var(&o.memory.FlightRecorder, "flight-recorder", 0, "with --memory snapshot: keep only the last N launches' snapshots in memory and write them at exit, on SIGUSR2 or when a CUDA call fails")
 	return cmd
 }
@@ -102,6 +106,14 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 	if o.keepTorchAllocator && o.memory.Mode == "off" {
 		return usageErrorf("record: --keep-pytorch-allocator only matters with --memory hash or snapshot")
 	}
+	switch {
+	case o.hangTimeout < 0:
+		return usageErrorf("record: --hang-timeout %v: want a positive duration such as 5m", o.hangTimeout)
+	case o.hangTimeout > 0 && !o.gpuTiming:
+		return usageErrorf("record: --hang-timeout needs GPU timing (it tells which launches finished): leave out --gpu-timing=false")
+	case o.hangKill && o.hangTimeout == 0:
+		return usageErrorf("record: --hang-kill goes with --hang-timeout")
+	}
 	program, err := exec.LookPath(args[0])
 	if err != nil {
 		return usageErrorf("record: cannot run %q: %v", args[0], unwrapExecError(err))
@@ -129,14 +141,16 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 	child.Args[0] = args[0]
 	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
 	child.Env = append(os.Environ(), agentenv.Vars(agentenv.Config{
-		Out:       out,
-		Agent:     agentLib,
-		CUPTI:     cuptiLib,
-		Kernels:   o.kernels,
-		Callstack: o.callstack,
-		RingBytes: o.ringBytes,
-		GPUTiming: o.gpuTiming,
-		Memory:    o.memory,
+		Out:         out,
+		Agent:       agentLib,
+		CUPTI:       cuptiLib,
+		Kernels:     o.kernels,
+		Callstack:   o.callstack,
+		RingBytes:   o.ringBytes,
+		GPUTiming:   o.gpuTiming,
+		Memory:      o.memory,
+		HangTimeout: o.hangTimeout,
+		HangKill:    o.hangKill,
 	})...)
 	conf, confSet := os.LookupEnv(pytorchAllocConf)
 	if add, note := pytorchAllocatorEnv(o.memory.Mode, o.keepTorchAllocator, conf, confSet); add != "" || note != "" {

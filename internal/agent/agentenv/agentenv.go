@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gpurr/gpurr/internal/kernels"
 )
@@ -21,6 +22,10 @@ const (
 	Callstack = "GPURR_CALLSTACK"  // auto | python | native | off
 	RingBytes = "GPURR_RING_BYTES" // size of the record ring (bytes)
 	GPUTiming = "GPURR_GPU_TIMING" // on | off: kernel start/end times from CUPTI activity
+	// HangTimeout is how long a launch may stay unfinished on the GPU before the agent reports
+	// it (a Go duration, "" for never); HangKill ("on") then ends the program.
+	HangTimeout = "GPURR_HANG_TIMEOUT"
+	HangKill    = "GPURR_HANG_KILL"
 	// Memory capture (docs/memory.md).
 	Memory           = "GPURR_MEMORY"            // off | hash | snapshot
 	SnapshotKernels  = "GPURR_SNAPSHOT_KERNELS"  // regular expression over mangled kernel names
@@ -41,6 +46,8 @@ type Config struct {
 	RingBytes                             uint64
 	GPUTiming                             bool
 	Memory                                MemoryConfig
+	HangTimeout                           time.Duration // 0: no watchdog
+	HangKill                              bool
 }
 
 // MemoryConfig is the memory capture asked for; the zero value is off.
@@ -170,6 +177,9 @@ func Vars(c Config) []string {
 	}
 	if c.RingBytes != 0 {
 		v = append(v, RingBytes+"="+strconv.FormatUint(c.RingBytes, 10))
+	}
+	if c.HangTimeout > 0 {
+		v = append(v, HangTimeout+"="+c.HangTimeout.String(), HangKill+"="+onOff(c.HangKill))
 	}
 	if m := c.Memory; m.Mode != "" && m.Mode != "off" {
 		v = append(v, Memory+"="+m.Mode, SnapshotKernels+"="+m.SnapshotKernels,

@@ -1,0 +1,92 @@
+package agent
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// hangWatch finds launches the GPU has not finished some time after they were made (gpurr
+// record --hang-timeout): a kernel spinning on a flag nobody sets, a deadlocked collective.
+// A launch is finished when its kernel's activity record arrives (GPU timing), which the writer
+// flushes every half second; an eager launch that ran waits here until then. Captured launches
+// and graph launches are not watched (a graph's kernels carry the graph launch's id).
+type hangWatch struct {
+	timeout time.Duration
+	pending map[uint32]*pb.Launch // by correlation id
+	max     int                   // entries kept: past it the oldest are forgotten (dropped activity records)
+	Lost    int                   // launches forgotten that way
+}
+
+func newHangWatch(timeout time.Duration) *hangWatch {
+	if timeout <= 0 {
+		return nil
+	}
+	return &hangWatch{timeout: timeout, pending: map[uint32]*pb.Launch{}, max: 1 << 20}
+}
+
+func (h *hangWatch) launch(l *pb.Launch) {
+	if h == nil || l.GetCaptured() || l.GetResult() != 0 {
+		return
+	}
+	if len(h.pending) >= h.max {
+		h.forgetOldest()
+	}
+	h.pending[l.GetCorrelationId()] = l
+}
+
+func (h *hangWatch) finished(a *pb.KernelActivity) {
+	if h != nil {
+		delete(h.pending, a.GetCorrelationId())
+	}
+}
+
+func (h *hangWatch) forgetOldest() {
+	var oldest uint32
+	first := true
+	for id, l := range h.pending {
+		if first || l.GetSeq() < h.pending[oldest].GetSeq() {
+			oldest, first = id, false
+		}
+	}
+	delete(h.pending, oldest)
+	h.Lost++
+}
+
+// overdue lists, oldest first, the launches made more than the timeout before nowNs (the
+// launch records' clock) that have not finished; nil when none.
+func (h *hangWatch) overdue(nowNs uint64) []*pb.Launch {
+	if h == nil {
+		return nil
+	}
+	limit := uint64(h.timeout.Nanoseconds())
+	var out []*pb.Launch
+	for _, l := range h.pending {
+		if nowNs > l.GetHostNs() && nowNs-l.GetHostNs() > limit {
+			out = append(out, l)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].GetSeq() < out[j].GetSeq() })
+	return out
+}
+
+// report says, in one line, which launch hangs and what waits behind it.
+func (h *hangWatch) report(stuck []*pb.Launch, name func(kernelID uint64) string) string {
+	l := stuck[0]
+	perStream := map[uint32]int{}
+	for _, p := range h.pending {
+		perStream[p.GetStreamId()]++
+	}
+	var streams []string
+	for s, n := range perStream {
+		streams = append(streams, fmt.Sprintf("stream %d: %d", s, n))
+	}
+	sort.Strings(streams)
+	g, b := l.GetGrid(), l.GetBlock()
+	return fmt.Sprintf("launch %d (%s, grid %dx%dx%d, block %dx%dx%d, device %d, stream %d, callstack %d) has not finished on the GPU after %v; unfinished launches: %s",
+		l.GetSeq(), name(l.GetKernelId()), g.GetX(), g.GetY(), g.GetZ(), b.GetX(), b.GetY(), b.GetZ(), l.GetDevice(), l.GetStreamId(),
+		l.GetCallstackId(), h.timeout, strings.Join(streams, ", "))
+}
