@@ -65,6 +65,7 @@ fuzz:
 	$(GO) test ./internal/dtype -run '^$$' -fuzz FuzzNPY -fuzztime 30s
 	$(GO) test ./internal/nanscan -run '^$$' -fuzz FuzzCount -fuzztime 30s
 	$(GO) test ./internal/query -run '^$$' -fuzz FuzzLoad -fuzztime 30s
+	$(GO) test ./internal/instrument -run '^$$' -fuzz FuzzInject -fuzztime 30s
 
 # Regenerate the .pb.go files from the committed .proto files (needs protoc).
 proto:
