@@ -148,23 +148,26 @@ def rows_launch_overhead(b, rounds):
 
 def rows_timing(b, rounds):
     """Where GPU timing (CUPTI kernel activity) costs, per launch: --callstack off with and without
-    --gpu-timing, beside a bare run, on three loops: eager launches bound by the host
+    --gpu-timing (concurrent, and CUPTI's serial kernel mode), beside a bare run, on three loops:
+    eager launches bound by the host
     (cuLaunchKernel), Triton's launcher bound by the host, and ~10 us kernels bound by the GPU,
     whose time per launch is the GPU's per kernel. A cost that shows only in the last is paid on
     the GPU (per-kernel timestamps); one that shows in the first two is paid on the launching
     thread."""
     rows = []
     for shape in ("eager", "triton", "gpubound"):
-        got = {"bare": [], "log": [], "timing": []}
+        got = {"bare": [], "log": [], "timing": [], "serial": []}
         for _ in range(rounds):
             got["bare"].append(b.variant(f"timing.{shape}.bare", "launch_overhead.py", ["--shape", shape], False, 300)
                                ["us_per_launch"])
-            for key, flags in (("log", ["--callstack", "off", "--gpu-timing=false"]), ("timing", ["--callstack", "off"])):
+            for key, flags in (("log", ["--callstack", "off", "--gpu-timing=false"]), ("timing", ["--callstack", "off"]),
+                               ("serial", ["--callstack", "off", "--gpu-timing=serial"])):
                 r = b.variant(f"timing.{shape}.{key}", "launch_overhead.py", ["--shape", shape], True, 300, flags)
                 got[key].append(r["us_per_launch"])
         med = {k: statistics.median(v) for k, v in got.items()}
-        for key in ("log", "timing"):
-            rows.append({"workload": f"timing {shape}: {'launch log' if key == 'log' else 'launch log + GPU timing'}",
+        names = {"log": "launch log", "timing": "launch log + GPU timing", "serial": "launch log + serial GPU timing"}
+        for key in ("log", "timing", "serial"):
+            rows.append({"workload": f"timing {shape}: {names[key]}",
                          "baseline": med["bare"], "under": med[key], "delta": f"{med[key] - med['bare']:+.2f} us",
                          "target": "(report)", "verdict": "measured", "samples": got})
     return rows
@@ -269,6 +272,7 @@ GPT2_VARIANTS = [
     ("bare", None, []),
     ("log", ["--callstack", "off", "--gpu-timing=false"], []),
     ("log+timing", ["--callstack", "off"], []),
+    ("log+serial", ["--callstack", "off", "--gpu-timing=serial"], []),
     ("python", ["--callstack", "python"], []),
     ("native", ["--callstack", "native"], []),
     ("default", [], []),

@@ -1014,6 +1014,19 @@ def t_opt_off(h):
     return f"{launches} launches, no callstack taken or stored"
 
 
+@test("options.gpu_timing_serial")
+def t_opt_timing_serial(h):
+    """--gpu-timing=serial: CUPTI's serial kernel mode still times every kernel, each joined to
+    its launch, and the recording and info say the mode."""
+    want, d = eager_with(h, "eager_serial", ["--gpu-timing=serial"], gpu_timing=1, gpu_timing_serial=1)
+    runs = h.n(d, "SELECT count(*) AS n FROM gpu_activity WHERE launch_seq IS NOT NULL")
+    launches = h.n(d, "SELECT count(*) AS n FROM launches WHERE NOT captured")
+    check(runs >= launches > 0, f"{runs} kernel runs joined to launches for {launches} launches {h.drops(d)}")
+    out = info_of(h, "eager_serial", d)
+    check("GPU timing serial" in out, f"gpurr info does not say serial: {tail(out, 12)}")
+    return f"{runs} kernel runs timed in serial mode for {launches} launches"
+
+
 @test("options.gpu_timing_off")
 def t_opt_no_timing(h):
     want, d = eager_with(h, "eager_notiming", ["--gpu-timing=false"], gpu_timing=0)

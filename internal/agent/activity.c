@@ -56,7 +56,9 @@ static void buffer_completed(gp_CUcontext ctx, uint32_t stream_id, uint8_t *buff
   if (!gp_proc.forked_child && buffer) {
     gp_Activity *rec = NULL;
     while (gp_cupti.activityGetNextRecord(buffer, valid, &rec) == 0) {
-      if (rec->kind == GP_ACTIVITY_KIND_CONCURRENT_KERNEL) push_kernel_activity((const gp_ActivityKernel10 *)rec);
+      // Both kinds' records are laid out as CUpti_ActivityKernel10.
+      if (rec->kind == GP_ACTIVITY_KIND_CONCURRENT_KERNEL || rec->kind == GP_ACTIVITY_KIND_KERNEL)
+        push_kernel_activity((const gp_ActivityKernel10 *)rec);
     }
     size_t dropped = 0;
     if (gp_cupti.activityGetNumDroppedRecords && gp_cupti.activityGetNumDroppedRecords(ctx, stream_id, &dropped) == 0 &&
@@ -80,7 +82,12 @@ void gp_activity_start(int gpu_timing) {
     return;
   }
   gp_CUptiResult r = gp_cupti.activityRegisterCallbacks(buffer_requested, buffer_completed);
-  if (r == 0) r = gp_cupti.activityEnable(GP_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  // Concurrent mode instruments every kernel's code to time it, which costs most
+  // on many short kernels of many blocks; serial mode does not, but runs the
+  // program's kernels one at a time across streams.
+  if (r == 0)
+    r = gp_cupti.activityEnable(gpu_timing == GP_TIMING_SERIAL ? GP_ACTIVITY_KIND_KERNEL
+                                                               : GP_ACTIVITY_KIND_CONCURRENT_KERNEL);
   if (r != 0) gp_logf(2, "GPU timing disabled: CUPTI activity: %s", gp_cupti_error(r));
 }
 

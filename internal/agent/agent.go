@@ -95,6 +95,7 @@ type config struct {
 	callstack string
 	ringBytes uint64
 	gpuTiming bool
+	serial    bool // GPU timing in CUPTI's serial kernel mode (GPURR_GPU_TIMING=serial)
 	memory    agentenv.MemoryConfig
 	hang      time.Duration // report launches unfinished this long; 0: never
 	hangKill  bool
@@ -113,9 +114,11 @@ func configFromEnv() (config, error) {
 	switch os.Getenv(agentenv.GPUTiming) {
 	case "", "on":
 		cfg.gpuTiming = true
+	case "serial":
+		cfg.gpuTiming, cfg.serial = true, true
 	case "off":
 	default:
-		return cfg, fmt.Errorf("%s=%q: want on or off", agentenv.GPUTiming, os.Getenv(agentenv.GPUTiming))
+		return cfg, fmt.Errorf("%s=%q: want on, serial or off", agentenv.GPUTiming, os.Getenv(agentenv.GPUTiming))
 	}
 	if s := os.Getenv(agentenv.HangTimeout); s != "" {
 		d, err := time.ParseDuration(s)
@@ -196,7 +199,10 @@ func (r *recorder) start() error {
 		ccfg.has_kernel_filter = 1
 	}
 	if r.cfg.gpuTiming {
-		ccfg.gpu_timing = 1
+		ccfg.gpu_timing = C.GP_TIMING_CONCURRENT
+		if r.cfg.serial {
+			ccfg.gpu_timing = C.GP_TIMING_SERIAL
+		}
 	}
 	if m := r.cfg.memory; m.Mode != "off" {
 		mem, err := newMemoryCapture(r)

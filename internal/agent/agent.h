@@ -132,7 +132,7 @@ typedef struct {
   uint64_t ring_bytes;
   int callstack_mode;  // 0 off, 1 auto, 2 python, 3 native
   int has_kernel_filter;
-  int gpu_timing;  // collect kernel start/end on the GPU (CUPTI activity)
+  int gpu_timing;  // kernel start/end on the GPU (CUPTI activity): 0 off, 1 concurrent, 2 serial (GP_TIMING_*)
   int memory_mode;  // GP_MEM_* (memcap.h)
   int on_full;      // GP_ON_FULL_*
   const char *memcap_ptx;
@@ -145,6 +145,7 @@ typedef struct {
 } gp_config;
 
 enum { GP_STACK_OFF = 0, GP_STACK_AUTO = 1, GP_STACK_PYTHON = 2, GP_STACK_NATIVE = 3 };
+enum { GP_TIMING_OFF = 0, GP_TIMING_CONCURRENT = 1, GP_TIMING_SERIAL = 2 };
 
 // The driver functions the agent calls, by the name libcuda.so.1 exports
 // them under: gp_driver_symbol(i) names the i-th (NULL past the last) and

@@ -202,7 +202,7 @@ typedef struct {
 } gp_cuGraphLaunch_params;
 
 // CUpti_ActivityKind values.
-enum { GP_ACTIVITY_KIND_CONCURRENT_KERNEL = 10 };
+enum { GP_ACTIVITY_KIND_KERNEL = 3, GP_ACTIVITY_KIND_CONCURRENT_KERNEL = 10 };
 // CUpti_ActivityFlag
 enum { GP_ACTIVITY_FLAG_FLUSH_FORCED = 1 };
 

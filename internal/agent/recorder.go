@@ -121,16 +121,17 @@ func newRecorder(out string, cfg config) (*recorder, error) {
 func processInfo(cfg config) *pb.Process {
 	host, _ := os.Hostname()
 	info := &pb.Process{
-		Pid:           uint32(os.Getpid()),
-		Ppid:          uint32(os.Getppid()),
-		Hostname:      host,
-		Argv:          cmdline(),
-		StartUnixNs:   time.Now().UnixNano(),
-		AgentVersion:  version.Version,
-		CuptiPath:     cfg.cupti,
-		CallstackMode: cfg.callstack,
-		KernelFilter:  cfg.kernels,
-		GpuTiming:     cfg.gpuTiming,
+		Pid:             uint32(os.Getpid()),
+		Ppid:            uint32(os.Getppid()),
+		Hostname:        host,
+		Argv:            cmdline(),
+		StartUnixNs:     time.Now().UnixNano(),
+		AgentVersion:    version.Version,
+		CuptiPath:       cfg.cupti,
+		CallstackMode:   cfg.callstack,
+		KernelFilter:    cfg.kernels,
+		GpuTiming:       cfg.gpuTiming,
+		GpuTimingSerial: cfg.serial,
 	}
 	if m := cfg.memory; m.Mode == "hash" || m.Mode == "snapshot" {
 		info.Memory = &pb.MemoryConfig{

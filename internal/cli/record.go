@@ -30,7 +30,7 @@ type recordOptions struct {
 	callstack string
 	cupti     string
 	ringBytes uint64
-	gpuTiming bool
+	gpuTiming string
 	memory    agentenv.MemoryConfig
 	// keepTorchAllocator leaves PyTorch's caching allocator in place under
 	// --memory (see pytorchAllocatorEnv).
@@ -65,7 +65,9 @@ program is not changed and its exit code is gpurr's exit code.`,
 	f.StringVar(&o.callstack, "callstack", "auto", "callstacks: auto (Python frames where the thread runs Python, else native), python, native, off")
 	completeValues(cmd, "callstack", "auto", "python", "native", "off")
 	f.StringVar(&o.cupti, "cupti", "", "path of libcupti.so to use (default: search; also $"+locate.EnvCUPTI+")")
-	f.BoolVar(&o.gpuTiming, "gpu-timing", true, "record each kernel's start and end on the GPU (CUPTI activity; costs about 2.5 us per launch on an H100)")
+	f.StringVar(&o.gpuTiming, "gpu-timing", "true", "record each kernel's start and end on the GPU (CUPTI activity): true; serial (CUPTI's serial kernel mode: no code added to kernels, but kernels run one at a time across streams); false")
+	f.Lookup("gpu-timing").NoOptDefVal = "true"
+	completeValues(cmd, "gpu-timing", "true", "serial", "false")
 	f.Uint64Var(&o.ringBytes, "ring-bytes", 64<<20, "size of the agent's in-memory record ring per process")
 	f.StringVar(&o.memory.Mode, "memory", "off", "memory capture: off, hash (a hash of every region after every launch), snapshot (contents before and after selected launches; docs/memory.md)")
 	completeValues(cmd, "memory", "off", "hash", "snapshot")
@@ -106,10 +108,20 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 	if o.keepTorchAllocator && o.memory.Mode == "off" {
 		return usageErrorf("record: --keep-pytorch-allocator only matters with --memory hash or snapshot")
 	}
+	var timing, serial bool
+	switch o.gpuTiming {
+	case "true", "on":
+		timing = true
+	case "serial":
+		timing, serial = true, true
+	case "false", "off":
+	default:
+		return usageErrorf("record: --gpu-timing=%s: want true, serial or false", o.gpuTiming)
+	}
 	switch {
 	case o.hangTimeout < 0:
 		return usageErrorf("record: --hang-timeout %v: want a positive duration such as 5m", o.hangTimeout)
-	case o.hangTimeout > 0 && !o.gpuTiming:
+	case o.hangTimeout > 0 && !timing:
 		return usageErrorf("record: --hang-timeout needs GPU timing (it tells which launches finished): leave out --gpu-timing=false")
 	case o.hangKill && o.hangTimeout == 0:
 		return usageErrorf("record: --hang-kill goes with --hang-timeout")
@@ -141,16 +153,17 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 	child.Args[0] = args[0]
 	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
 	child.Env = append(os.Environ(), agentenv.Vars(agentenv.Config{
-		Out:         out,
-		Agent:       agentLib,
-		CUPTI:       cuptiLib,
-		Kernels:     o.kernels,
-		Callstack:   o.callstack,
-		RingBytes:   o.ringBytes,
-		GPUTiming:   o.gpuTiming,
-		Memory:      o.memory,
-		HangTimeout: o.hangTimeout,
-		HangKill:    o.hangKill,
+		Out:             out,
+		Agent:           agentLib,
+		CUPTI:           cuptiLib,
+		Kernels:         o.kernels,
+		Callstack:       o.callstack,
+		RingBytes:       o.ringBytes,
+		GPUTiming:       timing,
+		GPUTimingSerial: serial,
+		Memory:          o.memory,
+		HangTimeout:     o.hangTimeout,
+		HangKill:        o.hangKill,
 	})...)
 	conf, confSet := os.LookupEnv(pytorchAllocConf)
 	if add, note := pytorchAllocatorEnv(o.memory.Mode, o.keepTorchAllocator, conf, confSet); add != "" || note != "" {

@@ -72,7 +72,11 @@ func (p *Process) write(t *textWriter) {
 	if p.Python != "" {
 		t.field("python", "%s", p.Python)
 	}
-	t.field("recorder", "gpurr agent %s, CUDA driver %d, CUPTI %s, callstacks %s, GPU timing %s", p.AgentVersion, p.DriverVersion, p.CuptiPath, p.CallstackMode, onOff(p.GPUTiming))
+	timing := onOff(p.GPUTiming)
+	if p.TimingSerial {
+		timing = "serial (kernels ran one at a time)"
+	}
+	t.field("recorder", "gpurr agent %s, CUDA driver %d, CUPTI %s, callstacks %s, GPU timing %s", p.AgentVersion, p.DriverVersion, p.CuptiPath, p.CallstackMode, timing)
 	if p.KernelFilter != "" {
 		t.field("kernels", "only those matching %q (%d launches filtered out, by design)", p.KernelFilter, p.LaunchesFiltered)
 	}

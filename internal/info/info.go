@@ -48,6 +48,7 @@ type Process struct {
 	DriverVersion int32    `json:"driver_version"`
 	CallstackMode string   `json:"callstack_mode"`
 	GPUTiming     bool     `json:"gpu_timing"`
+	TimingSerial  bool     `json:"gpu_timing_serial,omitempty"`
 	KernelFilter  string   `json:"kernel_filter,omitempty"`
 	Devices       []Device `json:"devices"`
 
@@ -203,7 +204,7 @@ func summarize(name string, d *recording.Data) *Process {
 		Rank: info.Rank, LocalRank: info.LocalRank, WorldSize: info.WorldSize,
 		Argv: info.GetArgv(), Python: info.GetPython(), AgentVersion: info.GetAgentVersion(),
 		CuptiPath: info.GetCuptiPath(), DriverVersion: info.GetDriverVersion(),
-		CallstackMode: info.GetCallstackMode(), GPUTiming: info.GetGpuTiming(), KernelFilter: info.GetKernelFilter(),
+		CallstackMode: info.GetCallstackMode(), GPUTiming: info.GetGpuTiming(), TimingSerial: info.GetGpuTimingSerial(), KernelFilter: info.GetKernelFilter(),
 		GraphLaunches: len(d.GraphLaunches), KernelRuns: len(d.Activities), Kernels: len(d.Kernels),
 		Modules: len(d.Modules), Callstacks: len(d.Callstacks),
 		Complete: d.Complete(), Truncated: d.Truncated,

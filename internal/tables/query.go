@@ -57,6 +57,7 @@ var processes = define("processes", "one row per recorded process", key("process
 	torch("torch_version", String, "PyTorch version the agent found, e.g. 2.11.0+cu130 (empty when it could not be read), NULL when no torch was loaded", func(a *pb.AutogradInfo) Value { return Text(a.GetTorchVersion()) }),
 	torch("autograd_linked", Boolean, "1 when the launches carry PyTorch's autograd context (launches.in_backward and the like), NULL when no torch was loaded", func(a *pb.AutogradInfo) Value { return Bool(a.GetLinked()) }),
 	torch("autograd_reason", String, "why they do not, when autograd_linked is 0 (e.g. a torch version whose layout the agent does not know)", func(a *pb.AutogradInfo) Value { return Text(a.GetReason()) }),
+	c("gpu_timing_serial", Boolean, "1 when GPU timing used CUPTI's serial kernel mode (--gpu-timing=serial: kernels ran one at a time)", func(_ *pass, r *procRow) Value { return Bool(r.p.GetGpuTimingSerial()) }),
 )
 
 // memoryConfig is a column of the process's memory capture settings,

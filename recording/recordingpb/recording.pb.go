@@ -474,13 +474,14 @@ type Process struct {
 	AgentVersion    string                 `protobuf:"bytes,10,opt,name=agent_version,json=agentVersion,proto3" json:"agent_version,omitempty"`
 	CuptiPath       string                 `protobuf:"bytes,11,opt,name=cupti_path,json=cuptiPath,proto3" json:"cupti_path,omitempty"`
 	CuptiApiVersion uint32                 `protobuf:"varint,12,opt,name=cupti_api_version,json=cuptiApiVersion,proto3" json:"cupti_api_version,omitempty"`
-	DriverVersion   int32                  `protobuf:"varint,13,opt,name=driver_version,json=driverVersion,proto3" json:"driver_version,omitempty"` // cuDriverGetVersion, e.g. 13000
-	CallstackMode   string                 `protobuf:"bytes,14,opt,name=callstack_mode,json=callstackMode,proto3" json:"callstack_mode,omitempty"`  // auto | python | native | off
-	KernelFilter    string                 `protobuf:"bytes,15,opt,name=kernel_filter,json=kernelFilter,proto3" json:"kernel_filter,omitempty"`     // the --kernels regular expression, "" for all
-	Python          string                 `protobuf:"bytes,16,opt,name=python,proto3" json:"python,omitempty"`                                     // detected interpreter, e.g. "CPython 3.12.3", or ""
-	GpuTiming       bool                   `protobuf:"varint,17,opt,name=gpu_timing,json=gpuTiming,proto3" json:"gpu_timing,omitempty"`             // kernel activity (GPU start/end) was collected
-	Memory          *MemoryConfig          `protobuf:"bytes,18,opt,name=memory,proto3" json:"memory,omitempty"`                                     // what memory capture was asked for; unset when off
-	Autograd        *AutogradInfo          `protobuf:"bytes,19,opt,name=autograd,proto3" json:"autograd,omitempty"`                                 // whether launches carry PyTorch autograd context (1.4); unset when no torch was loaded
+	DriverVersion   int32                  `protobuf:"varint,13,opt,name=driver_version,json=driverVersion,proto3" json:"driver_version,omitempty"`         // cuDriverGetVersion, e.g. 13000
+	CallstackMode   string                 `protobuf:"bytes,14,opt,name=callstack_mode,json=callstackMode,proto3" json:"callstack_mode,omitempty"`          // auto | python | native | off
+	KernelFilter    string                 `protobuf:"bytes,15,opt,name=kernel_filter,json=kernelFilter,proto3" json:"kernel_filter,omitempty"`             // the --kernels regular expression, "" for all
+	Python          string                 `protobuf:"bytes,16,opt,name=python,proto3" json:"python,omitempty"`                                             // detected interpreter, e.g. "CPython 3.12.3", or ""
+	GpuTiming       bool                   `protobuf:"varint,17,opt,name=gpu_timing,json=gpuTiming,proto3" json:"gpu_timing,omitempty"`                     // kernel activity (GPU start/end) was collected
+	Memory          *MemoryConfig          `protobuf:"bytes,18,opt,name=memory,proto3" json:"memory,omitempty"`                                             // what memory capture was asked for; unset when off
+	Autograd        *AutogradInfo          `protobuf:"bytes,19,opt,name=autograd,proto3" json:"autograd,omitempty"`                                         // whether launches carry PyTorch autograd context (1.4); unset when no torch was loaded
+	GpuTimingSerial bool                   `protobuf:"varint,20,opt,name=gpu_timing_serial,json=gpuTimingSerial,proto3" json:"gpu_timing_serial,omitempty"` // with gpu_timing: CUPTI's serial kernel mode (kernels ran one at a time), not its concurrent one (1.5)
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -646,6 +647,13 @@ func (x *Process) GetAutograd() *AutogradInfo {
 		return x.Autograd
 	}
 	return nil
+}
+
+func (x *Process) GetGpuTimingSerial() bool {
+	if x != nil {
+		return x.GpuTimingSerial
+	}
+	return false
 }
 
 // AutogradInfo says whether the agent could read PyTorch's autograd state in
@@ -2846,7 +2854,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x03end\x18\f \x01(\v2\x17.gpurr.recording.v1.EndR\x03end\x12@\n" +
 	"\vallocations\x18\r \x03(\v2\x1e.gpurr.recording.v1.AllocationR\vallocations\x127\n" +
 	"\x06memory\x18\x0e \x03(\v2\x1f.gpurr.recording.v1.MemoryStateR\x06memory\x12I\n" +
-	"\x0eown_activities\x18\x0f \x03(\v2\".gpurr.recording.v1.KernelActivityR\rownActivities\"\xb8\x05\n" +
+	"\x0eown_activities\x18\x0f \x03(\v2\".gpurr.recording.v1.KernelActivityR\rownActivities\"\xe4\x05\n" +
 	"\aProcess\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\rR\x03pid\x12\x12\n" +
 	"\x04ppid\x18\x02 \x01(\rR\x04ppid\x12\x1a\n" +
@@ -2871,7 +2879,8 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\n" +
 	"gpu_timing\x18\x11 \x01(\bR\tgpuTiming\x128\n" +
 	"\x06memory\x18\x12 \x01(\v2 .gpurr.recording.v1.MemoryConfigR\x06memory\x12<\n" +
-	"\bautograd\x18\x13 \x01(\v2 .gpurr.recording.v1.AutogradInfoR\bautogradB\a\n" +
+	"\bautograd\x18\x13 \x01(\v2 .gpurr.recording.v1.AutogradInfoR\bautograd\x12*\n" +
+	"\x11gpu_timing_serial\x18\x14 \x01(\bR\x0fgpuTimingSerialB\a\n" +
 	"\x05_rankB\r\n" +
 	"\v_local_rankB\r\n" +
 	"\v_world_size\"c\n" +

@@ -21,7 +21,7 @@ const (
 	Kernels   = "GPURR_KERNELS"    // regular expression: record only matching kernel names
 	Callstack = "GPURR_CALLSTACK"  // auto | python | native | off
 	RingBytes = "GPURR_RING_BYTES" // size of the record ring (bytes)
-	GPUTiming = "GPURR_GPU_TIMING" // on | off: kernel start/end times from CUPTI activity
+	GPUTiming = "GPURR_GPU_TIMING" // on | serial | off: kernel start/end times from CUPTI activity
 	// HangTimeout is how long a launch may stay unfinished on the GPU before the agent reports
 	// it (a Go duration, "" for never); HangKill ("on") then ends the program.
 	HangTimeout = "GPURR_HANG_TIMEOUT"
@@ -45,6 +45,7 @@ type Config struct {
 	Out, Agent, CUPTI, Kernels, Callstack string
 	RingBytes                             uint64
 	GPUTiming                             bool
+	GPUTimingSerial                       bool // with GPUTiming: CUPTI's serial kernel mode
 	Memory                                MemoryConfig
 	HangTimeout                           time.Duration // 0: no watchdog
 	HangKill                              bool
@@ -173,7 +174,7 @@ func Vars(c Config) []string {
 		CUPTI + "=" + c.CUPTI,
 		Callstack + "=" + c.Callstack,
 		Kernels + "=" + c.Kernels,
-		GPUTiming + "=" + onOff(c.GPUTiming),
+		GPUTiming + "=" + timingMode(c),
 	}
 	if c.RingBytes != 0 {
 		v = append(v, RingBytes+"="+strconv.FormatUint(c.RingBytes, 10))
@@ -195,4 +196,11 @@ func onOff(b bool) string {
 		return "on"
 	}
 	return "off"
+}
+
+func timingMode(c Config) string {
+	if c.GPUTiming && c.GPUTimingSerial {
+		return "serial"
+	}
+	return onOff(c.GPUTiming)
 }
