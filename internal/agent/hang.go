@@ -17,6 +17,7 @@ import (
 type hangWatch struct {
 	timeout time.Duration
 	pending map[uint32]*pb.Launch // by correlation id
+	early   map[uint32]bool       // kernels whose record came before their launch's (a flush between the two)
 	max     int                   // entries kept: past it the oldest are forgotten (dropped activity records)
 	Lost    int                   // launches forgotten that way
 }
@@ -25,11 +26,15 @@ func newHangWatch(timeout time.Duration) *hangWatch {
 	if timeout <= 0 {
 		return nil
 	}
-	return &hangWatch{timeout: timeout, pending: map[uint32]*pb.Launch{}, max: 1 << 20}
+	return &hangWatch{timeout: timeout, pending: map[uint32]*pb.Launch{}, early: map[uint32]bool{}, max: 1 << 20}
 }
 
 func (h *hangWatch) launch(l *pb.Launch) {
 	if h == nil || l.GetCaptured() || l.GetResult() != 0 {
+		return
+	}
+	if h.early[l.GetCorrelationId()] {
+		delete(h.early, l.GetCorrelationId())
 		return
 	}
 	if len(h.pending) >= h.max {
@@ -39,9 +44,18 @@ func (h *hangWatch) launch(l *pb.Launch) {
 }
 
 func (h *hangWatch) finished(a *pb.KernelActivity) {
-	if h != nil {
-		delete(h.pending, a.GetCorrelationId())
+	if h == nil {
+		return
 	}
+	id := a.GetCorrelationId()
+	if _, ok := h.pending[id]; ok {
+		delete(h.pending, id)
+		return
+	}
+	if len(h.early) >= 1<<16 { // graph kernels, whose launches are not watched, land here too
+		clear(h.early)
+	}
+	h.early[id] = true
 }
 
 func (h *hangWatch) forgetOldest() {

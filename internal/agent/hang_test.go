@@ -46,6 +46,13 @@ func TestHangWatch(t *testing.T) {
 	if len(b.pending) != 2 || b.Lost != 2 || b.pending[1] != nil || b.pending[4] == nil {
 		t.Errorf("bounded watch: %d pending, %d lost", len(b.pending), b.Lost)
 	}
+	// A kernel's record that comes before its launch's still finishes it.
+	e := newHangWatch(time.Second)
+	e.finished(&pb.KernelActivity{CorrelationId: 9})
+	e.launch(mk(1, 9, 0, 0))
+	if got := e.overdue(10 * s); got != nil {
+		t.Errorf("a launch whose kernel finished first is overdue: %v", got)
+	}
 	var none *hangWatch
 	none.launch(mk(1, 1, 0, 0))
 	if none.overdue(100*s) != nil || newHangWatch(0) != nil {
