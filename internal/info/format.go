@@ -91,7 +91,11 @@ func (p *Process) write(t *textWriter) {
 	}
 	t.field("GPU", "%d kernel runs, %s; %s", p.KernelRuns, formatNS(p.GPUTimeNS), linked)
 	t.field("kernels", "%d distinct", p.Kernels)
-	t.field("modules", "%d, %s", p.Modules, FormatBytes(p.ModuleBytes))
+	if p.ModulesWithPTX > 0 {
+		t.field("modules", "%d, %s; %d with their PTX kept (gpurr race)", p.Modules, FormatBytes(p.ModuleBytes), p.ModulesWithPTX)
+	} else {
+		t.field("modules", "%d, %s", p.Modules, FormatBytes(p.ModuleBytes))
+	}
 	t.field("callstacks", "%d", p.Callstacks)
 	p.Autograd.write(t)
 	if calls := p.Launches + p.Captured + p.GraphLaunches; p.AgentLaunchNS > 0 && calls > 0 {

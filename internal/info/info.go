@@ -65,6 +65,7 @@ type Process struct {
 	Kernels          int       `json:"kernels"`       // distinct kernels described
 	Modules          int       `json:"modules"`
 	ModuleBytes      uint64    `json:"module_bytes"`
+	ModulesWithPTX   int       `json:"modules_with_ptx,omitempty"` // PTX kept beside them (Triton's), for gpurr race
 	Callstacks       int       `json:"callstacks"`
 	LaunchesFiltered uint64    `json:"launches_filtered,omitempty"` // skipped by --kernels, by design
 	AgentNS          uint64    `json:"agent_ns"`                    // agent time on the program's threads
@@ -225,6 +226,9 @@ func summarize(name string, d *recording.Data) *Process {
 	}
 	for _, m := range d.Modules {
 		p.ModuleBytes += m.GetSize()
+		if m.GetPtx() != "" {
+			p.ModulesWithPTX++
+		}
 	}
 	p.FirstNS, p.LastNS = span(d)
 	p.SpanNS = p.LastNS - p.FirstNS

@@ -240,3 +240,19 @@ func TestCount(t *testing.T) {
 		}
 	}
 }
+
+func TestModulesWithPTX(t *testing.T) {
+	d := &recording.Data{Process: &pb.Process{Pid: 1}, Stats: &pb.Stats{},
+		Modules: []*pb.Module{{Sha256: "a", Size: 1024, Ptx: "triton-cache"}, {Sha256: "b", Size: 2048}}}
+	p := summarize("box-1", d)
+	if p.Modules != 2 || p.ModulesWithPTX != 1 {
+		t.Fatalf("%d modules, %d with PTX; want 2 and 1", p.Modules, p.ModulesWithPTX)
+	}
+	var b strings.Builder
+	if err := (&Report{Recording: "r", Processes: []*Process{p}}).WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "modules      2, 3.0 KiB; 1 with their PTX kept (gpurr race)") {
+		t.Errorf("report:\n%s", b.String())
+	}
+}
