@@ -174,3 +174,60 @@ func TestTargetChecked(t *testing.T) {
 		t.Errorf("nanosleep on sm_52: %v", err)
 	}
 }
+
+// Probes: the buffer's variable is declared once, every thread notes its entry first thing and
+// its exit before each ret, the kernel's own instructions are kept, and the module parses again.
+func TestInjectProbes(t *testing.T) {
+	m := demo(t)
+	const kernel = "gpurr_demo_reduce"
+	var own []string
+	rets := 0
+	for _, in := range m.Function(kernel).Instructions() {
+		own = append(own, in.Name())
+		if in.Opcode == "ret" {
+			rets++
+		}
+	}
+	if err := InjectProbes(m, kernel); err != nil {
+		t.Fatal(err)
+	}
+	if err := InjectProbes(m, "gpurr_demo_fill"); err != nil { // a second kernel shares the variable
+		t.Fatal(err)
+	}
+	again, err := ptx.Parse([]byte(m.String()))
+	if err != nil {
+		t.Fatalf("the probed module does not parse: %v\n%s", err, m.String())
+	}
+	if n := strings.Count(m.String(), ".global .align 8 .u64 "+ProbeSymbol); n != 1 {
+		t.Errorf("%s declared %d times", ProbeSymbol, n)
+	}
+	ins := again.Function(kernel).Instructions()
+	if ins[0].Name() != "ld.global.u64" || ins[0].Operands[1].Base == nil || ins[0].Operands[1].Base.Name != ProbeSymbol {
+		t.Errorf("the kernel does not start by loading the probe buffer: %s", ins[0].Name())
+	}
+	var kept []string
+	mins, maxes := 0, 0
+	for i, in := range ins {
+		switch {
+		case in.Name() == "atom.global.min.u64":
+			mins++
+		case in.Name() == "atom.global.max.u64":
+			maxes++
+			if next := ins[i+1]; next.Opcode != "ret" {
+				t.Errorf("an exit note is followed by %s, not ret", next.Name())
+			}
+		case !ours(in) && !(in.Opcode == "ld" && in.Operands[1].Base != nil && in.Operands[1].Base.Name == ProbeSymbol):
+			kept = append(kept, in.Name())
+		}
+	}
+	if mins != 1 || maxes != rets {
+		t.Errorf("%d entry notes and %d exit notes for %d rets", mins, maxes, rets)
+	}
+	if strings.Join(kept, " ") != strings.Join(own, " ") {
+		t.Errorf("the kernel's instructions changed:\n got %v\nwant %v", kept, own)
+	}
+	m.Target = []string{"sm_30"}
+	if err := InjectProbes(m, kernel); err == nil {
+		t.Error("probes on sm_30 accepted")
+	}
+}

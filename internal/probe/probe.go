@@ -1,0 +1,122 @@
+// Package probe reads what in-kernel probes (instrument.InjectProbes) leave in their buffer
+// and sums a launch up per CTA: how long each ran, the slowest, how the work spread over the
+// SMs and in how many waves. gpurr probe prints it; the tests feed it synthetic buffers.
+package probe
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/gpurr/gpurr/internal/instrument"
+)
+
+// CTA is one thread block's record.
+type CTA struct {
+	Index      int    // x + nctaid.x * (y + nctaid.y * z)
+	Start, End uint64 // %globaltimer ns: its earliest thread entry and latest exit
+	SM         uint32
+}
+
+// Duration is how long the CTA ran.
+func (c CTA) Duration() time.Duration { return time.Duration(c.End - c.Start) }
+
+// Fill is the probe buffer's initial contents for ctas CTAs: starts all ones (atomic min),
+// ends zero (atomic max).
+func Fill(ctas int) []byte {
+	b := make([]byte, ctas*instrument.ProbeRecordBytes)
+	for i := range ctas {
+		binary.LittleEndian.PutUint64(b[i*instrument.ProbeRecordBytes:], math.MaxUint64)
+	}
+	return b
+}
+
+// Decode reads the buffer after the launch. A CTA whose record is untouched did not run (a
+// launch that faulted or was cut short): the error says how many.
+func Decode(buf []byte) ([]CTA, error) {
+	n := len(buf) / instrument.ProbeRecordBytes
+	out := make([]CTA, 0, n)
+	missing := 0
+	for i := range n {
+		r := buf[i*instrument.ProbeRecordBytes:]
+		c := CTA{Index: i, Start: binary.LittleEndian.Uint64(r), End: binary.LittleEndian.Uint64(r[8:]), SM: binary.LittleEndian.Uint32(r[16:])}
+		if c.Start == math.MaxUint64 || c.End < c.Start {
+			missing++
+			continue
+		}
+		out = append(out, c)
+	}
+	if missing > 0 {
+		return out, fmt.Errorf("%d of %d CTAs left no record (the launch did not finish them)", missing, n)
+	}
+	return out, nil
+}
+
+// SMLoad is what one SM ran.
+type SMLoad struct {
+	SM   uint32
+	CTAs int
+	Busy time.Duration // the sum of its CTAs' durations
+}
+
+// Summary sums a launch's CTAs up.
+type Summary struct {
+	CTAs              int
+	Span              time.Duration // first entry to last exit
+	Median, P99, Max  time.Duration // of CTA durations
+	Slowest           []CTA         // the longest, longest first
+	SMs               []SMLoad      // by SM number
+	Imbalance         float64       // the busiest SM's busy time over the mean SM's: 1 is even
+	Waves             float64       // CTAs per SM used
+	StragglerFraction float64       // of the span after the median CTA's end: the tail
+}
+
+// Summarize sums ctas up, keeping the top slowest.
+func Summarize(ctas []CTA, top int) Summary {
+	s := Summary{CTAs: len(ctas)}
+	if len(ctas) == 0 {
+		return s
+	}
+	durs := make([]time.Duration, len(ctas))
+	first, last := uint64(math.MaxUint64), uint64(0)
+	perSM := map[uint32]*SMLoad{}
+	for i, c := range ctas {
+		durs[i] = c.Duration()
+		first, last = min(first, c.Start), max(last, c.End)
+		l := perSM[c.SM]
+		if l == nil {
+			l = &SMLoad{SM: c.SM}
+			perSM[c.SM] = l
+		}
+		l.CTAs++
+		l.Busy += c.Duration()
+	}
+	slices.Sort(durs)
+	s.Span = time.Duration(last - first)
+	s.Median, s.P99, s.Max = durs[len(durs)/2], durs[min(len(durs)-1, len(durs)*99/100)], durs[len(durs)-1]
+	byDur := slices.Clone(ctas)
+	slices.SortStableFunc(byDur, func(a, b CTA) int { return int(b.Duration() - a.Duration()) })
+	s.Slowest = byDur[:min(top, len(byDur))]
+	var total, busiest time.Duration
+	for _, l := range perSM {
+		s.SMs = append(s.SMs, *l)
+		total += l.Busy
+		busiest = max(busiest, l.Busy)
+	}
+	slices.SortFunc(s.SMs, func(a, b SMLoad) int { return int(a.SM) - int(b.SM) })
+	if mean := float64(total) / float64(len(s.SMs)); mean > 0 {
+		s.Imbalance = float64(busiest) / mean
+	}
+	s.Waves = float64(len(ctas)) / float64(len(s.SMs))
+	ends := make([]uint64, len(ctas))
+	for i, c := range ctas {
+		ends[i] = c.End
+	}
+	slices.Sort(ends)
+	if s.Span > 0 {
+		s.StragglerFraction = float64(last-ends[len(ends)/2]) / float64(s.Span)
+	}
+	return s
+}
