@@ -725,6 +725,26 @@ def t_race_planted(h):
     return " | ".join(l.strip() for l in hunt.out.splitlines() if "RACE" in l or "st.shared" in l)[:300]
 
 
+@test("probe.slow_cta")
+def t_probe_slow_cta(h):
+    """gpurr probe on a kernel whose CTA 7 spins ~200 µs: the probe table names CTA 7 the
+    slowest, and says the span is mostly tail."""
+    nvcc = h.nvcc if Path(h.nvcc).exists() else shutil.which("nvcc")
+    if not nvcc:
+        raise Skip("no nvcc to build slowcta.cu")
+    src, binary, ptxfile = WL / "slowcta.cu", h.tmp / "slowcta", h.tmp / "slowcta.ptx"
+    for args, out in ((["-O2", "-o"], binary), (["-ptx", "-arch=sm_90", "-o"], ptxfile)):
+        r = h.sh([nvcc, *args, out, src], 300, log="probe.nvcc")
+        check(r.rc == 0, f"nvcc: {r.why()}")
+    _, d = h.workload("slowcta", [binary], flags=["--memory", "snapshot", "--snapshot-kernels", "slow_cta"])
+    r = h.sh([h.gpurr, "probe", d, "--ptx", ptxfile, "--top", "3"], 300, log="probe.run")
+    check(r.rc == 0, f"gpurr probe: {r.why()}")
+    lines = r.out.splitlines()
+    i = next((k for k, l in enumerate(lines) if "slowest CTAs" in l), None)
+    check(i is not None and lines[i + 2].split()[0] == "7", f"CTA 7 is not the slowest: {r.out[-600:]}")
+    return " | ".join(l.strip() for l in lines[1:4])[:300]
+
+
 @test("diff.torchrun")
 def t_diff_torchrun(h):
     """Two recordings of a 2-GPU torchrun job whose rank 1 adds OS-random noise at a marked

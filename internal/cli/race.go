@@ -113,7 +113,7 @@ func runRace(cmd *cobra.Command, o raceOptions, path string) error {
 		return err
 	}
 	defer src.Close()
-	text, from, err := kernelPTX(src, c, o.ptxFile)
+	text, from, err := kernelPTX("race", src, c, o.ptxFile)
 	if err != nil {
 		return err
 	}
@@ -168,21 +168,21 @@ func runRace(cmd *cobra.Command, o raceOptions, path string) error {
 	return exitWith(exitFound)
 }
 
-// kernelPTX finds the PTX of the launch's module: --ptx, else the recording's copy.
-func kernelPTX(src *replay.Source, c *replay.Case, file string) ([]byte, string, error) {
+// kernelPTX finds the PTX of the launch's module for verb: --ptx, else the recording's copy.
+func kernelPTX(verb string, src *replay.Source, c *replay.Case, file string) ([]byte, string, error) {
 	if file != "" {
 		b, err := os.ReadFile(file)
 		if err != nil {
-			return nil, "", usageErrorf("race: --ptx: %v", plainError(err))
+			return nil, "", usageErrorf("%s: --ptx: %v", verb, plainError(err))
 		}
 		return b, file, nil
 	}
 	b, err := src.Proc.ModulePTX(c.ModuleHash)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, "", usageErrorf("race: the recording has no PTX of %s's module (%.12s): only Triton kernels' is kept; give --ptx FILE (nvcc: build with -gencode arch=compute_90,code=compute_90, then cuobjdump -ptx)", c.Name, c.ModuleHash)
+		return nil, "", usageErrorf("%s: the recording has no PTX of %s's module (%.12s): only Triton kernels' is kept; give --ptx FILE (nvcc: build with -gencode arch=compute_90,code=compute_90, then cuobjdump -ptx)", verb, c.Name, c.ModuleHash)
 	}
 	if err != nil {
-		return nil, "", usageErrorf("race: %v", err)
+		return nil, "", usageErrorf("%s: %v", verb, err)
 	}
 	return b, "the recording (Triton's cache)", nil
 }

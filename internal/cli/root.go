@@ -100,6 +100,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newTraceCmd(),
 		newExportCmd(),
 		newRaceCmd(),
+		newProbeCmd(),
 	)
 	return root
 }

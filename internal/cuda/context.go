@@ -103,6 +103,18 @@ func (m *Module) Function(name string) (Function, error) {
 	return Function{h: f, name: name}, nil
 }
 
+// Global returns the device address and size of a module-scope variable.
+func (m *Module) Global(name string) (DevicePtr, uint64, error) {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	var p C.CUdeviceptr
+	var n C.size_t
+	if err := check("cuModuleGetGlobal", C.gpurr_cuModuleGetGlobal(&p, &n, m.h, cname)); err != nil {
+		return 0, 0, fmt.Errorf("%w (variable %s)", err, name)
+	}
+	return DevicePtr(p), uint64(n), nil
+}
+
 // Unload unloads the module.
 func (m *Module) Unload() error {
 	return check("cuModuleUnload", C.gpurr_cuModuleUnload(m.h))

@@ -21,6 +21,7 @@ static CUresult (*p_cuCtxSynchronize)(void);
 static CUresult (*p_cuModuleLoadData)(CUmodule *, const void *);
 static CUresult (*p_cuModuleUnload)(CUmodule);
 static CUresult (*p_cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+static CUresult (*p_cuModuleGetGlobal)(CUdeviceptr *, size_t *, CUmodule, const char *);
 static CUresult (*p_cuMemAlloc)(CUdeviceptr *, size_t);
 static CUresult (*p_cuMemFree)(CUdeviceptr);
 static CUresult (*p_cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
@@ -84,6 +85,7 @@ static const struct sym syms[] = {
 	{SLOT(p_cuModuleLoadData), "cuModuleLoadData", NULL},
 	{SLOT(p_cuModuleUnload), "cuModuleUnload", NULL},
 	{SLOT(p_cuModuleGetFunction), "cuModuleGetFunction", NULL},
+	{SLOT(p_cuModuleGetGlobal), "cuModuleGetGlobal_v2", NULL},
 	{SLOT(p_cuMemAlloc), "cuMemAlloc_v2", NULL},
 	{SLOT(p_cuMemFree), "cuMemFree_v2", NULL},
 	{SLOT(p_cuMemcpyHtoD), "cuMemcpyHtoD_v2", NULL},
@@ -183,6 +185,7 @@ CUresult gpurr_cuCtxSynchronize(void) { return p_cuCtxSynchronize == NULL ? GPUR
 CUresult gpurr_cuModuleLoadData(CUmodule *m, const void *image) { return CALL(p_cuModuleLoadData, m, image); }
 CUresult gpurr_cuModuleUnload(CUmodule m) { return CALL(p_cuModuleUnload, m); }
 CUresult gpurr_cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) { return CALL(p_cuModuleGetFunction, f, m, name); }
+CUresult gpurr_cuModuleGetGlobal(CUdeviceptr *p, size_t *n, CUmodule m, const char *name) { return CALL(p_cuModuleGetGlobal, p, n, m, name); }
 CUresult gpurr_cuMemAlloc(CUdeviceptr *p, size_t n) { return CALL(p_cuMemAlloc, p, n); }
 CUresult gpurr_cuMemFree(CUdeviceptr p) { return CALL(p_cuMemFree, p); }
 CUresult gpurr_cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t n) { return CALL(p_cuMemcpyHtoD, dst, src, n); }

@@ -52,6 +52,7 @@ CUresult gpurr_cuCtxSynchronize(void);
 CUresult gpurr_cuModuleLoadData(CUmodule *mod, const void *image);
 CUresult gpurr_cuModuleUnload(CUmodule mod);
 CUresult gpurr_cuModuleGetFunction(CUfunction *fn, CUmodule mod, const char *name);
+CUresult gpurr_cuModuleGetGlobal(CUdeviceptr *ptr, size_t *bytes, CUmodule mod, const char *name);
 CUresult gpurr_cuMemAlloc(CUdeviceptr *ptr, size_t bytes);
 CUresult gpurr_cuMemFree(CUdeviceptr ptr);
 CUresult gpurr_cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t bytes);

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpurr/gpurr/internal/cuda"
+	"github.com/gpurr/gpurr/internal/instrument"
 )
 
 // Options are the choices of a Session.
@@ -309,6 +310,35 @@ func (s *Session) Run(cfg cuda.LaunchConfig, repeat int, check Check) (*Result, 
 		}
 	}
 	return res, nil
+}
+
+// Probe restores the inputs, runs the launch once with cfg and returns the probe buffer the
+// kernel filled: the session's module must be probed (instrument.InjectProbes, given as
+// Options.Module). initial is the buffer's contents before the launch (probe.Fill).
+func (s *Session) Probe(cfg cuda.LaunchConfig, initial []byte) ([]byte, error) {
+	sym, _, err := s.mod.Global(instrument.ProbeSymbol)
+	if err != nil {
+		return nil, fmt.Errorf("the module is not probed: %w", err)
+	}
+	buf, err := s.ctx.MemAlloc(len(initial))
+	if err != nil {
+		return nil, err
+	}
+	defer s.ctx.MemFree(buf)
+	if err := cuda.CopyHtoD(buf, initial); err != nil {
+		return nil, err
+	}
+	if err := cuda.CopyHtoD(sym, []uint64{uint64(buf)}); err != nil {
+		return nil, err
+	}
+	if _, err := s.launch(cfg); err != nil {
+		return nil, err
+	}
+	out := make([]byte, len(initial))
+	if err := cuda.CopyDtoH(out, buf); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // Time restores the inputs and times repeat more launches with cfg,

@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpurr/gpurr/internal/cuda"
+	"github.com/gpurr/gpurr/internal/info"
+	"github.com/gpurr/gpurr/internal/instrument"
+	"github.com/gpurr/gpurr/internal/probe"
+	"github.com/gpurr/gpurr/internal/ptx"
+	"github.com/gpurr/gpurr/internal/replay"
+)
+
+type probeOptions struct {
+	launch  uint64
+	ptxFile string
+	top     int
+	process string
+	device  int
+}
+
+func newProbeCmd() *cobra.Command {
+	var o probeOptions
+	cmd := &cobra.Command{
+		Use:   "probe REC --launch SEQ [--ptx FILE] [--top N]",
+		Short: "Replay a recorded launch with entry and exit probes in every CTA: the slow CTAs, the tail, the SMs",
+		Long: `probe replays a snapshotted launch on its recorded inputs with its PTX
+instrumented so that every thread notes when it started and finished (the
+GPU's %globaltimer) and on which SM it ran, per CTA. It prints the span, the
+CTA durations (median, p99, max), the tail (the share of the span after the
+median CTA ended), how the CTAs spread over the SMs (waves, imbalance), and
+the slowest CTAs with their coordinates and SMs.
+
+It needs the kernel's PTX, as gpurr race does: kept in the recording for
+Triton kernels, or --ptx FILE.`,
+		Example: `  gpurr probe run --launch 42
+  gpurr probe run --launch 42 --ptx kernel.ptx --top 20`,
+		Args: positional(1, 1, "one recording"),
+		RunE: func(cmd *cobra.Command, args []string) error { return runProbe(cmd, o, args[0]) },
+	}
+	f := cmd.Flags()
+	f.Uint64Var(&o.launch, "launch", 0, "launch sequence number (default: the only snapshotted launch)")
+	f.StringVar(&o.ptxFile, "ptx", "", "the module's PTX, where the recording has none")
+	f.IntVar(&o.top, "top", 10, "slowest CTAs to list")
+	f.StringVar(&o.process, "process", "", "process of a multi-process recording: its directory name, pid or rank")
+	f.IntVar(&o.device, "device", -1, "GPU to run on (default: the recorded one)")
+	return cmd
+}
+
+func runProbe(cmd *cobra.Command, o probeOptions, path string) error {
+	if o.top < 0 {
+		return usageErrorf("probe: --top takes 0 or more")
+	}
+	src, c, err := openCase(cmd, path, o.process, o.launch)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	text, from, err := kernelPTX("probe", src, c, o.ptxFile)
+	if err != nil {
+		return err
+	}
+	m, err := ptx.Parse(text)
+	if err != nil {
+		return usageErrorf("probe: the PTX (%s): %v", from, err)
+	}
+	if err := instrument.InjectProbes(m, c.Kernel.GetName()); err != nil {
+		return usageErrorf("probe: %v", err)
+	}
+	if err := cuda.Init(); err != nil {
+		return &exitError{code: exitFailure, err: fmt.Errorf("probe: no usable GPU: %v", err)}
+	}
+	s, err := replay.NewSession(c, replay.Options{Module: []byte(m.String()), Device: o.device})
+	if err != nil {
+		return &exitError{code: exitFailure, err: fmt.Errorf("probe: %v", err)}
+	}
+	defer s.Close()
+	cfg := c.Recorded()
+	n := int(cfg.Grid.X) * int(cfg.Grid.Y) * int(cfg.Grid.Z)
+	raw, err := s.Probe(cfg, probe.Fill(n))
+	if err != nil {
+		return &exitError{code: exitFailure, err: fmt.Errorf("probe: %v", err)}
+	}
+	ctas, derr := probe.Decode(raw)
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "launch %d: %s, grid %dx%dx%d, block %dx%dx%d, on %s (%s)\n", c.Seq, c.Name,
+		cfg.Grid.X, cfg.Grid.Y, cfg.Grid.Z, cfg.Block.X, cfg.Block.Y, cfg.Block.Z, s.Device.Name, s.Device.Arch())
+	if derr != nil {
+		warnf(cmd, "%v", derr)
+	}
+	writeProbeSummary(out, probe.Summarize(ctas, o.top), cfg.Grid)
+	return nil
+}
+
+func writeProbeSummary(w io.Writer, s probe.Summary, grid cuda.Dim3) {
+	us := func(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d)/1e3) }
+	fmt.Fprintf(w, "  %s, span %s; CTA duration median %s, p99 %s, max %s\n", info.Count(s.CTAs, "CTA"), us(s.Span), us(s.Median), us(s.P99), us(s.Max))
+	fmt.Fprintf(w, "  tail: %.0f%% of the span after the median CTA ended\n", 100*s.StragglerFraction)
+	var busiest probe.SMLoad
+	for _, l := range s.SMs {
+		if l.Busy > busiest.Busy {
+			busiest = l
+		}
+	}
+	fmt.Fprintf(w, "  SMs: %d used, %.1f waves; imbalance %.2f (busiest SM %d: %s, %s busy)\n",
+		len(s.SMs), s.Waves, s.Imbalance, busiest.SM, info.Count(busiest.CTAs, "CTA"), us(busiest.Busy))
+	if len(s.Slowest) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "  slowest CTAs:\n  %8s  %-16s  %4s  %s\n", "cta", "(x,y,z)", "SM", "duration")
+	for _, c := range s.Slowest {
+		x, y, z := c.Index%int(grid.X), c.Index/int(grid.X)%int(grid.Y), c.Index/(int(grid.X)*int(grid.Y))
+		fmt.Fprintf(w, "  %8d  %-16s  %4d  %s\n", c.Index, fmt.Sprintf("(%d,%d,%d)", x, y, z), c.SM, us(c.Duration()))
+	}
+}

@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpurr/gpurr/internal/cuda"
+	"github.com/gpurr/gpurr/internal/instrument"
+	"github.com/gpurr/gpurr/internal/probe"
+	"github.com/gpurr/gpurr/internal/testrec"
+)
+
+// Without a GPU, probe gets as far as instrumenting the kernel, then says why it stops; bad
+// input is refused before that.
+func TestProbeWithoutGPU(t *testing.T) {
+	skipWithGPU(t)
+	dir := filepath.Join(t.TempDir(), "rec")
+	if _, err := testrec.WriteReplayable(dir); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "k.ptx")
+	if err := os.WriteFile(file, []byte(saxpyPTX), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI("probe", dir, "--launch", "2", "--ptx", file)
+	if _, err := cuda.Probe(); code != exitFailure || !strings.Contains(stderr, "probe: no usable GPU: "+err.Error()) {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+	expectUsageErrors(t, []usageCase{
+		{[]string{"probe", dir, "--launch", "2"}, "probe: the recording has no PTX of saxpy_gridstride's module"},
+		{[]string{"probe", dir, "--launch", "2", "--top", "-1"}, "--top takes 0 or more"},
+		{[]string{"probe", dir, "--launch", "1", "--ptx", file}, "no snapshot"},
+	})
+}
+
+func TestProbeSummaryText(t *testing.T) {
+	buf := probe.Fill(8)
+	for i := range 8 {
+		d := uint64(1000)
+		if i == 5 {
+			d = 9000
+		}
+		r := buf[i*instrument.ProbeRecordBytes:]
+		binary.LittleEndian.PutUint64(r, 100)
+		binary.LittleEndian.PutUint64(r[8:], 100+d)
+		binary.LittleEndian.PutUint32(r[16:], uint32(i%4))
+	}
+	ctas, err := probe.Decode(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	writeProbeSummary(&out, probe.Summarize(ctas, 2), cuda.Dim3{X: 4, Y: 2, Z: 1})
+	for _, want := range []string{"8 CTAs, span 9.0 µs; CTA duration median 1.0 µs", "SMs: 4 used, 2.0 waves",
+		"busiest SM 1: 2 CTAs, 10.0 µs busy", "       5  (1,1,0)              1  9.0 µs"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, out.String())
+		}
+	}
+}
