@@ -737,11 +737,15 @@ def t_probe_slow_cta(h):
         r = h.sh([nvcc, *args, out, src], 300, log="probe.nvcc")
         check(r.rc == 0, f"nvcc: {r.why()}")
     _, d = h.workload("slowcta", [binary], flags=["--memory", "snapshot", "--snapshot-kernels", "slow_cta"])
-    r = h.sh([h.gpurr, "probe", d, "--ptx", ptxfile, "--top", "3"], 300, log="probe.run")
+    timeline = h.tmp / "slowcta-probe.json"
+    timeline.unlink(missing_ok=True)
+    r = h.sh([h.gpurr, "probe", d, "--ptx", ptxfile, "--top", "3", "-o", timeline], 300, log="probe.run")
     check(r.rc == 0, f"gpurr probe: {r.why()}")
     lines = r.out.splitlines()
     i = next((k for k, l in enumerate(lines) if "slowest CTAs" in l), None)
     check(i is not None and lines[i + 2].split()[0] == "7", f"CTA 7 is not the slowest: {r.out[-600:]}")
+    events = json.loads(timeline.read_text())["traceEvents"]
+    check(sum(e["ph"] == "X" for e in events) == 64, "the timeline does not hold a slice per CTA")
     return " | ".join(l.strip() for l in lines[1:4])[:300]
 
 

@@ -21,12 +21,14 @@ type probeOptions struct {
 	top     int
 	process string
 	device  int
+	out     string
+	force   bool
 }
 
 func newProbeCmd() *cobra.Command {
 	var o probeOptions
 	cmd := &cobra.Command{
-		Use:   "probe REC --launch SEQ [--ptx FILE] [--top N]",
+		Use:   "probe REC --launch SEQ [--ptx FILE] [--top N] [-o TIMELINE.json]",
 		Short: "Replay a recorded launch with entry and exit probes in every CTA: the slow CTAs, the tail, the SMs",
 		Long: `probe replays a snapshotted launch on its recorded inputs with its PTX
 instrumented so that every thread notes when it started and finished (the
@@ -48,6 +50,8 @@ Triton kernels, or --ptx FILE.`,
 	f.IntVar(&o.top, "top", 10, "slowest CTAs to list")
 	f.StringVar(&o.process, "process", "", "process of a multi-process recording: its directory name, pid or rank")
 	f.IntVar(&o.device, "device", -1, "GPU to run on (default: the recorded one)")
+	f.StringVarP(&o.out, "output", "o", "", "also write a timeline, a track per SM and a slice per CTA, as Chrome trace JSON for Perfetto UI")
+	f.BoolVar(&o.force, "force", false, "replace the -o file when it exists")
 	return cmd
 }
 
@@ -71,6 +75,13 @@ func runProbe(cmd *cobra.Command, o probeOptions, path string) error {
 	if err := instrument.InjectProbes(m, c.Kernel.GetName()); err != nil {
 		return usageErrorf("probe: %v", err)
 	}
+	var w *output
+	if o.out != "" {
+		if w, err = createOutput("probe", o.out, cmd.OutOrStdout(), o.force, path); err != nil {
+			return err
+		}
+		defer w.Abort()
+	}
 	if err := cuda.Init(); err != nil {
 		return &exitError{code: exitFailure, err: fmt.Errorf("probe: no usable GPU: %v", err)}
 	}
@@ -93,6 +104,16 @@ func runProbe(cmd *cobra.Command, o probeOptions, path string) error {
 		warnf(cmd, "%v", derr)
 	}
 	writeProbeSummary(out, probe.Summarize(ctas, o.top), cfg.Grid)
+	if w == nil {
+		return nil
+	}
+	if err := probe.WriteChrome(w, ctas, fmt.Sprintf("launch %d: %s", c.Seq, c.Name)); err != nil {
+		return &exitError{code: exitFailure, err: fmt.Errorf("probe: write %s: %v", o.out, plainError(err))}
+	}
+	if err := w.Commit(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "  timeline: %s (a track per SM; open it at https://ui.perfetto.dev)\n", o.out)
 	return nil
 }
 

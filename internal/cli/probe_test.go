@@ -34,6 +34,7 @@ func TestProbeWithoutGPU(t *testing.T) {
 		{[]string{"probe", dir, "--launch", "2"}, "probe: the recording has no PTX of saxpy_gridstride's module"},
 		{[]string{"probe", dir, "--launch", "2", "--top", "-1"}, "--top takes 0 or more"},
 		{[]string{"probe", dir, "--launch", "1", "--ptx", file}, "no snapshot"},
+		{[]string{"probe", dir, "--launch", "2", "--ptx", file, "-o", filepath.Join(dir, "t.json")}, "would write over"},
 	})
 }
 

@@ -5,9 +5,12 @@ package probe
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gpurr/gpurr/internal/instrument"
@@ -119,4 +122,41 @@ func Summarize(ctas []CTA, top int) Summary {
 		s.StragglerFraction = float64(last-ends[len(ends)/2]) / float64(s.Span)
 	}
 	return s
+}
+
+// WriteChrome writes the CTAs as a Chrome trace-event JSON timeline (Perfetto UI and
+// chrome://tracing open it): a track per SM, a slice per CTA named by its index, times in µs
+// from the launch's first entry.
+func WriteChrome(w io.Writer, ctas []CTA, title string) error {
+	type event struct {
+		Name string         `json:"name"`
+		Ph   string         `json:"ph"`
+		Pid  int            `json:"pid"`
+		Tid  uint32         `json:"tid"`
+		Ts   float64        `json:"ts"`
+		Dur  float64        `json:"dur,omitempty"`
+		Args map[string]any `json:"args,omitempty"`
+	}
+	first := uint64(math.MaxUint64)
+	sms := map[uint32]bool{}
+	for _, c := range ctas {
+		first = min(first, c.Start)
+		sms[c.SM] = true
+	}
+	events := []event{{Name: "process_name", Ph: "M", Pid: 1, Args: map[string]any{"name": title}}}
+	for sm := range sms {
+		events = append(events, event{Name: "thread_name", Ph: "M", Pid: 1, Tid: sm, Args: map[string]any{"name": fmt.Sprintf("SM %d", sm)}})
+	}
+	for _, c := range ctas {
+		events = append(events, event{Name: fmt.Sprintf("CTA %d", c.Index), Ph: "X", Pid: 1, Tid: c.SM,
+			Ts: float64(c.Start-first) / 1e3, Dur: float64(c.End-c.Start) / 1e3})
+	}
+	slices.SortStableFunc(events, func(a, b event) int {
+		if a.Ph != b.Ph {
+			return strings.Compare(b.Ph, a.Ph) // metadata ("M") first
+		}
+		return int(a.Tid) - int(b.Tid)
+	})
+	enc := json.NewEncoder(w)
+	return enc.Encode(map[string]any{"displayTimeUnit": "ns", "traceEvents": events})
 }

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -53,5 +54,40 @@ func TestDecodeMissing(t *testing.T) {
 	}
 	if s := Summarize(nil, 3); s.CTAs != 0 {
 		t.Errorf("empty: %+v", s)
+	}
+}
+
+func TestWriteChrome(t *testing.T) {
+	ctas := []CTA{{Index: 0, Start: 1000, End: 3000, SM: 2}, {Index: 1, Start: 1500, End: 9000, SM: 5}}
+	var b strings.Builder
+	if err := WriteChrome(&b, ctas, "launch 3"); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		TraceEvents []struct {
+			Name, Ph string
+			Tid      uint32
+			Ts, Dur  float64
+		}
+	}
+	if err := json.Unmarshal([]byte(b.String()), &got); err != nil {
+		t.Fatal(err)
+	}
+	var slices, tracks int
+	for _, e := range got.TraceEvents {
+		switch {
+		case e.Ph == "X" && e.Name == "CTA 1":
+			slices++
+			if e.Tid != 5 || e.Ts != 0.5 || e.Dur != 7.5 {
+				t.Errorf("CTA 1: %+v", e)
+			}
+		case e.Ph == "X":
+			slices++
+		case e.Name == "thread_name":
+			tracks++
+		}
+	}
+	if slices != 2 || tracks != 2 {
+		t.Errorf("%d slices on %d SM tracks", slices, tracks)
 	}
 }
