@@ -142,8 +142,18 @@ func runRace(cmd *cobra.Command, o raceOptions, path string) error {
 	if err := cuda.Init(); err != nil {
 		return &exitError{code: exitFailure, err: fmt.Errorf("race: no usable GPU: %v", err)}
 	}
-	runner := &race.ReplayRunner{Case: c, PTX: text, Kernel: c.Kernel.GetName(), Selection: sel, Delay: delay,
+	replayer := &race.ReplayRunner{Case: c, PTX: text, Kernel: c.Kernel.GetName(), Selection: sel, Delay: delay,
 		Options: replay.Options{Device: o.device}}
+	// A delay that makes the kernel hang (a spin-wait on another CTA) is a finding too, and a
+	// hung kernel cannot be stopped from this process: say what hung, then end.
+	runner := &race.Guarded{Inner: replayer, Min: 10 * time.Second, Factor: 50,
+		Hung: func(ps []int, seed uint64, waited time.Duration) {
+			fmt.Fprintf(out, "  HANG: with seed %d, delays at %s made the kernel run past %v (its first replay's 50x): it may wait on another thread or CTA\n",
+				seed, info.Count(len(ps), "point"), waited.Round(time.Millisecond))
+			writePoints(out, points, ps)
+			fmt.Fprintf(cmd.ErrOrStderr(), "gpurr: race: a trial hung; ending the process to stop the kernel\n")
+			os.Exit(exitFound)
+		}}
 	if only != nil {
 		return reproduceRace(out, runner, only, o.seed, points)
 	}

@@ -12,6 +12,7 @@ package race
 import (
 	"fmt"
 	"slices"
+	"time"
 )
 
 // Output fingerprints a run's result: one value per region (replay.RegionResult.Output).
@@ -181,4 +182,33 @@ func without(chunks [][]int, skip int) []int {
 		}
 	}
 	return out
+}
+
+// Guarded runs an inner Runner with a deadline per run: a delay can make a kernel hang (one
+// that spins waiting on another CTA), and a hung kernel never returns to the process. After
+// the first run, each may take max(Min, Factor times the first); past it, Hung is called with
+// the points and seed of the run that hangs (it ends the process: a kernel cannot be stopped
+// from the process that launched it).
+type Guarded struct {
+	Inner  Runner
+	Min    time.Duration
+	Factor float64
+	Hung   func(points []int, seed uint64, waited time.Duration)
+	first  time.Duration
+}
+
+// Run runs the inner runner under the deadline.
+func (g *Guarded) Run(points []int, seed uint64) (Output, error) {
+	limit := time.Duration(0)
+	if g.first > 0 {
+		limit = max(g.Min, time.Duration(g.Factor*float64(g.first)))
+		timer := time.AfterFunc(limit, func() { g.Hung(points, seed, limit) })
+		defer timer.Stop()
+	}
+	start := time.Now()
+	out, err := g.Inner.Run(points, seed)
+	if g.first == 0 {
+		g.first = max(time.Since(start), time.Millisecond)
+	}
+	return out, err
 }

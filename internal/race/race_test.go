@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 )
 
 // model is a kernel with a race between two instructions: the result changes when both a and
@@ -99,5 +100,40 @@ func TestMinimize(t *testing.T) {
 				t.Fatalf("n=%d need %v: got %v", n, need, got)
 			}
 		}
+	}
+}
+
+// slow hangs (sleeps) on the run with seed 3.
+type slow struct{}
+
+func (slow) Run(points []int, seed uint64) (Output, error) {
+	if seed == 3 {
+		time.Sleep(200 * time.Millisecond)
+	}
+	return Output{1}, nil
+}
+
+func TestGuardedReportsAHang(t *testing.T) {
+	hung := make(chan uint64, 1)
+	g := &Guarded{Inner: slow{}, Min: 20 * time.Millisecond, Factor: 10,
+		Hung: func(points []int, seed uint64, waited time.Duration) { hung <- seed }}
+	for seed := range uint64(3) {
+		if _, err := g.Run([]int{0}, seed); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case s := <-hung:
+		t.Fatalf("a run that did not hang was reported (seed %d)", s)
+	default:
+	}
+	g.Run([]int{0}, 3)
+	select {
+	case s := <-hung:
+		if s != 3 {
+			t.Errorf("hang reported for seed %d, want 3", s)
+		}
+	case <-time.After(time.Second):
+		t.Error("the hanging run was not reported")
 	}
 }
