@@ -472,6 +472,12 @@ def t_triton(h):
     check(rows and rows[0]["ptx"] == "triton-cache", f"modules.ptx of {k}'s module: {rows}")
     ptx = (Path(d) / "modules" / f"{rows[0]['sha256']}.ptx").read_text()
     check(f".entry {k}" in ptx, f"the stored PTX has no .entry {k}: {ptx[:200]!r}")
+    # From that PTX the writer proves which parameter words no store goes through: an
+    # elementwise Triton kernel stores through its output only.
+    proved = h.query(d, f"""SELECT p.param, p.proved_read_only FROM kernel_params p JOIN kernels k
+                            ON k.process = p.process AND k.kernel_id = p.kernel_id WHERE k.name LIKE '%{k}%'""")
+    check(any(truthy(r["proved_read_only"]) for r in proved) and not all(truthy(r["proved_read_only"]) for r in proved),
+          f"proved_read_only of {k}'s parameters: {proved}")
     return f"{n} launches of {k}, grid_x={want['grid_x']}, all with the user's line in their callstack; its PTX stored from Triton's cache"
 
 

@@ -23,6 +23,7 @@ import (
 	"unsafe"
 
 	"github.com/gpurr/gpurr/internal/agent/agentenv"
+	"github.com/gpurr/gpurr/internal/ptx"
 	"github.com/gpurr/gpurr/internal/symtab"
 	"github.com/gpurr/gpurr/internal/version"
 	"github.com/gpurr/gpurr/recording"
@@ -56,28 +57,29 @@ type recorder struct {
 	w    *recording.Writer
 	log  *os.File
 
-	mu       sync.Mutex // guards everything below; the loop and shutdown share it
-	batch    *pb.Batch
-	pending  int // records in batch
-	oldest   time.Time
-	take     unsafe.Pointer // C buffer for gp_ring_take
-	stacks   map[uint64]bool
-	symbols  map[uint64]string // native symbol names by address
-	objects  *symtab.Cache     // the symbol tables that name them
-	devices  map[uint32]bool
-	modules  []moduleInfo // in load order
-	triton   *tritonCache // where Triton kernels' PTX is found
-	hang     *hangWatch   // launches the GPU has not finished (--hang-timeout); nil when off
-	hung     bool         // a hang was reported
-	kernels  map[uint64]*pb.Kernel
-	links    *forwardLinks // backward launches to forward lines (PyTorch)
-	closed   bool
-	stats    pb.Stats       // Go-side counters
-	mem      *memoryCapture // nil when memory capture is off
-	reserve  string         // disk space held back for the launch log (see holdDiskReserve), "" when none
-	stop     chan struct{}
-	wg       sync.WaitGroup
-	lastTick time.Time
+	mu        sync.Mutex // guards everything below; the loop and shutdown share it
+	batch     *pb.Batch
+	pending   int // records in batch
+	oldest    time.Time
+	take      unsafe.Pointer // C buffer for gp_ring_take
+	stacks    map[uint64]bool
+	symbols   map[uint64]string // native symbol names by address
+	objects   *symtab.Cache     // the symbol tables that name them
+	devices   map[uint32]bool
+	modules   []moduleInfo             // in load order
+	triton    *tritonCache             // where Triton kernels' PTX is found
+	hang      *hangWatch               // launches the GPU has not finished (--hang-timeout); nil when off
+	writeSets map[string]*ptx.WriteSet // by kernel name, from the PTX of modules whose PTX was found
+	hung      bool                     // a hang was reported
+	kernels   map[uint64]*pb.Kernel
+	links     *forwardLinks // backward launches to forward lines (PyTorch)
+	closed    bool
+	stats     pb.Stats       // Go-side counters
+	mem       *memoryCapture // nil when memory capture is off
+	reserve   string         // disk space held back for the launch log (see holdDiskReserve), "" when none
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	lastTick  time.Time
 }
 
 type moduleInfo struct {
@@ -463,11 +465,11 @@ func (r *recorder) record(raw []byte) {
 			Demangled:  recording.Demangle(name),
 			ParamBytes: uint32(k.param_bytes),
 		}
+		ws := r.writeSets[name]
 		for i := 0; i+8 <= len(layout); i += 8 {
-			kernel.Params = append(kernel.Params, &pb.ParamInfo{
-				Offset: leU32(layout[i:]),
-				Size:   leU32(layout[i+4:]),
-			})
+			p := &pb.ParamInfo{Offset: leU32(layout[i:]), Size: leU32(layout[i+4:])}
+			p.ProvedReadOnly = ws != nil && !ws.MayWriteAt(int(p.Offset), int(p.Size))
+			kernel.Params = append(kernel.Params, p)
 		}
 		kernel.ModuleSha256 = r.moduleOf(name)
 		kernel.Identity = recording.KernelIdentity(kernel.ModuleSha256, name)
@@ -680,11 +682,17 @@ func (r *recorder) module(m *C.gp_module_rec) {
 		r.stats.ModulesFailed++
 		r.logf("error", "module %s not stored: %v", digest, err)
 	}
-	if ptx := r.triton.ptx(digest, mod.KernelNames); ptx != nil {
-		if err := r.w.PutModulePTX(digest, ptx); err != nil {
+	if text := r.triton.ptx(digest, mod.KernelNames); text != nil {
+		if err := r.w.PutModulePTX(digest, text); err != nil {
 			r.logf("warn", "the PTX of module %s (Triton's cache) not stored: %v", digest, err)
 		} else {
 			mod.Ptx = "triton-cache"
+		}
+		for name, ws := range moduleWriteSets(text) {
+			if r.writeSets == nil {
+				r.writeSets = map[string]*ptx.WriteSet{}
+			}
+			r.writeSets[name] = ws
 		}
 	}
 	names := make(map[string]bool, len(mod.KernelNames))

@@ -120,6 +120,7 @@ var kernelParams = define("kernel_params", "parameter layout of each kernel, to 
 	c("param", Int64, "parameter index, from 0", func(_ *pass, r *paramRec) Value { return Int(r.i) }),
 	c("offset", Int64, "byte offset in the parameter buffer", func(_ *pass, r *paramRec) Value { return Int(r.p.GetOffset()) }),
 	c("size", Int64, "bytes", func(_ *pass, r *paramRec) Value { return Int(r.p.GetSize()) }),
+	c("proved_read_only", Boolean, "1 when the kernel's PTX (kept for Triton kernels) proves no store goes through these bytes", func(_ *pass, r *paramRec) Value { return Bool(r.p.GetProvedReadOnly()) }),
 )
 
 var launches = define("launches", "kernel launches made by the program, in order; captured launches built a graph node and ran nothing", key("process", "seq"),

@@ -1022,11 +1022,12 @@ func (x *Module) GetPtx() string {
 }
 
 type ParamInfo struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Offset        uint32                 `protobuf:"varint,1,opt,name=offset,proto3" json:"offset,omitempty"` // byte offset in the parameter buffer
-	Size          uint32                 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`     // bytes
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Offset         uint32                 `protobuf:"varint,1,opt,name=offset,proto3" json:"offset,omitempty"`                                         // byte offset in the parameter buffer
+	Size           uint32                 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`                                             // bytes
+	ProvedReadOnly bool                   `protobuf:"varint,3,opt,name=proved_read_only,json=provedReadOnly,proto3" json:"proved_read_only,omitempty"` // (1.5) the kernel's PTX proves no store goes through these bytes (kept PTX, internal/ptx write sets); false when unknown or it may write
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ParamInfo) Reset() {
@@ -1071,6 +1072,13 @@ func (x *ParamInfo) GetSize() uint32 {
 		return x.Size
 	}
 	return 0
+}
+
+func (x *ParamInfo) GetProvedReadOnly() bool {
+	if x != nil {
+		return x.ProvedReadOnly
+	}
+	return false
 }
 
 // Kernel is one CUfunction the process launched, described once.
@@ -2917,10 +2925,11 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\vcontext_uid\x18\x06 \x01(\rR\n" +
 	"contextUid\x12\x16\n" +
 	"\x06stored\x18\a \x01(\bR\x06stored\x12\x10\n" +
-	"\x03ptx\x18\b \x01(\tR\x03ptx\"7\n" +
+	"\x03ptx\x18\b \x01(\tR\x03ptx\"a\n" +
 	"\tParamInfo\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\rR\x06offset\x12\x12\n" +
-	"\x04size\x18\x02 \x01(\rR\x04size\"\xe3\x01\n" +
+	"\x04size\x18\x02 \x01(\rR\x04size\x12(\n" +
+	"\x10proved_read_only\x18\x03 \x01(\bR\x0eprovedReadOnly\"\xe3\x01\n" +
 	"\x06Kernel\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1a\n" +
 	"\bidentity\x18\x02 \x01(\x04R\bidentity\x12\x12\n" +
