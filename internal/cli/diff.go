@@ -55,7 +55,7 @@ Exit status: 0 when the runs agree, 1 when they part ways, 2 on bad input.`,
 }
 
 func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
-	out, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	out := cmd.OutOrStdout()
 	if o.elements < 0 || o.unmatched < 0 || o.frames < 0 {
 		return usageErrorf("diff: --elements, --unmatched and --frames take a count of 0 or more")
 	}
@@ -74,12 +74,7 @@ func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 	if err != nil {
 		return err
 	}
-	if setA, err = launching(setA, stderr); err != nil {
-		return err
-	}
-	if setB, err = launching(setB, stderr); err != nil {
-		return err
-	}
+	setA, setB = launching(cmd, setA), launching(cmd, setB)
 	pairs, warnings := pairProcesses(setA.Dir, recordingProcs(setA), setB.Dir, recordingProcs(setB))
 	for _, w := range warnings {
 		warnf(cmd, "%s", w)
@@ -92,15 +87,23 @@ func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 		at    int64
 	}
 	var diverged []divergence
+	var unread []string
 	for _, ij := range pairs {
 		pp := [2]*recording.Process{setA.Processes[ij[0]], setB.Processes[ij[1]]}
 		a, err := diff.Scan(pp[0])
-		if err != nil {
-			return usageErrorf("diff: %s: %v", pp[0].Name, err)
+		var b *diff.Run
+		if err == nil {
+			b, err = diff.Scan(pp[1])
 		}
-		b, err := diff.Scan(pp[1])
 		if err != nil {
-			return usageErrorf("diff: %s: %v", pp[1].Name, err)
+			// A damaged process does not hide the other pairs: they are compared, and the
+			// command ends with this one's error.
+			if len(pairs) == 1 {
+				return usageErrorf("diff: %v", err)
+			}
+			fmt.Fprintf(out, "%s vs %s: not compared: %v\n", pp[0].Name, pp[1].Name, err)
+			unread = append(unread, fmt.Sprintf("%s vs %s", pp[0].Name, pp[1].Name))
+			continue
 		}
 		for _, r := range []*diff.Run{a, b} {
 			if r.Mode == "" {
@@ -136,6 +139,9 @@ func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 		first := slices.MinFunc(diverged, func(x, y divergence) int { return cmp.Compare(x.at, y.at) })
 		fmt.Fprintf(out, "%d of %s part ways; first in time: %s (wall clock of A)\n",
 			len(diverged), info.Count(len(pairs), "pair"), first.label)
+	}
+	if len(unread) > 0 {
+		return usageErrorf("diff: %s could not be read (%s); the others are compared above", info.Count(len(unread), "pair"), strings.Join(unread, ", "))
 	}
 	if len(diverged) > 0 {
 		return exitWith(exitFound)
@@ -199,20 +205,18 @@ func pairProcesses(whereA string, a []procName, whereB string, b []procName) (pa
 // launching keeps the processes of set that made kernel launches: a
 // launcher (torchrun's agent) that loaded CUDA but launched nothing has
 // nothing to compare. Each one left out is said on stderr.
-func launching(set *recording.Set, stderr io.Writer) (*recording.Set, error) {
+func launching(cmd *cobra.Command, set *recording.Set) *recording.Set {
 	kept := &recording.Set{Dir: set.Dir, Damaged: set.Damaged}
 	for _, p := range set.Processes {
+		// A recording that cannot be read is kept: its pair says so, and the others are compared.
 		has, err := p.HasLaunches()
-		if err != nil {
-			return nil, usageErrorf("diff: %v", err)
-		}
-		if !has && len(set.Processes) > 1 {
-			fmt.Fprintf(stderr, "gpurr: diff: note: leaving out %s: it made no kernel launches (a launcher, such as torchrun's)\n", p.Dir)
+		if err == nil && !has && len(set.Processes) > 1 {
+			warnf(cmd, "leaving out %s: it made no kernel launches (a launcher, such as torchrun's)", p.Dir)
 			continue
 		}
 		kept.Processes = append(kept.Processes, p)
 	}
-	return kept, nil
+	return kept
 }
 
 // reportDivergence describes the first launch where a and b part ways; it returns when A made

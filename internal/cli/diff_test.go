@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -217,6 +218,24 @@ func TestDiffTorchrunRanks(t *testing.T) {
 	expectOutput(t, "rank 1 diverges", code, 1, out, errs, "box-11 vs box-11: the runs agree", "box-12 vs box-12: the runs part ways at launch 3")
 	if strings.Contains(out, "first in time") {
 		t.Errorf("one divergence, yet a first in time:\n%s", out)
+	}
+
+	// A rank whose recording is damaged mid-file: the other pair is still compared, and the
+	// command ends with an error naming the pair it could not read.
+	damaged := job([2]float32{1.5, 1.5}, false)
+	events := filepath.Join(damaged, "box-11", recording.EventsFile)
+	raw, err := os.ReadFile(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)-3] ^= 0xff
+	if err := os.WriteFile(events, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = runCLI("diff", damaged, job([2]float32{1.5, 1.5}, false))
+	if code != exitUsage || !strings.Contains(out, "box-11 vs box-11: not compared: ") || !strings.Contains(out, "box-12 vs box-12: the runs agree") ||
+		!strings.Contains(errs, "gpurr: diff: 1 pair could not be read (box-11 vs box-11)") {
+		t.Errorf("damaged rank: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 
 	// Both ranks part ways; rank 1's is a second earlier though it is listed last.

@@ -66,6 +66,10 @@ func (t *textWriter) field(name, format string, args ...any) {
 }
 
 func (p *Process) write(t *textWriter) {
+	if p.Damaged != "" {
+		t.printf("%s\n  !! DAMAGED: %s; the other processes are read\n", p.Name, p.Damaged)
+		return
+	}
 	t.printf("%s  %spid %d (parent %d) on %s\n", p.Name, p.rankText(), p.PID, p.PPID, p.Host)
 	p.writeProblems(t)
 	t.field("command", "%s", strings.Join(p.Argv, " "))

@@ -35,6 +35,7 @@ type Report struct {
 // Process summarizes one process's recording.
 type Process struct {
 	Name          string   `json:"name"`
+	Damaged       string   `json:"damaged,omitempty"` // why the recording could not be read; the other fields are empty
 	PID           uint32   `json:"pid"`
 	PPID          uint32   `json:"ppid"`
 	Host          string   `json:"host"`
@@ -151,6 +152,9 @@ type Total struct {
 // Problems names what went wrong with the process's recording, one short
 // item each; empty when it is complete and lost nothing.
 func (p *Process) Problems() []string {
+	if p.Damaged != "" {
+		return []string{"damaged"}
+	}
 	var out []string
 	switch {
 	case p.Truncated:
@@ -168,15 +172,31 @@ func (p *Process) Problems() []string {
 func Summarize(set *recording.Set, name string) (*Report, error) {
 	r := &Report{Recording: name}
 	identities := map[uint64]bool{}
+	var firstErr error
 	for _, p := range set.Processes {
 		d, err := p.Load()
 		if err != nil {
-			return nil, err
+			// One damaged process does not hide the others: it is reported, they are read.
+			if len(set.Processes) == 1 {
+				return nil, err
+			}
+			firstErr = cmp.Or(firstErr, err)
+			r.Processes = append(r.Processes, &Process{Name: p.Name, Damaged: err.Error()})
+			continue
 		}
 		r.Processes = append(r.Processes, summarize(p.Name, d))
 		for _, k := range d.Kernels {
 			identities[k.GetIdentity()] = true
 		}
+	}
+	damaged := 0
+	for _, p := range r.Processes {
+		if p.Damaged != "" {
+			damaged++
+		}
+	}
+	if damaged == len(r.Processes) {
+		return nil, firstErr
 	}
 	if len(r.Processes) > 1 {
 		t := &Total{Processes: len(r.Processes), Kernels: len(identities)}
