@@ -61,14 +61,21 @@ func (db *DB) load(ctx context.Context, set *recording.Set) error {
 	err := db.insert(ctx, func(ins *inserter) error {
 		for _, p := range set.Processes {
 			states := ins.rows["memory_states"]
+			insertFailed := false
 			res, err := tables.Flatten(p, tables.Options{Tables: load, Row: func(t *tables.Table, values []tables.Value) error {
 				if err := ins.row(t, values); err != nil {
+					insertFailed = true
 					return fmt.Errorf("load %s: %w", p.Name, err)
 				}
 				return nil
 			}})
-			if err != nil {
+			if err != nil && (insertFailed || len(set.Processes) == 1) {
 				return err
+			}
+			if err != nil {
+				// A damaged rank does not hide the others: its tables hold what came before the damage.
+				db.Warnings = append(db.Warnings, fmt.Sprintf("%s: damaged (%v); its tables hold what came before", p.Name, err))
+				continue
 			}
 			if short := recording.Shortfall(p.Name, res.Truncated, res.Complete); short != "" {
 				db.Warnings = append(db.Warnings, short)
