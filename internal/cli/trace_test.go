@@ -112,7 +112,7 @@ func TestTraceMerge(t *testing.T) {
 		{[]string{"trace", a, "-o", out, "--time", "x:"}, "is not a time"},
 		{[]string{"trace", a, a, "-o", out}, "give each recording once"},
 		{[]string{"trace", filepath.Join(tmp, "missing"), "-o", out}, "no such file"},
-		{[]string{"trace", corrupt, "-o", filepath.Join(tmp, "c.json")}, "checksum"},
+		{[]string{"trace", filepath.Join(corrupt, testrec.Name(0)), "-o", filepath.Join(tmp, "c.json")}, "checksum"},
 		{[]string{"trace", a, "-o", filepath.Join(tmp, "no-dir", "x.json")}, "does not exist"},
 	})
 	if _, err := os.Stat(filepath.Join(tmp, "c.json")); !os.IsNotExist(err) {

@@ -124,17 +124,30 @@ func (tw *writer) process(idx int, p *recording.Process) error {
 		err = ps.batch(b)
 		return err
 	})
+	if err != nil {
+		return err // writing the timeline failed
+	}
 	if serr != nil {
-		return serr
+		// Reading the recording failed: what came before is on the timeline.
+		if ferr := ps.flush(); ferr != nil {
+			return ferr
+		}
+		return &damagedError{name: p.Name, err: serr}
 	}
 	if short := recording.Shortfall(p.Name, res.Truncated, ended); short != "" {
 		tw.stats.Shortfalls = append(tw.stats.Shortfalls, short)
 	}
-	if err != nil {
-		return err
-	}
 	return ps.flush()
 }
+
+// damagedError is a process whose recording could not be read to its end.
+type damagedError struct {
+	name string
+	err  error
+}
+
+func (e *damagedError) Error() string { return e.err.Error() }
+func (e *damagedError) Unwrap() error { return e.err }
 
 // batch adds one frame's records.
 func (ps *procState) batch(b *pb.Batch) error {

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -104,7 +105,14 @@ func Write(w io.Writer, f Format, procs []*recording.Process, o Options) (Stats,
 	tw := &writer{sink: s, opts: o, maxPending: recording.DefaultMaxCalls, maxEarly: recording.DefaultMaxKernels}
 	tw.clock = alignClocks(procs)
 	for i, p := range procs {
-		if err := tw.process(i, p); err != nil {
+		err := tw.process(i, p)
+		var damaged *damagedError
+		if errors.As(err, &damaged) && len(procs) > 1 {
+			// One damaged rank does not hide the others.
+			tw.stats.Shortfalls = append(tw.stats.Shortfalls, fmt.Sprintf("%s: damaged (%v); the timeline holds what came before", damaged.name, damaged.err))
+			continue
+		}
+		if err != nil {
 			return tw.stats, err
 		}
 	}

@@ -446,10 +446,17 @@ func TestJSONStrings(t *testing.T) {
 func TestCorruptRecording(t *testing.T) {
 	set := testrec.Open(t, testrec.Corrupt)
 	var buf bytes.Buffer
-	_, err := Write(&buf, Chrome, set.Processes, Options{})
+	_, err := Write(&buf, Chrome, set.Processes[:1], Options{})
 	if err == nil || !strings.Contains(err.Error(), recording.EventsFile) {
 		t.Fatalf("corrupt recording: %v", err)
 	}
+	// With another rank beside it, the damaged one is said and the timeline is whole JSON.
+	buf.Reset()
+	st, err := Write(&buf, Chrome, set.Processes, Options{})
+	if err != nil || len(st.Shortfalls) != 1 || !strings.Contains(st.Shortfalls[0], "damaged") {
+		t.Fatalf("a damaged rank beside a good one: %v, shortfalls %q", err, st.Shortfalls)
+	}
+	validate(t, buf.Bytes())
 	for _, v := range []testrec.Variant{testrec.Truncated, testrec.Incomplete, testrec.Lossy} {
 		set := testrec.Open(t, v)
 		out, _ := write(t, Chrome, set.Processes, Options{})
