@@ -320,8 +320,15 @@ def t_wheel_record(h):
         raise Skip("no wheel in dist/ (make wheel builds one; carry dist)")
     venv = h.tmp / "wheel-venv"
     shutil.rmtree(venv, ignore_errors=True)
-    r = h.sh([h.py, "-m", "venv", "--system-site-packages", venv], 120, log="wheel.venv")
+    r = h.sh([h.py, "-m", "venv", venv], 120, log="wheel.venv")
     check(r.rc == 0, f"venv: {r.why()}")
+    # h.py is itself a venv's, whose packages --system-site-packages would not reach: a .pth
+    # file puts torch's site-packages behind the new venv's own, as if gpurr were installed
+    # into the user's torch environment.
+    r = h.sh([h.py, "-c", "import site; print('\\n'.join(site.getsitepackages()))"], 60, log="wheel.site")
+    own = h.sh([venv / "bin" / "python", "-c", "import site; print(site.getsitepackages()[0])"], 60, log="wheel.ownsite")
+    check(r.rc == 0 and own.rc == 0, f"site-packages: {r.why()} {own.why()}")
+    (Path(own.out.strip()) / "torch-env.pth").write_text(r.out)
     r = h.sh([venv / "bin" / "pip", "install", "--quiet", "--no-index", "--no-deps", wheels[-1]], 120, log="wheel.pip")
     check(r.rc == 0, f"pip install {wheels[-1].name}: {r.why()}")
     d = h.new_recdir("wheel")
@@ -1167,7 +1174,7 @@ def t_memory_hash(h):
 
 
 def rewind(h, d, seq, point, out):
-    r = h.sh([h.gpurr, "rewind", d, "--launch", seq, f"--{point}", "--region", "0", "-o", out], 120)
+    r = h.sh([h.gpurr, "rewind", d, "--launch", seq, f"--{point}", "--region", "0", "-o", out, "--force"], 120)
     check(r.rc == 0, f"gpurr rewind --launch {seq} --{point}: {r.why()}")
     return Path(out).read_bytes()
 

@@ -1,8 +1,10 @@
 // A kernel with a planted data race, for the race.planted GPU test: each thread writes its
 // slot of shared memory, then reads the slot of a thread one warp on, with the barrier between
-// the two left out. Run as it is, the warps of a CTA usually all write before any reads; a
-// delay before some warps' shared store (gpurr race) makes their neighbours read the zero the
-// slot was cleared to. The program launches it once and prints a JSON line.
+// the two left out. Between the two each thread spends ~10 µs on arithmetic the read's address
+// depends on, so run as it is every warp of a CTA writes long before any reads (the race stays
+// hidden, as such races do); a delay before some warps' shared store (gpurr race) makes their
+// neighbours read the zero the slot was cleared to. The program launches it once and prints a
+// JSON line.
 #include <cstdio>
 #include <cstdlib>
 #include <cuda_runtime.h>
@@ -17,8 +19,11 @@ extern "C" __global__ void racy_neighbour(const float *x, float *out) {
     s[t] = 0.0f;
     __syncthreads();
     s[t] = x[i];                      // RACE: written here
+    float busy = x[i];
+    for (int k = 0; k < 4096; k++) busy = fmaf(busy, 0.999f, 0.001f);  // dependent FMAs
+    int hidden = busy > 1e30f;        // never true, but the compiler cannot know: the read waits
     // __syncthreads() belongs here
-    out[i] = s[(t + 32) % N];         // RACE: read here, one warp on
+    out[i] = s[(t + 32 + hidden) % N];  // RACE: read here, one warp on
 }
 
 int main() {

@@ -11,15 +11,18 @@ import (
 
 // hangWatch finds launches the GPU has not finished some time after they were made (gpurr
 // record --hang-timeout): a kernel spinning on a flag nobody sets, a deadlocked collective.
-// A launch is finished when its kernel's activity record arrives (GPU timing), which the writer
-// flushes every half second; an eager launch that ran waits here until then. Captured launches
-// and graph launches are not watched (a graph's kernels carry the graph launch's id).
+// A launch is finished when its kernel's activity record arrives (GPU timing). The writer's
+// half-second flush hands over only full CUPTI buffers, so a quiet program's finished kernels
+// can sit in a partly filled one: an overdue launch is a suspicion until a forced flush and
+// the next look confirm it (check). Captured launches and graph launches are not watched (a
+// graph's kernels carry the graph launch's id).
 type hangWatch struct {
 	timeout time.Duration
 	pending map[uint32]*pb.Launch // by correlation id
 	early   map[uint32]bool       // kernels whose record came before their launch's (a flush between the two)
 	max     int                   // entries kept: past it the oldest are forgotten (dropped activity records)
 	Lost    int                   // launches forgotten that way
+	suspect bool                  // the last check found launches overdue and asked for a forced flush
 }
 
 func newHangWatch(timeout time.Duration) *hangWatch {
@@ -85,6 +88,22 @@ func (h *hangWatch) overdue(nowNs uint64) []*pb.Launch {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].GetSeq() < out[j].GetSeq() })
 	return out
+}
+
+// check is the periodic look: the launches that hang, confirmed (nil when none), or forceFlush
+// when some are overdue for the first time, and CUPTI should hand over its partly filled
+// buffers before the next check, whose records may finish them.
+func (h *hangWatch) check(nowNs uint64) (stuck []*pb.Launch, forceFlush bool) {
+	stuck = h.overdue(nowNs)
+	switch {
+	case len(stuck) == 0:
+		h.suspect = false
+		return nil, false
+	case !h.suspect:
+		h.suspect = true
+		return nil, true
+	}
+	return stuck, false
 }
 
 // report says, in one line, which launch hangs and what waits behind it.

@@ -53,6 +53,25 @@ func TestHangWatch(t *testing.T) {
 	if got := e.overdue(10 * s); got != nil {
 		t.Errorf("a launch whose kernel finished first is overdue: %v", got)
 	}
+	// A suspicion first: the next check, after a forced flush, reports what is still overdue.
+	c := newHangWatch(time.Second)
+	c.launch(mk(1, 1, 0, 0))
+	c.launch(mk(2, 2, 0, 0))
+	if stuck, flush := c.check(2 * s); stuck != nil || !flush {
+		t.Errorf("first check: %v, flush %v; want a forced flush and no report", stuck, flush)
+	}
+	c.finished(&pb.KernelActivity{CorrelationId: 1}) // the flush handed over launch 1's record
+	if stuck, flush := c.check(3 * s); len(stuck) != 1 || stuck[0].GetSeq() != 2 || flush {
+		t.Errorf("second check: %v, flush %v; want launch 2 reported", stuck, flush)
+	}
+	c.finished(&pb.KernelActivity{CorrelationId: 2})
+	if stuck, flush := c.check(4 * s); stuck != nil || flush {
+		t.Errorf("nothing overdue, yet %v, flush %v", stuck, flush)
+	}
+	c.launch(mk(3, 3, 4*s, 0))
+	if stuck, flush := c.check(6 * s); stuck != nil || !flush {
+		t.Errorf("a new suspicion after a clear check: %v, flush %v; want a forced flush first", stuck, flush)
+	}
 	var none *hangWatch
 	none.launch(mk(1, 1, 0, 0))
 	if none.overdue(100*s) != nil || newHangWatch(0) != nil {

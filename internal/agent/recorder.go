@@ -221,7 +221,10 @@ func (r *recorder) loop() {
 // recording's log and on the program's stderr, with everything the agent holds written out
 // (the launch log, the flight recorder's window); with --hang-kill it then ends the program.
 func (r *recorder) checkHang() {
-	stuck := r.hang.overdue(uint64(C.gp_timestamp()))
+	stuck, forceFlush := r.hang.check(uint64(C.gp_timestamp()))
+	if forceFlush {
+		C.gp_flush_activity(1)
+	}
 	if len(stuck) == 0 {
 		return
 	}

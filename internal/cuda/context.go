@@ -71,7 +71,8 @@ func (c *Context) Close() error {
 type Module struct{ h C.CUmodule }
 
 // LoadModule loads a module image (PTX text, a cubin or a fatbin) with
-// cuModuleLoadData. PTX is compiled for the device by the driver's JIT.
+// cuModuleLoadDataEx. PTX is compiled for the device by the driver's JIT; when
+// that fails, the error carries the JIT's log (ptxas's line and reason).
 func (c *Context) LoadModule(image []byte) (*Module, error) {
 	if len(image) == 0 {
 		return nil, errors.New("cuModuleLoadData: empty module image")
@@ -86,7 +87,11 @@ func (c *Context) LoadModule(image []byte) (*Module, error) {
 	C.memcpy(buf, unsafe.Pointer(&image[0]), C.size_t(len(image)))
 	*(*byte)(unsafe.Add(buf, len(image))) = 0
 	var h C.CUmodule
-	if err := check("cuModuleLoadData", C.gpurr_cuModuleLoadData(&h, buf)); err != nil {
+	var jitLog [4096]C.char
+	if err := check("cuModuleLoadData", C.gpurr_cuModuleLoadData(&h, buf, &jitLog[0], C.uint(len(jitLog)))); err != nil {
+		if e, ok := err.(*Error); ok {
+			e.Detail = oneLine(C.GoString(&jitLog[0]))
+		}
 		return nil, err
 	}
 	return &Module{h: h}, nil

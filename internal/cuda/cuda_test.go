@@ -20,6 +20,12 @@ func TestErrorFormat(t *testing.T) {
 	if !errors.Is(e, ErrorNoBinaryForGPU) || errors.Is(e, ErrorNoDevice) {
 		t.Error("errors.Is does not match the Result")
 	}
+	// ptxas's log as the JIT returns it: several lines, padded columns, a trailing newline.
+	e.Detail = oneLine("ptxas application ptx input, line 5; error   : Duplicate .version directive\n\nptxas fatal   : Ptx assembly aborted due to errors\n")
+	want = "cuModuleLoadData: CUDA_ERROR_NO_BINARY_FOR_GPU: ptxas application ptx input, line 5; error : Duplicate .version directive | ptxas fatal : Ptx assembly aborted due to errors"
+	if got := e.Error(); got != want {
+		t.Errorf("with the JIT log:\n got  %q\nwant %q", got, want)
+	}
 }
 
 func TestCheckNames(t *testing.T) {

@@ -18,7 +18,7 @@ static CUresult (*p_cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
 static CUresult (*p_cuDevicePrimaryCtxRelease)(CUdevice);
 static CUresult (*p_cuCtxSetCurrent)(CUcontext);
 static CUresult (*p_cuCtxSynchronize)(void);
-static CUresult (*p_cuModuleLoadData)(CUmodule *, const void *);
+static CUresult (*p_cuModuleLoadDataEx)(CUmodule *, const void *, unsigned int, int *, void **);
 static CUresult (*p_cuModuleUnload)(CUmodule);
 static CUresult (*p_cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
 static CUresult (*p_cuModuleGetGlobal)(CUdeviceptr *, size_t *, CUmodule, const char *);
@@ -82,7 +82,7 @@ static const struct sym syms[] = {
 	{SLOT(p_cuDevicePrimaryCtxRelease), "cuDevicePrimaryCtxRelease_v2", NULL},
 	{SLOT(p_cuCtxSetCurrent), "cuCtxSetCurrent", NULL},
 	{SLOT(p_cuCtxSynchronize), "cuCtxSynchronize", NULL},
-	{SLOT(p_cuModuleLoadData), "cuModuleLoadData", NULL},
+	{SLOT(p_cuModuleLoadDataEx), "cuModuleLoadDataEx", NULL},
 	{SLOT(p_cuModuleUnload), "cuModuleUnload", NULL},
 	{SLOT(p_cuModuleGetFunction), "cuModuleGetFunction", NULL},
 	{SLOT(p_cuModuleGetGlobal), "cuModuleGetGlobal_v2", NULL},
@@ -182,7 +182,11 @@ CUresult gpurr_cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) { return CALL(
 CUresult gpurr_cuDevicePrimaryCtxRelease(CUdevice d) { return CALL(p_cuDevicePrimaryCtxRelease, d); }
 CUresult gpurr_cuCtxSetCurrent(CUcontext c) { return CALL(p_cuCtxSetCurrent, c); }
 CUresult gpurr_cuCtxSynchronize(void) { return p_cuCtxSynchronize == NULL ? GPURR_CUDA_NOT_LOADED : p_cuCtxSynchronize(); }
-CUresult gpurr_cuModuleLoadData(CUmodule *m, const void *image) { return CALL(p_cuModuleLoadData, m, image); }
+CUresult gpurr_cuModuleLoadData(CUmodule *m, const void *image, char *log, unsigned int size) {
+	int options[] = {GP_JIT_ERROR_LOG_BUFFER, GP_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+	void *values[] = {log, (void *)(size_t)size};
+	return CALL(p_cuModuleLoadDataEx, m, image, 2, options, values);
+}
 CUresult gpurr_cuModuleUnload(CUmodule m) { return CALL(p_cuModuleUnload, m); }
 CUresult gpurr_cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) { return CALL(p_cuModuleGetFunction, f, m, name); }
 CUresult gpurr_cuModuleGetGlobal(CUdeviceptr *p, size_t *n, CUmodule m, const char *name) { return CALL(p_cuModuleGetGlobal, p, n, m, name); }

@@ -49,7 +49,9 @@ CUresult gpurr_cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev);
 CUresult gpurr_cuDevicePrimaryCtxRelease(CUdevice dev);
 CUresult gpurr_cuCtxSetCurrent(CUcontext ctx);
 CUresult gpurr_cuCtxSynchronize(void);
-CUresult gpurr_cuModuleLoadData(CUmodule *mod, const void *image);
+// gpurr_cuModuleLoadData loads image with cuModuleLoadDataEx, the JIT's error
+// log (NUL-terminated) in log, which holds size bytes.
+CUresult gpurr_cuModuleLoadData(CUmodule *mod, const void *image, char *log, unsigned int size);
 CUresult gpurr_cuModuleUnload(CUmodule mod);
 CUresult gpurr_cuModuleGetFunction(CUfunction *fn, CUmodule mod, const char *name);
 CUresult gpurr_cuModuleGetGlobal(CUdeviceptr *ptr, size_t *bytes, CUmodule mod, const char *name);

@@ -78,4 +78,10 @@ enum {
 	GP_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
 };
 
+// CUjit_option values: the JIT's error log, so a PTX that fails says why.
+enum {
+	GP_JIT_ERROR_LOG_BUFFER = 5,
+	GP_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+};
+
 #endif

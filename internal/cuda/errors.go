@@ -8,6 +8,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Result is a CUresult. It is an error, so errors.Is(err, cuda.ErrorNoDevice)
@@ -67,15 +68,31 @@ type Error struct {
 	Code        Result
 	Name        string // e.g. "CUDA_ERROR_NO_BINARY_FOR_GPU"
 	Description string // the driver's cuGetErrorString text; may be empty
+	Detail      string // what else the driver said, e.g. the JIT's error log; may be empty
 }
 
 // Error reads "cuModuleLoadData: CUDA_ERROR_NO_BINARY_FOR_GPU (no kernel
 // image is available for execution on the device)".
 func (e *Error) Error() string {
-	if e.Description == "" {
-		return e.Call + ": " + e.Name
+	s := e.Call + ": " + e.Name
+	if e.Description != "" {
+		s += " (" + e.Description + ")"
 	}
-	return e.Call + ": " + e.Name + " (" + e.Description + ")"
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	return s
+}
+
+// oneLine joins a driver log's lines with " | ", so an error stays one line.
+func oneLine(log string) string {
+	var lines []string
+	for _, l := range strings.Split(log, "\n") {
+		if l = strings.Join(strings.Fields(l), " "); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, " | ")
 }
 
 // Unwrap gives the Result, for errors.Is.

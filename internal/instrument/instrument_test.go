@@ -198,6 +198,9 @@ func TestInjectProbes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the probed module does not parse: %v\n%s", err, m.String())
 	}
+	if again.Version != m.Version || strings.Join(again.Target, ",") != strings.Join(m.Target, ",") {
+		t.Errorf("the probed module's header is .version %s .target %v, want the kernel's %s %v", again.Version, again.Target, m.Version, m.Target)
+	}
 	if n := strings.Count(m.String(), ".global .align 8 .u64 "+ProbeSymbol); n != 1 {
 		t.Errorf("%s declared %d times", ProbeSymbol, n)
 	}

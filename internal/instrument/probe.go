@@ -102,11 +102,12 @@ func hasVar(m *ptx.Module, name string) bool {
 	return false
 }
 
-// parseItems parses module-scope declarations.
+// parseItems parses module-scope declarations, without the header the parser needs them in.
 func parseItems(decls string) ([]ptx.Item, error) {
-	m, err := ptx.Parse([]byte(".version 8.0\n.target sm_90\n.address_size 64\n" + decls))
+	const header = ".version 8.0\n.target sm_90\n.address_size 64\n"
+	m, err := ptx.Parse([]byte(header + decls))
 	if err != nil {
 		return nil, fmt.Errorf("gpurr's own PTX does not parse (a bug): %v", err)
 	}
-	return m.Items, nil
+	return m.Items[3:], nil
 }

@@ -163,13 +163,18 @@ func (p *parser) moduleItem(m *Module) Item {
 	}
 	switch p.tok.text {
 	case ".version":
+		if m.Version != "" {
+			p.fail("a second .version (after .version %s): a module has one", m.Version)
+		}
 		p.advance()
 		m.Version = p.expectKind(tNumber, "a version")
 		return &Directive{Name: "version", Args: []string{m.Version}}
 	case ".target":
+		if m.Target != nil {
+			p.fail("a second .target: a module has one")
+		}
 		p.advance()
 		d := &Directive{Name: "target"}
-		m.Target = nil
 		for {
 			t := p.expectKind(tIdent, "a target")
 			m.Target = append(m.Target, t)
@@ -181,6 +186,9 @@ func (p *parser) moduleItem(m *Module) Item {
 			p.advance()
 		}
 	case ".address_size":
+		if m.AddressSize != 0 {
+			p.fail("a second .address_size: a module has one")
+		}
 		p.advance()
 		s := p.tok.text
 		m.AddressSize = p.number()
