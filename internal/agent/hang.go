@@ -14,7 +14,8 @@ import (
 // A launch is finished when its kernel's activity record arrives (GPU timing). The writer's
 // half-second flush hands over only full CUPTI buffers, so a quiet program's finished kernels
 // can sit in a partly filled one: an overdue launch is a suspicion until a forced flush and
-// the next look confirm it (check). Captured launches and graph launches are not watched (a
+// the next look confirm it (check); the incomplete record a forced flush gives for a kernel
+// still running (no end time) finishes nothing. Captured launches and graph launches are not watched (a
 // graph's kernels carry the graph launch's id).
 type hangWatch struct {
 	timeout time.Duration
@@ -48,6 +49,9 @@ func (h *hangWatch) launch(l *pb.Launch) {
 
 func (h *hangWatch) finished(a *pb.KernelActivity) {
 	if h == nil {
+		return
+	}
+	if a.GetEndNs() == 0 { // an incomplete record a forced flush hands over: the kernel still runs
 		return
 	}
 	id := a.GetCorrelationId()

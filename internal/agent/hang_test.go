@@ -20,7 +20,7 @@ func TestHangWatch(t *testing.T) {
 	h.launch(mk(3, 103, 2*s, 2))
 	h.launch(&pb.Launch{Seq: 4, CorrelationId: 104, HostNs: 1 * s, Captured: true}) // builds a graph node, runs nothing
 	h.launch(&pb.Launch{Seq: 5, CorrelationId: 105, HostNs: 1 * s, Result: 1})      // failed: never ran
-	h.finished(&pb.KernelActivity{CorrelationId: 101})
+	h.finished(&pb.KernelActivity{CorrelationId: 101, EndNs: 1})
 	if got := h.overdue(2 * s); got != nil {
 		t.Fatalf("overdue before the timeout: %v", got)
 	}
@@ -48,7 +48,7 @@ func TestHangWatch(t *testing.T) {
 	}
 	// A kernel's record that comes before its launch's still finishes it.
 	e := newHangWatch(time.Second)
-	e.finished(&pb.KernelActivity{CorrelationId: 9})
+	e.finished(&pb.KernelActivity{CorrelationId: 9, EndNs: 1})
 	e.launch(mk(1, 9, 0, 0))
 	if got := e.overdue(10 * s); got != nil {
 		t.Errorf("a launch whose kernel finished first is overdue: %v", got)
@@ -60,11 +60,12 @@ func TestHangWatch(t *testing.T) {
 	if stuck, flush := c.check(2 * s); stuck != nil || !flush {
 		t.Errorf("first check: %v, flush %v; want a forced flush and no report", stuck, flush)
 	}
-	c.finished(&pb.KernelActivity{CorrelationId: 1}) // the flush handed over launch 1's record
+	c.finished(&pb.KernelActivity{CorrelationId: 1, EndNs: 5})   // the flush handed over launch 1's record,
+	c.finished(&pb.KernelActivity{CorrelationId: 2, StartNs: 4}) // and launch 2's incomplete one: it still runs
 	if stuck, flush := c.check(3 * s); len(stuck) != 1 || stuck[0].GetSeq() != 2 || flush {
 		t.Errorf("second check: %v, flush %v; want launch 2 reported", stuck, flush)
 	}
-	c.finished(&pb.KernelActivity{CorrelationId: 2})
+	c.finished(&pb.KernelActivity{CorrelationId: 2, EndNs: 9})
 	if stuck, flush := c.check(4 * s); stuck != nil || flush {
 		t.Errorf("nothing overdue, yet %v, flush %v", stuck, flush)
 	}

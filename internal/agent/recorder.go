@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -71,6 +72,7 @@ type recorder struct {
 	hang      *hangWatch               // launches the GPU has not finished (--hang-timeout); nil when off
 	writeSets map[string]*ptx.WriteSet // by kernel name, from the PTX of modules whose PTX was found
 	hung      bool                     // a hang was reported
+	forcing   atomic.Bool              // a forced activity flush for the hang watch is under way
 	kernels   map[uint64]*pb.Kernel
 	links     *forwardLinks // backward launches to forward lines (PyTorch)
 	closed    bool
@@ -200,8 +202,11 @@ func (r *recorder) loop() {
 			flushed := false
 			if now.Sub(lastFlush) >= activityFlush {
 				// Hand over completed activity buffers so a killed program
-				// still has its GPU timeline up to here.
-				C.gp_flush_activity(0)
+				// still has its GPU timeline up to here; not while the hang
+				// watch's forced flush, which a hung kernel may hold up, runs.
+				if !r.forcing.Load() {
+					C.gp_flush_activity(0)
+				}
 				lastFlush, flushed = now, true
 			}
 			r.mu.Lock()
@@ -222,8 +227,13 @@ func (r *recorder) loop() {
 // (the launch log, the flight recorder's window); with --hang-kill it then ends the program.
 func (r *recorder) checkHang() {
 	stuck, forceFlush := r.hang.check(uint64(C.gp_timestamp()))
-	if forceFlush {
-		C.gp_flush_activity(1)
+	if forceFlush && r.forcing.CompareAndSwap(false, true) {
+		// On a thread of its own: if CUPTI waits for the hung kernel, the
+		// loop still reports it at the next check.
+		go func() {
+			defer r.forcing.Store(false)
+			C.gp_flush_activity(1)
+		}()
 	}
 	if len(stuck) == 0 {
 		return
@@ -282,7 +292,9 @@ func (r *recorder) memLoop() {
 func (r *recorder) shutdown(reason string) {
 	close(r.stop)
 	r.wg.Wait()
-	C.gp_flush_activity(1)
+	if !r.hung && !r.forcing.Load() { // else a kernel never finished, and the flush may wait for it
+		C.gp_flush_activity(1)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.drain()
