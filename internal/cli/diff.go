@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -194,12 +195,38 @@ func pairProcesses(whereA string, a []procName, whereB string, b []procName) (pa
 			continue
 		}
 		q := b[j]
-		if ca, cb := strings.Join(p.argv, " "), strings.Join(q.argv, " "); ca != cb {
+		if ca, cb := strings.Join(p.argv, " "), strings.Join(q.argv, " "); program(p.argv) != program(q.argv) {
 			warnings = append(warnings, fmt.Sprintf("%s ran %q, %s ran %q: different programs? aligning what can be aligned", p.name, ca, q.name, cb))
 		}
 		pairs = append(pairs, [2]int{i, j})
 	}
 	return pairs, warnings
+}
+
+// program is what a command line runs, without the arguments it runs it with: the executable,
+// and for a Python interpreter the script or module. Runs of one program with other arguments
+// (a seed, a flag) are what diff is for; different programs deserve a warning.
+func program(argv []string) string {
+	if len(argv) == 0 {
+		return ""
+	}
+	exe := strings.TrimRight(filepath.Base(argv[0]), "0123456789.")
+	if exe != "python" {
+		return argv[0]
+	}
+	for i := 1; i < len(argv); i++ {
+		switch a := argv[i]; {
+		case a == "-m" || a == "-c":
+			if i+1 < len(argv) {
+				return argv[0] + " " + a + " " + argv[i+1]
+			}
+		case a == "-W" || a == "-X": // options with a value
+			i++
+		case !strings.HasPrefix(a, "-"):
+			return argv[0] + " " + a
+		}
+	}
+	return argv[0]
 }
 
 // launching keeps the processes of set that made kernel launches: a
@@ -303,8 +330,11 @@ func writeOrigin(w io.Writer, label string, l *pb.Launch, own, forward *pb.Calls
 		lines = append(lines, fmt.Sprintf("backward of %s (its forward line was not found)", node))
 	}
 	frames := pythonFrames(stack, n)
+	if len(frames) == 0 {
+		frames = nativeFrames(stack, n) // a C++ or CUDA program's own code
+	}
 	if len(frames) == 0 && n > 0 {
-		frames = []string{"(no Python callstack recorded)"}
+		frames = []string{"(no callstack recorded)"}
 	}
 	for i, line := range append(lines, frames...) {
 		if i == 0 {
@@ -322,6 +352,28 @@ func pythonFrames(c *pb.Callstack, n int) []string {
 		if f.GetKind() == pb.Frame_PYTHON && len(out) < n {
 			out = append(out, recording.FrameText(f))
 		}
+	}
+	return out
+}
+
+// nativeFrames are a callstack's native frames outside the CUDA driver and NVIDIA's libraries
+// (the program's own code, libtorch), innermost first, as text (library+offset function), at
+// most n.
+func nativeFrames(c *pb.Callstack, n int) []string {
+	var out []string
+	for _, f := range c.GetFrames() {
+		if f.GetKind() != pb.Frame_NATIVE || len(out) == n {
+			continue
+		}
+		if lib := filepath.Base(f.GetFile()); strings.HasPrefix(lib, "libcuda.so") || strings.HasPrefix(lib, "libcudart") ||
+			strings.HasPrefix(lib, "libcupti") || strings.HasPrefix(lib, "libnvidia-") {
+			continue
+		}
+		text := filepath.Base(f.GetFile()) + fmt.Sprintf("+0x%x", f.GetOffset())
+		if f.GetFunction() != "" {
+			text += " " + f.GetFunction()
+		}
+		out = append(out, text)
 	}
 	return out
 }

@@ -268,3 +268,27 @@ func expectUsageErrors(t *testing.T, cases []usageCase) {
 		}
 	}
 }
+
+func TestProgram(t *testing.T) {
+	same := [][2]string{
+		{"python train.py --seed 1", "python train.py --seed 2"},
+		{"/usr/bin/python3.12 -u -W ignore train.py", "/usr/bin/python3.12 -u -W ignore train.py --lr 3"},
+		{"python -m torch.distributed.run a", "python -m torch.distributed.run b"},
+		{"bin/gpurr demo --workload --variant a", "bin/gpurr demo --workload --variant b"},
+	}
+	for _, c := range same {
+		if a, b := program(strings.Fields(c[0])), program(strings.Fields(c[1])); a != b {
+			t.Errorf("%q and %q run different programs (%q, %q); want the same", c[0], c[1], a, b)
+		}
+	}
+	differ := [][2]string{
+		{"python train.py", "python eval.py"},
+		{"python -m a", "python -m b"},
+		{"./a.out", "./b.out"},
+	}
+	for _, c := range differ {
+		if a, b := program(strings.Fields(c[0])), program(strings.Fields(c[1])); a == b {
+			t.Errorf("%q and %q run the same program %q; want different", c[0], c[1], a)
+		}
+	}
+}
