@@ -5,7 +5,8 @@ and report medians. Each recorded run is checked to have recorded at least the l
 benchmark made, so a gpurr that records nothing cannot look fast.
 
   python3 bench/run.py [--rounds 2] [--only launch_overhead|train_step|stacks|timing|gpt2_step|memcap|replay]
-                       [--memory-modes] [--gpt2-modes eager,compiled] [--json PATH]
+                       [--memory-modes] [--gpt2-modes eager,compiled] [--gpt2-variants bare,default,...]
+                       [--json PATH]
 
 Prints one row per comparison, last: workload, baseline, under gpurr, delta, target, verdict.
 Stdlib only."""
@@ -79,6 +80,12 @@ class Bench:
         self.log = []
         self.memory_modes = args.memory_modes
         self.gpt2_modes = args.gpt2_modes.split(",")
+        known = [k for k, _, _ in GPT2_VARIANTS]
+        self.gpt2_variants = [k for k in known if not args.gpt2_variants or k in args.gpt2_variants.split(",")]
+        unknown = set(args.gpt2_variants.split(",")) - set(known) if args.gpt2_variants else set()
+        if unknown or "bare" not in self.gpt2_variants:
+            extra = f" (unknown: {','.join(sorted(unknown))})" if unknown else ""
+            sys.exit(f"--gpt2-variants: want bare and some of {','.join(known)}{extra}")
 
     def variant(self, name, script, args, recorded, timeout, record_flags=()):
         argv = [self.py, ROOT / "bench" / script, *args]
@@ -148,7 +155,8 @@ def rows_launch_overhead(b, rounds):
 
 def rows_timing(b, rounds):
     """Where GPU timing (CUPTI kernel activity) costs, per launch: --callstack off with and without
-    --gpu-timing (concurrent, and CUPTI's serial kernel mode), beside a bare run, on three loops:
+    --gpu-timing (concurrent, CUPTI's serial kernel mode, and sampled: a tenth of the time), beside
+    a bare run, on three loops:
     eager launches bound by the host
     (cuLaunchKernel), Triton's launcher bound by the host, and ~10 us kernels bound by the GPU,
     whose time per launch is the GPU's per kernel. A cost that shows only in the last is paid on
@@ -156,17 +164,19 @@ def rows_timing(b, rounds):
     thread."""
     rows = []
     for shape in ("eager", "triton", "gpubound"):
-        got = {"bare": [], "log": [], "timing": [], "serial": []}
+        got = {"bare": [], "log": [], "timing": [], "serial": [], "sampled": []}
         for _ in range(rounds):
             got["bare"].append(b.variant(f"timing.{shape}.bare", "launch_overhead.py", ["--shape", shape], False, 300)
                                ["us_per_launch"])
             for key, flags in (("log", ["--callstack", "off", "--gpu-timing=false"]), ("timing", ["--callstack", "off"]),
-                               ("serial", ["--callstack", "off", "--gpu-timing=serial"])):
+                               ("serial", ["--callstack", "off", "--gpu-timing=serial"]),
+                               ("sampled", ["--callstack", "off", "--gpu-timing=sample"])):
                 r = b.variant(f"timing.{shape}.{key}", "launch_overhead.py", ["--shape", shape], True, 300, flags)
                 got[key].append(r["us_per_launch"])
         med = {k: statistics.median(v) for k, v in got.items()}
-        names = {"log": "launch log", "timing": "launch log + GPU timing", "serial": "launch log + serial GPU timing"}
-        for key in ("log", "timing", "serial"):
+        names = {"log": "launch log", "timing": "launch log + GPU timing", "serial": "launch log + serial GPU timing",
+                 "sampled": "launch log + sampled GPU timing"}
+        for key in ("log", "timing", "serial", "sampled"):
             rows.append({"workload": f"timing {shape}: {names[key]}",
                          "baseline": med["bare"], "under": med[key], "delta": f"{med[key] - med['bare']:+.2f} us",
                          "target": "(report)", "verdict": "measured", "samples": got})
@@ -276,6 +286,7 @@ GPT2_VARIANTS = [
     ("python", ["--callstack", "python"], []),
     ("native", ["--callstack", "native"], []),
     ("default", [], []),
+    ("default+sampled", ["--gpu-timing=sample"], []),
     ("profiler", None, ["--profiler"]),
 ]
 
@@ -290,15 +301,16 @@ def rows_gpt2_step(b, rounds):
     figures: the median over rounds of each round's ratio of medians to that round's bare run,
     and the same for each process's fastest step (its floor, where nothing else ran)."""
     rows = []
+    variants = [v for v in GPT2_VARIANTS if v[0] in b.gpt2_variants]
     for mode in b.gpt2_modes:
         extra = ["--compile"] if mode == "compiled" else []
-        got = {k: [] for k, _, _ in GPT2_VARIANTS}
-        floor = {k: [] for k, _, _ in GPT2_VARIANTS}
-        agent = {k: [] for k, _, _ in GPT2_VARIANTS}
+        got = {k: [] for k, _, _ in variants}
+        floor = {k: [] for k, _, _ in variants}
+        agent = {k: [] for k, _, _ in variants}
         per_step = {}
         invalid = []
         for _ in range(rounds):
-            for key, flags, args in GPT2_VARIANTS:
+            for key, flags, args in variants:
                 r = b.variant(f"gpt2_step.{mode}.{key}", "gpt2_step.py", extra + args, flags is not None,
                               600, flags or ())
                 got[key].append(r["ms_per_step"])
@@ -311,7 +323,7 @@ def rows_gpt2_step(b, rounds):
                         invalid.append(f"{key}: {r['recorded_launches']} launches recorded")
         base = statistics.median(got["bare"])
         paired = lambda v: statistics.median(x / y - 1 for x, y in zip(v[key], v["bare"])) * 100
-        for key, flags, _ in GPT2_VARIANTS[1:]:
+        for key, flags, _ in variants[1:]:
             med = statistics.median(got[key])
             pct, floor_pct = paired(got), paired(floor)
             label = f"gpt2 {mode} {key} (floor {floor_pct:+.1f}%)"
@@ -432,6 +444,8 @@ def main():
                     help="train_step also under --memory hash and --memory snapshot of every 10th launch")
     ap.add_argument("--gpt2-modes", default="eager,compiled",
                     help="which launch-heavy GPT-2 steps to run: eager, compiled or both (comma-separated)")
+    ap.add_argument("--gpt2-variants", default="",
+                    help="which of the GPT-2 step's variants to run, bare among them (comma-separated; default all)")
     ap.add_argument("--tmp")
     ap.add_argument("--json", help="write rows and every run's numbers here")
     args = ap.parse_args()

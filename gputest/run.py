@@ -1064,6 +1064,30 @@ def t_opt_timing_serial(h):
     return f"{runs} kernel runs timed in serial mode for {launches} launches"
 
 
+@test("options.gpu_timing_sample")
+def t_opt_timing_sample(h):
+    """--gpu-timing=sample: over a second of launches, kernels launched in the windows are timed
+    and joined to their launch, those launched between windows say untimed and have no kernel
+    run, and the recording and info say the window."""
+    want, d = h.py_workload("sampled", flags=["--gpu-timing=sample", "--gpu-timing-sample", "10ms/50ms"])
+    got = h.one(d, "SELECT gpu_timing_sample FROM processes")["gpu_timing_sample"]
+    check(got == "10ms/50ms", f"processes.gpu_timing_sample = {got!r}")
+    launches = h.n(d, "SELECT count(*) AS n FROM launches WHERE NOT captured")
+    untimed = h.n(d, "SELECT count(*) AS n FROM launches WHERE untimed")
+    check(launches >= want["adds"] and 0.5 * launches < untimed < 0.95 * launches,
+          f"{untimed} of {launches} launches untimed, want about 80% (10 ms of every 50 ms timed)")
+    timed_runs = h.n(d, "SELECT count(DISTINCT a.launch_seq) AS n FROM gpu_activity a JOIN launches l "
+                        "ON l.process = a.process AND l.seq = a.launch_seq WHERE NOT l.untimed")
+    untimed_runs = h.n(d, "SELECT count(DISTINCT a.launch_seq) AS n FROM gpu_activity a JOIN launches l "
+                          "ON l.process = a.process AND l.seq = a.launch_seq WHERE l.untimed")
+    timed = launches - untimed
+    check(timed_runs >= 0.9 * timed, f"{timed_runs} kernel runs for {timed} timed launches {h.drops(d)}")
+    check(untimed_runs <= 0.01 * untimed, f"{untimed_runs} kernel runs for launches marked untimed")
+    out = info_of(h, "sampled", d)
+    check("GPU timing sampled (10ms/50ms)" in out, f"gpurr info does not say sampled: {tail(out, 12)}")
+    return f"{timed} of {launches} launches timed, {timed_runs} of them with their kernel run; {untimed_runs} runs of untimed ones"
+
+
 @test("options.gpu_timing_off")
 def t_opt_no_timing(h):
     want, d = eager_with(h, "eager_notiming", ["--gpu-timing=false"], gpu_timing=0)

@@ -69,6 +69,9 @@ static void buffer_completed(gp_CUcontext ctx, uint32_t stream_id, uint8_t *buff
 }
 
 static int started;  // gp_start got this far: CUPTI is subscribed
+static int sampled_kind;  // the activity kind sampled GPU timing turns on and off; 0 when not sampled
+
+atomic_uchar gp_timing_paused;
 
 void gp_activity_start(int gpu_timing) {
   started = 1;
@@ -85,10 +88,31 @@ void gp_activity_start(int gpu_timing) {
   // Concurrent mode instruments every kernel's code to time it, which costs most
   // on many short kernels of many blocks; serial mode does not, but runs the
   // program's kernels one at a time across streams.
-  if (r == 0)
-    r = gp_cupti.activityEnable(gpu_timing == GP_TIMING_SERIAL ? GP_ACTIVITY_KIND_KERNEL
-                                                               : GP_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  if (r != 0) gp_logf(2, "GPU timing disabled: CUPTI activity: %s", gp_cupti_error(r));
+  int kind = gpu_timing == GP_TIMING_SERIAL ? GP_ACTIVITY_KIND_KERNEL : GP_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  if (r == 0) r = gp_cupti.activityEnable(kind);
+  if (r != 0) {
+    gp_logf(2, "GPU timing disabled: CUPTI activity: %s", gp_cupti_error(r));
+    return;
+  }
+  if (gpu_timing == GP_TIMING_SAMPLED) sampled_kind = kind;
+}
+
+// Sampled timing: that cost is paid only in windows. The order keeps the
+// launch records' untimed flag a promise: set before the kind goes off and
+// cleared after it is on again, so no launch made while it was off is taken
+// for timed.
+int gp_activity_sample(int on) {
+  if (!sampled_kind || gp_proc.forked_child) return -1;
+  gp_CUptiResult r;
+  if (on) {
+    r = gp_cupti.activityEnable(sampled_kind);
+    if (r == 0) atomic_store(&gp_timing_paused, 0);
+  } else {
+    atomic_store(&gp_timing_paused, 1);
+    r = gp_cupti.activityDisable(sampled_kind);
+  }
+  if (r != 0) gp_logf(2, "sampled GPU timing stops: turning kernel activity %s: %s", on ? "on" : "off", gp_cupti_error(r));
+  return r;
 }
 
 void gp_flush_activity(int forced) {

@@ -18,6 +18,7 @@ package agent
 import "C"
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"regexp"
@@ -95,7 +96,10 @@ type config struct {
 	callstack string
 	ringBytes uint64
 	gpuTiming bool
-	serial    bool // GPU timing in CUPTI's serial kernel mode (GPURR_GPU_TIMING=serial)
+	serial    bool          // GPU timing in CUPTI's serial kernel mode (GPURR_GPU_TIMING=serial)
+	sample    string        // sampled GPU timing's window, "ON/EVERY" (GPURR_GPU_TIMING=sample); "" for every kernel
+	sampleOn  time.Duration // of it: how long timing is on,
+	sampleAll time.Duration // out of every this long
 	memory    agentenv.MemoryConfig
 	hang      time.Duration // report launches unfinished this long; 0: never
 	hangKill  bool
@@ -116,17 +120,23 @@ func configFromEnv() (config, error) {
 		cfg.gpuTiming = true
 	case "serial":
 		cfg.gpuTiming, cfg.serial = true, true
+	case "sample":
+		cfg.gpuTiming, cfg.sample = true, cmp.Or(os.Getenv(agentenv.GPUTimingSample), agentenv.DefaultSample)
+		var err error
+		if cfg.sampleOn, cfg.sampleAll, err = agentenv.ParseSample(cfg.sample); err != nil {
+			return cfg, fmt.Errorf("%s=%v", agentenv.GPUTimingSample, err)
+		}
 	case "off":
 	default:
-		return cfg, fmt.Errorf("%s=%q: want on, serial or off", agentenv.GPUTiming, os.Getenv(agentenv.GPUTiming))
+		return cfg, fmt.Errorf("%s=%q: want on, serial, sample or off", agentenv.GPUTiming, os.Getenv(agentenv.GPUTiming))
 	}
 	if s := os.Getenv(agentenv.HangTimeout); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d <= 0 {
 			return cfg, fmt.Errorf("%s=%q: want a duration such as 60s", agentenv.HangTimeout, s)
 		}
-		if !cfg.gpuTiming {
-			return cfg, fmt.Errorf("%s needs GPU timing: it tells which launches finished", agentenv.HangTimeout)
+		if !cfg.gpuTiming || cfg.sample != "" {
+			return cfg, fmt.Errorf("%s needs GPU timing of every kernel: it tells which launches finished", agentenv.HangTimeout)
 		}
 		cfg.hang, cfg.hangKill = d, os.Getenv(agentenv.HangKill) == "on"
 	}
@@ -202,6 +212,9 @@ func (r *recorder) start() error {
 		ccfg.gpu_timing = C.GP_TIMING_CONCURRENT
 		if r.cfg.serial {
 			ccfg.gpu_timing = C.GP_TIMING_SERIAL
+		}
+		if r.cfg.sample != "" {
+			ccfg.gpu_timing = C.GP_TIMING_SAMPLED
 		}
 	}
 	if m := r.cfg.memory; m.Mode != "off" {

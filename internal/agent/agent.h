@@ -37,7 +37,8 @@ typedef struct {
   int32_t result;
   uint32_t grid[3], block[3], cluster[3];
   uint32_t shared_mem, params_len;
-  uint8_t captured, mem_status, snapshot_selected, pad;
+  uint8_t captured, mem_status, snapshot_selected;
+  uint8_t untimed;  // made while sampled GPU timing was between windows (gp_activity_sample)
   uint32_t nregions, npointers;
   uint64_t ag_thread, ag_seq;     // PyTorch autograd context (autograd.h), when ag_present
   uint32_t ag_class, ag_present;
@@ -145,7 +146,8 @@ typedef struct {
 } gp_config;
 
 enum { GP_STACK_OFF = 0, GP_STACK_AUTO = 1, GP_STACK_PYTHON = 2, GP_STACK_NATIVE = 3 };
-enum { GP_TIMING_OFF = 0, GP_TIMING_CONCURRENT = 1, GP_TIMING_SERIAL = 2 };
+// GP_TIMING_SAMPLED: concurrent, turned on and off by gp_activity_sample.
+enum { GP_TIMING_OFF = 0, GP_TIMING_CONCURRENT = 1, GP_TIMING_SERIAL = 2, GP_TIMING_SAMPLED = 3 };
 
 // The driver functions the agent calls, by the name libcuda.so.1 exports
 // them under: gp_driver_symbol(i) names the i-th (NULL past the last) and
@@ -165,6 +167,9 @@ size_t gp_ring_take(uint8_t *dst, size_t cap);  // ring.c: whole records, at mos
 void gp_read_counters(gp_counters *out);
 void gp_log(int level, const char *msg);
 void gp_flush_activity(int forced);  // activity.c
+// gp_activity_sample turns sampled GPU timing's kernel activity on or off; it
+// returns CUPTI's result (0 done), or -1 when GPU timing is not sampled.
+int gp_activity_sample(int on);  // activity.c
 const char *gp_python_description(void);  // callstack.c
 
 #endif

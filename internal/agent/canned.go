@@ -71,6 +71,9 @@ func cannedLaunch(l *pb.Launch, ag *cannedAutograd) []byte {
 	if l.Captured {
 		r.captured = 1
 	}
+	if l.Untimed {
+		r.untimed = 1
+	}
 	if ag != nil {
 		r.ag_thread, r.ag_seq, r.ag_class, r.ag_present = C.uint64_t(ag.thread), C.uint64_t(ag.seq), C.uint32_t(ag.class), 1
 	}

@@ -57,6 +57,7 @@ typedef struct {
   gp_CUptiResult (*enableCallback)(uint32_t, gp_CUpti_SubscriberHandle, int, uint32_t);
   gp_CUptiResult (*activityRegisterCallbacks)(gp_BufferRequestFunc, gp_BufferCompletedFunc);
   gp_CUptiResult (*activityEnable)(int);
+  gp_CUptiResult (*activityDisable)(int);
   gp_CUptiResult (*activityGetNextRecord)(uint8_t *, size_t, gp_Activity **);
   gp_CUptiResult (*activityFlushAll)(uint32_t);
   gp_CUptiResult (*activityGetNumDroppedRecords)(gp_CUcontext, uint32_t, size_t *);
@@ -243,6 +244,10 @@ uint64_t gp_callstack_take(int backward);
 // gp_activity_start lets gp_flush_activity work and, with gpu_timing,
 // asks CUPTI for kernel activity records.
 void gp_activity_start(int gpu_timing);
+
+// Set while sampled GPU timing is between windows: launches made then are
+// not timed (gp_launch_rec.untimed).
+extern atomic_uchar gp_timing_paused;
 
 #pragma GCC visibility pop
 

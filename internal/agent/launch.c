@@ -401,7 +401,7 @@ static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
   rec->captured = tls.graph_node_id != 0;
   rec->mem_status = 0;
   rec->snapshot_selected = 0;
-  rec->pad = 0;
+  rec->untimed = atomic_load_explicit(&gp_timing_paused, memory_order_relaxed);
   rec->nregions = rec->npointers = 0;
   rec->tid = thread_id();
   rec->context_uid = cb->contextUid;

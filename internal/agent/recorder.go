@@ -136,6 +136,7 @@ func processInfo(cfg config) *pb.Process {
 		KernelFilter:    cfg.kernels,
 		GpuTiming:       cfg.gpuTiming,
 		GpuTimingSerial: cfg.serial,
+		GpuTimingSample: cfg.sample,
 	}
 	if m := cfg.memory; m.Mode == "hash" || m.Mode == "snapshot" {
 		info.Memory = &pb.MemoryConfig{
@@ -194,11 +195,19 @@ func (r *recorder) loop() {
 	t := time.NewTicker(drainInterval)
 	defer t.Stop()
 	lastFlush := time.Now()
+	sample := newTimingSampler(r.cfg, lastFlush, func(on bool) bool {
+		flag := 0
+		if on {
+			flag = 1
+		}
+		return C.gp_activity_sample(C.int(flag)) == 0
+	})
 	for {
 		select {
 		case <-r.stop:
 			return
 		case now := <-t.C:
+			sample.tick(now)
 			flushed := false
 			if now.Sub(lastFlush) >= activityFlush {
 				// Hand over completed activity buffers so a killed program
@@ -449,6 +458,7 @@ func (r *recorder) record(raw []byte) {
 			GraphNodeId:    uint64(l.graph_node_id),
 			Api:            uint32(l.api),
 			Result:         int32(l.result),
+			Untimed:        l.untimed != 0,
 		}
 		if l.cluster[0] != 0 {
 			launch.Cluster = dim3(l.cluster)

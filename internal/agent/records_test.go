@@ -119,7 +119,7 @@ func TestRecordDecodesEveryType(t *testing.T) {
 	launch.Autograd = &pb.Autograd{Thread: 1, SequenceNr: 40}
 	// A launch without memory capture, parameters of an odd length.
 	plain := &pb.Launch{Seq: 2, Tid: 100, KernelId: 4, Grid: &pb.Dim3{X: 1, Y: 1, Z: 1}, Block: &pb.Dim3{X: 32, Y: 1, Z: 1},
-		Params: []byte{1, 2, 3}, Captured: true, GraphNodeId: 9, Api: 307, Result: 719}
+		Params: []byte{1, 2, 3}, Captured: true, GraphNodeId: 9, Api: 307, Result: 719, Untimed: true}
 	r.record(cannedLaunch(plain, nil))
 	// A backward launch of node 39, which the forward launch above (made
 	// with the thread's next number at 40) created.

@@ -107,7 +107,7 @@ static int load_cupti(const char *path, char *err, size_t errcap) {
   // In gp_cupti's slot order.
   static const char *const names[] = {
       "cuptiSubscribe",        "cuptiEnableCallback",
-      "cuptiActivityRegisterCallbacks", "cuptiActivityEnable",
+      "cuptiActivityRegisterCallbacks", "cuptiActivityEnable", "cuptiActivityDisable",
       "cuptiActivityGetNextRecord",     "cuptiActivityFlushAll",
       "cuptiActivityGetNumDroppedRecords", "cuptiGetTimestamp",
       "cuptiGetStreamIdEx",    "cuptiGetGraphNodeId",

@@ -25,13 +25,14 @@ import (
 )
 
 type recordOptions struct {
-	out       string
-	kernels   string
-	callstack string
-	cupti     string
-	ringBytes uint64
-	gpuTiming string
-	memory    agentenv.MemoryConfig
+	out             string
+	kernels         string
+	callstack       string
+	cupti           string
+	ringBytes       uint64
+	gpuTiming       string
+	gpuTimingSample string
+	memory          agentenv.MemoryConfig
 	// keepTorchAllocator leaves PyTorch's caching allocator in place under
 	// --memory (see pytorchAllocatorEnv).
 	keepTorchAllocator bool
@@ -65,9 +66,10 @@ program is not changed and its exit code is gpurr's exit code.`,
 	f.StringVar(&o.callstack, "callstack", "auto", "callstacks: auto (Python frames where the thread runs Python, else native), python, native, off")
 	completeValues(cmd, "callstack", "auto", "python", "native", "off")
 	f.StringVar(&o.cupti, "cupti", "", "path of libcupti.so to use (default: search; also $"+locate.EnvCUPTI+")")
-	f.StringVar(&o.gpuTiming, "gpu-timing", "true", "record each kernel's start and end on the GPU (CUPTI activity): true; serial (CUPTI's serial kernel mode: no code added to kernels, but kernels run one at a time across streams); false")
+	f.StringVar(&o.gpuTiming, "gpu-timing", "true", "record each kernel's start and end on the GPU (CUPTI activity): true; serial (CUPTI's serial kernel mode: no code added to kernels, but kernels run one at a time across streams); sample (only kernels launched in windows, --gpu-timing-sample; CUPTI's cost on the GPU is paid there only); false")
 	f.Lookup("gpu-timing").NoOptDefVal = "true"
-	completeValues(cmd, "gpu-timing", "true", "serial", "false")
+	completeValues(cmd, "gpu-timing", "true", "serial", "sample", "false")
+	f.StringVar(&o.gpuTimingSample, "gpu-timing-sample", agentenv.DefaultSample, "with --gpu-timing=sample: ON/EVERY, time the kernels launched in the first ON of every EVERY")
 	f.Uint64Var(&o.ringBytes, "ring-bytes", 64<<20, "size of the agent's in-memory record ring per process")
 	f.StringVar(&o.memory.Mode, "memory", "off", "memory capture: off, hash (a hash of every region after every launch), snapshot (contents before and after selected launches; docs/memory.md)")
 	completeValues(cmd, "memory", "off", "hash", "snapshot")
@@ -109,20 +111,29 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 		return usageErrorf("record: --keep-pytorch-allocator only matters with --memory hash or snapshot")
 	}
 	var timing, serial bool
+	sample := ""
 	switch o.gpuTiming {
 	case "true", "on":
 		timing = true
 	case "serial":
 		timing, serial = true, true
+	case "sample":
+		timing, sample = true, o.gpuTimingSample
+		if _, _, err := agentenv.ParseSample(sample); err != nil {
+			return usageErrorf("record: --gpu-timing-sample %v", err)
+		}
 	case "false", "off":
 	default:
-		return usageErrorf("record: --gpu-timing=%s: want true, serial or false", o.gpuTiming)
+		return usageErrorf("record: --gpu-timing=%s: want true, serial, sample or false", o.gpuTiming)
+	}
+	if cmd.Flags().Changed("gpu-timing-sample") && sample == "" {
+		return usageErrorf("record: --gpu-timing-sample goes with --gpu-timing=sample")
 	}
 	switch {
 	case o.hangTimeout < 0:
 		return usageErrorf("record: --hang-timeout %v: want a positive duration such as 5m", o.hangTimeout)
-	case o.hangTimeout > 0 && !timing:
-		return usageErrorf("record: --hang-timeout needs GPU timing (it tells which launches finished): leave out --gpu-timing=false")
+	case o.hangTimeout > 0 && (!timing || sample != ""):
+		return usageErrorf("record: --hang-timeout needs GPU timing of every kernel (it tells which launches finished): leave out --gpu-timing=%s", o.gpuTiming)
 	case o.hangKill && o.hangTimeout == 0:
 		return usageErrorf("record: --hang-kill goes with --hang-timeout")
 	}
@@ -161,6 +172,7 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 		RingBytes:       o.ringBytes,
 		GPUTiming:       timing,
 		GPUTimingSerial: serial,
+		GPUTimingSample: sample,
 		Memory:          o.memory,
 		HangTimeout:     o.hangTimeout,
 		HangKill:        o.hangKill,

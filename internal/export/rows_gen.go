@@ -54,6 +54,7 @@ type launchesRow struct {
 	ForwardCallstackID int64  `parquet:"forward_callstack_id"`
 	ForwardLink        string `parquet:"forward_link,dict"`
 	Captured           bool   `parquet:"captured"`
+	Untimed            bool   `parquet:"untimed"`
 	GraphNodeID        int64  `parquet:"graph_node_id"`
 	GraphExec          int64  `parquet:"graph_exec"`
 	API                int32  `parquet:"api"`
@@ -104,11 +105,12 @@ func (r *launchesRow) set(v []tables.Value) {
 	r.ForwardCallstackID = v[27].Int64()
 	r.ForwardLink = v[28].Str()
 	r.Captured = v[29].Int64() != 0
-	r.GraphNodeID = v[30].Int64()
-	r.GraphExec = v[31].Int64()
-	r.API = int32(v[32].Int64())
-	r.Result = int32(v[33].Int64())
-	r.MemoryStatus = v[34].Str()
+	r.Untimed = v[30].Int64() != 0
+	r.GraphNodeID = v[31].Int64()
+	r.GraphExec = v[32].Int64()
+	r.API = int32(v[33].Int64())
+	r.Result = int32(v[34].Int64())
+	r.MemoryStatus = v[35].Str()
 }
 
 // kernelsRow is a row of the kernels table: a CUfunction the process launched.

@@ -80,6 +80,9 @@ func (p *Process) write(t *textWriter) {
 	if p.TimingSerial {
 		timing = "serial (kernels ran one at a time)"
 	}
+	if p.TimingSample != "" {
+		timing = "sampled (" + p.TimingSample + ")"
+	}
 	t.field("recorder", "gpurr agent %s, CUDA driver %d, CUPTI %s, callstacks %s, GPU timing %s", p.AgentVersion, p.DriverVersion, p.CuptiPath, p.CallstackMode, timing)
 	if p.KernelFilter != "" {
 		t.field("kernels", "only those matching %q (%d launches filtered out, by design)", p.KernelFilter, p.LaunchesFiltered)
@@ -94,6 +97,9 @@ func (p *Process) write(t *textWriter) {
 		linked = fmt.Sprintf("%d not linked to a launch (filtered, dropped or unknown)", p.UnlinkedRuns)
 	}
 	t.field("GPU", "%d kernel runs, %s; %s", p.KernelRuns, formatNS(p.GPUTimeNS), linked)
+	if p.TimingSample != "" {
+		t.field("", "sampled: %d of %d eager launches made in timing windows; kernel times and counts above are of those", p.Launches-p.Untimed, p.Launches)
+	}
 	t.field("kernels", "%d distinct", p.Kernels)
 	if p.ModulesWithPTX > 0 {
 		t.field("modules", "%d, %s; %d with their PTX kept (gpurr race)", p.Modules, FormatBytes(p.ModuleBytes), p.ModulesWithPTX)

@@ -50,6 +50,7 @@ type Process struct {
 	CallstackMode string   `json:"callstack_mode"`
 	GPUTiming     bool     `json:"gpu_timing"`
 	TimingSerial  bool     `json:"gpu_timing_serial,omitempty"`
+	TimingSample  string   `json:"gpu_timing_sample,omitempty"` // "ON/EVERY" when kernels were timed in windows
 	KernelFilter  string   `json:"kernel_filter,omitempty"`
 	Devices       []Device `json:"devices"`
 
@@ -57,8 +58,9 @@ type Process struct {
 	LastNS  uint64 `json:"last_ns"`  // latest one
 	SpanNS  uint64 `json:"span_ns"`
 
-	Launches         int       `json:"launches"` // eager: ran as themselves
-	Captured         int       `json:"captured"` // built a graph node
+	Launches         int       `json:"launches"`          // eager: ran as themselves
+	Captured         int       `json:"captured"`          // built a graph node
+	Untimed          int       `json:"untimed,omitempty"` // eager launches made between sampled timing's windows
 	GraphLaunches    int       `json:"graph_launches"`
 	KernelRuns       int       `json:"kernel_runs"` // GPU activity records
 	GPUTimeNS        uint64    `json:"gpu_time_ns"`
@@ -225,7 +227,7 @@ func summarize(name string, d *recording.Data) *Process {
 		Rank: info.Rank, LocalRank: info.LocalRank, WorldSize: info.WorldSize,
 		Argv: info.GetArgv(), Python: info.GetPython(), AgentVersion: info.GetAgentVersion(),
 		CuptiPath: info.GetCuptiPath(), DriverVersion: info.GetDriverVersion(),
-		CallstackMode: info.GetCallstackMode(), GPUTiming: info.GetGpuTiming(), TimingSerial: info.GetGpuTimingSerial(), KernelFilter: info.GetKernelFilter(),
+		CallstackMode: info.GetCallstackMode(), GPUTiming: info.GetGpuTiming(), TimingSerial: info.GetGpuTimingSerial(), TimingSample: info.GetGpuTimingSample(), KernelFilter: info.GetKernelFilter(),
 		GraphLaunches: len(d.GraphLaunches), KernelRuns: len(d.Activities), Kernels: len(d.Kernels),
 		Modules: len(d.Modules), Callstacks: len(d.Callstacks),
 		Complete: d.Complete(), Truncated: d.Truncated,
@@ -350,6 +352,9 @@ func (p *Process) countKernels(d *recording.Data) {
 			continue
 		}
 		p.Launches++
+		if l.GetUntimed() {
+			p.Untimed++
+		}
 		use(links.Kernel(l.GetKernelId()).GetName()).Launches++
 	}
 	lines := map[string]*LineUse{}

@@ -256,3 +256,53 @@ func TestModulesWithPTX(t *testing.T) {
 		t.Errorf("report:\n%s", b.String())
 	}
 }
+
+// Sampled GPU timing: the process says so, counts the launches made between windows, and the
+// text says which share of the launches the kernel figures rest on.
+func TestSampledTiming(t *testing.T) {
+	dir := t.TempDir()
+	proc := &pb.Process{Pid: 7, Argv: []string{"python", "train.py"}, GpuTiming: true, GpuTimingSample: "20ms/200ms"}
+	kernel := &pb.Kernel{Id: 1, Name: "add_kernel"}
+	b := &pb.Batch{Process: proc, Kernels: []*pb.Kernel{kernel}}
+	for seq := uint64(1); seq <= 4; seq++ {
+		l := &pb.Launch{Seq: seq, KernelId: 1, CorrelationId: uint32(seq), HostNs: 100 * seq, Untimed: seq > 1}
+		b.Launches = append(b.Launches, l)
+		if !l.Untimed {
+			b.Activities = append(b.Activities, &pb.KernelActivity{CorrelationId: uint32(seq), Name: "add_kernel", StartNs: 100*seq + 10, EndNs: 100*seq + 20})
+		}
+	}
+	w, err := recording.Create(dir, "box-7", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(&pb.Batch{End: &pb.End{EndNs: 1000, Reason: "exit"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	set, err := recording.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Summarize(set, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := r.Processes[0]
+	if p.TimingSample != "20ms/200ms" || p.Untimed != 3 || p.Launches != 4 || p.KernelRuns != 1 {
+		t.Fatalf("sample %q, %d untimed of %d launches, %d runs", p.TimingSample, p.Untimed, p.Launches, p.KernelRuns)
+	}
+	var text strings.Builder
+	if err := r.WriteTable(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"GPU timing sampled (20ms/200ms)", "sampled: 1 of 4 eager launches made in timing windows"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("info lacks %q:\n%s", want, text.String())
+		}
+	}
+	if len(p.Problems()) != 0 {
+		t.Errorf("sampling is no problem, yet %v", p.Problems())
+	}
+}

@@ -54,6 +54,7 @@ var exportLaunches = define("launches", "a launch call, or a cuGraphLaunch (grap
 		return Text(recording.EnumText(r.l.GetAutograd().GetLink()))
 	}).dict(),
 	c("captured", Boolean, "made during stream capture", func(_ *pass, r *callRec) Value { return Bool(r.l.GetCaptured()) }),
+	c("untimed", Boolean, "made between sampled GPU timing's windows: no kernel run is expected", func(_ *pass, r *callRec) Value { return Bool(r.l.GetUntimed()) }),
 	c("graph_node_id", Int64, "the graph node it built (captured launches)", func(_ *pass, r *callRec) Value { return Int(r.l.GetGraphNodeId()) }),
 	c("graph_exec", Int64, "graph launches: the executable graph", func(_ *pass, r *callRec) Value { return Int(r.g.GetGraphExec()) }),
 	c("api", Int32, "CUPTI callback id (307 cuLaunchKernel, 652 cuLaunchKernelEx, 514 cuGraphLaunch, ...)", func(_ *pass, r *callRec) Value {

@@ -482,6 +482,7 @@ type Process struct {
 	Memory          *MemoryConfig          `protobuf:"bytes,18,opt,name=memory,proto3" json:"memory,omitempty"`                                             // what memory capture was asked for; unset when off
 	Autograd        *AutogradInfo          `protobuf:"bytes,19,opt,name=autograd,proto3" json:"autograd,omitempty"`                                         // whether launches carry PyTorch autograd context (1.4); unset when no torch was loaded
 	GpuTimingSerial bool                   `protobuf:"varint,20,opt,name=gpu_timing_serial,json=gpuTimingSerial,proto3" json:"gpu_timing_serial,omitempty"` // with gpu_timing: CUPTI's serial kernel mode (kernels ran one at a time), not its concurrent one (1.5)
+	GpuTimingSample string                 `protobuf:"bytes,21,opt,name=gpu_timing_sample,json=gpuTimingSample,proto3" json:"gpu_timing_sample,omitempty"`  // with gpu_timing: kernels were timed in windows, "ON/EVERY" (e.g. "20ms/200ms"); "" when every kernel was (1.6)
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -654,6 +655,13 @@ func (x *Process) GetGpuTimingSerial() bool {
 		return x.GpuTimingSerial
 	}
 	return false
+}
+
+func (x *Process) GetGpuTimingSample() string {
+	if x != nil {
+		return x.GpuTimingSample
+	}
+	return ""
 }
 
 // AutogradInfo says whether the agent could read PyTorch's autograd state in
@@ -1420,6 +1428,7 @@ type Launch struct {
 	Regions        []*Region              `protobuf:"bytes,21,rep,name=regions,proto3" json:"regions,omitempty"`                               // device memory the kernel can reach (--memory hash|snapshot)
 	Memory         *MemoryPlan            `protobuf:"bytes,22,opt,name=memory,proto3" json:"memory,omitempty"`                                 // what memory capture was enqueued for this launch
 	Autograd       *Autograd              `protobuf:"bytes,23,opt,name=autograd,proto3" json:"autograd,omitempty"`                             // PyTorch autograd context (1.4); unset when Process.autograd is not linked
+	Untimed        bool                   `protobuf:"varint,24,opt,name=untimed,proto3" json:"untimed,omitempty"`                              // made between sampled GPU timing's windows (Process.gpu_timing_sample): no kernel record is expected (1.6)
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -1613,6 +1622,13 @@ func (x *Launch) GetAutograd() *Autograd {
 		return x.Autograd
 	}
 	return nil
+}
+
+func (x *Launch) GetUntimed() bool {
+	if x != nil {
+		return x.Untimed
+	}
+	return false
 }
 
 // Autograd places a launch in PyTorch's autograd graph. PyTorch numbers the
@@ -2862,7 +2878,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x03end\x18\f \x01(\v2\x17.gpurr.recording.v1.EndR\x03end\x12@\n" +
 	"\vallocations\x18\r \x03(\v2\x1e.gpurr.recording.v1.AllocationR\vallocations\x127\n" +
 	"\x06memory\x18\x0e \x03(\v2\x1f.gpurr.recording.v1.MemoryStateR\x06memory\x12I\n" +
-	"\x0eown_activities\x18\x0f \x03(\v2\".gpurr.recording.v1.KernelActivityR\rownActivities\"\xe4\x05\n" +
+	"\x0eown_activities\x18\x0f \x03(\v2\".gpurr.recording.v1.KernelActivityR\rownActivities\"\x90\x06\n" +
 	"\aProcess\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\rR\x03pid\x12\x12\n" +
 	"\x04ppid\x18\x02 \x01(\rR\x04ppid\x12\x1a\n" +
@@ -2888,7 +2904,8 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"gpu_timing\x18\x11 \x01(\bR\tgpuTiming\x128\n" +
 	"\x06memory\x18\x12 \x01(\v2 .gpurr.recording.v1.MemoryConfigR\x06memory\x12<\n" +
 	"\bautograd\x18\x13 \x01(\v2 .gpurr.recording.v1.AutogradInfoR\bautograd\x12*\n" +
-	"\x11gpu_timing_serial\x18\x14 \x01(\bR\x0fgpuTimingSerialB\a\n" +
+	"\x11gpu_timing_serial\x18\x14 \x01(\bR\x0fgpuTimingSerial\x12*\n" +
+	"\x11gpu_timing_sample\x18\x15 \x01(\tR\x0fgpuTimingSampleB\a\n" +
 	"\x05_rankB\r\n" +
 	"\v_local_rankB\r\n" +
 	"\v_world_size\"c\n" +
@@ -2960,7 +2977,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x04Dim3\x12\f\n" +
 	"\x01x\x18\x01 \x01(\rR\x01x\x12\f\n" +
 	"\x01y\x18\x02 \x01(\rR\x01y\x12\f\n" +
-	"\x01z\x18\x03 \x01(\rR\x01z\"\x9a\x06\n" +
+	"\x01z\x18\x03 \x01(\rR\x01z\"\xb4\x06\n" +
 	"\x06Launch\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x10\n" +
 	"\x03tid\x18\x02 \x01(\rR\x03tid\x12\x16\n" +
@@ -2986,7 +3003,8 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x06result\x18\x14 \x01(\x05R\x06result\x124\n" +
 	"\aregions\x18\x15 \x03(\v2\x1a.gpurr.recording.v1.RegionR\aregions\x126\n" +
 	"\x06memory\x18\x16 \x01(\v2\x1e.gpurr.recording.v1.MemoryPlanR\x06memory\x128\n" +
-	"\bautograd\x18\x17 \x01(\v2\x1c.gpurr.recording.v1.AutogradR\bautograd\"\x92\x02\n" +
+	"\bautograd\x18\x17 \x01(\v2\x1c.gpurr.recording.v1.AutogradR\bautograd\x12\x18\n" +
+	"\auntimed\x18\x18 \x01(\bR\auntimed\"\x92\x02\n" +
 	"\bAutograd\x12\x16\n" +
 	"\x06thread\x18\x01 \x01(\x04R\x06thread\x12\x1f\n" +
 	"\vsequence_nr\x18\x02 \x01(\x04R\n" +

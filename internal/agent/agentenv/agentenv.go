@@ -21,7 +21,10 @@ const (
 	Kernels   = "GPURR_KERNELS"    // regular expression: record only matching kernel names
 	Callstack = "GPURR_CALLSTACK"  // auto | python | native | off
 	RingBytes = "GPURR_RING_BYTES" // size of the record ring (bytes)
-	GPUTiming = "GPURR_GPU_TIMING" // on | serial | off: kernel start/end times from CUPTI activity
+	GPUTiming = "GPURR_GPU_TIMING" // on | serial | sample | off: kernel start/end times from CUPTI activity
+	// GPUTimingSample is sampled timing's window, "ON/EVERY" (ParseSample): kernels launched in
+	// the first ON of every EVERY are timed.
+	GPUTimingSample = "GPURR_GPU_TIMING_SAMPLE"
 	// HangTimeout is how long a launch may stay unfinished on the GPU before the agent reports
 	// it (a Go duration, "" for never); HangKill ("on") then ends the program.
 	HangTimeout = "GPURR_HANG_TIMEOUT"
@@ -45,7 +48,8 @@ type Config struct {
 	Out, Agent, CUPTI, Kernels, Callstack string
 	RingBytes                             uint64
 	GPUTiming                             bool
-	GPUTimingSerial                       bool // with GPUTiming: CUPTI's serial kernel mode
+	GPUTimingSerial                       bool   // with GPUTiming: CUPTI's serial kernel mode
+	GPUTimingSample                       string // with GPUTiming: time kernels in windows, "ON/EVERY"; "" for all
 	Memory                                MemoryConfig
 	HangTimeout                           time.Duration // 0: no watchdog
 	HangKill                              bool
@@ -176,6 +180,9 @@ func Vars(c Config) []string {
 		Kernels + "=" + c.Kernels,
 		GPUTiming + "=" + timingMode(c),
 	}
+	if c.GPUTiming && c.GPUTimingSample != "" {
+		v = append(v, GPUTimingSample+"="+c.GPUTimingSample)
+	}
 	if c.RingBytes != 0 {
 		v = append(v, RingBytes+"="+strconv.FormatUint(c.RingBytes, 10))
 	}
@@ -199,8 +206,37 @@ func onOff(b bool) string {
 }
 
 func timingMode(c Config) string {
-	if c.GPUTiming && c.GPUTimingSerial {
+	switch {
+	case c.GPUTiming && c.GPUTimingSerial:
 		return "serial"
+	case c.GPUTiming && c.GPUTimingSample != "":
+		return "sample"
 	}
 	return onOff(c.GPUTiming)
+}
+
+// DefaultSample is sampled GPU timing's window unless one is given: a tenth of the kernels,
+// in windows short enough that a training step of a few hundred milliseconds has several.
+const DefaultSample = "20ms/200ms"
+
+// ParseSample reads a sampled-timing window, "ON/EVERY" such as "20ms/200ms": kernels are
+// timed for ON out of every EVERY.
+func ParseSample(s string) (on, every time.Duration, err error) {
+	a, b, ok := strings.Cut(s, "/")
+	if ok {
+		on, err = time.ParseDuration(a)
+		if err == nil {
+			every, err = time.ParseDuration(b)
+		}
+	}
+	switch {
+	case !ok || err != nil:
+		return 0, 0, fmt.Errorf("%q: want ON/EVERY, such as %s", s, DefaultSample)
+	case on <= 0 || every <= on:
+		return 0, 0, fmt.Errorf("%q: want 0 < ON < EVERY, such as %s", s, DefaultSample)
+	case on < 5*time.Millisecond:
+		// The agent's writer turns timing on and off; it wakes every few milliseconds.
+		return 0, 0, fmt.Errorf("%q: ON must be at least 5ms", s)
+	}
+	return on, every, nil
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseRanges(t *testing.T) {
@@ -70,5 +71,24 @@ func TestVarsCarryMemory(t *testing.T) {
 		if len(kv) > len(Memory) && kv[:len(Memory)+1] == Memory+"=" {
 			t.Errorf("memory off, yet Vars sets %s", kv)
 		}
+	}
+}
+
+func TestParseSample(t *testing.T) {
+	on, every, err := ParseSample(DefaultSample)
+	if err != nil || on != 20*time.Millisecond || every != 200*time.Millisecond {
+		t.Errorf("ParseSample(%q) = %v, %v, %v", DefaultSample, on, every, err)
+	}
+	for _, bad := range []string{"", "20ms", "20ms/", "/200ms", "200ms/20ms", "20ms/20ms", "0s/1s", "1ms/10ms", "x/y"} {
+		if _, _, err := ParseSample(bad); err == nil {
+			t.Errorf("ParseSample(%q) accepted", bad)
+		}
+	}
+	vars := strings.Join(Vars(Config{GPUTiming: true, GPUTimingSample: "10ms/1s"}), " ")
+	if !strings.Contains(vars, GPUTiming+"=sample") || !strings.Contains(vars, GPUTimingSample+"=10ms/1s") {
+		t.Errorf("sampled timing's variables: %s", vars)
+	}
+	if vars := strings.Join(Vars(Config{GPUTiming: true}), " "); strings.Contains(vars, GPUTimingSample) {
+		t.Errorf("timing every kernel, yet %s", vars)
 	}
 }

@@ -1,0 +1,66 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpurr/gpurr/internal/agent/agentenv"
+)
+
+func TestTimingSampler(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	var calls []bool
+	refuse := false
+	set := func(on bool) bool {
+		calls = append(calls, on)
+		return !refuse
+	}
+	cfg := config{sample: "20ms/100ms", sampleOn: 20 * time.Millisecond, sampleAll: 100 * time.Millisecond}
+	s := newTimingSampler(cfg, t0, set)
+	// Ticks every 2 ms for three periods: off at 20 ms into each, on again at each period's start.
+	for ms := 0; ms <= 300; ms += 2 {
+		s.tick(t0.Add(time.Duration(ms) * time.Millisecond))
+	}
+	want := []bool{false, true, false, true, false, true}
+	if len(calls) != len(want) {
+		t.Fatalf("turned %v, want %v", calls, want)
+	}
+	for i := range want {
+		if calls[i] != want[i] {
+			t.Fatalf("turned %v, want %v", calls, want)
+		}
+	}
+	// CUPTI refuses: the sampler stops turning.
+	calls, refuse = nil, true
+	s = newTimingSampler(cfg, t0, set)
+	for ms := 0; ms <= 300; ms += 2 {
+		s.tick(t0.Add(time.Duration(ms) * time.Millisecond))
+	}
+	if len(calls) != 1 {
+		t.Errorf("after CUPTI refused, turned %v; want one try", calls)
+	}
+	if newTimingSampler(config{}, t0, set) != nil {
+		t.Error("a sampler without sampled timing")
+	}
+	var none *timingSampler
+	none.tick(t0) // every kernel timed: nothing to do
+}
+
+func TestConfigSampledTiming(t *testing.T) {
+	t.Setenv(agentenv.CUPTI, "/nonexistent/libcupti.so")
+	t.Setenv(agentenv.GPUTiming, "sample")
+	cfg, err := configFromEnv()
+	if err != nil || !cfg.gpuTiming || cfg.sample != agentenv.DefaultSample || cfg.sampleOn != 20*time.Millisecond {
+		t.Fatalf("GPURR_GPU_TIMING=sample: %+v, %v", cfg, err)
+	}
+	t.Setenv(agentenv.GPUTimingSample, "5ms")
+	if _, err := configFromEnv(); err == nil || !strings.Contains(err.Error(), agentenv.GPUTimingSample) {
+		t.Errorf("a bad window: %v", err)
+	}
+	t.Setenv(agentenv.GPUTimingSample, "10ms/50ms")
+	t.Setenv(agentenv.HangTimeout, "5s")
+	if _, err := configFromEnv(); err == nil || !strings.Contains(err.Error(), "every kernel") {
+		t.Errorf("a hang watch on sampled timing: %v", err)
+	}
+}
