@@ -260,7 +260,6 @@ func TestModulesWithPTX(t *testing.T) {
 // Sampled GPU timing: the process says so, counts the launches made between windows, and the
 // text says which share of the launches the kernel figures rest on.
 func TestSampledTiming(t *testing.T) {
-	dir := t.TempDir()
 	proc := &pb.Process{Pid: 7, Argv: []string{"python", "train.py"}, GpuTiming: true, GpuTimingSample: "20ms/200ms"}
 	kernel := &pb.Kernel{Id: 1, Name: "add_kernel"}
 	b := &pb.Batch{Process: proc, Kernels: []*pb.Kernel{kernel}}
@@ -271,21 +270,8 @@ func TestSampledTiming(t *testing.T) {
 			b.Activities = append(b.Activities, &pb.KernelActivity{CorrelationId: uint32(seq), Name: "add_kernel", StartNs: 100*seq + 10, EndNs: 100*seq + 20})
 		}
 	}
-	w, err := recording.Create(dir, "box-7", b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(&pb.Batch{End: &pb.End{EndNs: 1000, Reason: "exit"}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	set, err := recording.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Summarize(set, dir)
+	set := testrec.OpenBatches(t, b, &pb.Batch{End: &pb.End{EndNs: 1000, Reason: "exit"}})
+	r, err := Summarize(set, set.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
