@@ -251,6 +251,12 @@ func (r *recorder) start() error {
 			ccfg.nsnapshot_ranges = C.int(len(ranges))
 		}
 	}
+	r.info.Nvtx, r.info.NvtxReason = nvtxEnabled(r.cfg.cupti)
+	if r.info.Nvtx {
+		ccfg.nvtx = 1
+	} else {
+		r.logf("warn", "NVTX ranges are not recorded: %s", r.info.NvtxReason)
+	}
 	if err := bindDriver(); err != nil {
 		ccfg.driver_error = C.CString(err.Error()) // C keeps it
 	}

@@ -23,6 +23,9 @@ enum {
   GP_REC_MEMLOST = 11,
   GP_REC_OWN_ACTIVITY = 12,  // a gp_activity_rec of gpurr's own memory-capture kernel
   GP_REC_NODECLASS = 13,     // a gp_nodeclass_rec (autograd.h)
+  GP_REC_RANGE = 14,         // an NVTX range opened (nvtx.c)
+  GP_REC_RANGE_END = 15,     // an NVTX range closed
+  GP_REC_NVTX_NAME = 16,     // an NVTX domain or registered string named
 };
 
 typedef struct {
@@ -42,6 +45,7 @@ typedef struct {
   uint32_t nregions, npointers;
   uint64_t ag_thread, ag_seq;     // PyTorch autograd context (autograd.h), when ag_present
   uint32_t ag_class, ag_present;
+  uint64_t range_id;  // the innermost NVTX push/pop range open on the launching thread, 0 none
   // params_len bytes of parameters follow (padded to 8), then nregions
   // gp_region_rec and npointers gp_pointer_rec (memcap.h)
 } gp_launch_rec;
@@ -115,6 +119,41 @@ typedef struct {
   // len bytes of message follow
 } gp_log_rec;
 
+// GP_REC_RANGE: an NVTX range opened. Push/pop ranges nest on their
+// thread; start/end ranges (pushed 0) may end on another thread, and NVTX's
+// range id (nvtx_id) names them to the end record.
+typedef struct {
+  gp_rec_hdr h;
+  uint64_t id;         // the agent's, from 1; launches name it (gp_launch_rec.range_id)
+  uint64_t parent_id;  // the range open on the thread when this one opened, 0 none
+  uint64_t start_ns, domain, nvtx_id;
+  uint64_t registered;  // message_kind GP_RANGE_MSG_REGISTERED: the string's handle (a gp_nvtx_name_rec)
+  uint32_t tid, category, message_kind, message_len;
+  uint32_t pushed, pad;
+  // message_len bytes of the message follow (message_kind GP_RANGE_MSG_ASCII)
+} gp_range_rec;
+
+enum { GP_RANGE_MSG_NONE = 0, GP_RANGE_MSG_ASCII = 1, GP_RANGE_MSG_REGISTERED = 2, GP_RANGE_MSG_UNICODE = 3 };
+
+// GP_REC_RANGE_END: a range closed; id 0 for a start/end range, which
+// nvtx_id names.
+typedef struct {
+  gp_rec_hdr h;
+  uint64_t id, nvtx_id, end_ns, domain;
+  uint32_t tid, pad;
+} gp_range_end_rec;
+
+// GP_REC_NVTX_NAME: the name of a domain (nvtxDomainCreateA) or of a
+// registered string (nvtxDomainRegisterStringA), by its handle.
+typedef struct {
+  gp_rec_hdr h;
+  uint64_t handle, domain;
+  uint32_t kind, len;  // kind: GP_NVTX_NAME_*
+  // len bytes of the name follow
+} gp_nvtx_name_rec;
+
+enum { GP_NVTX_NAME_DOMAIN = 1, GP_NVTX_NAME_STRING = 2 };
+
 // Counters kept by the C side, read by Go for every frame's Stats.
 typedef struct {
   uint64_t launches, launches_filtered, launches_dropped;
@@ -125,6 +164,7 @@ typedef struct {
   uint64_t launch_callback_cycles;  // of those, in launch callbacks (sampled, scaled)
   uint64_t allocations, memory_launches, memory_skipped, bytes_hashed;
   uint64_t staging_wait_ns, memcap_gpu_ns, memory_jobs_dropped;
+  uint64_t ranges, ranges_dropped;  // NVTX ranges recorded; lost (ring full, nested too deep, pop without push)
 } gp_counters;
 
 // Configuration handed from Go to C at start.
@@ -142,6 +182,7 @@ typedef struct {
   int nsnapshot_ranges;
   int flight_recorder;  // watch for failing CUDA calls (gpurrCudaError)
   uint32_t nan_dtypes;  // nan-scan: gpurr_job.nan_dtypes bits counted after each launch, 0 for none
+  int nvtx;  // record NVTX ranges (CUPTI's NVTX callback domain)
   const char *driver_error;  // why internal/cuda could not open libcuda.so.1 (gp_driver_bind), NULL when it did
 } gp_config;
 

@@ -20,7 +20,7 @@ typedef void *gp_CUgraphExec;
 typedef void *gp_CUpti_SubscriberHandle;
 
 // CUpti_CallbackDomain
-enum { GP_CB_DOMAIN_DRIVER_API = 1, GP_CB_DOMAIN_RESOURCE = 3 };
+enum { GP_CB_DOMAIN_DRIVER_API = 1, GP_CB_DOMAIN_RESOURCE = 3, GP_CB_DOMAIN_NVTX = 5 };
 // CUpti_ApiCallbackSite
 enum { GP_API_ENTER = 0, GP_API_EXIT = 1 };
 
@@ -268,6 +268,106 @@ enum {
   GP_DEV_ATTR_COMPUTE_CAPABILITY_MAJOR = 75,
   GP_DEV_ATTR_COMPUTE_CAPABILITY_MINOR = 76,
 };
+
+// ---- NVTX (CUPTI's NVTX callback domain) ----
+//
+// CUPTI implements the NVTX API when NVTX_INJECTION64_PATH names libcupti
+// (it exports InitializeInjectionNvtx2) and passes each call to the
+// subscriber as a gp_NvtxData; the parameter structs are those of CUPTI's
+// generated_nvtx_meta.h.
+
+// CUpti_nvtx_api_trace_cbid values the agent enables.
+enum {
+  GP_CBID_NVTX_nvtxRangeStartA = 4,
+  GP_CBID_NVTX_nvtxRangeStartEx = 6,
+  GP_CBID_NVTX_nvtxRangeEnd = 7,
+  GP_CBID_NVTX_nvtxRangePushA = 8,
+  GP_CBID_NVTX_nvtxRangePushEx = 10,
+  GP_CBID_NVTX_nvtxRangePop = 11,
+  GP_CBID_NVTX_nvtxDomainRangeStartEx = 31,
+  GP_CBID_NVTX_nvtxDomainRangeEnd = 32,
+  GP_CBID_NVTX_nvtxDomainRangePushEx = 33,
+  GP_CBID_NVTX_nvtxDomainRangePop = 34,
+  GP_CBID_NVTX_nvtxDomainRegisterStringA = 39,
+  GP_CBID_NVTX_nvtxDomainCreateA = 41,
+};
+
+// CUpti_NvtxData
+typedef struct {
+  const char *functionName;
+  const void *functionParams;
+  const void *functionReturnValue;
+} gp_NvtxData;
+
+typedef void *gp_nvtxDomainHandle;
+typedef void *gp_nvtxStringHandle;
+
+// nvtxMessageType_t
+enum { GP_NVTX_MESSAGE_UNKNOWN = 0, GP_NVTX_MESSAGE_ASCII = 1, GP_NVTX_MESSAGE_UNICODE = 2, GP_NVTX_MESSAGE_REGISTERED = 3 };
+
+// nvtxEventAttributes_t (version 2, 48 bytes)
+typedef struct {
+  uint16_t version;
+  uint16_t size;
+  uint32_t category;
+  int32_t colorType;
+  uint32_t color;
+  int32_t payloadType;
+  int32_t reserved0;
+  union {
+    uint64_t ullValue;
+    double dValue;
+  } payload;
+  int32_t messageType;
+  union {
+    const char *ascii;
+    const void *unicode;  // wchar_t *
+    gp_nvtxStringHandle registered;
+  } message;
+} gp_nvtxEventAttributes;
+
+// nvtxRangePushA_params and nvtxRangeStartA_params
+typedef struct {
+  const char *message;
+} gp_nvtxMessageA_params;
+
+// nvtxRangePushEx_params and nvtxRangeStartEx_params
+typedef struct {
+  const gp_nvtxEventAttributes *eventAttrib;
+} gp_nvtxEx_params;
+
+// nvtxRangeEnd_params
+typedef struct {
+  uint64_t id;  // nvtxRangeId_t
+} gp_nvtxRangeEnd_params;
+
+// nvtxDomainRangePushEx_params and nvtxDomainRangeStartEx_params
+typedef struct {
+  gp_nvtxDomainHandle domain;
+  gp_nvtxEx_params core;
+} gp_nvtxDomainEx_params;
+
+// nvtxDomainRangeEnd_params
+typedef struct {
+  gp_nvtxDomainHandle domain;
+  gp_nvtxRangeEnd_params core;
+} gp_nvtxDomainRangeEnd_params;
+
+// nvtxDomainRangePop_params
+typedef struct {
+  gp_nvtxDomainHandle domain;
+} gp_nvtxDomainRangePop_params;
+
+// nvtxDomainCreateA_params
+typedef struct {
+  const char *name;
+} gp_nvtxDomainCreateA_params;
+
+// nvtxDomainRegisterStringA_params
+typedef struct {
+  gp_nvtxDomainHandle domain;
+  const char *string;
+} gp_nvtxDomainRegisterStringA_params;
 
 typedef void (*gp_CallbackFunc)(void *userdata, int domain, uint32_t cbid, const void *cbdata);
 typedef void (*gp_BufferRequestFunc)(uint8_t **buffer, size_t *size, size_t *maxNumRecords);

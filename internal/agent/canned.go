@@ -67,6 +67,7 @@ func cannedLaunch(l *pb.Launch, ag *cannedAutograd) []byte {
 	r.result = C.int32_t(l.Result)
 	r.grid, r.block, r.cluster = cDim3(l.Grid), cDim3(l.Block), cDim3(l.Cluster)
 	r.shared_mem = C.uint32_t(l.SharedMemBytes)
+	r.range_id = C.uint64_t(l.RangeId)
 	r.params_len = C.uint32_t(len(l.Params))
 	if l.Captured {
 		r.captured = 1
@@ -313,4 +314,135 @@ func cannedStart(cuptiPath string, memory bool, driverError string) string {
 // startedVersions are the versions gp_start read from CUPTI and the driver.
 func startedVersions() (cupti uint32, driver int) {
 	return uint32(C.gp_cupti_version()), int(C.gp_driver_version())
+}
+
+// NVTX calls as CUPTI hands them to the agent's callback (nvtx.c), on the
+// calling thread, for tests of the range stack and its records. Parameters
+// live in C memory: they hold C pointers.
+
+// nvtxCall passes one NVTX call to gp_on_callback and frees params.
+func nvtxCall(cbid C.uint32_t, params, ret unsafe.Pointer) {
+	d := (*C.gp_NvtxData)(C.calloc(1, C.size_t(unsafe.Sizeof(C.gp_NvtxData{}))))
+	d.functionParams, d.functionReturnValue = params, ret
+	C.gp_on_callback(nil, C.GP_CB_DOMAIN_NVTX, cbid, unsafe.Pointer(d))
+	C.free(unsafe.Pointer(d))
+	C.free(params)
+}
+
+// setHandle stores an opaque NVTX handle, a number that is no Go pointer.
+func setHandle(field *C.gp_nvtxDomainHandle, h uintptr) { *(*uintptr)(unsafe.Pointer(field)) = h }
+
+func cAlloc[T any]() *T {
+	var zero T
+	return (*T)(C.calloc(1, C.size_t(unsafe.Sizeof(zero))))
+}
+
+// nvtxPushA is nvtxRangePushA(msg); the message stays allocated, as a
+// program's string literal does.
+func nvtxPushA(msg string) {
+	p := cAlloc[C.gp_nvtxMessageA_params]()
+	p.message = C.CString(msg)
+	nvtxCall(C.GP_CBID_NVTX_nvtxRangePushA, unsafe.Pointer(p), nil)
+}
+
+// nvtxPop is nvtxRangePop, or nvtxDomainRangePop(domain) for a domain.
+func nvtxPop(domain uintptr) {
+	if domain == 0 {
+		nvtxCall(C.GP_CBID_NVTX_nvtxRangePop, C.calloc(1, 8), nil)
+		return
+	}
+	p := cAlloc[C.gp_nvtxDomainRangePop_params]()
+	setHandle(&p.domain, domain)
+	nvtxCall(C.GP_CBID_NVTX_nvtxDomainRangePop, unsafe.Pointer(p), nil)
+}
+
+// nvtxDomainCreate is nvtxDomainCreateA(name) returning handle.
+func nvtxDomainCreate(name string, handle uintptr) {
+	p := cAlloc[C.gp_nvtxDomainCreateA_params]()
+	p.name = C.CString(name)
+	nvtxReturning(C.GP_CBID_NVTX_nvtxDomainCreateA, unsafe.Pointer(p), uint64(handle))
+}
+
+// nvtxReturning is nvtxCall for a call that returns a handle or an id.
+func nvtxReturning(cbid C.uint32_t, params unsafe.Pointer, v uint64) {
+	ret := cAlloc[C.uint64_t]()
+	*ret = C.uint64_t(v)
+	nvtxCall(cbid, params, unsafe.Pointer(ret))
+	C.free(unsafe.Pointer(ret))
+}
+
+// nvtxRegisterString is nvtxDomainRegisterStringA(domain, s) returning handle.
+func nvtxRegisterString(domain uintptr, s string, handle uintptr) {
+	p := cAlloc[C.gp_nvtxDomainRegisterStringA_params]()
+	setHandle(&p.domain, domain)
+	p.string = C.CString(s)
+	nvtxReturning(C.GP_CBID_NVTX_nvtxDomainRegisterStringA, unsafe.Pointer(p), uint64(handle))
+}
+
+// nvtxDomainPush is nvtxDomainRangePushEx(domain, attributes) with an
+// ASCII message, or the registered string registered when it is not 0.
+func nvtxDomainPush(domain uintptr, msg string, registered uintptr, category uint32) {
+	a := cAlloc[C.gp_nvtxEventAttributes]()
+	a.version, a.size, a.category = 2, C.uint16_t(unsafe.Sizeof(*a)), C.uint32_t(category)
+	if registered != 0 {
+		a.messageType = C.GP_NVTX_MESSAGE_REGISTERED
+		*(*uintptr)(unsafe.Pointer(&a.message)) = registered
+	} else {
+		a.messageType = C.GP_NVTX_MESSAGE_ASCII
+		*(**C.char)(unsafe.Pointer(&a.message)) = C.CString(msg)
+	}
+	p := cAlloc[C.gp_nvtxDomainEx_params]()
+	setHandle(&p.domain, domain)
+	p.core.eventAttrib = a
+	nvtxCall(C.GP_CBID_NVTX_nvtxDomainRangePushEx, unsafe.Pointer(p), nil)
+}
+
+// nvtxStartA is nvtxRangeStartA(msg) returning NVTX's range id id.
+func nvtxStartA(msg string, id uint64) {
+	p := cAlloc[C.gp_nvtxMessageA_params]()
+	p.message = C.CString(msg)
+	nvtxReturning(C.GP_CBID_NVTX_nvtxRangeStartA, unsafe.Pointer(p), id)
+}
+
+// nvtxEnd is nvtxRangeEnd(id).
+func nvtxEnd(id uint64) {
+	p := cAlloc[C.gp_nvtxRangeEnd_params]()
+	p.id = C.uint64_t(id)
+	nvtxCall(C.GP_CBID_NVTX_nvtxRangeEnd, unsafe.Pointer(p), nil)
+}
+
+// rangeCounters are the C side's NVTX range counters.
+func rangeCounters() (ranges, dropped uint64) {
+	var c C.gp_counters
+	C.gp_read_counters(&c)
+	return uint64(c.ranges), uint64(c.ranges_dropped)
+}
+
+// cannedRangeOpen lays out a range open record with an ASCII message.
+func cannedRangeOpen(g *pb.Range, nvtxID uint64) []byte {
+	var r C.gp_range_rec
+	r.id, r.parent_id, r.start_ns, r.nvtx_id = C.uint64_t(g.Id), C.uint64_t(g.ParentId), C.uint64_t(g.StartNs), C.uint64_t(nvtxID)
+	r.tid, r.category = C.uint32_t(g.Tid), C.uint32_t(g.Category)
+	r.message_kind, r.message_len = C.GP_RANGE_MSG_ASCII, C.uint32_t(len(g.Message))
+	if g.Pushed {
+		r.pushed = 1
+	}
+	return cannedRecord(&r, C.GP_REC_RANGE, []byte(g.Message))
+}
+
+// cannedRangeEnd lays out a range end record.
+func cannedRangeEnd(id, nvtxID, endNs uint64) []byte {
+	var r C.gp_range_end_rec
+	r.id, r.nvtx_id, r.end_ns = C.uint64_t(id), C.uint64_t(nvtxID), C.uint64_t(endNs)
+	return cannedRecord(&r, C.GP_REC_RANGE_END, nil)
+}
+
+// cannedNvtxName lays out a domain's (domain true) or registered string's name.
+func cannedNvtxName(handle uint64, domain bool, name string) []byte {
+	var r C.gp_nvtx_name_rec
+	r.handle, r.kind, r.len = C.uint64_t(handle), C.GP_NVTX_NAME_STRING, C.uint32_t(len(name))
+	if domain {
+		r.kind = C.GP_NVTX_NAME_DOMAIN
+	}
+	return cannedRecord(&r, C.GP_REC_NVTX_NAME, []byte(name))
 }

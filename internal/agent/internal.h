@@ -8,6 +8,7 @@
 //   callstack.c  each launch's callstack, each distinct stack described once
 //   activity.c   GPU timing: CUPTI's activity buffers into activity records
 //   memcap.c     memory capture (memcap.h)
+//   nvtx.c       NVTX ranges (CUPTI's NVTX callbacks) and the range a launch is in
 //   autograd.c   PyTorch's autograd context of a launch (autograd.h)
 //   pystack.c    the calling thread's Python frames (pystack.h)
 //   unwind.c     the calling thread's native frames (unwind.h)
@@ -197,6 +198,9 @@ int gp_mem_stuck(void);
 // initial-exec), so this asks the loader for nothing it does not already do.
 #define GP_TLS __thread __attribute__((tls_model("initial-exec")))
 
+// GP_RANGE_DEPTH bounds the NVTX ranges a thread's stack holds (nvtx.c).
+enum { GP_RANGE_DEPTH = 128 };
+
 // GP_PARAMS_CAP bounds a launch's parameter bytes: CUDA 12.1+ allows up to
 // 32764.
 enum { GP_PARAMS_CAP = 32768 };
@@ -212,6 +216,12 @@ typedef struct {
   } launch;
   struct gp_stack_builder *stack;  // callstack.c's, allocated on first use
   gp_mem_launch mem;
+  // nvtx.c: the open push/pop ranges, innermost last; range_depth counts
+  // those nested beyond the array too.
+  struct {
+    uint64_t id, domain;
+  } ranges[GP_RANGE_DEPTH];
+  uint32_t range_depth;
 } gp_thread_scratch;
 
 // gp_scratch returns the calling thread's scratch, allocated on first use;
@@ -224,9 +234,23 @@ void gp_launch_init(void);
 // gp_on_callback is the one CUPTI callback (cuptiSubscribe).
 void gp_on_callback(void *userdata, int domain, uint32_t cbid, const void *data);
 
+// gp_thread_id is the calling thread's Linux id, cached.
+pid_t gp_thread_id(void);
+
 // gp_in_agent_call marks the calling thread as inside the agent's own CUDA
 // calls (enter 1) or out of them (0): their callbacks are ignored.
 int gp_in_agent_call(int enter);
+
+// ---- nvtx.c ----
+
+// The innermost NVTX push/pop range open on this thread, 0 none: what a
+// launch record names (one TLS read on the launch path).
+extern GP_TLS uint64_t gp_range_current;
+
+// gp_nvtx_callback handles one of the NVTX callbacks gp_nvtx_cbids lists.
+void gp_nvtx_callback(uint32_t cbid, const gp_NvtxData *d);
+extern const uint32_t gp_nvtx_cbids[];
+extern const size_t gp_nvtx_ncbids;
 
 // ---- callstack.c ----
 

@@ -63,6 +63,8 @@ static inline pid_t thread_id(void) {
   return tls.tid;
 }
 
+pid_t gp_thread_id(void) { return thread_id(); }
+
 // ---- kernels: one description per CUfunction, found without locks ----
 
 enum { MAX_PARAMS = 1024, FUNC_TABLE = 1 << 14 };
@@ -422,6 +424,7 @@ static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
   rec->ag_seq = ag.sequence_nr;
   rec->ag_class = ag.node_class;
   rec->ag_present = ag.present;
+  rec->range_id = gp_range_current;
   if (gp_proc.cfg.memory_mode == GP_MEM_OFF) {
     rec->params_len = fe ? copy_params(fe, &v, s->launch.tail, GP_PARAMS_CAP) : 0;
     rec->h.size = gp_pad8(sizeof *rec + rec->params_len);
@@ -550,6 +553,10 @@ void gp_on_callback(void *userdata, int domain, uint32_t cbid, const void *data)
 }
 
 static void dispatch(int domain, uint32_t cbid, const void *data) {
+  if (domain == GP_CB_DOMAIN_NVTX) {
+    gp_nvtx_callback(cbid, data);
+    return;
+  }
   if (domain == GP_CB_DOMAIN_DRIVER_API) {
     const gp_CallbackData *cb = data;
     if (is_launch(cbid)) {

@@ -75,6 +75,7 @@ type recorder struct {
 	forcing   atomic.Bool              // a forced activity flush for the hang watch is under way
 	kernels   map[uint64]*pb.Kernel
 	links     *forwardLinks // backward launches to forward lines (PyTorch)
+	nvtx      *nvtxState
 	closed    bool
 	stats     pb.Stats       // Go-side counters
 	mem       *memoryCapture // nil when memory capture is off
@@ -116,6 +117,7 @@ func newRecorder(out string, cfg config) (*recorder, error) {
 		devices: map[uint32]bool{},
 		kernels: map[uint64]*pb.Kernel{},
 		links:   newForwardLinks(),
+		nvtx:    newNvtxState(),
 		triton:  newTritonCache(),
 		hang:    newHangWatch(cfg.hang),
 		stop:    make(chan struct{}),
@@ -408,6 +410,12 @@ func fixedSize(typ C.uint32_t) int {
 		return int(unsafe.Sizeof(C.gp_memlost_rec{}))
 	case C.GP_REC_NODECLASS:
 		return int(unsafe.Sizeof(C.gp_nodeclass_rec{}))
+	case C.GP_REC_RANGE:
+		return int(unsafe.Sizeof(C.gp_range_rec{}))
+	case C.GP_REC_RANGE_END:
+		return int(unsafe.Sizeof(C.gp_range_end_rec{}))
+	case C.GP_REC_NVTX_NAME:
+		return int(unsafe.Sizeof(C.gp_nvtx_name_rec{}))
 	}
 	return int(unsafe.Sizeof(C.gp_rec_hdr{}))
 }
@@ -459,6 +467,7 @@ func (r *recorder) record(raw []byte) {
 			Api:            uint32(l.api),
 			Result:         int32(l.result),
 			Untimed:        l.untimed != 0,
+			RangeId:        uint64(l.range_id),
 		}
 		if l.cluster[0] != 0 {
 			launch.Cluster = dim3(l.cluster)
@@ -587,6 +596,13 @@ func (r *recorder) record(raw []byte) {
 		c := (*C.gp_nodeclass_rec)(p)
 		name := string(tail(raw, unsafe.Sizeof(*c), int(c.name_len)))
 		r.links.classes[uint32(c.id)] = nodeClassName(name, c.kind == C.GP_NODECLASS_CXX)
+		return
+	case C.GP_REC_RANGE:
+		r.rangeOpen((*C.gp_range_rec)(p), raw)
+	case C.GP_REC_RANGE_END:
+		r.rangeEnd((*C.gp_range_end_rec)(p))
+	case C.GP_REC_NVTX_NAME:
+		r.nvtxName((*C.gp_nvtx_name_rec)(p), raw)
 		return
 	case C.GP_REC_LOG:
 		l := (*C.gp_log_rec)(p)
@@ -806,6 +822,8 @@ func (r *recorder) writeFrame() {
 		MemoryCaptureGpuNs: uint64(c.memcap_gpu_ns),
 		BackwardLaunches:   r.stats.BackwardLaunches,
 		BackwardLinked:     r.stats.BackwardLinked,
+		Ranges:             uint64(c.ranges),
+		RangesDropped:      uint64(c.ranges_dropped) + r.nvtx.unmatched,
 	}
 	if r.mem != nil {
 		r.mem.fill(r.batch.Stats)
@@ -828,6 +846,7 @@ func (r *recorder) writeFrame() {
 	}
 	r.batch = &pb.Batch{}
 	r.pending = 0
+	clear(r.nvtx.inBatch)
 }
 
 // regions decodes a launch record's region tail: gp_region_rec entries,

@@ -205,6 +205,9 @@ func cannedOfEveryType() map[string][]byte {
 		"allocation":   cannedAlloc(&pb.Allocation{Id: 1}),
 		"memory lost":  cannedMemLost(1, 1, 1, strings.Repeat("y", 100)),
 		"node class":   cannedNodeClass(1, false, "CompiledFunctionBackward"),
+		"range":        cannedRangeOpen(&pb.Range{Id: 1, Message: strings.Repeat("r", 40), Pushed: true}, 0),
+		"range end":    cannedRangeEnd(1, 0, 5),
+		"nvtx name":    cannedNvtxName(1, true, "domain"),
 	}
 }
 

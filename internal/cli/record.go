@@ -187,6 +187,11 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 	if prev := os.Getenv("CUDA_INJECTION64_PATH"); prev != "" {
 		fmt.Fprintf(stderr, "gpurr: record: replacing CUDA_INJECTION64_PATH=%s for the recorded program\n", prev)
 	}
+	if add, note := nvtxEnv(cuptiLib, os.Getenv(agentenv.NVTXInjection)); add != "" {
+		child.Env = append(child.Env, add)
+	} else {
+		fmt.Fprintln(stderr, note)
+	}
 
 	// The terminal sends SIGINT to the whole process group, the program
 	// included; other signals sent to gpurr are passed on.
@@ -230,6 +235,16 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 		return exitWith(code)
 	}
 	return nil
+}
+
+// nvtxEnv points NVTX at the CUPTI library the agent uses, so the program's
+// NVTX ranges reach the agent's callbacks. A library the user named already
+// (another tool's) is kept: then ranges are not recorded, and note says so.
+func nvtxEnv(cupti, prev string) (add, note string) {
+	if prev == "" || prev == cupti {
+		return agentenv.NVTXInjection + "=" + cupti, ""
+	}
+	return "", fmt.Sprintf("gpurr: record: warning: %s=%s is kept for the recorded program, so its NVTX ranges are not recorded (unset it to record them)", agentenv.NVTXInjection, prev)
 }
 
 const pytorchAllocConf = "PYTORCH_CUDA_ALLOC_CONF"

@@ -120,7 +120,7 @@ func (x Autograd_Link) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Autograd_Link.Descriptor instead.
 func (Autograd_Link) EnumDescriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{12, 0}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{14, 0}
 }
 
 type MemoryPlan_Status int32
@@ -187,7 +187,7 @@ func (x MemoryPlan_Status) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use MemoryPlan_Status.Descriptor instead.
 func (MemoryPlan_Status) EnumDescriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{14, 0}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{16, 0}
 }
 
 type Allocation_Kind int32
@@ -248,7 +248,7 @@ func (x Allocation_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Allocation_Kind.Descriptor instead.
 func (Allocation_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{15, 0}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{17, 0}
 }
 
 type MemoryState_Point int32
@@ -297,7 +297,7 @@ func (x MemoryState_Point) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use MemoryState_Point.Descriptor instead.
 func (MemoryState_Point) EnumDescriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{16, 0}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{18, 0}
 }
 
 // Batch is the payload of one frame. A frame holds any mix of records;
@@ -319,6 +319,8 @@ type Batch struct {
 	Allocations   []*Allocation          `protobuf:"bytes,13,rep,name=allocations,proto3" json:"allocations,omitempty"`                          // device memory allocated or freed (--memory hash|snapshot)
 	Memory        []*MemoryState         `protobuf:"bytes,14,rep,name=memory,proto3" json:"memory,omitempty"`                                    // hashes (and snapshots) of launches' regions, as the GPU produced them
 	OwnActivities []*KernelActivity      `protobuf:"bytes,15,rep,name=own_activities,json=ownActivities,proto3" json:"own_activities,omitempty"` // gpurr's own kernels (memory capture's hashes and copies) on the GPU; format 1.2
+	Ranges        []*Range               `protobuf:"bytes,16,rep,name=ranges,proto3" json:"ranges,omitempty"`                                    // NVTX ranges opened (1.7)
+	RangeEnds     []*RangeEnd            `protobuf:"bytes,17,rep,name=range_ends,json=rangeEnds,proto3" json:"range_ends,omitempty"`             // ends of ranges written in earlier frames (1.7)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -458,6 +460,20 @@ func (x *Batch) GetOwnActivities() []*KernelActivity {
 	return nil
 }
 
+func (x *Batch) GetRanges() []*Range {
+	if x != nil {
+		return x.Ranges
+	}
+	return nil
+}
+
+func (x *Batch) GetRangeEnds() []*RangeEnd {
+	if x != nil {
+		return x.RangeEnds
+	}
+	return nil
+}
+
 // Process describes the recorded process. Timestamps named *_ns are on the
 // recording clock (CUPTI's timestamp, nanoseconds); *_unix_ns are wall-clock.
 type Process struct {
@@ -483,6 +499,8 @@ type Process struct {
 	Autograd        *AutogradInfo          `protobuf:"bytes,19,opt,name=autograd,proto3" json:"autograd,omitempty"`                                         // whether launches carry PyTorch autograd context (1.4); unset when no torch was loaded
 	GpuTimingSerial bool                   `protobuf:"varint,20,opt,name=gpu_timing_serial,json=gpuTimingSerial,proto3" json:"gpu_timing_serial,omitempty"` // with gpu_timing: CUPTI's serial kernel mode (kernels ran one at a time), not its concurrent one (1.5)
 	GpuTimingSample string                 `protobuf:"bytes,21,opt,name=gpu_timing_sample,json=gpuTimingSample,proto3" json:"gpu_timing_sample,omitempty"`  // with gpu_timing: kernels were timed in windows, "ON/EVERY" (e.g. "20ms/200ms"); "" when every kernel was (1.6)
+	Nvtx            bool                   `protobuf:"varint,22,opt,name=nvtx,proto3" json:"nvtx,omitempty"`                                                // NVTX ranges were recorded (1.7)
+	NvtxReason      string                 `protobuf:"bytes,23,opt,name=nvtx_reason,json=nvtxReason,proto3" json:"nvtx_reason,omitempty"`                   // why not, when nvtx is false (1.7)
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -660,6 +678,20 @@ func (x *Process) GetGpuTimingSerial() bool {
 func (x *Process) GetGpuTimingSample() string {
 	if x != nil {
 		return x.GpuTimingSample
+	}
+	return ""
+}
+
+func (x *Process) GetNvtx() bool {
+	if x != nil {
+		return x.Nvtx
+	}
+	return false
+}
+
+func (x *Process) GetNvtxReason() string {
+	if x != nil {
+		return x.NvtxReason
 	}
 	return ""
 }
@@ -1429,6 +1461,7 @@ type Launch struct {
 	Memory         *MemoryPlan            `protobuf:"bytes,22,opt,name=memory,proto3" json:"memory,omitempty"`                                 // what memory capture was enqueued for this launch
 	Autograd       *Autograd              `protobuf:"bytes,23,opt,name=autograd,proto3" json:"autograd,omitempty"`                             // PyTorch autograd context (1.4); unset when Process.autograd is not linked
 	Untimed        bool                   `protobuf:"varint,24,opt,name=untimed,proto3" json:"untimed,omitempty"`                              // made between sampled GPU timing's windows (Process.gpu_timing_sample): no kernel record is expected (1.6)
+	RangeId        uint64                 `protobuf:"varint,25,opt,name=range_id,json=rangeId,proto3" json:"range_id,omitempty"`               // Range.id of the innermost NVTX push/pop range open on the launching thread; 0 none (1.7)
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -1631,6 +1664,181 @@ func (x *Launch) GetUntimed() bool {
 	return false
 }
 
+func (x *Launch) GetRangeId() uint64 {
+	if x != nil {
+		return x.RangeId
+	}
+	return 0
+}
+
+// Range is an NVTX range (1.7). Push/pop ranges (pushed) nest on their
+// thread: parent_id is the range open there when this one opened, and
+// launches name the innermost (Launch.range_id). Start/end ranges may end
+// on another thread and are named by no launch; their parent_id is the
+// push/pop range open on their starting thread. A range is written when it
+// opens; end_ns is set when it closed before its frame was written, else a
+// RangeEnd in a later frame gives it, and 0 stays for one that never closed.
+type Range struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`                             // 1, 2, 3 ... in the order they opened
+	ParentId      uint64                 `protobuf:"varint,2,opt,name=parent_id,json=parentId,proto3" json:"parent_id,omitempty"` // 0 none
+	Tid           uint32                 `protobuf:"varint,3,opt,name=tid,proto3" json:"tid,omitempty"`                           // Linux thread id that opened it
+	Domain        string                 `protobuf:"bytes,4,opt,name=domain,proto3" json:"domain,omitempty"`                      // NVTX domain's name; "" the default domain
+	Message       string                 `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`                    // the range's text; "" when it had none, or a wide-character one (not recorded)
+	Category      uint32                 `protobuf:"varint,6,opt,name=category,proto3" json:"category,omitempty"`                 // NVTX category, 0 none
+	StartNs       uint64                 `protobuf:"varint,7,opt,name=start_ns,json=startNs,proto3" json:"start_ns,omitempty"`
+	EndNs         uint64                 `protobuf:"varint,8,opt,name=end_ns,json=endNs,proto3" json:"end_ns,omitempty"` // 0 while open
+	Pushed        bool                   `protobuf:"varint,9,opt,name=pushed,proto3" json:"pushed,omitempty"`            // push/pop; false for start/end
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Range) Reset() {
+	*x = Range{}
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Range) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Range) ProtoMessage() {}
+
+func (x *Range) ProtoReflect() protoreflect.Message {
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Range.ProtoReflect.Descriptor instead.
+func (*Range) Descriptor() ([]byte, []int) {
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *Range) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *Range) GetParentId() uint64 {
+	if x != nil {
+		return x.ParentId
+	}
+	return 0
+}
+
+func (x *Range) GetTid() uint32 {
+	if x != nil {
+		return x.Tid
+	}
+	return 0
+}
+
+func (x *Range) GetDomain() string {
+	if x != nil {
+		return x.Domain
+	}
+	return ""
+}
+
+func (x *Range) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *Range) GetCategory() uint32 {
+	if x != nil {
+		return x.Category
+	}
+	return 0
+}
+
+func (x *Range) GetStartNs() uint64 {
+	if x != nil {
+		return x.StartNs
+	}
+	return 0
+}
+
+func (x *Range) GetEndNs() uint64 {
+	if x != nil {
+		return x.EndNs
+	}
+	return 0
+}
+
+func (x *Range) GetPushed() bool {
+	if x != nil {
+		return x.Pushed
+	}
+	return false
+}
+
+// RangeEnd closes a Range written in an earlier frame.
+type RangeEnd struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	EndNs         uint64                 `protobuf:"varint,2,opt,name=end_ns,json=endNs,proto3" json:"end_ns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RangeEnd) Reset() {
+	*x = RangeEnd{}
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RangeEnd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RangeEnd) ProtoMessage() {}
+
+func (x *RangeEnd) ProtoReflect() protoreflect.Message {
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RangeEnd.ProtoReflect.Descriptor instead.
+func (*RangeEnd) Descriptor() ([]byte, []int) {
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *RangeEnd) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *RangeEnd) GetEndNs() uint64 {
+	if x != nil {
+		return x.EndNs
+	}
+	return 0
+}
+
 // Autograd places a launch in PyTorch's autograd graph. PyTorch numbers the
 // nodes each thread creates in its forward pass (sequence numbers); a node
 // created by an op gets the thread's next number before the op launches its
@@ -1649,7 +1857,7 @@ type Autograd struct {
 
 func (x *Autograd) Reset() {
 	*x = Autograd{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[12]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1661,7 +1869,7 @@ func (x *Autograd) String() string {
 func (*Autograd) ProtoMessage() {}
 
 func (x *Autograd) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[12]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1674,7 +1882,7 @@ func (x *Autograd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Autograd.ProtoReflect.Descriptor instead.
 func (*Autograd) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{12}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Autograd) GetThread() uint64 {
@@ -1728,7 +1936,7 @@ type Region struct {
 
 func (x *Region) Reset() {
 	*x = Region{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[13]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1740,7 +1948,7 @@ func (x *Region) String() string {
 func (*Region) ProtoMessage() {}
 
 func (x *Region) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[13]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1753,7 +1961,7 @@ func (x *Region) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Region.ProtoReflect.Descriptor instead.
 func (*Region) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{13}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Region) GetAddress() uint64 {
@@ -1796,7 +2004,7 @@ type MemoryPlan struct {
 
 func (x *MemoryPlan) Reset() {
 	*x = MemoryPlan{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[14]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1808,7 +2016,7 @@ func (x *MemoryPlan) String() string {
 func (*MemoryPlan) ProtoMessage() {}
 
 func (x *MemoryPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[14]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1821,7 +2029,7 @@ func (x *MemoryPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryPlan.ProtoReflect.Descriptor instead.
 func (*MemoryPlan) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{14}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *MemoryPlan) GetStatus() MemoryPlan_Status {
@@ -1854,7 +2062,7 @@ type Allocation struct {
 
 func (x *Allocation) Reset() {
 	*x = Allocation{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[15]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1866,7 +2074,7 @@ func (x *Allocation) String() string {
 func (*Allocation) ProtoMessage() {}
 
 func (x *Allocation) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[15]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1879,7 +2087,7 @@ func (x *Allocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Allocation.ProtoReflect.Descriptor instead.
 func (*Allocation) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{15}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Allocation) GetId() uint64 {
@@ -1947,7 +2155,7 @@ type MemoryState struct {
 
 func (x *MemoryState) Reset() {
 	*x = MemoryState{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[16]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1959,7 +2167,7 @@ func (x *MemoryState) String() string {
 func (*MemoryState) ProtoMessage() {}
 
 func (x *MemoryState) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[16]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1972,7 +2180,7 @@ func (x *MemoryState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MemoryState.ProtoReflect.Descriptor instead.
 func (*MemoryState) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{16}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *MemoryState) GetLaunchSeq() uint64 {
@@ -2034,7 +2242,7 @@ type RegionState struct {
 
 func (x *RegionState) Reset() {
 	*x = RegionState{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[17]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2046,7 +2254,7 @@ func (x *RegionState) String() string {
 func (*RegionState) ProtoMessage() {}
 
 func (x *RegionState) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[17]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2059,7 +2267,7 @@ func (x *RegionState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegionState.ProtoReflect.Descriptor instead.
 func (*RegionState) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{17}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RegionState) GetHash() []byte {
@@ -2127,7 +2335,7 @@ type KernelActivity struct {
 
 func (x *KernelActivity) Reset() {
 	*x = KernelActivity{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[18]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2139,7 +2347,7 @@ func (x *KernelActivity) String() string {
 func (*KernelActivity) ProtoMessage() {}
 
 func (x *KernelActivity) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[18]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2152,7 +2360,7 @@ func (x *KernelActivity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelActivity.ProtoReflect.Descriptor instead.
 func (*KernelActivity) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{18}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *KernelActivity) GetCorrelationId() uint32 {
@@ -2268,7 +2476,7 @@ type GraphNode struct {
 
 func (x *GraphNode) Reset() {
 	*x = GraphNode{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[19]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2280,7 +2488,7 @@ func (x *GraphNode) String() string {
 func (*GraphNode) ProtoMessage() {}
 
 func (x *GraphNode) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[19]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2293,7 +2501,7 @@ func (x *GraphNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GraphNode.ProtoReflect.Descriptor instead.
 func (*GraphNode) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{19}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GraphNode) GetNodeId() uint64 {
@@ -2349,7 +2557,7 @@ type GraphLaunch struct {
 
 func (x *GraphLaunch) Reset() {
 	*x = GraphLaunch{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[20]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2361,7 +2569,7 @@ func (x *GraphLaunch) String() string {
 func (*GraphLaunch) ProtoMessage() {}
 
 func (x *GraphLaunch) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[20]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2374,7 +2582,7 @@ func (x *GraphLaunch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GraphLaunch.ProtoReflect.Descriptor instead.
 func (*GraphLaunch) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{20}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GraphLaunch) GetSeq() uint64 {
@@ -2458,7 +2666,7 @@ type LogEntry struct {
 
 func (x *LogEntry) Reset() {
 	*x = LogEntry{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[21]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2470,7 +2678,7 @@ func (x *LogEntry) String() string {
 func (*LogEntry) ProtoMessage() {}
 
 func (x *LogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[21]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2483,7 +2691,7 @@ func (x *LogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogEntry.ProtoReflect.Descriptor instead.
 func (*LogEntry) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{21}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *LogEntry) GetHostNs() uint64 {
@@ -2542,13 +2750,15 @@ type Stats struct {
 	BackwardLaunches   uint64                 `protobuf:"varint,30,opt,name=backward_launches,json=backwardLaunches,proto3" json:"backward_launches,omitempty"`           // launches made inside an autograd node's backward (1.4)
 	BackwardLinked     uint64                 `protobuf:"varint,31,opt,name=backward_linked,json=backwardLinked,proto3" json:"backward_linked,omitempty"`                 // of those, launches whose forward callstack was found
 	AgentLaunchNs      uint64                 `protobuf:"varint,32,opt,name=agent_launch_ns,json=agentLaunchNs,proto3" json:"agent_launch_ns,omitempty"`                  // of agent_callback_ns, the part in launch callbacks (sampled: 1 launch in 16 per thread, scaled; 1.4)
+	Ranges             uint64                 `protobuf:"varint,33,opt,name=ranges,proto3" json:"ranges,omitempty"`                                                       // NVTX ranges recorded (1.7)
+	RangesDropped      uint64                 `protobuf:"varint,34,opt,name=ranges_dropped,json=rangesDropped,proto3" json:"ranges_dropped,omitempty"`                    // NVTX ranges lost: ring full, nested deeper than 128 on a thread, or popped without a push the agent saw (1.7)
 	unknownFields      protoimpl.UnknownFields
 	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Stats) Reset() {
 	*x = Stats{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[22]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2560,7 +2770,7 @@ func (x *Stats) String() string {
 func (*Stats) ProtoMessage() {}
 
 func (x *Stats) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[22]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2573,7 +2783,7 @@ func (x *Stats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stats.ProtoReflect.Descriptor instead.
 func (*Stats) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{22}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Stats) GetLaunches() uint64 {
@@ -2800,6 +3010,20 @@ func (x *Stats) GetAgentLaunchNs() uint64 {
 	return 0
 }
 
+func (x *Stats) GetRanges() uint64 {
+	if x != nil {
+		return x.Ranges
+	}
+	return 0
+}
+
+func (x *Stats) GetRangesDropped() uint64 {
+	if x != nil {
+		return x.RangesDropped
+	}
+	return 0
+}
+
 type End struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	EndNs         uint64                 `protobuf:"varint,1,opt,name=end_ns,json=endNs,proto3" json:"end_ns,omitempty"`
@@ -2810,7 +3034,7 @@ type End struct {
 
 func (x *End) Reset() {
 	*x = End{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[23]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2822,7 +3046,7 @@ func (x *End) String() string {
 func (*End) ProtoMessage() {}
 
 func (x *End) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[23]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2835,7 +3059,7 @@ func (x *End) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use End.ProtoReflect.Descriptor instead.
 func (*End) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{23}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *End) GetEndNs() uint64 {
@@ -2856,7 +3080,7 @@ var File_recording_recordingpb_recording_proto protoreflect.FileDescriptor
 
 const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\n" +
-	"%recording/recordingpb/recording.proto\x12\x12gpurr.recording.v1\"\xf5\x06\n" +
+	"%recording/recordingpb/recording.proto\x12\x12gpurr.recording.v1\"\xe5\a\n" +
 	"\x05Batch\x125\n" +
 	"\aprocess\x18\x01 \x01(\v2\x1b.gpurr.recording.v1.ProcessR\aprocess\x124\n" +
 	"\adevices\x18\x02 \x03(\v2\x1a.gpurr.recording.v1.DeviceR\adevices\x124\n" +
@@ -2878,7 +3102,10 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x03end\x18\f \x01(\v2\x17.gpurr.recording.v1.EndR\x03end\x12@\n" +
 	"\vallocations\x18\r \x03(\v2\x1e.gpurr.recording.v1.AllocationR\vallocations\x127\n" +
 	"\x06memory\x18\x0e \x03(\v2\x1f.gpurr.recording.v1.MemoryStateR\x06memory\x12I\n" +
-	"\x0eown_activities\x18\x0f \x03(\v2\".gpurr.recording.v1.KernelActivityR\rownActivities\"\x90\x06\n" +
+	"\x0eown_activities\x18\x0f \x03(\v2\".gpurr.recording.v1.KernelActivityR\rownActivities\x121\n" +
+	"\x06ranges\x18\x10 \x03(\v2\x19.gpurr.recording.v1.RangeR\x06ranges\x12;\n" +
+	"\n" +
+	"range_ends\x18\x11 \x03(\v2\x1c.gpurr.recording.v1.RangeEndR\trangeEnds\"\xc5\x06\n" +
 	"\aProcess\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\rR\x03pid\x12\x12\n" +
 	"\x04ppid\x18\x02 \x01(\rR\x04ppid\x12\x1a\n" +
@@ -2905,7 +3132,10 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x06memory\x18\x12 \x01(\v2 .gpurr.recording.v1.MemoryConfigR\x06memory\x12<\n" +
 	"\bautograd\x18\x13 \x01(\v2 .gpurr.recording.v1.AutogradInfoR\bautograd\x12*\n" +
 	"\x11gpu_timing_serial\x18\x14 \x01(\bR\x0fgpuTimingSerial\x12*\n" +
-	"\x11gpu_timing_sample\x18\x15 \x01(\tR\x0fgpuTimingSampleB\a\n" +
+	"\x11gpu_timing_sample\x18\x15 \x01(\tR\x0fgpuTimingSample\x12\x12\n" +
+	"\x04nvtx\x18\x16 \x01(\bR\x04nvtx\x12\x1f\n" +
+	"\vnvtx_reason\x18\x17 \x01(\tR\n" +
+	"nvtxReasonB\a\n" +
 	"\x05_rankB\r\n" +
 	"\v_local_rankB\r\n" +
 	"\v_world_size\"c\n" +
@@ -2977,7 +3207,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x04Dim3\x12\f\n" +
 	"\x01x\x18\x01 \x01(\rR\x01x\x12\f\n" +
 	"\x01y\x18\x02 \x01(\rR\x01y\x12\f\n" +
-	"\x01z\x18\x03 \x01(\rR\x01z\"\xb4\x06\n" +
+	"\x01z\x18\x03 \x01(\rR\x01z\"\xcf\x06\n" +
 	"\x06Launch\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x10\n" +
 	"\x03tid\x18\x02 \x01(\rR\x03tid\x12\x16\n" +
@@ -3004,7 +3234,21 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\aregions\x18\x15 \x03(\v2\x1a.gpurr.recording.v1.RegionR\aregions\x126\n" +
 	"\x06memory\x18\x16 \x01(\v2\x1e.gpurr.recording.v1.MemoryPlanR\x06memory\x128\n" +
 	"\bautograd\x18\x17 \x01(\v2\x1c.gpurr.recording.v1.AutogradR\bautograd\x12\x18\n" +
-	"\auntimed\x18\x18 \x01(\bR\auntimed\"\x92\x02\n" +
+	"\auntimed\x18\x18 \x01(\bR\auntimed\x12\x19\n" +
+	"\brange_id\x18\x19 \x01(\x04R\arangeId\"\xde\x01\n" +
+	"\x05Range\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1b\n" +
+	"\tparent_id\x18\x02 \x01(\x04R\bparentId\x12\x10\n" +
+	"\x03tid\x18\x03 \x01(\rR\x03tid\x12\x16\n" +
+	"\x06domain\x18\x04 \x01(\tR\x06domain\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\x12\x1a\n" +
+	"\bcategory\x18\x06 \x01(\rR\bcategory\x12\x19\n" +
+	"\bstart_ns\x18\a \x01(\x04R\astartNs\x12\x15\n" +
+	"\x06end_ns\x18\b \x01(\x04R\x05endNs\x12\x16\n" +
+	"\x06pushed\x18\t \x01(\bR\x06pushed\"1\n" +
+	"\bRangeEnd\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x15\n" +
+	"\x06end_ns\x18\x02 \x01(\x04R\x05endNs\"\x92\x02\n" +
 	"\bAutograd\x12\x16\n" +
 	"\x06thread\x18\x01 \x01(\x04R\x06thread\x12\x1f\n" +
 	"\vsequence_nr\x18\x02 \x01(\x04R\n" +
@@ -3113,7 +3357,8 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\bLogEntry\x12\x17\n" +
 	"\ahost_ns\x18\x01 \x01(\x04R\x06hostNs\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\tR\x05level\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\xe6\t\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xa5\n" +
+	"\n" +
 	"\x05Stats\x12\x1a\n" +
 	"\blaunches\x18\x01 \x01(\x04R\blaunches\x12+\n" +
 	"\x11launches_filtered\x18\x02 \x01(\x04R\x10launchesFiltered\x12)\n" +
@@ -3151,7 +3396,9 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x0ememory_stopped\x18\x1d \x01(\tR\rmemoryStopped\x12+\n" +
 	"\x11backward_launches\x18\x1e \x01(\x04R\x10backwardLaunches\x12'\n" +
 	"\x0fbackward_linked\x18\x1f \x01(\x04R\x0ebackwardLinked\x12&\n" +
-	"\x0fagent_launch_ns\x18  \x01(\x04R\ragentLaunchNs\"4\n" +
+	"\x0fagent_launch_ns\x18  \x01(\x04R\ragentLaunchNs\x12\x16\n" +
+	"\x06ranges\x18! \x01(\x04R\x06ranges\x12%\n" +
+	"\x0eranges_dropped\x18\" \x01(\x04R\rrangesDropped\"4\n" +
 	"\x03End\x12\x15\n" +
 	"\x06end_ns\x18\x01 \x01(\x04R\x05endNs\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reasonB.Z,github.com/gpurr/gpurr/recording/recordingpbb\x06proto3"
@@ -3169,7 +3416,7 @@ func file_recording_recordingpb_recording_proto_rawDescGZIP() []byte {
 }
 
 var file_recording_recordingpb_recording_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_recording_recordingpb_recording_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_recording_recordingpb_recording_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_recording_recordingpb_recording_proto_goTypes = []any{
 	(Frame_Kind)(0),        // 0: gpurr.recording.v1.Frame.Kind
 	(Autograd_Link)(0),     // 1: gpurr.recording.v1.Autograd.Link
@@ -3188,18 +3435,20 @@ var file_recording_recordingpb_recording_proto_goTypes = []any{
 	(*Callstack)(nil),      // 14: gpurr.recording.v1.Callstack
 	(*Dim3)(nil),           // 15: gpurr.recording.v1.Dim3
 	(*Launch)(nil),         // 16: gpurr.recording.v1.Launch
-	(*Autograd)(nil),       // 17: gpurr.recording.v1.Autograd
-	(*Region)(nil),         // 18: gpurr.recording.v1.Region
-	(*MemoryPlan)(nil),     // 19: gpurr.recording.v1.MemoryPlan
-	(*Allocation)(nil),     // 20: gpurr.recording.v1.Allocation
-	(*MemoryState)(nil),    // 21: gpurr.recording.v1.MemoryState
-	(*RegionState)(nil),    // 22: gpurr.recording.v1.RegionState
-	(*KernelActivity)(nil), // 23: gpurr.recording.v1.KernelActivity
-	(*GraphNode)(nil),      // 24: gpurr.recording.v1.GraphNode
-	(*GraphLaunch)(nil),    // 25: gpurr.recording.v1.GraphLaunch
-	(*LogEntry)(nil),       // 26: gpurr.recording.v1.LogEntry
-	(*Stats)(nil),          // 27: gpurr.recording.v1.Stats
-	(*End)(nil),            // 28: gpurr.recording.v1.End
+	(*Range)(nil),          // 17: gpurr.recording.v1.Range
+	(*RangeEnd)(nil),       // 18: gpurr.recording.v1.RangeEnd
+	(*Autograd)(nil),       // 19: gpurr.recording.v1.Autograd
+	(*Region)(nil),         // 20: gpurr.recording.v1.Region
+	(*MemoryPlan)(nil),     // 21: gpurr.recording.v1.MemoryPlan
+	(*Allocation)(nil),     // 22: gpurr.recording.v1.Allocation
+	(*MemoryState)(nil),    // 23: gpurr.recording.v1.MemoryState
+	(*RegionState)(nil),    // 24: gpurr.recording.v1.RegionState
+	(*KernelActivity)(nil), // 25: gpurr.recording.v1.KernelActivity
+	(*GraphNode)(nil),      // 26: gpurr.recording.v1.GraphNode
+	(*GraphLaunch)(nil),    // 27: gpurr.recording.v1.GraphLaunch
+	(*LogEntry)(nil),       // 28: gpurr.recording.v1.LogEntry
+	(*Stats)(nil),          // 29: gpurr.recording.v1.Stats
+	(*End)(nil),            // 30: gpurr.recording.v1.End
 }
 var file_recording_recordingpb_recording_proto_depIdxs = []int32{
 	6,  // 0: gpurr.recording.v1.Batch.process:type_name -> gpurr.recording.v1.Process
@@ -3208,38 +3457,40 @@ var file_recording_recordingpb_recording_proto_depIdxs = []int32{
 	12, // 3: gpurr.recording.v1.Batch.kernels:type_name -> gpurr.recording.v1.Kernel
 	14, // 4: gpurr.recording.v1.Batch.callstacks:type_name -> gpurr.recording.v1.Callstack
 	16, // 5: gpurr.recording.v1.Batch.launches:type_name -> gpurr.recording.v1.Launch
-	23, // 6: gpurr.recording.v1.Batch.activities:type_name -> gpurr.recording.v1.KernelActivity
-	24, // 7: gpurr.recording.v1.Batch.graph_nodes:type_name -> gpurr.recording.v1.GraphNode
-	25, // 8: gpurr.recording.v1.Batch.graph_launches:type_name -> gpurr.recording.v1.GraphLaunch
-	26, // 9: gpurr.recording.v1.Batch.log:type_name -> gpurr.recording.v1.LogEntry
-	27, // 10: gpurr.recording.v1.Batch.stats:type_name -> gpurr.recording.v1.Stats
-	28, // 11: gpurr.recording.v1.Batch.end:type_name -> gpurr.recording.v1.End
-	20, // 12: gpurr.recording.v1.Batch.allocations:type_name -> gpurr.recording.v1.Allocation
-	21, // 13: gpurr.recording.v1.Batch.memory:type_name -> gpurr.recording.v1.MemoryState
-	23, // 14: gpurr.recording.v1.Batch.own_activities:type_name -> gpurr.recording.v1.KernelActivity
-	8,  // 15: gpurr.recording.v1.Process.memory:type_name -> gpurr.recording.v1.MemoryConfig
-	7,  // 16: gpurr.recording.v1.Process.autograd:type_name -> gpurr.recording.v1.AutogradInfo
-	11, // 17: gpurr.recording.v1.Kernel.params:type_name -> gpurr.recording.v1.ParamInfo
-	0,  // 18: gpurr.recording.v1.Frame.kind:type_name -> gpurr.recording.v1.Frame.Kind
-	13, // 19: gpurr.recording.v1.Callstack.frames:type_name -> gpurr.recording.v1.Frame
-	15, // 20: gpurr.recording.v1.Launch.grid:type_name -> gpurr.recording.v1.Dim3
-	15, // 21: gpurr.recording.v1.Launch.block:type_name -> gpurr.recording.v1.Dim3
-	15, // 22: gpurr.recording.v1.Launch.cluster:type_name -> gpurr.recording.v1.Dim3
-	18, // 23: gpurr.recording.v1.Launch.regions:type_name -> gpurr.recording.v1.Region
-	19, // 24: gpurr.recording.v1.Launch.memory:type_name -> gpurr.recording.v1.MemoryPlan
-	17, // 25: gpurr.recording.v1.Launch.autograd:type_name -> gpurr.recording.v1.Autograd
-	1,  // 26: gpurr.recording.v1.Autograd.link:type_name -> gpurr.recording.v1.Autograd.Link
-	2,  // 27: gpurr.recording.v1.MemoryPlan.status:type_name -> gpurr.recording.v1.MemoryPlan.Status
-	3,  // 28: gpurr.recording.v1.Allocation.kind:type_name -> gpurr.recording.v1.Allocation.Kind
-	4,  // 29: gpurr.recording.v1.MemoryState.point:type_name -> gpurr.recording.v1.MemoryState.Point
-	22, // 30: gpurr.recording.v1.MemoryState.regions:type_name -> gpurr.recording.v1.RegionState
-	15, // 31: gpurr.recording.v1.KernelActivity.grid:type_name -> gpurr.recording.v1.Dim3
-	15, // 32: gpurr.recording.v1.KernelActivity.block:type_name -> gpurr.recording.v1.Dim3
-	33, // [33:33] is the sub-list for method output_type
-	33, // [33:33] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	25, // 6: gpurr.recording.v1.Batch.activities:type_name -> gpurr.recording.v1.KernelActivity
+	26, // 7: gpurr.recording.v1.Batch.graph_nodes:type_name -> gpurr.recording.v1.GraphNode
+	27, // 8: gpurr.recording.v1.Batch.graph_launches:type_name -> gpurr.recording.v1.GraphLaunch
+	28, // 9: gpurr.recording.v1.Batch.log:type_name -> gpurr.recording.v1.LogEntry
+	29, // 10: gpurr.recording.v1.Batch.stats:type_name -> gpurr.recording.v1.Stats
+	30, // 11: gpurr.recording.v1.Batch.end:type_name -> gpurr.recording.v1.End
+	22, // 12: gpurr.recording.v1.Batch.allocations:type_name -> gpurr.recording.v1.Allocation
+	23, // 13: gpurr.recording.v1.Batch.memory:type_name -> gpurr.recording.v1.MemoryState
+	25, // 14: gpurr.recording.v1.Batch.own_activities:type_name -> gpurr.recording.v1.KernelActivity
+	17, // 15: gpurr.recording.v1.Batch.ranges:type_name -> gpurr.recording.v1.Range
+	18, // 16: gpurr.recording.v1.Batch.range_ends:type_name -> gpurr.recording.v1.RangeEnd
+	8,  // 17: gpurr.recording.v1.Process.memory:type_name -> gpurr.recording.v1.MemoryConfig
+	7,  // 18: gpurr.recording.v1.Process.autograd:type_name -> gpurr.recording.v1.AutogradInfo
+	11, // 19: gpurr.recording.v1.Kernel.params:type_name -> gpurr.recording.v1.ParamInfo
+	0,  // 20: gpurr.recording.v1.Frame.kind:type_name -> gpurr.recording.v1.Frame.Kind
+	13, // 21: gpurr.recording.v1.Callstack.frames:type_name -> gpurr.recording.v1.Frame
+	15, // 22: gpurr.recording.v1.Launch.grid:type_name -> gpurr.recording.v1.Dim3
+	15, // 23: gpurr.recording.v1.Launch.block:type_name -> gpurr.recording.v1.Dim3
+	15, // 24: gpurr.recording.v1.Launch.cluster:type_name -> gpurr.recording.v1.Dim3
+	20, // 25: gpurr.recording.v1.Launch.regions:type_name -> gpurr.recording.v1.Region
+	21, // 26: gpurr.recording.v1.Launch.memory:type_name -> gpurr.recording.v1.MemoryPlan
+	19, // 27: gpurr.recording.v1.Launch.autograd:type_name -> gpurr.recording.v1.Autograd
+	1,  // 28: gpurr.recording.v1.Autograd.link:type_name -> gpurr.recording.v1.Autograd.Link
+	2,  // 29: gpurr.recording.v1.MemoryPlan.status:type_name -> gpurr.recording.v1.MemoryPlan.Status
+	3,  // 30: gpurr.recording.v1.Allocation.kind:type_name -> gpurr.recording.v1.Allocation.Kind
+	4,  // 31: gpurr.recording.v1.MemoryState.point:type_name -> gpurr.recording.v1.MemoryState.Point
+	24, // 32: gpurr.recording.v1.MemoryState.regions:type_name -> gpurr.recording.v1.RegionState
+	15, // 33: gpurr.recording.v1.KernelActivity.grid:type_name -> gpurr.recording.v1.Dim3
+	15, // 34: gpurr.recording.v1.KernelActivity.block:type_name -> gpurr.recording.v1.Dim3
+	35, // [35:35] is the sub-list for method output_type
+	35, // [35:35] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_recording_recordingpb_recording_proto_init() }
@@ -3254,7 +3505,7 @@ func file_recording_recordingpb_recording_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_recording_recordingpb_recording_proto_rawDesc), len(file_recording_recordingpb_recording_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   24,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -41,6 +41,10 @@ const (
 	// into every process that initializes CUDA and calls its
 	// InitializeInjection.
 	Injection = "CUDA_INJECTION64_PATH"
+	// NVTXInjection is read by NVTX, which loads the named library at the
+	// program's first NVTX call. Naming the CUPTI library the agent uses
+	// sends NVTX ranges to the agent's CUPTI callbacks.
+	NVTXInjection = "NVTX_INJECTION64_PATH"
 )
 
 // Config is what record hands to the agent.

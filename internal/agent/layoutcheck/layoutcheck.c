@@ -7,6 +7,12 @@
 #include <cuda.h>
 #include <cupti.h>
 #include <stddef.h>
+// CUPTI's NVTX parameter structs need NVTX's own types first.
+#if __has_include(<nvtx3/nvToolsExt.h>) && __has_include(<generated_nvtx_meta.h>)
+#include <nvtx3/nvToolsExt.h>
+#include <generated_nvtx_meta.h>
+#define HAVE_NVTX_META 1
+#endif
 #include <stdio.h>
 
 #include "../cabi.h"
@@ -23,6 +29,57 @@ void check(const char *file, const char *what, size_t ours, size_t real) {
 }
 
 #define CHECK_FILE "cabi.h"
+
+// check_nvtx compares the NVTX declarations (nvtx.c reads them), or says
+// once that the headers to compare them with are missing.
+static void check_nvtx(void) {
+  SIZE(gp_NvtxData, CUpti_NvtxData);
+  FIELD(gp_NvtxData, CUpti_NvtxData, functionName);
+  FIELD(gp_NvtxData, CUpti_NvtxData, functionParams);
+  FIELD(gp_NvtxData, CUpti_NvtxData, functionReturnValue);
+  VALUE(GP_CBID_NVTX_nvtxRangeStartA, CUPTI_CBID_NVTX_nvtxRangeStartA);
+  VALUE(GP_CBID_NVTX_nvtxRangeStartEx, CUPTI_CBID_NVTX_nvtxRangeStartEx);
+  VALUE(GP_CBID_NVTX_nvtxRangeEnd, CUPTI_CBID_NVTX_nvtxRangeEnd);
+  VALUE(GP_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushA);
+  VALUE(GP_CBID_NVTX_nvtxRangePushEx, CUPTI_CBID_NVTX_nvtxRangePushEx);
+  VALUE(GP_CBID_NVTX_nvtxRangePop, CUPTI_CBID_NVTX_nvtxRangePop);
+  VALUE(GP_CBID_NVTX_nvtxDomainRangeStartEx, CUPTI_CBID_NVTX_nvtxDomainRangeStartEx);
+  VALUE(GP_CBID_NVTX_nvtxDomainRangeEnd, CUPTI_CBID_NVTX_nvtxDomainRangeEnd);
+  VALUE(GP_CBID_NVTX_nvtxDomainRangePushEx, CUPTI_CBID_NVTX_nvtxDomainRangePushEx);
+  VALUE(GP_CBID_NVTX_nvtxDomainRangePop, CUPTI_CBID_NVTX_nvtxDomainRangePop);
+  VALUE(GP_CBID_NVTX_nvtxDomainRegisterStringA, CUPTI_CBID_NVTX_nvtxDomainRegisterStringA);
+  VALUE(GP_CBID_NVTX_nvtxDomainCreateA, CUPTI_CBID_NVTX_nvtxDomainCreateA);
+#ifdef HAVE_NVTX_META
+  SIZE(gp_nvtxEventAttributes, nvtxEventAttributes_t);
+  FIELD(gp_nvtxEventAttributes, nvtxEventAttributes_t, version);
+  FIELD(gp_nvtxEventAttributes, nvtxEventAttributes_t, category);
+  FIELD(gp_nvtxEventAttributes, nvtxEventAttributes_t, payload);
+  FIELD(gp_nvtxEventAttributes, nvtxEventAttributes_t, messageType);
+  FIELD(gp_nvtxEventAttributes, nvtxEventAttributes_t, message);
+  VALUE(GP_NVTX_MESSAGE_ASCII, NVTX_MESSAGE_TYPE_ASCII);
+  VALUE(GP_NVTX_MESSAGE_UNICODE, NVTX_MESSAGE_TYPE_UNICODE);
+  VALUE(GP_NVTX_MESSAGE_REGISTERED, NVTX_MESSAGE_TYPE_REGISTERED);
+  SIZE(gp_nvtxMessageA_params, nvtxRangePushA_params);
+  FIELD(gp_nvtxMessageA_params, nvtxRangePushA_params, message);
+  FIELD(gp_nvtxMessageA_params, nvtxRangeStartA_params, message);
+  FIELD(gp_nvtxEx_params, nvtxRangePushEx_params, eventAttrib);
+  FIELD(gp_nvtxEx_params, nvtxRangeStartEx_params, eventAttrib);
+  SIZE(gp_nvtxRangeEnd_params, nvtxRangeEnd_params);
+  FIELD(gp_nvtxRangeEnd_params, nvtxRangeEnd_params, id);
+  FIELD(gp_nvtxDomainEx_params, nvtxDomainRangePushEx_params, domain);
+  FIELD(gp_nvtxDomainEx_params, nvtxDomainRangePushEx_params, core);
+  FIELD(gp_nvtxDomainEx_params, nvtxDomainRangeStartEx_params, domain);
+  FIELD(gp_nvtxDomainEx_params, nvtxDomainRangeStartEx_params, core);
+  FIELD(gp_nvtxDomainRangeEnd_params, nvtxDomainRangeEnd_params, domain);
+  FIELD(gp_nvtxDomainRangeEnd_params, nvtxDomainRangeEnd_params, core);
+  FIELD(gp_nvtxDomainRangePop_params, nvtxDomainRangePop_params, domain);
+  FIELD(gp_nvtxDomainCreateA_params, nvtxDomainCreateA_params, name);
+  FIELD(gp_nvtxDomainRegisterStringA_params, nvtxDomainRegisterStringA_params, domain);
+  FIELD(gp_nvtxDomainRegisterStringA_params, nvtxDomainRegisterStringA_params, string);
+#else
+  printf("NOTE nvtx3/nvToolsExt.h or generated_nvtx_meta.h not found: NVTX parameter structs not checked\n");
+#endif
+}
 
 int main(void) {
   SIZE(gp_CallbackData, CUpti_CallbackData);
@@ -108,6 +165,8 @@ int main(void) {
 
   VALUE(GP_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_DRIVER_API);
   VALUE(GP_CB_DOMAIN_RESOURCE, CUPTI_CB_DOMAIN_RESOURCE);
+  VALUE(GP_CB_DOMAIN_NVTX, CUPTI_CB_DOMAIN_NVTX);
+  check_nvtx();
   VALUE(GP_API_ENTER, CUPTI_API_ENTER);
   VALUE(GP_API_EXIT, CUPTI_API_EXIT);
   VALUE(GP_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel);

@@ -344,6 +344,15 @@ static void write_records(FILE *f, const uint8_t *buf, size_t n) {
       gp_graphlaunch_rec *g = (gp_graphlaunch_rec *)rec;
       g->host_ns = 0, g->tid = 0;
       dump(f, rec, keep);
+    } else if (h.type == GP_REC_RANGE) {
+      gp_range_rec *g = (gp_range_rec *)rec;
+      if (g->start_ns == 0) fprintf(f, " !! start_ns is 0");
+      g->start_ns = 0, g->tid = 0;
+      dump(f, rec, sizeof *g + g->message_len);
+    } else if (h.type == GP_REC_RANGE_END) {
+      gp_range_end_rec *g = (gp_range_end_rec *)rec;
+      g->end_ns = 0, g->tid = 0;
+      dump(f, rec, keep);
     } else if (h.type == GP_REC_LOG) {
       gp_log_rec *l = (gp_log_rec *)rec;
       l->host_ns = 0;
@@ -354,6 +363,56 @@ static void write_records(FILE *f, const uint8_t *buf, size_t n) {
     fprintf(f, "\n");
     off += h.size;
   }
+}
+
+// nvtx calls the NVTX callback as CUPTI does, with the call's return value.
+static void nvtx(uint32_t cbid, const void *params, const void *ret) {
+  gp_NvtxData d = {.functionName = "nvtx", .functionParams = params, .functionReturnValue = ret};
+  gp_on_callback(NULL, GP_CB_DOMAIN_NVTX, cbid, &d);
+}
+
+// nvtx_scenario nests ranges of two domains around launches of p: the
+// launches name the innermost push/pop range, pops of one domain skip the
+// other's, and a start/end range and a pop with nothing open are recorded
+// or counted.
+static void nvtx_scenario(gp_cuLaunchKernel_params *p) {
+  gp_nvtxMessageA_params step = {"step 1"};
+  nvtx(GP_CBID_NVTX_nvtxRangePushA, &step, NULL);
+  launch(GP_CBID_cuLaunchKernel, p, 0, SYM_MAIN);
+  gp_nvtxDomainHandle dom = (gp_nvtxDomainHandle)0xd0d0;
+  gp_nvtxDomainCreateA_params dc = {"torch"};
+  nvtx(GP_CBID_NVTX_nvtxDomainCreateA, &dc, &dom);
+  gp_nvtxStringHandle str = (gp_nvtxStringHandle)0x5150;
+  gp_nvtxDomainRegisterStringA_params rs = {dom, "backward"};
+  nvtx(GP_CBID_NVTX_nvtxDomainRegisterStringA, &rs, &str);
+  gp_nvtxEventAttributes fwd = {.version = 2, .size = sizeof fwd, .category = 7,
+                                .messageType = GP_NVTX_MESSAGE_ASCII, .message.ascii = "forward"};
+  gp_nvtxDomainEx_params push_fwd = {dom, {&fwd}};
+  nvtx(GP_CBID_NVTX_nvtxDomainRangePushEx, &push_fwd, NULL);
+  launch(GP_CBID_cuLaunchKernel, p, 0, SYM_MAIN);
+  gp_nvtxEventAttributes inner = {.version = 2, .size = sizeof inner, .messageType = GP_NVTX_MESSAGE_ASCII,
+                                  .message.ascii = "inner"};
+  gp_nvtxEx_params push_inner = {&inner};
+  nvtx(GP_CBID_NVTX_nvtxRangePushEx, &push_inner, NULL);
+  gp_nvtxEventAttributes bwd = {.version = 2, .size = sizeof bwd, .messageType = GP_NVTX_MESSAGE_REGISTERED,
+                                .message.registered = str};
+  gp_nvtxDomainEx_params push_bwd = {dom, {&bwd}};
+  nvtx(GP_CBID_NVTX_nvtxDomainRangePushEx, &push_bwd, NULL);
+  launch(GP_CBID_cuLaunchKernel, p, 0, SYM_MAIN);
+  gp_nvtxDomainRangePop_params pop_dom = {dom};
+  nvtx(GP_CBID_NVTX_nvtxDomainRangePop, &pop_dom, NULL);  // backward
+  nvtx(GP_CBID_NVTX_nvtxDomainRangePop, &pop_dom, NULL);  // forward, under inner
+  launch(GP_CBID_cuLaunchKernel, p, 0, SYM_MAIN);         // still in inner
+  uint64_t nvtx_id = 77;
+  gp_nvtxMessageA_params load = {"load"};
+  nvtx(GP_CBID_NVTX_nvtxRangeStartA, &load, &nvtx_id);
+  int depth = 0;
+  nvtx(GP_CBID_NVTX_nvtxRangePop, &depth, NULL);  // inner
+  nvtx(GP_CBID_NVTX_nvtxRangePop, &depth, NULL);  // step 1
+  gp_nvtxRangeEnd_params end = {77};
+  nvtx(GP_CBID_NVTX_nvtxRangeEnd, &end, NULL);
+  launch(GP_CBID_cuLaunchKernel, p, 0, SYM_MAIN);  // in no range
+  nvtx(GP_CBID_NVTX_nvtxRangePop, &depth, NULL);   // nothing open: dropped
 }
 
 HP_API int hp_scenario(const char *path) {
@@ -443,15 +502,18 @@ HP_API int hp_scenario(const char *path) {
   // An EXIT without its ENTER (agent started mid-call) records nothing.
   callback(GP_CBID_cuLaunchKernel, GP_API_EXIT, &p, &r, SYM_MAIN);
 
+  nvtx_scenario(&p);
+
   size_t n = gp_ring_take(drain_buf, DRAIN_CAP);
   write_records(f, drain_buf, n);
   gp_counters c;
   gp_read_counters(&c);
   c.callback_cycles = c.launch_callback_cycles = 0;
-  fprintf(f, "counters: launches %llu filtered %llu dropped %llu graph %llu stacks_failed %llu rec_dropped %llu\n",
+  fprintf(f, "counters: launches %llu filtered %llu dropped %llu graph %llu stacks_failed %llu rec_dropped %llu ranges %llu ranges_dropped %llu\n",
           (unsigned long long)c.launches, (unsigned long long)c.launches_filtered,
           (unsigned long long)c.launches_dropped, (unsigned long long)c.graph_launches,
-          (unsigned long long)c.callstacks_failed, (unsigned long long)c.records_dropped);
+          (unsigned long long)c.callstacks_failed, (unsigned long long)c.records_dropped, (unsigned long long)c.ranges,
+          (unsigned long long)c.ranges_dropped);
   fclose(f);
   atomic_store(&drain_paused, 0);
   return 0;

@@ -43,7 +43,7 @@ out=$(mktemp -d "${TMPDIR:-/tmp}/hotpath.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 cflags="-fPIC -pthread -O2 -std=gnu11 -Wall -Wextra -Wno-unused-function -fvisibility=hidden"
 # The agent's C files the hot path needs (fatal.c is signal handling only).
-agent_c="start ring launch callstack activity memcap autograd pystack unwind"
+agent_c="start ring launch nvtx callstack activity memcap autograd pystack unwind"
 
 build() {  # build NAME AGENT_DIR: libhotpath_NAME.so (for Python) and hotpath_NAME (C only)
     local name=$1 dir=$2 objs="" f
