@@ -285,9 +285,11 @@ type Data struct {
 	Allocations   []*pb.Allocation  // allocations and frees in order; a free repeats its allocation's id
 	Memory        []*pb.MemoryState // launches' memory states, in the order they completed (after their launch)
 	Log           []*pb.LogEntry
-	Stats         *pb.Stats // cumulative, from the last frame that had them
-	End           *pb.End   // nil when the recording is incomplete
-	Truncated     bool      // the file ended inside a frame
+	Ranges        []*pb.Range    // NVTX ranges as written, opened in order (format 1.7); AllRanges applies RangeEnds
+	RangeEnds     []*pb.RangeEnd // ends of ranges written in earlier frames
+	Stats         *pb.Stats      // cumulative, from the last frame that had them
+	End           *pb.End        // nil when the recording is incomplete
+	Truncated     bool           // the file ended inside a frame
 	Frames        int
 }
 
@@ -327,6 +329,8 @@ func (p *Process) Load() (*Data, error) {
 		d.Allocations = append(d.Allocations, b.Allocations...)
 		d.Memory = append(d.Memory, b.Memory...)
 		d.Log = append(d.Log, b.Log...)
+		d.Ranges = append(d.Ranges, b.Ranges...)
+		d.RangeEnds = append(d.RangeEnds, b.RangeEnds...)
 		if b.Stats != nil {
 			d.Stats = b.Stats
 		}

@@ -42,7 +42,8 @@ type Result struct {
 // allocation until the end. It does not grow with the number of launches,
 // but where the states a launch's plan promised never come (a flight
 // recorder keeps only the last launches' snapshots): those launches'
-// regions stay until the end.
+// regions stay until the end. NVTX ranges are held while open: a range's
+// row comes when its end is read, and those never closed come last.
 //
 // Within a table, rows come in the order of the records they are made of,
 // but for kernels that came before their launch call (they come with it)
@@ -86,6 +87,7 @@ type pass struct {
 	stat *pb.Stats
 
 	links     *recording.Links
+	ranges    *recording.Ranges        // NVTX ranges open, for launches' paths
 	join      *recording.Join[callRef] // nil when no table needs GPU activity joined
 	kernels   map[uint64]*kernelInfo
 	lineCache map[uint64]lineText
@@ -106,7 +108,7 @@ type pass struct {
 
 func newPass(p *recording.Process, o Options) *pass {
 	ps := &pass{o: o, want: make([]bool, len(all)), vals: make([]Value, maxColumns), name: p.Name, info: p.Info,
-		links: recording.NewLinks(), kernels: map[uint64]*kernelInfo{}, lineCache: map[uint64]lineText{},
+		links: recording.NewLinks(), ranges: recording.NewRanges(), kernels: map[uint64]*kernelInfo{}, lineCache: map[uint64]lineText{},
 		stacks: map[uint64]bool{}, held: map[uint64]*held{}}
 	for _, t := range o.Tables {
 		ps.want[t.id] = true
@@ -269,8 +271,12 @@ func (ps *pass) batch(b *pb.Batch) error {
 	for _, c := range b.Callstacks {
 		ps.callstack(c)
 	}
+	ps.ranges.Add(b)
 	for _, l := range b.Launches {
 		ps.launch(l)
+	}
+	for _, r := range ps.ranges.TakeClosed() {
+		emit(ps, rangesTable, r)
 	}
 	for _, n := range b.GraphNodes {
 		emit(ps, graphNodes, n)
@@ -328,6 +334,9 @@ func (ps *pass) finish(res Result) error {
 			r.first = cmp.Or(r.alloc, r.freed)
 			emit(ps, allocations, r)
 		}
+	}
+	for _, r := range ps.ranges.Open() {
+		emit(ps, rangesTable, r)
 	}
 	p := ps.proc
 	if p == nil {

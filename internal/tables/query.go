@@ -61,6 +61,10 @@ var processes = define("processes", "one row per recorded process", key("process
 	c("gpu_timing_sample", String, "ON/EVERY when kernels were timed in windows (--gpu-timing=sample), else NULL", func(_ *pass, r *procRow) Value {
 		return nullUnless(r.p.GetGpuTimingSample() != "", Text(r.p.GetGpuTimingSample()))
 	}).null(),
+	c("nvtx", Boolean, "1 when NVTX ranges were recorded (table ranges)", func(_ *pass, r *procRow) Value { return Bool(r.p.GetNvtx()) }),
+	c("nvtx_reason", String, "why not, when nvtx is 0 (e.g. NVTX_INJECTION64_PATH named another tool); NULL otherwise", func(_ *pass, r *procRow) Value {
+		return textOrNull(r.p.GetNvtxReason())
+	}).null(),
 )
 
 // memoryConfig is a column of the process's memory capture settings,
@@ -159,6 +163,12 @@ var launches = define("launches", "kernel launches made by the program, in order
 	c("user_line", String, "innermost Python frame outside installed packages, the standard library and code PyTorch generates (Inductor, FX), NULL when none; for a backward launch, the forward launch's, as python_line", func(ps *pass, r *callRec) Value {
 		return textOrNull(ps.lines(r.lines).user)
 	}).null(),
+	c("range_id", Int64, "ranges.range_id of the innermost NVTX push/pop range open on its thread when it was made, NULL when none", func(_ *pass, r *callRec) Value {
+		return idOrNull(r.l.GetRangeId())
+	}).null(),
+	c("range", String, "that range's path (ranges.path), e.g. step 5 / forward; NULL when none or unknown (its record was lost)", func(ps *pass, r *callRec) Value {
+		return textOrNull(ps.ranges.Path(r.l.GetRangeId()))
+	}).null(),
 	autograd("in_backward", Boolean, "1 when made inside a PyTorch autograd node's backward, 0 in forward; NULL when the launch carries no autograd context (processes.autograd_linked)", inBackward),
 	autograd("backward_node", String, "the autograd node whose backward made the launch, e.g. MmBackward0; NULL in forward", func(ag *pb.Autograd) Value { return textOrNull(ag.GetBackwardNode()) }),
 	autograd("autograd_thread", Int64, "PyTorch's forward thread id: the launching thread's in forward, the node's forward thread in backward; NULL without autograd context", autogradThread),
@@ -205,6 +215,24 @@ func autograd(name string, typ Type, doc string, get func(*pb.Autograd) Value) c
 		return nullUnless(ag != nil, get(ag))
 	}).null()
 }
+
+var rangesTable = define("ranges", "NVTX ranges the program opened (torch.cuda.nvtx.range, emit_nvtx, NVTX from C/C++); launches.range_id names the innermost push/pop range of a launch", key("process", "range_id"),
+	processCol[recording.Range](),
+	c("range_id", Int64, "1, 2, 3 ... in the order they opened", func(_ *pass, r *recording.Range) Value { return Int(r.GetId()) }),
+	c("parent_id", Int64, "the range open on its thread when it opened, NULL none", func(_ *pass, r *recording.Range) Value { return idOrNull(r.GetParentId()) }).null(),
+	c("tid", Int64, "Linux thread id that opened it", func(_ *pass, r *recording.Range) Value { return Int(r.GetTid()) }),
+	c("domain", String, "NVTX domain, NULL for the default one", func(_ *pass, r *recording.Range) Value { return textOrNull(r.GetDomain()) }).null(),
+	c("message", String, "its text, NULL when it had none (or a wide-character one, not recorded)", func(_ *pass, r *recording.Range) Value { return textOrNull(r.GetMessage()) }).null(),
+	c("path", String, "the names of the ranges it is in, outermost first, and its own, joined by ' / '", func(_ *pass, r *recording.Range) Value { return Text(r.Path) }),
+	c("depth", Int64, "ranges it is nested in", func(_ *pass, r *recording.Range) Value { return Int(r.Depth) }),
+	c("category", Int64, "NVTX category, 0 none", func(_ *pass, r *recording.Range) Value { return Int(r.GetCategory()) }),
+	c("pushed", Boolean, "1 for push/pop (nested on its thread), 0 for start/end (may end on another thread; no launch names it)", func(_ *pass, r *recording.Range) Value { return Bool(r.GetPushed()) }),
+	c("start_ns", Int64, "when it opened, recording clock", func(_ *pass, r *recording.Range) Value { return Int(r.GetStartNs()) }),
+	c("end_ns", Int64, "when it closed, NULL when it never did", func(_ *pass, r *recording.Range) Value { return idOrNull(r.GetEndNs()) }).null(),
+	c("duration_ns", Int64, "end_ns - start_ns, NULL when open", func(_ *pass, r *recording.Range) Value {
+		return nullUnless(r.GetEndNs() != 0, Int(r.GetEndNs()-r.GetStartNs()))
+	}).null(),
+)
 
 var gpuActivity = define("gpu_activity", "kernel executions on the GPU, joined to the launch that ran them", key("process", "launch_seq"),
 	processCol[run](),
@@ -445,6 +473,9 @@ var statsDocs = map[string]string{
 	"memory_capture_gpu_ns": "GPU time of gpurr's own hash and copy kernels",
 	"flight_dumps":          "flight-recorder dumps written",
 	"memory_stopped":        "why memory capture stopped early, empty when it did not",
+
+	"ranges":         "NVTX ranges recorded",
+	"ranges_dropped": "NVTX ranges lost: ring full, nested deeper than 128 on a thread, or closed without an open the agent saw",
 
 	"backward_launches": "launches made inside a PyTorch autograd node's backward",
 	"backward_linked":   "backward launches whose forward callstack was found",

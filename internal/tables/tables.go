@@ -93,7 +93,7 @@ type Table struct {
 // are created and listed. MemoryChunks is among them.
 var Query = []*Table{
 	processes.Table, devices.Table, modules.Table, kernels.Table, kernelParams.Table, launches.Table,
-	gpuActivity.Table, callstacks.Table, frames.Table, graphNodes.Table, graphLaunches.Table,
+	gpuActivity.Table, rangesTable.Table, callstacks.Table, frames.Table, graphNodes.Table, graphLaunches.Table,
 	allocations.Table, regions.Table, memoryStates.Table, nanCounts.Table, MemoryChunks, logs.Table,
 	stats.Table,
 }

@@ -216,7 +216,7 @@ func build(rank int, o options) []*pb.Batch {
 			StartNs: p.now, StartUnixNs: startUnixNS,
 			AgentVersion: "0.1.0", CuptiPath: "/usr/local/cuda/lib64/libcupti.so.13", CuptiApiVersion: 130000,
 			DriverVersion: 13000, CallstackMode: "auto", Python: "CPython 3.12.3", Memory: o.memory,
-			Autograd: o.autograd,
+			Autograd: o.autograd, Nvtx: true,
 		},
 		Devices: []*pb.Device{{
 			Ordinal: uint32(rank), Uuid: []string{"GPU-6f1c2d3e-4a5b-6c7d-8e9f-0a1b2c3d4e5f", "GPU-0b9a8c7d-6e5f-4a3b-2c1d-0e9f8a7b6c5d"}[rank],
@@ -238,25 +238,39 @@ func build(rank int, o options) []*pb.Batch {
 		b.Allocations = []*pb.Allocation{weights, activations, workspace}
 	}
 	// Initialization fills many small tensors: the most launched kernel,
-	// though not the one that takes the GPU's time.
+	// though not the one that takes the GPU's time. It runs in NVTX ranges:
+	// "init" (closed in the next frame) and, in it, "weights" around the
+	// gemms; a start/end range "load" never ends.
+	tid := pid(rank)
+	initRange := &pb.Range{Id: 1, Tid: tid, Message: "init", StartNs: p.now + 1, Pushed: true}
+	load := &pb.Range{Id: 2, ParentId: 1, Tid: tid, Domain: "data", Message: "load", StartNs: p.now + 2}
+	b.Ranges = []*pb.Range{initRange, load}
 	for i := range 6 {
 		l, a := p.eager(kFill, fill, uint64(i))
+		l.RangeId = initRange.Id
 		b.Launches, b.Activities = append(b.Launches, l), append(b.Activities, a)
 	}
+	weightsRange := &pb.Range{Id: 3, ParentId: 1, Tid: tid, Message: "weights", Category: 2, StartNs: p.now + 1, Pushed: true}
+	b.Ranges = append(b.Ranges, weightsRange)
 	for i := range 3 {
 		if i == 2 && p.mem != nil {
 			b.Allocations = append(b.Allocations, p.free(weights.Id), p.alloc(pb.Allocation_MEM_ALLOC, weights.Address, newWeightsBytes))
 		}
 		l, a := p.eager(kGemm, gemm, uint64(i))
+		l.RangeId = weightsRange.Id
 		b.Launches, b.Activities = append(b.Launches, l), append(b.Activities, a)
 	}
+	weightsRange.EndNs = p.now + 1
+	p.stats.Ranges = 3
 	l, a := p.eager(kTriton, triton, 2)
+	l.RangeId = initRange.Id
 	b.Launches = append(b.Launches, l)
 	// Activity buffers arrive later than the launches they describe.
 	late := a
 	emit(b)
 
-	b = &pb.Batch{Callstacks: []*pb.Callstack{capture}, Activities: []*pb.KernelActivity{late}}
+	b = &pb.Batch{Callstacks: []*pb.Callstack{capture}, Activities: []*pb.KernelActivity{late},
+		RangeEnds: []*pb.RangeEnd{{Id: initRange.Id, EndNs: p.now + 1}}}
 	var captureNodes []*pb.GraphNode
 	for _, k := range []int{kGemm, kTriton} {
 		l, n := p.capture(k, capture)

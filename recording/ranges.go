@@ -1,0 +1,117 @@
+package recording
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// RangeSeparator joins the names of nested NVTX ranges in a path.
+const RangeSeparator = " / "
+
+// Range is an NVTX range with its end applied and its path: the names of
+// the ranges it is nested in, outermost first, then its own, joined by
+// RangeSeparator ("step 5 / forward").
+type Range struct {
+	*pb.Range
+	Path  string
+	Depth int // 0 for a range in no other
+}
+
+// RangeName is what a path calls a range: its message, or "range N" when
+// it has none.
+func RangeName(r *pb.Range) string {
+	if m := r.GetMessage(); m != "" {
+		return m
+	}
+	return fmt.Sprintf("range %d", r.GetId())
+}
+
+// Ranges pairs a process's NVTX ranges with their ends (RangeEnd records
+// of later frames) and names each by its path, as a reader streams the
+// frames in order (Add). It holds the ranges not yet closed, and those
+// closed since the last TakeClosed; a launch's range is open when the
+// launch is made, so Get finds it while the launch's frame is read.
+type Ranges struct {
+	byID   map[uint64]*Range
+	closed []*Range
+}
+
+// NewRanges returns an empty index.
+func NewRanges() *Ranges { return &Ranges{byID: map[uint64]*Range{}} }
+
+// Add indexes a batch's ranges and applies its range ends.
+func (rs *Ranges) Add(b *pb.Batch) {
+	for _, r := range b.GetRanges() {
+		x := &Range{Range: r, Path: RangeName(r)}
+		if p := rs.byID[r.GetParentId()]; p != nil && r.GetParentId() != 0 {
+			x.Path = p.Path + RangeSeparator + x.Path
+			x.Depth = p.Depth + 1
+		}
+		rs.byID[r.GetId()] = x
+		if r.GetEndNs() != 0 {
+			rs.closed = append(rs.closed, x)
+		}
+	}
+	for _, e := range b.GetRangeEnds() {
+		if x := rs.byID[e.GetId()]; x != nil && x.GetEndNs() == 0 {
+			x.EndNs = e.GetEndNs()
+			rs.closed = append(rs.closed, x)
+		}
+	}
+}
+
+// Get is the range with id, nil when unknown (its record was lost, or it
+// was closed and taken).
+func (rs *Ranges) Get(id uint64) *Range {
+	if id == 0 {
+		return nil
+	}
+	return rs.byID[id]
+}
+
+// Path is the path of the range with id, "" when unknown.
+func (rs *Ranges) Path(id uint64) string {
+	if r := rs.Get(id); r != nil {
+		return r.Path
+	}
+	return ""
+}
+
+// TakeClosed returns the ranges closed since the last call, in the order
+// their ends were read, and forgets them.
+func (rs *Ranges) TakeClosed() []*Range {
+	out := rs.closed
+	rs.closed = nil
+	for _, r := range out {
+		delete(rs.byID, r.GetId())
+	}
+	return out
+}
+
+// Open returns the ranges never closed, in the order they opened.
+func (rs *Ranges) Open() []*Range {
+	var out []*Range
+	for _, r := range rs.byID {
+		if r.GetEndNs() == 0 {
+			out = append(out, r)
+		}
+	}
+	sortRanges(out)
+	return out
+}
+
+// AllRanges are every range of d, closed or not, in the order they opened.
+func (d *Data) AllRanges() []*Range {
+	rs := NewRanges()
+	rs.Add(&pb.Batch{Ranges: d.Ranges, RangeEnds: d.RangeEnds})
+	out := append(rs.TakeClosed(), rs.Open()...)
+	sortRanges(out)
+	return out
+}
+
+func sortRanges(rs []*Range) {
+	slices.SortFunc(rs, func(a, b *Range) int { return cmp.Compare(a.GetId(), b.GetId()) })
+}
