@@ -102,6 +102,7 @@ typedef struct {
   uint64_t seq, host_ns, graph_exec, stream, callstack_id;
   uint32_t tid, device, stream_id, correlation_id;
   int32_t result, pad;
+  uint64_t range_id;  // as gp_launch_rec's
 } gp_graphlaunch_rec;
 
 typedef struct {

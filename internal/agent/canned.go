@@ -191,6 +191,7 @@ func cannedGraphLaunch(g *pb.GraphLaunch) []byte {
 	r.stream, r.callstack_id = C.uint64_t(g.Stream), C.uint64_t(g.CallstackId)
 	r.tid, r.device, r.stream_id = C.uint32_t(g.Tid), C.uint32_t(g.Device), C.uint32_t(g.StreamId)
 	r.correlation_id, r.result = C.uint32_t(g.CorrelationId), C.int32_t(g.Result)
+	r.range_id = C.uint64_t(g.RangeId)
 	return cannedRecord(&r, C.GP_REC_GRAPHLAUNCH, nil)
 }
 

@@ -463,6 +463,7 @@ static void on_graph_launch(uint32_t cbid, const gp_CallbackData *cb) {
   rec.correlation_id = cb->correlationId;
   rec.result = cb->functionReturnValue ? *(gp_CUresult *)cb->functionReturnValue : 0;
   rec.callstack_id = gp_callstack_take(0);
+  rec.range_id = gp_range_current;
   if (gp_ring_push(&rec)) GP_COUNT(graph_launches, 1);
 }
 

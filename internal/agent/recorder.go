@@ -559,6 +559,7 @@ func (r *recorder) record(raw []byte) {
 			CallstackId:   uint64(g.callstack_id),
 			Device:        uint32(g.device),
 			Result:        int32(g.result),
+			RangeId:       uint64(g.range_id),
 		})
 	case C.GP_REC_DEVICE:
 		d := (*C.gp_device_rec)(p)

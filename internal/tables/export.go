@@ -41,9 +41,9 @@ var exportLaunches = define("launches", "a launch call, or a cuGraphLaunch (grap
 	c("python_line", String, "its innermost Python frame (a PyTorch backward launch's: its forward launch's, as gpurr query has it)", func(ps *pass, r *callRec) Value {
 		return Text(ps.lines(r.lines).python)
 	}).dict(),
-	c("range_id", Int64, "the innermost NVTX push/pop range open on its thread (ranges of gpurr query), 0 none", func(_ *pass, r *callRec) Value { return Int(r.l.GetRangeId()) }),
+	c("range_id", Int64, "the innermost NVTX push/pop range open on its thread (ranges of gpurr query), 0 none", func(_ *pass, r *callRec) Value { return Int(r.rangeID) }),
 	c("range", String, "that range's path, outermost first: step 5 / forward; empty when none", func(ps *pass, r *callRec) Value {
-		return Text(ps.ranges.Path(r.l.GetRangeId()))
+		return Text(ps.ranges.Path(r.rangeID))
 	}).dict(),
 	autograd("in_backward", Boolean, "PyTorch: made inside an autograd node's backward; null for launches without autograd context (no torch, or not linked: format.md)", inBackward),
 	c("backward_node", String, "PyTorch: the autograd node whose backward made it, e.g. MmBackward0", func(_ *pass, r *callRec) Value {

@@ -178,6 +178,7 @@ type (
 		lines uint64      // the callstack its lines come from (Links.LineCallstack)
 
 		seq, stream, hostNS, callstack uint64
+		rangeID                        uint64
 		tid, device, streamID          uint32
 		correlationID                  uint32
 		result                         int32
@@ -399,7 +400,8 @@ func (ps *pass) launch(l *pb.Launch) {
 	r := &ps.scratch.call
 	*r = callRec{l: l, k: ps.kernels[l.GetKernelId()], lines: ps.links.LineCallstack(l),
 		seq: l.GetSeq(), stream: l.GetStream(), hostNS: l.GetHostNs(), callstack: l.GetCallstackId(), tid: l.GetTid(),
-		device: l.GetDevice(), streamID: l.GetStreamId(), correlationID: l.GetCorrelationId(), result: l.GetResult()}
+		device: l.GetDevice(), streamID: l.GetStreamId(), correlationID: l.GetCorrelationId(), result: l.GetResult(),
+		rangeID: l.GetRangeId()}
 	emit(ps, launches, r)
 	emit(ps, exportLaunches, r)
 	for i, region := range l.GetRegions() {
@@ -426,7 +428,8 @@ func (ps *pass) graphLaunch(g *pb.GraphLaunch) {
 	r := &ps.scratch.call
 	*r = callRec{g: g, lines: g.GetCallstackId(),
 		seq: g.GetSeq(), stream: g.GetStream(), hostNS: g.GetHostNs(), callstack: g.GetCallstackId(), tid: g.GetTid(),
-		device: g.GetDevice(), streamID: g.GetStreamId(), correlationID: g.GetCorrelationId(), result: g.GetResult()}
+		device: g.GetDevice(), streamID: g.GetStreamId(), correlationID: g.GetCorrelationId(), result: g.GetResult(),
+		rangeID: g.GetRangeId()}
 	emit(ps, graphLaunches, r)
 	emit(ps, exportLaunches, r)
 	if ps.join != nil {

@@ -163,12 +163,7 @@ var launches = define("launches", "kernel launches made by the program, in order
 	c("user_line", String, "innermost Python frame outside installed packages, the standard library and code PyTorch generates (Inductor, FX), NULL when none; for a backward launch, the forward launch's, as python_line", func(ps *pass, r *callRec) Value {
 		return textOrNull(ps.lines(r.lines).user)
 	}).null(),
-	c("range_id", Int64, "ranges.range_id of the innermost NVTX push/pop range open on its thread when it was made, NULL when none", func(_ *pass, r *callRec) Value {
-		return idOrNull(r.l.GetRangeId())
-	}).null(),
-	c("range", String, "that range's path (ranges.path), e.g. step 5 / forward; NULL when none or unknown (its record was lost)", func(ps *pass, r *callRec) Value {
-		return textOrNull(ps.ranges.Path(r.l.GetRangeId()))
-	}).null(),
+	rangeCols(),
 	autograd("in_backward", Boolean, "1 when made inside a PyTorch autograd node's backward, 0 in forward; NULL when the launch carries no autograd context (processes.autograd_linked)", inBackward),
 	autograd("backward_node", String, "the autograd node whose backward made the launch, e.g. MmBackward0; NULL in forward", func(ag *pb.Autograd) Value { return textOrNull(ag.GetBackwardNode()) }),
 	autograd("autograd_thread", Int64, "PyTorch's forward thread id: the launching thread's in forward, the node's forward thread in backward; NULL without autograd context", autogradThread),
@@ -192,6 +187,16 @@ var launches = define("launches", "kernel launches made by the program, in order
 		return nullUnless(r.l.GetMemory() != nil || n > 0, Int(n))
 	}).null(),
 )
+
+// rangeCols are a call's NVTX range: its id and its path.
+func rangeCols() cols[callRec] {
+	return append(c("range_id", Int64, "ranges.range_id of the innermost NVTX push/pop range open on its thread when it was made, NULL when none", func(_ *pass, r *callRec) Value {
+		return idOrNull(r.rangeID)
+	}).null(),
+		c("range", String, "that range's path (ranges.path), e.g. step 5 / forward; NULL when none or unknown (its record was lost)", func(ps *pass, r *callRec) Value {
+			return textOrNull(ps.ranges.Path(r.rangeID))
+		}).null()...)
+}
 
 // kernel is a text about the launch's kernel, NULL when the kernel is
 // unknown or the text empty.
@@ -347,6 +352,7 @@ var graphLaunches = define("graph_launches", "CUDA graph replays (cuGraphLaunch)
 	c("user_line", String, "innermost Python frame outside installed packages, the standard library and code PyTorch generates (Inductor, FX), NULL when none", func(ps *pass, r *callRec) Value {
 		return textOrNull(ps.lines(r.lines).user)
 	}).null(),
+	rangeCols(),
 )
 
 var allocations = define("allocations", "device memory allocations (--memory), with when each was freed", key("process", "allocation_id"),

@@ -25,6 +25,7 @@ type call struct {
 	smem      uint32
 	streamID  uint32
 	device    uint32
+	rng       string // the path of the NVTX range it was made in, "" none
 	origin
 	drop    bool   // left out by --launches or --kernels: so are its kernels
 	written bool   // its slice has been written
@@ -93,6 +94,9 @@ type procState struct {
 	stacks  map[uint64]string    // callstack text by id
 	dims    map[[3]uint32]string // "x,y,z" of the grids and blocks seen
 	sl      slice                // the slice being written (sinks do not keep it)
+	ranges  *recording.Ranges    // NVTX ranges not yet closed
+	spans   *track               // start/end NVTX ranges, which do not nest on a thread
+	last    uint64               // the latest time read, recording clock: where ranges never closed end
 }
 
 func (tw *writer) process(idx int, p *recording.Process) error {
@@ -113,6 +117,7 @@ func (tw *writer) process(idx int, p *recording.Process) error {
 		own:     map[uint32]*track{},
 		stacks:  map[uint64]string{},
 		dims:    map[[3]uint32]string{},
+		ranges:  recording.NewRanges(),
 	}
 	ps.join = recording.NewJoin(func(a *pb.KernelActivity, c *call, _ bool) error { return ps.kernel(a, c) }, ps.leave)
 	ps.join.MaxCalls, ps.join.MaxKernels = tw.maxPending, tw.maxEarly
@@ -152,6 +157,21 @@ func (e *damagedError) Unwrap() error { return e.err }
 // batch adds one frame's records.
 func (ps *procState) batch(b *pb.Batch) error {
 	ps.links.Add(b, false)
+	ps.ranges.Add(b)
+	for _, r := range b.Ranges {
+		ps.last = max(ps.last, r.GetStartNs(), r.GetEndNs())
+	}
+	for _, e := range b.RangeEnds {
+		ps.last = max(ps.last, e.GetEndNs())
+	}
+	for _, r := range ps.ranges.TakeClosed() {
+		if err := ps.writeRange(r, r.GetEndNs()); err != nil {
+			return err
+		}
+	}
+	if b.End != nil {
+		ps.last = max(ps.last, b.End.GetEndNs())
+	}
 	for _, l := range b.Launches {
 		if err := ps.launch(l); err != nil {
 			return err
@@ -159,7 +179,7 @@ func (ps *procState) batch(b *pb.Batch) error {
 	}
 	for _, g := range b.GraphLaunches {
 		c := &call{corr: g.GetCorrelationId(), seq: g.GetSeq(), tid: g.GetTid(), hostNS: g.GetHostNs(), api: 514, graph: true,
-			graphExec: g.GetGraphExec(), streamID: g.GetStreamId(), device: g.GetDevice(),
+			graphExec: g.GetGraphExec(), streamID: g.GetStreamId(), device: g.GetDevice(), rng: ps.ranges.Path(g.GetRangeId()),
 			origin: origin{callstack: g.GetCallstackId(), lines: g.GetCallstackId()}}
 		c.drop = ps.tw.opts.Launches != nil && !ps.tw.opts.Launches(c.seq)
 		if err := ps.join.Call(c.corr, c, true); err != nil {
@@ -182,9 +202,10 @@ func (ps *procState) batch(b *pb.Batch) error {
 // launch handles a Launch record: a captured one is written at once (it
 // built a graph node and ran nothing); any other waits for its kernel.
 func (ps *procState) launch(l *pb.Launch) error {
+	ps.last = max(ps.last, l.GetHostNs())
 	c := &call{corr: l.GetCorrelationId(), seq: l.GetSeq(), tid: l.GetTid(), hostNS: l.GetHostNs(), api: l.GetApi(),
 		kernel: l.GetKernelId(), grid: dim3(l.GetGrid()), block: dim3(l.GetBlock()), smem: l.GetSharedMemBytes(),
-		streamID: l.GetStreamId(), device: l.GetDevice(), origin: ps.originOf(l)}
+		streamID: l.GetStreamId(), device: l.GetDevice(), rng: ps.ranges.Path(l.GetRangeId()), origin: ps.originOf(l)}
 	o := ps.tw.opts
 	c.drop = o.Launches != nil && !o.Launches(c.seq)
 	if !c.drop && o.Kernels != nil {
@@ -213,8 +234,49 @@ func (ps *procState) leave(c *call) error {
 	return ps.writeCall(c, 0)
 }
 
-// flush writes what is still waiting at the end of the recording.
-func (ps *procState) flush() error { return ps.join.Flush() }
+// flush writes what is still waiting at the end of the recording: calls
+// and kernels, and the ranges never closed, which end at the last time read.
+func (ps *procState) flush() error {
+	if err := ps.join.Flush(); err != nil {
+		return err
+	}
+	for _, r := range ps.ranges.Open() {
+		if err := ps.writeRange(r, max(ps.last, r.GetStartNs())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeRange writes an NVTX range ending at end: a push/pop range on its
+// thread's track, where the launch calls made in it nest under it, a
+// start/end range on the process's track of those (they may overlap).
+func (ps *procState) writeRange(r *recording.Range, end uint64) error {
+	ts, dur := ps.ts(r.GetStartNs()), int64(end-r.GetStartNs())
+	if !ps.tw.inWindow(ts, dur) {
+		return nil
+	}
+	s := ps.newSlice(recording.RangeName(r.Range), "nvtx", ts, dur)
+	s.args = append(s.args, num("range", int64(r.GetId())), str("path", r.Path))
+	if d := r.GetDomain(); d != "" {
+		s.args = append(s.args, str("domain", d))
+	}
+	if c := r.GetCategory(); c != 0 {
+		s.args = append(s.args, num("category", int64(c)))
+	}
+	if r.GetEndNs() == 0 {
+		s.args = append(s.args, str("end", "never closed: drawn to the end of the recording"))
+	}
+	ps.tw.stats.Ranges++
+	if !r.GetPushed() {
+		if ps.spans == nil {
+			ps.spans = ps.newTrack("NVTX start/end ranges", 500)
+		}
+		s.args = append(s.args, num("tid", int64(r.GetTid())))
+		return ps.place(ps.spans, s)
+	}
+	return ps.place(ps.thread(r.GetTid()), s)
+}
 
 func (ps *procState) ts(t uint64) int64 { return int64(t) + ps.offset }
 
@@ -260,6 +322,9 @@ func (ps *procState) kernel(a *pb.KernelActivity, c *call) error {
 	}
 	if launch != 0 {
 		s.args = append(s.args, num("launch", int64(launch)))
+	}
+	if c != nil && c.rng != "" {
+		s.args = append(s.args, str("range", c.rng))
 	}
 	s.args = ps.lineArgs(s.args, from)
 	if a.GetGraphId() != 0 {
@@ -331,20 +396,28 @@ func (ps *procState) writeCall(c *call, flow uint64, extra ...arg) error {
 		s.args = append(s.args, ps.dim("grid", c.grid), ps.dim("block", c.block), num("smem", int64(c.smem)))
 	}
 	s.args = append(s.args, extra...)
+	if c.rng != "" {
+		s.args = append(s.args, str("range", c.rng))
+	}
 	s.args = append(s.args, num("stream", int64(c.streamID)), num("device", int64(c.device)), num("correlation", int64(c.corr)))
 	s.args = ps.stackArgs(ps.lineArgs(s.args, c.origin), c.origin)
-	t := ps.threads[c.tid]
+	ps.tw.stats.Calls++
+	return ps.place(ps.thread(c.tid), s)
+}
+
+// thread is a host thread's track.
+func (ps *procState) thread(tid uint32) *track {
+	t := ps.threads[tid]
 	if t == nil {
 		label := "thread"
-		if c.tid == ps.pid {
+		if tid == ps.pid {
 			label = "main thread"
 		}
-		t = ps.newTrack(fmt.Sprintf("%s %d", label, c.tid), len(ps.threads))
-		t.thread, t.tid = true, int64(c.tid)
-		ps.threads[c.tid] = t
+		t = ps.newTrack(fmt.Sprintf("%s %d", label, tid), len(ps.threads))
+		t.thread, t.tid = true, int64(tid)
+		ps.threads[tid] = t
 	}
-	ps.tw.stats.Calls++
-	return ps.place(t, s)
+	return t
 }
 
 // stream is the first lane of a device's stream.

@@ -80,6 +80,7 @@ type Stats struct {
 	Flows        int // kernels linked by an arrow to the call that launched them
 	Unlinked     int // kernels whose launch call is not in the recording (dropped or filtered when recorded)
 	OwnKernels   int // gpurr's own memory-capture kernels
+	Ranges       int // NVTX ranges
 	Skipped      int // kernel records with no usable start and end time
 	// Shortfalls says, one line each, which recordings ended short (recording.Shortfall).
 	Shortfalls []string

@@ -72,7 +72,7 @@ func TestChromeGolden(t *testing.T) {
 	out, st := write(t, Chrome, set.Processes, Options{})
 	golden(t, "good.json", out)
 	f, sum := validate(t, out)
-	want := Stats{Processes: 2, Calls: 32, Kernels: 32, GraphKernels: 8, Attributed: 8, Flows: 32}
+	want := Stats{Processes: 2, Calls: 32, Kernels: 32, GraphKernels: 8, Attributed: 8, Flows: 32, Ranges: 6}
 	if st.End <= 0 || st.Shortfalls != nil {
 		t.Errorf("timeline end %v, shortfalls %q: want an end and none", st.End, st.Shortfalls)
 	}
@@ -252,6 +252,50 @@ func TestOwnKernels(t *testing.T) {
 	}
 }
 
+// NVTX push/pop ranges are slices on their thread's track, so the launch
+// calls made in them nest under them; start/end ranges have a track of
+// their own, and one never closed runs to the end of the recording.
+func TestRanges(t *testing.T) {
+	set := testrec.Open(t, testrec.Good)
+	out, st := write(t, Chrome, set.Processes, Options{})
+	f, _ := validate(t, out)
+	if st.Ranges != 6 {
+		t.Errorf("%d ranges written, want 6", st.Ranges)
+	}
+	names := map[[2]int64]string{}
+	for _, e := range f.TraceEvents {
+		if e.Name == "thread_name" {
+			names[[2]int64{e.Pid, e.Tid}], _ = e.Args["name"].(string)
+		}
+	}
+	ranges := map[string]ChromeEvent{}
+	for _, e := range f.TraceEvents {
+		if e.Cat == "nvtx" && e.Pid == 1 {
+			ranges[e.Name] = e
+		}
+	}
+	initR, weights, load := ranges["init"], ranges["weights"], ranges["load"]
+	if names[[2]int64{1, initR.Tid}] != "main thread 4242" || weights.Tid != initR.Tid {
+		t.Errorf("push/pop ranges on %q and %q, want the main thread", names[[2]int64{1, initR.Tid}], names[[2]int64{1, weights.Tid}])
+	}
+	if names[[2]int64{1, load.Tid}] != "NVTX start/end ranges" || load.Args["end"] == nil {
+		t.Errorf("start/end range on %q, args %v", names[[2]int64{1, load.Tid}], load.Args)
+	}
+	end := func(e ChromeEvent) float64 { return e.Ts + *e.Dur }
+	if weights.Args["path"] != "init / weights" || weights.Ts < initR.Ts || end(weights) > end(initR) {
+		t.Errorf("weights %+v does not nest in init %+v", weights, initR)
+	}
+	inside := 0
+	for _, e := range f.TraceEvents {
+		if e.Cat == "launch" && e.Pid == 1 && e.Tid == initR.Tid && e.Ts >= initR.Ts && e.Ts <= end(initR) {
+			inside++
+		}
+	}
+	if inside != 10 {
+		t.Errorf("%d launch calls inside init, want 10", inside)
+	}
+}
+
 func TestFilters(t *testing.T) {
 	set := testrec.Open(t, testrec.Good)
 	cases := []struct {
@@ -260,12 +304,14 @@ func TestFilters(t *testing.T) {
 		want Stats
 	}{
 		// 3 eager gemms and 2 replayed gemm nodes per rank; graph
-		// launches stay, captured launches of other kernels go.
-		{"kernels", Options{Kernels: regexp.MustCompile("gemm")}, Stats{Processes: 2, Calls: 12, Kernels: 10, GraphKernels: 4, Attributed: 4, Flows: 10}},
-		{"launches", Options{Launches: func(seq uint64) bool { return seq <= 3 }}, Stats{Processes: 2, Calls: 6, Kernels: 6, Flows: 6}},
+		// launches stay, captured launches of other kernels go. NVTX
+		// ranges (3 per rank) are context: the filters keep them.
+		{"kernels", Options{Kernels: regexp.MustCompile("gemm")}, Stats{Processes: 2, Calls: 12, Kernels: 10, GraphKernels: 4, Attributed: 4, Flows: 10, Ranges: 6}},
+		{"launches", Options{Launches: func(seq uint64) bool { return seq <= 3 }}, Stats{Processes: 2, Calls: 6, Kernels: 6, Flows: 6, Ranges: 6}},
 		// Launch 1 of each rank is at 25 µs (plus 1 µs for rank 1), its
-		// kernel from 31 µs; the window ends before launch 2 (50 µs).
-		{"time", Options{From: 20 * time.Microsecond, To: 45 * time.Microsecond}, Stats{Processes: 2, Calls: 2, Kernels: 2, Flows: 2}},
+		// kernel from 31 µs; the window ends before launch 2 (50 µs) and
+		// before the range "weights" opens (150 µs).
+		{"time", Options{From: 20 * time.Microsecond, To: 45 * time.Microsecond}, Stats{Processes: 2, Calls: 2, Kernels: 2, Flows: 2, Ranges: 4}},
 	}
 	for _, c := range cases {
 		out, st := write(t, Chrome, set.Processes, c.o)

@@ -2551,6 +2551,7 @@ type GraphLaunch struct {
 	CallstackId   uint64                 `protobuf:"varint,8,opt,name=callstack_id,json=callstackId,proto3" json:"callstack_id,omitempty"`
 	Device        uint32                 `protobuf:"varint,9,opt,name=device,proto3" json:"device,omitempty"`
 	Result        int32                  `protobuf:"varint,10,opt,name=result,proto3" json:"result,omitempty"`
+	RangeId       uint64                 `protobuf:"varint,11,opt,name=range_id,json=rangeId,proto3" json:"range_id,omitempty"` // as Launch.range_id (1.7)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2651,6 +2652,13 @@ func (x *GraphLaunch) GetDevice() uint32 {
 func (x *GraphLaunch) GetResult() int32 {
 	if x != nil {
 		return x.Result
+	}
+	return 0
+}
+
+func (x *GraphLaunch) GetRangeId() uint64 {
+	if x != nil {
+		return x.RangeId
 	}
 	return 0
 }
@@ -3340,7 +3348,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x10original_node_id\x18\x03 \x01(\x04R\x0eoriginalNodeId\x12\x1d\n" +
 	"\n" +
 	"launch_seq\x18\x04 \x01(\x04R\tlaunchSeq\x12\x1b\n" +
-	"\tnode_type\x18\x05 \x01(\rR\bnodeType\"\x98\x02\n" +
+	"\tnode_type\x18\x05 \x01(\rR\bnodeType\"\xb3\x02\n" +
 	"\vGraphLaunch\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x10\n" +
 	"\x03tid\x18\x02 \x01(\rR\x03tid\x12\x1d\n" +
@@ -3353,7 +3361,8 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\fcallstack_id\x18\b \x01(\x04R\vcallstackId\x12\x16\n" +
 	"\x06device\x18\t \x01(\rR\x06device\x12\x16\n" +
 	"\x06result\x18\n" +
-	" \x01(\x05R\x06result\"S\n" +
+	" \x01(\x05R\x06result\x12\x19\n" +
+	"\brange_id\x18\v \x01(\x04R\arangeId\"S\n" +
 	"\bLogEntry\x12\x17\n" +
 	"\ahost_ns\x18\x01 \x01(\x04R\x06hostNs\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\tR\x05level\x12\x18\n" +

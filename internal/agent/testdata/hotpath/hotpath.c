@@ -403,6 +403,8 @@ static void nvtx_scenario(gp_cuLaunchKernel_params *p) {
   nvtx(GP_CBID_NVTX_nvtxDomainRangePop, &pop_dom, NULL);  // backward
   nvtx(GP_CBID_NVTX_nvtxDomainRangePop, &pop_dom, NULL);  // forward, under inner
   launch(GP_CBID_cuLaunchKernel, p, 0, SYM_MAIN);         // still in inner
+  gp_cuGraphLaunch_params pg = {(gp_CUgraphExec)0xe0e0, (gp_CUstream)0x7000a0};
+  launch(GP_CBID_cuGraphLaunch, &pg, 0, NULL);  // so is a graph launch
   uint64_t nvtx_id = 77;
   gp_nvtxMessageA_params load = {"load"};
   nvtx(GP_CBID_NVTX_nvtxRangeStartA, &load, &nvtx_id);
