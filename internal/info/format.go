@@ -108,6 +108,7 @@ func (p *Process) write(t *textWriter) {
 	}
 	t.field("callstacks", "%d", p.Callstacks)
 	p.Autograd.write(t)
+	p.Ranges.writeField(t)
 	if calls := p.Launches + p.Captured + p.GraphLaunches; p.AgentLaunchNS > 0 && calls > 0 {
 		// 1.4: launches apart from module loads and the like, which happen once.
 		t.field("overhead", "agent ran %s on the program's threads: %s per launch, %s in other callbacks (module loads, ...); CUPTI's own work not included",
@@ -120,6 +121,7 @@ func (p *Process) write(t *textWriter) {
 	writeKernels(t, "top kernels by count", p.TopByCount)
 	writeKernels(t, "top kernels by GPU time", p.TopByTime)
 	writeLines(t, p.TopLines)
+	p.Ranges.writeTop(t)
 }
 
 // writeLines writes the top lines; where some ran in backward, with a

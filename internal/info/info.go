@@ -79,6 +79,7 @@ type Process struct {
 	TopByCount []KernelUse `json:"top_by_count"`
 	TopByTime  []KernelUse `json:"top_by_gpu_time"`
 	TopLines   []LineUse   `json:"top_lines_by_gpu_time"` // the program's lines that launched the GPU time
+	Ranges     *Ranges     `json:"nvtx,omitempty"`        // NVTX ranges (format 1.7)
 
 	Complete  bool        `json:"complete"`
 	Truncated bool        `json:"truncated"`
@@ -358,8 +359,9 @@ func (p *Process) countKernels(d *recording.Data) {
 		use(links.Kernel(l.GetKernelId()).GetName()).Launches++
 	}
 	lines := map[string]*LineUse{}
+	ranges, rangeSummary := newRangeCounter(d)
 	// Kernels never fail to join (fn returns no error).
-	_ = d.JoinKernels(links, func(a *pb.KernelActivity, l *pb.Launch, _ *pb.GraphLaunch) error {
+	_ = d.JoinKernels(links, func(a *pb.KernelActivity, l *pb.Launch, g *pb.GraphLaunch) error {
 		u := use(a.GetName())
 		u.Runs++
 		var ns uint64
@@ -369,6 +371,7 @@ func (p *Process) countKernels(d *recording.Data) {
 		}
 		u.GPUTimeNS += ns
 		p.GPUTimeNS += ns
+		ranges.add(rangeOf(l, g), ns)
 		if l == nil {
 			p.UnlinkedRuns++
 			return nil
@@ -390,6 +393,10 @@ func (p *Process) countKernels(d *recording.Data) {
 		}
 		return nil
 	})
+	if ranges != nil {
+		rangeSummary.Top = ranges.top()
+		p.Ranges = rangeSummary
+	}
 	for _, lu := range lines {
 		p.TopLines = append(p.TopLines, *lu)
 	}
