@@ -741,7 +741,8 @@ def t_race_planted(h):
 @test("probe.slow_cta")
 def t_probe_slow_cta(h):
     """gpurr probe on a kernel whose CTA 7 spins ~200 µs: the probe table names CTA 7 the
-    slowest, and says the span is mostly tail."""
+    slowest, and says the span is mostly tail; --count global-store counts each thread's one
+    store."""
     nvcc = h.nvcc if Path(h.nvcc).exists() else shutil.which("nvcc")
     if not nvcc:
         raise Skip("no nvcc to build slowcta.cu")
@@ -752,14 +753,17 @@ def t_probe_slow_cta(h):
     _, d = h.workload("slowcta", [binary], flags=["--memory", "snapshot", "--snapshot-kernels", "slow_cta"])
     timeline = h.tmp / "slowcta-probe.json"
     timeline.unlink(missing_ok=True)
-    r = h.sh([h.gpurr, "probe", d, "--ptx", ptxfile, "--top", "3", "-o", timeline], 300, log="probe.run")
+    r = h.sh([h.gpurr, "probe", d, "--ptx", ptxfile, "--top", "3", "--count", "global-store", "-o", timeline], 300,
+             log="probe.run")
     check(r.rc == 0, f"gpurr probe: {r.why()}")
     lines = r.out.splitlines()
     i = next((k for k, l in enumerate(lines) if "slowest CTAs" in l), None)
     check(i is not None and lines[i + 2].split()[0] == "7", f"CTA 7 is not the slowest: {r.out[-600:]}")
+    # Each of the 64 CTAs' 128 threads stores once.
+    check("8192 run in all; per CTA median 128, max 128" in r.out, f"the store count is not 64 x 128: {r.out[-600:]}")
     events = json.loads(timeline.read_text())["traceEvents"]
     check(sum(e["ph"] == "X" for e in events) == 64, "the timeline does not hold a slice per CTA")
-    return " | ".join(l.strip() for l in lines[1:4])[:300]
+    return " | ".join(l.strip() for l in lines[1:4] + [l for l in lines if "count of" in l])[:400]
 
 
 @test("diff.torchrun")
