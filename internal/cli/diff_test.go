@@ -172,8 +172,23 @@ func TestDiff(t *testing.T) {
 		t.Errorf("snapshots in B only: elements shown:\n%s", out)
 	}
 
+	// Without memory capture on a side, what the runs launched is compared: the same kernels
+	// agree whatever they computed; an extra launch is where they part ways.
+	plain := writeRun(t, "", trainRun(1, false))
+	code, out, errs = runCLI("diff", plain, same1)
+	if code != 0 || !strings.Contains(out, "the runs launch the same kernels, stream by stream: 4 launches matched (memory not compared)") ||
+		!strings.Contains(errs, "recorded without memory capture: comparing what the runs launched, not what they computed") {
+		t.Errorf("launches only, the same: exit %d, out %q, err %q", code, out, errs)
+	}
+	code, out, errs = runCLI("diff", plain, writeRun(t, "", trainRun(1, true)))
+	expectOutput(t, "launches only, an extra one", code, 1, out, errs,
+		"the runs part ways in what they launch: launch 1 of B has no counterpart in A",
+		"kernel   warmup_kernel",
+		"B        train.py:5 step",
+		"4 launches matched (memory not compared)",
+		"1 launch only in B:\n    1 warmup_kernel")
+
 	expectUsageErrors(t, []usageCase{
-		{[]string{"diff", writeRun(t, "", trainRun(1, false)), same1}, "recorded without memory capture: record both runs with --memory hash"},
 		{[]string{"diff", "--dtype", "f8", same1, same2}, "unknown dtype \"f8\""},
 		{[]string{"diff", same1, filepath.Join(t.TempDir(), "missing")}, "no such file"},
 		{[]string{"diff", same1}, "want two recordings, got 1 argument"},
