@@ -1092,6 +1092,22 @@ def t_opt_timing_sample(h):
     return f"{timed} of {launches} launches timed, {timed_runs} of them with their kernel run; {untimed_runs} runs of untimed ones"
 
 
+@test("steps.optimizer")
+def t_steps_optimizer(h):
+    """Three torch.optim.SGD steps and a forward pass: launches.step numbers the launches by
+    the optimizer steps before them (0, 1, 2, then 3 for the last forward), and info counts 3."""
+    _, d = h.py_workload("train_steps")
+    rows = h.query(d, "SELECT step, count(*) AS n FROM launches GROUP BY step ORDER BY step")
+    steps = [r["step"] for r in rows]
+    check(steps == [0, 1, 2, 3], f"launches by step {rows}, want steps 0 to 3")
+    script, line = WL / "train_steps.py", mark_line(WL / "train_steps.py", "after-steps")
+    last = h.n(d, f"SELECT count(*) AS n FROM launches WHERE step = 3 AND NOT {at_line('user_line', script, line)}")
+    check(last == 0, f"{last} launches of step 3 are not the final forward's")
+    out = info_of(h, "train_steps", d)
+    check("3 training steps" in out, f"gpurr info does not count 3 steps: {tail(out, 12)}")
+    return "launches per step " + ", ".join(f"{r['step']}: {r['n']}" for r in rows)
+
+
 @test("options.gpu_timing_off")
 def t_opt_no_timing(h):
     want, d = eager_with(h, "eager_notiming", ["--gpu-timing=false"], gpu_timing=0)

@@ -263,6 +263,18 @@ func rankLabel(p *recording.Process, label string) string {
 	return label
 }
 
+// writeStep says in which training step a matched pair of launches ran, when the runs went
+// through optimizer steps (torch.optim).
+func writeStep(w io.Writer, a *diff.Run, la diff.Launch, b *diff.Run, lb diff.Launch) {
+	switch {
+	case a.Steps == 0 && b.Steps == 0:
+	case la.Step == lb.Step:
+		fmt.Fprintf(w, "  step     %d of A's %d and B's %d (optimizer steps ended before it)\n", la.Step, a.Steps, b.Steps)
+	default:
+		fmt.Fprintf(w, "  step     %d of A's %d, %d of B's %d (optimizer steps ended before it)\n", la.Step, a.Steps, lb.Step, b.Steps)
+	}
+}
+
 // reportLaunchDivergence compares what two runs launched, for recordings without memory
 // states: of the launches one run made and the other did not, the one made earliest into its
 // run, with where it came from. It returns that launch's wall-clock time and whether the runs
@@ -302,6 +314,9 @@ func reportLaunchDivergence(w io.Writer, o diffOptions, label string, a, b *diff
 	at := first.run.Process.Info.GetStartUnixNs() + first.into
 	fmt.Fprintf(w, "%s: the runs part ways in what they launch: launch %d of %s has no counterpart in %s\n", label, first.launch.Seq, first.name, first.other)
 	fmt.Fprintf(w, "  kernel   %s (stream %d)\n", first.run.KernelName(first.launch), first.launch.Stream)
+	if first.run.Steps > 0 {
+		fmt.Fprintf(w, "  step     %d of %s's %d (optimizer steps ended before it)\n", first.launch.Step, first.name, first.run.Steps)
+	}
 	writeOrigin(w, first.name, first.side.Launch, first.side.Callstack, first.side.Forward, o.frames)
 	fmt.Fprintf(w, "  %s matched (memory not compared)\n", info.Count(res.Matched, "launch"))
 	return at, true, nil
@@ -321,6 +336,7 @@ func reportDivergence(w io.Writer, o diffOptions, dt *dtype.Type, label string, 
 	}
 	fmt.Fprintf(w, "%s: the runs part ways at launch %d of A and %d of B: the memory after it differs\n", label, la.Seq, lb.Seq)
 	fmt.Fprintf(w, "  kernel   %s (stream %d)\n", a.KernelName(la), la.Stream)
+	writeStep(w, a, la, b, lb)
 	writeOrigin(w, "A", sa.Launch, sa.Callstack, sa.Forward, o.frames)
 	writeOrigin(w, "B", sb.Launch, sb.Callstack, sb.Forward, o.frames)
 	regions, err := diff.Differences(sa, sb, dt, o.elements)

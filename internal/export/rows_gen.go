@@ -47,6 +47,7 @@ type launchesRow struct {
 	HostUnixNS         int64  `parquet:"host_unix_ns"`
 	CallstackID        int64  `parquet:"callstack_id"`
 	PythonLine         string `parquet:"python_line,dict"`
+	Step               int64  `parquet:"step"`
 	InBackward         *bool  `parquet:"in_backward,optional"`
 	BackwardNode       string `parquet:"backward_node,dict"`
 	AutogradThread     *int64 `parquet:"autograd_thread,optional"`
@@ -86,31 +87,32 @@ func (r *launchesRow) set(v []tables.Value) {
 	r.HostUnixNS = v[20].Int64()
 	r.CallstackID = v[21].Int64()
 	r.PythonLine = v[22].Str()
+	r.Step = v[23].Int64()
 	r.InBackward = nil
-	if !v[23].IsNull() {
-		x := v[23].Int64() != 0
+	if !v[24].IsNull() {
+		x := v[24].Int64() != 0
 		r.InBackward = &x
 	}
-	r.BackwardNode = v[24].Str()
+	r.BackwardNode = v[25].Str()
 	r.AutogradThread = nil
-	if !v[25].IsNull() {
-		x := v[25].Int64()
+	if !v[26].IsNull() {
+		x := v[26].Int64()
 		r.AutogradThread = &x
 	}
 	r.AutogradSeq = nil
-	if !v[26].IsNull() {
-		x := v[26].Int64()
+	if !v[27].IsNull() {
+		x := v[27].Int64()
 		r.AutogradSeq = &x
 	}
-	r.ForwardCallstackID = v[27].Int64()
-	r.ForwardLink = v[28].Str()
-	r.Captured = v[29].Int64() != 0
-	r.Untimed = v[30].Int64() != 0
-	r.GraphNodeID = v[31].Int64()
-	r.GraphExec = v[32].Int64()
-	r.API = int32(v[33].Int64())
-	r.Result = int32(v[34].Int64())
-	r.MemoryStatus = v[35].Str()
+	r.ForwardCallstackID = v[28].Int64()
+	r.ForwardLink = v[29].Str()
+	r.Captured = v[30].Int64() != 0
+	r.Untimed = v[31].Int64() != 0
+	r.GraphNodeID = v[32].Int64()
+	r.GraphExec = v[33].Int64()
+	r.API = int32(v[34].Int64())
+	r.Result = int32(v[35].Int64())
+	r.MemoryStatus = v[36].Str()
 }
 
 // kernelsRow is a row of the kernels table: a CUfunction the process launched.

@@ -41,6 +41,7 @@ var exportLaunches = define("launches", "a launch call, or a cuGraphLaunch (grap
 	c("python_line", String, "its innermost Python frame (a PyTorch backward launch's: its forward launch's, as gpurr query has it)", func(ps *pass, r *callRec) Value {
 		return Text(ps.lines(r.lines).python)
 	}).dict(),
+	stepCol,
 	autograd("in_backward", Boolean, "PyTorch: made inside an autograd node's backward; null for launches without autograd context (no torch, or not linked: format.md)", inBackward),
 	c("backward_node", String, "PyTorch: the autograd node whose backward made it, e.g. MmBackward0", func(_ *pass, r *callRec) Value {
 		return Text(r.l.GetAutograd().GetBackwardNode())
