@@ -52,13 +52,8 @@ func InjectDelays(m *ptx.Module, kernel string, points []Point, d Delay) error {
 	if fn == nil || !fn.HasBody {
 		return fmt.Errorf("the module has no kernel %s", kernel)
 	}
-	need := 70 // nanosleep
-	if d.Placement == PerCluster {
-		need = 90 // %clusterid, %cluster_ctarank
-	}
-	if sm := targetSM(m); sm < need {
-		return fmt.Errorf("the module targets %s: delays need sm_%d or newer (nanosleep%s)", strings.Join(m.Target, ","), need,
-			map[bool]string{true: ", clusters", false: ""}[need == 90])
+	if err := CheckTarget(m, d.Placement); err != nil {
+		return err
 	}
 	at := map[*ptx.Instruction]int{}
 	for n, p := range points {
@@ -82,6 +77,20 @@ func InjectDelays(m *ptx.Module, kernel string, points []Point, d Delay) error {
 	}
 	if len(at) > 0 {
 		return fmt.Errorf("%d points are not instructions of %s", len(at), kernel)
+	}
+	return nil
+}
+
+// CheckTarget says whether the module's target architecture has what delays placed so need:
+// nanosleep (sm_70), and for one CTA per cluster the cluster registers (sm_90).
+func CheckTarget(m *ptx.Module, p Placement) error {
+	need := 70 // nanosleep
+	if p == PerCluster {
+		need = 90 // %clusterid, %cluster_ctarank
+	}
+	if sm := targetSM(m); sm < need {
+		return fmt.Errorf("the module targets %s: delays need sm_%d or newer (nanosleep%s)", strings.Join(m.Target, ","), need,
+			map[bool]string{true: ", clusters", false: ""}[need == 90])
 	}
 	return nil
 }

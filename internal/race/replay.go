@@ -1,6 +1,8 @@
 package race
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 
 	"github.com/gpurr/gpurr/internal/instrument"
@@ -8,8 +10,16 @@ import (
 	"github.com/gpurr/gpurr/internal/replay"
 )
 
+// ErrCannotRun is wrapped by Run when the launch cannot be replayed at all: its kernel's PTX
+// does not load on this GPU (another architecture, a newer PTX than the driver's), or its
+// regions cannot be recreated.
+var ErrCannotRun = errors.New("cannot replay the launch")
+
 // ReplayRunner runs a recorded launch with replay, its kernel compiled by the driver from the
-// PTX given (instrumented or not, so that a difference comes only from the delays).
+// PTX given (instrumented or not, so that a difference comes only from the delays). Its first
+// run opens a replay session that later runs share: the regions are mapped and their inputs
+// copied once, and each run only swaps the kernel's module, so a trial costs one JIT and one
+// launch. Close releases the session.
 type ReplayRunner struct {
 	Case      *replay.Case
 	PTX       []byte               // the module's PTX, holding the launch's kernel
@@ -17,11 +27,61 @@ type ReplayRunner struct {
 	Selection instrument.Selection // how the hunt's points were picked, to pick them again
 	Delay     instrument.Delay     // the delay at each point; Run sets the seed
 	Options   replay.Options
+
+	// Unlike lists the regions whose bytes, after the first uninstrumented run, differ from
+	// the recording; PlainRuns counts those runs. The PTX went through gpurr's parser and
+	// printer and the driver's JIT, so no region listed there says both reproduce the
+	// recorded code's result.
+	Unlike    []int
+	PlainRuns int
+
+	session *replay.Session
+	loaded  []byte // the module text the session holds
 }
 
 // Run replays the launch once with delays at points (indexes into instrument.Points of the
 // kernel under r.Selection).
 func (r *ReplayRunner) Run(points []int, seed uint64) (Output, error) {
+	module, err := r.module(points, seed)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case r.session == nil:
+		o := r.Options
+		o.Module = module
+		if r.session, err = replay.NewSession(r.Case, o); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrCannotRun, err)
+		}
+	case !bytes.Equal(module, r.loaded):
+		if err := r.session.Reload(module); err != nil {
+			return nil, err
+		}
+	}
+	r.loaded = module
+	res, err := r.session.Run(r.Case.Recorded(), 1, replay.Check{})
+	if err != nil {
+		return nil, err
+	}
+	out := make(Output, len(res.Regions))
+	for i, rr := range res.Regions {
+		out[i] = rr.Output
+	}
+	if len(points) == 0 {
+		if r.PlainRuns == 0 {
+			for i, rr := range res.Regions {
+				if !rr.Identical {
+					r.Unlike = append(r.Unlike, i)
+				}
+			}
+		}
+		r.PlainRuns++
+	}
+	return out, nil
+}
+
+// module is the PTX text of a run: the kernel parsed and printed again, with delays at points.
+func (r *ReplayRunner) module(points []int, seed uint64) ([]byte, error) {
 	m, err := ptx.Parse(r.PTX)
 	if err != nil {
 		return nil, err
@@ -45,20 +105,15 @@ func (r *ReplayRunner) Run(points []int, seed uint64) (Output, error) {
 			return nil, err
 		}
 	}
-	o := r.Options
-	o.Module = []byte(m.String())
-	s, err := replay.NewSession(r.Case, o)
-	if err != nil {
-		return nil, err
+	return []byte(m.String()), nil
+}
+
+// Close releases the replay session, when a run opened one.
+func (r *ReplayRunner) Close() error {
+	if r.session == nil {
+		return nil
 	}
-	defer s.Close()
-	res, err := s.Run(r.Case.Recorded(), 1, replay.Check{})
-	if err != nil {
-		return nil, err
-	}
-	out := make(Output, len(res.Regions))
-	for i, rr := range res.Regions {
-		out[i] = rr.Output
-	}
-	return out, nil
+	err := r.session.Close()
+	r.session = nil
+	return err
 }

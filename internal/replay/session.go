@@ -189,6 +189,19 @@ func (s *Session) load(replacement []byte) error {
 	return nil
 }
 
+// Reload replaces the session's kernel with image's kernel of the same name and parameter
+// layout, keeping the regions and their inputs: a run after it differs from one before only by
+// the code (gpurr race runs each trial's instrumented PTX this way).
+func (s *Session) Reload(image []byte) error {
+	if s.mod != nil {
+		if err := s.mod.Unload(); err != nil {
+			return err
+		}
+		s.mod = nil
+	}
+	return s.load(image)
+}
+
 // checkParams compares a replacement kernel's parameters with the recorded
 // kernel's: a different layout would misread the recorded bytes.
 func (s *Session) checkParams() error {
