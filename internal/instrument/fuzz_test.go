@@ -45,7 +45,7 @@ func FuzzInject(f *testing.F) {
 				own = append(own, in.Name())
 			}
 			points := Points(fn, sel)
-			if err := InjectDelays(m, fn.Name, points, Delay{Nanoseconds: 100, Fraction: 0.5, Placement: PerWarp, Seed: seed}); err != nil {
+			if err := InjectDelays(m, fn.Name, points, Delay{Nanoseconds: 100, Fraction: 0.5, Placement: PerWarp}); err != nil {
 				t.Fatalf("%s: %v", fn.Name, err)
 			}
 			ks = append(ks, kernel{fn.Name, own, len(points)})

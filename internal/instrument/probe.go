@@ -31,19 +31,8 @@ func InjectProbes(m *ptx.Module, kernel string) error {
 	if m.AddressSize == 32 {
 		return fmt.Errorf("the module is 32-bit (.address_size 32): probes need 64-bit addresses")
 	}
-	if !hasVar(m, ProbeSymbol) {
-		decl, err := parseItems(fmt.Sprintf(".visible .global .align 8 .u64 %s;\n", ProbeSymbol))
-		if err != nil {
-			return err
-		}
-		at := 0
-		for i, it := range m.Items {
-			if _, ok := it.(*ptx.Function); ok {
-				at = i
-				break
-			}
-		}
-		m.Items = append(m.Items[:at], append(decl, m.Items[at:]...)...)
+	if err := declareVar(m, ProbeSymbol, ".visible .global .align 8 .u64 "+ProbeSymbol+";\n"); err != nil {
+		return err
 	}
 	entry, err := parseBody(`.reg .u64 %gpurr_pa;
 {
@@ -86,6 +75,27 @@ atom.global.max.u64 %gpurr_t, [%gpurr_pa+8], %gpurr_t;
 		return nil
 	})
 	fn.Body = append(entry, fn.Body...)
+	return nil
+}
+
+// declareVar puts decl, the declaration of gpurr's module-scope variable name, before the
+// module's first function, unless the module declares name already (instrumented twice).
+func declareVar(m *ptx.Module, name, decl string) error {
+	if hasVar(m, name) {
+		return nil
+	}
+	items, err := parseItems(decl)
+	if err != nil {
+		return err
+	}
+	at := 0
+	for i, it := range m.Items {
+		if _, ok := it.(*ptx.Function); ok {
+			at = i
+			break
+		}
+	}
+	m.Items = append(m.Items[:at], append(items, m.Items[at:]...)...)
 	return nil
 }
 

@@ -1,7 +1,6 @@
 package race
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 
@@ -18,14 +17,15 @@ var ErrCannotRun = errors.New("cannot replay the launch")
 // ReplayRunner runs a recorded launch with replay, its kernel compiled by the driver from the
 // PTX given (instrumented or not, so that a difference comes only from the delays). Its first
 // run opens a replay session that later runs share: the regions are mapped and their inputs
-// copied once, and each run only swaps the kernel's module, so a trial costs one JIT and one
-// launch. Close releases the session.
+// copied once; a run with other points than the last swaps the kernel's module (one JIT), and
+// a run with the same points, another seed, only sets the seed and launches. Close releases
+// the session.
 type ReplayRunner struct {
 	Case      *replay.Case
 	PTX       []byte               // the module's PTX, holding the launch's kernel
 	Kernel    string               // its mangled name
 	Selection instrument.Selection // how the hunt's points were picked, to pick them again
-	Delay     instrument.Delay     // the delay at each point; Run sets the seed
+	Delay     instrument.Delay     // the delay at each point
 	Options   replay.Options
 
 	// Unlike lists the regions whose bytes, after the first uninstrumented run, differ from
@@ -36,29 +36,35 @@ type ReplayRunner struct {
 	PlainRuns int
 
 	session *replay.Session
-	loaded  []byte // the module text the session holds
+	loaded  string // the points of the module the session holds
 }
 
 // Run replays the launch once with delays at points (indexes into instrument.Points of the
-// kernel under r.Selection).
+// kernel under r.Selection). Runs with the same points share one JIT: the seed is set in the
+// module's variable, not written into its code.
 func (r *ReplayRunner) Run(points []int, seed uint64) (Output, error) {
-	module, err := r.module(points, seed)
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case r.session == nil:
-		o := r.Options
-		o.Module = module
-		if r.session, err = replay.NewSession(r.Case, o); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrCannotRun, err)
+	key := fmt.Sprint(points)
+	if r.session == nil || key != r.loaded {
+		module, err := r.module(points)
+		if err != nil {
+			return nil, err
 		}
-	case !bytes.Equal(module, r.loaded):
-		if err := r.session.Reload(module); err != nil {
+		if r.session == nil {
+			o := r.Options
+			o.Module = module
+			if r.session, err = replay.NewSession(r.Case, o); err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrCannotRun, err)
+			}
+		} else if err := r.session.Reload(module); err != nil {
+			return nil, err
+		}
+		r.loaded = key
+	}
+	if len(points) > 0 {
+		if err := r.session.SetGlobal(instrument.DelaySeedSymbol, []uint32{instrument.SeedWord(seed)}); err != nil {
 			return nil, err
 		}
 	}
-	r.loaded = module
 	res, err := r.session.Run(r.Case.Recorded(), 1, replay.Check{})
 	if err != nil {
 		return nil, err
@@ -80,8 +86,9 @@ func (r *ReplayRunner) Run(points []int, seed uint64) (Output, error) {
 	return out, nil
 }
 
-// module is the PTX text of a run: the kernel parsed and printed again, with delays at points.
-func (r *ReplayRunner) module(points []int, seed uint64) ([]byte, error) {
+// module is the PTX text of the runs with delays at points: the kernel parsed and printed
+// again, with the delay blocks in.
+func (r *ReplayRunner) module(points []int) ([]byte, error) {
 	m, err := ptx.Parse(r.PTX)
 	if err != nil {
 		return nil, err
@@ -99,9 +106,7 @@ func (r *ReplayRunner) module(points []int, seed uint64) ([]byte, error) {
 			}
 			chosen = append(chosen, all[i])
 		}
-		d := r.Delay
-		d.Seed = seed
-		if err := instrument.InjectDelays(m, r.Kernel, chosen, d); err != nil {
+		if err := instrument.InjectDelays(m, r.Kernel, chosen, r.Delay); err != nil {
 			return nil, err
 		}
 	}

@@ -202,6 +202,23 @@ func (s *Session) Reload(image []byte) error {
 	return s.load(image)
 }
 
+// SetGlobal writes words into the module-scope variable name of the session's module, for the
+// runs after it (gpurr race's seed). The context is synchronized after the copy: a copy from
+// pageable memory may return before it lands, and the session's stream does not wait for it.
+func (s *Session) SetGlobal(name string, words []uint32) error {
+	p, size, err := s.mod.Global(name)
+	if err != nil {
+		return err
+	}
+	if uint64(4*len(words)) > size {
+		return fmt.Errorf("variable %s holds %d bytes, not %d", name, size, 4*len(words))
+	}
+	if err := cuda.CopyHtoD(p, words); err != nil {
+		return err
+	}
+	return s.ctx.Synchronize()
+}
+
 // checkParams compares a replacement kernel's parameters with the recorded
 // kernel's: a different layout would misread the recorded bytes.
 func (s *Session) checkParams() error {
