@@ -45,24 +45,35 @@ type raceOptions struct {
 func newRaceCmd() *cobra.Command {
 	var o raceOptions
 	cmd := &cobra.Command{
-		Use:   "race REC --launch SEQ [--at CLASSES] [--delay 2us] [--trials N] [--list]",
+		Use:   "race REC --launch SEQ|--all|--kernels REGEX [--at CLASSES] [--delay 2us] [--trials N] [--list]",
 		Short: "Hunt a data race in a recorded launch: replay it with delays injected, find and shrink a witness",
-		Long: `race replays a snapshotted launch on its recorded inputs, first as it is (a kernel
-that is nondeterministic already is reported as such), then with delays
-injected before the instructions --at names, in the threads a seed picks. A
-trial whose result differs is a race witness; race shrinks it, with the same
-seed, to a minimal set of delay points that still changes the result, and
-names those instructions with their source lines.
+		Long: `race replays a snapshotted launch on its recorded inputs, first as it is,
+--plain-runs times (a kernel that is nondeterministic already, such as one
+summing floats with atomics, is reported as such), then with delays injected
+before the instructions --at names, in the threads a seed picks. A trial whose
+result differs is a race witness; race shrinks it, with the same seed, to a
+minimal set of delay points that still changes the result, and names those
+instructions with their source lines. It also says whether the plain replay
+of the PTX, as gpurr parses and prints it, equals the recording (--trials 0
+checks only that).
+
+--all hunts in every snapshotted launch, --kernels REGEX in those whose kernel
+matches, and prints one line per launch: no race, RACE with its points and
+seed, nondeterministic, no PTX, or why it cannot run.
 
 It needs the kernel's PTX: stored beside the module for Triton kernels
 (recorded while Triton's cache was reachable), or given with --ptx FILE (for
 nvcc code, build with -gencode arch=compute_90,code=compute_90 and extract
 it with cuobjdump -ptx). --list shows the points without a GPU.
 
-Exit status: 0 no witness, 1 a witness or a nondeterministic kernel, 2 bad input.`,
+Exit status: 0 no witness, 1 a witness, a nondeterministic kernel or a hang,
+2 bad input (no PTX, a PTX this GPU cannot run or without nanosleep, a launch
+without snapshots; with --all, no launch that could be hunted).`,
 		Example: `  gpurr race run --launch 42 --list
   gpurr race run --launch 42 --at barrier,shared-store,global-store --trials 50
-  gpurr race run --launch 42 --points 3,17 --seed 1042     # reproduce a witness`,
+  gpurr race run --launch 42 --points 3,17 --seed 1042     # reproduce a witness
+  gpurr race run --kernels '^_attn' --placement cta        # every launch of matching kernels
+  gpurr race run --launch 42 --ptx k.ptx --trials 0         # does gpurr's printed PTX replay exactly?`,
 		Args: positional(1, 1, "one recording"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runRace(cmd, o, args[0]) },
 	}

@@ -141,7 +141,7 @@ func TestSeedDecides(t *testing.T) {
 	if !strings.Contains(strings.Join(strings.Fields(text(a)), " "), "ld.global.u32 %gpurr_h "+DelaySeedSymbol) {
 		t.Errorf("the block does not load the seed:\n%s", text(a))
 	}
-	if SeedWord(1) == SeedWord(2) || SeedWord(1) == SeedWord(1|1<<32) || SeedWord(7) != SeedWord(7) {
+	if SeedWord(1) == SeedWord(2) || SeedWord(1) == SeedWord(1|1<<32) || SeedWord(7) != 7 {
 		t.Error("seed words do not follow the seed")
 	}
 	m := demo(t)
