@@ -781,17 +781,44 @@ def t_race_roundtrip(h):
     return race_lines(r, "plain replay")
 
 
+@test("race.bad_input")
+def t_race_bad_input(h):
+    """gpurr race on input it cannot hunt gives one line on stderr and exit 2: a launch whose
+    module has no PTX in the recording (nvcc's cubin), the kernel's PTX rewritten to target an
+    architecture this GPU cannot JIT for (sm_100), and --all over a recording whose one launch
+    has no PTX."""
+    binary, ptxfile = build_cu_with_ptx(h, "race_free")
+    _, d = h.workload("race_free", [binary], flags=["--memory", "snapshot", "--snapshot-kernels", "synced_neighbour"])
+    newer = h.tmp / "race_free.sm100.ptx"
+    text = Path(ptxfile).read_text()
+    check(".target sm_90" in text, f"{ptxfile.name} has no .target sm_90")
+    newer.write_text(text.replace(".target sm_90", ".target sm_100"))
+    got = []
+    for name, args, want in (("no PTX", [], "has no PTX of synced_neighbour's module"),
+                             ("sm_100 PTX", ["--ptx", newer], "cannot replay the launch"),
+                             ("--all, no PTX", ["--all"], "none of the 1 launch could be hunted")):
+        r = h.sh([h.gpurr, "race", d, *args], 120, log=f"race.bad_input.{name.replace(' ', '_').replace(',', '')}")
+        lines = r.err.strip().splitlines()
+        check(r.rc == 2 and len(lines) == 1 and want in lines[0],
+              f"{name}: exit {r.rc}, stderr {r.err.strip()[-400:]!r}; want exit 2 and one line with {want!r}")
+        got.append(f"{name}: {lines[0][:90]}")
+    return " | ".join(got)
+
+
 @test("race.atomics")
 def t_race_atomics(h):
     """A kernel that sums floats with atomicAdd into one cell from 256 CTAs (float_atomics.cu):
-    its plain replays disagree, so gpurr race calls it nondeterministic, names the sum's region,
-    runs no trial and exits 1."""
+    its plain replays disagree, so gpurr race calls it nondeterministic, names the bytes of the
+    sum that vary, runs no trial and exits 1."""
     binary, ptxfile = build_cu_with_ptx(h, "float_atomics")
     _, d = h.workload("float_atomics", [binary], flags=["--memory", "snapshot", "--snapshot-kernels", "atomic_sum"])
     r = h.sh([h.gpurr, "race", d, "--ptx", ptxfile, "--at", "atomic", "--plain-runs", "10"], 120, log="race.atomics")
     check(r.rc == 1 and "nondeterministic without any delay" in r.out and "RACE" not in r.out,
           f"race on float atomics: exit {r.rc}: {r.out[-600:]} {r.err[-300:]}")
-    return race_lines(r, "nondeterministic")
+    # The sum is the one float that varies: the first differing byte lies within it.
+    spread = re.search(r"region \d+: (\d+) bytes? of (\d+) differ between plain replays, the first at byte (\d+)", r.out)
+    check(spread and 1 <= int(spread[1]) <= 4 and int(spread[3]) < 4, f"which bytes vary: {r.out[-600:]}")
+    return race_lines(r, "nondeterministic", "differ between")
 
 
 @test("race.triton_cta")

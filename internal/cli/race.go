@@ -184,6 +184,9 @@ func runRace(cmd *cobra.Command, o raceOptions, path string) error {
 	case res.Nondeterministic:
 		fmt.Fprintf(out, "  nondeterministic without any delay: region(s) %s differ between two of %d plain replays (float atomics, or a race that needs no help)\n",
 			joinInts(res.Varying), replayer.PlainRuns)
+		for _, v := range replayer.Varying {
+			fmt.Fprintf(out, "    %s\n", spreadText(v))
+		}
 		return exitWith(exitFound)
 	case res.Trials == 0:
 		fmt.Fprintf(out, "  plain replays agree; no trial run (--trials 0)\n")
@@ -383,7 +386,11 @@ func raceOne(cmd *cobra.Command, o raceOptions, sel instrument.Selection, delay 
 	case err != nil:
 		return "", false, false, huntError(fmt.Errorf("launch %d: %w", seq, err))
 	case res.Nondeterministic:
-		return fmt.Sprintf("nondeterministic without any delay: region(s) %s differ between plain replays", joinInts(res.Varying)), true, true, nil
+		var where []string
+		for _, v := range replayer.Varying {
+			where = append(where, spreadText(v))
+		}
+		return fmt.Sprintf("nondeterministic without any delay: %s", strings.Join(where, "; ")), true, true, nil
 	case res.Found:
 		var where []string
 		for _, p := range res.Points {
@@ -452,6 +459,11 @@ func writePoints(w io.Writer, points []instrument.Point, which []int) {
 		}
 		fmt.Fprintf(w, "  %4d  %-28s %-13s %s\n", i, p.Instr.Name(), class, pointWhere(p))
 	}
+}
+
+// spreadText says which bytes of a region two plain replays left different.
+func spreadText(v race.Spread) string {
+	return fmt.Sprintf("region %d: %s of %d differ between plain replays, the first at byte %d", v.Region, info.Count(int(v.Bytes), "byte"), v.Size, v.First)
 }
 
 // pointWhere is a point's source line, when the PTX has .loc lines, and its PTX line.

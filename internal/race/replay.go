@@ -34,6 +34,12 @@ type ReplayRunner struct {
 	// recorded code's result.
 	Unlike    []int
 	PlainRuns int
+	// Varying says, once a plain run disagrees with the first, where: one entry per region
+	// whose bytes differ between the two.
+	Varying []Spread
+
+	firstPlain    Output   // the first plain run's fingerprints
+	firstContents [][]byte // and its regions' bytes, to say which bytes vary
 
 	session *replay.Session
 	loaded  string // the points of the module the session holds
@@ -51,7 +57,7 @@ func (r *ReplayRunner) Run(points []int, seed uint64) (Output, error) {
 		}
 		if r.session == nil {
 			o := r.Options
-			o.Module = module
+			o.Module, o.ModuleName = module, "the kernel's PTX"
 			if r.session, err = replay.NewSession(r.Case, o); err != nil {
 				return nil, fmt.Errorf("%w: %w", ErrCannotRun, err)
 			}
@@ -74,16 +80,62 @@ func (r *ReplayRunner) Run(points []int, seed uint64) (Output, error) {
 		out[i] = rr.Output
 	}
 	if len(points) == 0 {
-		if r.PlainRuns == 0 {
-			for i, rr := range res.Regions {
-				if !rr.Identical {
-					r.Unlike = append(r.Unlike, i)
-				}
-			}
+		if err := r.notePlain(res, out); err != nil {
+			return nil, err
 		}
-		r.PlainRuns++
 	}
 	return out, nil
+}
+
+// Spread is where two runs' bytes of a region differ.
+type Spread struct {
+	Region      int
+	First       int64 // the first differing byte's offset
+	Bytes, Size int64 // how many bytes differ, of how many
+}
+
+// notePlain keeps what the plain runs show: how the first compares with the recording, and
+// which bytes a later one that disagrees with it changed.
+func (r *ReplayRunner) notePlain(res *replay.Result, out Output) error {
+	r.PlainRuns++
+	if r.PlainRuns == 1 {
+		r.firstPlain = out
+		for i, rr := range res.Regions {
+			if !rr.Identical {
+				r.Unlike = append(r.Unlike, i)
+			}
+			b, err := r.session.Contents(i)
+			if err != nil {
+				return err
+			}
+			r.firstContents = append(r.firstContents, b)
+		}
+		return nil
+	}
+	if r.Varying != nil || out.Equal(r.firstPlain) {
+		return nil
+	}
+	for _, i := range r.firstPlain.Differing(out) {
+		b, err := r.session.Contents(i)
+		if err != nil {
+			return err
+		}
+		r.Varying = append(r.Varying, spread(i, r.firstContents[i], b))
+	}
+	return nil
+}
+
+func spread(region int, a, b []byte) Spread {
+	s := Spread{Region: region, First: -1, Size: int64(len(a))}
+	for i := range a {
+		if a[i] != b[i] {
+			if s.First < 0 {
+				s.First = int64(i)
+			}
+			s.Bytes++
+		}
+	}
+	return s
 }
 
 // module is the PTX text of the runs with delays at points: the kernel parsed and printed
