@@ -13,6 +13,7 @@ Stdlib only."""
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -432,8 +433,8 @@ def rows_replay(b, rounds):
 
 def rows_race(b, rounds):
     """gpurr race's trial rate on a small correct kernel (race_free.cu: 64 CTAs of 256 threads,
-    ~10 us), 200 trials that change nothing, as the race verb measures it (its replays over the
-    hunt's time) and over the whole process; and the time to the minimal witness of racy.cu's
+    ~10 us), 200 trials that change nothing, as the race verb measures it (its replays after the
+    first, which sets the session up, over their time) and over the whole process; and the time to the minimal witness of racy.cu's
     planted race with race.planted's settings. Needs nvcc ($NVCC, else on PATH, else CUDA's
     default place) to build the two workloads with their PTX."""
     nvcc = os.environ.get("NVCC") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
@@ -459,11 +460,11 @@ def rows_race(b, rounds):
         wall = time.monotonic() - t0
         if p.returncode != want_rc:
             raise RuntimeError(f"gpurr race {name}: exit {p.returncode}, want {want_rc}: {(p.stdout + p.stderr).strip()[-300:]}")
-        line = next((l for l in p.stdout.splitlines() if l.strip().endswith("per second")), None)
-        if line is None:
+        rate = re.search(r"replays in .*: ([0-9.]+) per second after it", p.stdout)
+        if rate is None:
             raise RuntimeError(f"gpurr race {name} printed no rate: {p.stdout.strip()[-300:]}")
-        print(f"  race {name}: {wall:.2f} s wall: {line.strip()}", flush=True)
-        return float(line.split(":")[-1].split()[0]), wall
+        print(f"  race {name}: {wall:.2f} s wall: {rate[0]}", flush=True)
+        return float(rate[1]), wall
 
     trials = 200
     rates, walls = [], []
