@@ -3,6 +3,7 @@
 // addends of many magnitudes so does the rounded sum, so gpurr race must call the kernel
 // nondeterministic from its plain replays, before any delay. The program launches it once and
 // prints a JSON line (not the sum, which varies).
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cuda_runtime.h>
