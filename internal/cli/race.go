@@ -404,7 +404,7 @@ func raceOne(cmd *cobra.Command, o raceOptions, sel instrument.Selection, delay 
 	res, err := race.Hunt(runner, len(t.points), race.Options{Baselines: o.plainRuns, Trials: o.trials, Seed: o.seed})
 	switch {
 	case errors.Is(err, race.ErrCannotRun):
-		return "cannot run: " + err.Error(), false, false, nil
+		return err.Error(), false, false, nil
 	case err != nil:
 		return "", false, false, huntError(fmt.Errorf("launch %d: %w", seq, err))
 	case res.Nondeterministic:
