@@ -748,7 +748,7 @@ def t_race_planted(h):
                  "--trials", "30", "--placement", "warp", "--fraction", "0.5", "--delay", "20us"], 600, log="race.hunt")
     check(hunt.rc == 1 and "RACE" in hunt.out, f"race found no witness: exit {hunt.rc}: {hunt.out[-600:]} {hunt.err[-300:]}")
     check("st.shared" in hunt.out, f"the witness does not name the shared store: {hunt.out[-600:]}")
-    return race_lines(hunt, "RACE", "st.shared", "per second")
+    return race_lines(hunt, "RACE", "st.shared", "from the plain replay", "per second")
 
 
 @test("race.correct")
@@ -839,7 +839,7 @@ def t_race_triton_cta(h):
     many = h.sh([h.gpurr, "race", d, "--kernels", "split_sum", *flags], 300, log="race.triton_cta.kernels")
     check(many.rc == 1 and sum("RACE at" in l for l in many.out.splitlines()) == 1 and f"triton_race.py:{line}" in many.out,
           f"race --kernels: exit {many.rc}: {many.out[-600:]} {many.err[-300:]}")
-    return race_lines(hunt, "RACE", "st.global", "per second")
+    return race_lines(hunt, "RACE", "st.global", "from the plain replay", "per second")
 
 
 @test("probe.slow_cta")

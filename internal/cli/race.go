@@ -52,8 +52,8 @@ func newRaceCmd() *cobra.Command {
 summing floats with atomics, is reported as such), then with delays injected
 before the instructions --at names, in the threads a seed picks. A trial whose
 result differs is a race witness; race shrinks it, with the same seed, to a
-minimal set of delay points that still changes the result, and names those
-instructions with their source lines. It also says whether the plain replay
+minimal set of delay points that still changes the result, names those
+instructions with their source lines, and says which bytes they change. It also says whether the plain replay
 of the PTX, as gpurr parses and prints it, equals the recording (--trials 0
 checks only that).
 
@@ -178,13 +178,14 @@ func runRace(cmd *cobra.Command, o raceOptions, path string) error {
 	if err != nil {
 		return huntError(err)
 	}
+	rate.end = time.Now()
 	writeRecordingMatch(out, replayer)
 	switch {
 	case res.Nondeterministic:
 		fmt.Fprintf(out, "  nondeterministic without any delay: region(s) %s differ between two of %d plain replays (float atomics, or a race that needs no help)\n",
 			joinInts(res.Varying), replayer.PlainRuns)
 		for _, v := range replayer.Varying {
-			fmt.Fprintf(out, "    %s\n", spreadText(v))
+			fmt.Fprintf(out, "    %s\n", spreadText(v, "between plain replays"))
 		}
 		return exitWith(exitFound)
 	case res.Trials == 0:
@@ -199,6 +200,7 @@ func runRace(cmd *cobra.Command, o raceOptions, path string) error {
 	fmt.Fprintf(out, "  RACE: with seed %d, delays at these %s change region(s) %s of the result (%d replays in all):\n",
 		res.Seed, info.Count(len(res.Points), "point"), joinInts(res.Baseline.Differing(res.Witness)), res.Runs)
 	writePoints(out, t.points, res.Points)
+	writeWitnessBytes(out, runner, replayer, res)
 	fmt.Fprintf(out, "  reproduce: gpurr race %s --launch %d --points %s --seed %d --at %s --delay %v --fraction %g --placement %s\n",
 		shellQuote(path), c.Seq, joinInts(res.Points), res.Seed, shellQuote(o.at), o.delay, o.fraction, o.placement)
 	rate.write(out, res.Runs)
@@ -207,7 +209,7 @@ func runRace(cmd *cobra.Command, o raceOptions, path string) error {
 
 // huntRate times a hunt's replays apart from its first, which also maps the regions, copies
 // the inputs and JITs the plain kernel: the rate after it is what each further trial costs.
-type huntRate struct{ start, second time.Time }
+type huntRate struct{ start, second, end time.Time }
 
 // note is the hunt's Progress: it is called before each run.
 func (h *huntRate) note(done, _ int) {
@@ -223,9 +225,28 @@ func (h *huntRate) write(w io.Writer, runs int) {
 	if runs < 2 {
 		return
 	}
-	rest := time.Since(h.second)
+	rest := h.end.Sub(h.second)
 	fmt.Fprintf(w, "  %d replays in %v, the first (with the session's setup) %v: %.1f per second after it\n",
-		runs, time.Since(h.start).Round(time.Millisecond), h.second.Sub(h.start).Round(time.Millisecond), float64(runs-1)/rest.Seconds())
+		runs, h.end.Sub(h.start).Round(time.Millisecond), h.second.Sub(h.start).Round(time.Millisecond), float64(runs-1)/rest.Seconds())
+}
+
+// writeWitnessBytes runs the witness once more and says which bytes its delays changed. The
+// run may come out as the plain one (a delay's effect is a matter of timing): then it says so.
+func writeWitnessBytes(w io.Writer, runner race.Runner, replayer *race.ReplayRunner, res *race.Result) {
+	if _, err := runner.Run(res.Points, res.Seed); err != nil {
+		fmt.Fprintf(w, "  (the witness's bytes: running it again failed: %v)\n", err)
+		return
+	}
+	spreads, err := replayer.Spreads()
+	switch {
+	case err != nil:
+		fmt.Fprintf(w, "  (the witness's bytes: %v)\n", err)
+	case len(spreads) == 0:
+		fmt.Fprintf(w, "  (run again, the witness left the result as the plain replay did)\n")
+	}
+	for _, v := range spreads {
+		fmt.Fprintf(w, "    %s\n", spreadText(v, "from the plain replay"))
+	}
 }
 
 // raceTarget is one launch ready to hunt: its kernel's PTX, parsed, and the points --at picks.
@@ -410,7 +431,7 @@ func raceOne(cmd *cobra.Command, o raceOptions, sel instrument.Selection, delay 
 	case res.Nondeterministic:
 		var where []string
 		for _, v := range replayer.Varying {
-			where = append(where, spreadText(v))
+			where = append(where, spreadText(v, "between plain replays"))
 		}
 		return fmt.Sprintf("nondeterministic without any delay: %s", strings.Join(where, "; ")), true, true, nil
 	case res.Found:
@@ -483,9 +504,9 @@ func writePoints(w io.Writer, points []instrument.Point, which []int) {
 	}
 }
 
-// spreadText says which bytes of a region two plain replays left different.
-func spreadText(v race.Spread) string {
-	return fmt.Sprintf("region %d: %s of %d differ between plain replays, the first at byte %d", v.Region, info.Count(int(v.Bytes), "byte"), v.Size, v.First)
+// spreadText says which bytes of a region two runs left different; how names the two.
+func spreadText(v race.Spread, how string) string {
+	return fmt.Sprintf("region %d: %s of %d differ %s, the first at byte %d", v.Region, info.Count(int(v.Bytes), "byte"), v.Size, how, v.First)
 }
 
 // pointWhere is a point's source line, when the PTX has .loc lines, and its PTX line.

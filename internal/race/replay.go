@@ -125,6 +125,25 @@ func (r *ReplayRunner) notePlain(res *replay.Result, out Output) error {
 	return nil
 }
 
+// Spreads compares the regions as the last run left them with the first plain run's, and
+// lists those that differ: after a witness run, where the delays changed the result.
+func (r *ReplayRunner) Spreads() ([]Spread, error) {
+	if r.session == nil || r.firstContents == nil {
+		return nil, fmt.Errorf("no plain run to compare with")
+	}
+	var out []Spread
+	for i, first := range r.firstContents {
+		b, err := r.session.Contents(i)
+		if err != nil {
+			return nil, err
+		}
+		if s := spread(i, first, b); s.Bytes > 0 {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
 func spread(region int, a, b []byte) Spread {
 	s := Spread{Region: region, First: -1, Size: int64(len(a))}
 	for i := range a {
