@@ -29,9 +29,9 @@ type ReplayRunner struct {
 	Options   replay.Options
 
 	// Unlike lists the regions whose bytes, after the first uninstrumented run, differ from
-	// the recording; PlainRuns counts those runs. The PTX went through gpurr's parser and
-	// printer and the driver's JIT, so no region listed there says both reproduce the
-	// recorded code's result.
+	// the recording; PlainRuns counts those runs. That run's PTX went through gpurr's parser
+	// and printer and the driver's JIT, so an empty list says both keep the recorded code's
+	// result.
 	Unlike    []int
 	PlainRuns int
 	// Varying says, once a plain run disagrees with the first, where: one entry per region
