@@ -102,7 +102,7 @@ func runProbe(cmd *cobra.Command, o probeOptions, path string) error {
 	if err := cuda.Init(); err != nil {
 		return &exitError{code: exitFailure, err: fmt.Errorf("probe: no usable GPU: %v", err)}
 	}
-	s, err := replay.NewSession(c, replay.Options{Module: []byte(m.String()), Device: o.device})
+	s, err := replay.NewSession(c, replay.Options{Module: []byte(m.String()), ModuleName: "the probed PTX", Device: o.device})
 	if err != nil {
 		return &exitError{code: exitFailure, err: fmt.Errorf("probe: %v", err)}
 	}

@@ -66,7 +66,7 @@ func TestInjectDelays(t *testing.T) {
 			own = append(own, in.Name())
 		}
 		points := Points(fn, sel)
-		if err := InjectDelays(m, kernel, points, Delay{Nanoseconds: 2000, Fraction: 0.25, Placement: placement, Seed: 42}); err != nil {
+		if err := InjectDelays(m, kernel, points, Delay{Nanoseconds: 2000, Fraction: 0.25, Placement: placement}); err != nil {
 			t.Fatalf("%s: %v", placement, err)
 		}
 		again, err := ptx.Parse([]byte(m.String()))
@@ -115,10 +115,13 @@ func TestInjectDelays(t *testing.T) {
 	}
 }
 
+// The seed is not in the code: every block reads it from the one variable the module declares
+// (a second instrumentation adds none), mixes its point in, and seeds that differ in either
+// half give different words.
 func TestSeedDecides(t *testing.T) {
-	a, _ := delayBlock(Delay{Nanoseconds: 100, Fraction: 0.5, Placement: PerThread, Seed: 1}, 0)
-	b, _ := delayBlock(Delay{Nanoseconds: 100, Fraction: 0.5, Placement: PerThread, Seed: 2}, 0)
-	c, _ := delayBlock(Delay{Nanoseconds: 100, Fraction: 0.5, Placement: PerThread, Seed: 1}, 1)
+	d := Delay{Nanoseconds: 100, Fraction: 0.5, Placement: PerThread}
+	a, _ := delayBlock(d, 0)
+	b, _ := delayBlock(d, 1)
 	text := func(s []ptx.Stmt) string {
 		var out []string
 		for _, x := range s {
@@ -132,8 +135,25 @@ func TestSeedDecides(t *testing.T) {
 		}
 		return strings.Join(out, "\n")
 	}
-	if text(a) == text(b) || text(a) == text(c) {
-		t.Error("the seed or the point does not change the decision")
+	if text(a) == text(b) {
+		t.Error("the point does not change the decision")
+	}
+	if !strings.Contains(strings.Join(strings.Fields(text(a)), " "), "ld.global.u32 %gpurr_h "+DelaySeedSymbol) {
+		t.Errorf("the block does not load the seed:\n%s", text(a))
+	}
+	if SeedWord(1) == SeedWord(2) || SeedWord(1) == SeedWord(1|1<<32) || SeedWord(7) != 7 {
+		t.Error("seed words do not follow the seed")
+	}
+	m := demo(t)
+	sel, _ := ParseSelection("barrier")
+	for range 2 {
+		fn := m.Function("gpurr_demo_reduce")
+		if err := InjectDelays(m, fn.Name, Points(fn, sel), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := strings.Count(m.String(), ".u32 "+DelaySeedSymbol+";"); n != 1 {
+		t.Errorf("the module declares the seed %d times, want 1", n)
 	}
 	for _, bad := range []Delay{{Nanoseconds: 0, Fraction: 1, Placement: PerThread}, {Nanoseconds: 2e6, Fraction: 1, Placement: PerThread},
 		{Nanoseconds: 10, Fraction: 0, Placement: PerThread}, {Nanoseconds: 10, Fraction: 1, Placement: "grid"}} {

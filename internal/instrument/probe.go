@@ -42,19 +42,8 @@ func InjectProbes(m *ptx.Module, kernel string, count Selection) (counted int, e
 			picked[p.Instr] = true
 		}
 	}
-	if !hasVar(m, ProbeSymbol) {
-		decl, err := parseItems(fmt.Sprintf(".visible .global .align 8 .u64 %s;\n", ProbeSymbol))
-		if err != nil {
-			return 0, err
-		}
-		at := 0
-		for i, it := range m.Items {
-			if _, ok := it.(*ptx.Function); ok {
-				at = i
-				break
-			}
-		}
-		m.Items = append(m.Items[:at], append(decl, m.Items[at:]...)...)
+	if err := declareVar(m, ProbeSymbol, ".visible .global .align 8 .u64 "+ProbeSymbol+";\n"); err != nil {
+		return 0, err
 	}
 	counter := "" // the thread's count, a register of the function's scope
 	if len(picked) > 0 {
@@ -123,6 +112,27 @@ st.global.u32 [%gpurr_pa+16], %gpurr_x;
 	}
 	fn.Body = append(entry, fn.Body...)
 	return len(picked), nil
+}
+
+// declareVar puts decl, the declaration of gpurr's module-scope variable name, before the
+// module's first function, unless the module declares name already (instrumented twice).
+func declareVar(m *ptx.Module, name, decl string) error {
+	if hasVar(m, name) {
+		return nil
+	}
+	items, err := parseItems(decl)
+	if err != nil {
+		return err
+	}
+	at := 0
+	for i, it := range m.Items {
+		if _, ok := it.(*ptx.Function); ok {
+			at = i
+			break
+		}
+	}
+	m.Items = append(m.Items[:at], append(items, m.Items[at:]...)...)
+	return nil
 }
 
 func hasVar(m *ptx.Module, name string) bool {
