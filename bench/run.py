@@ -4,7 +4,7 @@ round (bare, gpurr, [profiler], bare, gpurr, ...) so clock and thermal drift hit
 and report medians. Each recorded run is checked to have recorded at least the launches the
 benchmark made, so a gpurr that records nothing cannot look fast.
 
-  python3 bench/run.py [--rounds 2] [--only launch_overhead|train_step|stacks|timing|gpt2_step|memcap|replay]
+  python3 bench/run.py [--rounds 2] [--only launch_overhead|train_step|stacks|timing|gpt2_step|memcap|replay|race]
                        [--memory-modes] [--gpt2-modes eager,compiled] [--gpt2-variants bare,default,...]
                        [--json PATH]
 
@@ -13,6 +13,7 @@ Stdlib only."""
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -42,6 +43,9 @@ HASH_MIN_COPY_RATIO, SNAPSHOT_MIN_DTOH_RATIO = 0.5, 0.8
 # must reach 10x that rate.
 MNEME_TUNE_RATE = 80 / 7.09
 TUNE_MIN_RATE_RATIO = 10.0
+# From the race issue: gpurr race runs at least 100 trials per second on a small kernel (replay
+# reuses the restored inputs; each trial JITs its instrumented PTX once).
+RACE_MIN_TRIALS_PER_S = 100.0
 
 
 # Every variant runs on the same four cores: the machine's other tenants and the scheduler's
@@ -427,11 +431,72 @@ def rows_replay(b, rounds):
     return rows
 
 
+def rows_race(b, rounds):
+    """gpurr race's trial rate on a small correct kernel (race_free.cu: 64 CTAs of 256 threads,
+    ~10 us), 200 trials that change nothing, as the race verb measures it (its replays after the
+    first, which sets the session up, over their time) and over the whole process; and the time to the minimal witness of racy.cu's
+    planted race with race.planted's settings. Needs nvcc ($NVCC, else on PATH, else CUDA's
+    default place) to build the two workloads with their PTX."""
+    nvcc = os.environ.get("NVCC") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    if not Path(nvcc).exists():
+        raise RuntimeError(f"no nvcc at {nvcc} to build the race workloads (set $NVCC)")
+    wl = ROOT / "gputest" / "workloads"
+    recs = {}
+    for name, kernel in (("race_free", "synced_neighbour"), ("racy", "racy_neighbour")):
+        binary, ptx = b.tmp / name, b.tmp / f"{name}.ptx"
+        for args, out in ((["-O2", "-lineinfo", "-o"], binary), (["-ptx", "-lineinfo", "-arch=sm_90", "-o"], ptx)):
+            p = subprocess.run([nvcc, *args, out, wl / f"{name}.cu"], capture_output=True, text=True, timeout=300)
+            if p.returncode != 0:
+                raise RuntimeError(f"nvcc {name}.cu: exit {p.returncode}: {p.stderr.strip()[-300:]}")
+        d = b.tmp / f"rec-race-{name}"
+        shutil.rmtree(d, ignore_errors=True)
+        run([b.gpurr, "record", "-o", d, "--memory", "snapshot", "--snapshot-kernels", kernel, "--", binary], 300, b.env)
+        recs[name] = (d, ptx)
+
+    def race(name, args, want_rc):
+        d, ptx = recs[name]
+        t0 = time.monotonic()
+        p = subprocess.run(PIN + [b.gpurr, "race", d, "--ptx", ptx, *args], capture_output=True, text=True, timeout=300)
+        wall = time.monotonic() - t0
+        if p.returncode != want_rc:
+            raise RuntimeError(f"gpurr race {name}: exit {p.returncode}, want {want_rc}: {(p.stdout + p.stderr).strip()[-300:]}")
+        rate = re.search(r"replays in .*: ([0-9.]+) per second after it", p.stdout)
+        if rate is None:
+            raise RuntimeError(f"gpurr race {name} printed no rate: {p.stdout.strip()[-300:]}")
+        print(f"  race {name}: {wall:.2f} s wall: {rate[0]}", flush=True)
+        return float(rate[1]), wall
+
+    trials = 200
+    rates, walls = [], []
+    for _ in range(rounds):
+        rate, wall = race("race_free", ["--at", "shared-store,shared-load,barrier", "--trials", str(trials),
+                                        "--delay", "2us", "--fraction", "0.25"], 0)
+        rates.append(rate)
+        walls.append(trials / wall)
+    witness = [race("racy", ["--at", "shared-store,shared-load,barrier", "--trials", "30", "--placement", "warp",
+                             "--fraction", "0.5", "--delay", "20us"], 1)[1] for _ in range(rounds)]
+    b.log.append({"variant": "race", "replays_per_s": rates, "trials_per_s_wall": walls, "witness_s": witness})
+    rate = statistics.median(rates)
+    for d, _ in recs.values():
+        shutil.rmtree(d, ignore_errors=True)
+    return [
+        {"workload": f"race trials/s ({trials} trials, in the hunt)", "baseline": RACE_MIN_TRIALS_PER_S, "under": rate,
+         "delta": f"{rate / RACE_MIN_TRIALS_PER_S:.2f}x target", "target": f">= {RACE_MIN_TRIALS_PER_S:.0f}/s",
+         "verdict": "ok" if rate >= RACE_MIN_TRIALS_PER_S else "under target"},
+        {"workload": f"race trials/s ({trials} trials, whole process)", "baseline": None, "under": statistics.median(walls),
+         "delta": "-", "target": "(report)", "verdict": "measured"},
+        {"workload": "race time to racy.cu's minimal witness (s)", "baseline": None, "under": statistics.median(witness),
+         "delta": "-", "target": "(report)", "verdict": "measured"},
+    ]
+
+
 BENCHES = {"launch_overhead": rows_launch_overhead, "train_step": rows_train_step,
            "stacks": rows_stacks, "timing": rows_timing, "gpt2_step": rows_gpt2_step, "memcap": rows_memcap,
-           "replay": rows_replay}
-# Run only when asked for by name: 14 processes of a minute or more each per mode and round.
-OPT_IN = {"gpt2_step"}
+           "replay": rows_replay, "race": rows_race}
+# Run only when asked for by name: gpt2_step is 14 processes of a minute or more each per mode
+# and round; race builds and records two CUDA programs first, which gpu-check's budget for the
+# default benchmarks leaves no room for (scripts/gpu-check --only bench.race runs it).
+OPT_IN = {"gpt2_step", "race"}
 
 
 def main():

@@ -716,18 +716,31 @@ def t_demo_story(h):
     return "story recorded on the GPU; diff, nan and a bit-exact replay of the NaN's launch"
 
 
+def build_cu_with_ptx(h, name):
+    """Build gputest/workloads/NAME.cu with nvcc twice: a program (-O2 -lineinfo) and its
+    kernels' PTX for sm_90 (-lineinfo: the PTX's .loc lines name NAME.cu), which gpurr race and
+    probe take with --ptx. Returns (program, ptx file)."""
+    nvcc = h.nvcc if Path(h.nvcc).exists() else shutil.which("nvcc")
+    if not nvcc:
+        raise Skip(f"no nvcc to build {name}.cu")
+    src, binary, ptxfile = WL / f"{name}.cu", h.tmp / name, h.tmp / f"{name}.ptx"
+    for args, out in ((["-O2", "-lineinfo", "-o"], binary), (["-ptx", "-lineinfo", "-arch=sm_90", "-o"], ptxfile)):
+        r = h.sh([nvcc, *args, out, src], 300, log=f"{name}.nvcc")
+        check(r.rc == 0, f"nvcc {name}.cu: {r.why()}")
+    return binary, ptxfile
+
+
+def race_lines(r, *words):
+    """The lines of gpurr race's output holding any of words, joined for a test's summary."""
+    return " | ".join(l.strip() for l in r.out.splitlines() if any(w in l for w in words))[:300]
+
+
 @test("race.planted")
 def t_race_planted(h):
     """gpurr race on a kernel whose missing barrier is planted (racy.cu): --list names the
     shared store and load with their source lines, and a hunt finds a witness and shrinks it
     to the racing instructions."""
-    nvcc = h.nvcc if Path(h.nvcc).exists() else shutil.which("nvcc")
-    if not nvcc:
-        raise Skip("no nvcc to build racy.cu")
-    src, binary, ptxfile = WL / "racy.cu", h.tmp / "racy", h.tmp / "racy.ptx"
-    for args, out in ((["-O2", "-lineinfo", "-o"], binary), (["-ptx", "-lineinfo", "-arch=sm_90", "-o"], ptxfile)):
-        r = h.sh([nvcc, *args, out, src], 300, log="race.nvcc")
-        check(r.rc == 0, f"nvcc: {r.why()}")
+    binary, ptxfile = build_cu_with_ptx(h, "racy")
     _, d = h.workload("racy", [binary], flags=["--memory", "snapshot", "--snapshot-kernels", "racy_neighbour"])
     listed = h.sh([h.gpurr, "race", d, "--ptx", ptxfile, "--list", "--at", "shared-store,shared-load"], 120, log="race.list")
     check(listed.rc == 0 and "racy.cu:" in listed.out, f"race --list: {listed.why()} {listed.out[-400:]}")
@@ -735,31 +748,120 @@ def t_race_planted(h):
                  "--trials", "30", "--placement", "warp", "--fraction", "0.5", "--delay", "20us"], 600, log="race.hunt")
     check(hunt.rc == 1 and "RACE" in hunt.out, f"race found no witness: exit {hunt.rc}: {hunt.out[-600:]} {hunt.err[-300:]}")
     check("st.shared" in hunt.out, f"the witness does not name the shared store: {hunt.out[-600:]}")
-    return " | ".join(l.strip() for l in hunt.out.splitlines() if "RACE" in l or "st.shared" in l)[:300]
+    return race_lines(hunt, "RACE", "st.shared", "from the plain replay", "per second")
+
+
+@test("race.correct")
+def t_race_correct(h):
+    """racy.cu's kernel with its barrier (race_free.cu): 200 trials of the delays that expose
+    racy.cu's race change nothing, so gpurr race reports no witness and exits 0."""
+    binary, ptxfile = build_cu_with_ptx(h, "race_free")
+    _, d = h.workload("race_free", [binary], flags=["--memory", "snapshot", "--snapshot-kernels", "synced_neighbour"])
+    hunt = h.sh([h.gpurr, "race", d, "--ptx", ptxfile, "--at", "shared-store,shared-load,barrier",
+                 "--trials", "200", "--placement", "warp", "--fraction", "0.5", "--delay", "20us"], 300, log="race.correct")
+    check(hunt.rc == 0 and "no trial of 200 changed the result" in hunt.out and "RACE" not in hunt.out,
+          f"race on a correct kernel: exit {hunt.rc}: {hunt.out[-600:]} {hunt.err[-300:]}")
+    check(hunt.secs < 60, f"200 trials took {hunt.secs:.0f} s, want under 60")
+    return f"{race_lines(hunt, 'no trial', 'per second')} ({hunt.secs:.1f} s)"
+
+
+@test("race.roundtrip")
+def t_race_roundtrip(h):
+    """Parse, print, JIT keeps what the kernel computes: gpurr race --trials 0 replays the
+    launch from its PTX as gpurr's parser and printer give it back, without delays, and the
+    result must equal the recording (which the plain replay of the nvcc-built cubin reproduces
+    bit for bit) in every region."""
+    binary, ptxfile = build_cu_with_ptx(h, "race_free")
+    _, d = h.workload("race_free", [binary], flags=["--memory", "snapshot", "--snapshot-kernels", "synced_neighbour"])
+    plain = h.sh([h.gpurr, "replay", d], 120, log="race.roundtrip.replay")
+    check(plain.rc == 0 and "bit-exact" in plain.out, f"plain replay of the recorded cubin: {plain.why()} {plain.out[-400:]}")
+    r = h.sh([h.gpurr, "race", d, "--ptx", ptxfile, "--trials", "0"], 120, log="race.roundtrip")
+    check(r.rc == 0 and "plain replay of the PTX as gpurr prints it: identical to the recording" in r.out,
+          f"race --trials 0: exit {r.rc}: {r.out[-600:]} {r.err[-300:]}")
+    return race_lines(r, "plain replay")
+
+
+@test("race.bad_input")
+def t_race_bad_input(h):
+    """gpurr race on input it cannot hunt gives one line on stderr and exit 2: a launch whose
+    module has no PTX in the recording (nvcc's cubin), the kernel's PTX rewritten to target an
+    architecture this GPU cannot JIT for (sm_100), and --all over a recording whose one launch
+    has no PTX."""
+    binary, ptxfile = build_cu_with_ptx(h, "race_free")
+    _, d = h.workload("race_free", [binary], flags=["--memory", "snapshot", "--snapshot-kernels", "synced_neighbour"])
+    newer = h.tmp / "race_free.sm100.ptx"
+    text = Path(ptxfile).read_text()
+    check(".target sm_90" in text, f"{ptxfile.name} has no .target sm_90")
+    newer.write_text(text.replace(".target sm_90", ".target sm_100"))
+    got = []
+    for name, args, want in (("no PTX", [], "has no PTX of synced_neighbour's module"),
+                             ("sm_100 PTX", ["--ptx", newer], "cannot replay the launch"),
+                             ("--all, no PTX", ["--all"], "none of the 1 launch could be hunted")):
+        r = h.sh([h.gpurr, "race", d, *args], 120, log=f"race.bad_input.{name.replace(' ', '_').replace(',', '')}")
+        lines = r.err.strip().splitlines()
+        check(r.rc == 2 and len(lines) == 1 and want in lines[0],
+              f"{name}: exit {r.rc}, stderr {r.err.strip()[-400:]!r}; want exit 2 and one line with {want!r}")
+        got.append(f"{name}: {lines[0][:90]}")
+    return " | ".join(got)
+
+
+@test("race.atomics")
+def t_race_atomics(h):
+    """A kernel that sums floats with atomicAdd into one cell from 256 CTAs (float_atomics.cu):
+    its plain replays disagree, so gpurr race calls it nondeterministic, names the bytes of the
+    sum that vary, runs no trial and exits 1."""
+    binary, ptxfile = build_cu_with_ptx(h, "float_atomics")
+    _, d = h.workload("float_atomics", [binary], flags=["--memory", "snapshot", "--snapshot-kernels", "atomic_sum"])
+    r = h.sh([h.gpurr, "race", d, "--ptx", ptxfile, "--at", "atomic", "--plain-runs", "10"], 120, log="race.atomics")
+    check(r.rc == 1 and "nondeterministic without any delay" in r.out and "RACE" not in r.out,
+          f"race on float atomics: exit {r.rc}: {r.out[-600:]} {r.err[-300:]}")
+    # The sum is the one float that varies: the first differing byte lies within it.
+    spread = re.search(r"region \d+: (\d+) bytes? of (\d+) differ between plain replays, the first at byte (\d+)", r.out)
+    check(spread and 1 <= int(spread[1]) <= 4 and int(spread[3]) < 4, f"which bytes vary: {r.out[-600:]}")
+    return race_lines(r, "nondeterministic", "differ between")
+
+
+@test("race.triton_cta")
+def t_race_triton_cta(h):
+    """A Triton split reduction whose program 0 reads the others' partial sums without waiting
+    (triton_race.py), recorded with its PTX from Triton's cache: gpurr race with whole CTAs
+    delayed before their global stores finds the race and shrinks it to the partial's store
+    at its source line; --all and --kernels say the same in one line."""
+    _, d = h.py_workload("triton_race", flags=["--memory", "snapshot", "--snapshot-kernels", "gpurr_split_sum"])
+    line = mark_line(WL / "triton_race.py", "partial-store")
+    flags = ["--at", "global-store", "--placement", "cta", "--fraction", "0.5", "--delay", "200us", "--trials", "20"]
+    hunt = h.sh([h.gpurr, "race", d, *flags], 300, log="race.triton_cta")
+    check(hunt.rc == 1 and "RACE" in hunt.out, f"race found no witness: exit {hunt.rc}: {hunt.out[-600:]} {hunt.err[-300:]}")
+    check("PTX from the recording" in hunt.out, f"the PTX did not come from the recording: {hunt.out[:300]}")
+    witness = [l for l in hunt.out.splitlines() if "st.global" in l]
+    check(witness and all(f"triton_race.py:{line}" in l for l in witness),
+          f"the witness is not the partial's store at triton_race.py:{line}: {hunt.out[-600:]}")
+    many = h.sh([h.gpurr, "race", d, "--kernels", "split_sum", *flags], 300, log="race.triton_cta.kernels")
+    check(many.rc == 1 and sum("RACE at" in l for l in many.out.splitlines()) == 1 and f"triton_race.py:{line}" in many.out,
+          f"race --kernels: exit {many.rc}: {many.out[-600:]} {many.err[-300:]}")
+    return race_lines(hunt, "RACE", "st.global", "from the plain replay", "per second")
 
 
 @test("probe.slow_cta")
 def t_probe_slow_cta(h):
     """gpurr probe on a kernel whose CTA 7 spins ~200 µs: the probe table names CTA 7 the
-    slowest, and says the span is mostly tail."""
-    nvcc = h.nvcc if Path(h.nvcc).exists() else shutil.which("nvcc")
-    if not nvcc:
-        raise Skip("no nvcc to build slowcta.cu")
-    src, binary, ptxfile = WL / "slowcta.cu", h.tmp / "slowcta", h.tmp / "slowcta.ptx"
-    for args, out in ((["-O2", "-o"], binary), (["-ptx", "-arch=sm_90", "-o"], ptxfile)):
-        r = h.sh([nvcc, *args, out, src], 300, log="probe.nvcc")
-        check(r.rc == 0, f"nvcc: {r.why()}")
+    slowest, and says the span is mostly tail; --count global-store counts each thread's one
+    store."""
+    binary, ptxfile = build_cu_with_ptx(h, "slowcta")
     _, d = h.workload("slowcta", [binary], flags=["--memory", "snapshot", "--snapshot-kernels", "slow_cta"])
     timeline = h.tmp / "slowcta-probe.json"
     timeline.unlink(missing_ok=True)
-    r = h.sh([h.gpurr, "probe", d, "--ptx", ptxfile, "--top", "3", "-o", timeline], 300, log="probe.run")
+    r = h.sh([h.gpurr, "probe", d, "--ptx", ptxfile, "--top", "3", "--count", "global-store", "-o", timeline], 300,
+             log="probe.run")
     check(r.rc == 0, f"gpurr probe: {r.why()}")
     lines = r.out.splitlines()
     i = next((k for k, l in enumerate(lines) if "slowest CTAs" in l), None)
     check(i is not None and lines[i + 2].split()[0] == "7", f"CTA 7 is not the slowest: {r.out[-600:]}")
+    # Each of the 64 CTAs' 128 threads stores once.
+    check("8192 run in all; per CTA median 128, max 128" in r.out, f"the store count is not 64 x 128: {r.out[-600:]}")
     events = json.loads(timeline.read_text())["traceEvents"]
     check(sum(e["ph"] == "X" for e in events) == 64, "the timeline does not hold a slice per CTA")
-    return " | ".join(l.strip() for l in lines[1:4])[:300]
+    return " | ".join(l.strip() for l in lines[1:4] + [l for l in lines if "count of" in l])[:400]
 
 
 @test("diff.torchrun")
@@ -1086,6 +1188,22 @@ def t_opt_timing_sample(h):
     out = info_of(h, "sampled", d)
     check("GPU timing sampled (10ms/50ms)" in out, f"gpurr info does not say sampled: {tail(out, 12)}")
     return f"{timed} of {launches} launches timed, {timed_runs} of them with their kernel run; {untimed_runs} runs of untimed ones"
+
+
+@test("steps.optimizer")
+def t_steps_optimizer(h):
+    """Three torch.optim.SGD steps and a forward pass: launches.step numbers the launches by
+    the optimizer steps before them (0, 1, 2, then 3 for the last forward), and info counts 3."""
+    _, d = h.py_workload("train_steps")
+    rows = h.query(d, "SELECT step, count(*) AS n FROM launches GROUP BY step ORDER BY step")
+    steps = [r["step"] for r in rows]
+    check(steps == [0, 1, 2, 3], f"launches by step {rows}, want steps 0 to 3")
+    script, line = WL / "train_steps.py", mark_line(WL / "train_steps.py", "after-steps")
+    last = h.n(d, f"SELECT count(*) AS n FROM launches WHERE step = 3 AND NOT {at_line('user_line', script, line)}")
+    check(last == 0, f"{last} launches of step 3 are not the final forward's")
+    out = info_of(h, "train_steps", d)
+    check("3 training steps" in out, f"gpurr info does not count 3 steps: {tail(out, 12)}")
+    return "launches per step " + ", ".join(f"{r['step']}: {r['n']}" for r in rows)
 
 
 @test("options.gpu_timing_off")

@@ -106,19 +106,30 @@ func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 			unread = append(unread, fmt.Sprintf("%s vs %s", pp[0].Name, pp[1].Name))
 			continue
 		}
+		launchesOnly := false // a run without memory capture: only what was launched is compared
 		for _, r := range []*diff.Run{a, b} {
 			if r.Mode == "" {
-				return usageErrorf("diff: %s was recorded without memory capture: record both runs with --memory hash (or --memory snapshot)", r.Process.Dir)
+				launchesOnly = true
+				warnf(cmd, "%s was recorded without memory capture: comparing what the runs launched, not what they computed (record both with --memory hash for that)", r.Process.Dir)
 			}
 			if !r.Complete {
 				warnf(cmd, "%s is incomplete; comparing what it holds", r.Process.Dir)
 			}
 		}
 		res := diff.Align(a, b)
+		label := fmt.Sprintf("%s vs %s", pp[0].Name, pp[1].Name)
+		if launchesOnly {
+			if at, parted, err := reportLaunchDivergence(out, o, label, a, b, res); err != nil {
+				return usageErrorf("diff: %v", err)
+			} else if parted {
+				diverged = append(diverged, divergence{rankLabel(pp[0], label), at})
+			}
+			reportUnmatched(out, o.unmatched, "A", "B", a, b, res)
+			continue
+		}
 		if res.Compared == 0 {
 			return usageErrorf("diff: %s and %s: no matched launch has memory states on both sides (%d matched)", pp[0].Name, pp[1].Name, res.Matched)
 		}
-		label := fmt.Sprintf("%s vs %s", pp[0].Name, pp[1].Name)
 		if res.First == nil {
 			fmt.Fprintf(out, "%s: the runs agree: %d launches compared after they ran (%d matched)\n", label, res.Compared, res.Matched)
 		} else {
@@ -126,11 +137,7 @@ func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 			if err != nil {
 				return usageErrorf("diff: %v", err)
 			}
-			who := label
-			if r := pp[0].Info.Rank; r != nil {
-				who = fmt.Sprintf("rank %d (%s)", *r, label)
-			}
-			diverged = append(diverged, divergence{who, at})
+			diverged = append(diverged, divergence{rankLabel(pp[0], label), at})
 		}
 		reportUnmatched(out, o.unmatched, "A", "B", a, b, res)
 	}
@@ -248,6 +255,73 @@ func launching(cmd *cobra.Command, set *recording.Set) *recording.Set {
 
 // reportDivergence describes the first launch where a and b part ways; it returns when A made
 // that launch, in wall-clock nanoseconds, to order the divergences of several ranks.
+// rankLabel names a pair by its rank where it has one.
+func rankLabel(p *recording.Process, label string) string {
+	if r := p.Info.Rank; r != nil {
+		return fmt.Sprintf("rank %d (%s)", *r, label)
+	}
+	return label
+}
+
+// writeStep says in which training step a matched pair of launches ran, when the runs went
+// through optimizer steps (torch.optim).
+func writeStep(w io.Writer, a *diff.Run, la diff.Launch, b *diff.Run, lb diff.Launch) {
+	switch {
+	case a.Steps == 0 && b.Steps == 0:
+	case la.Step == lb.Step:
+		fmt.Fprintf(w, "  step     %d of A's %d and B's %d (optimizer steps ended before it)\n", la.Step, a.Steps, b.Steps)
+	default:
+		fmt.Fprintf(w, "  step     %d of A's %d, %d of B's %d (optimizer steps ended before it)\n", la.Step, a.Steps, lb.Step, b.Steps)
+	}
+}
+
+// reportLaunchDivergence compares what two runs launched, for recordings without memory
+// states: of the launches one run made and the other did not, the one made earliest into its
+// run, with where it came from. It returns that launch's wall-clock time and whether the runs
+// part ways.
+func reportLaunchDivergence(w io.Writer, o diffOptions, label string, a, b *diff.Run, res *diff.Result) (int64, bool, error) {
+	if len(res.OnlyA) == 0 && len(res.OnlyB) == 0 {
+		fmt.Fprintf(w, "%s: the runs launch the same kernels, stream by stream: %s matched (memory not compared)\n",
+			label, info.Count(res.Matched, "launch"))
+		return 0, false, nil
+	}
+	type lone struct {
+		name, other string
+		run         *diff.Run
+		launch      diff.Launch
+		side        *diff.Side
+		into        int64 // ns since its process started
+	}
+	var first *lone
+	for _, c := range []struct {
+		name, other string
+		run         *diff.Run
+		idx         []int
+	}{{"A", "B", a, res.OnlyA}, {"B", "A", b, res.OnlyB}} {
+		if len(c.idx) == 0 {
+			continue
+		}
+		l := c.run.Launches[c.idx[0]]
+		side, err := diff.ReadLaunch(c.run.Process, l.Seq)
+		if err != nil {
+			return 0, false, err
+		}
+		into := int64(side.Launch.GetHostNs()) - int64(c.run.Process.Info.GetStartNs())
+		if first == nil || into < first.into {
+			first = &lone{c.name, c.other, c.run, l, side, into}
+		}
+	}
+	at := first.run.Process.Info.GetStartUnixNs() + first.into
+	fmt.Fprintf(w, "%s: the runs part ways in what they launch: launch %d of %s has no counterpart in %s\n", label, first.launch.Seq, first.name, first.other)
+	fmt.Fprintf(w, "  kernel   %s (stream %d)\n", first.run.KernelName(first.launch), first.launch.Stream)
+	if first.run.Steps > 0 {
+		fmt.Fprintf(w, "  step     %d of %s's %d (optimizer steps ended before it)\n", first.launch.Step, first.name, first.run.Steps)
+	}
+	writeOrigin(w, first.name, first.side.Launch, first.side.Callstack, first.side.Forward, o.frames)
+	fmt.Fprintf(w, "  %s matched (memory not compared)\n", info.Count(res.Matched, "launch"))
+	return at, true, nil
+}
+
 func reportDivergence(w io.Writer, o diffOptions, dt *dtype.Type, label string, a, b *diff.Run, res *diff.Result) (int64, error) {
 	la, lb := a.Launches[res.First.A], b.Launches[res.First.B]
 	sa, err := diff.ReadLaunch(a.Process, la.Seq)
@@ -262,6 +336,7 @@ func reportDivergence(w io.Writer, o diffOptions, dt *dtype.Type, label string, 
 	}
 	fmt.Fprintf(w, "%s: the runs part ways at launch %d of A and %d of B: the memory after it differs\n", label, la.Seq, lb.Seq)
 	fmt.Fprintf(w, "  kernel   %s (stream %d)\n", a.KernelName(la), la.Stream)
+	writeStep(w, a, la, b, lb)
 	writeOrigin(w, "A", sa.Launch, sa.Callstack, sa.Forward, o.frames)
 	writeOrigin(w, "B", sb.Launch, sb.Callstack, sb.Forward, o.frames)
 	regions, err := diff.Differences(sa, sb, dt, o.elements)

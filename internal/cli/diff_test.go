@@ -26,6 +26,7 @@ type fakeLaunch struct {
 	line   uint32
 	after  []byte
 	before []byte // snapshot mode: the region before the launch, nil for none
+	optim  bool   // made inside a torch.optim optimizer's step()
 }
 
 var fakeKernels = map[uint64]string{1: "fill_kernel", 2: "scatter_add_kernel", 3: "warmup_kernel"}
@@ -77,6 +78,9 @@ func writeProc(t *testing.T, dir string, proc *pb.Process, mode string, launches
 	for i, l := range launches {
 		seq := uint64(i + 1)
 		stack := &pb.Callstack{Id: uint64(l.line), Frames: []*pb.Frame{{Kind: pb.Frame_PYTHON, File: "train.py", Line: l.line, Function: "step"}}}
+		if l.optim {
+			stack.Frames = append([]*pb.Frame{{Kind: pb.Frame_PYTHON, File: "/venv/lib/python3.12/site-packages/torch/optim/sgd.py", Line: 80, Function: "step"}}, stack.Frames...)
+		}
 		b.Callstacks = append(b.Callstacks, stack)
 		b.Launches = append(b.Launches, &pb.Launch{Seq: seq, KernelId: l.kernel, CallstackId: stack.Id, HostNs: seq * 1e6,
 			Regions: []*pb.Region{{Address: 0x7000_0000 + seq<<20, Size: uint64(len(l.after)), ParamOffsets: []uint32{0}}}})
@@ -172,8 +176,34 @@ func TestDiff(t *testing.T) {
 		t.Errorf("snapshots in B only: elements shown:\n%s", out)
 	}
 
+	// Without memory capture on a side, what the runs launched is compared: the same kernels
+	// agree whatever they computed; an extra launch is where they part ways.
+	plain := writeRun(t, "", trainRun(1, false))
+	code, out, errs = runCLI("diff", plain, same1)
+	if code != 0 || !strings.Contains(out, "the runs launch the same kernels, stream by stream: 4 launches matched (memory not compared)") ||
+		!strings.Contains(errs, "recorded without memory capture: comparing what the runs launched, not what they computed") {
+		t.Errorf("launches only, the same: exit %d, out %q, err %q", code, out, errs)
+	}
+	code, out, errs = runCLI("diff", plain, writeRun(t, "", trainRun(1, true)))
+	expectOutput(t, "launches only, an extra one", code, 1, out, errs,
+		"the runs part ways in what they launch: launch 1 of B has no counterpart in A",
+		"kernel   warmup_kernel",
+		"B        train.py:5 step",
+		"4 launches matched (memory not compared)",
+		"1 launch only in B:\n    1 warmup_kernel")
+
+	// Runs that go through optimizer steps: the report says in which step they part ways.
+	stepped := func(sum float32) []fakeLaunch {
+		ls := trainRun(sum, false)
+		opt := fakeLaunch{kernel: 1, line: 20, after: floats(7), optim: true}
+		return append(ls[:2:2], append([]fakeLaunch{opt}, ls[2:]...)...)
+	}
+	code, out, errs = runCLI("diff", writeRun(t, "hash", stepped(1.5)), writeRun(t, "hash", stepped(2)))
+	expectOutput(t, "diverging in step 1", code, 1, out, errs,
+		"the runs part ways at launch 4 of A and 4 of B",
+		"  step     1 of A's 1 and B's 1 (optimizer steps ended before it)")
+
 	expectUsageErrors(t, []usageCase{
-		{[]string{"diff", writeRun(t, "", trainRun(1, false)), same1}, "recorded without memory capture: record both runs with --memory hash"},
 		{[]string{"diff", "--dtype", "f8", same1, same2}, "unknown dtype \"f8\""},
 		{[]string{"diff", same1, filepath.Join(t.TempDir(), "missing")}, "no such file"},
 		{[]string{"diff", same1}, "want two recordings, got 1 argument"},

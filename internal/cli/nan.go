@@ -97,6 +97,9 @@ func runNan(cmd *cobra.Command, o nanOptions, path string) error {
 	}
 	fmt.Fprintf(w, "%s: NaN or Inf first after launch %d (the %d %s before it hold none)\n", proc.Name, l.GetSeq(), st.Launches-1, looked)
 	fmt.Fprintf(w, "  kernel   %s\n", kernel)
+	if step, steps, err := recording.StepOf(proc, l.GetSeq()); err == nil && steps > 0 && step >= 0 {
+		fmt.Fprintf(w, "  step     %d of %d (optimizer steps ended before it)\n", step, steps)
+	}
 	writeOrigin(w, "at", l, found.Callstack, found.Forward, o.frames)
 	for _, r := range found.Regions {
 		where := ""

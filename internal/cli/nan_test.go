@@ -25,6 +25,15 @@ func TestNan(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "no NaN or Inf (as f32,bf16,f16) after any of the 4 launches") {
 		t.Errorf("clean run: exit %d:\n%s", code, out)
 	}
+	// A training loop: the report names the step the NaN appeared in.
+	stepped := append([]fakeLaunch{{kernel: 1, line: 20, after: floats(7), optim: true}}, ls...)
+	code, out, errs = runCLI("nan", writeRun(t, "snapshot", stepped), "--dtype", "f32")
+	expectOutput(t, "NaN in step 1", code, 1, out, errs, "NaN or Inf first after launch 4", "  step     1 of 1 (optimizer steps ended before it)")
+	code, out, _ = runCLI("nan", nan, "--dtype", "f32")
+	if code != 1 || strings.Contains(out, "step     ") {
+		t.Errorf("a run without optimizer steps names a step: exit %d\n%s", code, out)
+	}
+
 	expectUsageErrors(t, []usageCase{
 		{[]string{"nan", writeRun(t, "hash", trainRun(1, false))}, "recorded without snapshots or NaN counts: record with --memory hash --nan-scan f32,bf16,f16 (or --memory snapshot)"},
 		{[]string{"nan", nan, "--dtype", "i32"}, "i32 has no NaN or Inf"},

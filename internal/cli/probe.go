@@ -23,24 +23,29 @@ type probeOptions struct {
 	device  int
 	out     string
 	force   bool
+	count   string
 }
 
 func newProbeCmd() *cobra.Command {
 	var o probeOptions
 	cmd := &cobra.Command{
-		Use:   "probe REC --launch SEQ [--ptx FILE] [--top N] [-o TIMELINE.json]",
+		Use:   "probe REC --launch SEQ [--ptx FILE] [--top N] [--count CLASSES] [-o TIMELINE.json]",
 		Short: "Replay a recorded launch with entry and exit probes in every CTA: the slow CTAs, the tail, the SMs",
 		Long: `probe replays a snapshotted launch on its recorded inputs with its PTX
 instrumented so that every thread notes when it started and finished (the
 GPU's %globaltimer) and on which SM it ran, per CTA. It prints the span, the
 CTA durations (median, p99, max), the tail (the share of the span after the
 median CTA ended), how the CTAs spread over the SMs (waves, imbalance), and
-the slowest CTAs with their coordinates and SMs.
+the slowest CTAs with their coordinates and SMs. --count adds, per CTA, how
+many times its threads ran the instructions it names (a register per thread,
+one atomic add per thread at its exit): the work each CTA did, beside its
+time.
 
 It needs the kernel's PTX, as gpurr race does: kept in the recording for
 Triton kernels, or --ptx FILE.`,
 		Example: `  gpurr probe run --launch 42
-  gpurr probe run --launch 42 --ptx kernel.ptx --top 20`,
+  gpurr probe run --launch 42 --ptx kernel.ptx --top 20
+  gpurr probe run --launch 42 --count global-load,global-store`,
 		Args: positional(1, 1, "one recording"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runProbe(cmd, o, args[0]) },
 	}
@@ -52,6 +57,8 @@ Triton kernels, or --ptx FILE.`,
 	f.IntVar(&o.device, "device", -1, "GPU to run on (default: the recorded one)")
 	f.StringVarP(&o.out, "output", "o", "", "also write a timeline, a track per SM and a slice per CTA, as Chrome trace JSON for Perfetto UI")
 	f.BoolVar(&o.force, "force", false, "replace the -o file when it exists")
+	f.StringVar(&o.count, "count", "", "also count, per CTA, how many times its threads run these instructions: classes ("+classNames()+") or op:REGEX, comma-separated")
+	completeValues(cmd, "count", append(classNameList(), "op:")...)
 	return cmd
 }
 
@@ -72,8 +79,18 @@ func runProbe(cmd *cobra.Command, o probeOptions, path string) error {
 	if err != nil {
 		return usageErrorf("probe: the PTX (%s): %v", from, err)
 	}
-	if err := instrument.InjectProbes(m, c.Kernel.GetName()); err != nil {
+	var count instrument.Selection
+	if o.count != "" {
+		if count, err = instrument.ParseSelection(o.count); err != nil {
+			return usageErrorf("probe: --count: %v", err)
+		}
+	}
+	counted, err := instrument.InjectProbes(m, c.Kernel.GetName(), count)
+	if err != nil {
 		return usageErrorf("probe: %v", err)
+	}
+	if o.count != "" && counted == 0 {
+		return usageErrorf("probe: --count %s picks no instruction of %s (gpurr race --list --at %s shows what it would)", o.count, c.Name, o.count)
 	}
 	var w *output
 	if o.out != "" {
@@ -85,7 +102,7 @@ func runProbe(cmd *cobra.Command, o probeOptions, path string) error {
 	if err := cuda.Init(); err != nil {
 		return &exitError{code: exitFailure, err: fmt.Errorf("probe: no usable GPU: %v", err)}
 	}
-	s, err := replay.NewSession(c, replay.Options{Module: []byte(m.String()), Device: o.device})
+	s, err := replay.NewSession(c, replay.Options{Module: []byte(m.String()), ModuleName: "the probed PTX", Device: o.device})
 	if err != nil {
 		return &exitError{code: exitFailure, err: fmt.Errorf("probe: %v", err)}
 	}
@@ -103,7 +120,11 @@ func runProbe(cmd *cobra.Command, o probeOptions, path string) error {
 	if derr != nil {
 		warnf(cmd, "%v", derr)
 	}
-	writeProbeSummary(out, probe.Summarize(ctas, o.top), cfg.Grid)
+	sum := probe.Summarize(ctas, o.top)
+	writeProbeSummary(out, sum, cfg.Grid)
+	if o.count != "" {
+		writeProbeCounts(out, sum, o.count, counted)
+	}
 	if w == nil {
 		return nil
 	}
@@ -115,6 +136,12 @@ func runProbe(cmd *cobra.Command, o probeOptions, path string) error {
 	}
 	fmt.Fprintf(out, "  timeline: %s (a track per SM; open it at https://ui.perfetto.dev)\n", o.out)
 	return nil
+}
+
+// writeProbeCounts says what --count counted: in all, per CTA, and the CTA that ran the most.
+func writeProbeCounts(w io.Writer, s probe.Summary, what string, sites int) {
+	fmt.Fprintf(w, "  count of %s (%s in the kernel): %d run in all; per CTA median %d, max %d (CTA %d)\n",
+		what, info.Count(sites, "instruction"), s.Counted, s.CountMedian, s.CountMax.Count, s.CountMax.Index)
 }
 
 func writeProbeSummary(w io.Writer, s probe.Summary, grid cuda.Dim3) {

@@ -35,6 +35,8 @@ func TestProbeWithoutGPU(t *testing.T) {
 		{[]string{"probe", dir, "--launch", "2", "--top", "-1"}, "--top takes 0 or more"},
 		{[]string{"probe", dir, "--launch", "1", "--ptx", file}, "no snapshot"},
 		{[]string{"probe", dir, "--launch", "2", "--ptx", file, "-o", filepath.Join(dir, "t.json")}, "would write over"},
+		{[]string{"probe", dir, "--launch", "2", "--ptx", file, "--count", "bogus"}, "--count: unknown instruction class \"bogus\""},
+		{[]string{"probe", dir, "--launch", "2", "--ptx", file, "--count", "mbarrier"}, "--count mbarrier picks no instruction of saxpy_gridstride"},
 	})
 }
 
@@ -49,15 +51,19 @@ func TestProbeSummaryText(t *testing.T) {
 		binary.LittleEndian.PutUint64(r, 100)
 		binary.LittleEndian.PutUint64(r[8:], 100+d)
 		binary.LittleEndian.PutUint32(r[16:], uint32(i%4))
+		binary.LittleEndian.PutUint64(r[24:], uint64(10*i))
 	}
 	ctas, err := probe.Decode(buf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	writeProbeSummary(&out, probe.Summarize(ctas, 2), cuda.Dim3{X: 4, Y: 2, Z: 1})
+	sum := probe.Summarize(ctas, 2)
+	writeProbeSummary(&out, sum, cuda.Dim3{X: 4, Y: 2, Z: 1})
+	writeProbeCounts(&out, sum, "global-store", 3)
 	for _, want := range []string{"8 CTAs, span 9.0 µs; CTA duration median 1.0 µs", "SMs: 4 used, 2.0 waves",
-		"busiest SM 1: 2 CTAs, 10.0 µs busy", "       5  (1,1,0)              1  9.0 µs"} {
+		"busiest SM 1: 2 CTAs, 10.0 µs busy", "       5  (1,1,0)              1  9.0 µs",
+		"count of global-store (3 instructions in the kernel): 280 run in all; per CTA median 40, max 70 (CTA 7)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, out.String())
 		}

@@ -6,12 +6,15 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/gpurr/gpurr/internal/cuda"
 	"github.com/gpurr/gpurr/internal/info"
@@ -31,6 +34,9 @@ type raceOptions struct {
 	seed      uint64
 	points    string
 	ptxFile   string
+	all       bool
+	kernels   string
+	plainRuns int
 	list      bool
 	process   string
 	device    int
@@ -39,24 +45,35 @@ type raceOptions struct {
 func newRaceCmd() *cobra.Command {
 	var o raceOptions
 	cmd := &cobra.Command{
-		Use:   "race REC --launch SEQ [--at CLASSES] [--delay 2us] [--trials N] [--list]",
+		Use:   "race REC --launch SEQ|--all|--kernels REGEX [--at CLASSES] [--delay 2us] [--trials N] [--list]",
 		Short: "Hunt a data race in a recorded launch: replay it with delays injected, find and shrink a witness",
-		Long: `race replays a snapshotted launch on its recorded inputs, first as it is (a kernel
-that is nondeterministic already is reported as such), then with delays
-injected before the instructions --at names, in the threads a seed picks. A
-trial whose result differs is a race witness; race shrinks it, with the same
-seed, to a minimal set of delay points that still changes the result, and
-names those instructions with their source lines.
+		Long: `race replays a snapshotted launch on its recorded inputs, first as it is,
+--plain-runs times (a kernel that is nondeterministic already, such as one
+summing floats with atomics, is reported as such), then with delays injected
+before the instructions --at names, in the threads a seed picks. A trial whose
+result differs is a race witness; race shrinks it, with the same seed, to a
+minimal set of delay points that still changes the result, names those
+instructions with their source lines, and says which bytes they change. It also says whether the plain replay
+of the PTX, as gpurr parses and prints it, equals the recording (--trials 0
+checks only that).
+
+--all hunts in every snapshotted launch, --kernels REGEX in those whose kernel
+matches, and prints one line per launch: no race, RACE with its points and
+seed, nondeterministic, no PTX, or why it cannot run.
 
 It needs the kernel's PTX: stored beside the module for Triton kernels
 (recorded while Triton's cache was reachable), or given with --ptx FILE (for
 nvcc code, build with -gencode arch=compute_90,code=compute_90 and extract
 it with cuobjdump -ptx). --list shows the points without a GPU.
 
-Exit status: 0 no witness, 1 a witness or a nondeterministic kernel, 2 bad input.`,
+Exit status: 0 no witness, 1 a witness, a nondeterministic kernel or a hang,
+2 bad input (no PTX, a PTX this GPU cannot run or without nanosleep, a launch
+without snapshots; with --all, no launch that could be hunted).`,
 		Example: `  gpurr race run --launch 42 --list
   gpurr race run --launch 42 --at barrier,shared-store,global-store --trials 50
-  gpurr race run --launch 42 --points 3,17 --seed 1042     # reproduce a witness`,
+  gpurr race run --launch 42 --points 3,17 --seed 1042     # reproduce a witness
+  gpurr race run --kernels '^_attn' --placement cta        # every launch of matching kernels
+  gpurr race run --launch 42 --ptx k.ptx --trials 0         # does gpurr's printed PTX replay exactly?`,
 		Args: positional(1, 1, "one recording"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runRace(cmd, o, args[0]) },
 	}
@@ -66,7 +83,10 @@ Exit status: 0 no witness, 1 a witness or a nondeterministic kernel, 2 bad input
 	f.DurationVar(&o.delay, "delay", 2*time.Microsecond, "how long a chosen thread sleeps at a point (1ns to 1ms)")
 	f.Float64Var(&o.fraction, "fraction", 0.25, "share of the placement's units (threads, warps, CTAs) that sleep at each point")
 	f.StringVar(&o.placement, "placement", "warp", "who shares a decision: thread, warp, cta, or cluster (one CTA of each)")
-	f.IntVar(&o.trials, "trials", 20, "seeded trials, each with every point delayed")
+	f.IntVar(&o.trials, "trials", 20, "seeded trials, each with every point delayed (0: the plain replays only)")
+	f.IntVar(&o.plainRuns, "plain-runs", 3, "replays without delays first, to catch a kernel that is nondeterministic already")
+	f.BoolVar(&o.all, "all", false, "hunt in every snapshotted launch, one line each")
+	f.StringVar(&o.kernels, "kernels", "", "hunt in every snapshotted launch whose kernel name matches this regular expression")
 	f.Uint64Var(&o.seed, "seed", 1, "the first trial's seed (trial k uses seed+k)")
 	f.StringVar(&o.points, "points", "", "with --seed: run once with delays at these points only (a witness race printed), e.g. 3,17")
 	f.StringVar(&o.ptxFile, "ptx", "", "the module's PTX, where the recording has none")
@@ -89,7 +109,6 @@ func classNameList() []string {
 func classNames() string { return strings.Join(classNameList(), ", ") }
 
 func runRace(cmd *cobra.Command, o raceOptions, path string) error {
-	out := cmd.OutOrStdout()
 	sel, err := instrument.ParseSelection(o.at)
 	if err != nil {
 		return usageErrorf("race: --at: %v", err)
@@ -101,81 +120,207 @@ func runRace(cmd *cobra.Command, o raceOptions, path string) error {
 	if err := delay.Check(); err != nil {
 		return usageErrorf("race: %v", err)
 	}
-	if o.trials < 1 {
-		return usageErrorf("race: --trials takes 1 or more")
+	if o.trials < 0 {
+		return usageErrorf("race: --trials takes 0 or more")
+	}
+	if o.plainRuns < 2 {
+		return usageErrorf("race: --plain-runs takes 2 or more (two runs are the least that can disagree)")
 	}
 	only, err := parsePoints(o.points)
 	if err != nil {
 		return err
+	}
+	var kernels *regexp.Regexp
+	if o.kernels != "" {
+		if kernels, err = regexp.Compile(o.kernels); err != nil {
+			return usageErrorf("race: --kernels %q: %v", o.kernels, err)
+		}
+	}
+	if o.all || kernels != nil {
+		switch {
+		case o.launch != 0:
+			return usageErrorf("race: --launch picks one launch; --all and --kernels pick many: give one or the other")
+		case o.list || only != nil:
+			return usageErrorf("race: --list and --points work on one launch: give --launch SEQ instead of --all/--kernels")
+		}
+		return runRaceMany(cmd, o, sel, delay, kernels, path)
 	}
 	src, c, err := openCase(cmd, path, o.process, o.launch)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	text, from, err := kernelPTX("race", src, c, o.ptxFile)
+	t, err := prepareRace(src, c, o, sel)
 	if err != nil {
 		return err
 	}
-	m, err := ptx.Parse(text)
-	if err != nil {
-		return usageErrorf("race: the PTX (%s): %v", from, err)
-	}
-	fn := m.Function(c.Kernel.GetName())
-	if fn == nil {
-		return usageErrorf("race: the PTX (%s) has no kernel %s", from, c.Kernel.GetName())
-	}
-	points := instrument.Points(fn, sel)
-	fmt.Fprintf(out, "launch %d: %s\n  PTX from %s; %s picked by --at %s\n", c.Seq, c.Name, from, info.Count(len(points), "point"), o.at)
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "launch %d: %s\n  PTX from %s; %s picked by --at %s\n", c.Seq, c.Name, t.from, info.Count(len(t.points), "point"), o.at)
 	if o.list {
-		writePoints(out, points, nil)
+		writePoints(out, t.points, nil)
 		return nil
 	}
-	if len(points) == 0 {
-		return usageErrorf("race: --at %s picks no instruction of %s", o.at, c.Name)
-	}
 	for _, p := range only {
-		if p >= len(points) {
-			return usageErrorf("race: --points: no point %d (the kernel has %d; --list shows them)", p, len(points))
+		if p >= len(t.points) {
+			return usageErrorf("race: --points: no point %d (the kernel has %d; --list shows them)", p, len(t.points))
 		}
 	}
 	if err := cuda.Init(); err != nil {
 		return &exitError{code: exitFailure, err: fmt.Errorf("race: no usable GPU: %v", err)}
 	}
-	replayer := &race.ReplayRunner{Case: c, PTX: text, Kernel: c.Kernel.GetName(), Selection: sel, Delay: delay,
-		Options: replay.Options{Device: o.device}}
-	// A delay that makes the kernel hang (a spin-wait on another CTA) is a finding too, and a
-	// hung kernel cannot be stopped from this process: say what hung, then end.
-	runner := &race.Guarded{Inner: replayer, Min: 10 * time.Second, Factor: 50,
-		Hung: func(ps []int, seed uint64, waited time.Duration) {
-			fmt.Fprintf(out, "  HANG: with seed %d, delays at %s made the kernel run past %v (its first replay's 50x): it may wait on another thread or CTA\n",
-				seed, info.Count(len(ps), "point"), waited.Round(time.Millisecond))
-			writePoints(out, points, ps)
-			fmt.Fprintf(cmd.ErrOrStderr(), "gpurr: race: a trial hung; ending the process to stop the kernel\n")
-			os.Exit(exitFound)
-		}}
+	replayer, runner := t.runners(cmd, o, sel, delay)
+	defer replayer.Close()
 	if only != nil {
-		return reproduceRace(out, runner, only, o.seed, points)
+		return reproduceRace(out, runner, only, o.seed, t.points)
 	}
-	res, err := race.Hunt(runner, len(points), race.Options{Trials: o.trials, Seed: o.seed})
+	var rate huntRate
+	res, err := race.Hunt(runner, len(t.points), race.Options{Baselines: o.plainRuns, Trials: o.trials, Seed: o.seed, Progress: rate.note})
 	if err != nil {
-		return &exitError{code: exitFailure, err: fmt.Errorf("race: %v", err)}
+		return huntError(err)
 	}
+	rate.end = time.Now()
+	writeRecordingMatch(out, replayer)
 	switch {
 	case res.Nondeterministic:
-		fmt.Fprintf(out, "  nondeterministic without any delay: region(s) %s differ between two replays (float atomics, or a race that needs no help)\n", joinInts(res.Varying))
+		fmt.Fprintf(out, "  nondeterministic without any delay: region(s) %s differ between two of %d plain replays (float atomics, or a race that needs no help)\n",
+			joinInts(res.Varying), replayer.PlainRuns)
+		for _, v := range replayer.Varying {
+			fmt.Fprintf(out, "    %s\n", spreadText(v, "between plain replays"))
+		}
 		return exitWith(exitFound)
+	case res.Trials == 0:
+		fmt.Fprintf(out, "  plain replays agree; no trial run (--trials 0)\n")
+		return nil
 	case !res.Found:
 		fmt.Fprintf(out, "  no trial of %d changed the result (seeds %d to %d, %v at %.0f%% of %ss): no witness, which does not prove there is no race\n",
 			res.Trials, o.seed, o.seed+uint64(res.Trials)-1, o.delay, 100*o.fraction, o.placement)
+		rate.write(out, res.Runs)
 		return nil
 	}
 	fmt.Fprintf(out, "  RACE: with seed %d, delays at these %s change region(s) %s of the result (%d replays in all):\n",
 		res.Seed, info.Count(len(res.Points), "point"), joinInts(res.Baseline.Differing(res.Witness)), res.Runs)
-	writePoints(out, points, res.Points)
+	writePoints(out, t.points, res.Points)
+	writeWitnessBytes(out, runner, replayer, res)
 	fmt.Fprintf(out, "  reproduce: gpurr race %s --launch %d --points %s --seed %d --at %s --delay %v --fraction %g --placement %s\n",
 		shellQuote(path), c.Seq, joinInts(res.Points), res.Seed, shellQuote(o.at), o.delay, o.fraction, o.placement)
+	rate.write(out, res.Runs)
 	return exitWith(exitFound)
+}
+
+// huntRate times a hunt's replays apart from its first, which also maps the regions, copies
+// the inputs and JITs the plain kernel: the rate after it is what each further trial costs.
+type huntRate struct{ start, second, end time.Time }
+
+// note is the hunt's Progress: it is called before each run.
+func (h *huntRate) note(done, _ int) {
+	switch done {
+	case 1:
+		h.start = time.Now()
+	case 2:
+		h.second = time.Now()
+	}
+}
+
+func (h *huntRate) write(w io.Writer, runs int) {
+	if runs < 2 {
+		return
+	}
+	rest := h.end.Sub(h.second)
+	fmt.Fprintf(w, "  %d replays in %v, the first (with the session's setup) %v: %.1f per second after it\n",
+		runs, h.end.Sub(h.start).Round(time.Millisecond), h.second.Sub(h.start).Round(time.Millisecond), float64(runs-1)/rest.Seconds())
+}
+
+// writeWitnessBytes runs the witness once more and says which bytes its delays changed. The
+// run may come out as the plain one (a delay's effect is a matter of timing): then it says so.
+func writeWitnessBytes(w io.Writer, runner race.Runner, replayer *race.ReplayRunner, res *race.Result) {
+	if _, err := runner.Run(res.Points, res.Seed); err != nil {
+		fmt.Fprintf(w, "  (the witness's bytes: running it again failed: %v)\n", err)
+		return
+	}
+	spreads, err := replayer.Spreads()
+	switch {
+	case err != nil:
+		fmt.Fprintf(w, "  (the witness's bytes: %v)\n", err)
+	case len(spreads) == 0:
+		fmt.Fprintf(w, "  (run again, the witness left the result as the plain replay did)\n")
+	}
+	for _, v := range spreads {
+		fmt.Fprintf(w, "    %s\n", spreadText(v, "from the plain replay"))
+	}
+}
+
+// raceTarget is one launch ready to hunt: its kernel's PTX, parsed, and the points --at picks.
+type raceTarget struct {
+	c      *replay.Case
+	text   []byte
+	from   string // where the PTX came from, for messages
+	points []instrument.Point
+}
+
+// prepareRace finds and checks the PTX of c's kernel and picks its points; every error is one
+// line with exit 2 (the launch cannot be hunted), and needs no GPU.
+func prepareRace(src *replay.Source, c *replay.Case, o raceOptions, sel instrument.Selection) (*raceTarget, error) {
+	text, from, err := kernelPTX("race", src, c, o.ptxFile)
+	if err != nil {
+		return nil, err
+	}
+	m, err := ptx.Parse(text)
+	if err != nil {
+		return nil, usageErrorf("race: the PTX (%s): %v", from, err)
+	}
+	fn := m.Function(c.Kernel.GetName())
+	if fn == nil {
+		return nil, usageErrorf("race: the PTX (%s) has no kernel %s", from, c.Kernel.GetName())
+	}
+	if err := instrument.CheckTarget(m, instrument.Placement(o.placement)); err != nil {
+		return nil, usageErrorf("race: the PTX (%s): %v", from, err)
+	}
+	t := &raceTarget{c: c, text: text, from: from, points: instrument.Points(fn, sel)}
+	if len(t.points) == 0 && !o.list {
+		return nil, usageErrorf("race: --at %s picks no instruction of %s", o.at, c.Name)
+	}
+	return t, nil
+}
+
+// runners builds the replay runner of t and the hang guard around it. A delay that makes the
+// kernel hang (a spin-wait on another CTA) is a finding too, and a hung kernel cannot be
+// stopped from this process: the guard says what hung, then ends the process.
+func (t *raceTarget) runners(cmd *cobra.Command, o raceOptions, sel instrument.Selection, delay instrument.Delay) (*race.ReplayRunner, race.Runner) {
+	out := cmd.OutOrStdout()
+	replayer := &race.ReplayRunner{Case: t.c, PTX: t.text, Kernel: t.c.Kernel.GetName(), Selection: sel, Delay: delay,
+		Options: replay.Options{Device: o.device}}
+	guard := &race.Guarded{Inner: replayer, Min: 10 * time.Second, Factor: 50,
+		Hung: func(ps []int, seed uint64, waited time.Duration) {
+			fmt.Fprintf(out, "  HANG: launch %d (%s): with seed %d, delays at %s made the kernel run past %v (its first replay's 50x): it may wait on another thread or CTA\n",
+				t.c.Seq, t.c.Name, seed, info.Count(len(ps), "point"), waited.Round(time.Millisecond))
+			writePoints(out, t.points, ps)
+			fmt.Fprintf(cmd.ErrOrStderr(), "gpurr: race: a trial hung; ending the process to stop the kernel\n")
+			os.Exit(exitFound)
+		}}
+	return replayer, guard
+}
+
+// huntError gives a hunt's error its exit status: a launch whose kernel cannot be loaded or
+// whose regions cannot be recreated cannot be hunted (2); a failure later is gpurr's (3).
+func huntError(err error) error {
+	if errors.Is(err, race.ErrCannotRun) {
+		return usageErrorf("race: %v", err)
+	}
+	return &exitError{code: exitFailure, err: fmt.Errorf("race: %v", err)}
+}
+
+// writeRecordingMatch says whether the plain replays of gpurr's printed PTX reproduce the
+// recorded result: when they do, the parse, print and JIT changed nothing the kernel computes.
+func writeRecordingMatch(w io.Writer, r *race.ReplayRunner) {
+	if r.PlainRuns == 0 {
+		return
+	}
+	if len(r.Unlike) == 0 {
+		fmt.Fprintf(w, "  plain replay of the PTX as gpurr prints it: identical to the recording\n")
+		return
+	}
+	fmt.Fprintf(w, "  plain replay of the PTX as gpurr prints it: region(s) %s differ from the recording (trials compare with the plain replay, not the recording)\n",
+		joinInts(r.Unlike))
 }
 
 // kernelPTX finds the PTX of the launch's module for verb: --ptx, else the recording's copy.
@@ -189,12 +334,142 @@ func kernelPTX(verb string, src *replay.Source, c *replay.Case, file string) ([]
 	}
 	b, err := src.Proc.ModulePTX(c.ModuleHash)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, "", usageErrorf("%s: the recording has no PTX of %s's module (%.12s): only Triton kernels' is kept; give --ptx FILE (nvcc: build with -gencode arch=compute_90,code=compute_90, then cuobjdump -ptx)", verb, c.Name, c.ModuleHash)
+		return nil, "", usageErrorf("%s: %w", verb, &noPTXError{kernel: c.Name, module: c.ModuleHash})
 	}
 	if err != nil {
 		return nil, "", usageErrorf("%s: %v", verb, err)
 	}
 	return b, "the recording (Triton's cache)", nil
+}
+
+// noPTXError says a launch's module has no PTX in the recording, and the ways to give one.
+type noPTXError struct{ kernel, module string }
+
+func (e *noPTXError) Error() string {
+	return fmt.Sprintf("the recording has no PTX of %s's module (%.12s): only Triton kernels' is kept; give --ptx FILE (nvcc: build with -gencode arch=compute_90,code=compute_90, then cuobjdump -ptx)", e.kernel, e.module)
+}
+
+// runRaceMany hunts in every snapshotted launch (--all) or those whose kernel matches
+// --kernels, one line each. A launch that cannot be hunted (no PTX, a PTX that does not load)
+// gets a line saying why; exit 1 when any line is a finding, 2 when no launch could be hunted.
+func runRaceMany(cmd *cobra.Command, o raceOptions, sel instrument.Selection, delay instrument.Delay, kernels *regexp.Regexp, path string) error {
+	out := cmd.OutOrStdout()
+	src, err := openReplaySource(cmd, path, o.process)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	var seqs []uint64
+	for _, seq := range src.Replayable() {
+		if kernels == nil || kernels.MatchString(launchKernelName(src, seq)) {
+			seqs = append(seqs, seq)
+		}
+	}
+	if len(seqs) == 0 {
+		what := "launch with snapshots before and after it" + modeHint(src)
+		if kernels != nil {
+			what = fmt.Sprintf("snapshotted launch whose kernel matches --kernels %q", o.kernels)
+		}
+		return usageErrorf("race: %s has no %s", src.Proc.Name, what)
+	}
+	progress := raceProgress(cmd, len(seqs))
+	hunted, found, gpuReady := 0, false, false
+	for i, seq := range seqs {
+		progress(i, seq)
+		verdict, ran, finding, err := raceOne(cmd, o, sel, delay, src, seq, &gpuReady)
+		if err != nil {
+			return err
+		}
+		if ran {
+			hunted++
+		}
+		found = found || finding
+		fmt.Fprintf(out, "launch %d  %s: %s\n", seq, launchKernelName(src, seq), verdict)
+	}
+	progress(len(seqs), 0)
+	fmt.Fprintf(out, "%s hunted of %d (%d trials each, %v at %.0f%% of %ss, --at %s)\n",
+		info.Count(hunted, "launch"), len(seqs), o.trials, o.delay, 100*o.fraction, o.placement, o.at)
+	switch {
+	case found:
+		return exitWith(exitFound)
+	case hunted == 0:
+		return usageErrorf("race: none of the %s could be hunted (each line says why)", info.Count(len(seqs), "launch"))
+	}
+	return nil
+}
+
+// raceOne hunts in one launch of --all/--kernels and says its verdict in a few words: ran is
+// false when the launch could not be hunted (the verdict says why), finding when it holds a
+// race or a nondeterministic kernel. An error is one
+// that ends the whole run (no GPU).
+func raceOne(cmd *cobra.Command, o raceOptions, sel instrument.Selection, delay instrument.Delay, src *replay.Source, seq uint64, gpuReady *bool) (verdict string, ran, finding bool, err error) {
+	c, err := src.Case(seq)
+	if err != nil {
+		return "cannot run: " + err.Error(), false, false, nil
+	}
+	t, err := prepareRace(src, c, o, sel)
+	if err != nil {
+		if np := (*noPTXError)(nil); errors.As(err, &np) {
+			return "no PTX (give --ptx FILE; Triton's is kept when recorded)", false, false, nil
+		}
+		return "cannot run: " + strings.TrimPrefix(err.Error(), "race: "), false, false, nil
+	}
+	if !*gpuReady {
+		if err := cuda.Init(); err != nil {
+			return "", false, false, &exitError{code: exitFailure, err: fmt.Errorf("race: no usable GPU: %v", err)}
+		}
+		*gpuReady = true
+	}
+	replayer, runner := t.runners(cmd, o, sel, delay)
+	defer replayer.Close()
+	res, err := race.Hunt(runner, len(t.points), race.Options{Baselines: o.plainRuns, Trials: o.trials, Seed: o.seed})
+	switch {
+	case errors.Is(err, race.ErrCannotRun):
+		return err.Error(), false, false, nil
+	case err != nil:
+		return "", false, false, huntError(fmt.Errorf("launch %d: %w", seq, err))
+	case res.Nondeterministic:
+		var where []string
+		for _, v := range replayer.Varying {
+			where = append(where, spreadText(v, "between plain replays"))
+		}
+		return fmt.Sprintf("nondeterministic without any delay: %s", strings.Join(where, "; ")), true, true, nil
+	case res.Found:
+		var where []string
+		for _, p := range res.Points {
+			where = append(where, pointText(t.points[p]))
+		}
+		return fmt.Sprintf("RACE at %s (seed %d; reproduce with --launch %d --points %s --seed %d): %s",
+			info.Count(len(res.Points), "point"), res.Seed, seq, joinInts(res.Points), res.Seed, strings.Join(where, "; ")), true, true, nil
+	}
+	return fmt.Sprintf("no race in %s at %s", info.Count(res.Trials, "trial"), info.Count(len(t.points), "point")), true, false, nil
+}
+
+// launchKernelName is the demangled name of launch seq's kernel, "" when the recording lacks it.
+func launchKernelName(src *replay.Source, seq uint64) string {
+	l := src.Links.Launch(seq)
+	if l == nil {
+		return ""
+	}
+	k := src.Links.Kernel(l.KernelId)
+	if k == nil {
+		return ""
+	}
+	return src.Links.KernelName(k)
+}
+
+// raceProgress shows, on a terminal, which launch of how many --all is at: a hunt takes
+// seconds per launch. It returns a function to call before each launch and once at the end.
+func raceProgress(cmd *cobra.Command, total int) func(done int, seq uint64) {
+	if total < 2 || !term.IsTerminal(int(os.Stderr.Fd())) {
+		return func(int, uint64) {}
+	}
+	bar := progressbar.NewOptions(total, progressbar.OptionSetWriter(cmd.ErrOrStderr()), progressbar.OptionShowCount(),
+		progressbar.OptionClearOnFinish())
+	return func(done int, seq uint64) {
+		bar.Describe(fmt.Sprintf("race: launch %d", seq))
+		bar.Set(done)
+	}
 }
 
 func reproduceRace(w io.Writer, r race.Runner, only []int, seed uint64, points []instrument.Point) error {
@@ -221,17 +496,30 @@ func writePoints(w io.Writer, points []instrument.Point, which []int) {
 		if which != nil && !slices.Contains(which, i) {
 			continue
 		}
-		where := fmt.Sprintf("PTX line %d", p.Instr.Line)
-		if p.Instr.Pos.Line > 0 {
-			where = p.Instr.Pos.String() + ", " + where
-		}
 		class := string(p.Class)
 		if class == "" {
 			class = "pattern"
 		}
-		fmt.Fprintf(w, "  %4d  %-28s %-13s %s\n", i, p.Instr.Name(), class, where)
+		fmt.Fprintf(w, "  %4d  %-28s %-13s %s\n", i, p.Instr.Name(), class, pointWhere(p))
 	}
 }
+
+// spreadText says which bytes of a region two runs left different; how names the two.
+func spreadText(v race.Spread, how string) string {
+	return fmt.Sprintf("region %d: %s of %d differ %s, the first at byte %d", v.Region, info.Count(int(v.Bytes), "byte"), v.Size, how, v.First)
+}
+
+// pointWhere is a point's source line, when the PTX has .loc lines, and its PTX line.
+func pointWhere(p instrument.Point) string {
+	where := fmt.Sprintf("PTX line %d", p.Instr.Line)
+	if p.Instr.Pos.Line > 0 {
+		where = p.Instr.Pos.String() + ", " + where
+	}
+	return where
+}
+
+// pointText is a point in a few words: its instruction and where it is.
+func pointText(p instrument.Point) string { return p.Instr.Name() + " " + pointWhere(p) }
 
 func parsePoints(list string) ([]int, error) {
 	if list == "" {

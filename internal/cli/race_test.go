@@ -82,3 +82,46 @@ func TestRaceList(t *testing.T) {
 		{[]string{"race", dir, "--launch", "1", "--list"}, "no snapshot"},
 	})
 }
+
+// --all and --kernels without a launch they can hunt: one line per launch saying why, then
+// exit 2 with one line on stderr. (A launch they can hunt needs a GPU: gputest's race tests.)
+func TestRaceAllCannotRun(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "rec")
+	if _, err := testrec.WriteReplayable(dir); err != nil {
+		t.Fatal(err)
+	}
+	oldArch := filepath.Join(t.TempDir(), "sm60.ptx")
+	if err := os.WriteFile(oldArch, []byte(strings.Replace(saxpyPTX, ".target sm_90", ".target sm_60", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	otherKernel := filepath.Join(t.TempDir(), "other.ptx")
+	if err := os.WriteFile(otherKernel, []byte(strings.ReplaceAll(saxpyPTX, "saxpy_gridstride", "axpby")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args    []string
+		verdict string
+	}{
+		{[]string{"--all"}, "launch 2  saxpy_gridstride: no PTX (give --ptx FILE"},
+		{[]string{"--kernels", "^saxpy"}, "launch 2  saxpy_gridstride: no PTX"},
+		{[]string{"--all", "--ptx", oldArch}, "launch 2  saxpy_gridstride: cannot run: the PTX (" + oldArch + "): the module targets sm_60: delays need sm_70 or newer"},
+		{[]string{"--all", "--ptx", otherKernel}, "cannot run: the PTX (" + otherKernel + ") has no kernel saxpy_gridstride"},
+	} {
+		code, stdout, stderr := runCLI(append([]string{"race", dir}, c.args...)...)
+		if code != exitUsage || !strings.Contains(stdout, c.verdict) || !strings.Contains(stdout, "0 launches hunted of 1") ||
+			!strings.Contains(stderr, "none of the 1 launch could be hunted") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+			t.Errorf("%v: exit %d, want 2 and the line %q:\n%s%s", c.args, code, c.verdict, stdout, stderr)
+		}
+	}
+	expectUsageErrors(t, []usageCase{
+		{[]string{"race", dir, "--kernels", "^gemm"}, `has no snapshotted launch whose kernel matches --kernels "^gemm"`},
+		{[]string{"race", dir, "--kernels", "("}, "--kernels"},
+		{[]string{"race", dir, "--all", "--launch", "2"}, "give one or the other"},
+		{[]string{"race", dir, "--all", "--list"}, "--list and --points work on one launch"},
+		{[]string{"race", dir, "--launch", "2", "--trials", "-1"}, "--trials takes 0 or more"},
+		{[]string{"race", dir, "--launch", "2", "--plain-runs", "1"}, "--plain-runs takes 2 or more"},
+		// One launch: PTX for an architecture without nanosleep, or without clusters.
+		{[]string{"race", dir, "--launch", "2", "--ptx", oldArch}, "the module targets sm_60: delays need sm_70 or newer"},
+		{[]string{"race", dir, "--launch", "2", "--ptx", oldArch, "--placement", "cluster"}, "delays need sm_90 or newer (nanosleep, clusters)"},
+	})
+}

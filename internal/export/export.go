@@ -76,7 +76,7 @@ func Parquet(dir string, procs []*recording.Process) (Stats, error) {
 		return st, fmt.Errorf("%s is not empty: export into a new folder", dir)
 	}
 	for _, p := range procs {
-		if err := exportProcess(dir, p, &st); err != nil {
+		if err := exportProcess(dir, p, &st, len(procs) == 1); err != nil {
 			return st, err
 		}
 	}
@@ -87,7 +87,10 @@ func Parquet(dir string, procs []*recording.Process) (Stats, error) {
 // flattened on this goroutine while another writes the rows (Parquet's
 // encoding and compression take as long as the reading): batches of rows
 // go from one to the other through a short queue, so memory stays bounded.
-func exportProcess(dir string, p *recording.Process, st *Stats) (err error) {
+// A recording that cannot be read to its end, of a process among others,
+// leaves its tables with what came before the damage and a shortfall: one
+// damaged rank does not hide the others. Alone, it is an error.
+func exportProcess(dir string, p *recording.Process, st *Stats, alone bool) (err error) {
 	files := make(map[*tables.Table]tableFile, len(tables.Export))
 	for _, t := range tables.Export {
 		files[t] = newTableFile(t, filepath.Join(dir, t.Name, Partition(p.Info), p.Name+".parquet"), st)
@@ -100,12 +103,21 @@ func exportProcess(dir string, p *recording.Process, st *Stats) (err error) {
 		}
 	}()
 	w := startWriter()
+	sendFailed := false
 	res, ferr := tables.Flatten(p, tables.Options{Tables: tables.Export, Row: func(t *tables.Table, values []tables.Value) error {
 		if write := files[t].add(values); write != nil {
-			return w.send(write)
+			if err := w.send(write); err != nil {
+				sendFailed = true
+				return err
+			}
 		}
 		return nil
 	}})
+	damaged := ""
+	if ferr != nil && !sendFailed && !alone {
+		damaged = fmt.Sprintf("%s: damaged (%v); its tables hold what came before", p.Name, ferr)
+		ferr = nil
+	}
 	for _, t := range tables.Export {
 		if ferr != nil {
 			break
@@ -126,7 +138,11 @@ func exportProcess(dir string, p *recording.Process, st *Stats) (err error) {
 			err = cerr
 		}
 	}
-	if short := recording.Shortfall(p.Name, res.Truncated, res.Complete); short != "" && err == nil {
+	short := recording.Shortfall(p.Name, res.Truncated, res.Complete)
+	if damaged != "" {
+		short = damaged
+	}
+	if short != "" && err == nil {
 		st.Shortfalls = append(st.Shortfalls, short)
 	}
 	return err

@@ -140,8 +140,9 @@ func TestParquetRoundTrip(t *testing.T) {
 	}
 }
 
-// A recording made without memory capture has no region_hashes files, and
-// a corrupt one fails with an error naming its file.
+// A recording made without memory capture has no region_hashes files; a
+// corrupt rank among others leaves a shortfall naming it, and alone fails
+// with an error naming its file.
 func TestParquetInputs(t *testing.T) {
 	set := testrec.Open(t, testrec.Good)
 	st, err := Parquet(filepath.Join(t.TempDir(), "pq"), set.Processes)
@@ -149,8 +150,13 @@ func TestParquetInputs(t *testing.T) {
 		t.Errorf("good recording: %v, %+v", err, st)
 	}
 	set = testrec.Open(t, testrec.Corrupt)
-	if _, err := Parquet(filepath.Join(t.TempDir(), "pq"), set.Processes); err == nil || !strings.Contains(err.Error(), recording.EventsFile) {
-		t.Errorf("corrupt recording: %v", err)
+	st, err = Parquet(filepath.Join(t.TempDir(), "pq"), set.Processes)
+	if err != nil || len(st.Shortfalls) != 1 || !strings.Contains(st.Shortfalls[0], set.Processes[0].Name+": damaged (") ||
+		st.Rows["launches"] == 0 {
+		t.Errorf("a corrupt rank among others: %v, %+v", err, st)
+	}
+	if _, err := Parquet(filepath.Join(t.TempDir(), "pq"), set.Processes[:1]); err == nil || !strings.Contains(err.Error(), recording.EventsFile) {
+		t.Errorf("a corrupt recording alone: %v", err)
 	}
 	if p := Partition(&pb.Process{Hostname: "a/b=c"}); p != filepath.Join("host=a_b_c", "rank=-1") {
 		t.Errorf("partition %s", p)

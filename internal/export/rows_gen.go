@@ -49,6 +49,7 @@ type launchesRow struct {
 	PythonLine         string `parquet:"python_line,dict"`
 	RangeID            int64  `parquet:"range_id"`
 	Range              string `parquet:"range,dict"`
+	Step               int64  `parquet:"step"`
 	InBackward         *bool  `parquet:"in_backward,optional"`
 	BackwardNode       string `parquet:"backward_node,dict"`
 	AutogradThread     *int64 `parquet:"autograd_thread,optional"`
@@ -90,31 +91,32 @@ func (r *launchesRow) set(v []tables.Value) {
 	r.PythonLine = v[22].Str()
 	r.RangeID = v[23].Int64()
 	r.Range = v[24].Str()
+	r.Step = v[25].Int64()
 	r.InBackward = nil
-	if !v[25].IsNull() {
-		x := v[25].Int64() != 0
+	if !v[26].IsNull() {
+		x := v[26].Int64() != 0
 		r.InBackward = &x
 	}
-	r.BackwardNode = v[26].Str()
+	r.BackwardNode = v[27].Str()
 	r.AutogradThread = nil
-	if !v[27].IsNull() {
-		x := v[27].Int64()
+	if !v[28].IsNull() {
+		x := v[28].Int64()
 		r.AutogradThread = &x
 	}
 	r.AutogradSeq = nil
-	if !v[28].IsNull() {
-		x := v[28].Int64()
+	if !v[29].IsNull() {
+		x := v[29].Int64()
 		r.AutogradSeq = &x
 	}
-	r.ForwardCallstackID = v[29].Int64()
-	r.ForwardLink = v[30].Str()
-	r.Captured = v[31].Int64() != 0
-	r.Untimed = v[32].Int64() != 0
-	r.GraphNodeID = v[33].Int64()
-	r.GraphExec = v[34].Int64()
-	r.API = int32(v[35].Int64())
-	r.Result = int32(v[36].Int64())
-	r.MemoryStatus = v[37].Str()
+	r.ForwardCallstackID = v[30].Int64()
+	r.ForwardLink = v[31].Str()
+	r.Captured = v[32].Int64() != 0
+	r.Untimed = v[33].Int64() != 0
+	r.GraphNodeID = v[34].Int64()
+	r.GraphExec = v[35].Int64()
+	r.API = int32(v[36].Int64())
+	r.Result = int32(v[37].Int64())
+	r.MemoryStatus = v[38].Str()
 }
 
 // kernelsRow is a row of the kernels table: a CUfunction the process launched.

@@ -92,6 +92,9 @@ func (p *Process) write(t *textWriter) {
 	}
 	t.field("span", "%s, first to last timestamp", formatNS(p.SpanNS))
 	t.field("launches", "%d eager, %d captured into graphs, %d graph launches", p.Launches, p.Captured, p.GraphLaunches)
+	if p.Steps > 0 {
+		t.field("steps", "%s (torch.optim step() calls; gpurr query's launches.step numbers them)", Count(p.Steps, "training step"))
+	}
 	linked := "all linked to their launch"
 	if p.UnlinkedRuns > 0 {
 		linked = fmt.Sprintf("%d not linked to a launch (filtered, dropped or unknown)", p.UnlinkedRuns)

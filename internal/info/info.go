@@ -60,6 +60,7 @@ type Process struct {
 
 	Launches         int       `json:"launches"`          // eager: ran as themselves
 	Captured         int       `json:"captured"`          // built a graph node
+	Steps            int       `json:"steps,omitempty"`   // torch.optim optimizer steps the launches went through (recording.StepCounter)
 	Untimed          int       `json:"untimed,omitempty"` // eager launches made between sampled timing's windows
 	GraphLaunches    int       `json:"graph_launches"`
 	KernelRuns       int       `json:"kernel_runs"` // GPU activity records
@@ -347,6 +348,16 @@ func (p *Process) countKernels(d *recording.Data) {
 		readable[k.GetName()] = links.KernelName(k)
 	}
 	p.Autograd = summarizeAutograd(d, links)
+	var steps recording.StepCounter
+	optimizer := map[uint64]bool{} // by callstack id
+	for _, c := range d.Callstacks {
+		optimizer[c.GetId()] = recording.InOptimizerStep(c)
+	}
+	inStep := func(id uint64) bool { return optimizer[id] }
+	recording.EachCall(&pb.Batch{Launches: d.Launches, GraphLaunches: d.GraphLaunches},
+		func(l *pb.Launch) { steps.Next(inStep(l.GetCallstackId())) },
+		func(g *pb.GraphLaunch) { steps.Next(inStep(g.GetCallstackId())) })
+	p.Steps = steps.Steps()
 	for _, l := range d.Launches {
 		if l.GetCaptured() {
 			p.Captured++

@@ -292,3 +292,27 @@ func TestSampledTiming(t *testing.T) {
 		t.Errorf("sampling is no problem, yet %v", p.Problems())
 	}
 }
+
+// A training loop: info counts the optimizer steps its launches went through.
+func TestSteps(t *testing.T) {
+	optim := &pb.Callstack{Id: 2, Frames: []*pb.Frame{{Kind: pb.Frame_PYTHON, File: "/venv/lib/python3.12/site-packages/torch/optim/adam.py", Function: "step"}}}
+	b := &pb.Batch{Process: &pb.Process{Pid: 7}, Callstacks: []*pb.Callstack{{Id: 1}, optim}}
+	for i, cs := range []uint64{1, 2, 1, 2, 2, 1, 2} {
+		b.Launches = append(b.Launches, &pb.Launch{Seq: uint64(i + 1), CallstackId: cs})
+	}
+	set := testrec.OpenBatches(t, b, &pb.Batch{End: &pb.End{EndNs: 1000, Reason: "exit"}})
+	r, err := Summarize(set, set.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := r.Processes[0]; p.Steps != 3 {
+		t.Errorf("%d steps, want 3", p.Steps)
+	}
+	var text strings.Builder
+	if err := r.WriteTable(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "steps        3 training steps (torch.optim step() calls") {
+		t.Errorf("info lacks the steps:\n%s", text.String())
+	}
+}

@@ -18,12 +18,20 @@ const (
 	PerCluster Placement = "cluster" // one CTA of each cluster, chosen by the seed (sm_90)
 )
 
+// DelaySeedSymbol is the module-scope variable InjectDelays adds: the 32-bit seed word
+// (SeedWord) the blocks choose their threads by, which the runner sets before each launch
+// (cuModuleGetGlobal). With the seed outside the code, one JIT of a module serves every seed.
+const DelaySeedSymbol = "gpurr_delay_seed"
+
+// SeedWord is the value of DelaySeedSymbol for a seed: the same seed and points make the same
+// choices, run after run.
+func SeedWord(seed uint64) uint32 { return uint32(seed) ^ uint32(seed>>32) }
+
 // Delay is what InjectDelays puts at each point.
 type Delay struct {
 	Nanoseconds uint32  // how long a chosen thread sleeps there (nanosleep's limit is 1 ms)
 	Fraction    float64 // of the placement's units chosen at each point, 0 < Fraction <= 1
 	Placement   Placement
-	Seed        uint64 // the same seed and points make the same choices, run after run
 }
 
 // Check says what is wrong with d, nil when nothing.
@@ -42,8 +50,9 @@ func (d Delay) Check() error {
 }
 
 // InjectDelays puts, before each of points of kernel in m, a scope block that sleeps d's time in
-// the threads that d's seed chooses there. points come from Points on the same function, and
-// stay valid: the blocks hold no instruction Points would pick.
+// the threads that the seed (DelaySeedSymbol, set before the launch) chooses there. points come
+// from Points on the same function, and stay valid: the blocks hold no instruction Points would
+// pick (their one load is of gpurr's own variable, not a point's class).
 func InjectDelays(m *ptx.Module, kernel string, points []Point, d Delay) error {
 	if err := d.Check(); err != nil {
 		return err
@@ -52,13 +61,11 @@ func InjectDelays(m *ptx.Module, kernel string, points []Point, d Delay) error {
 	if fn == nil || !fn.HasBody {
 		return fmt.Errorf("the module has no kernel %s", kernel)
 	}
-	need := 70 // nanosleep
-	if d.Placement == PerCluster {
-		need = 90 // %clusterid, %cluster_ctarank
+	if err := CheckTarget(m, d.Placement); err != nil {
+		return err
 	}
-	if sm := targetSM(m); sm < need {
-		return fmt.Errorf("the module targets %s: delays need sm_%d or newer (nanosleep%s)", strings.Join(m.Target, ","), need,
-			map[bool]string{true: ", clusters", false: ""}[need == 90])
+	if err := declareVar(m, DelaySeedSymbol, ".visible .global .align 4 .u32 "+DelaySeedSymbol+";\n"); err != nil {
+		return err
 	}
 	at := map[*ptx.Instruction]int{}
 	for n, p := range points {
@@ -86,6 +93,20 @@ func InjectDelays(m *ptx.Module, kernel string, points []Point, d Delay) error {
 	return nil
 }
 
+// CheckTarget says whether the module's target architecture has what delays placed so need:
+// nanosleep (sm_70), and for one CTA per cluster the cluster registers (sm_90).
+func CheckTarget(m *ptx.Module, p Placement) error {
+	need := 70 // nanosleep
+	if p == PerCluster {
+		need = 90 // %clusterid, %cluster_ctarank
+	}
+	if sm := targetSM(m); sm < need {
+		return fmt.Errorf("the module targets %s: delays need sm_%d or newer (nanosleep%s)", strings.Join(m.Target, ","), need,
+			map[bool]string{true: ", clusters", false: ""}[need == 90])
+	}
+	return nil
+}
+
 // insertBefore returns body with what add gives for each instruction put before it, into
 // nested blocks too.
 func insertBefore(body []ptx.Stmt, add func(*ptx.Instruction) []ptx.Stmt) []ptx.Stmt {
@@ -102,17 +123,17 @@ func insertBefore(body []ptx.Stmt, add func(*ptx.Instruction) []ptx.Stmt) []ptx.
 	return out
 }
 
-// delayBlock is the PTX of point n's delay, parsed into statements. It hashes the seed, the
-// point and the placement's ids into a 32-bit number (multiply, xor-shift), and sleeps where
-// the number falls under Fraction's share of 2^32.
+// delayBlock is the PTX of point n's delay, parsed into statements. It hashes the seed word,
+// the point and the placement's ids into a 32-bit number (multiply, xor-shift), and sleeps
+// where the number falls under Fraction's share of 2^32.
 func delayBlock(d Delay, point uint32) ([]ptx.Stmt, error) {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	w("{")
 	w(".reg .u32 %%gpurr_h, %%gpurr_v, %%gpurr_w;")
 	w(".reg .pred %%gpurr_p;")
-	seed := uint32(d.Seed) ^ uint32(d.Seed>>32) ^ point*0x9e3779b9
-	w("mov.u32 %%gpurr_h, %d;", seed)
+	w("ld.global.u32 %%gpurr_h, [%s];", DelaySeedSymbol)
+	w("xor.b32 %%gpurr_h, %%gpurr_h, %d;", point*0x9e3779b9)
 	mix := func(reg string) {
 		w("xor.b32 %%gpurr_h, %%gpurr_h, %s;", reg)
 		w("mul.lo.u32 %%gpurr_h, %%gpurr_h, 0x9E3779B1;")

@@ -17,14 +17,14 @@ func FuzzInject(f *testing.F) {
 	files = append(files, filepath.Join("..", "kernels", "ptx", "demo.ptx"))
 	for _, file := range files {
 		if src, err := os.ReadFile(file); err == nil {
-			f.Add(src, uint64(1))
+			f.Add(src)
 		}
 	}
 	sel, err := ParseSelection("barrier,shared-load,shared-store,global-load,global-store,atomic,mbarrier,async-copy,fence")
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Fuzz(func(t *testing.T, src []byte, seed uint64) {
+	f.Fuzz(func(t *testing.T, src []byte) {
 		m, err := ptx.Parse(src)
 		if err != nil {
 			return
@@ -45,7 +45,7 @@ func FuzzInject(f *testing.F) {
 				own = append(own, in.Name())
 			}
 			points := Points(fn, sel)
-			if err := InjectDelays(m, fn.Name, points, Delay{Nanoseconds: 100, Fraction: 0.5, Placement: PerWarp, Seed: seed}); err != nil {
+			if err := InjectDelays(m, fn.Name, points, Delay{Nanoseconds: 100, Fraction: 0.5, Placement: PerWarp}); err != nil {
 				t.Fatalf("%s: %v", fn.Name, err)
 			}
 			ks = append(ks, kernel{fn.Name, own, len(points)})

@@ -7,11 +7,12 @@
 // mbarrier operations, asynchronous copies, fences) or by an opcode pattern. InjectDelays puts
 // a scope block before each point that decides, from a seed, the point and the thread's place
 // (per thread, per warp, per CTA, or one CTA of each cluster), whether to sleep there, and
-// sleeps with nanosleep (sm_70 and newer). The blocks store nothing: the kernel's write sets
+// sleeps with nanosleep (sm_70 and newer). The seed is a module variable the runner sets before
+// each launch, so one JIT serves every seed. The blocks store nothing: the kernel's write sets
 // are unchanged (ptx.WriteSets).
 //
-// Not yet run on a GPU: the JIT of instrumented modules and the delays' effect are checked by
-// the race GPU tests, which the next GPU session runs.
+// The JIT of instrumented modules and the delays' effect are checked on a GPU by gputest's
+// race tests.
 package instrument
 
 import (

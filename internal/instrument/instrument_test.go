@@ -66,7 +66,7 @@ func TestInjectDelays(t *testing.T) {
 			own = append(own, in.Name())
 		}
 		points := Points(fn, sel)
-		if err := InjectDelays(m, kernel, points, Delay{Nanoseconds: 2000, Fraction: 0.25, Placement: placement, Seed: 42}); err != nil {
+		if err := InjectDelays(m, kernel, points, Delay{Nanoseconds: 2000, Fraction: 0.25, Placement: placement}); err != nil {
 			t.Fatalf("%s: %v", placement, err)
 		}
 		again, err := ptx.Parse([]byte(m.String()))
@@ -115,10 +115,13 @@ func TestInjectDelays(t *testing.T) {
 	}
 }
 
+// The seed is not in the code: every block reads it from the one variable the module declares
+// (a second instrumentation adds none), mixes its point in, and seeds that differ in either
+// half give different words.
 func TestSeedDecides(t *testing.T) {
-	a, _ := delayBlock(Delay{Nanoseconds: 100, Fraction: 0.5, Placement: PerThread, Seed: 1}, 0)
-	b, _ := delayBlock(Delay{Nanoseconds: 100, Fraction: 0.5, Placement: PerThread, Seed: 2}, 0)
-	c, _ := delayBlock(Delay{Nanoseconds: 100, Fraction: 0.5, Placement: PerThread, Seed: 1}, 1)
+	d := Delay{Nanoseconds: 100, Fraction: 0.5, Placement: PerThread}
+	a, _ := delayBlock(d, 0)
+	b, _ := delayBlock(d, 1)
 	text := func(s []ptx.Stmt) string {
 		var out []string
 		for _, x := range s {
@@ -132,8 +135,25 @@ func TestSeedDecides(t *testing.T) {
 		}
 		return strings.Join(out, "\n")
 	}
-	if text(a) == text(b) || text(a) == text(c) {
-		t.Error("the seed or the point does not change the decision")
+	if text(a) == text(b) {
+		t.Error("the point does not change the decision")
+	}
+	if !strings.Contains(strings.Join(strings.Fields(text(a)), " "), "ld.global.u32 %gpurr_h "+DelaySeedSymbol) {
+		t.Errorf("the block does not load the seed:\n%s", text(a))
+	}
+	if SeedWord(1) == SeedWord(2) || SeedWord(1) == SeedWord(1|1<<32) || SeedWord(7) != 7 {
+		t.Error("seed words do not follow the seed")
+	}
+	m := demo(t)
+	sel, _ := ParseSelection("barrier")
+	for range 2 {
+		fn := m.Function("gpurr_demo_reduce")
+		if err := InjectDelays(m, fn.Name, Points(fn, sel), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := strings.Count(m.String(), ".u32 "+DelaySeedSymbol+";"); n != 1 {
+		t.Errorf("the module declares the seed %d times, want 1", n)
 	}
 	for _, bad := range []Delay{{Nanoseconds: 0, Fraction: 1, Placement: PerThread}, {Nanoseconds: 2e6, Fraction: 1, Placement: PerThread},
 		{Nanoseconds: 10, Fraction: 0, Placement: PerThread}, {Nanoseconds: 10, Fraction: 1, Placement: "grid"}} {
@@ -188,10 +208,10 @@ func TestInjectProbes(t *testing.T) {
 			rets++
 		}
 	}
-	if err := InjectProbes(m, kernel); err != nil {
+	if _, err := InjectProbes(m, kernel, Selection{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := InjectProbes(m, "gpurr_demo_fill"); err != nil { // a second kernel shares the variable
+	if _, err := InjectProbes(m, "gpurr_demo_fill", Selection{}); err != nil { // a second kernel shares the variable
 		t.Fatal(err)
 	}
 	again, err := ptx.Parse([]byte(m.String()))
@@ -230,7 +250,87 @@ func TestInjectProbes(t *testing.T) {
 		t.Errorf("the kernel's instructions changed:\n got %v\nwant %v", kept, own)
 	}
 	m.Target = []string{"sm_30"}
-	if err := InjectProbes(m, kernel); err == nil {
+	if _, err := InjectProbes(m, kernel, Selection{}); err == nil {
 		t.Error("probes on sm_30 accepted")
+	}
+}
+
+// Counting probes: a register increment before each counted instruction, under the
+// instruction's own guard; one atomic add of the register at each exit, under the exit's
+// guard; nothing counted without a selection.
+func TestInjectProbesCount(t *testing.T) {
+	src := `.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 k_p)
+{
+	.reg .pred %p<2>;
+	.reg .b64 %rd<3>;
+	.reg .f32 %f<2>;
+	ld.param.u64 %rd1, [k_p];
+	cvta.to.global.u64 %rd2, %rd1;
+	setp.eq.u64 %p1, %rd1, 0;
+	@%p1 ret;
+	ld.global.f32 %f1, [%rd2];
+	@!%p1 st.global.f32 [%rd2+4], %f1;
+	st.global.f32 [%rd2+8], %f1;
+	ret;
+}
+`
+	m, err := ptx.Parse([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel, err := ParseSelection("global-store")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted, err := InjectProbes(m, "k", sel)
+	if err != nil || counted != 2 {
+		t.Fatalf("counted %d, %v; want the 2 stores", counted, err)
+	}
+	again, err := ptx.Parse([]byte(m.String()))
+	if err != nil {
+		t.Fatalf("the probed module does not parse: %v\n%s", err, m.String())
+	}
+	ins := again.Function("k").Instructions()
+	guardOf := func(in *ptx.Instruction) string {
+		if in.Guard == "" {
+			return ""
+		}
+		return map[bool]string{true: "!", false: ""}[in.GuardNot] + in.Guard
+	}
+	incs, adds := 0, 0
+	for i, in := range ins {
+		switch {
+		case in.Name() == "add.u64" && in.Operands[0].Name == "%gpurr_n":
+			incs++
+			if next := ins[i+1]; next.Opcode != "st" || guardOf(next) != guardOf(in) {
+				t.Errorf("an increment under %q is followed by %s under %q", guardOf(in), next.Name(), guardOf(next))
+			}
+		case in.Name() == "red.global.add.u64":
+			adds++
+			if next := ins[i+1]; next.Opcode != "ret" || guardOf(next) != guardOf(in) {
+				t.Errorf("a count add under %q is followed by %s under %q", guardOf(in), next.Name(), guardOf(next))
+			}
+		case in.Name() == "atom.global.max.u64":
+			var ret *ptx.Instruction
+			for _, n := range ins[i+1:] {
+				if n.Opcode == "ret" {
+					ret = n
+					break
+				}
+			}
+			if guardOf(in) != guardOf(ret) {
+				t.Errorf("an exit note under %q before a ret under %q", guardOf(in), guardOf(ret))
+			}
+		}
+	}
+	if incs != 2 || adds != 2 {
+		t.Errorf("%d increments and %d count adds, want 2 and 2 (2 stores, 2 rets)", incs, adds)
+	}
+	plain, _ := ptx.Parse([]byte(src))
+	if _, err := InjectProbes(plain, "k", Selection{}); err != nil || strings.Contains(plain.String(), "red.global.add") {
+		t.Errorf("no selection, yet a count: %v\n%s", err, plain.String())
 	}
 }

@@ -13,37 +13,41 @@ const ProbeSymbol = "gpurr_probe_buf"
 
 // ProbeRecordBytes is the size of one CTA's record in the probe buffer: the earliest entry
 // and latest exit %globaltimer of its threads (u64 at 0 and 8, atomic min and max: fill the
-// entries with all ones and the exits with zeros first) and the SM it ran on (u32 at 16).
+// entries with all ones and the exits with zeros first), the SM it ran on (u32 at 16), and
+// how many times its threads ran the counted instructions (u64 at 24, zero first).
 // The record of the CTA at (x, y, z) is at index x + nctaid.x * (y + nctaid.y * z).
 const ProbeRecordBytes = 32
 
 // InjectProbes makes every thread of kernel note, in its CTA's record of the probe buffer,
 // when it started (entry) and when it reached each ret or exit, and the CTA's SM. The times are
 // the GPU's %globaltimer (ns); a CTA's duration is its latest exit minus its earliest entry.
-func InjectProbes(m *ptx.Module, kernel string) error {
+// With a non-empty count, each thread also counts, in a register, the instructions count picks
+// it runs (a guarded one only when its guard holds), and adds its count to the record's at
+// exit: one atomic per thread, not one per instruction. It returns how many instructions of
+// the kernel are counted.
+func InjectProbes(m *ptx.Module, kernel string, count Selection) (counted int, err error) {
 	fn := m.Function(kernel)
 	if fn == nil || !fn.HasBody {
-		return fmt.Errorf("the module has no kernel %s", kernel)
+		return 0, fmt.Errorf("the module has no kernel %s", kernel)
 	}
 	if sm := targetSM(m); sm < 35 {
-		return fmt.Errorf("the module targets %s: probes need sm_35 or newer (64-bit atomic min and max)", strings.Join(m.Target, ","))
+		return 0, fmt.Errorf("the module targets %s: probes need sm_35 or newer (64-bit atomic min and max)", strings.Join(m.Target, ","))
 	}
 	if m.AddressSize == 32 {
-		return fmt.Errorf("the module is 32-bit (.address_size 32): probes need 64-bit addresses")
+		return 0, fmt.Errorf("the module is 32-bit (.address_size 32): probes need 64-bit addresses")
 	}
-	if !hasVar(m, ProbeSymbol) {
-		decl, err := parseItems(fmt.Sprintf(".visible .global .align 8 .u64 %s;\n", ProbeSymbol))
-		if err != nil {
-			return err
+	picked := map[*ptx.Instruction]bool{}
+	if len(count.Classes)+len(count.Patterns) > 0 {
+		for _, p := range Points(fn, count) {
+			picked[p.Instr] = true
 		}
-		at := 0
-		for i, it := range m.Items {
-			if _, ok := it.(*ptx.Function); ok {
-				at = i
-				break
-			}
-		}
-		m.Items = append(m.Items[:at], append(decl, m.Items[at:]...)...)
+	}
+	if err := declareVar(m, ProbeSymbol, ".visible .global .align 8 .u64 "+ProbeSymbol+";\n"); err != nil {
+		return 0, err
+	}
+	counter := "" // the thread's count, a register of the function's scope
+	if len(picked) > 0 {
+		counter = ".reg .u64 %gpurr_n;\nmov.u64 %gpurr_n, 0;\n"
 	}
 	entry, err := parseBody(`.reg .u64 %gpurr_pa;
 {
@@ -66,26 +70,68 @@ atom.global.min.u64 %gpurr_t, [%gpurr_pa], %gpurr_t;
 mov.u32 %gpurr_x, %smid;
 st.global.u32 [%gpurr_pa+16], %gpurr_x;
 }
-`)
+` + counter)
+	if err != nil {
+		return 0, err
+	}
+	// Notes before an instruction follow its guard: a predicated-off instruction did not run,
+	// and a guarded ret the thread does not take is not its exit.
+	guard := func(in *ptx.Instruction) string {
+		switch {
+		case in.Guard == "":
+			return ""
+		case in.GuardNot:
+			return "@!" + in.Guard + " "
+		}
+		return "@" + in.Guard + " "
+	}
+	var bodyErr error
+	fn.Body = insertBefore(fn.Body, func(in *ptx.Instruction) []ptx.Stmt {
+		g, add := guard(in), ""
+		if picked[in] {
+			add += g + "add.u64 %gpurr_n, %gpurr_n, 1;\n"
+		}
+		if in.Opcode == "ret" || in.Opcode == "exit" {
+			add += "{\n.reg .u64 %gpurr_t;\n" + g + "mov.u64 %gpurr_t, %globaltimer;\n" +
+				g + "atom.global.max.u64 %gpurr_t, [%gpurr_pa+8], %gpurr_t;\n}\n"
+			if len(picked) > 0 {
+				add += g + "red.global.add.u64 [%gpurr_pa+24], %gpurr_n;\n"
+			}
+		}
+		if add == "" {
+			return nil
+		}
+		b, err := parseBody(add)
+		if err != nil {
+			bodyErr = err
+		}
+		return b
+	})
+	if bodyErr != nil {
+		return 0, bodyErr
+	}
+	fn.Body = append(entry, fn.Body...)
+	return len(picked), nil
+}
+
+// declareVar puts decl, the declaration of gpurr's module-scope variable name, before the
+// module's first function, unless the module declares name already (instrumented twice).
+func declareVar(m *ptx.Module, name, decl string) error {
+	if hasVar(m, name) {
+		return nil
+	}
+	items, err := parseItems(decl)
 	if err != nil {
 		return err
 	}
-	exit := func() []ptx.Stmt {
-		b, _ := parseBody(`{
-.reg .u64 %gpurr_t;
-mov.u64 %gpurr_t, %globaltimer;
-atom.global.max.u64 %gpurr_t, [%gpurr_pa+8], %gpurr_t;
-}
-`)
-		return b
-	}
-	fn.Body = insertBefore(fn.Body, func(in *ptx.Instruction) []ptx.Stmt {
-		if in.Opcode == "ret" || in.Opcode == "exit" {
-			return exit()
+	at := 0
+	for i, it := range m.Items {
+		if _, ok := it.(*ptx.Function); ok {
+			at = i
+			break
 		}
-		return nil
-	})
-	fn.Body = append(entry, fn.Body...)
+	}
+	m.Items = append(m.Items[:at], append(items, m.Items[at:]...)...)
 	return nil
 }
 

@@ -21,6 +21,7 @@ type CTA struct {
 	Index      int    // x + nctaid.x * (y + nctaid.y * z)
 	Start, End uint64 // %globaltimer ns: its earliest thread entry and latest exit
 	SM         uint32
+	Count      uint64 // how many times its threads ran the counted instructions (0 when none were)
 }
 
 // Duration is how long the CTA ran.
@@ -44,7 +45,8 @@ func Decode(buf []byte) ([]CTA, error) {
 	missing := 0
 	for i := range n {
 		r := buf[i*instrument.ProbeRecordBytes:]
-		c := CTA{Index: i, Start: binary.LittleEndian.Uint64(r), End: binary.LittleEndian.Uint64(r[8:]), SM: binary.LittleEndian.Uint32(r[16:])}
+		c := CTA{Index: i, Start: binary.LittleEndian.Uint64(r), End: binary.LittleEndian.Uint64(r[8:]), SM: binary.LittleEndian.Uint32(r[16:]),
+			Count: binary.LittleEndian.Uint64(r[24:])}
 		if c.Start == math.MaxUint64 || c.End < c.Start {
 			missing++
 			continue
@@ -74,6 +76,9 @@ type Summary struct {
 	Imbalance         float64       // the busiest SM's busy time over the mean SM's: 1 is even
 	Waves             float64       // CTAs per SM used
 	StragglerFraction float64       // of the span after the median CTA's end: the tail
+	Counted           uint64        // the counted instructions the threads ran, all CTAs
+	CountMedian       uint64        // per CTA
+	CountMax          CTA           // the CTA that ran the most
 }
 
 // Summarize sums ctas up, keeping the top slowest.
@@ -97,6 +102,16 @@ func Summarize(ctas []CTA, top int) Summary {
 		l.Busy += c.Duration()
 	}
 	slices.Sort(durs)
+	counts := make([]uint64, len(ctas))
+	for i, c := range ctas {
+		counts[i] = c.Count
+		s.Counted += c.Count
+		if c.Count > s.CountMax.Count {
+			s.CountMax = c
+		}
+	}
+	slices.Sort(counts)
+	s.CountMedian = counts[len(counts)/2]
 	s.Span = time.Duration(last - first)
 	s.Median, s.P99, s.Max = durs[len(durs)/2], durs[min(len(durs)-1, len(durs)*99/100)], durs[len(durs)-1]
 	byDur := slices.Clone(ctas)
@@ -148,8 +163,12 @@ func WriteChrome(w io.Writer, ctas []CTA, title string) error {
 		events = append(events, event{Name: "thread_name", Ph: "M", Pid: 1, Tid: sm, Args: map[string]any{"name": fmt.Sprintf("SM %d", sm)}})
 	}
 	for _, c := range ctas {
-		events = append(events, event{Name: fmt.Sprintf("CTA %d", c.Index), Ph: "X", Pid: 1, Tid: c.SM,
-			Ts: float64(c.Start-first) / 1e3, Dur: float64(c.End-c.Start) / 1e3})
+		e := event{Name: fmt.Sprintf("CTA %d", c.Index), Ph: "X", Pid: 1, Tid: c.SM,
+			Ts: float64(c.Start-first) / 1e3, Dur: float64(c.End-c.Start) / 1e3}
+		if c.Count > 0 {
+			e.Args = map[string]any{"count": c.Count}
+		}
+		events = append(events, e)
 	}
 	slices.SortStableFunc(events, func(a, b event) int {
 		if a.Ph != b.Ph {

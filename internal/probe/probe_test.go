@@ -24,6 +24,7 @@ func TestSummarize(t *testing.T) {
 		binary.LittleEndian.PutUint64(r, start)
 		binary.LittleEndian.PutUint64(r[8:], start+d)
 		binary.LittleEndian.PutUint32(r[16:], uint32(i%132))
+		binary.LittleEndian.PutUint64(r[24:], uint64(128+i%3)) // counted instructions run
 	}
 	ctas, err := Decode(buf)
 	if err != nil {
@@ -41,6 +42,9 @@ func TestSummarize(t *testing.T) {
 	}
 	if s.Imbalance < 5 {
 		t.Errorf("imbalance %.2f: SM 68 was busy 110 µs, the others 20", s.Imbalance)
+	}
+	if s.Counted != 264*129 || s.CountMedian != 129 || s.CountMax.Count != 130 || s.CountMax.Index != 2 {
+		t.Errorf("counted %d, median %d, max %d at CTA %d", s.Counted, s.CountMedian, s.CountMax.Count, s.CountMax.Index)
 	}
 }
 

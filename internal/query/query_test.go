@@ -216,3 +216,35 @@ func TestSQLError(t *testing.T) {
 		t.Fatalf("error %v, want SQLite's message", err)
 	}
 }
+
+// Training steps: launches.step counts the torch.optim step() calls that ended before each
+// launch call, graph launches included.
+func TestSteps(t *testing.T) {
+	const optim = "/venv/lib/python3.12/site-packages/torch/optim/"
+	py := func(file, fn string) *pb.Frame {
+		return &pb.Frame{Kind: pb.Frame_PYTHON, File: file, Function: fn, Line: 1}
+	}
+	b := &pb.Batch{
+		Process: &pb.Process{Pid: 1},
+		Callstacks: []*pb.Callstack{
+			{Id: 1, Frames: []*pb.Frame{py("/home/u/train.py", "main")}},
+			{Id: 2, Frames: []*pb.Frame{py(optim+"adamw.py", "step"), py("/home/u/train.py", "main")}},
+		},
+	}
+	stacks := []uint64{1, 0, 2, 2, 1, 0, 2, 1}
+	for i, cs := range stacks {
+		b.Launches = append(b.Launches, &pb.Launch{Seq: uint64(i + 1), CallstackId: cs})
+	}
+	b.GraphLaunches = []*pb.GraphLaunch{{Seq: 9, CallstackId: 1}}
+	db := loadBatches(t, b)
+	c := run(t, db, "SELECT step FROM launches ORDER BY seq")
+	want := []int64{0, 0, 0, 0, 1, 1, 1, 2}
+	for i, r := range c.rows {
+		if r[0] != want[i] {
+			t.Fatalf("launch %d: step %v, want %v", i+1, r[0], want[i])
+		}
+	}
+	if got := one(t, db, "SELECT step FROM graph_launches"); got != int64(2) {
+		t.Errorf("graph launch after two steps: step %v", got)
+	}
+}

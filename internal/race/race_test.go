@@ -137,3 +137,14 @@ func TestGuardedReportsAHang(t *testing.T) {
 		t.Error("the hanging run was not reported")
 	}
 }
+
+func TestSpread(t *testing.T) {
+	a := []byte{1, 2, 3, 4, 5, 6}
+	b := []byte{1, 2, 9, 4, 8, 6}
+	if got, want := spread(3, a, b), (Spread{Region: 3, First: 2, Bytes: 2, Size: 6}); got != want {
+		t.Errorf("spread %+v, want %+v", got, want)
+	}
+	if got := spread(0, a, a); got.First != -1 || got.Bytes != 0 {
+		t.Errorf("equal bytes: %+v", got)
+	}
+}

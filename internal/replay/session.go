@@ -16,6 +16,8 @@ type Options struct {
 	// holding a kernel of the same name): an A/B of a fix on the recorded
 	// inputs. nil runs the recorded code.
 	Module []byte
+	// ModuleName names Module in messages; "" says --module (gpurr replay's flag).
+	ModuleName string
 	// Device is the ordinal to run on; -1 picks the recorded one, else 0.
 	Device int
 }
@@ -44,6 +46,7 @@ type Session struct {
 	params     []byte
 	start, end *cuda.Event
 	host       *cuda.HostMem // pinned read-back buffer
+	moduleName string        // Options.ModuleName, for messages
 }
 
 // Result is one Run: the comparison of every region (from the first
@@ -139,6 +142,10 @@ func NewSession(c *Case, o Options) (s *Session, err error) {
 		s.Notes = append(s.Notes, fmt.Sprintf("recorded on %s (sm_%d%d), replaying on %s (%s)",
 			c.Device.Name, c.Device.CcMajor, c.Device.CcMinor, props.Name, props.Arch()))
 	}
+	s.moduleName = o.ModuleName
+	if s.moduleName == "" {
+		s.moduleName = "--module"
+	}
 	if err := s.load(o.Module); err != nil {
 		return s, err
 	}
@@ -163,7 +170,7 @@ func (s *Session) load(replacement []byte) error {
 	c := s.Case
 	image, what := c.Module, "the recorded module"
 	if replacement != nil {
-		image, what = replacement, "--module"
+		image, what = replacement, s.moduleName
 	}
 	mod, err := s.ctx.LoadModule(image)
 	if err != nil {
@@ -189,6 +196,36 @@ func (s *Session) load(replacement []byte) error {
 	return nil
 }
 
+// Reload replaces the session's kernel with image's kernel of the same name and parameter
+// layout, keeping the regions and their inputs: a run after it differs from one before only by
+// the code (gpurr race runs each trial's instrumented PTX this way).
+func (s *Session) Reload(image []byte) error {
+	if s.mod != nil {
+		if err := s.mod.Unload(); err != nil {
+			return err
+		}
+		s.mod = nil
+	}
+	return s.load(image)
+}
+
+// SetGlobal writes words into the module-scope variable name of the session's module, for the
+// runs after it (gpurr race's seed). The context is synchronized after the copy: a copy from
+// pageable memory may return before it lands, and the session's stream does not wait for it.
+func (s *Session) SetGlobal(name string, words []uint32) error {
+	p, size, err := s.mod.Global(name)
+	if err != nil {
+		return err
+	}
+	if uint64(4*len(words)) > size {
+		return fmt.Errorf("variable %s holds %d bytes, not %d", name, size, 4*len(words))
+	}
+	if err := cuda.CopyHtoD(p, words); err != nil {
+		return err
+	}
+	return s.ctx.Synchronize()
+}
+
 // checkParams compares a replacement kernel's parameters with the recorded
 // kernel's: a different layout would misread the recorded bytes.
 func (s *Session) checkParams() error {
@@ -206,7 +243,7 @@ func (s *Session) checkParams() error {
 		same = got[i].Offset == want[i].Offset && got[i].Size == want[i].Size
 	}
 	if !same {
-		return fmt.Errorf("--module's %s takes %s; the recorded launch passed %s", s.Case.Name, layoutText(got), recordedLayoutText(want))
+		return fmt.Errorf("%s's %s takes %s; the recorded launch passed %s", s.moduleName, s.Case.Name, layoutText(got), recordedLayoutText(want))
 	}
 	return nil
 }
@@ -375,6 +412,15 @@ func (s *Session) launch(cfg cuda.LaunchConfig) (time.Duration, error) {
 		return 0, fmt.Errorf("the kernel failed: %w", err)
 	}
 	return cuda.Elapsed(s.start, s.end)
+}
+
+// Contents copies region i as the last run left it.
+func (s *Session) Contents(i int) ([]byte, error) {
+	out := make([]byte, s.Case.Regions[i].Size)
+	if err := cuda.CopyDtoH(out, cuda.DevicePtr(s.addrs[i])); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // Address is where region i lives in this process.

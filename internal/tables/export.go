@@ -45,6 +45,7 @@ var exportLaunches = define("launches", "a launch call, or a cuGraphLaunch (grap
 	c("range", String, "that range's path, outermost first: step 5 / forward; empty when none", func(ps *pass, r *callRec) Value {
 		return Text(ps.ranges.Path(r.rangeID))
 	}).dict(),
+	stepCol,
 	autograd("in_backward", Boolean, "PyTorch: made inside an autograd node's backward; null for launches without autograd context (no torch, or not linked: format.md)", inBackward),
 	c("backward_node", String, "PyTorch: the autograd node whose backward made it, e.g. MmBackward0", func(_ *pass, r *callRec) Value {
 		return Text(r.l.GetAutograd().GetBackwardNode())

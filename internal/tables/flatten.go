@@ -91,6 +91,8 @@ type pass struct {
 	join      *recording.Join[callRef] // nil when no table needs GPU activity joined
 	kernels   map[uint64]*kernelInfo
 	lineCache map[uint64]lineText
+	inStep    map[uint64]bool // callstacks made inside an optimizer step, by id
+	steps     recording.StepCounter
 	stacks    map[uint64]bool  // callstacks written to the Export table
 	held      map[uint64]*held // launches whose memory states are still to come
 	allocs    *allocationIndex // nil when the allocations table is not filled
@@ -108,7 +110,7 @@ type pass struct {
 
 func newPass(p *recording.Process, o Options) *pass {
 	ps := &pass{o: o, want: make([]bool, len(all)), vals: make([]Value, maxColumns), name: p.Name, info: p.Info,
-		links: recording.NewLinks(), ranges: recording.NewRanges(), kernels: map[uint64]*kernelInfo{}, lineCache: map[uint64]lineText{},
+		links: recording.NewLinks(), ranges: recording.NewRanges(), kernels: map[uint64]*kernelInfo{}, lineCache: map[uint64]lineText{}, inStep: map[uint64]bool{},
 		stacks: map[uint64]bool{}, held: map[uint64]*held{}}
 	for _, t := range o.Tables {
 		ps.want[t.id] = true
@@ -182,6 +184,7 @@ type (
 		tid, device, streamID          uint32
 		correlationID                  uint32
 		result                         int32
+		step                           int // training step (recording.StepCounter)
 	}
 	regionRec struct {
 		l *pb.Launch
@@ -273,17 +276,12 @@ func (ps *pass) batch(b *pb.Batch) error {
 		ps.callstack(c)
 	}
 	ps.ranges.Add(b)
-	for _, l := range b.Launches {
-		ps.launch(l)
-	}
-	for _, r := range ps.ranges.TakeClosed() {
-		emit(ps, rangesTable, r)
-	}
 	for _, n := range b.GraphNodes {
 		emit(ps, graphNodes, n)
 	}
-	for _, g := range b.GraphLaunches {
-		ps.graphLaunch(g)
+	recording.EachCall(b, ps.launch, ps.graphLaunch)
+	for _, r := range ps.ranges.TakeClosed() {
+		emit(ps, rangesTable, r)
 	}
 	if ps.join != nil {
 		for _, a := range b.Activities {
@@ -396,12 +394,25 @@ func (ps *pass) lines(id uint64) lineText {
 	return v
 }
 
+// step numbers the next launch call made with callstack id.
+func (ps *pass) step(id uint64) int {
+	in, ok := ps.inStep[id]
+	if !ok {
+		c := ps.links.Callstack(id)
+		in = recording.InOptimizerStep(c)
+		if c != nil {
+			ps.inStep[id] = in
+		}
+	}
+	return ps.steps.Next(in)
+}
+
 func (ps *pass) launch(l *pb.Launch) {
 	r := &ps.scratch.call
 	*r = callRec{l: l, k: ps.kernels[l.GetKernelId()], lines: ps.links.LineCallstack(l),
 		seq: l.GetSeq(), stream: l.GetStream(), hostNS: l.GetHostNs(), callstack: l.GetCallstackId(), tid: l.GetTid(),
 		device: l.GetDevice(), streamID: l.GetStreamId(), correlationID: l.GetCorrelationId(), result: l.GetResult(),
-		rangeID: l.GetRangeId()}
+		rangeID: l.GetRangeId(), step: ps.step(l.GetCallstackId())}
 	emit(ps, launches, r)
 	emit(ps, exportLaunches, r)
 	for i, region := range l.GetRegions() {
@@ -429,7 +440,7 @@ func (ps *pass) graphLaunch(g *pb.GraphLaunch) {
 	*r = callRec{g: g, lines: g.GetCallstackId(),
 		seq: g.GetSeq(), stream: g.GetStream(), hostNS: g.GetHostNs(), callstack: g.GetCallstackId(), tid: g.GetTid(),
 		device: g.GetDevice(), streamID: g.GetStreamId(), correlationID: g.GetCorrelationId(), result: g.GetResult(),
-		rangeID: g.GetRangeId()}
+		rangeID: g.GetRangeId(), step: ps.step(g.GetCallstackId())}
 	emit(ps, graphLaunches, r)
 	emit(ps, exportLaunches, r)
 	if ps.join != nil {

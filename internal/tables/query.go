@@ -164,6 +164,7 @@ var launches = define("launches", "kernel launches made by the program, in order
 		return textOrNull(ps.lines(r.lines).user)
 	}).null(),
 	rangeCols(),
+	stepCol,
 	autograd("in_backward", Boolean, "1 when made inside a PyTorch autograd node's backward, 0 in forward; NULL when the launch carries no autograd context (processes.autograd_linked)", inBackward),
 	autograd("backward_node", String, "the autograd node whose backward made the launch, e.g. MmBackward0; NULL in forward", func(ag *pb.Autograd) Value { return textOrNull(ag.GetBackwardNode()) }),
 	autograd("autograd_thread", Int64, "PyTorch's forward thread id: the launching thread's in forward, the node's forward thread in backward; NULL without autograd context", autogradThread),
@@ -353,7 +354,14 @@ var graphLaunches = define("graph_launches", "CUDA graph replays (cuGraphLaunch)
 		return textOrNull(ps.lines(r.lines).user)
 	}).null(),
 	rangeCols(),
+	stepCol,
 )
+
+// stepCol numbers launch calls by training step: the optimizer steps (torch.optim) that ended
+// before the call, counted along launches and graph launches in seq order.
+var stepCol = c("step", Int64, "training step: how many torch.optim optimizer step() calls ended before this call (its own step's optimizer launches count in it); 0 throughout a program without one", func(_ *pass, r *callRec) Value {
+	return Int(r.step)
+})
 
 var allocations = define("allocations", "device memory allocations (--memory), with when each was freed", key("process", "allocation_id"),
 	processCol[allocRec](),
