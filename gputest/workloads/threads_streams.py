@@ -7,6 +7,8 @@ import threading
 import cupy as cp
 import numpy as np
 
+from worker_threads import run_workers
+
 THREADS = 8
 PER_THREAD = 400
 N = 1024
@@ -42,16 +44,7 @@ def main():
             errors.append(f"thread {t}: {type(e).__name__}: {e}")
             barrier.abort()
 
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(THREADS)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join(timeout=300)
-    if any(th.is_alive() for th in threads):
-        errors.append("a worker thread did not finish in 300 s")
-    if errors:
-        print("threads_streams: " + "; ".join(errors), file=sys.stderr)
-        sys.exit(1)
+    run_workers("threads_streams", THREADS, worker, errors)
     print(json.dumps({"workload": "threads_streams", "kernel": KERNEL, "threads": THREADS,
                       "streams": THREADS, "per_thread": PER_THREAD,
                       "launches_expected": THREADS * PER_THREAD}))
