@@ -7,12 +7,17 @@ import (
 )
 
 // InOptimizerStep reports whether a launch with callstack c was made inside a PyTorch
-// optimizer's step(): a Python frame named step in a file under torch/optim (Optimizer.step's
-// wrapper and every torch.optim optimizer's own step). Optimizers defined elsewhere (the
-// program's own, or another library's) are not recognized.
+// optimizer's step(): under a Python frame in a file under torch/optim that is a step method
+// (co_qualname AdamW.step on Python 3.11+, step on 3.10) or the wrapper Optimizer installs
+// around every subclass's step (profile_hook_step), so optimizers defined elsewhere that
+// subclass torch.optim.Optimizer count too.
 func InOptimizerStep(c *pb.Callstack) bool {
 	for _, f := range c.GetFrames() {
-		if f.GetKind() == pb.Frame_PYTHON && f.GetFunction() == "step" && strings.Contains(f.GetFile(), "/torch/optim/") {
+		if f.GetKind() != pb.Frame_PYTHON || !strings.Contains(f.GetFile(), "/torch/optim/") {
+			continue
+		}
+		fn := f.GetFunction()
+		if fn == "step" || strings.HasSuffix(fn, ".step") || strings.Contains(fn, "profile_hook_step") {
 			return true
 		}
 	}

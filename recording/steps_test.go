@@ -20,8 +20,16 @@ func TestStepCounter(t *testing.T) {
 	step := stack([2]string{optim + "adamw.py", "_multi_tensor_adamw"}, [2]string{optim + "adamw.py", "step"},
 		[2]string{optim + "optimizer.py", "wrapper"}, [2]string{"/home/u/train.py", "main"})
 	zeroGrad := stack([2]string{optim + "optimizer.py", "zero_grad"}, [2]string{"/home/u/train.py", "main"})
+	// As Python 3.11+ names them (co_qualname), the way the agent records them.
+	qualStep := stack([2]string{optim + "sgd.py", "_multi_tensor_sgd"}, [2]string{optim + "sgd.py", "SGD.step"},
+		[2]string{optim + "optimizer.py", "_use_grad_for_differentiable.<locals>._use_grad"},
+		[2]string{optim + "optimizer.py", "Optimizer.profile_hook_step.<locals>.wrapper"}, [2]string{"/home/u/train.py", "main"})
+	qualZeroGrad := stack([2]string{optim + "optimizer.py", "Optimizer.zero_grad"}, [2]string{"/home/u/train.py", "main"})
+	subclassStep := stack([2]string{"/home/u/my_optim.py", "Lion.step"},
+		[2]string{optim + "optimizer.py", "Optimizer.profile_hook_step.<locals>.wrapper"}, [2]string{"/home/u/train.py", "main"})
 	userStep := stack([2]string{"/home/u/my_optim.py", "step"})
-	for c, want := range map[*pb.Callstack]bool{forward: false, step: true, zeroGrad: false, userStep: false, nil: false} {
+	for c, want := range map[*pb.Callstack]bool{forward: false, step: true, zeroGrad: false, qualStep: true, qualZeroGrad: false,
+		subclassStep: true, userStep: false, nil: false} {
 		if got := recording.InOptimizerStep(c); got != want {
 			t.Errorf("InOptimizerStep(%v) = %v", c.GetFrames(), got)
 		}

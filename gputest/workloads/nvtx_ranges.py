@@ -65,7 +65,7 @@ def main():
         (w @ w).sum().backward()
     torch.cuda.synchronize()
     print(json.dumps({"workload": "nvtx_ranges", "threads": THREADS, "steps": STEPS, "forward": FORWARD,
-                      "backward": BACKWARD, "tids": tids, "sums": sums, "outside": float(outside.sum())}))
+                      "backward": BACKWARD, "tids": tids, "varies": ["tids"], "sums": sums, "outside": float(outside.sum())}))
 
 
 if __name__ == "__main__":
