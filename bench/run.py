@@ -4,7 +4,7 @@ round (bare, gpurr, [profiler], bare, gpurr, ...) so clock and thermal drift hit
 and report medians. Each recorded run is checked to have recorded at least the launches the
 benchmark made, so a gpurr that records nothing cannot look fast.
 
-  python3 bench/run.py [--rounds 2] [--only launch_overhead|train_step|stacks|timing|gpt2_step|memcap|replay|race]
+  python3 bench/run.py [--rounds 2] [--only launch_overhead|train_step|stacks|timing|gpt2_step|memcap|replay|race|nvtx]
                        [--memory-modes] [--gpt2-modes eager,compiled] [--gpt2-variants bare,default,...]
                        [--json PATH]
 
@@ -46,6 +46,8 @@ TUNE_MIN_RATE_RATIO = 10.0
 # From the race issue: gpurr race runs at least 100 trials per second on a small kernel (replay
 # reuses the restored inputs; each trial JITs its instrumented PTX once).
 RACE_MIN_TRIALS_PER_S = 100.0
+# From the PyTorch-users issue: recording an NVTX range adds at most 0.5 us on the eager loop.
+NVTX_MAX_US_PER_RANGE = 0.5
 
 
 # Every variant runs on the same four cores: the machine's other tenants and the scheduler's
@@ -91,13 +93,13 @@ class Bench:
             extra = f" (unknown: {','.join(sorted(unknown))})" if unknown else ""
             sys.exit(f"--gpt2-variants: want bare and some of {','.join(known)}{extra}")
 
-    def variant(self, name, script, args, recorded, timeout, record_flags=()):
+    def variant(self, name, script, args, recorded, timeout, record_flags=(), env=None):
         argv = [self.py, ROOT / "bench" / script, *args]
         d = self.tmp / f"rec-{name}"
         if recorded:
             shutil.rmtree(d, ignore_errors=True)
             argv = [self.gpurr, "record", "-o", d, *record_flags, "--", *argv]
-        res, secs = run(argv, timeout, self.env)
+        res, secs = run(argv, timeout, dict(self.env, **(env or {})))
         res["wall_s"] = round(secs, 1)
         if recorded:
             q = [self.gpurr, "query", d, "SELECT (SELECT count(*) FROM launches) AS n, "
@@ -105,7 +107,8 @@ class Bench:
                  "(SELECT sum(memory_launches) FROM stats) AS mem, (SELECT sum(snapshots) FROM stats) AS snaps, "
                  "(SELECT max(memory_stopped) FROM stats) AS stopped, (SELECT sum(launches_dropped) FROM stats) AS dropped, "
                  "(SELECT sum(chunk_bytes_stored) FROM stats) AS stored, "
-                 "(SELECT avg(depth) FROM callstacks WHERE source = 'native') AS native_depth",
+                 "(SELECT avg(depth) FROM callstacks WHERE source = 'native') AS native_depth, "
+                 "(SELECT count(*) FROM ranges) AS ranges",
                  "--format", "json"]
             qp = subprocess.run(q, capture_output=True, text=True, timeout=120)
             try:
@@ -118,6 +121,7 @@ class Bench:
                 res["memory_stopped"], res["launches_dropped"] = row["stopped"] or "", row["dropped"] or 0
                 res["chunk_bytes_stored"] = row["stored"] or 0
                 res["native_depth"] = round(row["native_depth"] or 0, 1)
+                res["ranges"] = row["ranges"] or 0
             except (ValueError, IndexError, KeyError, TypeError):
                 raise RuntimeError(f"gpurr query on {d} failed: exit {qp.returncode}: {qp.stderr.strip()[:300]}")
             shutil.rmtree(d, ignore_errors=True)  # keep the disk for the next run
@@ -185,6 +189,37 @@ def rows_timing(b, rounds):
                          "baseline": med["bare"], "under": med[key], "delta": f"{med[key] - med['bare']:+.2f} us",
                          "target": "(report)", "verdict": "measured", "samples": got})
     return rows
+
+
+def rows_nvtx(b, rounds):
+    """What recording NVTX ranges costs, per range: the eager loop with every launch inside a
+    push/pop range (launch_overhead.py --shape nvtx) recorded with its ranges, and recorded with
+    NVTX pointed elsewhere (a user's own NVTX_INJECTION64_PATH, which gpurr record keeps, so the
+    ranges cost what they cost bare), both --callstack off; the difference per launch is the cost
+    of one range. Bare beside them."""
+    got = {"bare": [], "off": [], "on": []}
+    bad = []
+    args = ["--shape", "nvtx"]
+    for _ in range(rounds):
+        got["bare"].append(b.variant("nvtx.bare", "launch_overhead.py", args, False, 300)["us_per_launch"])
+        off = b.variant("nvtx.not_recorded", "launch_overhead.py", args, True, 300, ["--callstack", "off"],
+                        env={"NVTX_INJECTION64_PATH": "/nonexistent/gpurr-bench-no-nvtx.so"})
+        on = b.variant("nvtx.recorded", "launch_overhead.py", args, True, 300, ["--callstack", "off"])
+        got["off"].append(off["us_per_launch"])
+        got["on"].append(on["us_per_launch"])
+        if off["ranges"] or on["ranges"] < on["recorded_launches"]:
+            bad.append(f"{off['ranges']} ranges recorded without NVTX, {on['ranges']} with it for "
+                       f"{on['recorded_launches']} launches")
+    med = {k: statistics.median(v) for k, v in got.items()}
+    per_range = med["on"] - med["off"]
+    verdict = ("INVALID: " + "; ".join(bad)) if bad else ("ok" if per_range <= NVTX_MAX_US_PER_RANGE else "over target")
+    return [
+        {"workload": "nvtx: launch log, ranges not recorded (us/launch)", "baseline": med["bare"], "under": med["off"],
+         "delta": f"{med['off'] - med['bare']:+.2f} us", "target": "(report)", "verdict": "measured", "samples": got},
+        {"workload": "nvtx: recording one push/pop range (us)", "baseline": med["off"], "under": med["on"],
+         "delta": f"{per_range:+.2f} us", "target": f"<= {NVTX_MAX_US_PER_RANGE} us", "verdict": verdict,
+         "samples": got},
+    ]
 
 
 def rows_train_step(b, rounds):
@@ -492,7 +527,7 @@ def rows_race(b, rounds):
 
 BENCHES = {"launch_overhead": rows_launch_overhead, "train_step": rows_train_step,
            "stacks": rows_stacks, "timing": rows_timing, "gpt2_step": rows_gpt2_step, "memcap": rows_memcap,
-           "replay": rows_replay, "race": rows_race}
+           "replay": rows_replay, "race": rows_race, "nvtx": rows_nvtx}
 # Run only when asked for by name: gpt2_step is 14 processes of a minute or more each per mode
 # and round; race builds and records two CUDA programs first, which gpu-check's budget for the
 # default benchmarks leaves no room for (scripts/gpu-check --only bench.race runs it).
