@@ -12,8 +12,6 @@ timed loops after a warm-up, synchronising before and after each loop.
   --shape gpubound  x.add_(1) on GPUBOUND_ELEMENTS floats, about 10 us of GPU time each, so the
                     loop is bound by the GPU: the time per launch is the GPU's per kernel, and
                     what GPU timing adds on the GPU side shows in it
-  --shape nvtx      the eager loop with each launch inside its own NVTX push/pop range
-                    (torch.cuda.nvtx.range_push/range_pop): what recording a range costs
   --profiler        the same loop inside torch.profiler (CPU + CUDA activities), in this process
 
 Prints one JSON line."""
@@ -52,14 +50,6 @@ def loop(x, n):
         x.add_(1)
 
 
-def loop_in_ranges(x, n):
-    push, pop = torch.cuda.nvtx.range_push, torch.cuda.nvtx.range_pop
-    for _ in range(n):
-        push("step")
-        x.add_(1)
-        pop()
-
-
 def at_depth(depth, fn, *args):
     """fn(*args) called from `depth` Python frames (this function's included)."""
     if depth <= 1:
@@ -82,11 +72,11 @@ def measure(run):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shape", choices=["eager", "deep", "backward", "triton", "gpubound", "nvtx"], default="eager")
+    ap.add_argument("--shape", choices=["eager", "deep", "backward", "triton", "gpubound"], default="eager")
     ap.add_argument("--profiler", action="store_true")
     args = ap.parse_args()
     x = torch.zeros(GPUBOUND_ELEMENTS if args.shape == "gpubound" else 1, device="cuda")
-    body = {"triton": triton_add_one, "nvtx": lambda: loop_in_ranges}.get(args.shape, lambda: loop)()
+    body = triton_add_one() if args.shape == "triton" else loop
     if args.shape == "backward":
         x = torch.ones(1, device="cuda", requires_grad=True)
 
