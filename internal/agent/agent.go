@@ -251,7 +251,7 @@ func (r *recorder) start() error {
 			ccfg.nsnapshot_ranges = C.int(len(ranges))
 		}
 	}
-	r.info.Nvtx, r.info.NvtxReason = nvtxEnabled(r.cfg.cupti)
+	r.info.Nvtx, r.info.NvtxReason = nvtxEnabled()
 	if r.info.Nvtx {
 		ccfg.nvtx = 1
 	} else {

@@ -183,7 +183,7 @@ typedef struct {
   int nsnapshot_ranges;
   int flight_recorder;  // watch for failing CUDA calls (gpurrCudaError)
   uint32_t nan_dtypes;  // nan-scan: gpurr_job.nan_dtypes bits counted after each launch, 0 for none
-  int nvtx;  // record NVTX ranges (CUPTI's NVTX callback domain)
+  int nvtx;  // record NVTX ranges (the agent is NVTX's injection library)
   const char *driver_error;  // why internal/cuda could not open libcuda.so.1 (gp_driver_bind), NULL when it did
 } gp_config;
 

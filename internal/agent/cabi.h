@@ -20,7 +20,7 @@ typedef void *gp_CUgraphExec;
 typedef void *gp_CUpti_SubscriberHandle;
 
 // CUpti_CallbackDomain
-enum { GP_CB_DOMAIN_DRIVER_API = 1, GP_CB_DOMAIN_RESOURCE = 3, GP_CB_DOMAIN_NVTX = 5 };
+enum { GP_CB_DOMAIN_DRIVER_API = 1, GP_CB_DOMAIN_RESOURCE = 3 };
 // CUpti_ApiCallbackSite
 enum { GP_API_ENTER = 0, GP_API_EXIT = 1 };
 
@@ -269,35 +269,54 @@ enum {
   GP_DEV_ATTR_COMPUTE_CAPABILITY_MINOR = 76,
 };
 
-// ---- NVTX (CUPTI's NVTX callback domain) ----
+// ---- NVTX (the agent is NVTX's injection library) ----
 //
-// CUPTI implements the NVTX API when NVTX_INJECTION64_PATH names libcupti
-// (it exports InitializeInjectionNvtx2) and passes each call to the
-// subscriber as a gp_NvtxData; the parameter structs are those of CUPTI's
-// generated_nvtx_meta.h.
+// gpurr record points NVTX_INJECTION64_PATH at the agent. NVTX loads it on
+// the program's first NVTX call and calls InitializeInjectionNvtx2 with
+// its export table; the agent writes its own functions into the slots of
+// the core and core2 modules, so each nvtxRangePushA is one direct call
+// into nvtx.c. Values and layouts are those of nvtx3/nvtxDetail/nvtxTypes.h
+// and nvToolsExt.h (checked by layoutcheck).
 
-// CUpti_nvtx_api_trace_cbid values the agent enables.
+// NvtxExportTableID and NvtxCallbackModule
+enum { GP_NVTX_ETID_CALLBACKS = 1 };
+enum { GP_NVTX_CB_MODULE_CORE = 1, GP_NVTX_CB_MODULE_CORE2 = 5 };
+
+// NvtxCallbackIdCore: the slots of the core module the agent fills
 enum {
-  GP_CBID_NVTX_nvtxRangeStartA = 4,
-  GP_CBID_NVTX_nvtxRangeStartEx = 6,
-  GP_CBID_NVTX_nvtxRangeEnd = 7,
-  GP_CBID_NVTX_nvtxRangePushA = 8,
-  GP_CBID_NVTX_nvtxRangePushEx = 10,
-  GP_CBID_NVTX_nvtxRangePop = 11,
-  GP_CBID_NVTX_nvtxDomainRangeStartEx = 31,
-  GP_CBID_NVTX_nvtxDomainRangeEnd = 32,
-  GP_CBID_NVTX_nvtxDomainRangePushEx = 33,
-  GP_CBID_NVTX_nvtxDomainRangePop = 34,
-  GP_CBID_NVTX_nvtxDomainRegisterStringA = 39,
-  GP_CBID_NVTX_nvtxDomainCreateA = 41,
+  GP_NVTX_CBID_CORE_RangeStartEx = 4,
+  GP_NVTX_CBID_CORE_RangeStartA = 5,
+  GP_NVTX_CBID_CORE_RangeStartW = 6,
+  GP_NVTX_CBID_CORE_RangeEnd = 7,
+  GP_NVTX_CBID_CORE_RangePushEx = 8,
+  GP_NVTX_CBID_CORE_RangePushA = 9,
+  GP_NVTX_CBID_CORE_RangePushW = 10,
+  GP_NVTX_CBID_CORE_RangePop = 11,
 };
 
-// CUpti_NvtxData
+// NvtxCallbackIdCore2: the slots of the core2 (domain) module the agent fills
+enum {
+  GP_NVTX_CBID_CORE2_DomainRangeStartEx = 2,
+  GP_NVTX_CBID_CORE2_DomainRangeEnd = 3,
+  GP_NVTX_CBID_CORE2_DomainRangePushEx = 4,
+  GP_NVTX_CBID_CORE2_DomainRangePop = 5,
+  GP_NVTX_CBID_CORE2_DomainRegisterStringA = 10,
+  GP_NVTX_CBID_CORE2_DomainRegisterStringW = 11,
+  GP_NVTX_CBID_CORE2_DomainCreateA = 12,
+  GP_NVTX_CBID_CORE2_DomainCreateW = 13,
+};
+
+typedef void (*gp_NvtxFunctionPointer)(void);
+
+// NvtxExportTableCallbacks: GetModuleFunctionTable hands out a module's
+// table, an array of pointers to its function pointer slots.
 typedef struct {
-  const char *functionName;
-  const void *functionParams;
-  const void *functionReturnValue;
-} gp_NvtxData;
+  size_t struct_size;
+  int (*GetModuleFunctionTable)(int module, gp_NvtxFunctionPointer ***out_table, unsigned int *out_size);
+} gp_NvtxExportTableCallbacks;
+
+// NvtxGetExportTableFunc_t
+typedef const void *(*gp_NvtxGetExportTableFunc)(uint32_t exportTableId);
 
 typedef void *gp_nvtxDomainHandle;
 typedef void *gp_nvtxStringHandle;
@@ -325,49 +344,6 @@ typedef struct {
     gp_nvtxStringHandle registered;
   } message;
 } gp_nvtxEventAttributes;
-
-// nvtxRangePushA_params and nvtxRangeStartA_params
-typedef struct {
-  const char *message;
-} gp_nvtxMessageA_params;
-
-// nvtxRangePushEx_params and nvtxRangeStartEx_params
-typedef struct {
-  const gp_nvtxEventAttributes *eventAttrib;
-} gp_nvtxEx_params;
-
-// nvtxRangeEnd_params
-typedef struct {
-  uint64_t id;  // nvtxRangeId_t
-} gp_nvtxRangeEnd_params;
-
-// nvtxDomainRangePushEx_params and nvtxDomainRangeStartEx_params
-typedef struct {
-  gp_nvtxDomainHandle domain;
-  gp_nvtxEx_params core;
-} gp_nvtxDomainEx_params;
-
-// nvtxDomainRangeEnd_params
-typedef struct {
-  gp_nvtxDomainHandle domain;
-  gp_nvtxRangeEnd_params core;
-} gp_nvtxDomainRangeEnd_params;
-
-// nvtxDomainRangePop_params
-typedef struct {
-  gp_nvtxDomainHandle domain;
-} gp_nvtxDomainRangePop_params;
-
-// nvtxDomainCreateA_params
-typedef struct {
-  const char *name;
-} gp_nvtxDomainCreateA_params;
-
-// nvtxDomainRegisterStringA_params
-typedef struct {
-  gp_nvtxDomainHandle domain;
-  const char *string;
-} gp_nvtxDomainRegisterStringA_params;
 
 typedef void (*gp_CallbackFunc)(void *userdata, int domain, uint32_t cbid, const void *cbdata);
 typedef void (*gp_BufferRequestFunc)(uint8_t **buffer, size_t *size, size_t *maxNumRecords);

@@ -5,6 +5,7 @@ package agent
 #include <stdlib.h>
 #include "internal.h"
 #include "autograd.h"
+#include "nvtxhost.h"
 */
 import "C"
 
@@ -317,67 +318,36 @@ func startedVersions() (cupti uint32, driver int) {
 	return uint32(C.gp_cupti_version()), int(C.gp_driver_version())
 }
 
-// NVTX calls as CUPTI hands them to the agent's callback (nvtx.c), on the
-// calling thread, for tests of the range stack and its records. Parameters
-// live in C memory: they hold C pointers.
+// NVTX calls made the way NVTX makes them once the agent took its slots
+// (nvtxhost.h), on the calling thread, for tests of the range stack and its
+// records. Messages stay allocated, as a program's string literals do.
 
-// nvtxCall passes one NVTX call to gp_on_callback and frees params.
-func nvtxCall(cbid C.uint32_t, params, ret unsafe.Pointer) {
-	d := (*C.gp_NvtxData)(C.calloc(1, C.size_t(unsafe.Sizeof(C.gp_NvtxData{}))))
-	d.functionParams, d.functionReturnValue = params, ret
-	C.gp_on_callback(nil, C.GP_CB_DOMAIN_NVTX, cbid, unsafe.Pointer(d))
-	C.free(unsafe.Pointer(d))
-	C.free(params)
-}
+// nvtxInject hands the agent a fresh set of NVTX slot tables; false when
+// it refused them.
+func nvtxInject() bool { return C.nvtxhost_inject() == 1 }
 
-// setHandle stores an opaque NVTX handle, a number that is no Go pointer.
-func setHandle(field *C.gp_nvtxDomainHandle, h uintptr) { *(*uintptr)(unsafe.Pointer(field)) = h }
+// nvtxStart starts recording NVTX calls (gp_nvtx_start).
+func nvtxStart() { C.gp_nvtx_start() }
 
-func cAlloc[T any]() *T {
-	var zero T
-	return (*T)(C.calloc(1, C.size_t(unsafe.Sizeof(zero))))
-}
-
-// nvtxPushA is nvtxRangePushA(msg); the message stays allocated, as a
-// program's string literal does.
-func nvtxPushA(msg string) {
-	p := cAlloc[C.gp_nvtxMessageA_params]()
-	p.message = C.CString(msg)
-	nvtxCall(C.GP_CBID_NVTX_nvtxRangePushA, unsafe.Pointer(p), nil)
-}
+// nvtxPushA is nvtxRangePushA(msg), returning the range's level.
+func nvtxPushA(msg string) int { return int(C.nvtxhost_push_a(C.CString(msg))) }
 
 // nvtxPop is nvtxRangePop, or nvtxDomainRangePop(domain) for a domain.
-func nvtxPop(domain uintptr) {
+func nvtxPop(domain uintptr) int {
 	if domain == 0 {
-		nvtxCall(C.GP_CBID_NVTX_nvtxRangePop, C.calloc(1, 8), nil)
-		return
+		return int(C.nvtxhost_pop())
 	}
-	p := cAlloc[C.gp_nvtxDomainRangePop_params]()
-	setHandle(&p.domain, domain)
-	nvtxCall(C.GP_CBID_NVTX_nvtxDomainRangePop, unsafe.Pointer(p), nil)
+	return int(C.nvtxhost_domain_pop(C.uintptr_t(domain)))
 }
 
-// nvtxDomainCreate is nvtxDomainCreateA(name) returning handle.
-func nvtxDomainCreate(name string, handle uintptr) {
-	p := cAlloc[C.gp_nvtxDomainCreateA_params]()
-	p.name = C.CString(name)
-	nvtxReturning(C.GP_CBID_NVTX_nvtxDomainCreateA, unsafe.Pointer(p), uint64(handle))
+// nvtxDomainCreate is nvtxDomainCreateA(name), returning its handle.
+func nvtxDomainCreate(name string) uintptr {
+	return uintptr(C.nvtxhost_domain_create(C.CString(name)))
 }
 
-// nvtxReturning is nvtxCall for a call that returns a handle or an id.
-func nvtxReturning(cbid C.uint32_t, params unsafe.Pointer, v uint64) {
-	ret := cAlloc[C.uint64_t]()
-	*ret = C.uint64_t(v)
-	nvtxCall(cbid, params, unsafe.Pointer(ret))
-	C.free(unsafe.Pointer(ret))
-}
-
-// nvtxRegisterString is nvtxDomainRegisterStringA(domain, s) returning handle.
-func nvtxRegisterString(domain uintptr, s string, handle uintptr) {
-	p := cAlloc[C.gp_nvtxDomainRegisterStringA_params]()
-	setHandle(&p.domain, domain)
-	p.string = C.CString(s)
-	nvtxReturning(C.GP_CBID_NVTX_nvtxDomainRegisterStringA, unsafe.Pointer(p), uint64(handle))
+// nvtxRegisterString is nvtxDomainRegisterStringA(domain, s), returning its handle.
+func nvtxRegisterString(domain uintptr, s string) uintptr {
+	return uintptr(C.nvtxhost_register_string(C.uintptr_t(domain), C.CString(s)))
 }
 
 // nvtxDomainPush is nvtxDomainRangePushEx(domain, attributes) with an
@@ -392,24 +362,19 @@ func nvtxDomainPush(domain uintptr, msg string, registered uintptr, category uin
 		a.messageType = C.GP_NVTX_MESSAGE_ASCII
 		*(**C.char)(unsafe.Pointer(&a.message)) = C.CString(msg)
 	}
-	p := cAlloc[C.gp_nvtxDomainEx_params]()
-	setHandle(&p.domain, domain)
-	p.core.eventAttrib = a
-	nvtxCall(C.GP_CBID_NVTX_nvtxDomainRangePushEx, unsafe.Pointer(p), nil)
+	C.nvtxhost_domain_push_ex(C.uintptr_t(domain), a)
+	C.free(unsafe.Pointer(a))
 }
 
-// nvtxStartA is nvtxRangeStartA(msg) returning NVTX's range id id.
-func nvtxStartA(msg string, id uint64) {
-	p := cAlloc[C.gp_nvtxMessageA_params]()
-	p.message = C.CString(msg)
-	nvtxReturning(C.GP_CBID_NVTX_nvtxRangeStartA, unsafe.Pointer(p), id)
-}
+// nvtxStartA is nvtxRangeStartA(msg), returning its range id.
+func nvtxStartA(msg string) uint64 { return uint64(C.nvtxhost_start_a(C.CString(msg))) }
 
 // nvtxEnd is nvtxRangeEnd(id).
-func nvtxEnd(id uint64) {
-	p := cAlloc[C.gp_nvtxRangeEnd_params]()
-	p.id = C.uint64_t(id)
-	nvtxCall(C.GP_CBID_NVTX_nvtxRangeEnd, unsafe.Pointer(p), nil)
+func nvtxEnd(id uint64) { C.nvtxhost_end(C.uint64_t(id)) }
+
+func cAlloc[T any]() *T {
+	var zero T
+	return (*T)(C.calloc(1, C.size_t(unsafe.Sizeof(zero))))
 }
 
 // rangeCounters are the C side's NVTX range counters.

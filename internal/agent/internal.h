@@ -8,7 +8,7 @@
 //   callstack.c  each launch's callstack, each distinct stack described once
 //   activity.c   GPU timing: CUPTI's activity buffers into activity records
 //   memcap.c     memory capture (memcap.h)
-//   nvtx.c       NVTX ranges (CUPTI's NVTX callbacks) and the range a launch is in
+//   nvtx.c       NVTX ranges (the agent as NVTX's injection library) and the range a launch is in
 //   autograd.c   PyTorch's autograd context of a launch (autograd.h)
 //   pystack.c    the calling thread's Python frames (pystack.h)
 //   unwind.c     the calling thread's native frames (unwind.h)
@@ -247,10 +247,15 @@ int gp_in_agent_call(int enter);
 // launch record names (one TLS read on the launch path).
 extern GP_TLS uint64_t gp_range_current;
 
-// gp_nvtx_callback handles one of the NVTX callbacks gp_nvtx_cbids lists.
-void gp_nvtx_callback(uint32_t cbid, const gp_NvtxData *d);
-extern const uint32_t gp_nvtx_cbids[];
-extern const size_t gp_nvtx_ncbids;
+// gp_nvtx_inject fills the core and core2 slots of one NVTX instance with
+// the agent's functions (what InitializeInjectionNvtx2 does); 0 when its
+// export table is not what the agent knows.
+int gp_nvtx_inject(gp_NvtxGetExportTableFunc get);
+// gp_nvtx_injected is how many NVTX instances took the agent's functions.
+int gp_nvtx_injected(void);
+// gp_nvtx_start starts recording ranges, after naming the domains and
+// strings made before it.
+void gp_nvtx_start(void);
 
 // ---- callstack.c ----
 

@@ -554,10 +554,6 @@ void gp_on_callback(void *userdata, int domain, uint32_t cbid, const void *data)
 }
 
 static void dispatch(int domain, uint32_t cbid, const void *data) {
-  if (domain == GP_CB_DOMAIN_NVTX) {
-    gp_nvtx_callback(cbid, data);
-    return;
-  }
   if (domain == GP_CB_DOMAIN_DRIVER_API) {
     const gp_CallbackData *cb = data;
     if (is_launch(cbid)) {

@@ -1,13 +1,22 @@
-// NVTX ranges: CUPTI's NVTX callbacks on the program's threads. Each
+// NVTX ranges: the agent is NVTX's injection library (NVTX_INJECTION64_PATH
+// names it), so nvtxRangePushA and the rest call the functions below
+// directly on the program's threads, with no profiler in between. Each
 // thread keeps its open push/pop ranges as a stack (in its scratch), so a
 // launch names the innermost one with a single TLS read (gp_range_current).
 // Every open and close becomes a ring record; the Go writer pairs them and
 // names domains and registered strings from their own records.
 //
-// Limits: wide-character (W) messages are recorded without their text;
-// ranges nested deeper than GP_RANGE_DEPTH on one thread, and pops with no
-// push the agent saw (pushed before it started), are counted as dropped.
+// NVTX may load the agent before CUDA does (a range pushed before the first
+// CUDA call): calls before gp_nvtx_start are not recorded, but the domains
+// and strings created then are kept and named at the start.
+//
+// Limits: wide-character (W) messages and names are recorded without their
+// text; ranges nested deeper than GP_RANGE_DEPTH on one thread, and pops
+// with no push the agent saw (pushed before it started), are counted as
+// dropped.
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -15,6 +24,14 @@
 GP_TLS uint64_t gp_range_current;
 
 static _Atomic uint64_t next_range_id;
+
+// live is set once the agent records (gp_nvtx_start); NVTX calls before it
+// and in a forked child are answered but not recorded.
+static _Atomic int live;
+
+static inline int recording(void) {
+  return atomic_load_explicit(&live, memory_order_relaxed) && !gp_proc.forked_child;
+}
 
 enum { MESSAGE_CAP = 1024 };
 
@@ -105,16 +122,25 @@ static void push_end(uint64_t id, uint64_t nvtx_id, uint64_t domain) {
   if (!gp_ring_push(&r)) GP_COUNT(ranges_dropped, 1);
 }
 
-static void range_push(uint64_t domain, const message *m) {
+// level is how many ranges of domain are open below position i of s's stack:
+// NVTX numbers each domain's levels on their own.
+static int level(const gp_thread_scratch *s, uint32_t i, uint64_t domain) {
+  int n = 0;
+  while (i-- > 0) n += s->ranges[i].domain == domain;
+  return n;
+}
+
+// range_push opens a push/pop range and returns its level in its domain (0
+// outermost), as nvtxRangePush does; negative when the agent cannot keep it.
+static int range_push(uint64_t domain, const message *m) {
   gp_thread_scratch *s = gp_scratch();
   if (!s) {
     GP_COUNT(ranges_dropped, 1);
-    return;
+    return -1;
   }
   if (s->range_depth >= GP_RANGE_DEPTH) {  // too deep: its pop only undoes this
-    s->range_depth++;
     GP_COUNT(ranges_dropped, 1);
-    return;
+    return (int)s->range_depth++;
   }
   uint64_t id = atomic_fetch_add_explicit(&next_range_id, 1, memory_order_relaxed) + 1;
   s->ranges[s->range_depth].id = id;
@@ -123,122 +149,217 @@ static void range_push(uint64_t domain, const message *m) {
   // Launches name it even when its record is lost: the reader says the range is unknown.
   if (!push_open(id, gp_range_current, domain, 0, 1, m)) GP_COUNT(ranges_dropped, 1);
   gp_range_current = id;
+  return level(s, s->range_depth - 1, domain);
 }
 
-// range_pop closes the innermost open range of domain: NVTX nests each
-// domain's ranges on their own, so another domain's may be above it.
-static void range_pop(uint64_t domain) {
+// range_pop closes the innermost open range of domain (NVTX nests each
+// domain's ranges on their own, so another domain's may be above it) and
+// returns its level; negative when none is open.
+static int range_pop(uint64_t domain) {
   gp_thread_scratch *s = gp_scratch();
   if (!s || s->range_depth == 0) {
     GP_COUNT(ranges_dropped, 1);
-    return;
+    return -1;
   }
-  if (s->range_depth > GP_RANGE_DEPTH) {
-    s->range_depth--;
-    return;
-  }
+  if (s->range_depth > GP_RANGE_DEPTH) return (int)--s->range_depth;
   uint32_t i = s->range_depth;
   while (i > 0 && s->ranges[i - 1].domain != domain) i--;
   if (i == 0) {
     GP_COUNT(ranges_dropped, 1);
-    return;
+    return -1;
   }
   uint64_t id = s->ranges[i - 1].id;
   memmove(&s->ranges[i - 1], &s->ranges[i], (s->range_depth - i) * sizeof s->ranges[0]);
   s->range_depth--;
   gp_range_current = s->range_depth ? s->ranges[s->range_depth - 1].id : 0;
   push_end(id, 0, domain);
+  return level(s, i - 1, domain);
 }
 
-// range_start opens a start/end range: it does not nest, and NVTX's id
-// (the call's return value) names it to its end.
-static void range_start(uint64_t domain, const message *m, const void *ret) {
-  uint64_t nvtx_id = ret ? *(const uint64_t *)ret : 0;
+// range_start opens a start/end range: it does not nest, and the id it
+// returns to the program (NVTX's nvtxRangeId_t) names it to its end.
+static uint64_t range_start(uint64_t domain, const message *m) {
   uint64_t id = atomic_fetch_add_explicit(&next_range_id, 1, memory_order_relaxed) + 1;
-  if (!push_open(id, gp_range_current, domain, nvtx_id, 0, m)) GP_COUNT(ranges_dropped, 1);
+  if (!push_open(id, gp_range_current, domain, id, 0, m)) GP_COUNT(ranges_dropped, 1);
+  return id;
 }
 
-static void name_record(uint32_t kind, const void *ret, uint64_t domain, const char *name) {
-  if (!ret || !name) return;
+// A domain or registered string: the agent hands out its address as the
+// handle. Each is kept (the list), so those NVTX made before the agent
+// started are named when it starts.
+typedef struct named {
+  struct named *next;
+  uint64_t domain;  // of a registered string
+  uint32_t kind;    // GP_NVTX_NAME_*
+  char name[];      // empty for a wide-character name
+} named;
+
+// names, newest first, and the lock that orders a name's record before
+// any range that can use it: taken to add one, and to write those made
+// before the start.
+static named *names;
+static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void name_record(const named *n) {
   text_rec buf;
   gp_nvtx_name_rec *r = &buf.head.name;
-  uint32_t len = with_text(&buf, sizeof *r, name);
+  uint32_t len = with_text(&buf, sizeof *r, n->name);
   r->h.type = GP_REC_NVTX_NAME;
   r->h.size = gp_pad8(sizeof *r + len);
-  r->handle = (uint64_t)(uintptr_t)*(void *const *)ret;
-  r->domain = domain;
-  r->kind = kind;
+  r->handle = (uint64_t)(uintptr_t)n;
+  r->domain = n->domain;
+  r->kind = n->kind;
   r->len = len;
   gp_ring_push(r);
 }
 
-static inline uint64_t handle(gp_nvtxDomainHandle d) { return (uint64_t)(uintptr_t)d; }
-
-void gp_nvtx_callback(uint32_t cbid, const gp_NvtxData *d) {
-  const void *p = d->functionParams;
-  if (!p) return;
-  switch (cbid) {
-  case GP_CBID_NVTX_nvtxRangePushA: {
-    message m = of_ascii(((const gp_nvtxMessageA_params *)p)->message);
-    range_push(0, &m);
-    break;
-  }
-  case GP_CBID_NVTX_nvtxRangePushEx: {
-    message m = of_attributes(((const gp_nvtxEx_params *)p)->eventAttrib);
-    range_push(0, &m);
-    break;
-  }
-  case GP_CBID_NVTX_nvtxDomainRangePushEx: {
-    const gp_nvtxDomainEx_params *q = p;
-    message m = of_attributes(q->core.eventAttrib);
-    range_push(handle(q->domain), &m);
-    break;
-  }
-  case GP_CBID_NVTX_nvtxRangePop:
-    range_pop(0);
-    break;
-  case GP_CBID_NVTX_nvtxDomainRangePop:
-    range_pop(handle(((const gp_nvtxDomainRangePop_params *)p)->domain));
-    break;
-  case GP_CBID_NVTX_nvtxRangeStartA: {
-    message m = of_ascii(((const gp_nvtxMessageA_params *)p)->message);
-    range_start(0, &m, d->functionReturnValue);
-    break;
-  }
-  case GP_CBID_NVTX_nvtxRangeStartEx: {
-    message m = of_attributes(((const gp_nvtxEx_params *)p)->eventAttrib);
-    range_start(0, &m, d->functionReturnValue);
-    break;
-  }
-  case GP_CBID_NVTX_nvtxDomainRangeStartEx: {
-    const gp_nvtxDomainEx_params *q = p;
-    message m = of_attributes(q->core.eventAttrib);
-    range_start(handle(q->domain), &m, d->functionReturnValue);
-    break;
-  }
-  case GP_CBID_NVTX_nvtxRangeEnd:
-    push_end(0, ((const gp_nvtxRangeEnd_params *)p)->id, 0);
-    break;
-  case GP_CBID_NVTX_nvtxDomainRangeEnd: {
-    const gp_nvtxDomainRangeEnd_params *q = p;
-    push_end(0, q->core.id, handle(q->domain));
-    break;
-  }
-  case GP_CBID_NVTX_nvtxDomainCreateA:
-    name_record(GP_NVTX_NAME_DOMAIN, d->functionReturnValue, 0, ((const gp_nvtxDomainCreateA_params *)p)->name);
-    break;
-  case GP_CBID_NVTX_nvtxDomainRegisterStringA: {
-    const gp_nvtxDomainRegisterStringA_params *q = p;
-    name_record(GP_NVTX_NAME_STRING, d->functionReturnValue, handle(q->domain), q->string);
-    break;
-  }
-  }
+// new_name returns a handle for a domain or string named s (NULL: none).
+static void *new_name(uint32_t kind, uint64_t domain, const char *s) {
+  size_t len = s ? strnlen(s, MESSAGE_CAP - 1) : 0;
+  named *n = calloc(1, sizeof *n + len + 1);
+  if (!n) return NULL;  // NVTX's own answer when no tool is attached
+  n->kind = kind, n->domain = domain;
+  memcpy(n->name, s ? s : "", len);
+  pthread_mutex_lock(&names_lock);
+  n->next = names;
+  names = n;
+  if (recording()) name_record(n);
+  pthread_mutex_unlock(&names_lock);
+  return n;
 }
 
-const uint32_t gp_nvtx_cbids[] = {
-    GP_CBID_NVTX_nvtxRangePushA,         GP_CBID_NVTX_nvtxRangePushEx,        GP_CBID_NVTX_nvtxDomainRangePushEx,
-    GP_CBID_NVTX_nvtxRangePop,           GP_CBID_NVTX_nvtxDomainRangePop,     GP_CBID_NVTX_nvtxRangeStartA,
-    GP_CBID_NVTX_nvtxRangeStartEx,       GP_CBID_NVTX_nvtxDomainRangeStartEx, GP_CBID_NVTX_nvtxRangeEnd,
-    GP_CBID_NVTX_nvtxDomainRangeEnd,     GP_CBID_NVTX_nvtxDomainCreateA,      GP_CBID_NVTX_nvtxDomainRegisterStringA,
+static inline uint64_t handle(gp_nvtxDomainHandle d) { return (uint64_t)(uintptr_t)d; }
+
+// ---- the functions NVTX calls, one per slot the agent fills ----
+
+static int push_a(const char *msg) {
+  if (!recording()) return 0;
+  message m = of_ascii(msg);
+  return range_push(0, &m);
+}
+
+static int push_w(const void *msg) {
+  if (!recording()) return 0;
+  message m = {msg ? GP_RANGE_MSG_UNICODE : GP_RANGE_MSG_NONE, 0, NULL, 0};
+  return range_push(0, &m);
+}
+
+static int push_ex(const gp_nvtxEventAttributes *a) {
+  if (!recording()) return 0;
+  message m = of_attributes(a);
+  return range_push(0, &m);
+}
+
+static int pop(void) { return recording() ? range_pop(0) : 0; }
+
+static uint64_t start_a(const char *msg) {
+  if (!recording()) return 0;
+  message m = of_ascii(msg);
+  return range_start(0, &m);
+}
+
+static uint64_t start_w(const void *msg) {
+  if (!recording()) return 0;
+  message m = {msg ? GP_RANGE_MSG_UNICODE : GP_RANGE_MSG_NONE, 0, NULL, 0};
+  return range_start(0, &m);
+}
+
+static uint64_t start_ex(const gp_nvtxEventAttributes *a) {
+  if (!recording()) return 0;
+  message m = of_attributes(a);
+  return range_start(0, &m);
+}
+
+static void end(uint64_t id) {
+  if (recording() && id) push_end(0, id, 0);
+}
+
+static int domain_push_ex(gp_nvtxDomainHandle d, const gp_nvtxEventAttributes *a) {
+  if (!recording()) return 0;
+  message m = of_attributes(a);
+  return range_push(handle(d), &m);
+}
+
+static int domain_pop(gp_nvtxDomainHandle d) { return recording() ? range_pop(handle(d)) : 0; }
+
+static uint64_t domain_start_ex(gp_nvtxDomainHandle d, const gp_nvtxEventAttributes *a) {
+  if (!recording()) return 0;
+  message m = of_attributes(a);
+  return range_start(handle(d), &m);
+}
+
+static void domain_end(gp_nvtxDomainHandle d, uint64_t id) {
+  if (recording() && id) push_end(0, id, handle(d));
+}
+
+static gp_nvtxDomainHandle domain_create_a(const char *name) { return new_name(GP_NVTX_NAME_DOMAIN, 0, name); }
+static gp_nvtxDomainHandle domain_create_w(const void *name) {
+  (void)name;
+  return new_name(GP_NVTX_NAME_DOMAIN, 0, NULL);
+}
+
+static gp_nvtxStringHandle register_string_a(gp_nvtxDomainHandle d, const char *s) {
+  return new_name(GP_NVTX_NAME_STRING, handle(d), s);
+}
+static gp_nvtxStringHandle register_string_w(gp_nvtxDomainHandle d, const void *s) {
+  (void)s;
+  return new_name(GP_NVTX_NAME_STRING, handle(d), NULL);
+}
+
+typedef struct {
+  int module;
+  unsigned slot;
+  gp_NvtxFunctionPointer fn;
+} slot_fn;
+
+#define FN(f) ((gp_NvtxFunctionPointer)(f))
+static const slot_fn slots[] = {
+    {GP_NVTX_CB_MODULE_CORE, GP_NVTX_CBID_CORE_RangePushA, FN(push_a)},
+    {GP_NVTX_CB_MODULE_CORE, GP_NVTX_CBID_CORE_RangePushW, FN(push_w)},
+    {GP_NVTX_CB_MODULE_CORE, GP_NVTX_CBID_CORE_RangePushEx, FN(push_ex)},
+    {GP_NVTX_CB_MODULE_CORE, GP_NVTX_CBID_CORE_RangePop, FN(pop)},
+    {GP_NVTX_CB_MODULE_CORE, GP_NVTX_CBID_CORE_RangeStartA, FN(start_a)},
+    {GP_NVTX_CB_MODULE_CORE, GP_NVTX_CBID_CORE_RangeStartW, FN(start_w)},
+    {GP_NVTX_CB_MODULE_CORE, GP_NVTX_CBID_CORE_RangeStartEx, FN(start_ex)},
+    {GP_NVTX_CB_MODULE_CORE, GP_NVTX_CBID_CORE_RangeEnd, FN(end)},
+    {GP_NVTX_CB_MODULE_CORE2, GP_NVTX_CBID_CORE2_DomainRangePushEx, FN(domain_push_ex)},
+    {GP_NVTX_CB_MODULE_CORE2, GP_NVTX_CBID_CORE2_DomainRangePop, FN(domain_pop)},
+    {GP_NVTX_CB_MODULE_CORE2, GP_NVTX_CBID_CORE2_DomainRangeStartEx, FN(domain_start_ex)},
+    {GP_NVTX_CB_MODULE_CORE2, GP_NVTX_CBID_CORE2_DomainRangeEnd, FN(domain_end)},
+    {GP_NVTX_CB_MODULE_CORE2, GP_NVTX_CBID_CORE2_DomainCreateA, FN(domain_create_a)},
+    {GP_NVTX_CB_MODULE_CORE2, GP_NVTX_CBID_CORE2_DomainCreateW, FN(domain_create_w)},
+    {GP_NVTX_CB_MODULE_CORE2, GP_NVTX_CBID_CORE2_DomainRegisterStringA, FN(register_string_a)},
+    {GP_NVTX_CB_MODULE_CORE2, GP_NVTX_CBID_CORE2_DomainRegisterStringW, FN(register_string_w)},
 };
-const size_t gp_nvtx_ncbids = sizeof gp_nvtx_cbids / sizeof *gp_nvtx_cbids;
+#undef FN
+
+static _Atomic int injected;  // NVTX instances that took the agent's functions
+
+int gp_nvtx_inject(gp_NvtxGetExportTableFunc get) {
+  const gp_NvtxExportTableCallbacks *cb = get ? get(GP_NVTX_ETID_CALLBACKS) : NULL;
+  if (!cb || cb->struct_size < sizeof *cb || !cb->GetModuleFunctionTable) return 0;
+  for (int module = GP_NVTX_CB_MODULE_CORE; module <= GP_NVTX_CB_MODULE_CORE2; module += GP_NVTX_CB_MODULE_CORE2 - 1) {
+    gp_NvtxFunctionPointer **table = NULL;
+    unsigned size = 0;
+    if (!cb->GetModuleFunctionTable(module, &table, &size) || !table) return 0;
+    for (size_t i = 0; i < sizeof slots / sizeof *slots; i++)
+      if (slots[i].module == module && slots[i].slot < size && table[slots[i].slot]) *table[slots[i].slot] = slots[i].fn;
+  }
+  atomic_fetch_add_explicit(&injected, 1, memory_order_relaxed);
+  return 1;
+}
+
+int gp_nvtx_injected(void) { return atomic_load_explicit(&injected, memory_order_relaxed); }
+
+void gp_nvtx_start(void) {
+  pthread_mutex_lock(&names_lock);
+  for (named *p = names; p; p = p->next) name_record(p);
+  atomic_store_explicit(&live, 1, memory_order_release);
+  pthread_mutex_unlock(&names_lock);
+}
+
+// NVTX's entry point in an injection library (NVTX_INJECTION64_PATH); the
+// one symbol of nvtx.c the agent's library exports besides the driver's.
+__attribute__((visibility("default"))) int InitializeInjectionNvtx2(gp_NvtxGetExportTableFunc get) {
+  return gp_nvtx_inject(get);
+}

@@ -29,18 +29,20 @@ func newNvtxState() *nvtxState {
 		started: map[uint64]uint64{}}
 }
 
-// nvtxEnabled says whether NVTX calls reach the CUPTI library the agent
-// uses, and why not: NVTX loads the library NVTX_INJECTION64_PATH names
-// (gpurr record sets it to that library unless the user set it).
-func nvtxEnabled(cupti string) (bool, string) {
+// nvtxEnabled says whether NVTX calls reach the agent, and why not: NVTX
+// loads the injection library NVTX_INJECTION64_PATH names, and gpurr record
+// sets it to the agent's library (the one CUDA_INJECTION64_PATH names)
+// unless the user set it to another tool's.
+func nvtxEnabled() (bool, string) {
 	path := os.Getenv(agentenv.NVTXInjection)
 	if path == "" {
-		return false, agentenv.NVTXInjection + " is not set (gpurr record sets it to the CUPTI library)"
+		return false, agentenv.NVTXInjection + " is not set (gpurr record sets it to gpurr's agent)"
 	}
+	agent := os.Getenv(agentenv.Injection)
 	a, errA := os.Stat(path)
-	b, errB := os.Stat(cupti)
+	b, errB := os.Stat(agent)
 	if errA != nil || errB != nil || !os.SameFile(a, b) {
-		return false, fmt.Sprintf("%s names %s, not the CUPTI library gpurr uses (%s)", agentenv.NVTXInjection, path, cupti)
+		return false, fmt.Sprintf("%s names %s, not gpurr's agent (%s)", agentenv.NVTXInjection, path, agent)
 	}
 	return true, ""
 }
@@ -98,12 +100,13 @@ func (r *recorder) nvtxName(m *C.gp_nvtx_name_rec, raw []byte) {
 }
 
 // domainName is a domain handle's name: "" for the default domain (0), and
-// the handle in hex for a domain created before the agent started.
+// the handle in hex for a domain the agent has no name for (a wide-character
+// one).
 func (n *nvtxState) domainName(h uint64) string {
 	if h == 0 {
 		return ""
 	}
-	if name, ok := n.domains[h]; ok {
+	if name := n.domains[h]; name != "" {
 		return name
 	}
 	return fmt.Sprintf("domain %#x", h)

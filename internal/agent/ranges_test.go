@@ -1,38 +1,92 @@
 package agent
 
 import (
+	"sync"
 	"testing"
 
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
-// TestRangeRecords drives NVTX calls through the agent's callback on this
-// thread, as CUPTI would, and drains the ring into the writer: ranges nest
-// per domain, registered strings and domains are named, a start/end range
-// is closed through NVTX's id, and a pop with nothing open is counted.
+// nvtxRecording makes the agent NVTX's injection library for these tests'
+// NVTX calls and starts recording them, once for the process.
+var nvtxRecording = sync.OnceValue(func() bool {
+	ok := nvtxInject()
+	nvtxStart()
+	return ok
+})
+
+// TestRangeNamesBeforeStart: domains and strings NVTX makes before the
+// agent records (NVTX loaded it first) are named when it starts, and ranges
+// pushed before it are not recorded.
+func TestRangeNamesBeforeStart(t *testing.T) {
+	r := testRecorder(t)
+	cannedRing(1 << 16)
+	if !nvtxInject() {
+		t.Fatal("the agent refused NVTX's export table")
+	}
+	dom := nvtxDomainCreate("early")
+	str := nvtxRegisterString(dom, "early string")
+	if dom == 0 || str == 0 || dom == str {
+		t.Fatalf("handles %#x, %#x: want two, not 0", dom, str)
+	}
+	ranges0, _ := rangeCounters()
+	if nvtxPushA("before the start") != 0 || nvtxPop(0) != 0 {
+		t.Error("NVTX calls before the start did not answer 0")
+	}
+	if ranges, _ := rangeCounters(); ranges != ranges0 {
+		t.Skip("the agent was recording NVTX already (tests shuffled?)")
+	}
+	if !nvtxRecording() {
+		t.Fatal("the agent refused NVTX's export table")
+	}
+	nvtxDomainPush(dom, "", str, 0)
+	nvtxPop(dom)
+	r.drain()
+	if n := len(r.batch.Ranges); n != 1 {
+		t.Fatalf("ranges %v, want 1", r.batch.Ranges)
+	}
+	if g := r.batch.Ranges[0]; g.Domain != "early" || g.Message != "early string" {
+		t.Errorf("range %v: want domain early, message early string", g)
+	}
+}
+
+// TestRangeRecords drives NVTX calls through the agent's slots on this
+// thread, as NVTX would, and drains the ring into the writer: ranges nest
+// per domain and return their levels, registered strings and domains are
+// named, a start/end range is closed through the id it returned, and a pop
+// with nothing open is counted.
 func TestRangeRecords(t *testing.T) {
 	r := testRecorder(t)
 	cannedRing(1 << 16)
+	if !nvtxRecording() {
+		t.Fatal("the agent refused NVTX's export table")
+	}
 	ranges0, dropped0 := rangeCounters()
-	const dom, str = 0xd0d0, 0x5150
-	nvtxPushA("step 1")
-	nvtxDomainCreate("torch", dom)
-	nvtxRegisterString(dom, "backward", str)
+	first := nvtxPushA("step 1")
+	dom := nvtxDomainCreate("torch")
+	str := nvtxRegisterString(dom, "backward")
 	nvtxDomainPush(dom, "forward", 0, 7)
-	nvtxPushA("inner")
+	inner := nvtxPushA("inner")
 	nvtxDomainPush(dom, "", str, 0)
 	nvtxPop(dom) // backward
 	nvtxPop(dom) // forward, below inner
-	nvtxStartA("load", 77)
+	load := nvtxStartA("load")
 	r.drain()
-	r.writeFrame() // what follows closes ranges of an earlier frame
-	nvtxPop(0)     // inner
-	nvtxPop(0)     // step 1
-	nvtxEnd(77)
-	nvtxEnd(78) // no start seen
-	nvtxPop(0)  // nothing open
+	r.writeFrame()                   // what follows closes ranges of an earlier frame
+	if got := nvtxPop(0); got != 1 { // inner: levels count the ranges of its own domain
+		t.Errorf("pop of inner returned level %d, want 1", got)
+	}
+	nvtxPop(0) // step 1
+	nvtxEnd(load)
+	nvtxEnd(load + 1000) // no start seen
+	if got := nvtxPop(0); got >= 0 {
+		t.Errorf("pop with nothing open returned %d, want < 0", got)
+	}
 	r.drain()
 
+	if first != 0 || inner != 1 || load == 0 {
+		t.Errorf("levels %d, %d and range id %d: want 0, 1 and an id", first, inner, load)
+	}
 	ranges, dropped := rangeCounters()
 	if ranges-ranges0 != 5 || dropped-dropped0 != 1 {
 		t.Errorf("counters: %d ranges, %d dropped; want 5, 1", ranges-ranges0, dropped-dropped0)
@@ -40,17 +94,15 @@ func TestRangeRecords(t *testing.T) {
 	if r.nvtx.unmatched != 1 {
 		t.Errorf("%d unmatched ends, want 1", r.nvtx.unmatched)
 	}
+	if len(r.batch.RangeEnds) != 3 {
+		t.Fatalf("range ends %v, want 3 (inner, step 1, load)", r.batch.RangeEnds)
+	}
 	ends := map[uint64]bool{}
 	for _, e := range r.batch.RangeEnds {
 		ends[e.Id] = true
 	}
-	if len(r.batch.RangeEnds) != 3 {
-		t.Fatalf("range ends %v, want 3 (inner, step 1, load)", r.batch.RangeEnds)
-	}
-	for _, id := range []uint64{1, 3, 5} {
-		if !ends[id] {
-			t.Errorf("no end for range %d: %v", id, r.batch.RangeEnds)
-		}
+	if !ends[load] {
+		t.Errorf("no end for the start/end range %d: %v", load, r.batch.RangeEnds)
 	}
 }
 
@@ -59,11 +111,13 @@ func TestRangeRecords(t *testing.T) {
 func TestRangeOpenNames(t *testing.T) {
 	r := testRecorder(t)
 	cannedRing(1 << 16)
+	if !nvtxRecording() {
+		t.Fatal("the agent refused NVTX's export table")
+	}
 	r.drain()
 	first := nextRangeID(t, r)
-	const dom, str = 0xd1d1, 0x5151
-	nvtxDomainCreate("torch", dom)
-	nvtxRegisterString(dom, "backward", str)
+	dom := nvtxDomainCreate("torch")
+	str := nvtxRegisterString(dom, "backward")
 	nvtxPushA("step")
 	nvtxDomainPush(dom, "", str, 3)
 	nvtxPop(dom)

@@ -217,16 +217,7 @@ int gp_start(const gp_config *cfg, char *err, size_t errcap) {
     for (uint32_t cbid = 1; cfg->flight_recorder && cbid < 1024; cbid++)
       if (gp_mem_error_callback(cbid) && !enable(GP_CB_DOMAIN_DRIVER_API, &cbid, 1, err, errcap)) return 0;
   }
-  if (cfg->nvtx) {
-    // Without NVTX ranges the recording is still whole: say why and go on.
-    for (size_t i = 0; i < gp_nvtx_ncbids; i++) {
-      gp_CUptiResult r = gp_cupti.enableCallback(1, subscriber, GP_CB_DOMAIN_NVTX, gp_nvtx_cbids[i]);
-      if (r != 0) {
-        gp_logf(1, "NVTX ranges not recorded: cuptiEnableCallback(nvtx %u): %s", gp_nvtx_cbids[i], gp_cupti_error(r));
-        break;
-      }
-    }
-  }
+  if (cfg->nvtx) gp_nvtx_start();
   atexit(on_exit_flush);
   gp_activity_start(cfg->gpu_timing);
   return 1;

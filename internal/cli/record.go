@@ -187,7 +187,7 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 	if prev := os.Getenv("CUDA_INJECTION64_PATH"); prev != "" {
 		fmt.Fprintf(stderr, "gpurr: record: replacing CUDA_INJECTION64_PATH=%s for the recorded program\n", prev)
 	}
-	if add, note := nvtxEnv(cuptiLib, os.Getenv(agentenv.NVTXInjection)); add != "" {
+	if add, note := nvtxEnv(agentLib, os.Getenv(agentenv.NVTXInjection)); add != "" {
 		child.Env = append(child.Env, add)
 	} else {
 		fmt.Fprintln(stderr, note)
@@ -237,12 +237,12 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 	return nil
 }
 
-// nvtxEnv points NVTX at the CUPTI library the agent uses, so the program's
-// NVTX ranges reach the agent's callbacks. A library the user named already
-// (another tool's) is kept: then ranges are not recorded, and note says so.
-func nvtxEnv(cupti, prev string) (add, note string) {
-	if prev == "" || prev == cupti {
-		return agentenv.NVTXInjection + "=" + cupti, ""
+// nvtxEnv makes the agent NVTX's injection library, so the program's NVTX
+// calls reach it directly. A library the user named already (another
+// tool's) is kept: then ranges are not recorded, and note says so.
+func nvtxEnv(agent, prev string) (add, note string) {
+	if prev == "" || prev == agent {
+		return agentenv.NVTXInjection + "=" + agent, ""
 	}
 	return "", fmt.Sprintf("gpurr: record: warning: %s=%s is kept for the recorded program, so its NVTX ranges are not recorded (unset it to record them)", agentenv.NVTXInjection, prev)
 }

@@ -96,13 +96,14 @@ func TestPytorchAllocatorEnv(t *testing.T) {
 }
 
 func TestNvtxEnv(t *testing.T) {
-	const cupti = "/usr/local/cuda/lib64/libcupti.so.13"
+	const agent = "/opt/gpurr/bin/libgpurr.so"
 	for _, c := range []struct{ prev, add, note string }{
-		{"", "NVTX_INJECTION64_PATH=" + cupti, ""},
-		{cupti, "NVTX_INJECTION64_PATH=" + cupti, ""},
+		{"", "NVTX_INJECTION64_PATH=" + agent, ""},
+		{agent, "NVTX_INJECTION64_PATH=" + agent, ""},
 		{"/opt/nsight/libToolsInjection64.so", "", "NVTX ranges are not recorded"},
+		{"/usr/local/cuda/lib64/libcupti.so.13", "", "NVTX ranges are not recorded"},
 	} {
-		add, note := nvtxEnv(cupti, c.prev)
+		add, note := nvtxEnv(agent, c.prev)
 		if add != c.add || !strings.Contains(note, c.note) || (c.note == "") != (note == "") {
 			t.Errorf("nvtxEnv(%q) = %q, %q; want %q and a note with %q", c.prev, add, note, c.add, c.note)
 		}

@@ -42,8 +42,8 @@ const (
 	// InitializeInjection.
 	Injection = "CUDA_INJECTION64_PATH"
 	// NVTXInjection is read by NVTX, which loads the named library at the
-	// program's first NVTX call. Naming the CUPTI library the agent uses
-	// sends NVTX ranges to the agent's CUPTI callbacks.
+	// program's first NVTX call and calls its InitializeInjectionNvtx2.
+	// Naming the agent's library sends NVTX calls straight to the agent.
 	NVTXInjection = "NVTX_INJECTION64_PATH"
 )
 

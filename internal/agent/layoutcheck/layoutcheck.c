@@ -7,11 +7,10 @@
 #include <cuda.h>
 #include <cupti.h>
 #include <stddef.h>
-// CUPTI's NVTX parameter structs need NVTX's own types first.
-#if __has_include(<nvtx3/nvToolsExt.h>) && __has_include(<generated_nvtx_meta.h>)
+// NVTX's injection types come with its header-only implementation.
+#if __has_include(<nvtx3/nvToolsExt.h>)
 #include <nvtx3/nvToolsExt.h>
-#include <generated_nvtx_meta.h>
-#define HAVE_NVTX_META 1
+#define HAVE_NVTX 1
 #endif
 #include <stdio.h>
 
@@ -30,28 +29,36 @@ void check(const char *file, const char *what, size_t ours, size_t real) {
 
 #define CHECK_FILE "cabi.h"
 
-// check_nvtx compares the NVTX declarations (nvtx.c reads them), or says
-// once that the headers to compare them with are missing.
+// check_nvtx compares the NVTX injection declarations (nvtx.c fills NVTX's
+// slots by them), or says once that the header to compare them with is
+// missing.
 static void check_nvtx(void) {
-  SIZE(gp_NvtxData, CUpti_NvtxData);
-  FIELD(gp_NvtxData, CUpti_NvtxData, functionName);
-  FIELD(gp_NvtxData, CUpti_NvtxData, functionParams);
-  FIELD(gp_NvtxData, CUpti_NvtxData, functionReturnValue);
-  VALUE(GP_CBID_NVTX_nvtxRangeStartA, CUPTI_CBID_NVTX_nvtxRangeStartA);
-  VALUE(GP_CBID_NVTX_nvtxRangeStartEx, CUPTI_CBID_NVTX_nvtxRangeStartEx);
-  VALUE(GP_CBID_NVTX_nvtxRangeEnd, CUPTI_CBID_NVTX_nvtxRangeEnd);
-  VALUE(GP_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushA);
-  VALUE(GP_CBID_NVTX_nvtxRangePushEx, CUPTI_CBID_NVTX_nvtxRangePushEx);
-  VALUE(GP_CBID_NVTX_nvtxRangePop, CUPTI_CBID_NVTX_nvtxRangePop);
-  VALUE(GP_CBID_NVTX_nvtxDomainRangeStartEx, CUPTI_CBID_NVTX_nvtxDomainRangeStartEx);
-  VALUE(GP_CBID_NVTX_nvtxDomainRangeEnd, CUPTI_CBID_NVTX_nvtxDomainRangeEnd);
-  VALUE(GP_CBID_NVTX_nvtxDomainRangePushEx, CUPTI_CBID_NVTX_nvtxDomainRangePushEx);
-  VALUE(GP_CBID_NVTX_nvtxDomainRangePop, CUPTI_CBID_NVTX_nvtxDomainRangePop);
-  VALUE(GP_CBID_NVTX_nvtxDomainRegisterStringA, CUPTI_CBID_NVTX_nvtxDomainRegisterStringA);
-  VALUE(GP_CBID_NVTX_nvtxDomainCreateA, CUPTI_CBID_NVTX_nvtxDomainCreateA);
-#ifdef HAVE_NVTX_META
+#ifdef HAVE_NVTX
+  VALUE(GP_NVTX_ETID_CALLBACKS, NVTX_ETID_CALLBACKS);
+  VALUE(GP_NVTX_CB_MODULE_CORE, NVTX_CB_MODULE_CORE);
+  VALUE(GP_NVTX_CB_MODULE_CORE2, NVTX_CB_MODULE_CORE2);
+  VALUE(GP_NVTX_CBID_CORE_RangeStartEx, NVTX_CBID_CORE_RangeStartEx);
+  VALUE(GP_NVTX_CBID_CORE_RangeStartA, NVTX_CBID_CORE_RangeStartA);
+  VALUE(GP_NVTX_CBID_CORE_RangeStartW, NVTX_CBID_CORE_RangeStartW);
+  VALUE(GP_NVTX_CBID_CORE_RangeEnd, NVTX_CBID_CORE_RangeEnd);
+  VALUE(GP_NVTX_CBID_CORE_RangePushEx, NVTX_CBID_CORE_RangePushEx);
+  VALUE(GP_NVTX_CBID_CORE_RangePushA, NVTX_CBID_CORE_RangePushA);
+  VALUE(GP_NVTX_CBID_CORE_RangePushW, NVTX_CBID_CORE_RangePushW);
+  VALUE(GP_NVTX_CBID_CORE_RangePop, NVTX_CBID_CORE_RangePop);
+  VALUE(GP_NVTX_CBID_CORE2_DomainRangeStartEx, NVTX_CBID_CORE2_DomainRangeStartEx);
+  VALUE(GP_NVTX_CBID_CORE2_DomainRangeEnd, NVTX_CBID_CORE2_DomainRangeEnd);
+  VALUE(GP_NVTX_CBID_CORE2_DomainRangePushEx, NVTX_CBID_CORE2_DomainRangePushEx);
+  VALUE(GP_NVTX_CBID_CORE2_DomainRangePop, NVTX_CBID_CORE2_DomainRangePop);
+  VALUE(GP_NVTX_CBID_CORE2_DomainRegisterStringA, NVTX_CBID_CORE2_DomainRegisterStringA);
+  VALUE(GP_NVTX_CBID_CORE2_DomainRegisterStringW, NVTX_CBID_CORE2_DomainRegisterStringW);
+  VALUE(GP_NVTX_CBID_CORE2_DomainCreateA, NVTX_CBID_CORE2_DomainCreateA);
+  VALUE(GP_NVTX_CBID_CORE2_DomainCreateW, NVTX_CBID_CORE2_DomainCreateW);
+  SIZE(gp_NvtxExportTableCallbacks, NvtxExportTableCallbacks);
+  FIELD(gp_NvtxExportTableCallbacks, NvtxExportTableCallbacks, struct_size);
+  FIELD(gp_NvtxExportTableCallbacks, NvtxExportTableCallbacks, GetModuleFunctionTable);
   SIZE(gp_nvtxEventAttributes, nvtxEventAttributes_t);
   FIELD(gp_nvtxEventAttributes, nvtxEventAttributes_t, version);
+  FIELD(gp_nvtxEventAttributes, nvtxEventAttributes_t, size);
   FIELD(gp_nvtxEventAttributes, nvtxEventAttributes_t, category);
   FIELD(gp_nvtxEventAttributes, nvtxEventAttributes_t, payload);
   FIELD(gp_nvtxEventAttributes, nvtxEventAttributes_t, messageType);
@@ -59,25 +66,9 @@ static void check_nvtx(void) {
   VALUE(GP_NVTX_MESSAGE_ASCII, NVTX_MESSAGE_TYPE_ASCII);
   VALUE(GP_NVTX_MESSAGE_UNICODE, NVTX_MESSAGE_TYPE_UNICODE);
   VALUE(GP_NVTX_MESSAGE_REGISTERED, NVTX_MESSAGE_TYPE_REGISTERED);
-  SIZE(gp_nvtxMessageA_params, nvtxRangePushA_params);
-  FIELD(gp_nvtxMessageA_params, nvtxRangePushA_params, message);
-  FIELD(gp_nvtxMessageA_params, nvtxRangeStartA_params, message);
-  FIELD(gp_nvtxEx_params, nvtxRangePushEx_params, eventAttrib);
-  FIELD(gp_nvtxEx_params, nvtxRangeStartEx_params, eventAttrib);
-  SIZE(gp_nvtxRangeEnd_params, nvtxRangeEnd_params);
-  FIELD(gp_nvtxRangeEnd_params, nvtxRangeEnd_params, id);
-  FIELD(gp_nvtxDomainEx_params, nvtxDomainRangePushEx_params, domain);
-  FIELD(gp_nvtxDomainEx_params, nvtxDomainRangePushEx_params, core);
-  FIELD(gp_nvtxDomainEx_params, nvtxDomainRangeStartEx_params, domain);
-  FIELD(gp_nvtxDomainEx_params, nvtxDomainRangeStartEx_params, core);
-  FIELD(gp_nvtxDomainRangeEnd_params, nvtxDomainRangeEnd_params, domain);
-  FIELD(gp_nvtxDomainRangeEnd_params, nvtxDomainRangeEnd_params, core);
-  FIELD(gp_nvtxDomainRangePop_params, nvtxDomainRangePop_params, domain);
-  FIELD(gp_nvtxDomainCreateA_params, nvtxDomainCreateA_params, name);
-  FIELD(gp_nvtxDomainRegisterStringA_params, nvtxDomainRegisterStringA_params, domain);
-  FIELD(gp_nvtxDomainRegisterStringA_params, nvtxDomainRegisterStringA_params, string);
+  VALUE(sizeof(uint64_t), sizeof(nvtxRangeId_t));
 #else
-  printf("NOTE nvtx3/nvToolsExt.h or generated_nvtx_meta.h not found: NVTX parameter structs not checked\n");
+  printf("NOTE nvtx3/nvToolsExt.h not found: NVTX injection declarations not checked\n");
 #endif
 }
 
@@ -165,7 +156,6 @@ int main(void) {
 
   VALUE(GP_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_DRIVER_API);
   VALUE(GP_CB_DOMAIN_RESOURCE, CUPTI_CB_DOMAIN_RESOURCE);
-  VALUE(GP_CB_DOMAIN_NVTX, CUPTI_CB_DOMAIN_NVTX);
   check_nvtx();
   VALUE(GP_API_ENTER, CUPTI_API_ENTER);
   VALUE(GP_API_EXIT, CUPTI_API_EXIT);
