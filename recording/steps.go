@@ -1,6 +1,7 @@
 package recording
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -81,18 +82,19 @@ func NewStepper(stepRange string) (*Stepper, error) {
 	if stepRange != "" {
 		re, err := CompileStepRange(stepRange)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("step range %q: %v", stepRange, err)
 		}
 		s.re = re
 	}
 	return s, nil
 }
 
-// CompileStepRange compiles a step range's regular expression, with an error that names it.
+// CompileStepRange compiles a step range's regular expression; its error is one line, such
+// as "missing closing ): `(`", for the caller to say where the expression came from.
 func CompileStepRange(stepRange string) (*regexp.Regexp, error) {
 	re, err := regexp.Compile(stepRange)
 	if err != nil {
-		return nil, fmt.Errorf("step range %q: %v", stepRange, strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+		return nil, errors.New(strings.TrimPrefix(err.Error(), "error parsing regexp: "))
 	}
 	return re, nil
 }
