@@ -2,6 +2,7 @@ package recording
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -114,4 +115,27 @@ func (d *Data) AllRanges() []*Range {
 
 func sortRanges(rs []*Range) {
 	slices.SortFunc(rs, func(a, b *Range) int { return cmp.Compare(a.GetId(), b.GetId()) })
+}
+
+// RangePath reads p's ranges until the one with id and returns its path (Ranges.Path):
+// where a report names the range of one launch. It is "" when id is 0 or the range's record
+// was lost.
+func RangePath(p *Process, id uint64) (string, error) {
+	if id == 0 {
+		return "", nil
+	}
+	rs := NewRanges()
+	path := ""
+	_, err := p.Scan(func(b *pb.Batch) error {
+		rs.Add(b)
+		if path = rs.Path(id); path != "" {
+			return errStop
+		}
+		rs.TakeClosed() // a range's path is made when it opens, inside its open parents
+		return nil
+	})
+	if errors.Is(err, errStop) {
+		err = nil
+	}
+	return path, err
 }

@@ -34,7 +34,11 @@ type Process struct {
 	Info    *pb.Process
 	Version Version
 	Size    int64 // bytes in the events file when it was opened
-	setDir  string
+	// StepRange is the regular expression of NVTX range messages that number the process's
+	// training steps for its readers (Stepper): the one it was recorded with
+	// (Info.step_range), unless a reader sets another; "" for optimizer steps.
+	StepRange string
+	setDir    string
 
 	progress func(read int64) // bytes of the events file read so far, while scanning
 }
@@ -171,6 +175,7 @@ func openProcess(setDir, dir string) (*Process, error) {
 	if p.Info == nil {
 		return nil, fmt.Errorf("%s: recording holds no frame (the program was killed before its first write)", filepath.Join(dir, EventsFile))
 	}
+	p.StepRange = p.Info.GetStepRange()
 	return p, nil
 }
 

@@ -1,6 +1,10 @@
 package recording
 
 import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
@@ -54,6 +58,131 @@ func (s *StepCounter) Steps() int {
 	return s.ended
 }
 
+// Stepper numbers a process's launch calls by training step, the one rule every report
+// shares: a call's step is how many steps ended before it was made. Steps are the
+// torch.optim optimizer steps (StepCounter), or, with a step range, the NVTX ranges whose
+// message matches it, of any thread: a call made inside the k-th such range, counting from
+// 0, is step k when the ranges before it ended before it. A reader gives it each batch
+// (Add), then the batch's calls in seq order (EachCall).
+type Stepper struct {
+	re *regexp.Regexp // nil: optimizer steps
+
+	inStep map[uint64]bool // callstacks made inside an optimizer step, by id
+	steps  StepCounter
+
+	open    map[uint64]bool // matching ranges not ended yet, by id
+	ends    []uint64        // end_ns of the matching ranges that ended, sorted
+	matched int             // matching ranges seen
+}
+
+// NewStepper numbers steps by the NVTX ranges whose message matches stepRange, or by
+// optimizer steps when it is "".
+func NewStepper(stepRange string) (*Stepper, error) {
+	s := &Stepper{inStep: map[uint64]bool{}, open: map[uint64]bool{}}
+	if stepRange != "" {
+		re, err := CompileStepRange(stepRange)
+		if err != nil {
+			return nil, fmt.Errorf("step range %q: %v", stepRange, err)
+		}
+		s.re = re
+	}
+	return s, nil
+}
+
+// CompileStepRange compiles a step range's regular expression; its error is one line, such
+// as "missing closing ): `(`", for the caller to say where the expression came from.
+func CompileStepRange(stepRange string) (*regexp.Regexp, error) {
+	re, err := regexp.Compile(stepRange)
+	if err != nil {
+		return nil, errors.New(strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+	}
+	return re, nil
+}
+
+// Add takes a batch's callstacks, ranges and range ends, before its calls.
+func (s *Stepper) Add(b *pb.Batch) {
+	if s.re == nil {
+		for _, c := range b.GetCallstacks() {
+			s.inStep[c.GetId()] = InOptimizerStep(c)
+		}
+		return
+	}
+	for _, r := range b.GetRanges() {
+		if !s.re.MatchString(r.GetMessage()) {
+			continue
+		}
+		s.matched++
+		if r.GetEndNs() != 0 {
+			s.ended(r.GetEndNs())
+		} else {
+			s.open[r.GetId()] = true
+		}
+	}
+	for _, e := range b.GetRangeEnds() {
+		if s.open[e.GetId()] {
+			delete(s.open, e.GetId())
+			s.ended(e.GetEndNs())
+		}
+	}
+}
+
+func (s *Stepper) ended(ns uint64) {
+	i, _ := slices.BinarySearch(s.ends, ns)
+	s.ends = slices.Insert(s.ends, i, ns)
+}
+
+func (s *Stepper) call(callstack, hostNs uint64) int {
+	if s.re == nil {
+		return s.steps.Next(s.inStep[callstack])
+	}
+	// A range that ended before the call was made was written before it (the agent's ring
+	// is in time order), so its end is known by now.
+	n, _ := slices.BinarySearch(s.ends, hostNs)
+	return n
+}
+
+// Launch returns the step of a launch.
+func (s *Stepper) Launch(l *pb.Launch) int { return s.call(l.GetCallstackId(), l.GetHostNs()) }
+
+// GraphLaunch returns the step of a graph launch.
+func (s *Stepper) GraphLaunch(g *pb.GraphLaunch) int {
+	return s.call(g.GetCallstackId(), g.GetHostNs())
+}
+
+// Steps is how many steps the calls so far went through: optimizer steps that ended and the
+// one under way, or the matching ranges read so far.
+func (s *Stepper) Steps() int {
+	if s.re == nil {
+		return s.steps.Steps()
+	}
+	return s.matched
+}
+
+// Range is the step range's regular expression, "" for optimizer steps.
+func (s *Stepper) Range() string {
+	if s.re == nil {
+		return ""
+	}
+	return s.re.String()
+}
+
+// Unit says what a step is, for reports: "optimizer steps", or "ranges matching REGEX".
+func (s *Stepper) Unit() string {
+	if s.re == nil {
+		return "optimizer steps"
+	}
+	return fmt.Sprintf("ranges matching %q", s.re.String())
+}
+
+// NoneMatched is the warning a report gives when steps are numbered by a step range that
+// matched no NVTX range: every launch is step 0. It is "" otherwise.
+func (s *Stepper) NoneMatched() string {
+	if s.re == nil || s.matched > 0 {
+		return ""
+	}
+	return fmt.Sprintf("no NVTX range matches the step range %q: every launch is step 0", s.re.String())
+}
+
 // EachCall calls launch and graph for a batch's launches and graph launches, merged in seq
 // order (the order the program made the calls; each list is in it already).
 func EachCall(b *pb.Batch, launch func(*pb.Launch), graph func(*pb.GraphLaunch)) {
@@ -69,26 +198,24 @@ func EachCall(b *pb.Batch, launch func(*pb.Launch), graph func(*pb.GraphLaunch))
 	}
 }
 
-// StepOf reads p's launch calls in order and returns the step of launch seq (StepCounter) and
-// how many optimizer steps the whole recording went through; step is -1 when seq is not a
-// launch of p.
-func StepOf(p *Process, seq uint64) (step, steps int, err error) {
-	inStep := map[uint64]bool{}
-	var c StepCounter
+// StepOf reads p's launch calls in order and returns the step of launch seq (Stepper, with
+// p's StepRange) and the Stepper that numbered the whole recording (its Steps, its Unit);
+// step is -1 when seq is not a launch of p.
+func StepOf(p *Process, seq uint64) (step int, steps *Stepper, err error) {
+	if steps, err = NewStepper(p.StepRange); err != nil {
+		return -1, nil, err
+	}
 	step = -1
-	count := func(callstack, s uint64) {
-		n := c.Next(inStep[callstack])
+	count := func(n int, s uint64) {
 		if s == seq {
 			step = n
 		}
 	}
 	_, err = p.Scan(func(b *pb.Batch) error {
-		for _, cs := range b.Callstacks {
-			inStep[cs.GetId()] = InOptimizerStep(cs)
-		}
-		EachCall(b, func(l *pb.Launch) { count(l.GetCallstackId(), l.GetSeq()) },
-			func(g *pb.GraphLaunch) { count(g.GetCallstackId(), g.GetSeq()) })
+		steps.Add(b)
+		EachCall(b, func(l *pb.Launch) { count(steps.Launch(l), l.GetSeq()) },
+			func(g *pb.GraphLaunch) { count(steps.GraphLaunch(g), g.GetSeq()) })
 		return nil
 	})
-	return step, c.Steps(), err
+	return step, steps, err
 }

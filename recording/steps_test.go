@@ -1,6 +1,7 @@
 package recording_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/gpurr/gpurr/recording"
@@ -75,5 +76,72 @@ func TestEachCall(t *testing.T) {
 		if i >= len(got) || got[i] != want[i] {
 			t.Fatalf("calls %v, want %v", got, want)
 		}
+	}
+}
+
+// stepsOf numbers batches' launches with a Stepper for stepRange, batch by batch as a reader
+// streams them, and returns their steps in seq order.
+func stepsOf(t *testing.T, stepRange string, batches ...*pb.Batch) ([]int, *recording.Stepper) {
+	t.Helper()
+	s, err := recording.NewStepper(stepRange)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for _, b := range batches {
+		s.Add(b)
+		recording.EachCall(b, func(l *pb.Launch) { got = append(got, s.Launch(l)) },
+			func(g *pb.GraphLaunch) { got = append(got, 100+s.GraphLaunch(g)) })
+	}
+	return got, s
+}
+
+func TestStepperByRange(t *testing.T) {
+	// Thread 1 runs "step 0" and "step 1", each with a nested "forward" range (a pushed range
+	// closed in the frame it opened in); thread 2 opens "step 2" after both, and the second
+	// step's end comes in a later frame than its start. Launches are made at host times
+	// 15 (in step 0), 25 (between steps), 35 (in step 1), graph launch at 45 (in step 1),
+	// 60 (after step 1, in step 2 on the other thread), 90 (after all).
+	b1 := &pb.Batch{
+		Ranges: []*pb.Range{
+			{Id: 1, Tid: 1, Message: "step 0", StartNs: 10, EndNs: 20, Pushed: true},
+			{Id: 2, ParentId: 1, Tid: 1, Message: "forward", StartNs: 11, EndNs: 19, Pushed: true},
+			{Id: 3, Tid: 1, Message: "step 1", StartNs: 30, Pushed: true},
+			{Id: 4, ParentId: 3, Tid: 1, Message: "forward", StartNs: 31, EndNs: 40, Pushed: true},
+		},
+		Launches:      []*pb.Launch{{Seq: 1, HostNs: 15, RangeId: 2}, {Seq: 2, HostNs: 25}, {Seq: 3, HostNs: 35, RangeId: 4}},
+		GraphLaunches: []*pb.GraphLaunch{{Seq: 4, HostNs: 45, RangeId: 3}},
+	}
+	b2 := &pb.Batch{
+		Ranges:    []*pb.Range{{Id: 5, Tid: 2, Message: "step 2", StartNs: 55, EndNs: 80, Pushed: true}},
+		RangeEnds: []*pb.RangeEnd{{Id: 3, EndNs: 50}},
+		Launches:  []*pb.Launch{{Seq: 5, HostNs: 60, Tid: 1}, {Seq: 6, HostNs: 90}},
+	}
+	got, s := stepsOf(t, `^step \d+$`, b1, b2)
+	if want := []int{0, 1, 1, 101, 2, 3}; !slices.Equal(got, want) {
+		t.Errorf("steps %v, want %v", got, want)
+	}
+	if s.Steps() != 3 || s.Unit() != `ranges matching "^step \\d+$"` || s.NoneMatched() != "" {
+		t.Errorf("%d steps of %s; none matched: %q", s.Steps(), s.Unit(), s.NoneMatched())
+	}
+	// Nested ranges that both match count one step each.
+	got, _ = stepsOf(t, "step|forward", b1, b2)
+	if want := []int{0, 2, 2, 103, 4, 5}; !slices.Equal(got, want) {
+		t.Errorf("nested matching ranges: steps %v, want %v", got, want)
+	}
+	// A range that matches nothing: all step 0, and reports warn.
+	got, s = stepsOf(t, "^train_step$", b1, b2)
+	if want := []int{0, 0, 0, 100, 0, 0}; !slices.Equal(got, want) {
+		t.Errorf("no match: steps %v, want %v", got, want)
+	}
+	if want := `no NVTX range matches the step range "^train_step$": every launch is step 0`; s.NoneMatched() != want || s.Steps() != 0 {
+		t.Errorf("no match: %d steps, warning %q", s.Steps(), s.NoneMatched())
+	}
+	// Without a step range, optimizer steps: none here, and no warning.
+	if _, s = stepsOf(t, "", b1, b2); s.Steps() != 0 || s.NoneMatched() != "" || s.Unit() != "optimizer steps" {
+		t.Errorf("optimizer steps: %d, %q, %q", s.Steps(), s.NoneMatched(), s.Unit())
+	}
+	if _, err := recording.NewStepper("step ("); err == nil || err.Error() != "step range \"step (\": missing closing ): `step (`" {
+		t.Errorf("bad step range: %v", err)
 	}
 }

@@ -103,6 +103,7 @@ type config struct {
 	memory    agentenv.MemoryConfig
 	hang      time.Duration // report launches unfinished this long; 0: never
 	hangKill  bool
+	stepRange string // NVTX range messages that are training steps, for readers (GPURR_STEP_RANGE)
 }
 
 func configFromEnv() (config, error) {
@@ -111,6 +112,7 @@ func configFromEnv() (config, error) {
 		kernels:   os.Getenv(agentenv.Kernels),
 		callstack: os.Getenv(agentenv.Callstack),
 		ringBytes: defaultRingBytes,
+		stepRange: os.Getenv(agentenv.StepRange),
 	}
 	if cfg.cupti == "" {
 		return cfg, fmt.Errorf("%s is not set (run the program through gpurr record)", agentenv.CUPTI)
@@ -192,6 +194,9 @@ func configFromEnv() (config, error) {
 			return cfg, fmt.Errorf("%s: %v", agentenv.Kernels, err)
 		}
 		kernelFilter = re
+	}
+	if _, err := regexp.Compile(cfg.stepRange); err != nil {
+		return cfg, fmt.Errorf("%s: %v", agentenv.StepRange, err)
 	}
 	return cfg, nil
 }

@@ -136,6 +136,7 @@ func processInfo(cfg config) *pb.Process {
 		CuptiPath:       cfg.cupti,
 		CallstackMode:   cfg.callstack,
 		KernelFilter:    cfg.kernels,
+		StepRange:       cfg.stepRange,
 		GpuTiming:       cfg.gpuTiming,
 		GpuTimingSerial: cfg.serial,
 		GpuTimingSample: cfg.sample,

@@ -52,6 +52,7 @@ Exit status: 0 when the runs agree, 1 when they part ways, 2 on bad input.`,
 	f.IntVar(&o.elements, "elements", 8, "differing elements to show per region (with --dtype)")
 	f.IntVar(&o.unmatched, "unmatched", 5, "launches present in one run only to list by name (all are counted)")
 	f.IntVar(&o.frames, "frames", 6, "Python frames of each callstack to show, innermost first")
+	addStepRangeFlag(cmd)
 	return cmd
 }
 
@@ -114,6 +115,9 @@ func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 			}
 			if !r.Complete {
 				warnf(cmd, "%s is incomplete; comparing what it holds", r.Process.Dir)
+			}
+			if none := r.Steps.NoneMatched(); none != "" {
+				warnf(cmd, "%s: %s", r.Process.Dir, none)
 			}
 		}
 		res := diff.Align(a, b)
@@ -264,15 +268,40 @@ func rankLabel(p *recording.Process, label string) string {
 }
 
 // writeStep says in which training step a matched pair of launches ran, when the runs went
-// through optimizer steps (torch.optim).
+// through steps (optimizer steps, or the ranges --step-range names).
 func writeStep(w io.Writer, a *diff.Run, la diff.Launch, b *diff.Run, lb diff.Launch) {
-	switch {
-	case a.Steps == 0 && b.Steps == 0:
-	case la.Step == lb.Step:
-		fmt.Fprintf(w, "  step     %d of A's %d and B's %d (optimizer steps ended before it)\n", la.Step, a.Steps, b.Steps)
-	default:
-		fmt.Fprintf(w, "  step     %d of A's %d, %d of B's %d (optimizer steps ended before it)\n", la.Step, a.Steps, lb.Step, b.Steps)
+	na, nb := a.Steps.Steps(), b.Steps.Steps()
+	unit := a.Steps.Unit()
+	if u := b.Steps.Unit(); u != unit {
+		unit = fmt.Sprintf("A's %s, B's %s", unit, u)
 	}
+	switch {
+	case na == 0 && nb == 0:
+	case la.Step == lb.Step:
+		fmt.Fprintf(w, "  step     %d of A's %d and B's %d (%s ended before it)\n", la.Step, na, nb, unit)
+	default:
+		fmt.Fprintf(w, "  step     %d of A's %d, %d of B's %d (%s ended before it)\n", la.Step, na, lb.Step, nb, unit)
+	}
+}
+
+// writeRange names the NVTX range a launch of each run was made in, by its path; nothing when
+// neither was made in one.
+func writeRange(w io.Writer, a *recording.Process, la *pb.Launch, b *recording.Process, lb *pb.Launch) error {
+	pa, err := recording.RangePath(a, la.GetRangeId())
+	if err != nil {
+		return err
+	}
+	pathB, err := recording.RangePath(b, lb.GetRangeId())
+	if err != nil {
+		return err
+	}
+	switch {
+	case pa == pathB && pa != "":
+		fmt.Fprintf(w, "  range    %s\n", pa)
+	case pa != pathB:
+		fmt.Fprintf(w, "  range    %s in A, %s in B\n", cmp.Or(pa, "(none)"), cmp.Or(pathB, "(none)"))
+	}
+	return nil
 }
 
 // reportLaunchDivergence compares what two runs launched, for recordings without memory
@@ -314,8 +343,13 @@ func reportLaunchDivergence(w io.Writer, o diffOptions, label string, a, b *diff
 	at := first.run.Process.Info.GetStartUnixNs() + first.into
 	fmt.Fprintf(w, "%s: the runs part ways in what they launch: launch %d of %s has no counterpart in %s\n", label, first.launch.Seq, first.name, first.other)
 	fmt.Fprintf(w, "  kernel   %s (stream %d)\n", first.run.KernelName(first.launch), first.launch.Stream)
-	if first.run.Steps > 0 {
-		fmt.Fprintf(w, "  step     %d of %s's %d (optimizer steps ended before it)\n", first.launch.Step, first.name, first.run.Steps)
+	if n := first.run.Steps.Steps(); n > 0 {
+		fmt.Fprintf(w, "  step     %d of %s's %d (%s ended before it)\n", first.launch.Step, first.name, n, first.run.Steps.Unit())
+	}
+	if path, err := recording.RangePath(first.run.Process, first.side.Launch.GetRangeId()); err != nil {
+		return 0, false, err
+	} else if path != "" {
+		fmt.Fprintf(w, "  range    %s\n", path)
 	}
 	writeOrigin(w, first.name, first.side.Launch, first.side.Callstack, first.side.Forward, o.frames)
 	fmt.Fprintf(w, "  %s matched (memory not compared)\n", info.Count(res.Matched, "launch"))
@@ -337,6 +371,9 @@ func reportDivergence(w io.Writer, o diffOptions, dt *dtype.Type, label string, 
 	fmt.Fprintf(w, "%s: the runs part ways at launch %d of A and %d of B: the memory after it differs\n", label, la.Seq, lb.Seq)
 	fmt.Fprintf(w, "  kernel   %s (stream %d)\n", a.KernelName(la), la.Stream)
 	writeStep(w, a, la, b, lb)
+	if err := writeRange(w, a.Process, sa.Launch, b.Process, sb.Launch); err != nil {
+		return 0, err
+	}
 	writeOrigin(w, "A", sa.Launch, sa.Callstack, sa.Forward, o.frames)
 	writeOrigin(w, "B", sb.Launch, sb.Callstack, sb.Forward, o.frames)
 	regions, err := diff.Differences(sa, sb, dt, o.elements)

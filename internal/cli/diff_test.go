@@ -25,8 +25,9 @@ type fakeLaunch struct {
 	kernel uint64 // 1: fill, 2: scatter_add, 3: warm-up
 	line   uint32
 	after  []byte
-	before []byte // snapshot mode: the region before the launch, nil for none
-	optim  bool   // made inside a torch.optim optimizer's step()
+	before []byte   // snapshot mode: the region before the launch, nil for none
+	optim  bool     // made inside a torch.optim optimizer's step()
+	ranges []string // the NVTX push/pop ranges it was made in, outermost first; a launch shares those it has in common with the launch before
 }
 
 var fakeKernels = map[uint64]string{1: "fill_kernel", 2: "scatter_add_kernel", 3: "warmup_kernel"}
@@ -75,14 +76,39 @@ func writeProc(t *testing.T, dir string, proc *pb.Process, mode string, launches
 	for id, name := range fakeKernels {
 		b.Kernels = append(b.Kernels, &pb.Kernel{Id: id, Identity: 1000 + id, Name: name})
 	}
+	// open are the ranges open on the program's one thread, outermost first. Launches are 1 ms
+	// apart: a range closes 100 us after its last launch, and opens 100 us before its first.
+	var open []*pb.Range
+	closeTo := func(depth int, ns uint64) {
+		for len(open) > depth {
+			open[len(open)-1].EndNs = ns
+			open = open[:len(open)-1]
+		}
+	}
 	for i, l := range launches {
 		seq := uint64(i + 1)
+		same := 0
+		for same < len(open) && same < len(l.ranges) && open[same].Message == l.ranges[same] {
+			same++
+		}
+		closeTo(same, seq*1e6-100_000)
+		for _, name := range l.ranges[same:] {
+			r := &pb.Range{Id: uint64(len(b.Ranges) + 1), Tid: 7, Message: name, StartNs: seq*1e6 - 100_000 + uint64(len(open)), Pushed: true}
+			if len(open) > 0 {
+				r.ParentId = open[len(open)-1].Id
+			}
+			b.Ranges, open = append(b.Ranges, r), append(open, r)
+		}
+		rangeID := uint64(0)
+		if len(open) > 0 {
+			rangeID = open[len(open)-1].Id
+		}
 		stack := &pb.Callstack{Id: uint64(l.line), Frames: []*pb.Frame{{Kind: pb.Frame_PYTHON, File: "train.py", Line: l.line, Function: "step"}}}
 		if l.optim {
 			stack.Frames = append([]*pb.Frame{{Kind: pb.Frame_PYTHON, File: "/venv/lib/python3.12/site-packages/torch/optim/sgd.py", Line: 80, Function: "step"}}, stack.Frames...)
 		}
 		b.Callstacks = append(b.Callstacks, stack)
-		b.Launches = append(b.Launches, &pb.Launch{Seq: seq, KernelId: l.kernel, CallstackId: stack.Id, HostNs: seq * 1e6,
+		b.Launches = append(b.Launches, &pb.Launch{Seq: seq, KernelId: l.kernel, CallstackId: stack.Id, HostNs: seq * 1e6, RangeId: rangeID,
 			Regions: []*pb.Region{{Address: 0x7000_0000 + seq<<20, Size: uint64(len(l.after)), ParamOffsets: []uint32{0}}}})
 		if mode == "" {
 			continue
@@ -103,6 +129,7 @@ func writeProc(t *testing.T, dir string, proc *pb.Process, mode string, launches
 		}
 		b.Memory = append(b.Memory, &pb.MemoryState{LaunchSeq: seq, Point: pb.MemoryState_AFTER, Regions: []*pb.RegionState{rs}, Snapshot: store != nil})
 	}
+	closeTo(0, uint64(len(launches)+1)*1e6)
 	b.Stats = &pb.Stats{Launches: uint64(len(launches))}
 	b.End = &pb.End{Reason: "exit"}
 	if err := w.Write(b); err != nil {
@@ -203,7 +230,33 @@ func TestDiff(t *testing.T) {
 		"the runs part ways at launch 4 of A and 4 of B",
 		"  step     1 of A's 1 and B's 1 (optimizer steps ended before it)")
 
+	// A loop of NVTX ranges "step 0", "step 1", each with a forward and a backward range: the
+	// report names the range of the launch where the runs part ways, and with --step-range the
+	// step, numbered by those ranges.
+	ranged := func(sum float32) string {
+		ls := trainRun(sum, false)
+		for i, r := range [][]string{{"step 0", "forward"}, {"step 0", "backward"}, {"step 1", "forward"}, {"step 1", "backward"}} {
+			ls[i].ranges = r
+		}
+		return writeRun(t, "hash", ls)
+	}
+	ra, rb := ranged(1.5), ranged(2)
+	code, out, errs = runCLI("diff", ra, rb)
+	expectOutput(t, "diverging in a range", code, 1, out, errs, "\n  range    step 1 / forward\n")
+	if strings.Contains(out, "step     ") || errs != "" {
+		t.Errorf("steps without optimizer steps or --step-range:\n%s%s", out, errs)
+	}
+	code, out, errs = runCLI("diff", "--step-range", "^step [0-9]+$", ra, rb)
+	expectOutput(t, "diverging in step 1 of the ranges", code, 1, out, errs,
+		"\n  step     1 of A's 2 and B's 2 (ranges matching \"^step [0-9]+$\" ended before it)\n  range    step 1 / forward\n")
+	code, out, errs = runCLI("diff", "--step-range", "^train_step$", ra, rb)
+	expectOutput(t, "a step range that matches nothing", code, 1, out, errs, "\n  range    step 1 / forward\n")
+	if strings.Contains(out, "step     ") || !strings.Contains(errs, `no NVTX range matches the step range "^train_step$": every launch is step 0`) {
+		t.Errorf("a step range that matches nothing: want a warning and no step:\n%s%s", out, errs)
+	}
+
 	expectUsageErrors(t, []usageCase{
+		{[]string{"diff", "--step-range", "step (", same1, same2}, "gpurr: diff: --step-range: missing closing ): `step (`"},
 		{[]string{"diff", "--dtype", "f8", same1, same2}, "unknown dtype \"f8\""},
 		{[]string{"diff", same1, filepath.Join(t.TempDir(), "missing")}, "no such file"},
 		{[]string{"diff", same1}, "want two recordings, got 1 argument"},

@@ -55,5 +55,6 @@ every column.`,
 		},
 	}
 	cmd.Flags().StringVar(&dir, "parquet", "", "folder to write the Parquet tables into (must not exist or be empty)")
+	addStepRangeFlag(cmd)
 	return cmd
 }

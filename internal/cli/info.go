@@ -45,6 +45,7 @@ failed record is reported first, marked !!, and the command exits with 1.`,
 	}
 	cmd.Flags().StringVar(&format, "format", "table", "output format: table or json")
 	completeValues(cmd, "format", "table", "json")
+	addStepRangeFlag(cmd)
 	return cmd
 }
 

@@ -23,11 +23,35 @@ func openRecording(cmd *cobra.Command, path string) (*recording.Set, error) {
 	if err != nil {
 		return nil, usageErrorf("%s: %v", cmd.Name(), err)
 	}
+	if f := cmd.Flags().Lookup(stepRangeFlag); f != nil && f.Changed {
+		for _, p := range set.Processes {
+			p.StepRange = f.Value.String()
+		}
+	}
 	for _, d := range set.Damaged {
 		warnf(cmd, "%v; reading the other processes", d)
 	}
 	showProgress(set, path)
 	return set, nil
+}
+
+// stepRangeFlag is the flag of the verbs that number launches by training step: it names the
+// NVTX ranges that are the steps, in place of those the recording was made with
+// (recording.Process.StepRange).
+const stepRangeFlag = "step-range"
+
+// addStepRangeFlag gives cmd --step-range, checked when the flags are parsed; openRecording
+// applies it.
+func addStepRangeFlag(cmd *cobra.Command) {
+	cmd.Flags().String(stepRangeFlag, "", "number training steps by the NVTX ranges whose message matches this regular expression (for a recording made with another or without: gpurr record --step-range); default: the recording's, else torch.optim optimizer steps")
+	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		if re, _ := cmd.Flags().GetString(stepRangeFlag); re != "" {
+			if _, err := recording.CompileStepRange(re); err != nil {
+				return usageErrorf("%s: --%s: %v", cmd.Name(), stepRangeFlag, err)
+			}
+		}
+		return nil
+	}
 }
 
 // progressMinBytes is the recording size from which reading takes long

@@ -48,6 +48,7 @@ launch. Exit status: 1 when it finds one, 0 when none, 2 on bad input.`,
 	completeValues(cmd, "dtype", "f32", "f64", "f16", "bf16")
 	f.StringVar(&o.process, "process", "", "process of a multi-process recording: its directory name, pid or rank")
 	f.IntVar(&o.frames, "frames", 6, "Python frames of the callstack to show, innermost first")
+	addStepRangeFlag(cmd)
 	return cmd
 }
 
@@ -97,8 +98,21 @@ func runNan(cmd *cobra.Command, o nanOptions, path string) error {
 	}
 	fmt.Fprintf(w, "%s: NaN or Inf first after launch %d (the %d %s before it hold none)\n", proc.Name, l.GetSeq(), st.Launches-1, looked)
 	fmt.Fprintf(w, "  kernel   %s\n", kernel)
-	if step, steps, err := recording.StepOf(proc, l.GetSeq()); err == nil && steps > 0 && step >= 0 {
-		fmt.Fprintf(w, "  step     %d of %d (optimizer steps ended before it)\n", step, steps)
+	step, steps, err := recording.StepOf(proc, l.GetSeq())
+	if err != nil {
+		return usageErrorf("nan: %v", err)
+	}
+	if n := steps.Steps(); n > 0 && step >= 0 {
+		fmt.Fprintf(w, "  step     %d of %d (%s ended before it)\n", step, n, steps.Unit())
+	} else if none := steps.NoneMatched(); none != "" {
+		warnf(cmd, "%s: %s", proc.Dir, none)
+	}
+	inRange, err := recording.RangePath(proc, l.GetRangeId())
+	if err != nil {
+		return usageErrorf("nan: %v", err)
+	}
+	if inRange != "" {
+		fmt.Fprintf(w, "  range    %s\n", inRange)
 	}
 	writeOrigin(w, "at", l, found.Callstack, found.Forward, o.frames)
 	for _, r := range found.Regions {

@@ -30,11 +30,28 @@ func TestNan(t *testing.T) {
 	code, out, errs = runCLI("nan", writeRun(t, "snapshot", stepped), "--dtype", "f32")
 	expectOutput(t, "NaN in step 1", code, 1, out, errs, "NaN or Inf first after launch 4", "  step     1 of 1 (optimizer steps ended before it)")
 	code, out, _ = runCLI("nan", nan, "--dtype", "f32")
-	if code != 1 || strings.Contains(out, "step     ") {
-		t.Errorf("a run without optimizer steps names a step: exit %d\n%s", code, out)
+	if code != 1 || strings.Contains(out, "step     ") || strings.Contains(out, "range    ") {
+		t.Errorf("a run without optimizer steps or ranges names a step or a range: exit %d\n%s", code, out)
+	}
+	// Steps numbered by NVTX ranges: the NaN came in the second "iter", in its "loss" range.
+	for i, r := range [][]string{{"iter", "forward"}, {"iter", "loss"}} {
+		ls[i].ranges = r
+	}
+	ls = append(ls[:2:2], append([]fakeLaunch{{kernel: 1, line: 13, after: floats(0), ranges: []string{"eval"}}}, ls[2:]...)...)
+	ls[3].ranges = []string{"iter", "loss"}
+	iters := writeRun(t, "snapshot", ls)
+	code, out, errs = runCLI("nan", iters, "--dtype", "f32", "--step-range", "^iter$")
+	expectOutput(t, "NaN in a step range", code, 1, out, errs, "NaN or Inf first after launch 4",
+		"\n  step     1 of 2 (ranges matching \"^iter$\" ended before it)\n  range    iter / loss\n")
+	code, out, errs = runCLI("nan", iters, "--dtype", "f32")
+	expectOutput(t, "NaN in a range", code, 1, out, errs, "\n  kernel   scatter_add_kernel\n  range    iter / loss\n")
+	code, _, errs = runCLI("nan", iters, "--dtype", "f32", "--step-range", "nothing")
+	if code != 1 || !strings.Contains(errs, `no NVTX range matches the step range "nothing": every launch is step 0`) {
+		t.Errorf("a step range that matches nothing: exit %d, stderr %q", code, errs)
 	}
 
 	expectUsageErrors(t, []usageCase{
+		{[]string{"nan", nan, "--step-range", "("}, "gpurr: nan: --step-range: missing closing ): `(`"},
 		{[]string{"nan", writeRun(t, "hash", trainRun(1, false))}, "recorded without snapshots or NaN counts: record with --memory hash --nan-scan f32,bf16,f16 (or --memory snapshot)"},
 		{[]string{"nan", nan, "--dtype", "i32"}, "i32 has no NaN or Inf"},
 		{[]string{"nan", nan, "--dtype", "f32,q"}, "unknown dtype \"q\""},

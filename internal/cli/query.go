@@ -75,6 +75,7 @@ database. BLOBs print as hex (cut to 32 bytes in the table format).`,
 	completeValues(cmd, "format", "table", "csv", "json")
 	cmd.Flags().BoolVar(&schema, "schema", false, "list every table's columns and what they mean")
 	cmd.Flags().BoolVar(&listTables, "tables", false, "list the tables and what they hold")
+	addStepRangeFlag(cmd)
 	return cmd
 }
 

@@ -47,7 +47,7 @@ const workloadsDir = "../../testdata/workloads"
 // Commands added for the scripts:
 //
 //	mkrec VARIANT DIR     write a synthetic recording (good, lossy, incomplete,
-//	                      truncated, corrupt, newer, empty) into DIR
+//	                      truncated, corrupt, newer, empty, step-range, ...: testrec.Variants) into DIR
 //	exits CODE CMD ARGS   run CMD; require exit CODE and, when CODE is not 0,
 //	                      exactly one "gpurr: ..." line on stderr
 //	golden NAME           compare stdout with testdata/golden/NAME ($WORK and

@@ -31,7 +31,7 @@ type Launch struct {
 	Callstack uint64
 	State     [16]byte // digest of the region hashes after the launch
 	HasState  bool     // an AFTER state with hashes was recorded
-	Step      int      // training step (recording.StepCounter)
+	Step      int      // training step (recording.Stepper)
 }
 
 // Run is one process of a recording, reduced for alignment.
@@ -41,7 +41,7 @@ type Run struct {
 	Launches []Launch
 	Kernels  map[uint64]*pb.Kernel // by Kernel.id
 	Complete bool                  // the recording has its End record
-	Steps    int                   // torch.optim optimizer steps its launches went through (recording.StepCounter)
+	Steps    *recording.Stepper    // how its launches were numbered by step, and how many steps they went through
 }
 
 // Scan reads a process's recording once and keeps one Launch per launch.
@@ -52,8 +52,11 @@ func Scan(p *recording.Process) (*Run, error) {
 		digest [16]byte
 	}
 	var states []after
-	inStep := map[uint64]bool{} // callstacks made inside an optimizer step
-	var steps recording.StepCounter
+	steps, err := recording.NewStepper(p.StepRange)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", p.Dir, err)
+	}
+	r.Steps = steps
 	res, err := p.Scan(func(b *pb.Batch) error {
 		if b.Process != nil {
 			r.Mode = b.Process.GetMemory().GetMode()
@@ -61,17 +64,15 @@ func Scan(p *recording.Process) (*Run, error) {
 		for _, k := range b.Kernels {
 			r.Kernels[k.GetId()] = &pb.Kernel{Id: k.GetId(), Identity: k.GetIdentity(), Name: k.GetName(), Demangled: k.GetDemangled()}
 		}
-		for _, c := range b.Callstacks {
-			inStep[c.GetId()] = recording.InOptimizerStep(c)
-		}
+		steps.Add(b)
 		recording.EachCall(b, func(l *pb.Launch) {
-			step := steps.Next(inStep[l.GetCallstackId()])
+			step := steps.Launch(l)
 			if l.GetCaptured() {
 				return // built a graph node; ran nothing
 			}
 			r.Launches = append(r.Launches, Launch{Seq: l.GetSeq(), KernelID: l.GetKernelId(),
 				Stream: int(l.GetStream()), Callstack: l.GetCallstackId(), Step: step})
-		}, func(g *pb.GraphLaunch) { steps.Next(inStep[g.GetCallstackId()]) })
+		}, func(g *pb.GraphLaunch) { steps.GraphLaunch(g) })
 		for _, s := range b.Memory {
 			if s.GetPoint() == pb.MemoryState_AFTER && !s.GetLost() {
 				states = append(states, after{s.GetLaunchSeq(), StateDigest(s)})
@@ -88,7 +89,6 @@ func Scan(p *recording.Process) (*Run, error) {
 	if res.Truncated {
 		r.Complete = false
 	}
-	r.Steps = steps.Steps()
 	slices.SortFunc(r.Launches, func(a, b Launch) int { return cmp.Compare(a.Seq, b.Seq) })
 	streams := Streams{}
 	for i := range r.Launches {

@@ -92,7 +92,12 @@ func (p *Process) write(t *textWriter) {
 	}
 	t.field("span", "%s, first to last timestamp", formatNS(p.SpanNS))
 	t.field("launches", "%d eager, %d captured into graphs, %d graph launches", p.Launches, p.Captured, p.GraphLaunches)
-	if p.Steps > 0 {
+	switch {
+	case p.StepRange != "" && p.Steps == 0:
+		t.field("steps", "none: no NVTX range matches the step range %q, every launch is step 0", p.StepRange)
+	case p.StepRange != "":
+		t.field("steps", "%s (NVTX ranges matching %q; gpurr query's launches.step numbers them)", Count(p.Steps, "training step"), p.StepRange)
+	case p.Steps > 0:
 		t.field("steps", "%s (torch.optim step() calls; gpurr query's launches.step numbers them)", Count(p.Steps, "training step"))
 	}
 	linked := "all linked to their launch"

@@ -58,10 +58,11 @@ type Process struct {
 	LastNS  uint64 `json:"last_ns"`  // latest one
 	SpanNS  uint64 `json:"span_ns"`
 
-	Launches         int       `json:"launches"`          // eager: ran as themselves
-	Captured         int       `json:"captured"`          // built a graph node
-	Steps            int       `json:"steps,omitempty"`   // torch.optim optimizer steps the launches went through (recording.StepCounter)
-	Untimed          int       `json:"untimed,omitempty"` // eager launches made between sampled timing's windows
+	Launches         int       `json:"launches"`             // eager: ran as themselves
+	Captured         int       `json:"captured"`             // built a graph node
+	Steps            int       `json:"steps,omitempty"`      // training steps the launches went through (recording.Stepper)
+	StepRange        string    `json:"step_range,omitempty"` // steps are the NVTX ranges matching this regular expression; "" for torch.optim optimizer steps
+	Untimed          int       `json:"untimed,omitempty"`    // eager launches made between sampled timing's windows
 	GraphLaunches    int       `json:"graph_launches"`
 	KernelRuns       int       `json:"kernel_runs"` // GPU activity records
 	GPUTimeNS        uint64    `json:"gpu_time_ns"`
@@ -178,6 +179,10 @@ func Summarize(set *recording.Set, name string) (*Report, error) {
 	identities := map[uint64]bool{}
 	var firstErr error
 	for _, p := range set.Processes {
+		steps, err := recording.NewStepper(p.StepRange)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", p.Dir, err)
+		}
 		d, err := p.Load()
 		if err != nil {
 			// One damaged process does not hide the others: it is reported, they are read.
@@ -188,7 +193,7 @@ func Summarize(set *recording.Set, name string) (*Report, error) {
 			r.Processes = append(r.Processes, &Process{Name: p.Name, Damaged: err.Error()})
 			continue
 		}
-		r.Processes = append(r.Processes, summarize(p.Name, d))
+		r.Processes = append(r.Processes, summarize(p.Name, d, steps))
 		for _, k := range d.Kernels {
 			identities[k.GetIdentity()] = true
 		}
@@ -219,7 +224,8 @@ func Summarize(set *recording.Set, name string) (*Report, error) {
 	return r, nil
 }
 
-func summarize(name string, d *recording.Data) *Process {
+// summarize describes a process from its records; steps numbers its launches by training step.
+func summarize(name string, d *recording.Data, steps *recording.Stepper) *Process {
 	info := d.Process
 	if info == nil {
 		info = &pb.Process{}
@@ -256,7 +262,7 @@ func summarize(name string, d *recording.Data) *Process {
 	}
 	p.FirstNS, p.LastNS = span(d)
 	p.SpanNS = p.LastNS - p.FirstNS
-	p.countKernels(d)
+	p.countKernels(d, steps)
 	for _, e := range d.Log {
 		if e.GetLevel() == "error" {
 			p.Errors = append(p.Errors, &LogEntry{AtNS: since(info.GetStartNs(), e.GetHostNs()), Level: e.GetLevel(), Message: e.GetMessage()})
@@ -332,7 +338,7 @@ func span(d *recording.Data) (first, last uint64) {
 // countKernels counts launches and GPU runs per kernel and keeps the top
 // ones. Kernels are keyed by mangled name, the one name both a launch (via
 // its kernel) and an activity carry.
-func (p *Process) countKernels(d *recording.Data) {
+func (p *Process) countKernels(d *recording.Data, steps *recording.Stepper) {
 	links := d.Links()
 	uses := map[string]*KernelUse{}
 	use := func(name string) *KernelUse {
@@ -348,16 +354,11 @@ func (p *Process) countKernels(d *recording.Data) {
 		readable[k.GetName()] = links.KernelName(k)
 	}
 	p.Autograd = summarizeAutograd(d, links)
-	var steps recording.StepCounter
-	optimizer := map[uint64]bool{} // by callstack id
-	for _, c := range d.Callstacks {
-		optimizer[c.GetId()] = recording.InOptimizerStep(c)
-	}
-	inStep := func(id uint64) bool { return optimizer[id] }
+	steps.Add(&pb.Batch{Callstacks: d.Callstacks, Ranges: d.Ranges, RangeEnds: d.RangeEnds})
 	recording.EachCall(&pb.Batch{Launches: d.Launches, GraphLaunches: d.GraphLaunches},
-		func(l *pb.Launch) { steps.Next(inStep(l.GetCallstackId())) },
-		func(g *pb.GraphLaunch) { steps.Next(inStep(g.GetCallstackId())) })
+		func(l *pb.Launch) { steps.Launch(l) }, func(g *pb.GraphLaunch) { steps.GraphLaunch(g) })
 	p.Steps = steps.Steps()
+	p.StepRange = steps.Range()
 	for _, l := range d.Launches {
 		if l.GetCaptured() {
 			p.Captured++

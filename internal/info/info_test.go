@@ -104,7 +104,7 @@ func TestMemoryProblems(t *testing.T) {
 			Stats:    &pb.Stats{},
 			End:      &pb.End{},
 		}
-		p := summarize("p", d)
+		p := summarize("p", d, optimizerSteps(t))
 		if got := strings.Join(p.Problems(), " "); got != want {
 			t.Errorf("%v: problems %q, want %q", status, got, want)
 		}
@@ -120,7 +120,7 @@ func TestMemoryProblems(t *testing.T) {
 		Stats:   &pb.Stats{MemoryStatesLost: 1, MemoryStopped: "fatal"},
 		End:     &pb.End{},
 	}
-	p := summarize("p", d)
+	p := summarize("p", d, optimizerSteps(t))
 	if got := strings.Join(p.Problems(), " "); got != "memory_states_lost memory_stopped" {
 		t.Errorf("problems %q", got)
 	}
@@ -219,7 +219,7 @@ func TestDamagedAutograd(t *testing.T) {
 		},
 		Activities: []*pb.KernelActivity{{CorrelationId: 1, StartNs: 10, EndNs: 20}, {CorrelationId: 2, StartNs: 30, EndNs: 50}},
 	}
-	p := summarize("p", d)
+	p := summarize("p", d, optimizerSteps(t))
 	if a := p.Autograd; a.BackwardLaunches != 2 || a.BackwardLinked != 1 {
 		t.Errorf("autograd %+v", a)
 	}
@@ -244,7 +244,7 @@ func TestCount(t *testing.T) {
 func TestModulesWithPTX(t *testing.T) {
 	d := &recording.Data{Process: &pb.Process{Pid: 1}, Stats: &pb.Stats{},
 		Modules: []*pb.Module{{Sha256: "a", Size: 1024, Ptx: "triton-cache"}, {Sha256: "b", Size: 2048}}}
-	p := summarize("box-1", d)
+	p := summarize("box-1", d, optimizerSteps(t))
 	if p.Modules != 2 || p.ModulesWithPTX != 1 {
 		t.Fatalf("%d modules, %d with PTX; want 2 and 1", p.Modules, p.ModulesWithPTX)
 	}
@@ -315,4 +315,14 @@ func TestSteps(t *testing.T) {
 	if !strings.Contains(text.String(), "steps        3 training steps (torch.optim step() calls") {
 		t.Errorf("info lacks the steps:\n%s", text.String())
 	}
+}
+
+// optimizerSteps numbers steps by torch.optim optimizer steps.
+func optimizerSteps(t *testing.T) *recording.Stepper {
+	t.Helper()
+	s, err := recording.NewStepper("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -51,7 +51,10 @@ type Result struct {
 // which come last. An error reading the recording names its file; rows
 // handed over before it stand.
 func Flatten(p *recording.Process, o Options) (Result, error) {
-	ps := newPass(p, o)
+	ps, err := newPass(p, o)
+	if err != nil {
+		return Result{}, err
+	}
 	res, err := p.Scan(func(b *pb.Batch) error {
 		if o.Frames > 0 && ps.frames == o.Frames {
 			return errEnough
@@ -91,8 +94,7 @@ type pass struct {
 	join      *recording.Join[callRef] // nil when no table needs GPU activity joined
 	kernels   map[uint64]*kernelInfo
 	lineCache map[uint64]lineText
-	inStep    map[uint64]bool // callstacks made inside an optimizer step, by id
-	steps     recording.StepCounter
+	steps     *recording.Stepper
 	stacks    map[uint64]bool  // callstacks written to the Export table
 	held      map[uint64]*held // launches whose memory states are still to come
 	allocs    *allocationIndex // nil when the allocations table is not filled
@@ -108,10 +110,14 @@ type pass struct {
 	}
 }
 
-func newPass(p *recording.Process, o Options) *pass {
+func newPass(p *recording.Process, o Options) (*pass, error) {
+	steps, err := recording.NewStepper(p.StepRange)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", p.Dir, err)
+	}
 	ps := &pass{o: o, want: make([]bool, len(all)), vals: make([]Value, maxColumns), name: p.Name, info: p.Info,
-		links: recording.NewLinks(), ranges: recording.NewRanges(), kernels: map[uint64]*kernelInfo{}, lineCache: map[uint64]lineText{}, inStep: map[uint64]bool{},
-		stacks: map[uint64]bool{}, held: map[uint64]*held{}}
+		links: recording.NewLinks(), ranges: recording.NewRanges(), kernels: map[uint64]*kernelInfo{}, lineCache: map[uint64]lineText{},
+		stacks: map[uint64]bool{}, held: map[uint64]*held{}, steps: steps}
 	for _, t := range o.Tables {
 		ps.want[t.id] = true
 	}
@@ -124,7 +130,7 @@ func newPass(p *recording.Process, o Options) *pass {
 	if p.Info.GetStartUnixNs() != 0 {
 		ps.wall = p.Info.GetStartUnixNs() - int64(p.Info.GetStartNs())
 	}
-	return ps
+	return ps, nil
 }
 
 func (ps *pass) wants(ts ...*Table) bool {
@@ -184,7 +190,7 @@ type (
 		tid, device, streamID          uint32
 		correlationID                  uint32
 		result                         int32
-		step                           int // training step (recording.StepCounter)
+		step                           int // training step (recording.Stepper)
 	}
 	regionRec struct {
 		l *pb.Launch
@@ -276,6 +282,7 @@ func (ps *pass) batch(b *pb.Batch) error {
 		ps.callstack(c)
 	}
 	ps.ranges.Add(b)
+	ps.steps.Add(b)
 	for _, n := range b.GraphNodes {
 		emit(ps, graphNodes, n)
 	}
@@ -394,25 +401,12 @@ func (ps *pass) lines(id uint64) lineText {
 	return v
 }
 
-// step numbers the next launch call made with callstack id.
-func (ps *pass) step(id uint64) int {
-	in, ok := ps.inStep[id]
-	if !ok {
-		c := ps.links.Callstack(id)
-		in = recording.InOptimizerStep(c)
-		if c != nil {
-			ps.inStep[id] = in
-		}
-	}
-	return ps.steps.Next(in)
-}
-
 func (ps *pass) launch(l *pb.Launch) {
 	r := &ps.scratch.call
 	*r = callRec{l: l, k: ps.kernels[l.GetKernelId()], lines: ps.links.LineCallstack(l),
 		seq: l.GetSeq(), stream: l.GetStream(), hostNS: l.GetHostNs(), callstack: l.GetCallstackId(), tid: l.GetTid(),
 		device: l.GetDevice(), streamID: l.GetStreamId(), correlationID: l.GetCorrelationId(), result: l.GetResult(),
-		rangeID: l.GetRangeId(), step: ps.step(l.GetCallstackId())}
+		rangeID: l.GetRangeId(), step: ps.steps.Launch(l)}
 	emit(ps, launches, r)
 	emit(ps, exportLaunches, r)
 	for i, region := range l.GetRegions() {
@@ -440,7 +434,7 @@ func (ps *pass) graphLaunch(g *pb.GraphLaunch) {
 	*r = callRec{g: g, lines: g.GetCallstackId(),
 		seq: g.GetSeq(), stream: g.GetStream(), hostNS: g.GetHostNs(), callstack: g.GetCallstackId(), tid: g.GetTid(),
 		device: g.GetDevice(), streamID: g.GetStreamId(), correlationID: g.GetCorrelationId(), result: g.GetResult(),
-		rangeID: g.GetRangeId(), step: ps.step(g.GetCallstackId())}
+		rangeID: g.GetRangeId(), step: ps.steps.GraphLaunch(g)}
 	emit(ps, graphLaunches, r)
 	emit(ps, exportLaunches, r)
 	if ps.join != nil {

@@ -62,6 +62,7 @@ var processes = define("processes", "one row per recorded process", key("process
 		return nullUnless(r.p.GetGpuTimingSample() != "", Text(r.p.GetGpuTimingSample()))
 	}).null(),
 	c("nvtx", Boolean, "1 when NVTX ranges were recorded (table ranges)", func(_ *pass, r *procRow) Value { return Bool(r.p.GetNvtx()) }),
+	c("step_range", String, "the regular expression whose NVTX ranges number the launches' steps (gpurr record --step-range, or the reader's --step-range); empty for torch.optim optimizer steps", func(ps *pass, _ *procRow) Value { return Text(ps.steps.Range()) }),
 	c("nvtx_reason", String, "why not, when nvtx is 0 (e.g. NVTX_INJECTION64_PATH named another tool); NULL otherwise", func(_ *pass, r *procRow) Value {
 		return textOrNull(r.p.GetNvtxReason())
 	}).null(),
@@ -357,9 +358,9 @@ var graphLaunches = define("graph_launches", "CUDA graph replays (cuGraphLaunch)
 	stepCol,
 )
 
-// stepCol numbers launch calls by training step: the optimizer steps (torch.optim) that ended
-// before the call, counted along launches and graph launches in seq order.
-var stepCol = c("step", Int64, "training step: how many torch.optim optimizer step() calls ended before this call (its own step's optimizer launches count in it); 0 throughout a program without one", func(_ *pass, r *callRec) Value {
+// stepCol numbers launch calls by training step (recording.Stepper): the optimizer steps
+// (torch.optim), or the NVTX ranges of the step range, that ended before the call.
+var stepCol = c("step", Int64, "training step: how many torch.optim optimizer step() calls ended before this call (its own step's optimizer launches count in it), or with a step range (processes.step_range) how many NVTX ranges it matches ended before the call was made; 0 throughout a program without either", func(_ *pass, r *callRec) Value {
 	return Int(r.step)
 })
 

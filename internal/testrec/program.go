@@ -159,6 +159,7 @@ type options struct {
 	stopMemory bool             // memory capture stops near the end (disk full): a state lost, a launch skipped
 	autograd   *pb.AutogradInfo // PyTorch's autograd as the agent found it; nil: no torch, and no training step
 	diverge    bool             // a backward kernel computes another result than in the run without it
+	stepRange  string           // --step-range
 }
 
 // Memory capture configurations of the Memory variant.
@@ -216,7 +217,7 @@ func build(rank int, o options) []*pb.Batch {
 			StartNs: p.now, StartUnixNs: startUnixNS,
 			AgentVersion: "0.1.0", CuptiPath: "/usr/local/cuda/lib64/libcupti.so.13", CuptiApiVersion: 130000,
 			DriverVersion: 13000, CallstackMode: "auto", Python: "CPython 3.12.3", Memory: o.memory,
-			Autograd: o.autograd, Nvtx: true,
+			Autograd: o.autograd, Nvtx: true, StepRange: o.stepRange,
 		},
 		Devices: []*pb.Device{{
 			Ordinal: uint32(rank), Uuid: []string{"GPU-6f1c2d3e-4a5b-6c7d-8e9f-0a1b2c3d4e5f", "GPU-0b9a8c7d-6e5f-4a3b-2c1d-0e9f8a7b6c5d"}[rank],

@@ -43,10 +43,16 @@ const (
 	// backward computed a different result, as a nondeterministic kernel
 	// does: gpurr diff of the two parts ways there.
 	AutogradDiverged Variant = "autograd-diverged"
+	// StepRange is the good recording made with --step-range '^(init|weights)$' (format
+	// 1.8): readers number steps by the program's "init" and "weights" NVTX ranges.
+	StepRange Variant = "step-range"
 )
 
+// StepRangeRecorded is the step range of the StepRange variant.
+const StepRangeRecorded = "^(init|weights)$"
+
 // Variants lists every variant.
-var Variants = []Variant{Good, Lossy, Incomplete, Truncated, Corrupt, Newer, Empty, Memory, Autograd, AutogradDiverged}
+var Variants = []Variant{Good, Lossy, Incomplete, Truncated, Corrupt, Newer, Empty, Memory, Autograd, AutogradDiverged, StepRange}
 
 // Write writes a synthetic recording into dir (created if needed).
 func Write(dir string, v Variant) error {
@@ -86,6 +92,8 @@ func variantOptions(v Variant, rank int) options {
 			o.autograd = unlinkedTorch()
 		}
 		o.diverge = v == AutogradDiverged
+	case StepRange:
+		o.stepRange = StepRangeRecorded
 	}
 	return o
 }

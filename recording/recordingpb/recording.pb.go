@@ -501,6 +501,7 @@ type Process struct {
 	GpuTimingSample string                 `protobuf:"bytes,21,opt,name=gpu_timing_sample,json=gpuTimingSample,proto3" json:"gpu_timing_sample,omitempty"`  // with gpu_timing: kernels were timed in windows, "ON/EVERY" (e.g. "20ms/200ms"); "" when every kernel was (1.6)
 	Nvtx            bool                   `protobuf:"varint,22,opt,name=nvtx,proto3" json:"nvtx,omitempty"`                                                // NVTX ranges were recorded (1.7)
 	NvtxReason      string                 `protobuf:"bytes,23,opt,name=nvtx_reason,json=nvtxReason,proto3" json:"nvtx_reason,omitempty"`                   // why not, when nvtx is false (1.7)
+	StepRange       string                 `protobuf:"bytes,24,opt,name=step_range,json=stepRange,proto3" json:"step_range,omitempty"`                      // --step-range: training steps are the NVTX ranges whose message matches this regular expression; "" for torch.optim optimizer steps (1.8)
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -692,6 +693,13 @@ func (x *Process) GetNvtx() bool {
 func (x *Process) GetNvtxReason() string {
 	if x != nil {
 		return x.NvtxReason
+	}
+	return ""
+}
+
+func (x *Process) GetStepRange() string {
+	if x != nil {
+		return x.StepRange
 	}
 	return ""
 }
@@ -3113,7 +3121,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x0eown_activities\x18\x0f \x03(\v2\".gpurr.recording.v1.KernelActivityR\rownActivities\x121\n" +
 	"\x06ranges\x18\x10 \x03(\v2\x19.gpurr.recording.v1.RangeR\x06ranges\x12;\n" +
 	"\n" +
-	"range_ends\x18\x11 \x03(\v2\x1c.gpurr.recording.v1.RangeEndR\trangeEnds\"\xc5\x06\n" +
+	"range_ends\x18\x11 \x03(\v2\x1c.gpurr.recording.v1.RangeEndR\trangeEnds\"\xe4\x06\n" +
 	"\aProcess\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\rR\x03pid\x12\x12\n" +
 	"\x04ppid\x18\x02 \x01(\rR\x04ppid\x12\x1a\n" +
@@ -3143,7 +3151,9 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x11gpu_timing_sample\x18\x15 \x01(\tR\x0fgpuTimingSample\x12\x12\n" +
 	"\x04nvtx\x18\x16 \x01(\bR\x04nvtx\x12\x1f\n" +
 	"\vnvtx_reason\x18\x17 \x01(\tR\n" +
-	"nvtxReasonB\a\n" +
+	"nvtxReason\x12\x1d\n" +
+	"\n" +
+	"step_range\x18\x18 \x01(\tR\tstepRangeB\a\n" +
 	"\x05_rankB\r\n" +
 	"\v_local_rankB\r\n" +
 	"\v_world_size\"c\n" +

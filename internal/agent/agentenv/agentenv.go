@@ -37,6 +37,9 @@ const (
 	StagingBytes     = "GPURR_STAGING_BYTES"     // pinned staging ring for snapshots
 	FlightRecorder   = "GPURR_FLIGHT_RECORDER"   // keep only the last N launches' snapshots
 	NanScan          = "GPURR_NAN_SCAN"          // types to count NaN and Inf as on the GPU, e.g. "f32,bf16"
+	// StepRange is a regular expression over NVTX range messages, kept in the recording
+	// (Process.step_range): readers number training steps by the ranges it matches.
+	StepRange = "GPURR_STEP_RANGE"
 	// Injection is read by the CUDA driver, which loads the named library
 	// into every process that initializes CUDA and calls its
 	// InitializeInjection.
@@ -57,6 +60,7 @@ type Config struct {
 	Memory                                MemoryConfig
 	HangTimeout                           time.Duration // 0: no watchdog
 	HangKill                              bool
+	StepRange                             string // NVTX range messages that are training steps; "" for optimizer steps
 }
 
 // MemoryConfig is the memory capture asked for; the zero value is off.
@@ -186,6 +190,9 @@ func Vars(c Config) []string {
 	}
 	if c.GPUTiming && c.GPUTimingSample != "" {
 		v = append(v, GPUTimingSample+"="+c.GPUTimingSample)
+	}
+	if c.StepRange != "" {
+		v = append(v, StepRange+"="+c.StepRange)
 	}
 	if c.RingBytes != 0 {
 		v = append(v, RingBytes+"="+strconv.FormatUint(c.RingBytes, 10))
