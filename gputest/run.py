@@ -1303,6 +1303,24 @@ def t_steps_optimizer(h):
     return "launches per step " + ", ".join(f"{r['step']}: {r['n']}" for r in rows)
 
 
+@test("steps.range")
+def t_steps_range(h):
+    """gpurr record --step-range numbers steps by NVTX ranges: the nvtx_ranges workload's two
+    workers each run ranges "step 0" to "step 2"; the recording keeps the expression, and the
+    launches made after both workers joined follow all 6 matching ranges (step 6)."""
+    regex = "^step [0-9]+$"
+    want, d = h.workload("nvtx_step_range", [h.py, WL / "nvtx_ranges.py"], flags=["--step-range", regex])
+    got = h.one(d, "SELECT step_range FROM processes")
+    check(got.get("step_range") == regex, f"processes.step_range is {got.get('step_range')!r}, want {regex!r}")
+    line = mark_line(WL / "nvtx_ranges.py", "outside-ranges")
+    rows = h.query(d, f"SELECT DISTINCT step FROM launches WHERE {at_line('python_line', WL / 'nvtx_ranges.py', line)}")
+    ends = 2 * want["steps"]
+    check([r["step"] for r in rows] == [ends], f"launches after the workers are in steps {rows}, want {ends}")
+    first = h.n(d, "SELECT min(step) AS n FROM launches WHERE range LIKE 'worker % / step 0 / %'")
+    check(first == 0, f"the first step range's launches are in step {first}, want 0")
+    return f"stored {regex!r}; launches after the workers are step {ends}"
+
+
 @test("options.gpu_timing_off")
 def t_opt_no_timing(h):
     want, d = eager_with(h, "eager_notiming", ["--gpu-timing=false"], gpu_timing=0)
