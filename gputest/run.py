@@ -902,6 +902,21 @@ def t_race_bad_input(h):
     return " | ".join(got)
 
 
+@test("race.hang")
+def t_race_hang(h):
+    """A hand-off that deadlocks when its producer warp is late (delay_hang.cu): a trial that
+    delays the producer's store makes the kernel spin forever; gpurr race's watchdog reports
+    the hang with the delay points at their source line and ends the process, exit 1."""
+    binary, ptxfile = build_cu_with_ptx(h, "delay_hang")
+    _, d = h.workload("delay_hang", [binary], flags=["--memory", "snapshot", "--snapshot-kernels", "handoff"])
+    r = h.sh([h.gpurr, "race", d, "--ptx", ptxfile, "--at", "global-store", "--placement", "warp",
+              "--fraction", "0.5", "--delay", "200us", "--trials", "20"], 180, log="race.hang")
+    line = mark_line(WL / "delay_hang.cu", "producer-store")
+    check(r.rc == 1 and "HANG" in r.out, f"race on delay_hang: exit {r.rc}: {r.out[-600:]} {r.err[-300:]}")
+    check(f"delay_hang.cu:{line}" in r.out, f"the hang's delay points do not name delay_hang.cu:{line}: {r.out[-600:]}")
+    return race_lines(r, "HANG", "delay_hang.cu")
+
+
 @test("race.atomics")
 def t_race_atomics(h):
     """A kernel that sums floats with atomicAdd into one cell from 256 CTAs (float_atomics.cu):
