@@ -152,6 +152,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 
@@ -567,29 +568,6 @@ int gp_py_thread_holds_gil(void)
 /* Line numbers                                                            */
 /* ---------------------------------------------------------------------- */
 
-/* 3.10 (PEP 626) table: pairs of (byte-offset delta: uint8, line delta:
- * int8). Each pair covers the next `delta` bytes of bytecode; a line delta
- * of -128 marks a range without a line number and leaves the running line
- * unchanged. Zero-length pairs only carry line deltas. */
-static int line_310(const uint8_t *p, int64_t len, int line, int64_t addr)
-{
-    int64_t end = 0;
-    for (int64_t i = 0; i + 1 < len; i += 2) {
-        int ldelta = (int8_t)p[i + 1];
-        int cur;
-        end += p[i];
-        if (ldelta == -128) {
-            cur = -1;
-        } else {
-            line += ldelta;
-            cur = line;
-        }
-        if (end > addr)
-            return cur;
-    }
-    return -1;
-}
-
 /* Unsigned varint of the 3.11+ location table: 6 data bits per byte, least
  * significant group first, bit 6 set on every byte but the last. */
 static unsigned read_varint(const uint8_t *p, int64_t len, int64_t *i)
@@ -612,7 +590,22 @@ static int read_svarint(const uint8_t *p, int64_t len, int64_t *i)
     return (v & 1) ? -(int)(v >> 1) : (int)(v >> 1);
 }
 
-/* 3.11+ location table. Every entry starts with a byte that has bit 7 set:
+/* A position in a line table: the entries read so far cover code bytes
+ * [0, end), and line is the running line number. */
+typedef struct {
+    int64_t i, end;
+    int line;
+} line_cursor;
+
+/* line_next reads one entry of the table: it covers code bytes up to c->end
+ * and has line *cur (-1: no line). 0 at the table's end or a corrupt byte.
+ *
+ * 3.10 (PEP 626): pairs of (byte-offset delta: uint8, line delta: int8).
+ * Each pair covers the next `delta` bytes of bytecode; a line delta of -128
+ * marks a range without a line number and leaves the running line
+ * unchanged. Zero-length pairs only carry line deltas.
+ *
+ * 3.11+ location table: every entry starts with a byte that has bit 7 set:
  * bits 3-6 are the entry kind, bits 0-2 the number of code units covered
  * minus one. Later bytes of the entry have bit 7 clear. Kinds:
  *   0-9   short form, same line (column data follows)
@@ -621,31 +614,142 @@ static int read_svarint(const uint8_t *p, int64_t len, int64_t *i)
  *   14    long form, line delta as signed varint first (then end line and
  *         columns, which we skip)
  *   15    no location: this range has no line; running line unchanged. */
-static int line_311(const uint8_t *p, int64_t len, int line, int64_t addr)
+static int line_next(int minor, const uint8_t *p, int64_t len, line_cursor *c, int *cur)
 {
-    int64_t end = 0, i = 0;
-    while (i < len) {
-        uint8_t first = p[i++];
-        if (!(first & 0x80))
-            return -1; /* not at an entry start: corrupt table */
-        int kind = (first >> 3) & 15;
-        int cur;
-        end += ((first & 7) + 1) * 2;
-        if (kind == 15) {
-            cur = -1;
+    if (minor == 10) {
+        if (c->i + 1 >= len)
+            return 0;
+        int ldelta = (int8_t)p[c->i + 1];
+        c->end += p[c->i];
+        c->i += 2;
+        if (ldelta == -128) {
+            *cur = -1;
         } else {
-            if (kind == 13 || kind == 14)
-                line += read_svarint(p, len, &i);
-            else if (kind >= 10)
-                line += kind - 10;
-            cur = line;
+            c->line += ldelta;
+            *cur = c->line;
         }
-        while (i < len && !(p[i] & 0x80))
-            i++;
-        if (end > addr)
-            return cur;
+        return 1;
     }
+    if (c->i >= len)
+        return 0;
+    uint8_t first = p[c->i++];
+    if (!(first & 0x80))
+        return 0; /* not at an entry start: corrupt table */
+    int kind = (first >> 3) & 15;
+    c->end += ((first & 7) + 1) * 2;
+    if (kind == 15) {
+        *cur = -1;
+    } else {
+        if (kind == 13 || kind == 14)
+            c->line += read_svarint(p, len, &c->i);
+        else if (kind >= 10)
+            c->line += kind - 10;
+        *cur = c->line;
+    }
+    while (c->i < len && !(p[c->i] & 0x80))
+        c->i++;
+    return 1;
+}
+
+/* line_scan is the line of code byte addr: the table read from its start. */
+static int line_scan(int minor, const uint8_t *p, int64_t len, int first, int64_t addr)
+{
+    line_cursor c = {0, 0, first};
+    int cur;
+    while (line_next(minor, p, len, &c, &cur))
+        if (c.end > addr)
+            return cur;
     return -1;
+}
+
+/* Long functions (Inductor's generated call() has thousands of lines) make
+ * line_scan slow: a stack seen for the first time decodes every frame, so
+ * their tables are decoded once into sorted (end, line) arrays, kept per
+ * code object, and searched. A code object may be freed and its address
+ * reused: an entry also holds the table's address, length and first bytes,
+ * and is rebuilt when they differ. */
+enum { LINE_CACHE_SLOTS = 1024, LINE_CACHE_MIN = 512 /* table bytes */, LINE_CACHE_BYTES = 32 << 20 };
+
+typedef struct {
+    const void *code, *table;
+    int64_t len;
+    uint64_t head; /* the table's first 8 bytes */
+    int first, n;
+    int32_t *end, *line;
+} line_entry;
+
+static struct {
+    pthread_mutex_t mu;
+    size_t bytes; /* held by the arrays */
+    line_entry slot[LINE_CACHE_SLOTS];
+} lines = {PTHREAD_MUTEX_INITIALIZER, 0, {{0}}};
+
+static void line_entry_free(line_entry *e)
+{
+    lines.bytes -= (size_t)e->n * 2 * sizeof(int32_t);
+    free(e->end);
+    free(e->line);
+    memset(e, 0, sizeof *e);
+}
+
+/* line_entry_fill decodes the table into e; 0 when memory is short. */
+static int line_entry_fill(line_entry *e, int minor, const uint8_t *p, int64_t len)
+{
+    line_cursor c = {0, 0, e->first};
+    int cur, n = 0;
+    while (line_next(minor, p, len, &c, &cur))
+        n++;
+    size_t bytes = (size_t)n * 2 * sizeof(int32_t);
+    if (n == 0 || lines.bytes + bytes > LINE_CACHE_BYTES)
+        return 0;
+    e->end = malloc((size_t)n * sizeof(int32_t));
+    e->line = malloc((size_t)n * sizeof(int32_t));
+    if (!e->end || !e->line) {
+        free(e->end);
+        free(e->line);
+        e->end = e->line = NULL;
+        return 0;
+    }
+    c = (line_cursor){0, 0, e->first};
+    for (int k = 0; k < n && line_next(minor, p, len, &c, &cur); k++)
+        e->end[k] = (int32_t)c.end, e->line[k] = cur;
+    e->n = n;
+    lines.bytes += bytes;
+    return 1;
+}
+
+/* line_cached answers line_scan from the code object's decoded table; 0
+ * when it could not keep one (then scan). */
+static int line_cached(const void *code, const void *table, int minor, const uint8_t *p, int64_t len, int first,
+                       int64_t addr, int *line)
+{
+    uint64_t head;
+    memcpy(&head, p, sizeof head); /* len >= LINE_CACHE_MIN */
+    uintptr_t h = (uintptr_t)code;
+    line_entry *e = &lines.slot[((h >> 4) ^ (h >> 14)) & (LINE_CACHE_SLOTS - 1)];
+    int ok = 0;
+    pthread_mutex_lock(&lines.mu);
+    if (e->code != code || e->table != table || e->len != len || e->head != head || e->first != first) {
+        if (e->code)
+            line_entry_free(e);
+        *e = (line_entry){.code = code, .table = table, .len = len, .head = head, .first = first};
+        if (!line_entry_fill(e, minor, p, len))
+            memset(e, 0, sizeof *e);
+    }
+    if (e->code) {
+        int lo = 0, hi = e->n; /* the first entry ending past addr */
+        while (lo < hi) {
+            int mid = lo + (hi - lo) / 2;
+            if (e->end[mid] > addr)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        *line = lo < e->n ? e->line[lo] : -1;
+        ok = 1;
+    }
+    pthread_mutex_unlock(&lines.mu);
+    return ok;
 }
 
 /* Line of instruction `lasti` (code units) of `code`; 0 when the line table
@@ -665,7 +769,8 @@ static int code_line(const struct gp_py_layout *L, const void *code, int32_t las
         return 0;
     const uint8_t *p = (const uint8_t *)tab + BYTES_SVAL;
     int64_t addr = (int64_t)lasti * 2;
-    *line = L->minor == 10 ? line_310(p, len, first, addr) : line_311(p, len, first, addr);
+    if (len < LINE_CACHE_MIN || !line_cached(code, tab, L->minor, p, len, first, addr, line))
+        *line = line_scan(L->minor, p, len, first, addr);
     return 1;
 }
 
