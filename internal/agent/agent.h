@@ -206,6 +206,13 @@ int gp_is_forked_child(void);
 uint32_t gp_cupti_version(void);
 int gp_driver_version(void);
 size_t gp_ring_take(uint8_t *dst, size_t cap);  // ring.c: whole records, at most cap bytes
+// gp_ring_prefault (ring.c) faults in the ring's pages up to ahead bytes past
+// the records written, during its first lap (later laps find them mapped),
+// from the writer's thread, so the program's threads write to mapped pages.
+// It returns how many bytes of the ring are faulted in: the ring's size once
+// all are, or when the kernel cannot do it (MADV_POPULATE_WRITE, Linux 5.14).
+enum { GP_RING_AHEAD = 4 << 20 };
+uint64_t gp_ring_prefault(uint64_t ahead);
 void gp_read_counters(gp_counters *out);
 void gp_log(int level, const char *msg);
 void gp_flush_activity(int forced);  // activity.c

@@ -3,6 +3,8 @@ package agent
 /*
 #include <dlfcn.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include "internal.h"
 #include "autograd.h"
 #include "nvtxhost.h"
@@ -251,6 +253,31 @@ func cannedNodeClass(id uint32, cxx bool, name string) []byte {
 func cannedRing(bytes int) {
 	C.gp_ring_init((*C.uint8_t)(C.calloc(C.size_t(bytes), 1)), C.uint64_t(bytes))
 }
+
+// mappedRing gives the ring a fresh anonymous mapping of bytes, nothing of
+// it faulted in, as gp_start does; it returns the mapping (C memory).
+func mappedRing(bytes int) unsafe.Pointer {
+	p := C.mmap(nil, C.size_t(bytes), C.PROT_READ|C.PROT_WRITE, C.MAP_PRIVATE|C.MAP_ANONYMOUS, -1, 0)
+	C.gp_ring_init((*C.uint8_t)(p), C.uint64_t(bytes))
+	return p
+}
+
+// residentPages counts the pages of [base+off, base+off+n) that are in memory.
+func residentPages(base unsafe.Pointer, off, n int) int {
+	page := int(C.sysconf(C._SC_PAGESIZE))
+	vec := make([]C.uchar, (n+page-1)/page)
+	if C.mincore(unsafe.Add(base, off), C.size_t(n), &vec[0]) != 0 {
+		return -1
+	}
+	in := 0
+	for _, v := range vec {
+		in += int(v & 1)
+	}
+	return in
+}
+
+// ringPrefault is gp_ring_prefault.
+func ringPrefault(ahead uint64) uint64 { return uint64(C.gp_ring_prefault(C.uint64_t(ahead))) }
 
 // ringPush pushes one record; false when the ring is full.
 func ringPush(rec []byte) bool { return C.gp_ring_push(unsafe.Pointer(&rec[0])) != 0 }

@@ -136,6 +136,7 @@ extern gp_counters gp_counts;
 // gp_ring_init hands the ring its buffer: cap bytes, a power of two.
 void gp_ring_init(uint8_t *buf, uint64_t cap);
 
+
 // gp_ring_push publishes one record whose header size is set; a record
 // that does not fit is dropped and counted (invariant 3). It returns 1 when
 // pushed. gp_ring_push_counted also adds 1 to *pushed (if not NULL) when the

@@ -223,6 +223,7 @@ func (r *recorder) loop() {
 			}
 			r.mu.Lock()
 			r.drain()
+			C.gp_ring_prefault(C.GP_RING_AHEAD)
 			if flushed && r.hang != nil && !r.hung {
 				r.checkHang()
 			}

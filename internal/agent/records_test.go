@@ -333,3 +333,47 @@ func TestRingDrain(t *testing.T) {
 		t.Errorf("log records from gp_log: %q", w)
 	}
 }
+
+// TestRingPrefault: the writer faults in the ring's first lap ahead of the
+// records (MADV_POPULATE_WRITE), leaving what lies further on untouched and
+// the records already there intact.
+func TestRingPrefault(t *testing.T) {
+	const size, ahead = 16 << 20, 4 << 20
+	r := testRecorder(t)
+	base := mappedRing(size)
+	if in := residentPages(base, 0, size); in != 0 {
+		t.Fatalf("a fresh mapping has %d pages in memory", in)
+	}
+	var want []uint64
+	for seq := uint64(1); seq <= 2000; seq++ { // ~600 KiB of records, faulted in as written
+		if !ringPush(cannedLaunch(&pb.Launch{Seq: seq, Params: make([]byte, 256)}, nil)) {
+			t.Fatalf("record %d did not fit", seq)
+		}
+		want = append(want, seq)
+	}
+	got := ringPrefault(ahead)
+	if got == size {
+		t.Skip("this kernel cannot populate pages ahead (MADV_POPULATE_WRITE is Linux 5.14+): they fault in as written")
+	}
+	page := os.Getpagesize()
+	if got < ahead || got > 5<<20 {
+		t.Fatalf("faulted in %d bytes, want the records' ~600 KiB and %d more", got, ahead)
+	}
+	if in, all := residentPages(base, 0, int(got)), (int(got)+page-1)/page; in != all {
+		t.Errorf("%d of the first %d pages in memory, want all", in, all)
+	}
+	if in := residentPages(base, 8<<20, 8<<20); in != 0 {
+		t.Errorf("%d pages past the records and what is ahead of them are in memory, want none", in)
+	}
+	if again := ringPrefault(ahead); again != got {
+		t.Errorf("a second prefault with no new records moved to %d from %d", again, got)
+	}
+	r.drain()
+	var seqs []uint64
+	for _, l := range r.batch.Launches {
+		seqs = append(seqs, l.Seq)
+	}
+	if !slices.Equal(seqs, want) {
+		t.Errorf("records drained %d, pushed %d: the prefault changed them", len(seqs), len(want))
+	}
+}

@@ -10,6 +10,8 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -31,9 +33,39 @@ static struct {
 
 static pthread_mutex_t ring_take_mu = PTHREAD_MUTEX_INITIALIZER;  // one reader at a time
 
+// faulted is how many bytes from the ring's start gp_ring_prefault has
+// faulted in (its callers are serialized: gp_start, then the writer).
+static uint64_t faulted;
+
 void gp_ring_init(uint8_t *buf, uint64_t cap) {
   ring.buf = buf;
   ring.cap = cap;
+  faulted = 0;
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+uint64_t gp_ring_prefault(uint64_t ahead) {
+  if (faulted >= ring.cap) return ring.cap;
+  gp_spin_lock(&ring.lock);
+  uint64_t head = ring.head;
+  gp_spin_unlock(&ring.lock);
+  uint64_t want = head + ahead < ring.cap ? head + ahead : ring.cap;
+  if (want <= faulted) return faulted;
+  // madvise wants a page-aligned start; the page holding the ring's start
+  // is the ring's, or the allocator's and mapped already.
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t from = ((uintptr_t)ring.buf + faulted) & ~(page - 1), to = (uintptr_t)ring.buf + want;
+  // Populating writes nothing: records being written there concurrently
+  // are left as they are.
+  if (madvise((void *)from, to - from, MADV_POPULATE_WRITE) != 0) {
+    faulted = ring.cap;  // not on this kernel: the pages fault in as written
+    return faulted;
+  }
+  faulted = want;
+  return faulted;
 }
 
 static void ring_copy_in(uint64_t pos, const void *src, uint64_t n) {
