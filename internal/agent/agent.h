@@ -166,6 +166,12 @@ typedef struct {
   uint64_t allocations, memory_launches, memory_skipped, bytes_hashed;
   uint64_t staging_wait_ns, memcap_gpu_ns, memory_jobs_dropped;
   uint64_t ranges, ranges_dropped;  // NVTX ranges recorded; lost (ring full, nested too deep, pop without push)
+  // Of launch_callback_cycles (sampled, scaled as it is): taking the callstack,
+  // reading the autograd context, writing the launch record to the ring.
+  uint64_t stack_cycles, autograd_cycles, ring_cycles;
+  // Callstacks seen for the first time (frames decoded, record written), and
+  // the cycles they took, every one of them.
+  uint64_t stacks_new, stack_new_cycles;
 } gp_counters;
 
 // Configuration handed from Go to C at start.

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <x86intrin.h>
 
 #include "internal.h"
 #include "pystack.h"
@@ -104,7 +105,9 @@ static void stack_add(stack_builder *b, uint32_t kind, const char *file, const c
   if (kind == GP_FRAME_NATIVE) b->id = fnv_bytes(b->id, &offset, sizeof offset);
 }
 
-static uint64_t stack_publish(stack_builder *b, uint64_t key, uint32_t source, uint32_t cut) {
+// stack_publish writes a new stack's record and remembers it under key;
+// since is the TSC when the lookup missed, for the new-stack counters.
+static uint64_t stack_publish(stack_builder *b, uint64_t key, uint32_t source, uint32_t cut, uint64_t since) {
   gp_stack_rec *r = (gp_stack_rec *)b->buf;
   if (b->id == 0) b->id = 1;
   r->h.type = GP_REC_STACK;
@@ -116,6 +119,8 @@ static uint64_t stack_publish(stack_builder *b, uint64_t key, uint32_t source, u
   r->pad = 0;
   if (!gp_ring_push(r)) return 0;
   stack_insert(key, b->id);
+  GP_COUNT(stacks_new, 1);
+  GP_COUNT(stack_new_cycles, __rdtsc() - since);
   return b->id;
 }
 
@@ -143,6 +148,7 @@ static uint64_t python_stack(void) {
   for (int i = 0; i < n; i++) key = hash_word(hash_word(key, (uint64_t)(uintptr_t)raw[i].code), raw[i].instr);
   uint64_t id = stack_lookup(key);
   if (id) return id;
+  uint64_t missed = __rdtsc();
   stack_builder *b = builder();
   if (!b) return 0;
   for (int i = 0; i < n; i++) {
@@ -157,7 +163,7 @@ static uint64_t python_stack(void) {
     stack_add(b, GP_FRAME_PYTHON, file, func, line, 0, 0);
   }
   if (b->nframes == 0) return 0;  // shims only: no Python code on this thread now
-  return stack_publish(b, key, 1, n == MAX_FRAMES ? GP_UNWIND_MAX : GP_UNWIND_END);
+  return stack_publish(b, key, 1, n == MAX_FRAMES ? GP_UNWIND_MAX : GP_UNWIND_END, missed);
 }
 
 // _dl_find_object (glibc 2.35+) finds the object holding an address in
@@ -206,6 +212,7 @@ static uint64_t native_stack(int depth) {
   for (int i = skip; i < n; i++) key = hash_word(key, pcs[i]);
   uint64_t id = stack_lookup(key);
   if (id) return id;
+  uint64_t missed = __rdtsc();
   stack_builder *b = builder();
   if (!b) return 0;
   for (int i = skip; i < n; i++) {
@@ -217,7 +224,7 @@ static uint64_t native_stack(int depth) {
     // symbol tables: far too much work for a launch.
     stack_add(b, GP_FRAME_NATIVE, obj, "", 0, pc, off);
   }
-  return stack_publish(b, key, 2, cut);
+  return stack_publish(b, key, 2, cut, missed);
 }
 
 // gp_callstack_take: auto mode takes no native frames for a backward launch,

@@ -8,6 +8,7 @@ package agent
 #include "internal.h"
 #include "autograd.h"
 #include "nvtxhost.h"
+
 */
 import "C"
 

@@ -378,6 +378,25 @@ static void on_launch_enter(uint32_t cbid, const gp_CallbackData *cb) {
                       fe->snapshot);
 }
 
+// The agent's time on the program's threads is measured on one launch in
+// TIMING_SAMPLE per thread (both its callbacks: the ENTER decides for its
+// EXIT) and scaled up, so a recording says what the agent costs a launch
+// without paying for two TSC reads (about 20 ns each in a VM) on every one.
+// Every other callback (module loads, which copy megabytes of code, graph
+// nodes, allocations) is timed each time: scaling a rare, long one up would
+// swamp the launches' figure.
+enum { TIMING_SAMPLE = 16 };
+
+// TIMED runs stmt and, when the launch in flight is one of those sampled
+// for the agent's time (gp_on_callback), adds its cycles, scaled as
+// launch_callback_cycles is, to counter: where that time goes.
+#define TIMED(counter, stmt)                                        \
+  do {                                                              \
+    uint64_t timed_t0 = tls.sample_launch ? __rdtsc() : 0;          \
+    stmt;                                                           \
+    if (tls.sample_launch) GP_COUNT(counter, (__rdtsc() - timed_t0) * TIMING_SAMPLE); \
+  } while (0)
+
 static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
   if (!tls.in_launch) return;
   tls.in_launch = 0;
@@ -417,9 +436,9 @@ static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
   memcpy(rec->cluster, v.cluster, sizeof v.cluster);
   rec->shared_mem = v.smem;
   gp_autograd ag;
-  gp_autograd_take(&ag);
+  TIMED(autograd_cycles, gp_autograd_take(&ag));
   // AccumulateGrad nodes have no forward op: their number is UINT64_MAX.
-  rec->callstack_id = gp_callstack_take(ag.node_class != 0 && ag.sequence_nr != UINT64_MAX);
+  TIMED(stack_cycles, rec->callstack_id = gp_callstack_take(ag.node_class != 0 && ag.sequence_nr != UINT64_MAX));
   rec->ag_thread = ag.thread;
   rec->ag_seq = ag.sequence_nr;
   rec->ag_class = ag.node_class;
@@ -444,7 +463,7 @@ static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
     at += m->npointers * sizeof(gp_pointer_rec);
     rec->h.size = gp_pad8(sizeof *rec + at);
   }
-  if (!gp_ring_push_counted(rec, &gp_counts.launches)) GP_COUNT(launches_dropped, 1);
+  TIMED(ring_cycles, if (!gp_ring_push_counted(rec, &gp_counts.launches)) GP_COUNT(launches_dropped, 1));
 }
 
 static void on_graph_launch(uint32_t cbid, const gp_CallbackData *cb) {
@@ -520,15 +539,6 @@ static void on_graph_node(uint32_t cbid, const gp_ResourceData *rd) {
 // ---- the callback ----
 
 static void dispatch(int domain, uint32_t cbid, const void *data);
-
-// The agent's time on the program's threads is measured on one launch in
-// TIMING_SAMPLE per thread (both its callbacks: the ENTER decides for its
-// EXIT) and scaled up, so a recording says what the agent costs a launch
-// without paying for two TSC reads (about 20 ns each in a VM) on every one.
-// Every other callback (module loads, which copy megabytes of code, graph
-// nodes, allocations) is timed each time: scaling a rare, long one up would
-// swamp the launches' figure.
-enum { TIMING_SAMPLE = 16 };
 
 void gp_on_callback(void *userdata, int domain, uint32_t cbid, const void *data) {
   (void)userdata;

@@ -815,8 +815,13 @@ func (r *recorder) writeFrame() {
 		Errors:             r.stats.Errors,
 		RingBytesDropped:   uint64(c.ring_bytes_dropped),
 		FramesWritten:      r.stats.FramesWritten,
-		AgentCallbackNs:    uint64(float64(c.callback_cycles) * float64(C.gp_tsc_ns_per_cycle())),
-		AgentLaunchNs:      uint64(float64(c.launch_callback_cycles) * float64(C.gp_tsc_ns_per_cycle())),
+		AgentCallbackNs:    cyclesNS(c.callback_cycles),
+		AgentLaunchNs:      cyclesNS(c.launch_callback_cycles),
+		AgentStackNs:       cyclesNS(c.stack_cycles),
+		AgentAutogradNs:    cyclesNS(c.autograd_cycles),
+		AgentRingNs:        cyclesNS(c.ring_cycles),
+		StacksNew:          uint64(c.stacks_new),
+		AgentStackNewNs:    cyclesNS(c.stack_new_cycles),
 		Allocations:        uint64(c.allocations),
 		MemoryLaunches:     uint64(c.memory_launches),
 		MemorySkipped:      uint64(c.memory_skipped),
@@ -906,4 +911,9 @@ func (r *recorder) releaseDiskReserve() bool {
 	os.Remove(r.reserve)
 	r.reserve = ""
 	return true
+}
+
+// cyclesNS turns a counter of TSC cycles into nanoseconds.
+func cyclesNS(cycles C.uint64_t) uint64 {
+	return uint64(float64(cycles) * float64(C.gp_tsc_ns_per_cycle()))
 }

@@ -125,6 +125,7 @@ func (p *Process) write(t *textWriter) {
 		t.field("overhead", "agent ran %s on the program's threads, %s per launch (CUPTI's own work not included)",
 			formatNS(p.AgentNS), formatNS(p.AgentNS/uint64(calls)))
 	}
+	p.AgentParts.write(t, p.Launches+p.Captured+p.GraphLaunches)
 	p.Memory.write(t)
 	writeKernels(t, "top kernels by count", p.TopByCount)
 	writeKernels(t, "top kernels by GPU time", p.TopByTime)
@@ -288,4 +289,18 @@ func Count[N ~int | ~int64 | ~uint64 | ~uint32](n N, noun string) string {
 		return fmt.Sprintf("%d %ses", n, noun)
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// write says where a launch's agent time went, per launch made, and what
+// callstacks seen for the first time cost.
+func (a *AgentParts) write(t *textWriter, calls int) {
+	if a == nil || calls <= 0 {
+		return
+	}
+	per := func(ns uint64) string { return formatNS(ns / uint64(calls)) }
+	line := fmt.Sprintf("callstacks %s, autograd context %s, ring %s per launch", per(a.StackNS), per(a.AutogradNS), per(a.RingNS))
+	if a.StacksNew > 0 {
+		line += fmt.Sprintf("; %d callstacks met for the first time took %s (%s each)", a.StacksNew, formatNS(a.StackNewNS), formatNS(a.StackNewNS/a.StacksNew))
+	}
+	t.field("agent time", "%s", line)
 }

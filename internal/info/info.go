@@ -58,25 +58,26 @@ type Process struct {
 	LastNS  uint64 `json:"last_ns"`  // latest one
 	SpanNS  uint64 `json:"span_ns"`
 
-	Launches         int       `json:"launches"`             // eager: ran as themselves
-	Captured         int       `json:"captured"`             // built a graph node
-	Steps            int       `json:"steps,omitempty"`      // training steps the launches went through (recording.Stepper)
-	StepRange        string    `json:"step_range,omitempty"` // steps are the NVTX ranges matching this regular expression; "" for torch.optim optimizer steps
-	Untimed          int       `json:"untimed,omitempty"`    // eager launches made between sampled timing's windows
-	GraphLaunches    int       `json:"graph_launches"`
-	KernelRuns       int       `json:"kernel_runs"` // GPU activity records
-	GPUTimeNS        uint64    `json:"gpu_time_ns"`
-	UnlinkedRuns     int       `json:"unlinked_runs"` // activity with no launch in the recording
-	Kernels          int       `json:"kernels"`       // distinct kernels described
-	Modules          int       `json:"modules"`
-	ModuleBytes      uint64    `json:"module_bytes"`
-	ModulesWithPTX   int       `json:"modules_with_ptx,omitempty"` // PTX kept beside them (Triton's), for gpurr race
-	Callstacks       int       `json:"callstacks"`
-	LaunchesFiltered uint64    `json:"launches_filtered,omitempty"` // skipped by --kernels, by design
-	AgentNS          uint64    `json:"agent_ns"`                    // agent time on the program's threads
-	AgentLaunchNS    uint64    `json:"agent_launch_ns,omitempty"`   // of it, in launch callbacks (format 1.4)
-	Memory           *Memory   `json:"memory,omitempty"`            // memory capture, when it was on
-	Autograd         *Autograd `json:"autograd,omitempty"`          // PyTorch's autograd, when torch was loaded
+	Launches         int         `json:"launches"`             // eager: ran as themselves
+	Captured         int         `json:"captured"`             // built a graph node
+	Steps            int         `json:"steps,omitempty"`      // training steps the launches went through (recording.Stepper)
+	StepRange        string      `json:"step_range,omitempty"` // steps are the NVTX ranges matching this regular expression; "" for torch.optim optimizer steps
+	Untimed          int         `json:"untimed,omitempty"`    // eager launches made between sampled timing's windows
+	GraphLaunches    int         `json:"graph_launches"`
+	KernelRuns       int         `json:"kernel_runs"` // GPU activity records
+	GPUTimeNS        uint64      `json:"gpu_time_ns"`
+	UnlinkedRuns     int         `json:"unlinked_runs"` // activity with no launch in the recording
+	Kernels          int         `json:"kernels"`       // distinct kernels described
+	Modules          int         `json:"modules"`
+	ModuleBytes      uint64      `json:"module_bytes"`
+	ModulesWithPTX   int         `json:"modules_with_ptx,omitempty"` // PTX kept beside them (Triton's), for gpurr race
+	Callstacks       int         `json:"callstacks"`
+	LaunchesFiltered uint64      `json:"launches_filtered,omitempty"` // skipped by --kernels, by design
+	AgentNS          uint64      `json:"agent_ns"`                    // agent time on the program's threads
+	AgentLaunchNS    uint64      `json:"agent_launch_ns,omitempty"`   // of it, in launch callbacks (format 1.4)
+	AgentParts       *AgentParts `json:"agent_parts,omitempty"`       // where the launch callbacks' time went (format 1.9)
+	Memory           *Memory     `json:"memory,omitempty"`            // memory capture, when it was on
+	Autograd         *Autograd   `json:"autograd,omitempty"`          // PyTorch's autograd, when torch was loaded
 
 	TopByCount []KernelUse `json:"top_by_count"`
 	TopByTime  []KernelUse `json:"top_by_gpu_time"`
@@ -242,6 +243,7 @@ func summarize(name string, d *recording.Data, steps *recording.Stepper) *Proces
 		LaunchesFiltered: d.Stats.GetLaunchesFiltered(),
 		AgentNS:          d.Stats.GetAgentCallbackNs(),
 		AgentLaunchNS:    d.Stats.GetAgentLaunchNs(),
+		AgentParts:       agentParts(d.Stats),
 		Losses:           losses(d.Stats),
 		Memory:           summarizeMemory(d),
 	}
@@ -475,4 +477,24 @@ func shorten(name string, n int) string {
 		cut--
 	}
 	return name[:cut] + "..."
+}
+
+// AgentParts is where the agent's time in launch callbacks went (format 1.9):
+// the parts measured on the same sampled launches as AgentLaunchNS, and the
+// callstacks it met for the first time, each of which it decoded and wrote.
+type AgentParts struct {
+	StackNS    uint64 `json:"stack_ns"`     // taking callstacks, new ones included
+	AutogradNS uint64 `json:"autograd_ns"`  // reading PyTorch's autograd context
+	RingNS     uint64 `json:"ring_ns"`      // writing launch records to the ring
+	StacksNew  uint64 `json:"stacks_new"`   // callstacks met for the first time
+	StackNewNS uint64 `json:"stack_new_ns"` // the time those took, every one timed
+}
+
+func agentParts(s *pb.Stats) *AgentParts {
+	p := &AgentParts{StackNS: s.GetAgentStackNs(), AutogradNS: s.GetAgentAutogradNs(), RingNS: s.GetAgentRingNs(),
+		StacksNew: s.GetStacksNew(), StackNewNS: s.GetAgentStackNewNs()}
+	if *p == (AgentParts{}) {
+		return nil // before 1.9, or no launch sampled
+	}
+	return p
 }

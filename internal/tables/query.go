@@ -472,6 +472,11 @@ var statsDocs = map[string]string{
 	"frames_written":     "frames the agent wrote",
 	"agent_callback_ns":  "time the agent spent in CUPTI callbacks on the program's threads",
 	"agent_launch_ns":    "of agent_callback_ns, the part in launch callbacks (1 launch in 16 per thread timed, scaled)",
+	"agent_stack_ns":     "of agent_launch_ns, taking callstacks",
+	"agent_autograd_ns":  "of agent_launch_ns, reading PyTorch's autograd context",
+	"agent_ring_ns":      "of agent_launch_ns, writing launch records to the agent's ring",
+	"stacks_new":         "callstacks met for the first time on the program's threads (frames decoded, record written)",
+	"agent_stack_new_ns": "the time those took (every one timed); the rest of agent_stack_ns is stacks seen before",
 
 	"allocations":           "allocation and free records (--memory)",
 	"memory_launches":       "launches with memory ops enqueued (hash or snapshot)",

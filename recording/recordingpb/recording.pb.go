@@ -2768,6 +2768,11 @@ type Stats struct {
 	AgentLaunchNs      uint64                 `protobuf:"varint,32,opt,name=agent_launch_ns,json=agentLaunchNs,proto3" json:"agent_launch_ns,omitempty"`                  // of agent_callback_ns, the part in launch callbacks (sampled: 1 launch in 16 per thread, scaled; 1.4)
 	Ranges             uint64                 `protobuf:"varint,33,opt,name=ranges,proto3" json:"ranges,omitempty"`                                                       // NVTX ranges recorded (1.7)
 	RangesDropped      uint64                 `protobuf:"varint,34,opt,name=ranges_dropped,json=rangesDropped,proto3" json:"ranges_dropped,omitempty"`                    // NVTX ranges lost: ring full, nested deeper than 128 on a thread, or popped without a push the agent saw (1.7)
+	AgentStackNs       uint64                 `protobuf:"varint,35,opt,name=agent_stack_ns,json=agentStackNs,proto3" json:"agent_stack_ns,omitempty"`                     // of agent_launch_ns, taking callstacks (sampled and scaled as it is; 1.9)
+	AgentAutogradNs    uint64                 `protobuf:"varint,36,opt,name=agent_autograd_ns,json=agentAutogradNs,proto3" json:"agent_autograd_ns,omitempty"`            // of agent_launch_ns, reading PyTorch's autograd context (1.9)
+	AgentRingNs        uint64                 `protobuf:"varint,37,opt,name=agent_ring_ns,json=agentRingNs,proto3" json:"agent_ring_ns,omitempty"`                        // of agent_launch_ns, writing launch records to the agent's ring (1.9)
+	StacksNew          uint64                 `protobuf:"varint,38,opt,name=stacks_new,json=stacksNew,proto3" json:"stacks_new,omitempty"`                                // callstacks met for the first time on a program's thread: frames decoded, record written (1.9)
+	AgentStackNewNs    uint64                 `protobuf:"varint,39,opt,name=agent_stack_new_ns,json=agentStackNewNs,proto3" json:"agent_stack_new_ns,omitempty"`          // the time those took, every one measured (1.9)
 	unknownFields      protoimpl.UnknownFields
 	sizeCache          protoimpl.SizeCache
 }
@@ -3036,6 +3041,41 @@ func (x *Stats) GetRanges() uint64 {
 func (x *Stats) GetRangesDropped() uint64 {
 	if x != nil {
 		return x.RangesDropped
+	}
+	return 0
+}
+
+func (x *Stats) GetAgentStackNs() uint64 {
+	if x != nil {
+		return x.AgentStackNs
+	}
+	return 0
+}
+
+func (x *Stats) GetAgentAutogradNs() uint64 {
+	if x != nil {
+		return x.AgentAutogradNs
+	}
+	return 0
+}
+
+func (x *Stats) GetAgentRingNs() uint64 {
+	if x != nil {
+		return x.AgentRingNs
+	}
+	return 0
+}
+
+func (x *Stats) GetStacksNew() uint64 {
+	if x != nil {
+		return x.StacksNew
+	}
+	return 0
+}
+
+func (x *Stats) GetAgentStackNewNs() uint64 {
+	if x != nil {
+		return x.AgentStackNewNs
 	}
 	return 0
 }
@@ -3376,8 +3416,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\bLogEntry\x12\x17\n" +
 	"\ahost_ns\x18\x01 \x01(\x04R\x06hostNs\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\tR\x05level\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\xa5\n" +
-	"\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xe7\v\n" +
 	"\x05Stats\x12\x1a\n" +
 	"\blaunches\x18\x01 \x01(\x04R\blaunches\x12+\n" +
 	"\x11launches_filtered\x18\x02 \x01(\x04R\x10launchesFiltered\x12)\n" +
@@ -3417,7 +3456,13 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x0fbackward_linked\x18\x1f \x01(\x04R\x0ebackwardLinked\x12&\n" +
 	"\x0fagent_launch_ns\x18  \x01(\x04R\ragentLaunchNs\x12\x16\n" +
 	"\x06ranges\x18! \x01(\x04R\x06ranges\x12%\n" +
-	"\x0eranges_dropped\x18\" \x01(\x04R\rrangesDropped\"4\n" +
+	"\x0eranges_dropped\x18\" \x01(\x04R\rrangesDropped\x12$\n" +
+	"\x0eagent_stack_ns\x18# \x01(\x04R\fagentStackNs\x12*\n" +
+	"\x11agent_autograd_ns\x18$ \x01(\x04R\x0fagentAutogradNs\x12\"\n" +
+	"\ragent_ring_ns\x18% \x01(\x04R\vagentRingNs\x12\x1d\n" +
+	"\n" +
+	"stacks_new\x18& \x01(\x04R\tstacksNew\x12+\n" +
+	"\x12agent_stack_new_ns\x18' \x01(\x04R\x0fagentStackNewNs\"4\n" +
 	"\x03End\x12\x15\n" +
 	"\x06end_ns\x18\x01 \x01(\x04R\x05endNs\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reasonB.Z,github.com/gpurr/gpurr/recording/recordingpbb\x06proto3"

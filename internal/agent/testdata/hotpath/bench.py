@@ -21,6 +21,7 @@ LIB.hp_bench.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.POINTER(ctypes.c_do
 LIB.hp_bench_cold.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.c_long, ctypes.POINTER(ctypes.c_double)]
 LIB.hp_scenario.argtypes = [ctypes.c_char_p]
 LIB.hp_stream_id_calls.restype = ctypes.c_uint64
+LIB.hp_stacks_new.restype = ctypes.c_uint64
 
 N, BATCHES, ROUNDS, THREADS = 1000, 200, 5, 8
 LINES, DEPTH = 3000, 24  # a generated function as long as Inductor's call(), launching from each line
@@ -69,10 +70,12 @@ def new_stacks_ns():
         return deep(k - 1, got) if k > 1 else body(LIB.hp_bench, (ctypes.c_double * 1)(), got)
 
     passes = []
-    for _ in range(2):
-        got = []
+    for want_new in (LINES, 0):
+        got, before = [], LIB.hp_stacks_new()
         deep(DEPTH - 4, got)  # the caller's own frames make up the rest
         passes.append(statistics.median(got))
+        counted = LIB.hp_stacks_new() - before
+        assert counted == want_new, "the agent counted %d new stacks, want %d" % (counted, want_new)
     return passes
 
 

@@ -298,6 +298,7 @@ HP_API int hp_bench_cold(long n, int batches, long evict_bytes, double *out) {
 // Stream-id lookups so far (the fake's calls): shows the cache at work.
 HP_API uint64_t hp_stream_id_calls(void) { return atomic_load(&stream_id_calls); }
 HP_API uint64_t hp_drained_launches(void) { return drained_launches; }
+HP_API uint64_t hp_stacks_new(void) { return atomic_load((_Atomic uint64_t *)&gp_counts.stacks_new); }
 
 // ---- the equivalence scenario ----
 
