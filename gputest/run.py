@@ -486,6 +486,24 @@ def t_nvtx_trace_info(h):
     return f"{len(nvtx)} range slices in the trace; info lists them"
 
 
+@test("nvtx.before_cuda")
+def t_nvtx_before_cuda(h):
+    """A range pushed before the program's first CUDA call makes NVTX load the agent before
+    the CUDA driver does: the recording is whole, the ranges pushed once CUDA is up are
+    recorded with their launches, and the early range (pushed before the agent recorded) is
+    not, its pop counted as dropped."""
+    want, d = h.py_workload("nvtx_early")
+    p = h.one(d, "SELECT nvtx, nvtx_reason FROM processes")
+    check(truthy(p.get("nvtx")), f"processes.nvtx is {p.get('nvtx')}: {p.get('nvtx_reason')}")
+    n = h.n(d, "SELECT count(*) AS n FROM launches WHERE range = 'after cuda'")
+    check(n == want["launches_in_range"], f"{n} launches in 'after cuda', want {want['launches_in_range']} {h.drops(d)}")
+    early = h.n(d, "SELECT count(*) AS n FROM ranges WHERE message = 'before cuda'")
+    check(early == 0, f"{early} ranges 'before cuda' recorded: it was pushed before the agent started")
+    dropped = h.n(d, "SELECT ranges_dropped AS n FROM stats")
+    check(dropped == 1, f"stats.ranges_dropped = {dropped}, want 1 (the early range's pop)")
+    return f"{n} launches in 'after cuda'; the early range's pop counted as dropped"
+
+
 @test("nvtx.injection_kept")
 def t_nvtx_kept(h):
     """A user's own NVTX_INJECTION64_PATH (another tool) is kept: the program runs, gpurr record
