@@ -335,10 +335,14 @@ static const slot_fn slots[] = {
 
 static _Atomic int injected;  // NVTX instances that took the agent's functions
 
+// On failure (0) NVTX turns every slot of the instance into a no-op, those
+// filled already included.
 int gp_nvtx_inject(gp_NvtxGetExportTableFunc get) {
   const gp_NvtxExportTableCallbacks *cb = get ? get(GP_NVTX_ETID_CALLBACKS) : NULL;
   if (!cb || cb->struct_size < sizeof *cb || !cb->GetModuleFunctionTable) return 0;
-  for (int module = GP_NVTX_CB_MODULE_CORE; module <= GP_NVTX_CB_MODULE_CORE2; module += GP_NVTX_CB_MODULE_CORE2 - 1) {
+  static const int modules[] = {GP_NVTX_CB_MODULE_CORE, GP_NVTX_CB_MODULE_CORE2};
+  for (size_t m = 0; m < sizeof modules / sizeof *modules; m++) {
+    int module = modules[m];
     gp_NvtxFunctionPointer **table = NULL;
     unsigned size = 0;
     if (!cb->GetModuleFunctionTable(module, &table, &size) || !table) return 0;

@@ -411,6 +411,28 @@ def test_line_tables():
            "; ".join(bad_codes[:3]) or "(%d code objects, %d instructions)" % (len(codes), units))
 
 
+def test_line_cache_reuse():
+    """Long functions' line tables are decoded once per code object and kept: a code object
+    freed and another made where it was (same address, a different table) must get its own
+    lines, never the old one's. Each round compiles a long function whose lines start at a
+    different first line, checks every instruction, then drops it."""
+    bad = []
+    body = "".join("    x = x + %d\n" % i for i in range(400))  # a line table well over 512 bytes
+    addresses = set()
+    for r in range(60):
+        src = "\n" * r + "def long_fn(x):\n" + body + "    return x\n"
+        co = [c for c in compile(src, "reuse_%d.py" % (r % 3), "exec").co_consts if isinstance(c, types.CodeType)][0]
+        addresses.add(id(co))
+        bl, ours, theirs = ctypes.c_int(0), ctypes.c_int(0), ctypes.c_int(0)
+        got = PLIB.t_check_lines(co, ctypes.byref(bl), ctypes.byref(ours), ctypes.byref(theirs))
+        if got != 0:
+            bad.append("round %d lasti=%d ours=%d cpython=%d" % (r, bl.value, ours.value, theirs.value))
+        del co
+        gc.collect()
+    record("line cache: code objects at reused addresses", not bad,
+           "; ".join(bad[:3]) or "(60 rounds, %d distinct addresses)" % len(addresses))
+
+
 CALLBACK = ctypes.CFUNCTYPE(None)
 
 
@@ -516,6 +538,7 @@ def main():
     test_foreign_thread_callback()
     test_thread()
     test_line_tables()
+    test_line_cache_reuse()
     bench()
     failed = [n for n, ok in RESULTS if not ok]
     print("RESULT %s: %d/%d passed%s" % (sys.version.split()[0], len(RESULTS) - len(failed), len(RESULTS),
