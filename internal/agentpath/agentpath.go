@@ -31,6 +31,9 @@ const EnvVar = "GPURR_AGENT"
 // EntryPoint is the function the CUDA driver calls in an injection library.
 const EntryPoint = "InitializeInjection"
 
+// NVTXEntryPoint is the function NVTX calls in its tool (NVTX_INJECTION64_PATH).
+const NVTXEntryPoint = "InitializeInjectionNvtx2"
+
 // Fix says how to provide the agent.
 const Fix = "build it with make (it belongs beside bin/gpurr) or name it with $" + EnvVar
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpurr/gpurr/internal/agent/agentenv"
 	"github.com/gpurr/gpurr/internal/agentpath"
 	"github.com/gpurr/gpurr/internal/cuda"
 	"github.com/gpurr/gpurr/internal/cupti/locate"
@@ -34,6 +35,8 @@ check could not run because an earlier one failed.
   GPUs           the devices the driver sees
   CUPTI          found (every place looked is listed) and loadable
   agent          libgpurr.so beside the gpurr executable
+  NVTX           whether the program's NVTX ranges will be recorded (a note,
+                 marked !, when they will not: recording still works)
   injection      gpurr record of the demo workload records every launch
 
 Exit status: 0 when every check passed, 1 when something is missing.`,
@@ -67,6 +70,11 @@ func (r *report) fail(check string, problem error, fix string) {
 	}
 }
 
+// note prints a ! line: something that works less well, not a failure.
+func (r *report) note(check, format string, args ...any) {
+	fmt.Fprintf(r.w, "! %-*s %s\n", checkWidth, check, fmt.Sprintf(format, args...))
+}
+
 func (r *report) skip(check, why string) {
 	fmt.Fprintf(r.w, "– %-*s skipped: %s\n", checkWidth, check, why)
 }
@@ -79,7 +87,11 @@ func runDoctor(stdout io.Writer, cuptiFlag string) error {
 	r := &report{w: stdout}
 	gpuOK := checkDriver(r)
 	cuptiPath := checkCUPTI(r, cuptiFlag)
-	agentOK := checkAgent(r)
+	agentPath := checkAgent(r)
+	agentOK := agentPath != ""
+	if agentOK {
+		checkNVTX(r, agentPath, os.Getenv(agentenv.NVTXInjection))
+	}
 
 	var missing []string
 	for _, m := range []struct {
@@ -187,7 +199,7 @@ func listPlaces(r *report, res locate.Result) {
 
 // checkAgent checks that libgpurr.so is where gpurr record looks for it.
 // It is not loaded here: the agent carries a Go runtime of its own.
-func checkAgent(r *report) bool {
+func checkAgent(r *report) string {
 	res := agentpath.Search()
 	if err := res.Err(); err != nil {
 		if !res.Explicit {
@@ -195,10 +207,31 @@ func checkAgent(r *report) bool {
 		}
 		r.fail("agent", err, agentpath.Fix)
 		listPlaces(r, res)
-		return false
+		return ""
 	}
 	r.ok("agent", "%s", res.Path)
-	return true
+	return res.Path
+}
+
+// checkNVTX says whether gpurr record will record the program's NVTX
+// ranges: the agent must be an NVTX tool, and NVTX_INJECTION64_PATH (set
+// in this environment, prev) must not name another tool, which record keeps.
+func checkNVTX(r *report, agent, prev string) {
+	if _, err := locate.CheckLibrary(agent, agentpath.NVTXEntryPoint); err != nil {
+		r.note("NVTX", "ranges will not be recorded: %s has no %s (an agent from an older build; run make)", agent, agentpath.NVTXEntryPoint)
+		return
+	}
+	if prev != "" && !sameFile(prev, agent) {
+		r.note("NVTX", "ranges will not be recorded: %s=%s names another tool, which gpurr record keeps (unset it to record them)", agentenv.NVTXInjection, prev)
+		return
+	}
+	r.ok("NVTX", "ranges will be recorded (gpurr record makes the agent NVTX's tool)")
+}
+
+func sameFile(a, b string) bool {
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
 }
 
 // injectionTimeout bounds the recorded demo workload.

@@ -2,9 +2,11 @@ package cli
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 
+	"github.com/gpurr/gpurr/internal/agentpath"
 	"github.com/gpurr/gpurr/internal/cupti/locate"
 	"github.com/gpurr/gpurr/internal/cupti/locate/locatetest"
 )
@@ -56,5 +58,28 @@ func TestDoctorCUPTIFlag(t *testing.T) {
 	run([]string{"doctor", "--cupti", "/nonexistent/libcupti.so.13"}, &stdout, &stderr)
 	if !strings.Contains(stdout.String(), "✗ CUPTI          CUPTI named by --cupti is not usable: /nonexistent/libcupti.so.13: does not exist") {
 		t.Errorf("bad --cupti:\n%s", stdout.String())
+	}
+}
+
+func TestDoctorNVTX(t *testing.T) {
+	dir := t.TempDir()
+	agent, old := dir+"/libgpurr.so", dir+"/old/libgpurr.so"
+	locatetest.Write(t, agent, locatetest.Library{Soname: "libgpurr.so", Exports: []string{agentpath.EntryPoint, agentpath.NVTXEntryPoint}})
+	if err := os.MkdirAll(dir+"/old", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	locatetest.Write(t, old, locatetest.Library{Soname: "libgpurr.so", Exports: []string{agentpath.EntryPoint}})
+	for _, c := range []struct{ agent, prev, want string }{
+		{agent, "", "✓ NVTX           ranges will be recorded"},
+		{agent, agent, "✓ NVTX           ranges will be recorded"},
+		{agent, "/opt/nsight/libToolsInjection64.so", "! NVTX           ranges will not be recorded: NVTX_INJECTION64_PATH=/opt/nsight/libToolsInjection64.so names another tool"},
+		{old, "", "! NVTX           ranges will not be recorded: " + old + " has no InitializeInjectionNvtx2"},
+	} {
+		var out bytes.Buffer
+		r := &report{w: &out}
+		checkNVTX(r, c.agent, c.prev)
+		if !strings.HasPrefix(out.String(), c.want) || r.failures != 0 {
+			t.Errorf("checkNVTX(%s, %q) = %q (%d failures), want a line starting %q and no failure", c.agent, c.prev, out.String(), r.failures, c.want)
+		}
 	}
 }
