@@ -79,6 +79,11 @@ class Recording:
     def kernels(self):
         return self.table("kernels")
 
+    @property
+    def ranges(self):
+        """The program's NVTX ranges, each with its path (step 5 / forward)."""
+        return self.table("ranges")
+
     def __repr__(self):
         return f"gpurr.Recording({self.path!r})"
 
