@@ -5,7 +5,7 @@
 Every test prints one line, PASS/FAIL/SKIP NAME: reason. Exit status 1 if any test failed.
 Stdlib only; needs a CUDA machine with the workloads' Python packages and a built bin/.
 
-  python3 gputest/run.py [--only PATTERN] [--bare-only] [--raw-cuda-bin PATH] [--tmp DIR]
+  python3 gputest/run.py [--only PATTERN] [--part K/N] [--bare-only] [--raw-cuda-bin PATH] [--tmp DIR]
 
 GPURR_RESULTS=path writes a JSON summary there. Logs of every run go to TMP/logs.
 """
@@ -2017,6 +2017,14 @@ def t_trace_memcap(h):
     return f"{len(own)} memory-capture kernels on their own track, {total_ns / 1e6:.3f} ms = memory_capture_gpu_ns"
 
 
+def parse_part(text):
+    """K/N of --part, checked: 1 <= K <= N."""
+    m = re.fullmatch(r"(\d+)/(\d+)", text)
+    if not m or not 1 <= int(m[1]) <= int(m[2]):
+        raise SystemExit(f"gputest: --part {text!r}: want K/N with 1 <= K <= N, e.g. 1/2")
+    return int(m[1]), int(m[2])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gpurr", default=str(ROOT / "bin" / "gpurr"))
@@ -2027,18 +2035,22 @@ def main():
     ap.add_argument("--nvcc", default="/usr/local/cuda/bin/nvcc")
     ap.add_argument("--tmp", help="directory for recordings and logs (default: a new temp dir)")
     ap.add_argument("--budget", type=float, default=480, help="seconds; later tests SKIP once spent")
+    ap.add_argument("--part", default="1/1", help="K/N: only the Kth of N interleaved shares of the selected tests, "
+                    "so a suite longer than one device call runs in N calls")
     ap.add_argument("--list", action="store_true")
     args = ap.parse_args()
-    if args.list:
-        print("\n".join(name for name, _ in TESTS))
-        return 0
 
+    selected = [(n, f) for n, f in TESTS if not args.only or any(
+        fnmatch.fnmatch(n, p) or n.startswith(p) for p in args.only)]
+    part, parts = parse_part(args.part)
+    selected = selected[part - 1::parts]
+    if args.list:
+        print("\n".join(name for name, _ in selected))
+        return 0
     h = Harness(args)
     if not args.bare_only and not os.access(h.gpurr, os.X_OK):
         print(f"FAIL setup: {h.gpurr} is not an executable (build bin/ first)")
         return 1
-    selected = [(n, f) for n, f in TESTS if not args.only or any(
-        fnmatch.fnmatch(n, p) or n.startswith(p) for p in args.only)]
     print(f"gputest: {len(selected)} tests, logs and recordings in {h.tmp}", flush=True)
     t_start, results = time.monotonic(), []
     for name, fn in selected:
