@@ -360,6 +360,18 @@ func nvtxStart() { C.gp_nvtx_start() }
 // nvtxPushA is nvtxRangePushA(msg), returning the range's level.
 func nvtxPushA(msg string) int { return int(C.nvtxhost_push_a(C.CString(msg))) }
 
+// nvtxPushW is nvtxRangePushW with a wide-character message, returning its level.
+func nvtxPushW() int {
+	msg := []C.int{'w', 'i', 'd', 'e', 0} // wchar_t is 32 bits on Linux
+	return int(C.nvtxhost_push_w(unsafe.Pointer(&msg[0])))
+}
+
+// nvtxDomainCreateW is nvtxDomainCreateW with a wide-character name, returning its handle.
+func nvtxDomainCreateW() uintptr {
+	name := []C.int{'d', 'o', 'm', 0}
+	return uintptr(C.nvtxhost_domain_create_w(unsafe.Pointer(&name[0])))
+}
+
 // nvtxPop is nvtxRangePop, or nvtxDomainRangePop(domain) for a domain.
 func nvtxPop(domain uintptr) int {
 	if domain == 0 {

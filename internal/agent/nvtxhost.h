@@ -43,6 +43,10 @@ static int nvtxhost_push_a(const char *m) { return ((int (*)(const char *))nvtxh
 static int nvtxhost_push_ex(const gp_nvtxEventAttributes *a) {
   return ((int (*)(const gp_nvtxEventAttributes *))nvtxhost_core[GP_NVTX_CBID_CORE_RangePushEx])(a);
 }
+static int nvtxhost_push_w(const void *m) { return ((int (*)(const void *))nvtxhost_core[GP_NVTX_CBID_CORE_RangePushW])(m); }
+static uintptr_t nvtxhost_domain_create_w(const void *name) {
+  return (uintptr_t)((gp_nvtxDomainHandle(*)(const void *))nvtxhost_core2[GP_NVTX_CBID_CORE2_DomainCreateW])(name);
+}
 static int nvtxhost_pop(void) { return ((int (*)(void))nvtxhost_core[GP_NVTX_CBID_CORE_RangePop])(); }
 static uint64_t nvtxhost_start_a(const char *m) {
   return ((uint64_t(*)(const char *))nvtxhost_core[GP_NVTX_CBID_CORE_RangeStartA])(m);

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 
@@ -143,6 +144,39 @@ func TestRangeOpenNames(t *testing.T) {
 	}
 	if len(r.batch.RangeEnds) != 0 {
 		t.Errorf("ends of ranges in the same frame are set in place, not written: %v", r.batch.RangeEnds)
+	}
+}
+
+// TestRangeWide: wide-character messages and domain names are recorded
+// without their text, the domain then named by its handle, and nothing of
+// the program's memory is read past the calls.
+func TestRangeWide(t *testing.T) {
+	r := testRecorder(t)
+	cannedRing(1 << 16)
+	if !nvtxRecording() {
+		t.Fatal("the agent refused NVTX's export table")
+	}
+	r.drain()
+	if level := nvtxPushW(); level != 0 {
+		t.Errorf("nvtxRangePushW returned level %d, want 0", level)
+	}
+	dom := nvtxDomainCreateW()
+	if dom == 0 {
+		t.Fatal("nvtxDomainCreateW returned no handle")
+	}
+	nvtxDomainPush(dom, "in a wide domain", 0, 0)
+	nvtxPop(dom)
+	nvtxPop(0)
+	r.drain()
+	got := r.batch.Ranges
+	if len(got) != 2 {
+		t.Fatalf("ranges %v, want 2", got)
+	}
+	if got[0].Message != "" || got[0].Domain != "" {
+		t.Errorf("wide push: %v, want no message in the default domain", got[0])
+	}
+	if want := fmt.Sprintf("domain %#x", dom); got[1].Domain != want || got[1].Message != "in a wide domain" {
+		t.Errorf("range in a wide-named domain: %v, want domain %q", got[1], want)
 	}
 }
 
