@@ -2021,7 +2021,8 @@ def parse_part(text):
     """K/N of --part, checked: 1 <= K <= N."""
     m = re.fullmatch(r"(\d+)/(\d+)", text)
     if not m or not 1 <= int(m[1]) <= int(m[2]):
-        raise SystemExit(f"gputest: --part {text!r}: want K/N with 1 <= K <= N, e.g. 1/2")
+        print(f"gputest: --part {text!r}: want K/N with 1 <= K <= N, e.g. 1/2", file=sys.stderr)
+        sys.exit(2)
     return int(m[1]), int(m[2])
 
 

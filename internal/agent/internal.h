@@ -252,8 +252,6 @@ extern GP_TLS uint64_t gp_range_current;
 // the agent's functions (what InitializeInjectionNvtx2 does); 0 when its
 // export table is not what the agent knows.
 int gp_nvtx_inject(gp_NvtxGetExportTableFunc get);
-// gp_nvtx_injected is how many NVTX instances took the agent's functions.
-int gp_nvtx_injected(void);
 // gp_nvtx_start starts recording ranges, after naming the domains and
 // strings made before it.
 void gp_nvtx_start(void);

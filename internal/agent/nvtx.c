@@ -188,16 +188,21 @@ static uint64_t range_start(uint64_t domain, const message *m) {
 // handle. Each is kept (the list), so those NVTX made before the agent
 // started are named when it starts.
 typedef struct named {
-  struct named *next;
-  uint64_t domain;  // of a registered string
-  uint32_t kind;    // GP_NVTX_NAME_*
-  char name[];      // empty for a wide-character name
+  struct named *next;    // in names
+  struct named *bucket;  // next in its bucket of by_text
+  uint64_t domain;       // of a registered string
+  uint32_t kind;         // GP_NVTX_NAME_*
+  char name[];           // empty for a wide-character name
 } named;
 
 // names, newest first, and the lock that orders a name's record before
 // any range that can use it: taken to add one, and to write those made
-// before the start.
+// before the start. by_text finds a name made already, so a program that
+// registers the same string or domain again (every step, say) gets its
+// handle back instead of growing the list and the recording.
+enum { NAME_BUCKETS = 4096 };
 static named *names;
+static named *by_text[NAME_BUCKETS];
 static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void name_record(const named *n) {
@@ -213,16 +218,35 @@ static void name_record(const named *n) {
   gp_ring_push(r);
 }
 
-// new_name returns a handle for a domain or string named s (NULL: none).
+static uint32_t name_bucket(uint32_t kind, uint64_t domain, const char *s, size_t len) {
+  uint64_t h = 0xcbf29ce484222325ULL ^ kind ^ (domain * 0x9E3779B97F4A7C15ull);
+  for (size_t i = 0; i < len; i++) h = (h ^ (uint8_t)s[i]) * 0x100000001b3ULL;
+  return (uint32_t)(h >> 32) & (NAME_BUCKETS - 1);
+}
+
+// new_name returns a handle for a domain or string named s (NULL: none):
+// the one it gave for the same text before, else a new one. Wide-character
+// names (s NULL) are never the same as another.
 static void *new_name(uint32_t kind, uint64_t domain, const char *s) {
   size_t len = s ? strnlen(s, MESSAGE_CAP - 1) : 0;
+  uint32_t b = name_bucket(kind, domain, s, len);
+  pthread_mutex_lock(&names_lock);
+  for (named *o = s ? by_text[b] : NULL; o; o = o->bucket) {
+    if (o->kind == kind && o->domain == domain && strlen(o->name) == len && memcmp(o->name, s, len) == 0) {
+      pthread_mutex_unlock(&names_lock);
+      return o;
+    }
+  }
   named *n = calloc(1, sizeof *n + len + 1);
-  if (!n) return NULL;  // NVTX's own answer when no tool is attached
+  if (!n) {
+    pthread_mutex_unlock(&names_lock);
+    return NULL;  // NVTX's own answer when no tool is attached
+  }
   n->kind = kind, n->domain = domain;
   memcpy(n->name, s ? s : "", len);
-  pthread_mutex_lock(&names_lock);
   n->next = names;
   names = n;
+  if (s) n->bucket = by_text[b], by_text[b] = n;
   if (recording()) name_record(n);
   pthread_mutex_unlock(&names_lock);
   return n;
@@ -333,8 +357,6 @@ static const slot_fn slots[] = {
 };
 #undef FN
 
-static _Atomic int injected;  // NVTX instances that took the agent's functions
-
 // On failure (0) NVTX turns every slot of the instance into a no-op, those
 // filled already included.
 int gp_nvtx_inject(gp_NvtxGetExportTableFunc get) {
@@ -349,11 +371,8 @@ int gp_nvtx_inject(gp_NvtxGetExportTableFunc get) {
     for (size_t i = 0; i < sizeof slots / sizeof *slots; i++)
       if (slots[i].module == module && slots[i].slot < size && table[slots[i].slot]) *table[slots[i].slot] = slots[i].fn;
   }
-  atomic_fetch_add_explicit(&injected, 1, memory_order_relaxed);
   return 1;
 }
-
-int gp_nvtx_injected(void) { return atomic_load_explicit(&injected, memory_order_relaxed); }
 
 void gp_nvtx_start(void) {
   pthread_mutex_lock(&names_lock);

@@ -39,9 +39,7 @@ func nvtxEnabled() (bool, string) {
 		return false, agentenv.NVTXInjection + " is not set (gpurr record sets it to gpurr's agent)"
 	}
 	agent := os.Getenv(agentenv.Injection)
-	a, errA := os.Stat(path)
-	b, errB := os.Stat(agent)
-	if errA != nil || errB != nil || !os.SameFile(a, b) {
+	if agent == "" || !agentenv.SameLibrary(path, agent) {
 		return false, fmt.Sprintf("%s names %s, not gpurr's agent (%s)", agentenv.NVTXInjection, path, agent)
 	}
 	return true, ""

@@ -117,8 +117,10 @@ func TestRangeOpenNames(t *testing.T) {
 	}
 	r.drain()
 	first := nextRangeID(t, r)
-	dom := nvtxDomainCreate("torch")
-	str := nvtxRegisterString(dom, "backward")
+	// Names of their own: a name made by an earlier test was recorded there, and
+	// making it again gives its handle back without a new record.
+	dom := nvtxDomainCreate("torch (open names)")
+	str := nvtxRegisterString(dom, "backward (open names)")
 	nvtxPushA("step")
 	nvtxDomainPush(dom, "", str, 3)
 	nvtxPop(dom)
@@ -132,7 +134,7 @@ func TestRangeOpenNames(t *testing.T) {
 	}
 	want := []*pb.Range{
 		{Id: first, Message: "step", Pushed: true},
-		{Id: first + 1, ParentId: first, Domain: "torch", Message: "backward", Category: 3, Pushed: true},
+		{Id: first + 1, ParentId: first, Domain: "torch (open names)", Message: "backward (open names)", Category: 3, Pushed: true},
 		{Id: first + 2, ParentId: first, Domain: "domain 0x999", Message: "unnamed domain", Pushed: true},
 	}
 	for i, g := range got {
@@ -177,6 +179,34 @@ func TestRangeWide(t *testing.T) {
 	}
 	if want := fmt.Sprintf("domain %#x", dom); got[1].Domain != want || got[1].Message != "in a wide domain" {
 		t.Errorf("range in a wide-named domain: %v, want domain %q", got[1], want)
+	}
+}
+
+// TestRangeNamesAgain: registering the same string, or creating the same
+// domain, again gives back the first handle and writes no new name record;
+// another text, or the same text in another domain, gets its own.
+func TestRangeNamesAgain(t *testing.T) {
+	r := testRecorder(t)
+	cannedRing(1 << 16)
+	if !nvtxRecording() {
+		t.Fatal("the agent refused NVTX's export table")
+	}
+	r.drain()
+	names0 := len(r.nvtx.domains) + len(r.nvtx.strings)
+	dom := nvtxDomainCreate("again")
+	other := nvtxDomainCreate("again, other")
+	str := nvtxRegisterString(dom, "every step")
+	for range 1000 {
+		if d, s := nvtxDomainCreate("again"), nvtxRegisterString(dom, "every step"); d != dom || s != str {
+			t.Fatalf("handles %#x, %#x again; want %#x, %#x", d, s, dom, str)
+		}
+	}
+	if s := nvtxRegisterString(other, "every step"); s == str {
+		t.Error("the same string in another domain got the first domain's handle")
+	}
+	r.drain()
+	if got := len(r.nvtx.domains) + len(r.nvtx.strings) - names0; got != 4 {
+		t.Errorf("%d names recorded, want 4 (2 domains, 2 strings)", got)
 	}
 }
 

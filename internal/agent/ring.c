@@ -5,6 +5,7 @@
 // a memcpy; the reader copies out without it. When the ring is full the record
 // is dropped and counted (invariant 3): the program never waits. The lock is
 // the spinlock of internal.h, and the whole ring state shares one cache line.
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -61,7 +62,8 @@ uint64_t gp_ring_prefault(uint64_t ahead) {
   // Populating writes nothing: records being written there concurrently
   // are left as they are.
   if (madvise((void *)from, to - from, MADV_POPULATE_WRITE) != 0) {
-    faulted = ring.cap;  // not on this kernel: the pages fault in as written
+    if (errno == EINTR) return faulted;  // a signal came: the next call goes on
+    faulted = ring.cap;  // not on this kernel, or no memory now: the pages fault in as written
     return faulted;
   }
   faulted = want;

@@ -221,17 +221,11 @@ func checkNVTX(r *report, agent, prev string) {
 		r.note("NVTX", "ranges will not be recorded: %s has no %s (an agent from an older build; run make)", agent, agentpath.NVTXEntryPoint)
 		return
 	}
-	if prev != "" && !sameFile(prev, agent) {
+	if prev != "" && !agentenv.SameLibrary(prev, agent) {
 		r.note("NVTX", "ranges will not be recorded: %s=%s names another tool, which gpurr record keeps (unset it to record them)", agentenv.NVTXInjection, prev)
 		return
 	}
 	r.ok("NVTX", "ranges will be recorded (gpurr record makes the agent NVTX's tool)")
-}
-
-func sameFile(a, b string) bool {
-	fa, errA := os.Stat(a)
-	fb, errB := os.Stat(b)
-	return errA == nil && errB == nil && os.SameFile(fa, fb)
 }
 
 // injectionTimeout bounds the recorded demo workload.

@@ -247,7 +247,7 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 // calls reach it directly. A library the user named already (another
 // tool's) is kept: then ranges are not recorded, and note says so.
 func nvtxEnv(agent, prev string) (add, note string) {
-	if prev == "" || prev == agent {
+	if prev == "" || agentenv.SameLibrary(prev, agent) {
 		return agentenv.NVTXInjection + "=" + agent, ""
 	}
 	return "", fmt.Sprintf("gpurr: record: warning: %s=%s is kept for the recorded program, so its NVTX ranges are not recorded (unset it to record them)", agentenv.NVTXInjection, prev)

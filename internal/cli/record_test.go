@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -97,6 +98,18 @@ func TestPytorchAllocatorEnv(t *testing.T) {
 
 func TestNvtxEnv(t *testing.T) {
 	const agent = "/opt/gpurr/bin/libgpurr.so"
+	// The agent named through a link is the agent: NVTX loads the same library.
+	dir := t.TempDir()
+	real, link := dir+"/libgpurr.so", dir+"/link.so"
+	if err := os.WriteFile(real, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	if add, note := nvtxEnv(real, link); add != "NVTX_INJECTION64_PATH="+real || note != "" {
+		t.Errorf("nvtxEnv(%q) through a link to the agent = %q, %q; want the agent and no note", link, add, note)
+	}
 	for _, c := range []struct{ prev, add, note string }{
 		{"", "NVTX_INJECTION64_PATH=" + agent, ""},
 		{agent, "NVTX_INJECTION64_PATH=" + agent, ""},

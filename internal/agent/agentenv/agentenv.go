@@ -6,6 +6,7 @@ package agentenv
 import (
 	"fmt"
 	"math"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -250,4 +251,16 @@ func ParseSample(s string) (on, every time.Duration, err error) {
 		return 0, 0, fmt.Errorf("%q: ON must be at least 5ms", s)
 	}
 	return on, every, nil
+}
+
+// SameLibrary reports whether two paths name one library: the same string, or
+// one file reached through links, as the loader would open it once for both
+// (NVTX_INJECTION64_PATH naming the agent that CUDA_INJECTION64_PATH names).
+func SameLibrary(a, b string) bool {
+	if a == b {
+		return true
+	}
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
 }
