@@ -321,6 +321,8 @@ type Batch struct {
 	OwnActivities []*KernelActivity      `protobuf:"bytes,15,rep,name=own_activities,json=ownActivities,proto3" json:"own_activities,omitempty"` // gpurr's own kernels (memory capture's hashes and copies) on the GPU; format 1.2
 	Ranges        []*Range               `protobuf:"bytes,16,rep,name=ranges,proto3" json:"ranges,omitempty"`                                    // NVTX ranges opened (1.7)
 	RangeEnds     []*RangeEnd            `protobuf:"bytes,17,rep,name=range_ends,json=rangeEnds,proto3" json:"range_ends,omitempty"`             // ends of ranges written in earlier frames (1.7)
+	Probes        []*ProbeResult         `protobuf:"bytes,18,rep,name=probes,proto3" json:"probes,omitempty"`                                    // per-CTA data of launches probed live (gpurr record --probe; 1.10)
+	ProbeKernels  []*ProbeKernel         `protobuf:"bytes,19,rep,name=probe_kernels,json=probeKernels,proto3" json:"probe_kernels,omitempty"`    // kernels --probe picked: instrumented or why not (1.10)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -474,6 +476,20 @@ func (x *Batch) GetRangeEnds() []*RangeEnd {
 	return nil
 }
 
+func (x *Batch) GetProbes() []*ProbeResult {
+	if x != nil {
+		return x.Probes
+	}
+	return nil
+}
+
+func (x *Batch) GetProbeKernels() []*ProbeKernel {
+	if x != nil {
+		return x.ProbeKernels
+	}
+	return nil
+}
+
 // Process describes the recorded process. Timestamps named *_ns are on the
 // recording clock (CUPTI's timestamp, nanoseconds); *_unix_ns are wall-clock.
 type Process struct {
@@ -501,6 +517,7 @@ type Process struct {
 	GpuTimingSample string                 `protobuf:"bytes,21,opt,name=gpu_timing_sample,json=gpuTimingSample,proto3" json:"gpu_timing_sample,omitempty"`  // with gpu_timing: kernels were timed in windows, "ON/EVERY" (e.g. "20ms/200ms"); "" when every kernel was (1.6)
 	Nvtx            bool                   `protobuf:"varint,22,opt,name=nvtx,proto3" json:"nvtx,omitempty"`                                                // NVTX ranges were recorded (1.7)
 	NvtxReason      string                 `protobuf:"bytes,23,opt,name=nvtx_reason,json=nvtxReason,proto3" json:"nvtx_reason,omitempty"`                   // why not, when nvtx is false (1.7)
+	Probe           string                 `protobuf:"bytes,25,opt,name=probe,proto3" json:"probe,omitempty"`                                               // --probe as given: "REGEX:entry,exit[,CLASSES]"; "" when off (1.10)
 	StepRange       string                 `protobuf:"bytes,24,opt,name=step_range,json=stepRange,proto3" json:"step_range,omitempty"`                      // --step-range: training steps are the NVTX ranges whose message matches this regular expression; "" for torch.optim optimizer steps (1.8)
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
@@ -693,6 +710,13 @@ func (x *Process) GetNvtx() bool {
 func (x *Process) GetNvtxReason() string {
 	if x != nil {
 		return x.NvtxReason
+	}
+	return ""
+}
+
+func (x *Process) GetProbe() string {
+	if x != nil {
+		return x.Probe
 	}
 	return ""
 }
@@ -2773,6 +2797,8 @@ type Stats struct {
 	AgentRingNs        uint64                 `protobuf:"varint,37,opt,name=agent_ring_ns,json=agentRingNs,proto3" json:"agent_ring_ns,omitempty"`                        // of agent_launch_ns, writing launch records to the agent's ring (1.9)
 	StacksNew          uint64                 `protobuf:"varint,38,opt,name=stacks_new,json=stacksNew,proto3" json:"stacks_new,omitempty"`                                // callstacks met for the first time on a program's thread: frames decoded, record written (1.9)
 	AgentStackNewNs    uint64                 `protobuf:"varint,39,opt,name=agent_stack_new_ns,json=agentStackNewNs,proto3" json:"agent_stack_new_ns,omitempty"`          // the time those took, every one measured (1.9)
+	ProbeLaunches      uint64                 `protobuf:"varint,40,opt,name=probe_launches,json=probeLaunches,proto3" json:"probe_launches,omitempty"`                    // launches that ran with live probes (1.10)
+	ProbeSkipped       uint64                 `protobuf:"varint,41,opt,name=probe_skipped,json=probeSkipped,proto3" json:"probe_skipped,omitempty"`                       // launches of instrumented kernels that ran without them (ProbeResult.skipped says why)
 	unknownFields      protoimpl.UnknownFields
 	sizeCache          protoimpl.SizeCache
 }
@@ -3080,6 +3106,162 @@ func (x *Stats) GetAgentStackNewNs() uint64 {
 	return 0
 }
 
+func (x *Stats) GetProbeLaunches() uint64 {
+	if x != nil {
+		return x.ProbeLaunches
+	}
+	return 0
+}
+
+func (x *Stats) GetProbeSkipped() uint64 {
+	if x != nil {
+		return x.ProbeSkipped
+	}
+	return 0
+}
+
+// ProbeKernel says what became of a kernel whose name --probe's expression matched, at its
+// first launch (1.10).
+type ProbeKernel struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	KernelId      uint64                 `protobuf:"varint,1,opt,name=kernel_id,json=kernelId,proto3" json:"kernel_id,omitempty"` // Kernel.id
+	Instrumented  bool                   `protobuf:"varint,2,opt,name=instrumented,proto3" json:"instrumented,omitempty"`         // its launches ran with probes (each still says so in ProbeResult)
+	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`                      // why not, when instrumented is false: e.g. no PTX for its module
+	Count         string                 `protobuf:"bytes,4,opt,name=count,proto3" json:"count,omitempty"`                        // the instructions counted per CTA (--probe's CLASSES), "" for none
+	Counted       uint32                 `protobuf:"varint,5,opt,name=counted,proto3" json:"counted,omitempty"`                   // how many instructions of the kernel those are
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProbeKernel) Reset() {
+	*x = ProbeKernel{}
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProbeKernel) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProbeKernel) ProtoMessage() {}
+
+func (x *ProbeKernel) ProtoReflect() protoreflect.Message {
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProbeKernel.ProtoReflect.Descriptor instead.
+func (*ProbeKernel) Descriptor() ([]byte, []int) {
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ProbeKernel) GetKernelId() uint64 {
+	if x != nil {
+		return x.KernelId
+	}
+	return 0
+}
+
+func (x *ProbeKernel) GetInstrumented() bool {
+	if x != nil {
+		return x.Instrumented
+	}
+	return false
+}
+
+func (x *ProbeKernel) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ProbeKernel) GetCount() string {
+	if x != nil {
+		return x.Count
+	}
+	return ""
+}
+
+func (x *ProbeKernel) GetCounted() uint32 {
+	if x != nil {
+		return x.Counted
+	}
+	return 0
+}
+
+// ProbeResult is what the in-kernel probes of one launch wrote (1.10): one 32-byte record per
+// CTA, in grid order (x fastest), as docs/format.md (Probes) lays out: the earliest entry and
+// latest exit of its threads on the GPU's %globaltimer (u64 ns at 0 and 8), its SM (u32 at 16),
+// and, with a count, how many times its threads ran the counted instructions (u64 at 24).
+type ProbeResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	LaunchSeq     uint64                 `protobuf:"varint,1,opt,name=launch_seq,json=launchSeq,proto3" json:"launch_seq,omitempty"` // Launch.seq
+	Ctas          []byte                 `protobuf:"bytes,2,opt,name=ctas,proto3" json:"ctas,omitempty"`                             // grid CTAs × 32 bytes; empty when skipped
+	Skipped       string                 `protobuf:"bytes,3,opt,name=skipped,proto3" json:"skipped,omitempty"`                       // why this launch of an instrumented kernel ran without probes ("" when it ran with them)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProbeResult) Reset() {
+	*x = ProbeResult{}
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProbeResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProbeResult) ProtoMessage() {}
+
+func (x *ProbeResult) ProtoReflect() protoreflect.Message {
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProbeResult.ProtoReflect.Descriptor instead.
+func (*ProbeResult) Descriptor() ([]byte, []int) {
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ProbeResult) GetLaunchSeq() uint64 {
+	if x != nil {
+		return x.LaunchSeq
+	}
+	return 0
+}
+
+func (x *ProbeResult) GetCtas() []byte {
+	if x != nil {
+		return x.Ctas
+	}
+	return nil
+}
+
+func (x *ProbeResult) GetSkipped() string {
+	if x != nil {
+		return x.Skipped
+	}
+	return ""
+}
+
 type End struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	EndNs         uint64                 `protobuf:"varint,1,opt,name=end_ns,json=endNs,proto3" json:"end_ns,omitempty"`
@@ -3090,7 +3272,7 @@ type End struct {
 
 func (x *End) Reset() {
 	*x = End{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[25]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3102,7 +3284,7 @@ func (x *End) String() string {
 func (*End) ProtoMessage() {}
 
 func (x *End) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[25]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3115,7 +3297,7 @@ func (x *End) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use End.ProtoReflect.Descriptor instead.
 func (*End) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{25}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *End) GetEndNs() uint64 {
@@ -3136,7 +3318,7 @@ var File_recording_recordingpb_recording_proto protoreflect.FileDescriptor
 
 const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\n" +
-	"%recording/recordingpb/recording.proto\x12\x12gpurr.recording.v1\"\xe5\a\n" +
+	"%recording/recordingpb/recording.proto\x12\x12gpurr.recording.v1\"\xe4\b\n" +
 	"\x05Batch\x125\n" +
 	"\aprocess\x18\x01 \x01(\v2\x1b.gpurr.recording.v1.ProcessR\aprocess\x124\n" +
 	"\adevices\x18\x02 \x03(\v2\x1a.gpurr.recording.v1.DeviceR\adevices\x124\n" +
@@ -3161,7 +3343,9 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x0eown_activities\x18\x0f \x03(\v2\".gpurr.recording.v1.KernelActivityR\rownActivities\x121\n" +
 	"\x06ranges\x18\x10 \x03(\v2\x19.gpurr.recording.v1.RangeR\x06ranges\x12;\n" +
 	"\n" +
-	"range_ends\x18\x11 \x03(\v2\x1c.gpurr.recording.v1.RangeEndR\trangeEnds\"\xe4\x06\n" +
+	"range_ends\x18\x11 \x03(\v2\x1c.gpurr.recording.v1.RangeEndR\trangeEnds\x127\n" +
+	"\x06probes\x18\x12 \x03(\v2\x1f.gpurr.recording.v1.ProbeResultR\x06probes\x12D\n" +
+	"\rprobe_kernels\x18\x13 \x03(\v2\x1f.gpurr.recording.v1.ProbeKernelR\fprobeKernels\"\xfa\x06\n" +
 	"\aProcess\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\rR\x03pid\x12\x12\n" +
 	"\x04ppid\x18\x02 \x01(\rR\x04ppid\x12\x1a\n" +
@@ -3191,7 +3375,8 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x11gpu_timing_sample\x18\x15 \x01(\tR\x0fgpuTimingSample\x12\x12\n" +
 	"\x04nvtx\x18\x16 \x01(\bR\x04nvtx\x12\x1f\n" +
 	"\vnvtx_reason\x18\x17 \x01(\tR\n" +
-	"nvtxReason\x12\x1d\n" +
+	"nvtxReason\x12\x14\n" +
+	"\x05probe\x18\x19 \x01(\tR\x05probe\x12\x1d\n" +
 	"\n" +
 	"step_range\x18\x18 \x01(\tR\tstepRangeB\a\n" +
 	"\x05_rankB\r\n" +
@@ -3416,7 +3601,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\bLogEntry\x12\x17\n" +
 	"\ahost_ns\x18\x01 \x01(\x04R\x06hostNs\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\tR\x05level\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\xe7\v\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xb3\f\n" +
 	"\x05Stats\x12\x1a\n" +
 	"\blaunches\x18\x01 \x01(\x04R\blaunches\x12+\n" +
 	"\x11launches_filtered\x18\x02 \x01(\x04R\x10launchesFiltered\x12)\n" +
@@ -3462,7 +3647,20 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\ragent_ring_ns\x18% \x01(\x04R\vagentRingNs\x12\x1d\n" +
 	"\n" +
 	"stacks_new\x18& \x01(\x04R\tstacksNew\x12+\n" +
-	"\x12agent_stack_new_ns\x18' \x01(\x04R\x0fagentStackNewNs\"4\n" +
+	"\x12agent_stack_new_ns\x18' \x01(\x04R\x0fagentStackNewNs\x12%\n" +
+	"\x0eprobe_launches\x18( \x01(\x04R\rprobeLaunches\x12#\n" +
+	"\rprobe_skipped\x18) \x01(\x04R\fprobeSkipped\"\x96\x01\n" +
+	"\vProbeKernel\x12\x1b\n" +
+	"\tkernel_id\x18\x01 \x01(\x04R\bkernelId\x12\"\n" +
+	"\finstrumented\x18\x02 \x01(\bR\finstrumented\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05count\x18\x04 \x01(\tR\x05count\x12\x18\n" +
+	"\acounted\x18\x05 \x01(\rR\acounted\"Z\n" +
+	"\vProbeResult\x12\x1d\n" +
+	"\n" +
+	"launch_seq\x18\x01 \x01(\x04R\tlaunchSeq\x12\x12\n" +
+	"\x04ctas\x18\x02 \x01(\fR\x04ctas\x12\x18\n" +
+	"\askipped\x18\x03 \x01(\tR\askipped\"4\n" +
 	"\x03End\x12\x15\n" +
 	"\x06end_ns\x18\x01 \x01(\x04R\x05endNs\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reasonB.Z,github.com/gpurr/gpurr/recording/recordingpbb\x06proto3"
@@ -3480,7 +3678,7 @@ func file_recording_recordingpb_recording_proto_rawDescGZIP() []byte {
 }
 
 var file_recording_recordingpb_recording_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_recording_recordingpb_recording_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_recording_recordingpb_recording_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_recording_recordingpb_recording_proto_goTypes = []any{
 	(Frame_Kind)(0),        // 0: gpurr.recording.v1.Frame.Kind
 	(Autograd_Link)(0),     // 1: gpurr.recording.v1.Autograd.Link
@@ -3512,7 +3710,9 @@ var file_recording_recordingpb_recording_proto_goTypes = []any{
 	(*GraphLaunch)(nil),    // 27: gpurr.recording.v1.GraphLaunch
 	(*LogEntry)(nil),       // 28: gpurr.recording.v1.LogEntry
 	(*Stats)(nil),          // 29: gpurr.recording.v1.Stats
-	(*End)(nil),            // 30: gpurr.recording.v1.End
+	(*ProbeKernel)(nil),    // 30: gpurr.recording.v1.ProbeKernel
+	(*ProbeResult)(nil),    // 31: gpurr.recording.v1.ProbeResult
+	(*End)(nil),            // 32: gpurr.recording.v1.End
 }
 var file_recording_recordingpb_recording_proto_depIdxs = []int32{
 	6,  // 0: gpurr.recording.v1.Batch.process:type_name -> gpurr.recording.v1.Process
@@ -3526,35 +3726,37 @@ var file_recording_recordingpb_recording_proto_depIdxs = []int32{
 	27, // 8: gpurr.recording.v1.Batch.graph_launches:type_name -> gpurr.recording.v1.GraphLaunch
 	28, // 9: gpurr.recording.v1.Batch.log:type_name -> gpurr.recording.v1.LogEntry
 	29, // 10: gpurr.recording.v1.Batch.stats:type_name -> gpurr.recording.v1.Stats
-	30, // 11: gpurr.recording.v1.Batch.end:type_name -> gpurr.recording.v1.End
+	32, // 11: gpurr.recording.v1.Batch.end:type_name -> gpurr.recording.v1.End
 	22, // 12: gpurr.recording.v1.Batch.allocations:type_name -> gpurr.recording.v1.Allocation
 	23, // 13: gpurr.recording.v1.Batch.memory:type_name -> gpurr.recording.v1.MemoryState
 	25, // 14: gpurr.recording.v1.Batch.own_activities:type_name -> gpurr.recording.v1.KernelActivity
 	17, // 15: gpurr.recording.v1.Batch.ranges:type_name -> gpurr.recording.v1.Range
 	18, // 16: gpurr.recording.v1.Batch.range_ends:type_name -> gpurr.recording.v1.RangeEnd
-	8,  // 17: gpurr.recording.v1.Process.memory:type_name -> gpurr.recording.v1.MemoryConfig
-	7,  // 18: gpurr.recording.v1.Process.autograd:type_name -> gpurr.recording.v1.AutogradInfo
-	11, // 19: gpurr.recording.v1.Kernel.params:type_name -> gpurr.recording.v1.ParamInfo
-	0,  // 20: gpurr.recording.v1.Frame.kind:type_name -> gpurr.recording.v1.Frame.Kind
-	13, // 21: gpurr.recording.v1.Callstack.frames:type_name -> gpurr.recording.v1.Frame
-	15, // 22: gpurr.recording.v1.Launch.grid:type_name -> gpurr.recording.v1.Dim3
-	15, // 23: gpurr.recording.v1.Launch.block:type_name -> gpurr.recording.v1.Dim3
-	15, // 24: gpurr.recording.v1.Launch.cluster:type_name -> gpurr.recording.v1.Dim3
-	20, // 25: gpurr.recording.v1.Launch.regions:type_name -> gpurr.recording.v1.Region
-	21, // 26: gpurr.recording.v1.Launch.memory:type_name -> gpurr.recording.v1.MemoryPlan
-	19, // 27: gpurr.recording.v1.Launch.autograd:type_name -> gpurr.recording.v1.Autograd
-	1,  // 28: gpurr.recording.v1.Autograd.link:type_name -> gpurr.recording.v1.Autograd.Link
-	2,  // 29: gpurr.recording.v1.MemoryPlan.status:type_name -> gpurr.recording.v1.MemoryPlan.Status
-	3,  // 30: gpurr.recording.v1.Allocation.kind:type_name -> gpurr.recording.v1.Allocation.Kind
-	4,  // 31: gpurr.recording.v1.MemoryState.point:type_name -> gpurr.recording.v1.MemoryState.Point
-	24, // 32: gpurr.recording.v1.MemoryState.regions:type_name -> gpurr.recording.v1.RegionState
-	15, // 33: gpurr.recording.v1.KernelActivity.grid:type_name -> gpurr.recording.v1.Dim3
-	15, // 34: gpurr.recording.v1.KernelActivity.block:type_name -> gpurr.recording.v1.Dim3
-	35, // [35:35] is the sub-list for method output_type
-	35, // [35:35] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	31, // 17: gpurr.recording.v1.Batch.probes:type_name -> gpurr.recording.v1.ProbeResult
+	30, // 18: gpurr.recording.v1.Batch.probe_kernels:type_name -> gpurr.recording.v1.ProbeKernel
+	8,  // 19: gpurr.recording.v1.Process.memory:type_name -> gpurr.recording.v1.MemoryConfig
+	7,  // 20: gpurr.recording.v1.Process.autograd:type_name -> gpurr.recording.v1.AutogradInfo
+	11, // 21: gpurr.recording.v1.Kernel.params:type_name -> gpurr.recording.v1.ParamInfo
+	0,  // 22: gpurr.recording.v1.Frame.kind:type_name -> gpurr.recording.v1.Frame.Kind
+	13, // 23: gpurr.recording.v1.Callstack.frames:type_name -> gpurr.recording.v1.Frame
+	15, // 24: gpurr.recording.v1.Launch.grid:type_name -> gpurr.recording.v1.Dim3
+	15, // 25: gpurr.recording.v1.Launch.block:type_name -> gpurr.recording.v1.Dim3
+	15, // 26: gpurr.recording.v1.Launch.cluster:type_name -> gpurr.recording.v1.Dim3
+	20, // 27: gpurr.recording.v1.Launch.regions:type_name -> gpurr.recording.v1.Region
+	21, // 28: gpurr.recording.v1.Launch.memory:type_name -> gpurr.recording.v1.MemoryPlan
+	19, // 29: gpurr.recording.v1.Launch.autograd:type_name -> gpurr.recording.v1.Autograd
+	1,  // 30: gpurr.recording.v1.Autograd.link:type_name -> gpurr.recording.v1.Autograd.Link
+	2,  // 31: gpurr.recording.v1.MemoryPlan.status:type_name -> gpurr.recording.v1.MemoryPlan.Status
+	3,  // 32: gpurr.recording.v1.Allocation.kind:type_name -> gpurr.recording.v1.Allocation.Kind
+	4,  // 33: gpurr.recording.v1.MemoryState.point:type_name -> gpurr.recording.v1.MemoryState.Point
+	24, // 34: gpurr.recording.v1.MemoryState.regions:type_name -> gpurr.recording.v1.RegionState
+	15, // 35: gpurr.recording.v1.KernelActivity.grid:type_name -> gpurr.recording.v1.Dim3
+	15, // 36: gpurr.recording.v1.KernelActivity.block:type_name -> gpurr.recording.v1.Dim3
+	37, // [37:37] is the sub-list for method output_type
+	37, // [37:37] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_recording_recordingpb_recording_proto_init() }
@@ -3569,7 +3771,7 @@ func file_recording_recordingpb_recording_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_recording_recordingpb_recording_proto_rawDesc), len(file_recording_recordingpb_recording_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   26,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
