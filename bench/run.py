@@ -4,7 +4,7 @@ round (bare, gpurr, [profiler], bare, gpurr, ...) so clock and thermal drift hit
 and report medians. Each recorded run is checked to have recorded at least the launches the
 benchmark made, so a gpurr that records nothing cannot look fast.
 
-  python3 bench/run.py [--rounds 2] [--only launch_overhead|train_step|stacks|timing|gpt2_step|memcap|replay|race|nvtx]
+  python3 bench/run.py [--rounds 2] [--only launch_overhead|train_step|stacks|timing|gpt2_step|memcap|replay|race|nvtx|probe]
                        [--memory-modes] [--gpt2-modes eager,compiled] [--gpt2-variants bare,default,...]
                        [--json PATH]
 
@@ -48,6 +48,7 @@ TUNE_MIN_RATE_RATIO = 10.0
 RACE_MIN_TRIALS_PER_S = 100.0
 # From the PyTorch-users issue: recording an NVTX range adds at most 0.5 us on the eager loop.
 NVTX_MAX_US_PER_RANGE = 0.5
+PROBE_MAX_MATMUL = 0.10  # live entry/exit probes on a Triton matmul of realistic size (issue 18)
 
 
 # Every variant runs on the same four cores: the machine's other tenants and the scheduler's
@@ -221,6 +222,34 @@ def rows_nvtx(b, rounds):
          "delta": f"{per_range:+.2f} us", "target": f"<= {NVTX_MAX_US_PER_RANGE} us", "verdict": verdict,
          "samples": got},
     ]
+
+
+def rows_probe(b, rounds):
+    """What live probes cost (bench/probe_cost.py): a Triton matmul of realistic size, per kernel on
+    the GPU, and a one-CTA Triton kernel's launches bound by the host, per launch; each recorded
+    with and without --probe 'gpurr_bench_.*:entry,exit' (both --callstack off), bare beside them
+    (gputest's probe.live checks what the probes record; this measures what they cost)."""
+    rows = []
+    flags = ["--callstack", "off"]
+    probe = ["--probe", "gpurr_bench_.*:entry,exit"]
+    for shape, unit, key in (("matmul", "ms per kernel", "ms_per_kernel"), ("small", "us per launch", "us_per_launch")):
+        got = {"bare": [], "recorded": [], "probed": []}
+        for _ in range(rounds):
+            got["bare"].append(b.variant(f"probe.{shape}.bare", "probe_cost.py", ["--shape", shape], False, 300)[key])
+            got["recorded"].append(b.variant(f"probe.{shape}.recorded", "probe_cost.py", ["--shape", shape], True, 300,
+                                             flags)[key])
+            got["probed"].append(b.variant(f"probe.{shape}.probed", "probe_cost.py", ["--shape", shape], True, 300,
+                                           flags + probe)[key])
+        med = {k: statistics.median(v) for k, v in got.items()}
+        ratio = med["probed"] / med["recorded"]
+        target, verdict = "(report)", "measured"
+        if shape == "matmul":
+            target = f"<= +{PROBE_MAX_MATMUL:.0%}"
+            verdict = "ok" if ratio - 1 <= PROBE_MAX_MATMUL else "over target"
+        rows.append({"workload": f"probe {shape}: entry/exit probes ({unit})", "baseline": med["recorded"],
+                     "under": med["probed"], "delta": f"{ratio - 1:+.1%}", "target": target, "verdict": verdict,
+                     "samples": got})
+    return rows
 
 
 def rows_train_step(b, rounds):
@@ -528,7 +557,7 @@ def rows_race(b, rounds):
 
 BENCHES = {"launch_overhead": rows_launch_overhead, "train_step": rows_train_step,
            "stacks": rows_stacks, "timing": rows_timing, "gpt2_step": rows_gpt2_step, "memcap": rows_memcap,
-           "replay": rows_replay, "race": rows_race, "nvtx": rows_nvtx}
+           "replay": rows_replay, "race": rows_race, "nvtx": rows_nvtx, "probe": rows_probe}
 # Run only when asked for by name: gpt2_step is 14 processes of a minute or more each per mode
 # and round; race builds and records two CUDA programs first, which gpu-check's budget for the
 # default benchmarks leaves no room for (scripts/gpu-check --only bench.race runs it).

@@ -104,6 +104,7 @@ type config struct {
 	hang      time.Duration // report launches unfinished this long; 0: never
 	hangKill  bool
 	stepRange string // NVTX range messages that are training steps, for readers (GPURR_STEP_RANGE)
+	probe     string // --probe (GPURR_PROBE), "" for none
 }
 
 func configFromEnv() (config, error) {
@@ -113,6 +114,7 @@ func configFromEnv() (config, error) {
 		callstack: os.Getenv(agentenv.Callstack),
 		ringBytes: defaultRingBytes,
 		stepRange: os.Getenv(agentenv.StepRange),
+		probe:     os.Getenv(agentenv.Probe),
 	}
 	if cfg.cupti == "" {
 		return cfg, fmt.Errorf("%s is not set (run the program through gpurr record)", agentenv.CUPTI)
@@ -198,6 +200,9 @@ func configFromEnv() (config, error) {
 	if _, err := regexp.Compile(cfg.stepRange); err != nil {
 		return cfg, fmt.Errorf("%s: %v", agentenv.StepRange, err)
 	}
+	if _, err := agentenv.ParseProbe(cfg.probe); cfg.probe != "" && err != nil {
+		return cfg, fmt.Errorf("%s: %v", agentenv.Probe, err)
+	}
 	return cfg, nil
 }
 
@@ -255,6 +260,14 @@ func (r *recorder) start() error {
 			ccfg.snapshot_ranges = &arr[0]
 			ccfg.nsnapshot_ranges = C.int(len(ranges))
 		}
+	}
+	if r.cfg.probe != "" {
+		p, err := newLiveProbes(r.cfg.probe, r.logf)
+		if err != nil {
+			return err
+		}
+		probes = p
+		ccfg.probes = 1
 	}
 	r.info.Nvtx, r.info.NvtxReason = nvtxEnabled()
 	if r.info.Nvtx {

@@ -26,12 +26,30 @@ enum {
   GP_REC_RANGE = 14,         // an NVTX range opened (nvtx.c)
   GP_REC_RANGE_END = 15,     // an NVTX range closed
   GP_REC_NVTX_NAME = 16,     // an NVTX domain or registered string named
+  GP_REC_PROBE_SKIP = 17,    // a launch of a probed kernel ran without probes (probe.h)
 };
 
 typedef struct {
   uint32_t type;
   uint32_t size;  // whole record, header included, multiple of 8
 } gp_rec_hdr;
+
+// GP_REC_PROBE_SKIP: why (GP_PROBE_SKIP_*; probe.go words them).
+typedef struct {
+  gp_rec_hdr h;
+  uint64_t seq;
+  uint32_t reason, pad;
+} gp_probe_skip_rec;
+
+enum {
+  GP_PROBE_SKIP_EXTRA = 1,      // parameters passed packed (extra), not as kernelParams
+  GP_PROBE_SKIP_CAPTURED = 2,   // launched into a CUDA graph being captured
+  GP_PROBE_SKIP_POOL_FULL = 3,  // earlier launches' records still hold the pool
+  GP_PROBE_SKIP_TOO_LARGE = 4,  // more CTAs than the pool holds records for
+  GP_PROBE_SKIP_FAILED = 5,     // the launch itself failed
+  GP_PROBE_SKIP_CUDA_ERROR = 6, // the agent's own CUDA call around it failed
+  GP_PROBE_SKIP_PARAMS = 7,     // too many parameters
+};
 
 typedef struct {
   gp_rec_hdr h;
@@ -172,6 +190,7 @@ typedef struct {
   // Callstacks seen for the first time (frames decoded, record written), and
   // the cycles they took, every one of them.
   uint64_t stacks_new, stack_new_cycles;
+  uint64_t probe_launches, probe_skipped;  // live probes: launches that ran with them; without (GP_REC_PROBE_SKIP)
 } gp_counters;
 
 // Configuration handed from Go to C at start.
@@ -190,6 +209,7 @@ typedef struct {
   int flight_recorder;  // watch for failing CUDA calls (gpurrCudaError)
   uint32_t nan_dtypes;  // nan-scan: gpurr_job.nan_dtypes bits counted after each launch, 0 for none
   int nvtx;  // record NVTX ranges (the agent is NVTX's injection library)
+  int probes;  // --probe: gpurrProbeFunction decides, at each kernel's first launch
   const char *driver_error;  // why internal/cuda could not open libcuda.so.1 (gp_driver_bind), NULL when it did
 } gp_config;
 

@@ -40,6 +40,10 @@ enum {
 // failed kernel (flight recorder).
 enum {
   GP_CBID_cuCtxSynchronize = 17,
+  GP_CBID_cuModuleLoadData = 19,
+  GP_CBID_cuModuleLoadDataEx = 20,
+  GP_CBID_cuModuleLoadFatBinary = 21,
+  GP_CBID_cuModuleUnload = 22,
   GP_CBID_cuEventSynchronize = 121,
   GP_CBID_cuStreamSynchronize = 126,
   GP_CBID_cuMemAlloc_v2 = 243,
@@ -200,6 +204,18 @@ typedef struct {
   gp_CUgraphExec hGraph;
   gp_CUstream hStream;
 } gp_cuGraphLaunch_params;
+
+// cuModuleLoadData_params; cuModuleLoadDataEx_params and cuModuleLoadFatBinary_params start
+// the same way (the module out-parameter, then the image).
+typedef struct {
+  void **module;
+  const void *image;
+} gp_cuModuleLoadData_params;
+
+// cuModuleUnload_params
+typedef struct {
+  void *hmod;
+} gp_cuModuleUnload_params;
 
 // CUpti_ActivityKind values.
 enum { GP_ACTIVITY_KIND_KERNEL = 3, GP_ACTIVITY_KIND_CONCURRENT_KERNEL = 10 };

@@ -99,10 +99,17 @@ typedef struct {
   gp_CUresult (*streamIsCapturing)(gp_CUstream, int *);
   gp_CUresult (*threadExchangeStreamCaptureMode)(int *);
   gp_CUresult (*getErrorName)(gp_CUresult, const char **);
+  // live probes (probe.c), needed only with --probe
+  gp_CUresult (*funcGetModule)(void **, gp_CUfunction);
+  gp_CUresult (*memsetD32Async)(uint64_t, unsigned, size_t, gp_CUstream);
+  gp_CUresult (*memcpyDtoHAsync)(void *, uint64_t, size_t, gp_CUstream);
+  gp_CUresult (*eventCreate)(void **, unsigned);
+  gp_CUresult (*eventRecord)(void *, gp_CUstream);
+  gp_CUresult (*eventQuery)(void *);
 } gp_cu_api;
 extern gp_cu_api gp_cu;
 
-enum { GP_NEED_ALWAYS = 0, GP_NEED_MEMORY = 1, GP_NEED_OPTIONAL = 2 };
+enum { GP_NEED_ALWAYS = 0, GP_NEED_MEMORY = 1, GP_NEED_OPTIONAL = 2, GP_NEED_PROBE = 3 };
 
 // gp_driver_missing returns the first driver function of that need that
 // was not bound, NULL when none is missing.
@@ -206,6 +213,9 @@ enum { GP_RANGE_DEPTH = 128 };
 // 32764.
 enum { GP_PARAMS_CAP = 32768 };
 
+// GP_PROBE_ARGS bounds a probed launch's parameter count, the one probes add included.
+enum { GP_PROBE_ARGS = 1025 };
+
 // Large per-thread buffers live on the heap: the library's TLS block must
 // stay tiny, because a Go c-shared library is marked static-TLS and the
 // loader fits its whole TLS segment into a small reserve at dlopen.
@@ -217,6 +227,7 @@ typedef struct {
   } launch;
   struct gp_stack_builder *stack;  // callstack.c's, allocated on first use
   gp_mem_launch mem;
+  void *probe_args[GP_PROBE_ARGS];  // a probed launch's parameters: the kernel's, then its records' address
   // nvtx.c: the open push/pop ranges, innermost last; range_depth counts
   // those nested beyond the array too.
   struct {

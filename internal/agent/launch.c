@@ -16,6 +16,7 @@
 #include "_cgo_export.h"
 #include "autograd.h"
 #include "internal.h"
+#include "probe.h"
 
 // ---- per-thread state ----
 
@@ -76,6 +77,7 @@ typedef struct {
   uint32_t *layout;  // nparams × (offset, size)
   int selected;
   int snapshot;  // matches --snapshot-kernels
+  gp_probe_fn probe;  // --probe
 } func_entry;
 
 static func_entry funcs[FUNC_TABLE];
@@ -158,6 +160,7 @@ static func_entry *func_describe(gp_CUfunction f, const char *symbol) {
     overflow.nparams = 0;
     overflow.selected = selected;
     overflow.snapshot = snapshot;
+    overflow.probe.state = GP_PROBE_NO;  // shared by kernels the table has no room for
     return &overflow;
   }
   slot->id = id;
@@ -368,14 +371,19 @@ static void on_launch_enter(uint32_t cbid, const gp_CallbackData *cb) {
   tls.host_ns = gp_clock();
   tls.graph_node_id = 0;
   tls.params_len = 0;
-  if (gp_proc.cfg.memory_mode == GP_MEM_OFF) return;
+  if (gp_proc.cfg.memory_mode == GP_MEM_OFF && !gp_proc.cfg.probes) return;
   gp_thread_scratch *s = scratch();
   if (!s) return;
-  launch_view v;
-  view_launch(cbid, cb->functionParams, &v);
-  tls.params_len = copy_params(fe, &v, s->launch.tail, GP_PARAMS_CAP);
-  gp_mem_launch_enter(&s->mem, s->launch.tail, tls.params_len, cb->context, v.stream, is_ptsz(cbid), tls.seq,
-                      fe->snapshot);
+  if (gp_proc.cfg.memory_mode != GP_MEM_OFF) {
+    launch_view v;
+    view_launch(cbid, cb->functionParams, &v);
+    tls.params_len = copy_params(fe, &v, s->launch.tail, GP_PARAMS_CAP);
+    gp_mem_launch_enter(&s->mem, s->launch.tail, tls.params_len, cb->context, v.stream, is_ptsz(cbid), tls.seq,
+                        fe->snapshot);
+  }
+  // Last: it may swap the launch's function and parameters for the instrumented ones.
+  if (gp_proc.cfg.probes && fe->layout)
+    gp_probe_enter(&fe->probe, f, cbid, cb, is_ptsz(cbid), fe->nparams, fe->id, tls.seq, s->probe_args);
 }
 
 // The agent's time on the program's threads is measured on one launch in
@@ -400,6 +408,7 @@ enum { TIMING_SAMPLE = 16 };
 static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
   if (!tls.in_launch) return;
   tls.in_launch = 0;
+  if (gp_proc.cfg.probes) gp_probe_exit(cb);
   launch_view v;
   view_launch(cbid, cb->functionParams, &v);
   const func_entry *fe = tls.launch_func;
@@ -491,6 +500,7 @@ static void on_graph_launch(uint32_t cbid, const gp_CallbackData *cb) {
 static void on_module_loaded(const gp_ResourceData *rd) {
   const gp_ModuleResourceData *m = rd->resourceDescriptor;
   if (!m || !m->pCubin || !m->cubinSize) return;
+  if (gp_proc.cfg.probes) gp_probe_module_image(m->pCubin, m->cubinSize);
   void *copy = malloc(m->cubinSize);
   if (!copy) {
     GP_COUNT(modules_dropped, 1);
@@ -536,6 +546,17 @@ static void on_graph_node(uint32_t cbid, const gp_ResourceData *rd) {
   gp_ring_push(&rec);
 }
 
+// forget_module: the module's kernels may be probed again, instrumented anew, if their
+// handles come back with a later module.
+static void forget_module(const gp_CallbackData *cb) {
+  const gp_cuModuleUnload_params *p = cb->functionParams;
+  if (!p) return;
+  pthread_mutex_lock(&funcs_mu);
+  for (int i = 0; i < FUNC_TABLE; i++)
+    if (atomic_load_explicit(&funcs[i].key, memory_order_acquire)) gp_probe_unloaded(&funcs[i].probe, p->hmod);
+  pthread_mutex_unlock(&funcs_mu);
+}
+
 // ---- the callback ----
 
 static void dispatch(int domain, uint32_t cbid, const void *data);
@@ -574,6 +595,9 @@ static void dispatch(int domain, uint32_t cbid, const void *data) {
     } else if ((cbid == GP_CBID_cuGraphLaunch || cbid == GP_CBID_cuGraphLaunch_ptsz) &&
                cb->callbackSite == GP_API_EXIT) {
       on_graph_launch(cbid, cb);
+    } else if (gp_proc.cfg.probes && cbid >= GP_CBID_cuModuleLoadData && cbid <= GP_CBID_cuModuleUnload) {
+      if (cbid == GP_CBID_cuModuleUnload && cb->callbackSite == GP_API_ENTER) forget_module(cb);
+      gp_probe_module_api(cbid, cb);
     } else if (gp_mem_alloc_callback(cbid)) {
       gp_mem_on_api(cbid, cb);
     } else if (gp_mem_error_callback(cbid) && cb->callbackSite == GP_API_EXIT && cb->functionReturnValue) {

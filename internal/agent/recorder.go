@@ -137,6 +137,7 @@ func processInfo(cfg config) *pb.Process {
 		CallstackMode:   cfg.callstack,
 		KernelFilter:    cfg.kernels,
 		StepRange:       cfg.stepRange,
+		Probe:           cfg.probe,
 		GpuTiming:       cfg.gpuTiming,
 		GpuTimingSerial: cfg.serial,
 		GpuTimingSample: cfg.sample,
@@ -223,6 +224,7 @@ func (r *recorder) loop() {
 			}
 			r.mu.Lock()
 			r.drain()
+			r.drainProbes()
 			C.gp_ring_prefault(C.GP_RING_AHEAD)
 			if flushed && r.hang != nil && !r.hung {
 				r.checkHang()
@@ -311,6 +313,8 @@ func (r *recorder) shutdown(reason string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.drain()
+	r.finishProbes(2 * time.Second)
+	r.drain() // the skips said while waiting
 	if r.mem != nil {
 		r.mem.finishAll(r, reason)
 	}
@@ -418,6 +422,8 @@ func fixedSize(typ C.uint32_t) int {
 		return int(unsafe.Sizeof(C.gp_range_end_rec{}))
 	case C.GP_REC_NVTX_NAME:
 		return int(unsafe.Sizeof(C.gp_nvtx_name_rec{}))
+	case C.GP_REC_PROBE_SKIP:
+		return int(unsafe.Sizeof(C.gp_probe_skip_rec{}))
 	}
 	return int(unsafe.Sizeof(C.gp_rec_hdr{}))
 }
@@ -515,6 +521,8 @@ func (r *recorder) record(raw []byte) {
 		r.stack((*C.gp_stack_rec)(p), raw)
 	case C.GP_REC_MODULE:
 		r.module((*C.gp_module_rec)(p))
+	case C.GP_REC_PROBE_SKIP:
+		r.probeSkipped((*C.gp_probe_skip_rec)(p))
 	case C.GP_REC_ACTIVITY, C.GP_REC_OWN_ACTIVITY:
 		a := (*C.gp_activity_rec)(p)
 		act := &pb.KernelActivity{
@@ -831,6 +839,8 @@ func (r *recorder) writeFrame() {
 		BackwardLaunches:   r.stats.BackwardLaunches,
 		BackwardLinked:     r.stats.BackwardLinked,
 		Ranges:             uint64(c.ranges),
+		ProbeLaunches:      uint64(c.probe_launches),
+		ProbeSkipped:       uint64(c.probe_skipped),
 		RangesDropped:      uint64(c.ranges_dropped) + r.nvtx.unmatched,
 	}
 	if r.mem != nil {

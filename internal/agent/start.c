@@ -14,6 +14,7 @@
 #include "_cgo_export.h"
 #include "autograd.h"
 #include "internal.h"
+#include "probe.h"
 
 gp_process gp_proc __attribute__((aligned(64)));
 gp_cupti_api gp_cupti;
@@ -69,6 +70,12 @@ static const struct {
     {"cuStreamIsCapturing", GP_NEED_MEMORY},
     {"cuThreadExchangeStreamCaptureMode", GP_NEED_MEMORY},
     {"cuGetErrorName", GP_NEED_MEMORY},
+    {"cuFuncGetModule", GP_NEED_PROBE},
+    {"cuMemsetD32Async", GP_NEED_PROBE},
+    {"cuMemcpyDtoHAsync_v2", GP_NEED_PROBE},
+    {"cuEventCreate", GP_NEED_PROBE},
+    {"cuEventRecord", GP_NEED_PROBE},
+    {"cuEventQuery", GP_NEED_PROBE},
 };
 _Static_assert(sizeof driver_symbols / sizeof *driver_symbols == sizeof(gp_cu_api) / sizeof(void *),
                "driver_symbols names every slot of gp_cu_api, in order");
@@ -229,6 +236,14 @@ int gp_start(const gp_config *cfg, char *err, size_t errcap) {
       return 0;
     for (uint32_t cbid = 1; cfg->flight_recorder && cbid < 1024; cbid++)
       if (gp_mem_error_callback(cbid) && !enable(GP_CB_DOMAIN_DRIVER_API, &cbid, 1, err, errcap)) return 0;
+  }
+  if (cfg->probes) {
+    if (!gp_probe_start(err, errcap)) return 0;
+    static const uint32_t module_cbids[] = {
+        GP_CBID_cuModuleLoadData, GP_CBID_cuModuleLoadDataEx, GP_CBID_cuModuleLoadFatBinary, GP_CBID_cuModuleUnload,
+    };
+    if (!enable(GP_CB_DOMAIN_DRIVER_API, module_cbids, sizeof module_cbids / sizeof *module_cbids, err, errcap))
+      return 0;
   }
   if (cfg->nvtx) gp_nvtx_start();
   atexit(on_exit_flush);

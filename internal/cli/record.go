@@ -39,6 +39,7 @@ type recordOptions struct {
 	hangTimeout        time.Duration
 	hangKill           bool
 	stepRange          string
+	probe              string
 }
 
 func newRecordCmd() *cobra.Command {
@@ -83,6 +84,7 @@ program is not changed and its exit code is gpurr's exit code.`,
 	f.StringVar(&o.memory.NanScan, "nan-scan", "", "with --memory: count NaN and Inf on the GPU in every region after every launch, as each of these types (f32, f64, f16, bf16, comma-separated), for gpurr nan without snapshots")
 	f.DurationVar(&o.hangTimeout, "hang-timeout", 0, "report a launch the GPU has not finished after this long (e.g. 5m): kernel, shape, stream, callstack and what waits behind it, on stderr and in the recording, with everything written out")
 	f.BoolVar(&o.hangKill, "hang-kill", false, "with --hang-timeout: then end the program (SIGKILL), the recording complete up to the hang")
+	f.StringVar(&o.probe, "probe", "", "run the kernels whose name matches REGEX with in-kernel probes: each CTA's start, end and SM (and counts of CLASSES, as gpurr probe --count takes them), per launch: 'REGEX:entry,exit[,CLASSES]'; needs the kernel's PTX (Triton kernels, modules loaded from PTX)")
 	f.StringVar(&o.stepRange, "step-range", "", "training steps are the NVTX ranges whose message matches this regular expression (e.g. '^train_step'), for programs without torch.optim: every report (diff, nan, info, query's step columns) numbers launches by them; default: torch.optim optimizer steps")
 	f.Uint64Var(&o.memory.FlightRecorder, "flight-recorder", 0, "with --memory snapshot: keep only the last N launches' snapshots in memory and write them at exit, on SIGUSR2 or when a CUDA call fails")
 	return cmd
@@ -99,6 +101,9 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 		if _, err := regexp.Compile(o.kernels); err != nil {
 			return usageErrorf("record: --kernels: %v", err)
 		}
+	}
+	if _, err := agentenv.ParseProbe(o.probe); o.probe != "" && err != nil {
+		return usageErrorf("record: --probe: %v", err)
 	}
 	if _, err := recording.CompileStepRange(o.stepRange); o.stepRange != "" && err != nil {
 		return usageErrorf("record: --step-range: %v", err)
@@ -182,6 +187,7 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 		HangTimeout:     o.hangTimeout,
 		HangKill:        o.hangKill,
 		StepRange:       o.stepRange,
+		Probe:           o.probe,
 	})...)
 	conf, confSet := os.LookupEnv(pytorchAllocConf)
 	if add, note := pytorchAllocatorEnv(o.memory.Mode, o.keepTorchAllocator, conf, confSet); add != "" || note != "" {

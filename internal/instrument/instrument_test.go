@@ -334,3 +334,42 @@ func TestInjectProbesCount(t *testing.T) {
 		t.Errorf("no selection, yet a count: %v\n%s", err, plain.String())
 	}
 }
+
+// Live probes: the records' address comes as one more .u64 parameter, after the kernel's
+// own; the entry note is an atomic max of the complemented time (records start zeroed); a
+// second instrumentation of the same kernel is refused.
+func TestInjectLiveProbes(t *testing.T) {
+	m := demo(t)
+	const kernel = "gpurr_demo_reduce"
+	own := len(m.Function(kernel).Params)
+	if _, err := InjectLiveProbes(m, kernel, Selection{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(m.String(), ProbeSymbol) {
+		t.Errorf("live probes declared %s", ProbeSymbol)
+	}
+	again, err := ptx.Parse([]byte(m.String()))
+	if err != nil {
+		t.Fatalf("the probed module does not parse: %v\n%s", err, m.String())
+	}
+	fn := again.Function(kernel)
+	if len(fn.Params) != own+1 || fn.Params[own].Name != ProbeParam || fn.Params[own].Type != "u64" {
+		t.Fatalf("params after instrumenting: %d, last %+v", len(fn.Params), fn.Params[len(fn.Params)-1])
+	}
+	ins := fn.Instructions()
+	if ins[0].Name() != "ld.param.u64" || ins[1].Name() != "cvta.to.global.u64" {
+		t.Errorf("the kernel starts with %s, %s", ins[0].Name(), ins[1].Name())
+	}
+	var seq []string
+	for _, in := range ins {
+		if n := in.Name(); n == "not.b64" || strings.HasPrefix(n, "atom.global") {
+			seq = append(seq, n)
+		}
+	}
+	if len(seq) < 3 || seq[0] != "not.b64" || seq[1] != "atom.global.max.u64" || seq[len(seq)-1] != "atom.global.max.u64" {
+		t.Errorf("entry and exit notes: %v", seq)
+	}
+	if _, err := InjectLiveProbes(again, kernel, Selection{}); err == nil || !strings.Contains(err.Error(), "instrumented already") {
+		t.Errorf("instrumenting twice: %v", err)
+	}
+}

@@ -26,6 +26,24 @@ const ProbeRecordBytes = 32
 // exit: one atomic per thread, not one per instruction. It returns how many instructions of
 // the kernel are counted.
 func InjectProbes(m *ptx.Module, kernel string, count Selection) (counted int, err error) {
+	return injectProbes(m, kernel, count, false)
+}
+
+// ProbeParam is the parameter InjectLiveProbes appends to the kernel: the device address of
+// the launch's probe records, which the agent passes with each launch it swaps in.
+const ProbeParam = "gpurr_probe_arg"
+
+// InjectLiveProbes is InjectProbes for a program's own launches (gpurr record --probe), where
+// launches of one kernel on several streams run at once: each gets its records' address as
+// one more parameter (ProbeParam, a .u64 after the kernel's own) rather than through a
+// module variable. Its records need no filling: they start zeroed, and the entry time is
+// stored complemented (atomic max of ^%globaltimer), so a reader takes ^word 0 for the entry
+// and the layout is otherwise ProbeRecordBytes's.
+func InjectLiveProbes(m *ptx.Module, kernel string, count Selection) (counted int, err error) {
+	return injectProbes(m, kernel, count, true)
+}
+
+func injectProbes(m *ptx.Module, kernel string, count Selection, live bool) (counted int, err error) {
 	fn := m.Function(kernel)
 	if fn == nil || !fn.HasBody {
 		return 0, fmt.Errorf("the module has no kernel %s", kernel)
@@ -42,7 +60,18 @@ func InjectProbes(m *ptx.Module, kernel string, count Selection) (counted int, e
 			picked[p.Instr] = true
 		}
 	}
-	if err := declareVar(m, ProbeSymbol, ".visible .global .align 8 .u64 "+ProbeSymbol+";\n"); err != nil {
+	load := "ld.global.u64 %gpurr_b, [" + ProbeSymbol + "];\n"
+	entryNote := "atom.global.min.u64 %gpurr_t, [%gpurr_pa], %gpurr_t;\n"
+	if live {
+		for _, p := range fn.Params {
+			if p.Name == ProbeParam {
+				return 0, fmt.Errorf("the kernel %s is instrumented already", kernel)
+			}
+		}
+		fn.Params = append(fn.Params, &ptx.Param{Space: "param", Type: "u64", Name: ProbeParam})
+		load = "ld.param.u64 %gpurr_b, [" + ProbeParam + "];\ncvta.to.global.u64 %gpurr_b, %gpurr_b;\n"
+		entryNote = "not.b64 %gpurr_t, %gpurr_t;\natom.global.max.u64 %gpurr_t, [%gpurr_pa], %gpurr_t;\n"
+	} else if err := declareVar(m, ProbeSymbol, ".visible .global .align 8 .u64 "+ProbeSymbol+";\n"); err != nil {
 		return 0, err
 	}
 	counter := "" // the thread's count, a register of the function's scope
@@ -53,8 +82,7 @@ func InjectProbes(m *ptx.Module, kernel string, count Selection) (counted int, e
 {
 .reg .u64 %gpurr_b, %gpurr_t;
 .reg .u32 %gpurr_c, %gpurr_x;
-ld.global.u64 %gpurr_b, [` + ProbeSymbol + `];
-mov.u32 %gpurr_c, %ctaid.z;
+` + load + `mov.u32 %gpurr_c, %ctaid.z;
 mov.u32 %gpurr_x, %nctaid.y;
 mul.lo.u32 %gpurr_c, %gpurr_c, %gpurr_x;
 mov.u32 %gpurr_x, %ctaid.y;
@@ -66,8 +94,7 @@ add.u32 %gpurr_c, %gpurr_c, %gpurr_x;
 mul.wide.u32 %gpurr_pa, %gpurr_c, ` + fmt.Sprint(ProbeRecordBytes) + `;
 add.u64 %gpurr_pa, %gpurr_pa, %gpurr_b;
 mov.u64 %gpurr_t, %globaltimer;
-atom.global.min.u64 %gpurr_t, [%gpurr_pa], %gpurr_t;
-mov.u32 %gpurr_x, %smid;
+` + entryNote + `mov.u32 %gpurr_x, %smid;
 st.global.u32 [%gpurr_pa+16], %gpurr_x;
 }
 ` + counter)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpurr/gpurr/internal/instrument"
 	"github.com/gpurr/gpurr/internal/kernels"
 )
 
@@ -41,6 +42,9 @@ const (
 	// StepRange is a regular expression over NVTX range messages, kept in the recording
 	// (Process.step_range): readers number training steps by the ranges it matches.
 	StepRange = "GPURR_STEP_RANGE"
+	// Probe is --probe, "REGEX:entry,exit[,CLASSES]" (ParseProbe): launches of kernels whose
+	// name matches run a copy with per-CTA entry and exit probes (and counts of CLASSES).
+	Probe = "GPURR_PROBE"
 	// Injection is read by the CUDA driver, which loads the named library
 	// into every process that initializes CUDA and calls its
 	// InitializeInjection.
@@ -62,6 +66,7 @@ type Config struct {
 	HangTimeout                           time.Duration // 0: no watchdog
 	HangKill                              bool
 	StepRange                             string // NVTX range messages that are training steps; "" for optimizer steps
+	Probe                                 string // --probe, "" for none
 }
 
 // MemoryConfig is the memory capture asked for; the zero value is off.
@@ -195,6 +200,9 @@ func Vars(c Config) []string {
 	if c.StepRange != "" {
 		v = append(v, StepRange+"="+c.StepRange)
 	}
+	if c.Probe != "" {
+		v = append(v, Probe+"="+c.Probe)
+	}
 	if c.RingBytes != 0 {
 		v = append(v, RingBytes+"="+strconv.FormatUint(c.RingBytes, 10))
 	}
@@ -263,4 +271,36 @@ func SameLibrary(a, b string) bool {
 	fa, errA := os.Stat(a)
 	fb, errB := os.Stat(b)
 	return errA == nil && errB == nil && os.SameFile(fa, fb)
+}
+
+// ProbeSpec is --probe read: which kernels to probe and what to count in them.
+type ProbeSpec struct {
+	Kernels *regexp.Regexp       // over mangled kernel names
+	Count   instrument.Selection // instructions counted per CTA; empty for none
+	Classes string               // Count as given, "" for none
+}
+
+// probePoints is what every probe records; the spec names it so that it reads as what it does.
+const probePoints = ":entry,exit"
+
+// ParseProbe reads "REGEX:entry,exit[,CLASSES]": the kernels whose (mangled) name REGEX
+// matches get entry and exit probes per CTA, and counts of CLASSES (instrument.ParseSelection,
+// e.g. global-store or op:REGEX) when given.
+func ParseProbe(s string) (ProbeSpec, error) {
+	i := strings.LastIndex(s, probePoints)
+	if i < 0 || (len(s) > i+len(probePoints) && s[i+len(probePoints)] != ',') {
+		return ProbeSpec{}, fmt.Errorf("want REGEX%s[,CLASSES], e.g. 'triton_.*%s'", probePoints, probePoints)
+	}
+	var spec ProbeSpec
+	var err error
+	if spec.Kernels, err = regexp.Compile(s[:i]); err != nil {
+		return ProbeSpec{}, fmt.Errorf("the kernel expression: %v", err)
+	}
+	if rest := s[i+len(probePoints):]; rest != "" {
+		spec.Classes = rest[1:]
+		if spec.Count, err = instrument.ParseSelection(spec.Classes); err != nil {
+			return ProbeSpec{}, fmt.Errorf("what to count: %v", err)
+		}
+	}
+	return spec, nil
 }

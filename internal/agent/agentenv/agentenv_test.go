@@ -92,3 +92,20 @@ func TestParseSample(t *testing.T) {
 		t.Errorf("timing every kernel, yet %s", vars)
 	}
 }
+
+func TestParseProbe(t *testing.T) {
+	s, err := ParseProbe("triton_.*:entry,exit")
+	if err != nil || !s.Kernels.MatchString("triton_poi_0") || s.Classes != "" {
+		t.Errorf("%+v, %v", s, err)
+	}
+	// The expression may hold colons; the counted classes may too (op:REGEX).
+	s, err = ParseProbe("a:b|c:entry,exit,global-store,op:^ld")
+	if err != nil || s.Kernels.String() != "a:b|c" || s.Classes != "global-store,op:^ld" || len(s.Count.Classes) != 1 || len(s.Count.Patterns) != 1 {
+		t.Errorf("%+v, %v", s, err)
+	}
+	for _, bad := range []string{"triton_.*", "x:entry", "x:entry,exitx", "(:entry,exit", "x:entry,exit,nosuchclass"} {
+		if _, err := ParseProbe(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

@@ -128,6 +128,14 @@ int main(void) {
   CHECK_LAUNCH_CONFIG();
 
   SIZE(gp_cuGraphLaunch_params, cuGraphLaunch_params);
+  FIELD(gp_cuModuleLoadData_params, cuModuleLoadData_params, module);
+  FIELD(gp_cuModuleLoadData_params, cuModuleLoadData_params, image);
+  FIELD(gp_cuModuleLoadData_params, cuModuleLoadDataEx_params, module);
+  FIELD(gp_cuModuleLoadData_params, cuModuleLoadDataEx_params, image);
+  FIELD(gp_cuModuleLoadData_params, cuModuleLoadFatBinary_params, module);
+  FIELD2(gp_cuModuleLoadData_params, cuModuleLoadFatBinary_params, image, fatCubin);
+  SIZE(gp_cuModuleUnload_params, cuModuleUnload_params);
+  FIELD(gp_cuModuleUnload_params, cuModuleUnload_params, hmod);
   FIELD(gp_cuGraphLaunch_params, cuGraphLaunch_params, hGraph);
   FIELD(gp_cuGraphLaunch_params, cuGraphLaunch_params, hStream);
   FIELD(gp_cuGraphLaunch_params, cuGraphLaunch_ptsz_params, hStream);
@@ -196,6 +204,10 @@ int main(void) {
   check(CHECK_FILE, "cuMemFreeAsync_params.dptr", offsetof(cuMemFreeAsync_params, dptr), 0);
   check(CHECK_FILE, "cuIpcCloseMemHandle_params.dptr", offsetof(cuIpcCloseMemHandle_params, dptr), 0);
   VALUE(GP_CBID_cuCtxSynchronize, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize);
+  VALUE(GP_CBID_cuModuleLoadData, CUPTI_DRIVER_TRACE_CBID_cuModuleLoadData);
+  VALUE(GP_CBID_cuModuleLoadDataEx, CUPTI_DRIVER_TRACE_CBID_cuModuleLoadDataEx);
+  VALUE(GP_CBID_cuModuleLoadFatBinary, CUPTI_DRIVER_TRACE_CBID_cuModuleLoadFatBinary);
+  VALUE(GP_CBID_cuModuleUnload, CUPTI_DRIVER_TRACE_CBID_cuModuleUnload);
   VALUE(GP_CBID_cuEventSynchronize, CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize);
   VALUE(GP_CBID_cuStreamSynchronize, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize);
   VALUE(GP_CBID_cuMemAlloc_v2, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2);

@@ -46,6 +46,13 @@ int gpurrKernelSelected(char *name) { return strstr(name, "skip") == NULL; }
 void gpurrAtExit(void) {}
 int gpurrSnapshotKernel(char *name) { return name != NULL; }
 void gpurrCudaError(char *call, int code) { (void)call, (void)code; }
+// The harness records without --probe: these are never called.
+void gpurrProbeModule(void *module, void *input, void *image, size_t size) { (void)module, (void)input, (void)image, (void)size; }
+void gpurrProbeForgetModule(void *module) { (void)module; }
+int gpurrProbeFunction(void *module, char *name, uint64_t kernelID, uint32_t nparams, void **out) {
+  (void)module, (void)name, (void)kernelID, (void)nparams, (void)out;
+  return 0;
+}
 
 // ---- fakes for CUPTI and the driver ----
 

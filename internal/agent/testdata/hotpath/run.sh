@@ -43,13 +43,14 @@ out=$(mktemp -d "${TMPDIR:-/tmp}/hotpath.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 cflags="-fPIC -pthread -O2 -std=gnu11 -Wall -Wextra -Wno-unused-function -fvisibility=hidden"
 # The agent's C files the hot path needs (fatal.c is signal handling only).
-agent_c="start ring launch nvtx callstack activity memcap autograd pystack unwind"
+agent_c="start ring launch nvtx callstack activity memcap probe autograd pystack unwind"
 
 build() {  # build NAME AGENT_DIR: libhotpath_NAME.so (for Python) and hotpath_NAME (C only)
     local name=$1 dir=$2 objs="" f
     local inc="-I$dir/testdata/hotpath/stub -I$dir"
     mkdir -p "$out/$name"
     for f in $agent_c; do
+        [ -f "$dir/$f.c" ] || continue # an older tree (--base) may lack one
         gcc $cflags $inc -c "$dir/$f.c" -o "$out/$name/$f.o" || return 1
         objs="$objs $out/$name/$f.o"
     done

@@ -1,0 +1,263 @@
+package agent
+
+/*
+#include <stdlib.h>
+#include "probe.h"
+*/
+import "C"
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/gpurr/gpurr/internal/agent/agentenv"
+	"github.com/gpurr/gpurr/internal/cuda"
+	"github.com/gpurr/gpurr/internal/instrument"
+	"github.com/gpurr/gpurr/internal/ptx"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// liveProbes is --probe in the recorded process (probe.h has the C half). Modules are noted
+// as the program loads them, with their PTX when there is some (the module was loaded from
+// PTX, or Triton's cache holds the PTX of its cubin); at a kernel's first launch, a kernel
+// --probe picks is instrumented (instrument.InjectLiveProbes) and JITted into the launching
+// context, and its launches from then on run that copy.
+type liveProbes struct {
+	spec    agentenv.ProbeSpec
+	mu      sync.Mutex
+	triton  *tritonCache            // its own: the writer's is the writer goroutine's
+	modules map[uintptr]probeModule // by CUmodule handle
+	kernels []*pb.ProbeKernel       // decided since the writer last took them
+	logf    func(level, format string, args ...any)
+}
+
+// probeModule is what a loaded module offers probes: its PTX, or why there is none.
+type probeModule struct {
+	ptx    []byte
+	reason string
+}
+
+// probes is set before the agent starts when --probe is given.
+var probes *liveProbes
+
+func newLiveProbes(spec string, logf func(level, format string, args ...any)) (*liveProbes, error) {
+	s, err := agentenv.ParseProbe(spec)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", agentenv.Probe, err)
+	}
+	return &liveProbes{spec: s, triton: newTritonCache(), modules: map[uintptr]probeModule{}, logf: logf}, nil
+}
+
+// probeSkipReasons words GP_PROBE_SKIP_* (agent.h) for ProbeResult.skipped.
+var probeSkipReasons = map[C.uint32_t]string{
+	C.GP_PROBE_SKIP_EXTRA:      "parameters passed packed (extra): no room for the probes' own",
+	C.GP_PROBE_SKIP_CAPTURED:   "launched into a CUDA graph being captured",
+	C.GP_PROBE_SKIP_POOL_FULL:  "earlier launches' records still filled the probe pool",
+	C.GP_PROBE_SKIP_TOO_LARGE:  "more CTAs than the probe pool holds records for",
+	C.GP_PROBE_SKIP_FAILED:     "the launch failed",
+	C.GP_PROBE_SKIP_CUDA_ERROR: "a CUDA call of the agent's around it failed",
+	C.GP_PROBE_SKIP_PARAMS:     "too many parameters",
+}
+
+// gpurrProbeModule is called on the program's thread as a cuModuleLoadData, ...Ex or
+// ...FatBinary returns: input is what the program passed, image and size the module image
+// CUPTI reported for it (nil when it did not).
+//
+//export gpurrProbeModule
+func gpurrProbeModule(module, input, image unsafe.Pointer, size C.size_t) {
+	defer func() { _ = recover() }()
+	p := probes
+	if p == nil || module == nil {
+		return
+	}
+	head := unsafe.Slice((*byte)(input), 4)
+	var m probeModule
+	switch {
+	case bytes.Equal(head, []byte("\x7fELF")):
+		if image == nil || size == 0 {
+			m.reason = "no PTX: CUPTI gave no image for its cubin"
+			break
+		}
+		img := C.GoBytes(image, C.int(size))
+		names := moduleFunctions(img)
+		if !p.picks(names) {
+			return
+		}
+		sum := sha256.Sum256(img)
+		p.mu.Lock()
+		m.ptx = p.triton.ptx(hex.EncodeToString(sum[:]), names)
+		p.mu.Unlock()
+		if m.ptx == nil {
+			m.reason = "no PTX: its module is a cubin whose PTX Triton's cache does not hold (probes instrument PTX)"
+		}
+	case binary.LittleEndian.Uint32(head) == 0xBA55ED50:
+		m.reason = "no PTX read: its module was loaded from a fat binary"
+	default:
+		text := C.GoString((*C.char)(input))
+		if _, err := ptx.Parse([]byte(text)); err != nil {
+			m.reason = fmt.Sprintf("its module's PTX does not parse: %v", err)
+		} else {
+			m.ptx = []byte(text)
+		}
+	}
+	p.mu.Lock()
+	p.modules[uintptr(module)] = m
+	p.mu.Unlock()
+}
+
+// gpurrProbeForgetModule is called as the program unloads a module.
+//
+//export gpurrProbeForgetModule
+func gpurrProbeForgetModule(module unsafe.Pointer) {
+	defer func() { _ = recover() }()
+	if p := probes; p != nil {
+		p.mu.Lock()
+		delete(p.modules, uintptr(module))
+		p.mu.Unlock()
+	}
+}
+
+// gpurrProbeFunction decides, at a kernel's first launch on the program's thread, whether
+// its launches run with probes: 1 with *out set to the instrumented copy, 0 when --probe does
+// not pick it or it cannot be instrumented (the recording says why, once).
+//
+//export gpurrProbeFunction
+func gpurrProbeFunction(module unsafe.Pointer, name *C.char, kernelID C.uint64_t, nparams C.uint32_t, out *unsafe.Pointer) (ok C.int) {
+	p := probes
+	if p == nil {
+		return 0
+	}
+	kernel := C.GoString(name)
+	if !p.spec.Kernels.MatchString(kernel) {
+		return 0
+	}
+	pk := &pb.ProbeKernel{KernelId: uint64(kernelID), Count: p.spec.Classes}
+	defer func() {
+		if e := recover(); e != nil {
+			pk.Instrumented, pk.Reason, ok = false, fmt.Sprintf("internal error: %v", e), 0
+		}
+		p.mu.Lock()
+		p.kernels = append(p.kernels, pk)
+		p.mu.Unlock()
+		if pk.Instrumented {
+			p.logf("info", "probes: %s instrumented", kernel)
+		} else {
+			p.logf("warn", "probes: %s runs without probes: %s", kernel, pk.Reason)
+		}
+	}()
+	fn, counted, err := p.instrument(uintptr(module), kernel, int(nparams))
+	if err != nil {
+		pk.Reason = err.Error()
+		return 0
+	}
+	pk.Instrumented, pk.Counted = true, uint32(counted)
+	*out = fn
+	return 1
+}
+
+// picks says whether --probe's expression matches any of a module's kernels.
+func (p *liveProbes) picks(names []string) bool {
+	for _, n := range names {
+		if p.spec.Kernels.MatchString(n) {
+			return true
+		}
+	}
+	return false
+}
+
+// instrument makes kernel's instrumented copy in the current context.
+func (p *liveProbes) instrument(module uintptr, kernel string, nparams int) (unsafe.Pointer, int, error) {
+	p.mu.Lock()
+	m, known := p.modules[module]
+	p.mu.Unlock()
+	switch {
+	case !known:
+		return nil, 0, fmt.Errorf("no PTX: its module was not loaded by cuModuleLoadData, ...Ex or ...FatBinary while recording (a CUDA library's or the runtime's own)")
+	case m.ptx == nil:
+		return nil, 0, fmt.Errorf("%s", m.reason)
+	}
+	mod, err := ptx.Parse(m.ptx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("its PTX does not parse: %v", err)
+	}
+	if f := mod.Function(kernel); f != nil && len(f.Params) != nparams {
+		return nil, 0, fmt.Errorf("its PTX declares %d parameters, the driver %d: not the PTX it was built from", len(f.Params), nparams)
+	}
+	counted, err := instrument.InjectLiveProbes(mod, kernel, p.spec.Count)
+	if err != nil {
+		return nil, 0, err
+	}
+	text := C.CString(mod.String())
+	defer C.free(unsafe.Pointer(text))
+	cname := C.CString(kernel)
+	defer C.free(unsafe.Pointer(cname))
+	var fn C.gp_CUfunction
+	if r := C.gp_probe_load(text, cname, &fn); r != 0 {
+		return nil, 0, fmt.Errorf("the driver did not load the instrumented PTX: %s", cuda.Result(r).Error())
+	}
+	return unsafe.Pointer(fn), counted, nil
+}
+
+// drainProbes moves what probes produced into the batch: the kernels decided, and the
+// records of launches whose copies have arrived, in launch order per context.
+func (r *recorder) drainProbes() {
+	p := probes
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	kernels := p.kernels
+	p.kernels = nil
+	p.mu.Unlock()
+	for _, k := range kernels {
+		r.batch.ProbeKernels = append(r.batch.ProbeKernels, k)
+		r.added()
+	}
+	var v C.gp_probe_view
+	for C.gp_probe_poll(&v) != 0 {
+		res := &pb.ProbeResult{LaunchSeq: uint64(v.seq)}
+		if v.skipped != 0 {
+			res.Skipped = probeSkipReasons[v.skipped]
+		} else {
+			res.Ctas = C.GoBytes(unsafe.Pointer(v.records), C.int(v.bytes))
+			// The GPU kept the entry time complemented (an atomic max over zeroed records): a
+			// record no thread reached reads as all ones, as the replay path's do.
+			for i := 0; i+instrument.ProbeRecordBytes <= len(res.Ctas); i += instrument.ProbeRecordBytes {
+				binary.LittleEndian.PutUint64(res.Ctas[i:], ^binary.LittleEndian.Uint64(res.Ctas[i:]))
+			}
+		}
+		C.gp_probe_release()
+		r.batch.Probes = append(r.batch.Probes, res)
+		r.added()
+	}
+}
+
+// finishProbes collects, at the end, the records of launches still in flight: for at most
+// wait, as the program's last kernels finish.
+func (r *recorder) finishProbes(wait time.Duration) {
+	if probes == nil {
+		return
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		r.drainProbes()
+		if C.gp_probe_outstanding() == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := C.gp_probe_outstanding(); n > 0 {
+		r.logf("warn", "probes: the records of %d launches had not arrived when the recording ended", uint64(n))
+	}
+}
+
+// probeSkipped turns a GP_REC_PROBE_SKIP record into the launch's ProbeResult.
+func (r *recorder) probeSkipped(s *C.gp_probe_skip_rec) {
+	r.batch.Probes = append(r.batch.Probes, &pb.ProbeResult{LaunchSeq: uint64(s.seq), Skipped: probeSkipReasons[s.reason]})
+}
