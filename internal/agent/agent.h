@@ -49,6 +49,7 @@ enum {
   GP_PROBE_SKIP_FAILED = 5,     // the launch itself failed
   GP_PROBE_SKIP_CUDA_ERROR = 6, // the agent's own CUDA call around it failed
   GP_PROBE_SKIP_PARAMS = 7,     // too many parameters
+  GP_PROBE_SKIP_RESOURCES = 8,  // a block larger, or more shared memory, than the instrumented copy can take
 };
 
 typedef struct {

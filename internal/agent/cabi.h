@@ -205,6 +205,15 @@ typedef struct {
   gp_CUstream hStream;
 } gp_cuGraphLaunch_params;
 
+// CUfunction_attribute values a probed kernel's instrumented copy takes from it, or is checked by.
+enum {
+  GP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,
+  GP_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+  GP_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9,
+  GP_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14,
+  GP_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE = 15,
+};
+
 // cuModuleLoadData_params; cuModuleLoadDataEx_params and cuModuleLoadFatBinary_params start
 // the same way (the module out-parameter, then the image).
 typedef struct {

@@ -106,6 +106,8 @@ typedef struct {
   gp_CUresult (*eventCreate)(void **, unsigned);
   gp_CUresult (*eventRecord)(void *, gp_CUstream);
   gp_CUresult (*eventQuery)(void *);
+  gp_CUresult (*funcGetAttribute)(int *, int, gp_CUfunction);
+  gp_CUresult (*funcSetAttribute)(gp_CUfunction, int, int);
 } gp_cu_api;
 extern gp_cu_api gp_cu;
 

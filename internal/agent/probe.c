@@ -105,6 +105,26 @@ void gp_probe_unloaded(gp_probe_fn *pf, void *module) {
   if (pf->module == module) atomic_store_explicit(&pf->state, GP_PROBE_UNKNOWN, memory_order_release);
 }
 
+// copy_attributes gives the copy what the program set on its kernel before the first launch (a
+// Triton kernel's dynamic shared memory above 48 KiB, cluster settings), and notes what blocks
+// and shared memory the copy can take: a launch beyond them runs the kernel itself.
+static void copy_attributes(gp_probe_fn *pf, gp_CUfunction f, gp_CUfunction fn) {
+  static const int copied[] = {
+      GP_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+      GP_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+      GP_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+      GP_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE,
+  };
+  for (size_t i = 0; i < sizeof copied / sizeof *copied; i++) {
+    int v = 0;
+    if (gp_cu.funcGetAttribute(&v, copied[i], f) == 0) gp_cu.funcSetAttribute(fn, copied[i], v);
+  }
+  pf->max_threads = 0;
+  pf->max_dynamic_smem = 0;
+  gp_cu.funcGetAttribute(&pf->max_threads, GP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn);
+  gp_cu.funcGetAttribute(&pf->max_dynamic_smem, GP_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, fn);
+}
+
 // resolve asks the Go side, once per kernel, whether it is probed and for its instrumented copy.
 static int resolve(gp_probe_fn *pf, gp_CUfunction f, uint32_t nparams, uint64_t kernel_id) {
   pthread_mutex_lock(&resolve_mu);
@@ -119,6 +139,7 @@ static int resolve(gp_probe_fn *pf, gp_CUfunction f, uint32_t nparams, uint64_t 
     int ok = name && nparams + 1 <= GP_PROBE_ARGS &&
              gpurrProbeFunction(module, (char *)name, kernel_id, nparams, (void **)&fn) && fn;
     gp_in_agent_call(0);
+    if (ok) copy_attributes(pf, f, fn);
     pf->module = module;
     pf->fn = fn;
     st = ok ? GP_PROBE_YES : GP_PROBE_NO;
@@ -196,6 +217,13 @@ int gp_probe_enter(gp_probe_fn *pf, gp_CUfunction f, uint32_t cbid, const gp_Cal
   uint64_t ctas = ex ? (pe->config ? (uint64_t)pe->config->gridDimX * pe->config->gridDimY * pe->config->gridDimZ : 0)
                      : (uint64_t)pk->gridDimX * pk->gridDimY * pk->gridDimZ;
   if (ptsz && !stream) stream = (gp_CUstream)(uintptr_t)CU_STREAM_PER_THREAD;
+  uint64_t threads = ex ? (pe->config ? (uint64_t)pe->config->blockDimX * pe->config->blockDimY * pe->config->blockDimZ : 0)
+                        : (uint64_t)pk->blockDimX * pk->blockDimY * pk->blockDimZ;
+  unsigned smem = ex ? (pe->config ? pe->config->sharedMemBytes : 0) : pk->sharedMemBytes;
+  if (threads > (uint64_t)pf->max_threads || smem > (unsigned)pf->max_dynamic_smem) {
+    skip(seq, GP_PROBE_SKIP_RESOURCES);
+    return 0;
+  }
   (void)extra;  // the driver takes kernelParams when both are given
   if (!kparams) {
     skip(seq, GP_PROBE_SKIP_EXTRA);

@@ -63,6 +63,7 @@ var probeSkipReasons = map[C.uint32_t]string{
 	C.GP_PROBE_SKIP_FAILED:     "the launch failed",
 	C.GP_PROBE_SKIP_CUDA_ERROR: "a CUDA call of the agent's around it failed",
 	C.GP_PROBE_SKIP_PARAMS:     "too many parameters",
+	C.GP_PROBE_SKIP_RESOURCES:  "a larger block or more shared memory than the instrumented copy can take (it ran uninstrumented)",
 }
 
 // gpurrProbeModule is called on the program's thread as a cuModuleLoadData, ...Ex or

@@ -20,6 +20,8 @@ typedef struct {
   _Atomic int state;
   gp_CUfunction fn;  // the instrumented copy, when GP_PROBE_YES
   void *module;      // the program's module the kernel is in
+  int max_threads;   // per block, of the copy (its registers may allow fewer than the kernel's)
+  int max_dynamic_smem;  // of the copy, as the kernel's was set when it was instrumented
 } gp_probe_fn;
 
 // gp_probe_start checks the driver functions probes need; 0 with err set when one is missing.

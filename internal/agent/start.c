@@ -76,6 +76,8 @@ static const struct {
     {"cuEventCreate", GP_NEED_PROBE},
     {"cuEventRecord", GP_NEED_PROBE},
     {"cuEventQuery", GP_NEED_PROBE},
+    {"cuFuncGetAttribute", GP_NEED_PROBE},
+    {"cuFuncSetAttribute", GP_NEED_PROBE},
 };
 _Static_assert(sizeof driver_symbols / sizeof *driver_symbols == sizeof(gp_cu_api) / sizeof(void *),
                "driver_symbols names every slot of gp_cu_api, in order");
