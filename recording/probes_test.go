@@ -58,3 +58,21 @@ func TestProbeRecords(t *testing.T) {
 		t.Errorf("rank 1 recorded without --probe has probe records")
 	}
 }
+
+// Any bytes decode: every whole record is a CTA or missing, and a CTA never ends before it
+// starts.
+func FuzzProbeCTAs(f *testing.F) {
+	f.Add(testrec.ProbeBuffer(3, recording.ProbeCTA{Index: 1, Start: 5, End: 9, SM: 2, Count: 1}))
+	f.Add([]byte{1, 2, 3})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ctas, missing := recording.ProbeCTAs(b)
+		if len(ctas)+missing != len(b)/recording.ProbeRecordBytes {
+			t.Fatalf("%d CTAs and %d missing of %d records", len(ctas), missing, len(b)/recording.ProbeRecordBytes)
+		}
+		for i, c := range ctas {
+			if c.End < c.Start || i > 0 && c.Index <= ctas[i-1].Index {
+				t.Fatalf("CTA %+v after %d", c, i)
+			}
+		}
+	})
+}
