@@ -74,3 +74,47 @@ func (d *Data) ProbedLaunches() []uint64 {
 	}
 	return out
 }
+
+// Probed is a probe result with the launch it is of: nil when the recording does not hold the
+// launch (its record was lost, or it came before the ProbeKernel record of its kernel).
+type Probed struct {
+	*pb.ProbeResult
+	Launch *pb.Launch
+}
+
+// Probes pairs a process's probe results with their launches as a reader streams the frames
+// (Add). It keeps the launches of the kernels --probe instrumented until their result comes
+// (every such launch gets one, with data or saying why it has none), not the others.
+type Probes struct {
+	instrumented map[uint64]bool       // kernel ids
+	waiting      map[uint64]*pb.Launch // by seq
+}
+
+// NewProbes returns an empty index.
+func NewProbes() *Probes {
+	return &Probes{instrumented: map[uint64]bool{}, waiting: map[uint64]*pb.Launch{}}
+}
+
+// Add indexes a batch's probe kernels and the launches of the instrumented ones, and returns
+// the batch's probe results with their launches, in the order written.
+func (p *Probes) Add(b *pb.Batch) []Probed {
+	for _, k := range b.ProbeKernels {
+		if k.GetInstrumented() {
+			p.instrumented[k.GetKernelId()] = true
+		}
+	}
+	if len(p.instrumented) == 0 && len(b.Probes) == 0 {
+		return nil
+	}
+	for _, l := range b.Launches {
+		if p.instrumented[l.GetKernelId()] {
+			p.waiting[l.GetSeq()] = l
+		}
+	}
+	var out []Probed
+	for _, r := range b.Probes {
+		out = append(out, Probed{ProbeResult: r, Launch: p.waiting[r.GetLaunchSeq()]})
+		delete(p.waiting, r.GetLaunchSeq())
+	}
+	return out
+}
