@@ -95,6 +95,9 @@ func NewProbes() *Probes {
 	return &Probes{instrumented: map[uint64]bool{}, waiting: map[uint64]*pb.Launch{}}
 }
 
+// Waiting reports whether launch seq is of an instrumented kernel and its result has not come.
+func (p *Probes) Waiting(seq uint64) bool { return p.waiting[seq] != nil }
+
 // Add indexes a batch's probe kernels and the launches of the instrumented ones, and returns
 // the batch's probe results with their launches, in the order written.
 func (p *Probes) Add(b *pb.Batch) []Probed {
