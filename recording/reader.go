@@ -290,11 +290,13 @@ type Data struct {
 	Allocations   []*pb.Allocation  // allocations and frees in order; a free repeats its allocation's id
 	Memory        []*pb.MemoryState // launches' memory states, in the order they completed (after their launch)
 	Log           []*pb.LogEntry
-	Ranges        []*pb.Range    // NVTX ranges as written, opened in order (format 1.7); AllRanges applies RangeEnds
-	RangeEnds     []*pb.RangeEnd // ends of ranges written in earlier frames
-	Stats         *pb.Stats      // cumulative, from the last frame that had them
-	End           *pb.End        // nil when the recording is incomplete
-	Truncated     bool           // the file ended inside a frame
+	Ranges        []*pb.Range       // NVTX ranges as written, opened in order (format 1.7); AllRanges applies RangeEnds
+	RangeEnds     []*pb.RangeEnd    // ends of ranges written in earlier frames
+	ProbeResults  []*pb.ProbeResult // launches probed live (--probe; format 1.10), in the order written: ProbeCTAs decodes their CTAs
+	ProbeKernels  []*pb.ProbeKernel // the kernels --probe picked: instrumented or why not
+	Stats         *pb.Stats         // cumulative, from the last frame that had them
+	End           *pb.End           // nil when the recording is incomplete
+	Truncated     bool              // the file ended inside a frame
 	Frames        int
 }
 
@@ -336,6 +338,8 @@ func (p *Process) Load() (*Data, error) {
 		d.Log = append(d.Log, b.Log...)
 		d.Ranges = append(d.Ranges, b.Ranges...)
 		d.RangeEnds = append(d.RangeEnds, b.RangeEnds...)
+		d.ProbeResults = append(d.ProbeResults, b.Probes...)
+		d.ProbeKernels = append(d.ProbeKernels, b.ProbeKernels...)
 		if b.Stats != nil {
 			d.Stats = b.Stats
 		}

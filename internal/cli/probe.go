@@ -24,12 +24,13 @@ type probeOptions struct {
 	out     string
 	force   bool
 	count   string
+	replay  bool
 }
 
 func newProbeCmd() *cobra.Command {
 	var o probeOptions
 	cmd := &cobra.Command{
-		Use:   "probe REC --launch SEQ [--ptx FILE] [--top N] [--count CLASSES] [-o TIMELINE.json]",
+		Use:   "probe REC --launch SEQ [--replay] [--ptx FILE] [--top N] [--count CLASSES] [-o TIMELINE.json]",
 		Short: "Replay a recorded launch with entry and exit probes in every CTA: the slow CTAs, the tail, the SMs",
 		Long: `probe replays a snapshotted launch on its recorded inputs with its PTX
 instrumented so that every thread notes when it started and finished (the
@@ -42,15 +43,22 @@ one atomic add per thread at its exit): the work each CTA did, beside its
 time.
 
 It needs the kernel's PTX, as gpurr race does: kept in the recording for
-Triton kernels, or --ptx FILE.`,
+Triton kernels, or --ptx FILE.
+
+A launch that ran with live probes (gpurr record --probe) is summed up from
+its recorded records, without replaying it and without a GPU; --replay
+replays it all the same. A launch of a probed kernel that ran without
+probes says why, and is replayed when it has snapshots.`,
 		Example: `  gpurr probe run --launch 42
   gpurr probe run --launch 42 --ptx kernel.ptx --top 20
-  gpurr probe run --launch 42 --count global-load,global-store`,
+  gpurr probe run --launch 42 --count global-load,global-store
+  gpurr probe run --launch 42 --replay`,
 		Args: positional(1, 1, "one recording"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runProbe(cmd, o, args[0]) },
 	}
 	f := cmd.Flags()
 	f.Uint64Var(&o.launch, "launch", 0, "launch sequence number (default: the only snapshotted launch)")
+	f.BoolVar(&o.replay, "replay", false, "replay the launch even when it was probed live (gpurr record --probe)")
 	f.StringVar(&o.ptxFile, "ptx", "", "the module's PTX, where the recording has none")
 	f.IntVar(&o.top, "top", 10, "slowest CTAs to list")
 	f.StringVar(&o.process, "process", "", "process of a multi-process recording: its directory name, pid or rank")
@@ -66,11 +74,30 @@ func runProbe(cmd *cobra.Command, o probeOptions, path string) error {
 	if o.top < 0 {
 		return usageErrorf("probe: --top takes 0 or more")
 	}
-	src, c, err := openCase(cmd, path, o.process, o.launch)
+	src, err := openReplaySource(cmd, path, o.process)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
+	if !o.replay {
+		if live, err := liveProbe(src, o); live != nil || err != nil {
+			if err != nil {
+				return err
+			}
+			return reportProbe(cmd, o, path, live)
+		}
+	}
+	seqs, err := pickLaunches("probe", src, o.launch, false, 0)
+	if err != nil {
+		return err
+	}
+	c, err := src.Case(seqs[0])
+	if err != nil {
+		return usageErrorf("probe: %v", err)
+	}
+	if r := src.Data.ProbeResult(c.Seq); r.GetSkipped() != "" && !o.replay {
+		warnf(cmd, "launch %d ran without probes when recorded (%s); replaying it", c.Seq, r.GetSkipped())
+	}
 	text, from, err := kernelPTX("probe", src, c, o.ptxFile)
 	if err != nil {
 		return err
@@ -92,11 +119,11 @@ func runProbe(cmd *cobra.Command, o probeOptions, path string) error {
 	if o.count != "" && counted == 0 {
 		return usageErrorf("probe: --count %s picks no instruction of %s (gpurr race --list --at %s shows what it would)", o.count, c.Name, o.count)
 	}
-	var w *output
-	if o.out != "" {
-		if w, err = createOutput("probe", o.out, cmd.OutOrStdout(), o.force, path); err != nil {
-			return err
-		}
+	w, err := probeOutput(cmd, o, path)
+	if err != nil {
+		return err
+	}
+	if w != nil {
 		defer w.Abort()
 	}
 	if err := cuda.Init(); err != nil {
@@ -113,22 +140,113 @@ func runProbe(cmd *cobra.Command, o probeOptions, path string) error {
 	if err != nil {
 		return &exitError{code: exitFailure, err: fmt.Errorf("probe: %v", err)}
 	}
-	ctas, derr := probe.Decode(raw)
+	return writeProbe(cmd, o, w, probed{
+		header: fmt.Sprintf("launch %d: %s, grid %dx%dx%d, block %dx%dx%d, on %s (%s)", c.Seq, c.Name,
+			cfg.Grid.X, cfg.Grid.Y, cfg.Grid.Z, cfg.Block.X, cfg.Block.Y, cfg.Block.Z, s.Device.Name, s.Device.Arch()),
+		title: fmt.Sprintf("launch %d: %s", c.Seq, c.Name), raw: raw, grid: cfg.Grid, count: o.count, counted: counted,
+	})
+}
+
+// probed is a launch's probe buffer and what its report says of it.
+type probed struct {
+	header, title string // the report's first line; the timeline's name
+	raw           []byte
+	grid          cuda.Dim3
+	count         string // what was counted, "" for nothing
+	counted       int    // instructions of the kernel counted
+}
+
+// liveProbe is the launch's live probe records (gpurr record --probe) when it has some and
+// probe should read them rather than replay; nil when it has none. It is an error when the
+// launch ran without probes and has no snapshot to replay, or when no launch is named and the
+// process has no snapshotted one to pick but some probed live.
+func liveProbe(src *replay.Source, o probeOptions) (*probed, error) {
+	d, name := src.Data, src.Proc.Name
+	if o.launch == 0 {
+		if live := d.ProbedLaunches(); len(live) > 0 && len(src.Replayable()) == 0 {
+			return nil, usageErrorf("probe: %s has no snapshotted launch to replay; launches probed live when recorded: %s: say --launch SEQ",
+				name, seqList(live, 8))
+		}
+		return nil, nil
+	}
+	r := d.ProbeResult(o.launch)
+	switch {
+	case r == nil:
+		return nil, nil
+	case r.GetSkipped() != "":
+		if _, err := src.Case(o.launch); err != nil {
+			return nil, usageErrorf("probe: launch %d ran without probes when recorded (%s), and cannot be replayed: %v", o.launch, r.GetSkipped(), err)
+		}
+		return nil, nil
+	case o.ptxFile != "" || o.count != "":
+		return nil, usageErrorf("probe: launch %d was probed live when recorded; --ptx and --count are for a replay: add --replay", o.launch)
+	}
+	l := src.Links.Launch(o.launch)
+	if l == nil {
+		return nil, usageErrorf("probe: %s holds launch %d's probe records but not the launch (its record was lost)", name, o.launch)
+	}
+	kernel := fmt.Sprintf("kernel %d", l.GetKernelId())
+	if k := src.Links.Kernel(l.GetKernelId()); k != nil {
+		kernel = src.Links.KernelName(k)
+	}
+	device := fmt.Sprintf("device %d", l.GetDevice())
+	for _, dev := range d.Devices {
+		if dev.GetOrdinal() == l.GetDevice() {
+			device = fmt.Sprintf("%s (sm_%d%d)", dev.GetName(), dev.GetCcMajor(), dev.GetCcMinor())
+		}
+	}
+	g, b := l.GetGrid(), l.GetBlock()
+	p := &probed{
+		header: fmt.Sprintf("launch %d: %s, grid %dx%dx%d, block %dx%dx%d, probed live on %s when recorded", o.launch, kernel,
+			g.GetX(), g.GetY(), g.GetZ(), b.GetX(), b.GetY(), b.GetZ(), device),
+		title: fmt.Sprintf("launch %d: %s (probed live)", o.launch, kernel), raw: r.GetCtas(),
+		grid: cuda.Dim3{X: g.GetX(), Y: g.GetY(), Z: g.GetZ()},
+	}
+	for _, k := range d.ProbeKernels {
+		if k.GetKernelId() == l.GetKernelId() {
+			p.count, p.counted = k.GetCount(), int(k.GetCounted())
+		}
+	}
+	return p, nil
+}
+
+// reportProbe writes the report of a launch probed live.
+func reportProbe(cmd *cobra.Command, o probeOptions, path string, p *probed) error {
+	w, err := probeOutput(cmd, o, path)
+	if err != nil {
+		return err
+	}
+	if w != nil {
+		defer w.Abort()
+	}
+	return writeProbe(cmd, o, w, *p)
+}
+
+// probeOutput creates the -o file, nil when there is none.
+func probeOutput(cmd *cobra.Command, o probeOptions, path string) (*output, error) {
+	if o.out == "" {
+		return nil, nil
+	}
+	return createOutput("probe", o.out, cmd.OutOrStdout(), o.force, path)
+}
+
+// writeProbe prints the summary of a probe buffer, and writes its timeline to w when not nil.
+func writeProbe(cmd *cobra.Command, o probeOptions, w *output, p probed) error {
+	ctas, derr := probe.Decode(p.raw)
 	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "launch %d: %s, grid %dx%dx%d, block %dx%dx%d, on %s (%s)\n", c.Seq, c.Name,
-		cfg.Grid.X, cfg.Grid.Y, cfg.Grid.Z, cfg.Block.X, cfg.Block.Y, cfg.Block.Z, s.Device.Name, s.Device.Arch())
+	fmt.Fprintln(out, p.header)
 	if derr != nil {
 		warnf(cmd, "%v", derr)
 	}
 	sum := probe.Summarize(ctas, o.top)
-	writeProbeSummary(out, sum, cfg.Grid)
-	if o.count != "" {
-		writeProbeCounts(out, sum, o.count, counted)
+	writeProbeSummary(out, sum, p.grid)
+	if p.count != "" {
+		writeProbeCounts(out, sum, p.count, p.counted)
 	}
 	if w == nil {
 		return nil
 	}
-	if err := probe.WriteChrome(w, ctas, fmt.Sprintf("launch %d: %s", c.Seq, c.Name)); err != nil {
+	if err := probe.WriteChrome(w, ctas, p.title); err != nil {
 		return &exitError{code: exitFailure, err: fmt.Errorf("probe: write %s: %v", o.out, plainError(err))}
 	}
 	if err := w.Commit(); err != nil {

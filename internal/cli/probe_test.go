@@ -11,7 +11,10 @@ import (
 	"github.com/gpurr/gpurr/internal/cuda"
 	"github.com/gpurr/gpurr/internal/instrument"
 	"github.com/gpurr/gpurr/internal/probe"
+	"github.com/gpurr/gpurr/internal/replay"
 	"github.com/gpurr/gpurr/internal/testrec"
+	"github.com/gpurr/gpurr/recording"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
 // Without a GPU, probe gets as far as instrumenting the kernel, then says why it stops; bad
@@ -38,6 +41,32 @@ func TestProbeWithoutGPU(t *testing.T) {
 		{[]string{"probe", dir, "--launch", "2", "--ptx", file, "--count", "bogus"}, "--count: unknown instruction class \"bogus\""},
 		{[]string{"probe", dir, "--launch", "2", "--ptx", file, "--count", "mbarrier"}, "--count mbarrier picks no instruction of saxpy_gridstride"},
 	})
+}
+
+// Launch 2 of the replayable recording ran without live probes when recorded, but has
+// snapshots: probe replays it; launch 3, captured, cannot be replayed, and probe says both why.
+func TestLiveProbeSkipped(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "rec")
+	if _, err := testrec.WriteReplayable(dir); err != nil {
+		t.Fatal(err)
+	}
+	set, err := recording.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := replay.Open(set.Processes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if p, err := liveProbe(src, probeOptions{launch: 2}); p != nil || err != nil {
+		t.Errorf("launch 2: %v, %v; want a replay", p, err)
+	}
+	src.Data.ProbeResults = append(src.Data.ProbeResults, &pb.ProbeResult{LaunchSeq: 3, Skipped: "captured"})
+	_, err = liveProbe(src, probeOptions{launch: 3})
+	if err == nil || !strings.Contains(err.Error(), "launch 3 ran without probes when recorded (captured), and cannot be replayed: launch 3 was captured") {
+		t.Errorf("launch 3: %v", err)
+	}
 }
 
 func TestProbeSummaryText(t *testing.T) {

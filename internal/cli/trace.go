@@ -117,6 +117,9 @@ func runTrace(cmd *cobra.Command, o traceOptions, paths []string) error {
 	if st.OwnKernels > 0 {
 		fmt.Fprintf(out, "; %d memory-capture kernels of gpurr's own", st.OwnKernels)
 	}
+	if st.Probed > 0 {
+		fmt.Fprintf(out, "; %s of %s on SM tracks", info.Count(st.ProbeCTAs, "CTA"), info.Count(st.Probed, "probed launch"))
+	}
 	fmt.Fprintln(out)
 	if st.Unlinked > 0 {
 		fmt.Fprintf(out, "  %d kernels have no launch call in the recording (dropped or filtered while recording): shown without arrows\n", st.Unlinked)

@@ -117,6 +117,7 @@ func (p *Process) write(t *textWriter) {
 	t.field("callstacks", "%d", p.Callstacks)
 	p.Autograd.write(t)
 	p.Ranges.writeField(t)
+	p.Probes.write(t)
 	if calls := p.Launches + p.Captured + p.GraphLaunches; p.AgentLaunchNS > 0 && calls > 0 {
 		// 1.4: launches apart from module loads and the like, which happen once.
 		t.field("overhead", "agent ran %s on the program's threads: %s per launch, %s in other callbacks (module loads, ...); CUPTI's own work not included",

@@ -83,6 +83,7 @@ type Process struct {
 	TopByTime  []KernelUse `json:"top_by_gpu_time"`
 	TopLines   []LineUse   `json:"top_lines_by_gpu_time"` // the program's lines that launched the GPU time
 	Ranges     *Ranges     `json:"nvtx,omitempty"`        // NVTX ranges (format 1.7)
+	Probes     *Probes     `json:"probes,omitempty"`      // live probes (gpurr record --probe; format 1.10)
 
 	Complete  bool        `json:"complete"`
 	Truncated bool        `json:"truncated"`
@@ -246,6 +247,7 @@ func summarize(name string, d *recording.Data, steps *recording.Stepper) *Proces
 		AgentParts:       agentParts(d.Stats),
 		Losses:           losses(d.Stats),
 		Memory:           summarizeMemory(d),
+		Probes:           summarizeProbes(d),
 	}
 	if d.End != nil {
 		p.EndReason = d.End.GetReason()

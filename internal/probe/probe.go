@@ -13,26 +13,19 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpurr/gpurr/internal/instrument"
+	"github.com/gpurr/gpurr/recording"
 )
 
-// CTA is one thread block's record.
-type CTA struct {
-	Index      int    // x + nctaid.x * (y + nctaid.y * z)
-	Start, End uint64 // %globaltimer ns: its earliest thread entry and latest exit
-	SM         uint32
-	Count      uint64 // how many times its threads ran the counted instructions (0 when none were)
-}
-
-// Duration is how long the CTA ran.
-func (c CTA) Duration() time.Duration { return time.Duration(c.End - c.Start) }
+// CTA is one thread block's record: the recording format decides its layout (a live
+// probe's records and a replay's are the same).
+type CTA = recording.ProbeCTA
 
 // Fill is the probe buffer's initial contents for ctas CTAs: starts all ones (atomic min),
 // ends zero (atomic max).
 func Fill(ctas int) []byte {
-	b := make([]byte, ctas*instrument.ProbeRecordBytes)
+	b := make([]byte, ctas*recording.ProbeRecordBytes)
 	for i := range ctas {
-		binary.LittleEndian.PutUint64(b[i*instrument.ProbeRecordBytes:], math.MaxUint64)
+		binary.LittleEndian.PutUint64(b[i*recording.ProbeRecordBytes:], math.MaxUint64)
 	}
 	return b
 }
@@ -40,21 +33,9 @@ func Fill(ctas int) []byte {
 // Decode reads the buffer after the launch. A CTA whose record is untouched did not run (a
 // launch that faulted or was cut short): the error says how many.
 func Decode(buf []byte) ([]CTA, error) {
-	n := len(buf) / instrument.ProbeRecordBytes
-	out := make([]CTA, 0, n)
-	missing := 0
-	for i := range n {
-		r := buf[i*instrument.ProbeRecordBytes:]
-		c := CTA{Index: i, Start: binary.LittleEndian.Uint64(r), End: binary.LittleEndian.Uint64(r[8:]), SM: binary.LittleEndian.Uint32(r[16:]),
-			Count: binary.LittleEndian.Uint64(r[24:])}
-		if c.Start == math.MaxUint64 || c.End < c.Start {
-			missing++
-			continue
-		}
-		out = append(out, c)
-	}
+	out, missing := recording.ProbeCTAs(buf)
 	if missing > 0 {
-		return out, fmt.Errorf("%d of %d CTAs left no record (the launch did not finish them)", missing, n)
+		return out, fmt.Errorf("%d of %d CTAs left no record (the launch did not finish them)", missing, len(buf)/recording.ProbeRecordBytes)
 	}
 	return out, nil
 }

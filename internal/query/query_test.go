@@ -64,11 +64,40 @@ func TestTablesMatchSchema(t *testing.T) {
 				t.Errorf("%s.%s has no description", table.Name, col.Name)
 			}
 		}
+		if strings.HasPrefix(table.Name, "probe_") {
+			continue // recorded with --probe only: TestProbeTables
+		}
 		if n := one(t, db, "SELECT count(*) FROM "+table.Name); n == int64(0) {
 			t.Errorf("table %s is empty for the synthetic recording", table.Name)
 		}
 		if n := one(t, db, "SELECT count(DISTINCT process) FROM "+table.Name); n != int64(testrec.Ranks) {
 			t.Errorf("table %s holds %v processes, want %d", table.Name, n, testrec.Ranks)
+		}
+	}
+}
+
+// The probe tables of a recording where rank 0 ran with --probe: its kernels, its launches
+// (one with records, CTA 7 missing; one skipped) and the CTAs that ran; rank 1, recorded
+// without, has no rows.
+func TestProbeTables(t *testing.T) {
+	db := load(t, testrec.Probe)
+	for q, want := range map[string]any{
+		"SELECT group_concat(process) FROM (SELECT DISTINCT process FROM probe_kernels UNION SELECT process FROM probe_launches UNION SELECT process FROM probe_ctas)": "gpu-box-4242",
+		"SELECT group_concat(probe, '|') FROM processes":                                                                   testrec.ProbeRecorded,
+		"SELECT count(*) FROM processes WHERE probe IS NULL":                                                               int64(1),
+		"SELECT name || ' ' || instrumented || ' ' || count || ' ' || counted FROM probe_kernels WHERE kernel_id = 3":      "triton_poi_fused_add_mul_0 1 global-store 2",
+		"SELECT reason FROM probe_kernels WHERE NOT instrumented":                                                          "no PTX for its module (only Triton's is kept)",
+		"SELECT ctas || ' ' || missing || ' ' || kernel_id FROM probe_launches WHERE skipped IS NULL":                      "256 1 3",
+		"SELECT launch_seq || ' ' || ctas || ': ' || skipped FROM probe_launches WHERE skipped IS NOT NULL":                "12 0: captured into a CUDA graph: its replays run without probes",
+		"SELECT count(*) FROM probe_ctas":                                                                                  int64(255),
+		"SELECT count(*) FROM probe_ctas WHERE cta = 7":                                                                    int64(0),
+		"SELECT cta || ' ' || x || ',' || y || ',' || z || ' sm ' || sm FROM probe_ctas ORDER BY duration_ns DESC LIMIT 1": "200 200,0,0 sm 68",
+		"SELECT max(end_ns) - min(start_ns) FROM probe_ctas":                                                               int64(3254),
+		"SELECT sum(count) FROM probe_ctas":                                                                                int64(16701),
+		"SELECT count(*) FROM probe_ctas c JOIN launches l ON l.process = c.process AND l.seq = c.launch_seq":              int64(255),
+	} {
+		if got := one(t, db, q); got != want {
+			t.Errorf("%s: %v, want %v", q, got, want)
 		}
 	}
 }

@@ -98,6 +98,7 @@ type pass struct {
 	stacks    map[uint64]bool  // callstacks written to the Export table
 	held      map[uint64]*held // launches whose memory states are still to come
 	allocs    *allocationIndex // nil when the allocations table is not filled
+	probes    *recording.Probes
 
 	// The records of the most frequent rows, reused row after row rather
 	// than allocated for each (Row copies what it keeps).
@@ -117,7 +118,7 @@ func newPass(p *recording.Process, o Options) (*pass, error) {
 	}
 	ps := &pass{o: o, want: make([]bool, len(all)), vals: make([]Value, maxColumns), name: p.Name, info: p.Info,
 		links: recording.NewLinks(), ranges: recording.NewRanges(), kernels: map[uint64]*kernelInfo{}, lineCache: map[uint64]lineText{},
-		stacks: map[uint64]bool{}, held: map[uint64]*held{}, steps: steps}
+		stacks: map[uint64]bool{}, held: map[uint64]*held{}, steps: steps, probes: recording.NewProbes()}
 	for _, t := range o.Tables {
 		ps.want[t.id] = true
 	}
@@ -237,6 +238,19 @@ type (
 		alloc, freed *pb.Allocation
 		first        *pb.Allocation // alloc, else freed
 	}
+	probeLaunchRec struct {
+		p             recording.Probed
+		ctas, missing int
+	}
+	probeCTARec struct {
+		seq  uint64
+		grid *pb.Dim3 // nil when the launch is unknown
+		c    recording.ProbeCTA
+	}
+	probeKernelRec struct {
+		k    *pb.ProbeKernel
+		name string
+	}
 	// procRow is the processes table's row.
 	procRow struct {
 		p         *pb.Process
@@ -308,6 +322,7 @@ func (ps *pass) batch(b *pb.Batch) error {
 	for _, st := range b.Memory {
 		ps.memoryState(st)
 	}
+	ps.probeRecords(b)
 	for _, e := range b.Log {
 		emit(ps, logs, e)
 	}
@@ -533,6 +548,36 @@ func (ps *pass) memoryState(st *pb.MemoryState) {
 	for i, rs := range st.GetRegions() {
 		ps.stateRow(exportRegions, stateRow{st: st, i: i, rs: rs, r: region(i)})
 	}
+}
+
+// probeRecords writes a batch's probe kernels, and its probe results with their CTAs.
+func (ps *pass) probeRecords(b *pb.Batch) {
+	for _, k := range b.ProbeKernels {
+		r := &probeKernelRec{k: k}
+		if info := ps.kernels[k.GetKernelId()]; info != nil {
+			r.name = info.demangled
+		}
+		emit(ps, probeKernels, r)
+	}
+	if !ps.wants(probeLaunches.Table, probeCTAs.Table) {
+		return
+	}
+	for _, p := range ps.probes.Add(b) {
+		ctas, missing := recording.ProbeCTAs(p.GetCtas())
+		emit(ps, probeLaunches, &probeLaunchRec{p: p, ctas: len(ctas) + missing, missing: missing})
+		for _, c := range ctas {
+			emit(ps, probeCTAs, &probeCTARec{seq: p.GetLaunchSeq(), grid: p.Launch.GetGrid(), c: c})
+		}
+	}
+}
+
+// xyz is the CTA's coordinate on axis (0 x, 1 y, 2 z), NULL when its grid is unknown.
+func (r *probeCTARec) xyz(axis int) Value {
+	if r.grid == nil {
+		return Null
+	}
+	x, y, z := r.c.XYZ(r.grid.GetX(), r.grid.GetY())
+	return Int([]uint32{x, y, z}[axis])
 }
 
 func (ps *pass) stateRow(t *table[stateRow], r stateRow) {

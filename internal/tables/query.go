@@ -66,6 +66,9 @@ var processes = define("processes", "one row per recorded process", key("process
 	c("nvtx_reason", String, "why not, when nvtx is 0 (e.g. NVTX_INJECTION64_PATH named another tool); NULL otherwise", func(_ *pass, r *procRow) Value {
 		return textOrNull(r.p.GetNvtxReason())
 	}).null(),
+	c("probe", String, "gpurr record --probe as given (REGEX:entry,exit[,CLASSES]; probe_kernels, probe_launches, probe_ctas), NULL when off", func(_ *pass, r *procRow) Value {
+		return textOrNull(r.p.GetProbe())
+	}).null(),
 )
 
 // memoryConfig is a column of the process's memory capture settings,
@@ -432,6 +435,41 @@ var nanCounts = define("nan_counts", "NaN and Inf elements the GPU counted in a 
 	c("dtype", String, "the type the region's bytes were read as (processes.memory_nan_scan)", func(_ *pass, r *nanRec) Value { return Text(r.dtype) }),
 	c("nan", Int64, "elements that are NaN as that type", func(_ *pass, r *nanRec) Value { return Int(r.nan) }),
 	c("inf", Int64, "elements that are +Inf or -Inf as that type", func(_ *pass, r *nanRec) Value { return Int(r.inf) }),
+)
+
+var probeLaunches = define("probe_launches", "launches of the kernels gpurr record --probe instrumented: whether each ran with its probes (probe_ctas holds their records) or why not", key("process", "launch_seq"),
+	processCol[probeLaunchRec](),
+	c("launch_seq", Int64, "launches.seq", func(_ *pass, r *probeLaunchRec) Value { return Int(r.p.GetLaunchSeq()) }),
+	c("kernel_id", Int64, "kernels.kernel_id, NULL when the recording does not hold the launch", func(_ *pass, r *probeLaunchRec) Value {
+		return nullUnless(r.p.Launch != nil, Int(r.p.Launch.GetKernelId()))
+	}).null(),
+	c("ctas", Int64, "CTA records written: the launch's grid CTAs, 0 when skipped", func(_ *pass, r *probeLaunchRec) Value { return Int(r.ctas) }),
+	c("missing", Int64, "of them, records the probes left untouched: CTAs that did not run (the launch faulted or was cut short)", func(_ *pass, r *probeLaunchRec) Value { return Int(r.missing) }),
+	c("skipped", String, "why the launch ran without probes, NULL when it ran with them", func(_ *pass, r *probeLaunchRec) Value { return textOrNull(r.p.GetSkipped()) }).null(),
+)
+
+var probeCTAs = define("probe_ctas", "what the live probes of a launch (gpurr record --probe) noted of each CTA that ran: when, how long, on which SM; times are the GPU's %globaltimer, a clock apart from the recording's", key("process", "launch_seq"),
+	processCol[probeCTARec](),
+	c("launch_seq", Int64, "launches.seq", func(_ *pass, r *probeCTARec) Value { return Int(r.seq) }),
+	c("cta", Int64, "index in grid order: x + grid_x × (y + grid_y × z)", func(_ *pass, r *probeCTARec) Value { return Int(r.c.Index) }),
+	c("x", Int64, "blockIdx.x, NULL when the recording does not hold the launch (nor its grid)", func(_ *pass, r *probeCTARec) Value { return r.xyz(0) }).null(),
+	c("y", Int64, "blockIdx.y, NULL likewise", func(_ *pass, r *probeCTARec) Value { return r.xyz(1) }).null(),
+	c("z", Int64, "blockIdx.z, NULL likewise", func(_ *pass, r *probeCTARec) Value { return r.xyz(2) }).null(),
+	c("start_ns", Int64, "its threads' earliest entry, %globaltimer ns", func(_ *pass, r *probeCTARec) Value { return Int(r.c.Start) }),
+	c("end_ns", Int64, "their latest exit, %globaltimer ns", func(_ *pass, r *probeCTARec) Value { return Int(r.c.End) }),
+	c("duration_ns", Int64, "end_ns - start_ns", func(_ *pass, r *probeCTARec) Value { return Int(r.c.End - r.c.Start) }),
+	c("sm", Int64, "the SM it ran on", func(_ *pass, r *probeCTARec) Value { return Int(r.c.SM) }),
+	c("count", Int64, "how many times its threads ran the instructions --probe counts (probe_kernels.count); 0 when it counts none", func(_ *pass, r *probeCTARec) Value { return Int(r.c.Count) }),
+)
+
+var probeKernels = define("probe_kernels", "each kernel whose name gpurr record --probe's expression matched: whether it was instrumented, or why not", key("process", "kernel_id"),
+	processCol[probeKernelRec](),
+	c("kernel_id", Int64, "kernels.kernel_id", func(_ *pass, r *probeKernelRec) Value { return Int(r.k.GetKernelId()) }),
+	c("name", String, "kernels.demangled, NULL when the recording does not hold the kernel", func(_ *pass, r *probeKernelRec) Value { return textOrNull(r.name) }).null(),
+	c("instrumented", Boolean, "1 when its launches ran with probes (each says in probe_launches whether it did)", func(_ *pass, r *probeKernelRec) Value { return Bool(r.k.GetInstrumented()) }),
+	c("reason", String, "why not, when instrumented is 0; NULL otherwise", func(_ *pass, r *probeKernelRec) Value { return textOrNull(r.k.GetReason()) }).null(),
+	c("count", String, "the instruction classes counted per CTA (--probe's CLASSES), NULL for none", func(_ *pass, r *probeKernelRec) Value { return textOrNull(r.k.GetCount()) }).null(),
+	c("counted", Int64, "how many instructions of the kernel those are", func(_ *pass, r *probeKernelRec) Value { return Int(r.k.GetCounted()) }),
 )
 
 var memoryChunks = define("memory_chunks", "hash of each chunk of each region state: where two states of a region differ; a snapshot's chunks are stored under these hashes in the chunk store (--memory; filled the first time a statement names it)", key("process", "launch_seq"),

@@ -81,7 +81,7 @@ func flatten(t *testing.T, p *recording.Process) map[*Table][]string {
 // A column holds NULL only where its description says it may: the SQLite
 // tables would not mind, but the Parquet columns are optional only there.
 func TestNullsAsDescribed(t *testing.T) {
-	for _, v := range []testrec.Variant{testrec.Good, testrec.Lossy, testrec.Incomplete, testrec.Truncated, testrec.Memory, testrec.Autograd} {
+	for _, v := range []testrec.Variant{testrec.Good, testrec.Lossy, testrec.Incomplete, testrec.Truncated, testrec.Memory, testrec.Autograd, testrec.Probe} {
 		for _, p := range testrec.Open(t, v).Processes {
 			flatten(t, p)
 		}
@@ -156,5 +156,23 @@ func TestFrames(t *testing.T) {
 	}})
 	if err != nil || res.Frames != 2 || !slices.Equal(got, []string{"a"}) {
 		t.Errorf("%+v, %v: rows %v", res, err, got)
+	}
+}
+
+// A probe result whose launch the recording lost: its CTAs' rows have no coordinates, its
+// launch row no kernel; a probe kernel of a kernel never described has no name.
+func TestProbeWithoutLaunch(t *testing.T) {
+	set := testrec.OpenBatches(t, &pb.Batch{Process: &pb.Process{Pid: 1, Probe: "k:entry,exit"}},
+		&pb.Batch{ProbeKernels: []*pb.ProbeKernel{{KernelId: 9, Instrumented: true}},
+			Probes: []*pb.ProbeResult{{LaunchSeq: 5, Ctas: testrec.ProbeBuffer(2, recording.ProbeCTA{Index: 1, Start: 10, End: 40, SM: 3})}}})
+	rows := flatten(t, set.Processes[0])
+	for tb, want := range map[*Table][]string{
+		probeKernels.Table:  {"solo 9 NULL 1 NULL NULL 0"},
+		probeLaunches.Table: {"solo 5 NULL 2 1 NULL"},
+		probeCTAs.Table:     {"solo 5 1 NULL NULL NULL 10 40 30 3 0"},
+	} {
+		if !slices.Equal(rows[tb], want) {
+			t.Errorf("%s: %q, want %q", tb.Name, rows[tb], want)
+		}
 	}
 }

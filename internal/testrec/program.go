@@ -160,6 +160,7 @@ type options struct {
 	autograd   *pb.AutogradInfo // PyTorch's autograd as the agent found it; nil: no torch, and no training step
 	diverge    bool             // a backward kernel computes another result than in the run without it
 	stepRange  string           // --step-range
+	probe      bool             // --probe ProbeRecorded
 }
 
 // Memory capture configurations of the Memory variant.
@@ -230,6 +231,11 @@ func build(rank int, o options) []*pb.Batch {
 	p.stats.Modules = uint64(len(mods))
 	p.stats.Callstacks = 6
 	b := &pb.Batch{Modules: mods, Kernels: kernelRecords(), Callstacks: []*pb.Callstack{fill, gemm, triton}}
+	probeTriton, probeAdd := probeKernels()
+	if o.probe {
+		batches[0].Process.Probe = ProbeRecorded
+		b.ProbeKernels = []*pb.ProbeKernel{probeTriton}
+	}
 	var weights, workspace *pb.Allocation
 	if p.mem != nil {
 		base := deviceBase(rank)
@@ -279,6 +285,11 @@ func build(rank int, o options) []*pb.Batch {
 		captureNodes = append(captureNodes, n)
 	}
 	b.GraphNodes = captureNodes
+	if o.probe {
+		// The probes' records come when the launch has finished, with its activity.
+		b.Probes = []*pb.ProbeResult{probedTriton(), {LaunchSeq: SkippedLaunch, Skipped: "captured into a CUDA graph: its replays run without probes"}}
+		p.stats.ProbeLaunches, p.stats.ProbeSkipped = 1, 1
+	}
 	emit(b)
 
 	// Instantiation clones every node. The gemm node is cloned straight
@@ -303,6 +314,9 @@ func build(rank int, o options) []*pb.Batch {
 	}
 	l, a = p.eager(kAdd, nat, 3)
 	b.Launches = append(b.Launches, l)
+	if o.probe {
+		b.ProbeKernels = []*pb.ProbeKernel{probeAdd}
+	}
 	if o.lossy {
 		p.stats.Activities--
 		p.stats.ActivitiesDropped = 1

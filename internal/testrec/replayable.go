@@ -12,7 +12,9 @@ import (
 // Replayable describes the recording WriteReplayable writes: one process,
 // in snapshot mode, whose launch 2 (a SAXPY over two regions) has
 // snapshots before and after it, and whose launches 1 (no snapshot) and 3
-// (captured into a graph) do not.
+// (captured into a graph) do not. It was recorded with --probe saxpy too, but
+// launch 2 ran without probes (the probe buffers were all in use), so probe
+// replays it.
 type Replayable struct {
 	Process       string
 	Module        []byte
@@ -36,7 +38,7 @@ func WriteReplayable(dir string) (Replayable, error) {
 		return r, err
 	}
 	proc := &pb.Process{Hostname: "box", Pid: 9, Argv: []string{"python", "saxpy.py"},
-		Memory: &pb.MemoryConfig{Mode: "snapshot", ChunkBytes: memhash.ChunkSize, SnapshotKernels: "saxpy"}}
+		Memory: &pb.MemoryConfig{Mode: "snapshot", ChunkBytes: memhash.ChunkSize, SnapshotKernels: "saxpy"}, Probe: "saxpy:entry,exit"}
 	w, err := recording.Create(dir, r.Process, &pb.Batch{Process: proc,
 		Devices: []*pb.Device{{Ordinal: 0, Name: "NVIDIA H100 80GB HBM3", CcMajor: 9, CcMinor: 0}}})
 	if err != nil {
@@ -89,6 +91,8 @@ func WriteReplayable(dir string) (Replayable, error) {
 				Memory: &pb.MemoryPlan{Status: pb.MemoryPlan_SKIPPED_CAPTURE}},
 		},
 	}
+	b.ProbeKernels = []*pb.ProbeKernel{{KernelId: 1, Instrumented: true}}
+	b.Probes = []*pb.ProbeResult{{LaunchSeq: 2, Skipped: "probe buffers all in use"}}
 	b.Memory = []*pb.MemoryState{
 		{LaunchSeq: 1, Point: pb.MemoryState_AFTER, Regions: []*pb.RegionState{state(r.XBefore), state(r.YBefore)}},
 		{LaunchSeq: 2, Point: pb.MemoryState_BEFORE, Snapshot: true, Regions: []*pb.RegionState{state(r.XBefore), state(r.YBefore)}},

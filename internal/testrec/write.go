@@ -46,13 +46,18 @@ const (
 	// StepRange is the good recording made with --step-range '^(init|weights)$' (format
 	// 1.8): readers number steps by the program's "init" and "weights" NVTX ranges.
 	StepRange Variant = "step-range"
+	// Probe is the good recording with rank 0 made with --probe ProbeRecorded (format 1.10):
+	// the eager Triton launch ran with live probes (probedTriton), the captured one without
+	// (its graph's replays run unprobed), and add_kernel was picked but not instrumented.
+	// Rank 1 was recorded without --probe.
+	Probe Variant = "probe"
 )
 
 // StepRangeRecorded is the step range of the StepRange variant.
 const StepRangeRecorded = "^(init|weights)$"
 
 // Variants lists every variant.
-var Variants = []Variant{Good, Lossy, Incomplete, Truncated, Corrupt, Newer, Empty, Memory, Autograd, AutogradDiverged, StepRange}
+var Variants = []Variant{Good, Lossy, Incomplete, Truncated, Corrupt, Newer, Empty, Memory, Autograd, AutogradDiverged, StepRange, Probe}
 
 // Write writes a synthetic recording into dir (created if needed).
 func Write(dir string, v Variant) error {
@@ -94,6 +99,8 @@ func variantOptions(v Variant, rank int) options {
 		o.diverge = v == AutogradDiverged
 	case StepRange:
 		o.stepRange = StepRangeRecorded
+	case Probe:
+		o.probe = rank == 0
 	}
 	return o
 }

@@ -2,6 +2,8 @@ package trace
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/gpurr/gpurr/recording"
@@ -97,6 +99,14 @@ type procState struct {
 	ranges  *recording.Ranges    // NVTX ranges not yet closed
 	spans   *track               // start/end NVTX ranges, which do not nest on a thread
 	last    uint64               // the latest time read, recording clock: where ranges never closed end
+
+	// Live probes (gpurr record --probe): a launch's CTAs go on SM tracks, placed where its
+	// kernel started on the GPU, so a result waits for its kernel (or the end).
+	probes    *recording.Probes
+	probeWait map[uint64]recording.Probed // results waiting for their kernel, by launch seq
+	started   map[uint64]uint64           // kernels of probed launches that came first: GPU start by seq
+	sms       map[[2]uint32]*track        // device, SM
+	gpuTimed  bool                        // kernels' GPU times were recorded, or some kernel came
 }
 
 func (tw *writer) process(idx int, p *recording.Process) error {
@@ -118,6 +128,8 @@ func (tw *writer) process(idx int, p *recording.Process) error {
 		stacks:  map[uint64]string{},
 		dims:    map[[3]uint32]string{},
 		ranges:  recording.NewRanges(),
+		probes:  recording.NewProbes(), probeWait: map[uint64]recording.Probed{}, started: map[uint64]uint64{},
+		sms: map[[2]uint32]*track{}, gpuTimed: info.GetGpuTiming(),
 	}
 	ps.join = recording.NewJoin(func(a *pb.KernelActivity, c *call, _ bool) error { return ps.kernel(a, c) }, ps.leave)
 	ps.join.MaxCalls, ps.join.MaxKernels = tw.maxPending, tw.maxEarly
@@ -196,7 +208,15 @@ func (ps *procState) batch(b *pb.Batch) error {
 			return err
 		}
 	}
-	return ps.join.Trim()
+	if err := ps.join.Trim(); err != nil {
+		return err
+	}
+	for _, p := range ps.probes.Add(b) {
+		if err := ps.probed(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // launch handles a Launch record: a captured one is written at once (it
@@ -239,6 +259,14 @@ func (ps *procState) leave(c *call) error {
 func (ps *procState) flush() error {
 	if err := ps.join.Flush(); err != nil {
 		return err
+	}
+	// Probed launches whose kernel never came: on the launch call's time.
+	waiting := slices.Sorted(maps.Keys(ps.probeWait))
+	for _, seq := range waiting {
+		p := ps.probeWait[seq]
+		if err := ps.writeCTAs(p, p.Launch.GetHostNs(), "launch call"); err != nil {
+			return err
+		}
 	}
 	for _, r := range ps.ranges.Open() {
 		if err := ps.writeRange(r, max(ps.last, r.GetStartNs())); err != nil {
@@ -287,6 +315,12 @@ func (ps *procState) kernel(a *pb.KernelActivity, c *call) error {
 	if a.GetStartNs() == 0 || a.GetEndNs() < a.GetStartNs() {
 		tw.stats.Skipped++
 		return nil
+	}
+	ps.gpuTimed = true
+	if c != nil && !c.graph {
+		if err := ps.probeKernel(c.seq, a.GetStartNs()); err != nil {
+			return err
+		}
 	}
 	if c != nil && c.drop || c == nil && o.Launches != nil {
 		return nil
@@ -350,6 +384,89 @@ func (ps *procState) kernel(a *pb.KernelActivity, c *call) error {
 	}
 	tw.stats.Kernels++
 	return ps.place(ps.stream(a.GetDevice(), a.GetStreamId()), s)
+}
+
+// probed places a launch's live probe result: at once where its kernel came first, or the
+// recording has no GPU times (none recorded, no kernel come yet); else it waits for the kernel.
+func (ps *procState) probed(p recording.Probed) error {
+	l, o := p.Launch, ps.tw.opts
+	if p.GetSkipped() != "" || len(p.GetCtas()) == 0 || l == nil || o.Launches != nil && !o.Launches(l.GetSeq()) {
+		return nil
+	}
+	if o.Kernels != nil {
+		k := ps.links.Kernel(l.GetKernelId())
+		if k == nil || !o.Kernels.MatchString(k.GetName()) && !o.Kernels.MatchString(ps.links.KernelName(k)) {
+			return nil
+		}
+	}
+	if start, ok := ps.started[l.GetSeq()]; ok {
+		delete(ps.started, l.GetSeq())
+		return ps.writeCTAs(p, start, "kernel start")
+	}
+	if !ps.gpuTimed {
+		return ps.writeCTAs(p, l.GetHostNs(), "launch call")
+	}
+	ps.probeWait[l.GetSeq()] = p
+	return nil
+}
+
+// probeKernel notes the GPU start of launch seq's kernel: a probe result waiting for it is
+// written; a probed launch's result still to come will be placed there.
+func (ps *procState) probeKernel(seq, start uint64) error {
+	if p, ok := ps.probeWait[seq]; ok {
+		delete(ps.probeWait, seq)
+		return ps.writeCTAs(p, start, "kernel start")
+	}
+	if ps.probes.Waiting(seq) {
+		ps.started[seq] = start
+	}
+	return nil
+}
+
+// writeCTAs writes a probed launch's CTAs on the tracks of their SMs. The probes' times are
+// the GPU's %globaltimer, not the recording's clock: the earliest CTA start is put at at (the
+// kernel's start on the GPU, or the launch call), the rest where the probes saw them after it.
+func (ps *procState) writeCTAs(p recording.Probed, at uint64, aligned string) error {
+	ctas, _ := recording.ProbeCTAs(p.GetCtas())
+	if len(ctas) == 0 {
+		return nil
+	}
+	l := p.Launch
+	first := ctas[0].Start
+	for _, c := range ctas {
+		first = min(first, c.Start)
+	}
+	kernel := ""
+	if k := ps.links.Kernel(l.GetKernelId()); k != nil {
+		kernel = ps.links.KernelName(k)
+	}
+	ps.tw.stats.Probed++
+	for _, c := range ctas {
+		ts, dur := ps.ts(at)+int64(c.Start-first), int64(c.End-c.Start)
+		if !ps.tw.inWindow(ts, dur) {
+			continue
+		}
+		x, y, z := c.XYZ(l.GetGrid().GetX(), l.GetGrid().GetY())
+		s := ps.newSlice(fmt.Sprintf("CTA %d,%d,%d", x, y, z), "probe", ts, dur)
+		s.args = append(s.args, num("launch", int64(l.GetSeq())), str("kernel", kernel), ps.dim("cta", [3]uint32{x, y, z}),
+			num("cta_index", int64(c.Index)), num("sm", int64(c.SM)), num("count", int64(c.Count)), str("aligned", aligned))
+		ps.tw.stats.ProbeCTAs++
+		if err := ps.place(ps.sm(l.GetDevice(), c.SM), s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sm is the first lane of a device's SM's probe track.
+func (ps *procState) sm(device, sm uint32) *track {
+	key := [2]uint32{device, sm}
+	t := ps.sms[key]
+	if t == nil {
+		t = ps.newTrack(fmt.Sprintf("GPU %d SM %d (probes)", device, sm), 3000+1000*int(device)+int(sm))
+		ps.sms[key] = t
+	}
+	return t
 }
 
 // ownKernel writes one of gpurr's own memory-capture kernels.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -582,5 +583,83 @@ func TestBackwardArgs(t *testing.T) {
 	}
 	if n != 4 {
 		t.Errorf("Perfetto: %d slices of AddmmBackward0 with the forward line, want 4", n)
+	}
+}
+
+// Live probes (gpurr record --probe): the probed launch's CTAs are slices on a track per SM,
+// the earliest at its kernel's start on the GPU (the probes' %globaltimer is a clock of its
+// own), the rest where the probes saw them; the CTA that left no record has none. In both
+// formats; rank 1, recorded without --probe, has no SM track.
+func TestProbeCTAs(t *testing.T) {
+	set := testrec.Open(t, testrec.Probe)
+	out, st := write(t, Chrome, set.Processes, Options{})
+	f, sum := validate(t, out)
+	if st.Probed != 1 || st.ProbeCTAs != 255 || sum.ByCat["probe"] != 255 {
+		t.Fatalf("stats %+v, categories %v", st, sum.ByCat)
+	}
+	tracks := map[[2]int64]string{}
+	var kernelTs float64
+	first, last := math.Inf(1), 0.0
+	var slow ChromeEvent
+	for _, e := range f.TraceEvents {
+		switch {
+		case e.Name == "thread_name":
+			tracks[[2]int64{e.Pid, e.Tid}], _ = e.Args["name"].(string)
+		case e.Cat == "kernel" && e.Args["launch"] == float64(testrec.ProbedLaunch):
+			kernelTs = e.Ts
+		case e.Cat == "probe":
+			first, last = min(first, e.Ts), max(last, e.Ts+*e.Dur)
+			if e.Args["cta_index"] == float64(testrec.SlowCTA) {
+				slow = e
+			}
+			if e.Args["cta_index"] == float64(testrec.MissingCTA) || e.Pid != 1 {
+				t.Errorf("a slice of CTA %v in process %d", e.Args["cta_index"], e.Pid)
+			}
+		}
+	}
+	if kernelTs == 0 || first != kernelTs || last-first > 3.3 {
+		t.Errorf("CTAs from %v to %v µs, kernel at %v", first, last, kernelTs)
+	}
+	if slow.Name != "CTA 200,0,0" || tracks[[2]int64{slow.Pid, slow.Tid}] != "GPU 0 SM 68 (probes)" || slow.Args["kernel"] != "triton_poi_fused_add_mul_0" ||
+		slow.Args["count"] != float64(64) || slow.Args["aligned"] != "kernel start" || *slow.Dur != 1.6 {
+		t.Errorf("the slowest CTA: %+v on %q", slow, tracks[[2]int64{slow.Pid, slow.Tid}])
+	}
+	pf, _ := write(t, Perfetto, set.Processes, Options{})
+	text := perfettoText(t, pf)
+	if n := strings.Count(text, " [probe] launch=10 kernel=triton_poi_fused_add_mul_0 cta="); n != 255 {
+		t.Errorf("%d CTA slices in the Perfetto trace, want 255", n)
+	}
+	if !strings.Contains(text, `"GPU 0 SM 68 (probes)"`) {
+		t.Error("the Perfetto trace has no SM track")
+	}
+	// --launches leaves the probed launch out, and its CTAs with it.
+	if _, st := write(t, Chrome, set.Processes, Options{Launches: func(seq uint64) bool { return seq != testrec.ProbedLaunch }}); st.ProbeCTAs != 0 {
+		t.Errorf("%d CTAs of a launch left out", st.ProbeCTAs)
+	}
+}
+
+// A probed launch whose kernel has no GPU time: its CTAs start at the launch call.
+func TestProbeCTAsAtCall(t *testing.T) {
+	p := writeRecording(t, t.TempDir(), &pb.Process{Hostname: "h", Pid: 1, StartNs: 1000, Probe: "k:entry,exit"},
+		&pb.Batch{Kernels: []*pb.Kernel{{Id: 1, Name: "k"}}, ProbeKernels: []*pb.ProbeKernel{{KernelId: 1, Instrumented: true}},
+			Launches: []*pb.Launch{{Seq: 1, Tid: 1, KernelId: 1, CorrelationId: 5, HostNs: 5000, Api: 307, Grid: &pb.Dim3{X: 2, Y: 2, Z: 1}}}},
+		&pb.Batch{Probes: []*pb.ProbeResult{{LaunchSeq: 1, Ctas: testrec.ProbeBuffer(4,
+			recording.ProbeCTA{Index: 3, Start: 900_000, End: 902_000, SM: 1},
+			recording.ProbeCTA{Index: 0, Start: 901_000, End: 901_500, SM: 0})}}},
+		&pb.Batch{End: &pb.End{Reason: "exit"}})
+	out, st := write(t, Chrome, []*recording.Process{p}, Options{})
+	f, _ := validate(t, out)
+	got := map[string][2]float64{}
+	for _, e := range f.TraceEvents {
+		if e.Cat == "probe" {
+			got[e.Name] = [2]float64{e.Ts, *e.Dur}
+			if e.Args["aligned"] != "launch call" {
+				t.Errorf("%s aligned on %v", e.Name, e.Args["aligned"])
+			}
+		}
+	}
+	// The call is 4 µs after the process start, the timeline's 0.
+	if want := map[string][2]float64{"CTA 1,1,0": {4, 2}, "CTA 0,0,0": {5, 0.5}}; !reflect.DeepEqual(got, want) || st.Probed != 1 {
+		t.Errorf("CTAs %v, want %v; stats %+v", got, want, st)
 	}
 }

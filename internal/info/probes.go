@@ -1,0 +1,108 @@
+package info
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gpurr/gpurr/recording"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// Probes says what gpurr record --probe did: the kernels it instrumented or could not, and
+// how many launches ran with probes or without them.
+type Probes struct {
+	Spec         string         `json:"spec"` // --probe as given
+	Instrumented int            `json:"kernels_instrumented"`
+	Not          []ProbeMiss    `json:"kernels_not_instrumented,omitempty"`
+	Probed       int            `json:"launches_probed"`  // probe results with CTA records
+	Skipped      int            `json:"launches_skipped"` // launches of instrumented kernels that ran without probes
+	Reasons      []ProbeSkipped `json:"skipped_reasons,omitempty"`
+}
+
+// ProbeMiss is a kernel --probe picked but could not instrument.
+type ProbeMiss struct {
+	Kernel string `json:"kernel"` // readable, shortened
+	Reason string `json:"reason"`
+}
+
+// ProbeSkipped is why launches ran without probes, and how many, most first.
+type ProbeSkipped struct {
+	Reason   string `json:"reason"`
+	Launches int    `json:"launches"`
+}
+
+// summarizeProbes is nil when the process was not recorded with --probe.
+func summarizeProbes(d *recording.Data) *Probes {
+	spec := d.Process.GetProbe()
+	if spec == "" && len(d.ProbeKernels) == 0 && len(d.ProbeResults) == 0 {
+		return nil
+	}
+	p := &Probes{Spec: spec}
+	links := recording.NewLinks() // kernel names only
+	links.Add(&pb.Batch{Kernels: d.Kernels}, false)
+	for _, k := range d.ProbeKernels {
+		if k.GetInstrumented() {
+			p.Instrumented++
+			continue
+		}
+		name := fmt.Sprintf("kernel %d", k.GetKernelId())
+		if kernel := links.Kernel(k.GetKernelId()); kernel != nil {
+			name = shorten(links.KernelName(kernel), 60)
+		}
+		p.Not = append(p.Not, ProbeMiss{Kernel: name, Reason: k.GetReason()})
+	}
+	reasons := map[string]int{}
+	for _, r := range d.ProbeResults {
+		switch {
+		case r.GetSkipped() != "":
+			p.Skipped++
+			reasons[r.GetSkipped()]++
+		case len(r.GetCtas()) > 0:
+			p.Probed++
+		}
+	}
+	for reason, n := range reasons {
+		p.Reasons = append(p.Reasons, ProbeSkipped{Reason: reason, Launches: n})
+	}
+	slices.SortFunc(p.Reasons, func(a, b ProbeSkipped) int {
+		return cmp.Or(cmp.Compare(b.Launches, a.Launches), cmp.Compare(a.Reason, b.Reason))
+	})
+	return p
+}
+
+// write writes the probes line: "SPEC: 3 kernels instrumented, 1 not (name: reason); 1200
+// launches probed, 4 skipped (reason)".
+func (p *Probes) write(t *textWriter) {
+	if p == nil {
+		return
+	}
+	kernels := Count(p.Instrumented, "kernel") + " instrumented"
+	if len(p.Not) > 0 {
+		var not []string
+		for _, m := range p.Not[:min(len(p.Not), 3)] {
+			not = append(not, m.Kernel+": "+m.Reason)
+		}
+		if len(p.Not) > 3 {
+			not = append(not, "...")
+		}
+		kernels += fmt.Sprintf(", %d not (%s)", len(p.Not), strings.Join(not, "; "))
+	}
+	launches := fmt.Sprintf("%s probed, %d skipped", Count(p.Probed, "launch"), p.Skipped)
+	if len(p.Reasons) > 0 {
+		var why []string
+		for _, r := range p.Reasons[:min(len(p.Reasons), 3)] {
+			if len(p.Reasons) == 1 {
+				why = append(why, r.Reason)
+			} else {
+				why = append(why, fmt.Sprintf("%d: %s", r.Launches, r.Reason))
+			}
+		}
+		if len(p.Reasons) > 3 {
+			why = append(why, "...")
+		}
+		launches += " (" + strings.Join(why, "; ") + ")"
+	}
+	t.field("probes", "%s: %s; %s", p.Spec, kernels, launches)
+}

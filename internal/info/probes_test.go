@@ -1,0 +1,27 @@
+package info
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpurr/gpurr/recording"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// Launches skipped for several reasons are counted by reason, most first; a kernel the
+// recording does not describe is named by its id; a process without --probe has no line.
+func TestProbesLine(t *testing.T) {
+	d := &recording.Data{Process: &pb.Process{Probe: "k:entry,exit"},
+		ProbeKernels: []*pb.ProbeKernel{{KernelId: 1, Instrumented: true}, {KernelId: 2, Instrumented: true}, {KernelId: 7, Reason: "no PTX"}},
+		ProbeResults: []*pb.ProbeResult{{LaunchSeq: 1, Ctas: make([]byte, 64)}, {LaunchSeq: 2, Skipped: "pool full"},
+			{LaunchSeq: 3, Skipped: "captured"}, {LaunchSeq: 4, Skipped: "pool full"}}}
+	var b strings.Builder
+	summarizeProbes(d).write(&textWriter{w: &b})
+	want := "  probes       k:entry,exit: 2 kernels instrumented, 1 not (kernel 7: no PTX); 1 launch probed, 3 skipped (2: pool full; 1: captured)\n"
+	if b.String() != want {
+		t.Errorf("got  %q\nwant %q", b.String(), want)
+	}
+	if p := summarizeProbes(&recording.Data{Process: &pb.Process{}}); p != nil {
+		t.Errorf("no --probe: %+v", p)
+	}
+}
