@@ -232,9 +232,9 @@ func TestInjectProbes(t *testing.T) {
 	mins, maxes := 0, 0
 	for i, in := range ins {
 		switch {
-		case in.Name() == "atom.global.min.u64":
+		case in.Name() == "red.global.min.u64":
 			mins++
-		case in.Name() == "atom.global.max.u64":
+		case in.Name() == "red.global.max.u64":
 			maxes++
 			if next := ins[i+1]; next.Opcode != "ret" {
 				t.Errorf("an exit note is followed by %s, not ret", next.Name())
@@ -362,14 +362,28 @@ func TestInjectLiveProbes(t *testing.T) {
 	}
 	var seq []string
 	for _, in := range ins {
-		if n := in.Name(); n == "not.b64" || strings.HasPrefix(n, "atom.global") {
+		if n := in.Name(); n == "not.b64" || strings.HasPrefix(n, "red.global") {
 			seq = append(seq, n)
 		}
 	}
-	if len(seq) < 3 || seq[0] != "not.b64" || seq[1] != "atom.global.max.u64" || seq[len(seq)-1] != "atom.global.max.u64" {
+	if len(seq) < 3 || seq[0] != "not.b64" || seq[1] != "red.global.max.u64" || seq[len(seq)-1] != "red.global.max.u64" {
 		t.Errorf("entry and exit notes: %v", seq)
 	}
 	if _, err := InjectLiveProbes(again, kernel, Selection{}); err == nil || !strings.Contains(err.Error(), "instrumented already") {
 		t.Errorf("instrumenting twice: %v", err)
+	}
+}
+
+// Probes vote among the threads that exit: PTX before 6.2 and targets before sm_70 are refused.
+func TestProbesNeedVotes(t *testing.T) {
+	for _, c := range []struct{ version, target string }{{"6.0", "sm_70"}, {"8.0", "sm_60"}, {"x", "sm_90"}} {
+		m := demo(t)
+		m.Version, m.Target = c.version, []string{c.target}
+		if _, err := InjectLiveProbes(m, "gpurr_demo_reduce", Selection{}); err == nil {
+			t.Errorf("PTX %s for %s accepted", c.version, c.target)
+		}
+	}
+	if !versionAtLeast("6.2", 6, 2) || !versionAtLeast("10.0", 6, 2) || versionAtLeast("6.1", 6, 2) {
+		t.Error("versionAtLeast")
 	}
 }

@@ -2,6 +2,7 @@ package instrument
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/gpurr/gpurr/internal/ptx"
@@ -11,16 +12,19 @@ import (
 // probe buffer, which the runner sets (cuModuleGetGlobal) before the launch.
 const ProbeSymbol = "gpurr_probe_buf"
 
-// ProbeRecordBytes is the size of one CTA's record in the probe buffer: the earliest entry
-// and latest exit %globaltimer of its threads (u64 at 0 and 8, atomic min and max: fill the
+// ProbeRecordBytes is the size of one CTA's record in the probe buffer: the earliest entry of
+// its warps (noted by each warp's lane 0) and the latest exit of its threads (noted by one
+// thread of each group of a warp that exits together), on %globaltimer
+// (u64 at 0 and 8, atomic min and max: fill the
 // entries with all ones and the exits with zeros first), the SM it ran on (u32 at 16), and
 // how many times its threads ran the counted instructions (u64 at 24, zero first).
 // The record of the CTA at (x, y, z) is at index x + nctaid.x * (y + nctaid.y * z).
 const ProbeRecordBytes = 32
 
-// InjectProbes makes every thread of kernel note, in its CTA's record of the probe buffer,
-// when it started (entry) and when it reached each ret or exit, and the CTA's SM. The times are
-// the GPU's %globaltimer (ns); a CTA's duration is its latest exit minus its earliest entry.
+// InjectProbes makes every warp of kernel note, in its CTA's record of the probe buffer, when
+// it started (entry, by its lane 0) and every thread when it reached each ret or exit, and the
+// CTA's SM. The times are the GPU's %globaltimer (ns); a CTA's duration is its latest exit
+// minus its earliest entry.
 // With a non-empty count, each thread also counts, in a register, the instructions count picks
 // it runs (a guarded one only when its guard holds), and adds its count to the record's at
 // exit: one atomic per thread, not one per instruction. It returns how many instructions of
@@ -48,8 +52,11 @@ func injectProbes(m *ptx.Module, kernel string, count Selection, live bool) (cou
 	if fn == nil || !fn.HasBody {
 		return 0, fmt.Errorf("the module has no kernel %s", kernel)
 	}
-	if sm := targetSM(m); sm < 35 {
-		return 0, fmt.Errorf("the module targets %s: probes need sm_35 or newer (64-bit atomic min and max)", strings.Join(m.Target, ","))
+	if sm := targetSM(m); sm < 70 {
+		return 0, fmt.Errorf("the module targets %s: probes need sm_70 or newer (warp votes among the threads that exit)", strings.Join(m.Target, ","))
+	}
+	if !versionAtLeast(m.Version, 6, 2) {
+		return 0, fmt.Errorf("the module is PTX %q: probes need PTX 6.2 or newer (activemask)", m.Version)
 	}
 	if m.AddressSize == 32 {
 		return 0, fmt.Errorf("the module is 32-bit (.address_size 32): probes need 64-bit addresses")
@@ -61,7 +68,10 @@ func injectProbes(m *ptx.Module, kernel string, count Selection, live bool) (cou
 		}
 	}
 	load := "ld.global.u64 %gpurr_b, [" + ProbeSymbol + "];\n"
-	entryNote := "atom.global.min.u64 %gpurr_t, [%gpurr_pa], %gpurr_t;\n"
+	// Lane 0 of each warp notes the entry, with a reduction, which no thread waits for: at
+	// a kernel's start a warp's lanes run together, and 32 atomics on one address per warp, each
+	// waited for, cost a GEMM a quarter of its time.
+	entryNote := "@%gpurr_lead red.global.min.u64 [%gpurr_pa], %gpurr_t;\n"
 	if live {
 		for _, p := range fn.Params {
 			if p.Name == ProbeParam {
@@ -70,7 +80,7 @@ func injectProbes(m *ptx.Module, kernel string, count Selection, live bool) (cou
 		}
 		fn.Params = append(fn.Params, &ptx.Param{Space: "param", Type: "u64", Name: ProbeParam})
 		load = "ld.param.u64 %gpurr_b, [" + ProbeParam + "];\ncvta.to.global.u64 %gpurr_b, %gpurr_b;\n"
-		entryNote = "not.b64 %gpurr_t, %gpurr_t;\natom.global.max.u64 %gpurr_t, [%gpurr_pa], %gpurr_t;\n"
+		entryNote = "not.b64 %gpurr_t, %gpurr_t;\n@%gpurr_lead red.global.max.u64 [%gpurr_pa], %gpurr_t;\n"
 	} else if err := declareVar(m, ProbeSymbol, ".visible .global .align 8 .u64 "+ProbeSymbol+";\n"); err != nil {
 		return 0, err
 	}
@@ -82,7 +92,10 @@ func injectProbes(m *ptx.Module, kernel string, count Selection, live bool) (cou
 {
 .reg .u64 %gpurr_b, %gpurr_t;
 .reg .u32 %gpurr_c, %gpurr_x;
-` + load + `mov.u32 %gpurr_c, %ctaid.z;
+.reg .pred %gpurr_lead;
+` + load + `mov.u32 %gpurr_x, %laneid;
+setp.eq.u32 %gpurr_lead, %gpurr_x, 0;
+mov.u32 %gpurr_c, %ctaid.z;
 mov.u32 %gpurr_x, %nctaid.y;
 mul.lo.u32 %gpurr_c, %gpurr_c, %gpurr_x;
 mov.u32 %gpurr_x, %ctaid.y;
@@ -93,9 +106,9 @@ mov.u32 %gpurr_x, %ctaid.x;
 add.u32 %gpurr_c, %gpurr_c, %gpurr_x;
 mul.wide.u32 %gpurr_pa, %gpurr_c, ` + fmt.Sprint(ProbeRecordBytes) + `;
 add.u64 %gpurr_pa, %gpurr_pa, %gpurr_b;
-mov.u64 %gpurr_t, %globaltimer;
+@%gpurr_lead mov.u64 %gpurr_t, %globaltimer;
 ` + entryNote + `mov.u32 %gpurr_x, %smid;
-st.global.u32 [%gpurr_pa+16], %gpurr_x;
+@%gpurr_lead st.global.u32 [%gpurr_pa+16], %gpurr_x;
 }
 ` + counter)
 	if err != nil {
@@ -119,8 +132,7 @@ st.global.u32 [%gpurr_pa+16], %gpurr_x;
 			add += g + "add.u64 %gpurr_n, %gpurr_n, 1;\n"
 		}
 		if in.Opcode == "ret" || in.Opcode == "exit" {
-			add += "{\n.reg .u64 %gpurr_t;\n" + g + "mov.u64 %gpurr_t, %globaltimer;\n" +
-				g + "atom.global.max.u64 %gpurr_t, [%gpurr_pa+8], %gpurr_t;\n}\n"
+			add += exitNote(in)
 			if len(picked) > 0 {
 				add += g + "red.global.add.u64 [%gpurr_pa+24], %gpurr_n;\n"
 			}
@@ -139,6 +151,45 @@ st.global.u32 [%gpurr_pa+16], %gpurr_x;
 	}
 	fn.Body = append(entry, fn.Body...)
 	return len(picked), nil
+}
+
+// versionAtLeast says whether a .version "MAJOR.MINOR" is at least major.minor.
+func versionAtLeast(v string, major, minor int) bool {
+	a, b, ok := strings.Cut(v, ".")
+	x, errA := strconv.Atoi(a)
+	y, errB := strconv.Atoi(b)
+	if !ok || errA != nil || errB != nil {
+		return false
+	}
+	return x > major || x == major && y >= minor
+}
+
+// exitNote is the exit time a ret or exit notes: one thread of those of its warp that take it
+// (the lowest lane of the ballot of its guard among the active ones) reads %globaltimer and
+// reduces it into the record's latest exit. The others reaching it with that thread exit with
+// it; a warp whose lanes leave by different rets notes each group.
+func exitNote(in *ptx.Instruction) string {
+	ballot := ""
+	if in.Guard != "" {
+		not := ""
+		if in.GuardNot {
+			not = "!"
+		}
+		ballot = "vote.sync.ballot.b32 %gpurr_m, " + not + in.Guard + ", %gpurr_m;\n"
+	}
+	return `{
+.reg .u64 %gpurr_t;
+.reg .u32 %gpurr_m, %gpurr_e;
+.reg .pred %gpurr_one;
+activemask.b32 %gpurr_m;
+` + ballot + `neg.s32 %gpurr_e, %gpurr_m;
+and.b32 %gpurr_e, %gpurr_e, %gpurr_m;
+mov.u32 %gpurr_m, %lanemask_eq;
+setp.eq.u32 %gpurr_one, %gpurr_e, %gpurr_m;
+@%gpurr_one mov.u64 %gpurr_t, %globaltimer;
+@%gpurr_one red.global.max.u64 [%gpurr_pa+8], %gpurr_t;
+}
+`
 }
 
 // declareVar puts decl, the declaration of gpurr's module-scope variable name, before the
