@@ -42,14 +42,22 @@ func summarizeProbes(d *recording.Data) *Probes {
 	p := &Probes{Spec: spec}
 	links := recording.NewLinks() // kernel names only
 	links.Add(&pb.Batch{Kernels: d.Kernels}, false)
+	// A kernel loaded more than once (a module per thread, a recompile) has a handle, so a
+	// ProbeKernel, each time: count it once by name.
+	seen := map[string]bool{}
 	for _, k := range d.ProbeKernels {
-		if k.GetInstrumented() {
-			p.Instrumented++
-			continue
-		}
 		name := fmt.Sprintf("kernel %d", k.GetKernelId())
 		if kernel := links.Kernel(k.GetKernelId()); kernel != nil {
 			name = shorten(links.KernelName(kernel), 60)
+		}
+		key := fmt.Sprint(k.GetInstrumented(), "\x00", name, "\x00", k.GetReason())
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		if k.GetInstrumented() {
+			p.Instrumented++
+			continue
 		}
 		p.Not = append(p.Not, ProbeMiss{Kernel: name, Reason: k.GetReason()})
 	}

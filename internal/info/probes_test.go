@@ -21,6 +21,12 @@ func TestProbesLine(t *testing.T) {
 	if b.String() != want {
 		t.Errorf("got  %q\nwant %q", b.String(), want)
 	}
+	// One kernel loaded twice (two handles, two ProbeKernels) is one kernel.
+	d.Kernels = []*pb.Kernel{{Id: 1, Name: "triton_k"}, {Id: 3, Name: "triton_k"}}
+	d.ProbeKernels = append(d.ProbeKernels, &pb.ProbeKernel{KernelId: 3, Instrumented: true})
+	if p := summarizeProbes(d); p.Instrumented != 2 {
+		t.Errorf("%d kernels instrumented, want 2 (triton_k twice, kernel 2)", p.Instrumented)
+	}
 	if p := summarizeProbes(&recording.Data{Process: &pb.Process{}}); p != nil {
 		t.Errorf("no --probe: %+v", p)
 	}
