@@ -12,6 +12,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -78,17 +79,35 @@ func gpurrProbeModule(module, input, image unsafe.Pointer, size C.size_t) {
 		return
 	}
 	head := unsafe.Slice((*byte)(input), 4)
-	var m probeModule
+	text := func() string { return C.GoString((*C.char)(input)) }
+	cubin := func() []byte {
+		if image == nil || size == 0 {
+			return nil
+		}
+		return C.GoBytes(image, C.int(size))
+	}
+	m, keep := p.classify(head, text, cubin)
+	if !keep {
+		return
+	}
+	p.mu.Lock()
+	p.modules[uintptr(module)] = m
+	p.mu.Unlock()
+}
+
+// classify finds a loaded module's PTX from the first 4 bytes of what the program passed, its
+// text (PTX is NUL-terminated) and the cubin CUPTI reported; keep is false for a cubin none of
+// whose kernels --probe picks (most modules: nothing to remember).
+func (p *liveProbes) classify(head []byte, text func() string, cubin func() []byte) (m probeModule, keep bool) {
 	switch {
 	case bytes.Equal(head, []byte("\x7fELF")):
-		if image == nil || size == 0 {
-			m.reason = "no PTX: CUPTI gave no image for its cubin"
-			break
+		img := cubin()
+		if img == nil {
+			return probeModule{reason: "no PTX: CUPTI gave no image for its cubin"}, true
 		}
-		img := C.GoBytes(image, C.int(size))
 		names := moduleFunctions(img)
 		if !p.picks(names) {
-			return
+			return m, false
 		}
 		sum := sha256.Sum256(img)
 		p.mu.Lock()
@@ -97,19 +116,18 @@ func gpurrProbeModule(module, input, image unsafe.Pointer, size C.size_t) {
 		if m.ptx == nil {
 			m.reason = "no PTX: its module is a cubin whose PTX Triton's cache does not hold (probes instrument PTX)"
 		}
+		return m, true
 	case binary.LittleEndian.Uint32(head) == 0xBA55ED50:
-		m.reason = "no PTX read: its module was loaded from a fat binary"
-	default:
-		text := C.GoString((*C.char)(input))
-		if _, err := ptx.Parse([]byte(text)); err != nil {
-			m.reason = fmt.Sprintf("its module's PTX does not parse: %v", err)
-		} else {
-			m.ptx = []byte(text)
-		}
+		return probeModule{reason: "no PTX read: its module was loaded from a fat binary"}, true
 	}
-	p.mu.Lock()
-	p.modules[uintptr(module)] = m
-	p.mu.Unlock()
+	t := text()
+	if s := strings.TrimLeft(t, " \t\r\n"); !strings.HasPrefix(s, "//") && !strings.HasPrefix(s, ".") {
+		return probeModule{reason: "no PTX: its module is an image gpurr does not read (not PTX text, a cubin or a fat binary)"}, true
+	}
+	if _, err := ptx.Parse([]byte(t)); err != nil {
+		return probeModule{reason: fmt.Sprintf("its module's PTX does not parse: %v", err)}, true
+	}
+	return probeModule{ptx: []byte(t)}, true
 }
 
 // gpurrProbeForgetModule is called as the program unloads a module.
