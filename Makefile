@@ -5,7 +5,7 @@
 GO ?= go
 export CGO_ENABLED := 1
 
-.PHONY: all build install wheel test-wheel test lint fuzz proto clean gpu-check
+.PHONY: all build install wheel wheel-aarch64 test-wheel test-wheel-aarch64 test lint fuzz proto clean gpu-check
 
 all: build
 
@@ -38,6 +38,21 @@ install: bin/gpurr bin/libgpurr.so
 wheel: bin/gpurr bin/libgpurr.so
 	scripts/build-wheel
 
+# The aarch64 wheel (Grace Hopper), cross-built on x86-64 (Debian: apt-get install
+# gcc-aarch64-linux-gnu; qemu-user to test it).
+AARCH64_CC ?= aarch64-linux-gnu-gcc
+wheel-aarch64:
+	mkdir -p bin/aarch64
+	CC=$(AARCH64_CC) GOARCH=arm64 $(GO) build -buildvcs=auto -o bin/aarch64/gpurr ./cmd/gpurr
+	CC=$(AARCH64_CC) GOARCH=arm64 $(GO) build -buildvcs=auto -buildmode=c-shared -o bin/aarch64/libgpurr.so ./cmd/libgpurr
+	rm -f bin/aarch64/libgpurr.h
+	OBJDUMP=aarch64-linux-gnu-objdump scripts/build-wheel --bin bin/aarch64 --arch aarch64
+
+# Builds the aarch64 wheel and runs its gpurr under qemu-user, and the agent's aarch64 stack
+# walk; skips, saying so, without the cross compiler or qemu (scripts/test-wheel-aarch64).
+test-wheel-aarch64:
+	scripts/test-wheel-aarch64
+
 # Installs the wheel into a fresh venv, offline, and runs what a user would (scripts/test-wheel).
 test-wheel: wheel
 	scripts/test-wheel
@@ -45,6 +60,7 @@ test-wheel: wheel
 test: build lint
 	$(GO) tool gotestsum --format pkgname -- ./...
 	$(MAKE) --no-print-directory test-wheel
+	scripts/test-wheel-aarch64
 
 # gofmt, go vet and staticcheck (pinned in go.mod as a tool, so CI needs nothing else).
 lint:

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <x86intrin.h>
 
 #include "internal.h"
 #include "pystack.h"
@@ -120,7 +119,7 @@ static uint64_t stack_publish(stack_builder *b, uint64_t key, uint32_t source, u
   if (!gp_ring_push(r)) return 0;
   stack_insert(key, b->id);
   GP_COUNT(stacks_new, 1);
-  GP_COUNT(stack_new_cycles, __rdtsc() - since);
+  GP_COUNT(stack_new_cycles, gp_cycles() - since);
   return b->id;
 }
 
@@ -148,7 +147,7 @@ static uint64_t python_stack(void) {
   for (int i = 0; i < n; i++) key = hash_word(hash_word(key, (uint64_t)(uintptr_t)raw[i].code), raw[i].instr);
   uint64_t id = stack_lookup(key);
   if (id) return id;
-  uint64_t missed = __rdtsc();
+  uint64_t missed = gp_cycles();
   stack_builder *b = builder();
   if (!b) return 0;
   for (int i = 0; i < n; i++) {
@@ -212,7 +211,7 @@ static uint64_t native_stack(int depth) {
   for (int i = skip; i < n; i++) key = hash_word(key, pcs[i]);
   uint64_t id = stack_lookup(key);
   if (id) return id;
-  uint64_t missed = __rdtsc();
+  uint64_t missed = gp_cycles();
   stack_builder *b = builder();
   if (!b) return 0;
   for (int i = skip; i < n; i++) {

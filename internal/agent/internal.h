@@ -30,6 +30,9 @@
 #include <stdlib.h>
 #include <sys/types.h>
 #include <time.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 #include "agent.h"
 #include "cabi.h"
@@ -130,6 +133,20 @@ static inline uint64_t gp_monotonic_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
+// gp_cycles reads the CPU's cycle counter (x86-64's TSC, aarch64's virtual counter): what the
+// agent times its own work with, cheaply (gp_tsc_ns_per_cycle converts).
+static inline uint64_t gp_cycles(void) {
+#if defined(__x86_64__)
+  return __rdtsc();
+#elif defined(__aarch64__)
+  uint64_t v;
+  __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
+  return v;
+#else
+  return gp_monotonic_ns();
+#endif
+}
+
 // gp_clock is CUPTI's timestamp (gp_timestamp), inline for the launch path.
 static inline uint64_t gp_clock(void) {
   uint64_t t = 0;
@@ -168,11 +185,20 @@ static inline uint32_t gp_pad8(uint32_t n) { return (n + 7u) & ~7u; }
 
 typedef _Atomic int gp_spinlock;
 
+// gp_cpu_relax tells the core a spin-wait is under way.
+static inline void gp_cpu_relax(void) {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ volatile("yield");
+#endif
+}
+
 static inline void gp_spin_lock(gp_spinlock *l) {
   for (unsigned spins = 0; atomic_exchange_explicit(l, 1, memory_order_acquire);) {
     while (atomic_load_explicit(l, memory_order_relaxed)) {
       if (++spins < 128)  // a ring push holds the lock for ~50 ns; PAUSE is 10-140 cycles
-        __builtin_ia32_pause();
+        gp_cpu_relax();
       else
         sched_yield();
     }

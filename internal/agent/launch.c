@@ -11,7 +11,6 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include <x86intrin.h>
 
 #include "_cgo_export.h"
 #include "autograd.h"
@@ -400,9 +399,9 @@ enum { TIMING_SAMPLE = 16 };
 // launch_callback_cycles is, to counter: where that time goes.
 #define TIMED(counter, stmt)                                        \
   do {                                                              \
-    uint64_t timed_t0 = tls.sample_launch ? __rdtsc() : 0;          \
+    uint64_t timed_t0 = tls.sample_launch ? gp_cycles() : 0;          \
     stmt;                                                           \
-    if (tls.sample_launch) GP_COUNT(counter, (__rdtsc() - timed_t0) * TIMING_SAMPLE); \
+    if (tls.sample_launch) GP_COUNT(counter, (gp_cycles() - timed_t0) * TIMING_SAMPLE); \
   } while (0)
 
 static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
@@ -572,16 +571,16 @@ void gp_on_callback(void *userdata, int domain, uint32_t cbid, const void *data)
       dispatch(domain, cbid, data);
       return;
     }
-    t0 = __rdtsc();
+    t0 = gp_cycles();
     dispatch(domain, cbid, data);
-    uint64_t spent = (__rdtsc() - t0) * TIMING_SAMPLE;
+    uint64_t spent = (gp_cycles() - t0) * TIMING_SAMPLE;
     GP_COUNT(callback_cycles, spent);
     GP_COUNT(launch_callback_cycles, spent);
     return;
   }
-  t0 = __rdtsc();
+  t0 = gp_cycles();
   dispatch(domain, cbid, data);
-  GP_COUNT(callback_cycles, __rdtsc() - t0);
+  GP_COUNT(callback_cycles, gp_cycles() - t0);
 }
 
 static void dispatch(int domain, uint32_t cbid, const void *data) {

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include <x86intrin.h>
 
 #include "_cgo_export.h"
 #include "autograd.h"
@@ -36,7 +35,7 @@ int gp_is_forked_child(void) { return gp_proc.forked_child; }
 static uint64_t tsc_start, ns_start;
 
 double gp_tsc_ns_per_cycle(void) {
-  uint64_t cycles = __rdtsc() - tsc_start, ns = gp_monotonic_ns() - ns_start;
+  uint64_t cycles = gp_cycles() - tsc_start, ns = gp_monotonic_ns() - ns_start;
   return cycles ? (double)ns / (double)cycles : 0;
 }
 
@@ -159,7 +158,7 @@ static int enable(uint32_t domain, const uint32_t *cbids, size_t n, char *err, s
 void gp_start_process(const gp_config *cfg) {
   gp_proc.cfg = *cfg;
   gp_proc.agent_pid = getpid();
-  tsc_start = __rdtsc();
+  tsc_start = gp_cycles();
   ns_start = gp_monotonic_ns();
   gp_launch_init();
   pthread_atfork(NULL, NULL, on_fork_child);

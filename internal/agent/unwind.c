@@ -577,6 +577,7 @@ static __thread __attribute__((tls_model("initial-exec"))) int last_stop;
 
 int gp_unwind_stop(void) { return last_stop; }
 
+#if defined(__x86_64__)
 __attribute__((noinline)) int gp_unwind(uint64_t *pcs, int max) {
   uint64_t pc, sp, bp;
   // One asm block: no instruction of the compiler's between the three
@@ -630,3 +631,35 @@ __attribute__((noinline)) int gp_unwind(uint64_t *pcs, int max) {
   last_stop = stop;
   return n;
 }
+#else
+// Other architectures (aarch64): the frame records the procedure-call standard chains, the
+// caller's frame pointer and the return address at the frame pointer, each read checked
+// against the thread's stack. The .eh_frame rules above model x86-64 only, so code built
+// without frame pointers cuts the walk there (GP_UNWIND_NO_INFO).
+__attribute__((noinline)) int gp_unwind(uint64_t *pcs, int max) {
+  uint64_t fp = (uintptr_t)__builtin_frame_address(0), sp = fp;
+  uint64_t top = stack_top(fp);
+  if (!top) {
+    last_stop = GP_UNWIND_NO_STACK;
+    return 0;
+  }
+  int n = 0, stop = GP_UNWIND_MAX;
+  while (n < max) {
+    stop = GP_UNWIND_CORRUPT;
+    if (!on_stack(fp, 16, sp, top)) break;
+    uint64_t next = stack_word(fp);
+    // Pointer authentication signs return addresses in their top bits: a 48-bit address space.
+    uint64_t ra = stack_word(fp + 8) & ((1ULL << 48) - 1);
+    stop = ra == 0 ? GP_UNWIND_END : GP_UNWIND_CORRUPT;
+    if (ra < FIRST_VALID_PC) break;
+    pcs[n++] = ra;
+    stop = next == 0 ? GP_UNWIND_END : GP_UNWIND_NO_INFO;
+    if (next <= fp) break;  // the outermost frame, or code without a frame record
+    sp = fp + 16;
+    fp = next;
+    stop = GP_UNWIND_MAX;
+  }
+  last_stop = stop;
+  return n;
+}
+#endif

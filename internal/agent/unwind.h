@@ -1,6 +1,7 @@
 /*
  * unwind.h - the calling thread's native callstack on x86-64 Linux, fast
- * enough for every kernel launch.
+ * enough for every kernel launch. (On aarch64, gp_unwind follows frame
+ * records instead: see the end of unwind.c.)
  *
  * Each return address's unwind rule (where the caller's frame starts, where
  * the return address and the caller's rbp were saved) is derived once from
