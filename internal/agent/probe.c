@@ -17,6 +17,7 @@ enum {
   MAX_POOLS = 64,             // contexts
   CU_STREAM_PER_THREAD = 2,   // the per-thread default stream's handle
   CU_EVENT_DISABLE_TIMING = 2,
+  CU_STREAM_CAPTURE_MODE_RELAXED = 2,  // the agent's own calls never disturb a capture on another thread
   CUDA_ERROR_NOT_READY = 600,
 };
 
@@ -64,8 +65,9 @@ void gp_probe_module_image(const void *image, size_t size) {
 int gp_probe_start(char *err, size_t errcap) {
   const char *missing = gp_driver_missing(GP_NEED_PROBE);
   if (!missing && (!gp_cu.moduleLoadData || !gp_cu.moduleGetFunction || !gp_cu.memAlloc || !gp_cu.memHostAlloc ||
-                   !gp_cu.streamIsCapturing))
-    missing = "cuModuleLoadData, cuModuleGetFunction, cuMemAlloc_v2, cuMemHostAlloc or cuStreamIsCapturing";
+                   !gp_cu.streamIsCapturing || !gp_cu.threadExchangeStreamCaptureMode))
+    missing = "cuModuleLoadData, cuModuleGetFunction, cuMemAlloc_v2, cuMemHostAlloc, cuStreamIsCapturing or "
+              "cuThreadExchangeStreamCaptureMode";
   if (missing) {
     snprintf(err, errcap, "--probe: libcuda.so.1 has no symbol %s (driver too old?)", missing);
     return 0;
@@ -157,7 +159,10 @@ static pool *pool_of(gp_CUcontext ctx) {
   pool *p = calloc(1, sizeof *p);
   if (!p) return NULL;
   gp_in_agent_call(1);
+  int mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  gp_cu.threadExchangeStreamCaptureMode(&mode);
   int ok = gp_cu.memAlloc(&p->dev, POOL_BYTES) == 0 && gp_cu.memHostAlloc((void **)&p->host, POOL_BYTES, 0) == 0;
+  gp_cu.threadExchangeStreamCaptureMode(&mode);
   gp_in_agent_call(0);
   if (!ok) {  // the device memory, if any, stays: the context is short of memory anyway
     free(p);
@@ -293,7 +298,13 @@ void gp_probe_exit(const gp_CallbackData *cb) {
     if (p->nfree_events) event = p->free_events[--p->nfree_events];
     pthread_mutex_unlock(&mu);
     gp_in_agent_call(1);
-    if ((!event && gp_cu.eventCreate(&event, CU_EVENT_DISABLE_TIMING) != 0) ||
+    if (!event) {
+      int mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+      gp_cu.threadExchangeStreamCaptureMode(&mode);
+      if (gp_cu.eventCreate(&event, CU_EVENT_DISABLE_TIMING) != 0) event = NULL;
+      gp_cu.threadExchangeStreamCaptureMode(&mode);
+    }
+    if (!event ||
         gp_cu.memcpyDtoHAsync(p->host + pl->off, p->dev + pl->off, pl->bytes, cur.stream) != 0 ||
         gp_cu.eventRecord(event, cur.stream) != 0)
       lost = GP_PROBE_SKIP_CUDA_ERROR;
@@ -359,7 +370,10 @@ uint64_t gp_probe_outstanding(void) { return atomic_load_explicit(&outstanding, 
 
 gp_CUresult gp_probe_load(const char *ptx, const char *name, gp_CUfunction *fn) {
   void *module = NULL;
+  int mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  gp_cu.threadExchangeStreamCaptureMode(&mode);
   gp_CUresult r = gp_cu.moduleLoadData(&module, ptx);
   if (r == 0) r = gp_cu.moduleGetFunction(fn, module, name);
+  gp_cu.threadExchangeStreamCaptureMode(&mode);
   return r;
 }
