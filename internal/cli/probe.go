@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -25,6 +26,8 @@ type probeOptions struct {
 	force   bool
 	count   string
 	replay  bool
+	all     bool
+	kernels string
 }
 
 func newProbeCmd() *cobra.Command {
@@ -52,13 +55,16 @@ probes says why, and is replayed when it has snapshots.`,
 		Example: `  gpurr probe run --launch 42
   gpurr probe run --launch 42 --ptx kernel.ptx --top 20
   gpurr probe run --launch 42 --count global-load,global-store
-  gpurr probe run --launch 42 --replay`,
+  gpurr probe run --launch 42 --replay
+  gpurr probe run --all --kernels matmul`,
 		Args: positional(1, 1, "one recording"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runProbe(cmd, o, args[0]) },
 	}
 	f := cmd.Flags()
 	f.Uint64Var(&o.launch, "launch", 0, "launch sequence number (default: the only snapshotted launch)")
 	f.BoolVar(&o.replay, "replay", false, "replay the launch even when it was probed live (gpurr record --probe)")
+	f.BoolVar(&o.all, "all", false, "sum up every launch probed live (gpurr record --probe), kernel by kernel: spans, tails, SM imbalance, which CTA was the slowest how often")
+	f.StringVar(&o.kernels, "kernels", "", "with --all: only kernels whose name matches this regular expression")
 	f.StringVar(&o.ptxFile, "ptx", "", "the module's PTX, where the recording has none")
 	f.IntVar(&o.top, "top", 10, "slowest CTAs to list")
 	f.StringVar(&o.process, "process", "", "process of a multi-process recording: its directory name, pid or rank")
@@ -74,11 +80,29 @@ func runProbe(cmd *cobra.Command, o probeOptions, path string) error {
 	if o.top < 0 {
 		return usageErrorf("probe: --top takes 0 or more")
 	}
+	var kernels *regexp.Regexp
+	if o.all || o.kernels != "" {
+		if !o.all {
+			return usageErrorf("probe: --kernels goes with --all")
+		}
+		if o.launch != 0 || o.replay || o.ptxFile != "" || o.count != "" || o.out != "" {
+			return usageErrorf("probe: --all sums up the launches probed live: not with --launch, --replay, --ptx, --count or -o")
+		}
+		if o.kernels != "" {
+			var err error
+			if kernels, err = regexp.Compile(o.kernels); err != nil {
+				return usageErrorf("probe: --kernels: %v", err)
+			}
+		}
+	}
 	src, err := openReplaySource(cmd, path, o.process)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
+	if o.all {
+		return runProbeAll(cmd, src, kernels)
+	}
 	if !o.replay {
 		if live, err := liveProbe(src, o); live != nil || err != nil {
 			if err != nil {
