@@ -50,6 +50,7 @@ enum {
   GP_PROBE_SKIP_CUDA_ERROR = 6, // the agent's own CUDA call around it failed
   GP_PROBE_SKIP_PARAMS = 7,     // too many parameters
   GP_PROBE_SKIP_RESOURCES = 8,  // a block larger, or more shared memory, than the instrumented copy can take
+  GP_PROBE_SKIP_COOPERATIVE = 9,  // a cooperative launch: the copy's registers might not let its grid be resident at once
 };
 
 typedef struct {

@@ -171,10 +171,11 @@ typedef struct {
     struct {
       unsigned int x, y, z;
     } clusterDim;
+    int cooperative;
   } value;
 } gp_CUlaunchAttribute;
 
-enum { GP_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4 };
+enum { GP_LAUNCH_ATTRIBUTE_COOPERATIVE = 2, GP_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4 };
 
 // CUlaunchConfig
 typedef struct {

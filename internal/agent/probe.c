@@ -230,6 +230,14 @@ int gp_probe_enter(gp_probe_fn *pf, gp_CUfunction f, uint32_t cbid, const gp_Cal
     return 0;
   }
   (void)extra;  // the driver takes kernelParams when both are given
+  int cooperative = cbid == GP_CBID_cuLaunchCooperativeKernel || cbid == GP_CBID_cuLaunchCooperativeKernel_ptsz;
+  for (unsigned i = 0; ex && pe->config && pe->config->attrs && i < pe->config->numAttrs; i++)
+    if (pe->config->attrs[i].id == GP_LAUNCH_ATTRIBUTE_COOPERATIVE && pe->config->attrs[i].value.cooperative)
+      cooperative = 1;
+  if (cooperative) {
+    skip(seq, GP_PROBE_SKIP_COOPERATIVE);
+    return 0;
+  }
   if (!kparams) {
     skip(seq, GP_PROBE_SKIP_EXTRA);
     return 0;

@@ -57,14 +57,15 @@ func newLiveProbes(spec string, logf func(level, format string, args ...any)) (*
 
 // probeSkipReasons words GP_PROBE_SKIP_* (agent.h) for ProbeResult.skipped.
 var probeSkipReasons = map[C.uint32_t]string{
-	C.GP_PROBE_SKIP_EXTRA:      "parameters passed packed (extra): no room for the probes' own",
-	C.GP_PROBE_SKIP_CAPTURED:   "launched into a CUDA graph being captured",
-	C.GP_PROBE_SKIP_POOL_FULL:  "earlier launches' records still filled the probe pool",
-	C.GP_PROBE_SKIP_TOO_LARGE:  "more CTAs than the probe pool holds records for",
-	C.GP_PROBE_SKIP_FAILED:     "the launch failed",
-	C.GP_PROBE_SKIP_CUDA_ERROR: "a CUDA call of the agent's around it failed",
-	C.GP_PROBE_SKIP_PARAMS:     "too many parameters",
-	C.GP_PROBE_SKIP_RESOURCES:  "a larger block or more shared memory than the instrumented copy can take (it ran uninstrumented)",
+	C.GP_PROBE_SKIP_EXTRA:       "parameters passed packed (extra): no room for the probes' own",
+	C.GP_PROBE_SKIP_CAPTURED:    "launched into a CUDA graph being captured",
+	C.GP_PROBE_SKIP_POOL_FULL:   "earlier launches' records still filled the probe pool",
+	C.GP_PROBE_SKIP_TOO_LARGE:   "more CTAs than the probe pool holds records for",
+	C.GP_PROBE_SKIP_FAILED:      "the launch failed",
+	C.GP_PROBE_SKIP_CUDA_ERROR:  "a CUDA call of the agent's around it failed",
+	C.GP_PROBE_SKIP_PARAMS:      "too many parameters",
+	C.GP_PROBE_SKIP_RESOURCES:   "a larger block or more shared memory than the instrumented copy can take (it ran uninstrumented)",
+	C.GP_PROBE_SKIP_COOPERATIVE: "a cooperative launch, whose grid must be resident at once: the instrumented copy's registers might not allow it",
 }
 
 // gpurrProbeModule is called on the program's thread as a cuModuleLoadData, ...Ex or
