@@ -45,6 +45,12 @@ type Memory struct {
 	ChunksMissing     uint64    `json:"chunks_missing"`           // snapshot chunks dropped (drop-oldest), from the states
 	LostReasons       []Counter `json:"lost_reasons,omitempty"`   // lost states by reason, from the states
 
+	// Of the bytes of the regions of launches hashed or snapshotted after they ran, those in
+	// regions that only parameter words the kernel's PTX proves read-only point into
+	// (ParamInfo.proved_read_only): what hashing only what a launch can write would save.
+	RegionBytes         uint64 `json:"region_bytes"`
+	ProvedReadOnlyBytes uint64 `json:"proved_read_only_bytes"`
+
 	statuses map[pb.MemoryPlan_Status]uint64
 	complete bool // the recording has its End: counters are final
 }
@@ -90,6 +96,7 @@ func summarizeMemory(d *recording.Data) *Memory {
 	for _, st := range slices.Sorted(maps.Keys(m.statuses)) {
 		m.Launches = append(m.Launches, Counter{Name: statusText(st), Value: m.statuses[st]})
 	}
+	m.RegionBytes, m.ProvedReadOnlyBytes = readOnlyBytes(d)
 	reasons := map[string]uint64{}
 	for _, st := range d.Memory {
 		if st.GetLost() {
@@ -103,6 +110,45 @@ func summarizeMemory(d *recording.Data) *Memory {
 		m.LostReasons = append(m.LostReasons, Counter{Name: r, Value: reasons[r]})
 	}
 	return m
+}
+
+// readOnlyBytes sums the regions of the launches memory capture covered, and of those the
+// regions every pointer into which is a parameter word the kernel's PTX proves no store goes
+// through (a region no pointer word is known for counts as written).
+func readOnlyBytes(d *recording.Data) (all, readOnly uint64) {
+	proved := map[uint64][]*pb.ParamInfo{}
+	for _, k := range d.Kernels {
+		for _, p := range k.GetParams() {
+			if p.GetProvedReadOnly() {
+				proved[k.GetId()] = append(proved[k.GetId()], p)
+			}
+		}
+	}
+	covered := func(params []*pb.ParamInfo, off uint32) bool {
+		for _, p := range params {
+			if off >= p.GetOffset() && off+8 <= p.GetOffset()+p.GetSize() {
+				return true
+			}
+		}
+		return false
+	}
+	for _, l := range d.Launches {
+		if st := l.GetMemory().GetStatus(); st != pb.MemoryPlan_HASH && st != pb.MemoryPlan_SNAPSHOT {
+			continue
+		}
+		params := proved[l.GetKernelId()]
+		for _, r := range l.GetRegions() {
+			all += r.GetSize()
+			ro := len(params) > 0 && len(r.GetParamOffsets()) > 0
+			for _, off := range r.GetParamOffsets() {
+				ro = ro && covered(params, off)
+			}
+			if ro {
+				readOnly += r.GetSize()
+			}
+		}
+	}
+	return all, readOnly
 }
 
 func statusText(st pb.MemoryPlan_Status) string { return cmp.Or(recording.EnumText(st), "unspecified") }
@@ -198,6 +244,10 @@ func (m *Memory) write(t *textWriter) {
 		states += fmt.Sprintf(", %d lost", m.StatesLost)
 	}
 	field("states", "%s; %s hashed", states, FormatBytes(m.BytesHashed))
+	if m.ProvedReadOnlyBytes > 0 {
+		field("read-only", "%s of the %s of regions captured after their launches (%s) are in regions the kernels' PTX proves they only read (Triton's); hash mode does not skip them yet",
+			FormatBytes(m.ProvedReadOnlyBytes), FormatBytes(m.RegionBytes), percent(m.ProvedReadOnlyBytes, m.RegionBytes))
+	}
 	field("GPU time", "%s in gpurr's hash and copy kernels", formatNS(m.CaptureGPUNS))
 	if m.Mode == "snapshot" {
 		selected := fmt.Sprintf("%d launches selected for snapshots", m.SnapshotSelected)
