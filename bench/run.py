@@ -227,28 +227,32 @@ def rows_nvtx(b, rounds):
 def rows_probe(b, rounds):
     """What live probes cost (bench/probe_cost.py): a Triton matmul of realistic size, per kernel on
     the GPU, and a one-CTA Triton kernel's launches bound by the host, per launch; each recorded
-    with and without --probe 'gpurr_bench_.*:entry,exit' (both --callstack off), bare beside them
+    without --probe, with 'gpurr_bench_.*:entry,exit', and with counts of global loads and stores
+    added (all --callstack off), bare beside them
     (gputest's probe.live checks what the probes record; this measures what they cost)."""
     rows = []
     flags = ["--callstack", "off"]
-    probe = ["--probe", "gpurr_bench_.*:entry,exit"]
+    probes = {"probed": ["--probe", "gpurr_bench_.*:entry,exit"],
+              "counted": ["--probe", "gpurr_bench_.*:entry,exit,global-load,global-store"]}
     for shape, unit, key in (("matmul", "ms per kernel", "ms_per_kernel"), ("small", "us per launch", "us_per_launch")):
-        got = {"bare": [], "recorded": [], "probed": []}
+        got = {"bare": [], "recorded": [], "probed": [], "counted": []}
         for _ in range(rounds):
             got["bare"].append(b.variant(f"probe.{shape}.bare", "probe_cost.py", ["--shape", shape], False, 300)[key])
             got["recorded"].append(b.variant(f"probe.{shape}.recorded", "probe_cost.py", ["--shape", shape], True, 300,
                                              flags)[key])
-            got["probed"].append(b.variant(f"probe.{shape}.probed", "probe_cost.py", ["--shape", shape], True, 300,
+            for name, probe in probes.items():
+                got[name].append(b.variant(f"probe.{shape}.{name}", "probe_cost.py", ["--shape", shape], True, 300,
                                            flags + probe)[key])
         med = {k: statistics.median(v) for k, v in got.items()}
-        ratio = med["probed"] / med["recorded"]
-        target, verdict = "(report)", "measured"
-        if shape == "matmul":
-            target = f"<= +{PROBE_MAX_MATMUL:.0%}"
-            verdict = "ok" if ratio - 1 <= PROBE_MAX_MATMUL else "over target"
-        rows.append({"workload": f"probe {shape}: entry/exit probes ({unit})", "baseline": med["recorded"],
-                     "under": med["probed"], "delta": f"{ratio - 1:+.1%}", "target": target, "verdict": verdict,
-                     "samples": got})
+        for name, what in (("probed", "entry/exit probes"), ("counted", "entry/exit + counts of global loads and stores")):
+            ratio = med[name] / med["recorded"]
+            target, verdict = "(report)", "measured"
+            if shape == "matmul" and name == "probed":
+                target = f"<= +{PROBE_MAX_MATMUL:.0%}"
+                verdict = "ok" if ratio - 1 <= PROBE_MAX_MATMUL else "over target"
+            rows.append({"workload": f"probe {shape}: {what} ({unit})", "baseline": med["recorded"],
+                         "under": med[name], "delta": f"{ratio - 1:+.1%}", "target": target, "verdict": verdict,
+                         "samples": got})
     return rows
 
 
