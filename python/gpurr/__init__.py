@@ -84,6 +84,13 @@ class Recording:
         """The program's NVTX ranges, each with its path (step 5 / forward)."""
         return self.table("ranges")
 
+    @property
+    def probe_ctas(self):
+        """Every CTA of every launch probed live (gpurr record --probe): launch, index and
+        coordinates, start and end on the GPU's clock, SM, and the count of the instructions
+        --probe counted."""
+        return self.table("probe_ctas")
+
     def __repr__(self):
         return f"gpurr.Recording({self.path!r})"
 
