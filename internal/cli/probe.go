@@ -33,11 +33,12 @@ type probeOptions struct {
 func newProbeCmd() *cobra.Command {
 	var o probeOptions
 	cmd := &cobra.Command{
-		Use:   "probe REC --launch SEQ [--replay] [--ptx FILE] [--top N] [--count CLASSES] [-o TIMELINE.json]",
-		Short: "Replay a recorded launch with entry and exit probes in every CTA: the slow CTAs, the tail, the SMs",
+		Use:   "probe REC (--launch SEQ [--replay] [--ptx FILE] [--top N] [--count CLASSES] [-o TIMELINE.json] | --all [--kernels REGEX])",
+		Short: "Per-CTA timing of a launch, replayed with entry and exit probes or probed live while recording: the slow CTAs, the tail, the SMs",
 		Long: `probe replays a snapshotted launch on its recorded inputs with its PTX
-instrumented so that every thread notes when it started and finished (the
-GPU's %globaltimer) and on which SM it ran, per CTA. It prints the span, the
+instrumented so that, per CTA, its warps note when they started and its
+threads when they finished (the GPU's %globaltimer; one thread per warp, or
+per group of threads leaving together, writes) and on which SM it ran. It prints the span, the
 CTA durations (median, p99, max), the tail (the share of the span after the
 median CTA ended), how the CTAs spread over the SMs (waves, imbalance), and
 the slowest CTAs with their coordinates and SMs. --count adds, per CTA, how
@@ -51,7 +52,8 @@ Triton kernels, or --ptx FILE.
 A launch that ran with live probes (gpurr record --probe) is summed up from
 its recorded records, without replaying it and without a GPU; --replay
 replays it all the same. A launch of a probed kernel that ran without
-probes says why, and is replayed when it has snapshots.`,
+probes says why, and is replayed when it has snapshots. --all sums every
+launch probed live up, kernel by kernel (--kernels REGEX picks kernels).`,
 		Example: `  gpurr probe run --launch 42
   gpurr probe run --launch 42 --ptx kernel.ptx --top 20
   gpurr probe run --launch 42 --count global-load,global-store
