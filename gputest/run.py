@@ -417,6 +417,28 @@ def t_threads_activity(h):
     return f"{n} kernel activities on {streams} streams, each joined to its launch"
 
 
+@test("nvtx.jax")
+def t_nvtx_jax(h):
+    """JAX's annotations reach gpurr as NVTX ranges where JAX emits them (jax_nvtx.py): the 20
+    jax.profiler.TraceAnnotation("gpurr_step N") ranges, each recorded once on the calling
+    thread and ended; what XLA emits for jax.named_scope("gpurr_scope") and its ops is reported,
+    with how many launches name a range."""
+    want, d = h.py_workload("jax_nvtx")
+    p = h.one(d, "SELECT nvtx, nvtx_reason FROM processes")
+    check(truthy(p.get("nvtx")), f"processes.nvtx is {p.get('nvtx')}: {p.get('nvtx_reason')}")
+    steps = h.query(d, "SELECT message, tid, end_ns FROM ranges WHERE message LIKE 'gpurr_step %'")
+    check(len(steps) == want["calls"] and len({r["message"] for r in steps}) == want["calls"],
+          f"{len(steps)} TraceAnnotation ranges recorded, want {want['calls']} (jax {want['jax']}); "
+          f"ranges seen: {h.query(d, 'SELECT message, count(*) AS n FROM ranges GROUP BY 1 ORDER BY n DESC LIMIT 8')}")
+    check(all(r["end_ns"] is not None for r in steps) and len({r["tid"] for r in steps}) == 1,
+          f"the step ranges are not all ended on one thread: {steps[:3]}")
+    scoped = h.n(d, "SELECT count(*) AS n FROM ranges WHERE message LIKE '%gpurr_scope%'")
+    named = h.n(d, "SELECT count(*) AS n FROM launches WHERE range IS NOT NULL")
+    total = h.n(d, "SELECT count(*) AS n FROM ranges")
+    return (f"jax {want['jax']}: {len(steps)} TraceAnnotation ranges; {total} ranges in all, "
+            f"{scoped} naming gpurr_scope; {named} launches in a range")
+
+
 @test("nvtx.ranges")
 def t_nvtx_ranges(h):
     """NVTX push/pop ranges of two threads (torch.cuda.nvtx.range): every range recorded on

@@ -1,0 +1,42 @@
+"""JAX's own annotations, for the nvtx.jax GPU test: CALLS calls of a jitted function, each
+inside jax.profiler.TraceAnnotation("gpurr_step N"), the function's ops inside
+jax.named_scope("gpurr_scope"). JAX (XLA's profiler annotations) emits NVTX ranges where an NVTX
+tool is injected, as under Nsight Systems; gpurr record injects its agent as that tool."""
+import json
+import os
+import sys
+
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+CALLS = 20
+
+
+def main():
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError as e:
+        print(f"jax not installed: {e}", file=sys.stderr)
+        sys.exit(3)
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        print("jax sees no GPU", file=sys.stderr)
+        sys.exit(3)
+
+    @jax.jit
+    def step(x):
+        with jax.named_scope("gpurr_scope"):
+            return jnp.sin(x) * 2.0 + jnp.cos(x).sum()
+
+    x = jnp.arange(1 << 16, dtype=jnp.float32)
+    for i in range(CALLS):
+        with jax.profiler.TraceAnnotation(f"gpurr_step {i}"):
+            x = step(x)
+            x.block_until_ready()
+    if not bool(jnp.isfinite(x).all()):
+        print("jax_nvtx: non-finite result", file=sys.stderr)
+        sys.exit(1)
+    print(json.dumps({"workload": "jax_nvtx", "calls": CALLS, "jax": jax.__version__}))
+
+
+if __name__ == "__main__":
+    main()
