@@ -1,24 +1,15 @@
 """A jitted JAX function on the GPU, called CALLS times (XLA launches its kernels through the
 driver API; JAX may launch from its own threads)."""
 import json
-import os
 import sys
 
-os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+from jax_gpu import jax_on_gpu
 
 CALLS = 50
 
 
 def main():
-    try:
-        import jax
-        import jax.numpy as jnp
-    except ImportError as e:
-        print(f"jax not installed: {e}", file=sys.stderr)
-        sys.exit(3)
-    if not any(d.platform == "gpu" for d in jax.devices()):
-        print("jax sees no GPU", file=sys.stderr)
-        sys.exit(3)
+    jax, jnp = jax_on_gpu()
 
     @jax.jit
     def step(x):

@@ -3,24 +3,15 @@ inside jax.profiler.TraceAnnotation("gpurr_step N"), the function's ops inside
 jax.named_scope("gpurr_scope"). JAX (XLA's profiler annotations) emits NVTX ranges where an NVTX
 tool is injected, as under Nsight Systems; gpurr record injects its agent as that tool."""
 import json
-import os
 import sys
 
-os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+from jax_gpu import jax_on_gpu
 
 CALLS = 20
 
 
 def main():
-    try:
-        import jax
-        import jax.numpy as jnp
-    except ImportError as e:
-        print(f"jax not installed: {e}", file=sys.stderr)
-        sys.exit(3)
-    if not any(d.platform == "gpu" for d in jax.devices()):
-        print("jax sees no GPU", file=sys.stderr)
-        sys.exit(3)
+    jax, jnp = jax_on_gpu()
 
     @jax.jit
     def step(x):
