@@ -82,6 +82,8 @@ fuzz:
 	$(GO) test ./internal/nanscan -run '^$$' -fuzz FuzzCount -fuzztime 30s
 	$(GO) test ./internal/query -run '^$$' -fuzz FuzzLoad -fuzztime 30s
 	$(GO) test ./internal/instrument -run '^$$' -fuzz FuzzInject -fuzztime 30s
+	$(GO) test ./internal/instrument -run '^$$' -fuzz FuzzLiveProbes -fuzztime 30s
+	$(GO) test ./recording -run '^$$' -fuzz FuzzProbeCTAs -fuzztime 30s
 
 # Regenerate the .pb.go files from the committed .proto files (needs protoc).
 proto:

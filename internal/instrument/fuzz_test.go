@@ -71,3 +71,57 @@ func FuzzInject(f *testing.F) {
 		}
 	})
 }
+
+// FuzzLiveProbes: on any module the PTX reader accepts, live probes with counts in every kernel
+// print as PTX that parses again, each kernel with its own instructions in order and one more
+// parameter, the probes' own.
+func FuzzLiveProbes(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("..", "ptx", "testdata", "*.ptx"))
+	files = append(files, filepath.Join("..", "kernels", "ptx", "demo.ptx"))
+	for _, file := range files {
+		if src, err := os.ReadFile(file); err == nil {
+			f.Add(src)
+		}
+	}
+	count, err := ParseSelection("global-load,global-store,atomic")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		m, err := ptx.Parse(src)
+		if err != nil {
+			return
+		}
+		m.Target, m.Version, m.AddressSize = []string{"sm_90"}, "8.0", 64
+		own := map[string][]string{}
+		params := map[string]int{}
+		for _, fn := range m.Functions() {
+			if !fn.Entry || !fn.HasBody || m.Function(fn.Name) != fn {
+				continue
+			}
+			for _, in := range fn.Instructions() {
+				own[fn.Name] = append(own[fn.Name], in.Name())
+			}
+			params[fn.Name] = len(fn.Params)
+			if _, err := InjectLiveProbes(m, fn.Name, count); err != nil {
+				t.Fatalf("%s: %v", fn.Name, err)
+			}
+		}
+		again, err := ptx.Parse([]byte(m.String()))
+		if err != nil {
+			t.Fatalf("the probed module does not parse: %v", err)
+		}
+		for name, want := range own {
+			fn := again.Function(name)
+			var kept []string
+			for _, in := range fn.Instructions() {
+				if !ours(in) {
+					kept = append(kept, in.Name())
+				}
+			}
+			if !slices.Equal(kept, want) || len(fn.Params) != params[name]+1 || fn.Params[params[name]].Name != ProbeParam {
+				t.Fatalf("%s: instructions kept %v, %d params for %d", name, slices.Equal(kept, want), len(fn.Params), params[name])
+			}
+		}
+	})
+}
