@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/gpurr/gpurr/internal/agent/agentenv"
 )
 
 // tritonCache finds the PTX a Triton kernel was compiled from. Triton keeps each compiled
@@ -25,13 +27,9 @@ type tritonCache struct {
 }
 
 func newTritonCache() *tritonCache {
-	root := os.Getenv("TRITON_CACHE_DIR")
+	root := agentenv.TritonCacheDir()
 	if root == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return nil
-		}
-		root = filepath.Join(home, ".triton", "cache")
+		return nil
 	}
 	return &tritonCache{root: root, seen: map[string]bool{}, byName: map[string][]string{}}
 }

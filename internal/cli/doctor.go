@@ -92,6 +92,7 @@ func runDoctor(stdout io.Writer, cuptiFlag string) error {
 	if agentOK {
 		checkNVTX(r, agentPath, os.Getenv(agentenv.NVTXInjection))
 	}
+	checkTritonCache(r, agentenv.TritonCacheDir())
 
 	var missing []string
 	for _, m := range []struct {
@@ -226,6 +227,29 @@ func checkNVTX(r *report, agent, prev string) {
 		return
 	}
 	r.ok("NVTX", "ranges will be recorded (gpurr record makes the agent NVTX's tool)")
+}
+
+// checkTritonCache says whether Triton kernels will come with their PTX, which gpurr race,
+// gpurr probe and record --probe instrument: the agent reads it from Triton's cache. Never a
+// failure: the cache appears when Triton first compiles, and other programs do not need it.
+func checkTritonCache(r *report, dir string) {
+	if dir == "" {
+		r.note("Triton cache", "no home directory and no TRITON_CACHE_DIR: Triton kernels will have no PTX for race and probes")
+		return
+	}
+	ptxs, err := filepath.Glob(filepath.Join(dir, "*", "*.ptx"))
+	switch {
+	case err != nil:
+		r.note("Triton cache", "%s: %v", dir, err)
+	case len(ptxs) == 0:
+		if _, err := os.Stat(dir); err != nil {
+			r.note("Triton cache", "%s does not exist yet: it appears when Triton first compiles (race and probes read Triton kernels' PTX there)", dir)
+			return
+		}
+		r.note("Triton cache", "%s holds no kernel's PTX yet (race and probes read Triton kernels' PTX there)", dir)
+	default:
+		r.ok("Triton cache", "%s: %s with PTX, which race and probes instrument", dir, info.Count(len(ptxs), "compiled kernel"))
+	}
 }
 
 // injectionTimeout bounds the recorded demo workload.

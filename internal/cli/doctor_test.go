@@ -83,3 +83,30 @@ func TestDoctorNVTX(t *testing.T) {
 		}
 	}
 }
+
+// The Triton cache line: a note (never a failure) while the cache is missing or holds no PTX,
+// a ✓ with the count once it does.
+func TestDoctorTritonCache(t *testing.T) {
+	dir := t.TempDir()
+	cache := dir + "/cache"
+	check := func(want string) {
+		t.Helper()
+		var out bytes.Buffer
+		r := &report{w: &out}
+		checkTritonCache(r, cache)
+		if !strings.HasPrefix(out.String(), want) || r.failures != 0 {
+			t.Errorf("checkTritonCache = %q (%d failures), want a line starting %q", out.String(), r.failures, want)
+		}
+	}
+	check("! Triton cache   " + cache + " does not exist yet")
+	if err := os.MkdirAll(cache+"/ABCD", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	check("! Triton cache   " + cache + " holds no kernel's PTX yet")
+	for _, f := range []string{"/ABCD/k.ptx", "/ABCD/k.cubin"} {
+		if err := os.WriteFile(cache+f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("✓ Triton cache   " + cache + ": 1 compiled kernel with PTX")
+}

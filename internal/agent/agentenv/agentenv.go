@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -303,4 +304,18 @@ func ParseProbe(s string) (ProbeSpec, error) {
 		}
 	}
 	return spec, nil
+}
+
+// TritonCacheDir is where Triton keeps its compiled kernels, each as NAME.cubin beside NAME.ptx
+// in a folder of its own: TRITON_CACHE_DIR, else ~/.triton/cache ("" when there is no home).
+// The agent finds Triton kernels' PTX there (race, probes, write sets); doctor reports on it.
+func TritonCacheDir() string {
+	if dir := os.Getenv("TRITON_CACHE_DIR"); dir != "" {
+		return dir
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".triton", "cache")
 }
