@@ -262,7 +262,7 @@ func (r *recorder) start() error {
 		}
 	}
 	if r.cfg.probe != "" {
-		p, err := newLiveProbes(r.cfg.probe, r.logf)
+		p, err := newLiveProbes(r.cfg.probe)
 		if err != nil {
 			return err
 		}

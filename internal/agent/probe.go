@@ -34,8 +34,7 @@ type liveProbes struct {
 	mu      sync.Mutex
 	triton  *tritonCache            // its own: the writer's is the writer goroutine's
 	modules map[uintptr]probeModule // by CUmodule handle
-	kernels []*pb.ProbeKernel       // decided since the writer last took them
-	logf    func(level, format string, args ...any)
+	kernels []*pb.ProbeKernel       // decided since the writer last took them (and logs them: it alone may)
 }
 
 // probeModule is what a loaded module offers probes: its PTX, or why there is none.
@@ -47,12 +46,12 @@ type probeModule struct {
 // probes is set before the agent starts when --probe is given.
 var probes *liveProbes
 
-func newLiveProbes(spec string, logf func(level, format string, args ...any)) (*liveProbes, error) {
+func newLiveProbes(spec string) (*liveProbes, error) {
 	s, err := agentenv.ParseProbe(spec)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", agentenv.Probe, err)
 	}
-	return &liveProbes{spec: s, triton: newTritonCache(), modules: map[uintptr]probeModule{}, logf: logf}, nil
+	return &liveProbes{spec: s, triton: newTritonCache(), modules: map[uintptr]probeModule{}}, nil
 }
 
 // probeSkipReasons words GP_PROBE_SKIP_* (agent.h) for ProbeResult.skipped.
@@ -165,11 +164,6 @@ func gpurrProbeFunction(module unsafe.Pointer, name *C.char, kernelID C.uint64_t
 		p.mu.Lock()
 		p.kernels = append(p.kernels, pk)
 		p.mu.Unlock()
-		if pk.Instrumented {
-			p.logf("info", "probes: %s instrumented", kernel)
-		} else {
-			p.logf("warn", "probes: %s runs without probes: %s", kernel, pk.Reason)
-		}
 	}()
 	fn, counted, err := p.instrument(uintptr(module), kernel, int(nparams))
 	if err != nil {
@@ -238,6 +232,15 @@ func (r *recorder) drainProbes() {
 	for _, k := range kernels {
 		r.batch.ProbeKernels = append(r.batch.ProbeKernels, k)
 		r.added()
+		name := fmt.Sprintf("kernel %d", k.GetKernelId())
+		if kern := r.kernels[k.GetKernelId()]; kern != nil {
+			name = kern.GetName()
+		}
+		if k.GetInstrumented() {
+			r.logf("info", "probes: %s instrumented", name)
+		} else {
+			r.logf("warn", "probes: %s runs without probes: %s", name, k.GetReason())
+		}
 	}
 	var v C.gp_probe_view
 	for C.gp_probe_poll(&v) != 0 {

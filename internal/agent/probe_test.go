@@ -36,7 +36,7 @@ func TestProbeModuleClassify(t *testing.T) {
 		}
 	}
 	probes := func(expr string) *liveProbes {
-		p, err := newLiveProbes(regexp.QuoteMeta(expr)+":entry,exit", logTo(t))
+		p, err := newLiveProbes(regexp.QuoteMeta(expr) + ":entry,exit")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +78,7 @@ func TestProbeModuleClassify(t *testing.T) {
 // instrumented, with the reason; its PTX declaring other parameters than the driver's is
 // refused before any JIT.
 func TestProbeInstrumentRefuses(t *testing.T) {
-	p, err := newLiveProbes("k:entry,exit", logTo(t))
+	p, err := newLiveProbes("k:entry,exit")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,11 +93,7 @@ func TestProbeInstrumentRefuses(t *testing.T) {
 	if _, _, err := p.instrument(3, "k", 2); err == nil || !strings.Contains(err.Error(), "declares 1 parameters, the driver 2") {
 		t.Errorf("parameter count mismatch: %v", err)
 	}
-	if _, err := newLiveProbes("k", logTo(t)); err == nil || !strings.Contains(err.Error(), agentenv.Probe) {
+	if _, err := newLiveProbes("k"); err == nil || !strings.Contains(err.Error(), agentenv.Probe) {
 		t.Errorf("bad spec: %v", err)
 	}
-}
-
-func logTo(t *testing.T) func(level, format string, args ...any) {
-	return func(level, format string, args ...any) { t.Logf(level+": "+format, args...) }
 }
