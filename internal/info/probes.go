@@ -86,6 +86,10 @@ func (p *Probes) write(t *textWriter) {
 	if p == nil {
 		return
 	}
+	if p.Instrumented == 0 && len(p.Not) == 0 {
+		t.field("probes", "%s: no launched kernel's name matched (names are mangled: gpurr query REC 'SELECT DISTINCT name FROM kernels' lists them)", p.Spec)
+		return
+	}
 	kernels := Count(p.Instrumented, "kernel") + " instrumented"
 	if len(p.Not) > 0 {
 		var not []string

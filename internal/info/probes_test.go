@@ -27,6 +27,12 @@ func TestProbesLine(t *testing.T) {
 	if p := summarizeProbes(d); p.Instrumented != 2 {
 		t.Errorf("%d kernels instrumented, want 2 (triton_k twice, kernel 2)", p.Instrumented)
 	}
+	// A spec whose expression matched no launched kernel says so, and how to see the names.
+	b.Reset()
+	summarizeProbes(&recording.Data{Process: &pb.Process{Probe: "nope:entry,exit"}}).write(&textWriter{w: &b})
+	if !strings.Contains(b.String(), "nope:entry,exit: no launched kernel's name matched") {
+		t.Errorf("no kernel matched: %q", b.String())
+	}
 	if p := summarizeProbes(&recording.Data{Process: &pb.Process{}}); p != nil {
 		t.Errorf("no --probe: %+v", p)
 	}
