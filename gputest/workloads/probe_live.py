@@ -7,13 +7,7 @@ import json
 import sys
 import threading
 
-try:
-    import torch
-    import triton
-    import triton.language as tl
-except ImportError as e:
-    print(f"torch or triton not installed: {e}", file=sys.stderr)
-    sys.exit(3)
+from triton_gpu import need_gpu, tl, torch, triton
 
 PROGRAMS = 48
 BLOCK = 256
@@ -58,9 +52,7 @@ def worker(errors):
 
 
 def main():
-    if not torch.cuda.is_available():
-        print("torch sees no GPU", file=sys.stderr)
-        sys.exit(3)
+    need_gpu()
     errors = []
     threads = [threading.Thread(target=worker, args=(errors,)) for _ in range(2)]
     for t in threads:

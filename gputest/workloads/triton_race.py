@@ -9,13 +9,7 @@ sum, and prints a JSON line."""
 import json
 import sys
 
-try:
-    import torch
-    import triton
-    import triton.language as tl
-except ImportError as e:
-    print(f"torch or triton not installed: {e}", file=sys.stderr)
-    sys.exit(3)
+from triton_gpu import need_gpu, tl, torch, triton
 
 PARTS = 16
 BLOCK = 1024
@@ -39,9 +33,7 @@ def gpurr_split_sum(x_ptr, partial_ptr, out_ptr, PARTS: tl.constexpr, BLOCK: tl.
 
 
 def main():
-    if not torch.cuda.is_available():
-        print("torch sees no GPU", file=sys.stderr)
-        sys.exit(3)
+    need_gpu()
     gen = torch.Generator(device="cuda").manual_seed(7)
     x = torch.rand(PARTS * BLOCK, device="cuda", generator=gen)
     partials = torch.zeros(PARTS, device="cuda")

@@ -19,6 +19,9 @@ type Probes struct {
 	Probed       int            `json:"launches_probed"`  // probe results with CTA records
 	Skipped      int            `json:"launches_skipped"` // launches of instrumented kernels that ran without probes
 	Reasons      []ProbeSkipped `json:"skipped_reasons,omitempty"`
+	// Launches that ran with probes whose records never reached the recording (still on the
+	// GPU when the process ended): from the agent's count, in a complete recording.
+	NeverArrived uint64 `json:"launches_records_lost,omitempty"`
 }
 
 // ProbeMiss is a kernel --probe picked but could not instrument.
@@ -42,15 +45,19 @@ func summarizeProbes(d *recording.Data) *Probes {
 	p := &Probes{Spec: spec}
 	links := recording.NewLinks() // kernel names only
 	links.Add(&pb.Batch{Kernels: d.Kernels}, false)
-	// A kernel loaded more than once (a module per thread, a recompile) has a handle, so a
-	// ProbeKernel, each time: count it once by name.
+	// A module loaded more than once (once per thread) gives its kernel a handle, so a
+	// ProbeKernel, each time: count a kernel once by its identity (module and name), as
+	// gpurr probe --all does.
 	seen := map[string]bool{}
 	for _, k := range d.ProbeKernels {
-		name := fmt.Sprintf("kernel %d", k.GetKernelId())
+		name, who := fmt.Sprintf("kernel %d", k.GetKernelId()), fmt.Sprint("id ", k.GetKernelId())
 		if kernel := links.Kernel(k.GetKernelId()); kernel != nil {
 			name = shorten(links.KernelName(kernel), 60)
+			if kernel.GetIdentity() != 0 {
+				who = fmt.Sprint("identity ", kernel.GetIdentity())
+			}
 		}
-		key := fmt.Sprint(k.GetInstrumented(), "\x00", name, "\x00", k.GetReason())
+		key := fmt.Sprint(k.GetInstrumented(), "\x00", who, "\x00", k.GetReason())
 		if seen[key] {
 			continue
 		}
@@ -69,6 +76,14 @@ func summarizeProbes(d *recording.Data) *Probes {
 			reasons[r.GetSkipped()]++
 		case len(r.GetCtas()) > 0:
 			p.Probed++
+		}
+	}
+	// The agent counts launches that ran with probes (probe_launches) and those it skipped
+	// before or at their launch (probe_skipped, each with its result); every other result is
+	// one of the former's.
+	if s := d.Stats; d.End != nil && s != nil {
+		if ran := uint64(len(d.ProbeResults)) - min(uint64(len(d.ProbeResults)), s.GetProbeSkipped()); s.GetProbeLaunches() > ran {
+			p.NeverArrived = s.GetProbeLaunches() - ran
 		}
 	}
 	for reason, n := range reasons {
@@ -115,6 +130,9 @@ func (p *Probes) write(t *textWriter) {
 			why = append(why, "...")
 		}
 		launches += " (" + strings.Join(why, "; ") + ")"
+	}
+	if p.NeverArrived > 0 {
+		launches += fmt.Sprintf("; %s ran with probes whose records never arrived (the process ended first)", Count(int(p.NeverArrived), "launch"))
 	}
 	t.field("probes", "%s: %s; %s", p.Spec, kernels, launches)
 }

@@ -22,10 +22,22 @@ func TestProbesLine(t *testing.T) {
 		t.Errorf("got  %q\nwant %q", b.String(), want)
 	}
 	// One kernel loaded twice (two handles, two ProbeKernels) is one kernel.
-	d.Kernels = []*pb.Kernel{{Id: 1, Name: "triton_k"}, {Id: 3, Name: "triton_k"}}
+	d.Kernels = []*pb.Kernel{{Id: 1, Name: "triton_k", Identity: 77}, {Id: 3, Name: "triton_k", Identity: 77}}
 	d.ProbeKernels = append(d.ProbeKernels, &pb.ProbeKernel{KernelId: 3, Instrumented: true})
 	if p := summarizeProbes(d); p.Instrumented != 2 {
 		t.Errorf("%d kernels instrumented, want 2 (triton_k twice, kernel 2)", p.Instrumented)
+	}
+	// The same name from another module is another kernel.
+	d.Kernels[1].Identity = 78
+	if p := summarizeProbes(d); p.Instrumented != 3 {
+		t.Errorf("%d kernels instrumented, want 3 (triton_k of two modules, kernel 2)", p.Instrumented)
+	}
+	// The agent ran 3 launches with probes (and skipped 3 before them): 1 result arrived.
+	d.Stats, d.End = &pb.Stats{ProbeLaunches: 3, ProbeSkipped: 3}, &pb.End{}
+	b.Reset()
+	summarizeProbes(d).write(&textWriter{w: &b})
+	if !strings.Contains(b.String(), "; 2 launches ran with probes whose records never arrived") {
+		t.Errorf("records lost: %q", b.String())
 	}
 	// A spec whose expression matched no launched kernel says so, and how to see the names.
 	b.Reset()

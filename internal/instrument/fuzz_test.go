@@ -9,10 +9,9 @@ import (
 	"github.com/gpurr/gpurr/internal/ptx"
 )
 
-// FuzzInject: on any module the PTX reader accepts, delays before every point of every kernel
-// print as PTX that parses again, with each kernel's own instructions kept in order and one
-// sleep per point.
-func FuzzInject(f *testing.F) {
+// addPTXSeeds seeds a fuzz target with the PTX the repository holds: the reader's test modules
+// and gpurr's own kernels.
+func addPTXSeeds(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("..", "ptx", "testdata", "*.ptx"))
 	files = append(files, filepath.Join("..", "kernels", "ptx", "demo.ptx"))
 	for _, file := range files {
@@ -20,6 +19,13 @@ func FuzzInject(f *testing.F) {
 			f.Add(src)
 		}
 	}
+}
+
+// FuzzInject: on any module the PTX reader accepts, delays before every point of every kernel
+// print as PTX that parses again, with each kernel's own instructions kept in order and one
+// sleep per point.
+func FuzzInject(f *testing.F) {
+	addPTXSeeds(f)
 	sel, err := ParseSelection("barrier,shared-load,shared-store,global-load,global-store,atomic,mbarrier,async-copy,fence")
 	if err != nil {
 		f.Fatal(err)
@@ -76,13 +82,7 @@ func FuzzInject(f *testing.F) {
 // print as PTX that parses again, each kernel with its own instructions in order and one more
 // parameter, the probes' own.
 func FuzzLiveProbes(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("..", "ptx", "testdata", "*.ptx"))
-	files = append(files, filepath.Join("..", "kernels", "ptx", "demo.ptx"))
-	for _, file := range files {
-		if src, err := os.ReadFile(file); err == nil {
-			f.Add(src)
-		}
-	}
+	addPTXSeeds(f)
 	count, err := ParseSelection("global-load,global-store,atomic")
 	if err != nil {
 		f.Fatal(err)

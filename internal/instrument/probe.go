@@ -6,20 +6,21 @@ import (
 	"strings"
 
 	"github.com/gpurr/gpurr/internal/ptx"
+	"github.com/gpurr/gpurr/recording"
 )
 
 // ProbeSymbol is the module-scope variable InjectProbes adds: the device address of the
 // probe buffer, which the runner sets (cuModuleGetGlobal) before the launch.
 const ProbeSymbol = "gpurr_probe_buf"
 
-// ProbeRecordBytes is the size of one CTA's record in the probe buffer: the earliest entry of
-// its warps (noted by each warp's lane 0) and the latest exit of its threads (noted by one
-// thread of each group of a warp that exits together), on %globaltimer
-// (u64 at 0 and 8, atomic min and max: fill the
-// entries with all ones and the exits with zeros first), the SM it ran on (u32 at 16), and
-// how many times its threads ran the counted instructions (u64 at 24, zero first).
-// The record of the CTA at (x, y, z) is at index x + nctaid.x * (y + nctaid.y * z).
-const ProbeRecordBytes = 32
+// ProbeRecordBytes is the size of one CTA's record in the probe buffer, the recording's own
+// layout (recording.ProbeRecordBytes): the earliest entry of its warps (noted by each warp's
+// lane 0) and the latest exit of its threads (noted by one thread of each group of a warp that
+// exits together) on %globaltimer (u64 at 0 and 8, atomic min and max: fill the entries with
+// all ones and the exits with zeros first), the SM it ran on (u32 at 16), and how many times
+// its threads ran the counted instructions (u64 at 24, zero first). The record of the CTA at
+// (x, y, z) is at index x + nctaid.x * (y + nctaid.y * z).
+const ProbeRecordBytes = recording.ProbeRecordBytes
 
 // InjectProbes makes every warp of kernel note, in its CTA's record of the probe buffer, when
 // it started (entry, by its lane 0) and every thread when it reached each ret or exit, and the

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/gpurr/gpurr/internal/instrument"
-	"github.com/gpurr/gpurr/recording"
 )
 
 // A launch of 264 CTAs on 132 SMs, two waves of 10 µs, where CTA 200 ran 100 µs: Summarize
@@ -46,13 +45,6 @@ func TestSummarize(t *testing.T) {
 	}
 	if s.Counted != 264*129 || s.CountMedian != 129 || s.CountMax.Count != 130 || s.CountMax.Index != 2 {
 		t.Errorf("counted %d, median %d, max %d at CTA %d", s.Counted, s.CountMedian, s.CountMax.Count, s.CountMax.Index)
-	}
-}
-
-// The replay path and the recording decode one layout.
-func TestRecordSize(t *testing.T) {
-	if instrument.ProbeRecordBytes != recording.ProbeRecordBytes {
-		t.Errorf("instrument writes %d-byte records, the format has %d", instrument.ProbeRecordBytes, recording.ProbeRecordBytes)
 	}
 }
 
