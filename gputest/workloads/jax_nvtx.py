@@ -1,7 +1,9 @@
 """JAX's own annotations, for the nvtx.jax GPU test: CALLS calls of a jitted function, each
 inside jax.profiler.TraceAnnotation("gpurr_step N"), the function's ops inside
-jax.named_scope("gpurr_scope"). JAX (XLA's profiler annotations) emits NVTX ranges where an NVTX
-tool is injected, as under Nsight Systems; gpurr record injects its agent as that tool."""
+jax.named_scope("gpurr_scope"). XLA opens an NVTX range around each thunk it runs, naming the
+op's scope, where an NVTX tool is injected, as under Nsight Systems; gpurr record injects its
+agent as that tool. The TraceAnnotation ranges are a profiler TraceMe that JAX 0.11 does not
+send to NVTX."""
 import json
 import sys
 
