@@ -27,6 +27,10 @@ ROOT = Path(__file__).resolve().parent.parent
 # Targets from the record issue: at most 1 us added per launch (torch.profiler, the peer,
 # adds about 3 us), and at most 3% on a GPU-bound training step.
 LAUNCH_MAX_ADDED_US = 1.0
+# From the hash-mode issue: on the eager loop, hash mode may add at most 3 us per launch over
+# the bare run, and its host-side cost at most 2 us over the launch log's.
+HASH_EAGER_MAX_ADDED_US = 3.0
+HASH_EAGER_MAX_HOST_US = 2.0
 # From the launch-heavy issue: a Python callstack of 64 frames and a native one of 24 frames (on
 # autograd's engine thread) cost at most 1 us each per launch.
 STACK_MAX_ADDED_US = 1.0
@@ -88,7 +92,9 @@ class Bench:
         self.memory_modes = args.memory_modes
         self.gpt2_modes = args.gpt2_modes.split(",")
         known = [k for k, _, _ in GPT2_VARIANTS]
-        self.gpt2_variants = [k for k in known if not args.gpt2_variants or k in args.gpt2_variants.split(",")]
+        # The hash-mode variants cost seconds per step: run only when named.
+        self.gpt2_variants = [k for k in known if (k in args.gpt2_variants.split(",") if args.gpt2_variants
+                                                   else not k.startswith("hash"))]
         unknown = set(args.gpt2_variants.split(",")) - set(known) if args.gpt2_variants else set()
         if unknown or "bare" not in self.gpt2_variants:
             extra = f" (unknown: {','.join(sorted(unknown))})" if unknown else ""
@@ -108,6 +114,7 @@ class Bench:
                  "(SELECT sum(memory_launches) FROM stats) AS mem, (SELECT sum(snapshots) FROM stats) AS snaps, "
                  "(SELECT max(memory_stopped) FROM stats) AS stopped, (SELECT sum(launches_dropped) FROM stats) AS dropped, "
                  "(SELECT sum(chunk_bytes_stored) FROM stats) AS stored, "
+                 "(SELECT sum(bytes_hashed) FROM stats) AS hashed, (SELECT sum(bytes_carried) FROM stats) AS carried, "
                  "(SELECT avg(depth) FROM callstacks WHERE source = 'native') AS native_depth, "
                  "(SELECT count(*) FROM ranges) AS ranges, "
                  "(SELECT sum(agent_callback_ns) - sum(agent_launch_ns) FROM stats) AS other_ns",
@@ -122,6 +129,7 @@ class Bench:
                 res["memory_launches"], res["snapshots"] = row["mem"] or 0, row["snaps"] or 0
                 res["memory_stopped"], res["launches_dropped"] = row["stopped"] or "", row["dropped"] or 0
                 res["chunk_bytes_stored"] = row["stored"] or 0
+                res["bytes_hashed"], res["bytes_carried"] = row["hashed"] or 0, row["carried"] or 0
                 res["native_depth"] = round(row["native_depth"] or 0, 1)
                 res["ranges"], res["ranges_made"] = row["ranges"] or 0, res.get("ranges", 0)
                 if res["ranges"]:  # the agent's time in NVTX callbacks, per range (push and pop)
@@ -162,6 +170,38 @@ def rows_launch_overhead(b, rounds):
          "verdict": invalid or ("ok" if d_timing < d_prof else "over target"), "samples": got},
         {"workload": "launch_overhead torch.profiler", "baseline": base, "under": med["profiler"],
          "delta": f"{d_prof:+.2f} us", "target": "reference", "verdict": "-", "samples": got},
+    ]
+
+
+def rows_hash_eager(b, rounds):
+    """Hash mode's per-launch cost on the eager loop (launch_overhead.py: x.add_(1) on a small
+    tensor, which every launch writes, so nothing can be carried): bare, launch log, and
+    --memory hash, GPU timing off in both recorded variants. Two figures: wall time per launch
+    against bare, and the agent's own time per launch on the program's thread against the
+    launch log's (gpurr info's figure: the host cost hash mode adds)."""
+    got = {"bare": [], "log": [], "hash": []}
+    agent = {"log": [], "hash": []}
+    bad = []
+    for _ in range(rounds):
+        got["bare"].append(b.variant("hash_eager.bare", "launch_overhead.py", [], False, 180)["us_per_launch"])
+        for key, flags in (("log", ["--gpu-timing=false"]), ("hash", ["--gpu-timing=false", "--memory", "hash"])):
+            r = b.variant(f"hash_eager.{key}", "launch_overhead.py", [], True, 300, flags)
+            got[key].append(r["us_per_launch"])
+            agent[key].append(r["agent_ns_per_launch"] / 1e3)
+            if r["recorded_launches"] < r["launches"] or (key == "hash" and r["memory_launches"] < r["launches"]):
+                bad.append(f"{key}: {r['recorded_launches']} launches recorded, {r['memory_launches']} hashed")
+    base = statistics.median(got["bare"])
+    wall = statistics.median(got["hash"]) - base
+    host = statistics.median(agent["hash"]) - statistics.median(agent["log"])
+    invalid = "INVALID: " + "; ".join(bad) if bad else None
+    return [
+        {"workload": "eager loop --memory hash (us/launch)", "baseline": base, "under": statistics.median(got["hash"]),
+         "delta": f"{wall:+.2f} us", "target": f"<= {HASH_EAGER_MAX_ADDED_US:.0f} us",
+         "verdict": invalid or ("ok" if wall <= HASH_EAGER_MAX_ADDED_US else "over target"), "samples": got},
+        {"workload": "eager loop --memory hash, agent us/launch vs launch log",
+         "baseline": statistics.median(agent["log"]), "under": statistics.median(agent["hash"]),
+         "delta": f"{host:+.2f} us", "target": f"<= {HASH_EAGER_MAX_HOST_US:.0f} us",
+         "verdict": invalid or ("ok" if host <= HASH_EAGER_MAX_HOST_US else "over target"), "samples": agent},
     ]
 
 
@@ -265,12 +305,15 @@ def rows_train_step(b, rounds):
     rewrites most of its memory), and 25 steps would fill the disk."""
     variants = {"gpurr": ([], [])}
     if b.memory_modes:  # opt-in: they cost seconds per step and would not fit gpu-check's budget
-        variants.update({"gpurr_hash": (["--memory", "hash"], []),
+        variants.update({"gpurr_hash_all": (["--memory", "hash", "--write-sets", "all"], []),
+                         "gpurr_hash": (["--memory", "hash"], []),
+                         "gpurr_hash_learned": (["--memory", "hash", "--write-sets", "learned"], []),
                          "gpurr_hash_nan": (["--memory", "hash", "--nan-scan", "bf16,f32"], []),
                          "gpurr_snap10": (["--memory", "snapshot", "--snapshot-launches", "1-:10"],
                                           ["--steps", "4", "--warmup", "1"])})
     got = {"bare": [], **{k: [] for k in variants}}
     checks = {k: [] for k in variants}
+    hashed = {}  # GB hashed per step (warm-up steps included), and the share carried instead
     for i in range(rounds):
         got["bare"].append(b.variant("train_step.bare", "train_step.py", [], False, 300)["ms_per_step"])
         for key, (flags, args) in variants.items():
@@ -278,6 +321,9 @@ def rows_train_step(b, rounds):
                 continue  # one run each: the memory modes cost seconds, not noise-sized deltas
             r = b.variant(f"train_step.{key}", "train_step.py", args, True, 500, flags)
             got[key].append(r["ms_per_step"])
+            steps = 5 if "--steps" in args else 25
+            total = r["bytes_hashed"] + r["bytes_carried"]
+            hashed[key] = (r["bytes_hashed"] / steps / 1e9, r["bytes_carried"] / total * 100 if total else 0)
             why = ""
             if not r["recorded_launches"]:
                 why = "nothing recorded"
@@ -293,13 +339,17 @@ def rows_train_step(b, rounds):
     base = statistics.median(got["bare"])
     rows = []
     for key, label, limit in (("gpurr", "train_step (ms/step)", TRAIN_STEP_MAX_SLOWDOWN_PCT),
+                              ("gpurr_hash_all", "train_step --memory hash --write-sets all", None),
                               ("gpurr_hash", "train_step --memory hash", TRAIN_STEP_HASH_MAX_SLOWDOWN_PCT),
+                              ("gpurr_hash_learned", "train_step --memory hash --write-sets learned", None),
                               ("gpurr_hash_nan", "train_step --memory hash --nan-scan bf16,f32", None),
                               ("gpurr_snap10", "train_step snapshot 10%", None)):
         if key not in variants:
             continue
         rec = statistics.median(got[key])
         pct = (rec / base - 1) * 100
+        if key in hashed and key != "gpurr":
+            label += f" ({hashed[key][0]:.1f} GB hashed/step, {hashed[key][1]:.0f}% of region bytes carried)"
         if any(checks[key]):
             verdict = "INVALID: " + "; ".join(w for w in checks[key] if w)
         elif limit is None:
@@ -360,6 +410,9 @@ GPT2_VARIANTS = [
     ("native", ["--callstack", "native"], []),
     ("default", [], []),
     ("default+sampled", ["--gpu-timing=sample"], []),
+    ("hash", ["--memory", "hash"], []),
+    ("hash+learned", ["--memory", "hash", "--write-sets", "learned"], []),
+    ("hash+all", ["--memory", "hash", "--write-sets", "all"], []),
     ("profiler", None, ["--profiler"]),
 ]
 
@@ -381,6 +434,7 @@ def rows_gpt2_step(b, rounds):
         floor = {k: [] for k, _, _ in variants}
         agent = {k: [] for k, _, _ in variants}
         per_step = {}
+        hashed = {}  # hash modes: GB hashed per step, % of region bytes carried
         invalid = []
         for _ in range(rounds):
             for key, flags, args in variants:
@@ -392,6 +446,9 @@ def rows_gpt2_step(b, rounds):
                     agent[key].append(r["agent_ns_per_launch"])
                     steps = r["steps"] + r["warmup"]
                     per_step[key] = r["recorded_launches"] / steps
+                    total = r["bytes_hashed"] + r["bytes_carried"]
+                    if total:
+                        hashed[key] = (r["bytes_hashed"] / steps / 1e9, r["bytes_carried"] / total * 100)
                     if r["recorded_launches"] < 300 * steps:
                         invalid.append(f"{key}: {r['recorded_launches']} launches recorded")
         base = statistics.median(got["bare"])
@@ -409,6 +466,8 @@ def rows_gpt2_step(b, rounds):
                 verdict = "INVALID: " + "; ".join(invalid)
             if flags is not None:
                 label += f" ({statistics.median(agent[key]) / 1e3:.2f} us/launch agent, {per_step.get(key, 0):.0f} launches/step)"
+            if key in hashed:
+                label += f" ({hashed[key][0]:.1f} GB hashed/step, {hashed[key][1]:.0f}% carried)"
             rows.append({"workload": label, "baseline": base, "under": med, "delta": f"{pct:+.1f}%",
                          "target": target, "verdict": verdict,
                          "samples": {"bare": got["bare"], key: got[key], "floor_bare": floor["bare"],
@@ -561,7 +620,8 @@ def rows_race(b, rounds):
 
 BENCHES = {"launch_overhead": rows_launch_overhead, "train_step": rows_train_step,
            "stacks": rows_stacks, "timing": rows_timing, "gpt2_step": rows_gpt2_step, "memcap": rows_memcap,
-           "replay": rows_replay, "race": rows_race, "nvtx": rows_nvtx, "probe": rows_probe}
+           "replay": rows_replay, "race": rows_race, "nvtx": rows_nvtx, "probe": rows_probe,
+           "hash_eager": rows_hash_eager}
 # Run only when asked for by name: gpt2_step is 14 processes of a minute or more each per mode
 # and round; race builds and records two CUDA programs first, which gpu-check's budget for the
 # default benchmarks leaves no room for (scripts/gpu-check --only bench.race runs it).

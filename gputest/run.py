@@ -1532,6 +1532,125 @@ def rewind(h, d, seq, point, out):
     return Path(out).read_bytes()
 
 
+def carried_states(h, d, kernel):
+    return h.query(d, f"""SELECT l.seq AS seq, m.region AS region, m.hash AS hash, m.carried AS carried,
+                                 m.carried_from AS carried_from, m.unknown AS unknown, r.param_offsets AS offsets
+                          FROM launches l JOIN memory_states m ON m.process = l.process AND m.launch_seq = l.seq
+                          JOIN regions r ON r.process = l.process AND r.launch_seq = l.seq AND r.region = m.region
+                          WHERE l.name LIKE '%{kernel}%' AND m.point = 'after' ORDER BY l.seq, m.region""")
+
+
+def by_offsets(rows, offsets):
+    return [r for r in rows if r["offsets"] == offsets]
+
+
+@test("writesets.proved")
+def t_writesets_proved(h):
+    """--memory hash carries what a launch cannot write: a Triton kernel reading src and writing
+    dst (its PTX proves src read-only) hashes only dst after the launches that follow its
+    description, and every carried state of src is the hash of src's bytes as the program read
+    them back; dst is hashed every time and ends as the program's bytes. A cuBLAS GEMM (no PTX)
+    is hashed whole under the default --write-sets proved; under --write-sets learned its
+    inputs a and b are carried after a few launches, with their true hashes, and c never is."""
+    out = h.tmp / "write_sets_proved"
+    want, d = h.py_workload("write_sets_proved", script="write_sets.py", args=["proved", out], flags=["--memory", "hash"])
+    rows = carried_states(h, d, "scale_kernel")
+    src_hash = region_hash_hex((out / "src.bin").read_bytes())
+    dst_hash = region_hash_hex((out / "dst.bin").read_bytes())
+    src, dst = by_offsets(rows, "0"), by_offsets(rows, "8")
+    check(len(src) == want["launches"] and len(dst) == want["launches"],
+          f"{len(src)} src and {len(dst)} dst states of scale_kernel, want {want['launches']} each: {rows[:4]}")
+    carried = [r for r in src if r["carried"] == "proved"]
+    check(len(carried) >= want["launches"] - 2, f"only {len(carried)} of {len(src)} src states carried (proved): {src}")
+    check(all(r["hash"] == src_hash and not truthy(r["unknown"]) for r in src),
+          f"a src state is not the hash of src's bytes {src_hash}: {[r for r in src if r['hash'] != src_hash][:2]}")
+    check(all(r["carried"] == "" for r in dst), f"dst carried though the kernel writes it: {dst[:3]}")
+    check(dst[-1]["hash"] == dst_hash, f"dst's last state {dst[-1]['hash']}, its bytes hash to {dst_hash}")
+    gemm = h.query(d, """SELECT count(*) AS n, sum(CASE WHEN m.carried != '' THEN 1 ELSE 0 END) AS carried
+                         FROM launches l JOIN memory_states m ON m.process = l.process AND m.launch_seq = l.seq
+                         WHERE (l.name LIKE '%gemm%' OR l.name LIKE '%sm90%' OR l.name LIKE '%cutlass%') AND m.point = 'after'""")[0]
+    check(gemm["n"] and not gemm["carried"], f"GEMM states under --write-sets proved: {gemm} (none may be carried: no PTX)")
+
+    out2 = h.tmp / "write_sets_learned"
+    _, d2 = h.py_workload("write_sets_learned", script="write_sets.py", args=["proved", out2],
+                          flags=["--memory", "hash", "--write-sets", "learned"])
+    hashes = {n: region_hash_hex((out2 / f"{n}.bin").read_bytes()) for n in ("a", "b", "c")}
+    states = h.query(d2, """SELECT l.seq AS seq, m.hash AS hash, m.carried AS carried, m.unknown AS unknown
+                            FROM launches l JOIN memory_states m ON m.process = l.process AND m.launch_seq = l.seq
+                            WHERE (l.name LIKE '%gemm%' OR l.name LIKE '%sm90%' OR l.name LIKE '%cutlass%')
+                              AND m.point = 'after' ORDER BY l.seq, m.region""")
+    learned = [r for r in states if r["carried"] == "learned"]
+    check(len(learned) >= 2 * (want["launches"] - 6),
+          f"{len(learned)} GEMM input states carried (learned) of {len(states)}, want both inputs of most launches")
+    check(all(r["hash"] in (hashes["a"], hashes["b"]) and not truthy(r["unknown"]) for r in learned),
+          f"a learned carry is neither a's nor b's hash: {[r for r in learned if r['hash'] not in (hashes['a'], hashes['b'])][:2]}")
+    check(not any(r["hash"] == hashes["c"] and r["carried"] for r in states), "c's state was carried: the GEMM writes it")
+    info = h.sh([h.gpurr, "info", d2], 60, log="writesets.info")
+    line = [l.strip() for l in info.out.splitlines() if "write sets" in l]
+    return (f"scale_kernel: {len(carried)}/{len(src)} src states carried (proved), all equal to src's bytes; "
+            f"GEMM learned: {len(learned)}/{len(states)} states carried; info: {line[:1]}")
+
+
+@test("writesets.chase")
+def t_writesets_chase(h):
+    """A Triton kernel storing through a pointer it loads from memory (its PTX may write
+    anything) ends every carry: the next launch reading the buffer it wrote hashes it again,
+    and that hash is the buffer's bytes; two runs storing different values part ways there."""
+    recs = []
+    for i, value in ((1, "3.0"), (2, "4.0")):
+        out = h.tmp / f"write_sets_chase{i}"
+        _, d = h.py_workload(f"write_sets_chase{i}", script="write_sets.py", args=["chase", out, value],
+                             flags=["--memory", "hash"])
+        recs.append((d, out))
+    d, out = recs[0]
+    rows = by_offsets(carried_states(h, d, "scale_kernel"), "0")
+    check(len(rows) == 5, f"{len(rows)} target states of scale_kernel, want 5: {rows}")
+    check(any(r["carried"] == "proved" for r in rows[:4]), f"no target state carried before the chase: {rows[:4]}")
+    last = rows[-1]
+    want_hash = region_hash_hex((out / "target.bin").read_bytes())
+    check(last["carried"] == "" and last["hash"] == want_hash,
+          f"after the chase, target is {last} (carried: {last['carried']!r}), want hashed anew as {want_hash}")
+    r = h.sh([h.gpurr, "diff", recs[0][0], recs[1][0]], 120, log="writesets.chase.diff")
+    check(r.rc == 1, f"gpurr diff exit {r.rc}, want 1: {r.why()} {r.out[:400]}")
+    kernel = [l.strip() for l in r.out.splitlines() if l.strip().startswith("kernel")]
+    check(kernel and ("chase_kernel" in kernel[0] or "scale_kernel" in kernel[0]),
+          f"diff names {kernel[:1]}, want chase_kernel or the scale_kernel after it:\n{r.out[:800]}")
+    return f"target hashed anew after the chase and equal to its bytes; diff: {kernel[0][:80]}"
+
+
+@test("writesets.learned_miss")
+def t_writesets_learned_miss(h):
+    """--write-sets learned: a kernel that writes its input only on its 50th launch. The input
+    is learned read-only and carried; an audit finds the write (write_set_misses names the
+    kernel, the input's word and a range of launches holding the 50th); gpurr diff of two runs
+    adding different values then names launch 50 or says its answer may be earlier, in a range
+    that holds launch 50."""
+    recs = []
+    for i, value in ((1, "1.0"), (2, "2.0")):
+        out = h.tmp / f"write_sets_miss{i}"
+        want, d = h.py_workload(f"write_sets_miss{i}", script="write_sets.py", args=["miss", out, value],
+                                flags=["--memory", "hash", "--write-sets", "learned"])
+        recs.append(d)
+    d = recs[0]
+    seqs = [r["seq"] for r in h.query(d, "SELECT seq FROM launches WHERE name LIKE '%maybe_kernel%' ORDER BY seq")]
+    check(len(seqs) == want["launches"], f"{len(seqs)} maybe_kernel launches, want {want['launches']}")
+    at = seqs[want["miss_at"] - 1]
+    src = by_offsets(carried_states(h, d, "maybe_kernel"), "0")
+    learned = [r for r in src if r["carried"] == "learned"]
+    check(len(learned) > want["launches"] // 2, f"only {len(learned)} of {len(src)} src states carried (learned)")
+    misses = h.query(d, "SELECT * FROM write_set_misses")
+    check(len(misses) >= 1, f"no write-set miss recorded: {misses}")
+    m = misses[0]
+    check(m["since_seq"] < at <= m["audit_seq"], f"miss {m}: its range does not hold the 50th launch (seq {at})")
+    r = h.sh([h.gpurr, "diff", *recs], 120, log="writesets.miss.diff")
+    check(r.rc == 1, f"gpurr diff exit {r.rc}, want 1: {r.why()} {r.out[:400]}")
+    named = f"launch {at}" in r.out or f"#{at}" in r.out
+    uncertain = "may be" in r.out and "learned" in r.out
+    check(named or uncertain, f"diff neither names launch {at} nor says its answer may be earlier:\n{r.out[:1200]}")
+    note = [l.strip() for l in r.out.splitlines() if "may be" in l or "learned" in l]
+    return f"miss found by the audit at launch {m['audit_seq']} (since {m['since_seq']}, write at {at}); diff: {note[:2]}"
+
+
 @test("memory.snapshot")
 def t_memory_snapshot(h):
     """Snapshot mode: rewind before/after each poke equals the program's own copies; only the

@@ -20,6 +20,7 @@ func FuzzScan(f *testing.F) {
 	f.Add(whole)
 	f.Add(variantEvents(f, testrec.Memory))
 	f.Add(variantEvents(f, testrec.Autograd))
+	f.Add(variantEvents(f, testrec.WriteSets))
 	f.Add(whole[:len(whole)-7])
 	f.Add(whole[:16])
 	f.Add(whole[:40])
@@ -66,7 +67,12 @@ func FuzzScan(f *testing.F) {
 			for i, rs := range st.Regions {
 				links.Allocation(links.StateRegion(st, i).GetAllocationId())
 				recording.ChunkHashes(rs)
+				recording.CarriedText(rs.GetCarried())
 			}
+			recording.UnknownRegions(st)
+		}
+		for _, m := range d.WriteSetMisses {
+			links.Kernel(m.GetKernelId())
 		}
 	})
 }

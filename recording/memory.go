@@ -96,3 +96,32 @@ func EnumText(e protoreflect.Enum) string {
 	}
 	return strings.ToLower(string(v.Name()))
 }
+
+// CarriedText writes RegionState.carried (format 1.11) as gpurr prints it: "" for a region
+// hashed after its launch; "proved" or "learned" for one whose state was carried from an
+// earlier launch, not hashed, because the kernel's PTX proves it does not write the region, or
+// its earlier launches never did; the number for a value added by a newer format.
+func CarriedText(c pb.RegionState_Carried) string {
+	switch c {
+	case pb.RegionState_NOT_CARRIED:
+		return ""
+	case pb.RegionState_PROVED_READ_ONLY:
+		return "proved"
+	case pb.RegionState_LEARNED_READ_ONLY:
+		return "learned"
+	}
+	return strconv.Itoa(int(c))
+}
+
+// UnknownRegions counts the regions of s whose state is unknown (RegionState.unknown, format
+// 1.11): carried from a launch whose state was lost, they have no hash. A reader treats such a
+// region as it treats a lost state: neither equal to nor different from any other.
+func UnknownRegions(s *pb.MemoryState) int {
+	n := 0
+	for _, rs := range s.GetRegions() {
+		if rs.GetUnknown() {
+			n++
+		}
+	}
+	return n
+}

@@ -294,10 +294,14 @@ type Data struct {
 	RangeEnds     []*pb.RangeEnd    // ends of ranges written in earlier frames
 	ProbeResults  []*pb.ProbeResult // launches probed live (--probe; format 1.10), in the order written: ProbeCTAs decodes their CTAs
 	ProbeKernels  []*pb.ProbeKernel // the kernels --probe picked: instrumented or why not
-	Stats         *pb.Stats         // cumulative, from the last frame that had them
-	End           *pb.End           // nil when the recording is incomplete
-	Truncated     bool              // the file ended inside a frame
-	Frames        int
+	// WriteSetMisses are the audits that found a region a learned write set called read-only
+	// changed (--write-sets learned; format 1.11), in the order written: the states of that
+	// allocation carried between each one's since_seq and audit_seq may be stale.
+	WriteSetMisses []*pb.WriteSetMiss
+	Stats          *pb.Stats // cumulative, from the last frame that had them
+	End            *pb.End   // nil when the recording is incomplete
+	Truncated      bool      // the file ended inside a frame
+	Frames         int
 }
 
 // Complete reports whether the process ended normally and its recording
@@ -340,6 +344,7 @@ func (p *Process) Load() (*Data, error) {
 		d.RangeEnds = append(d.RangeEnds, b.RangeEnds...)
 		d.ProbeResults = append(d.ProbeResults, b.Probes...)
 		d.ProbeKernels = append(d.ProbeKernels, b.ProbeKernels...)
+		d.WriteSetMisses = append(d.WriteSetMisses, b.WriteSetMisses...)
 		if b.Stats != nil {
 			d.Stats = b.Stats
 		}

@@ -163,6 +163,7 @@ func configFromEnv() (config, error) {
 		SnapshotLaunches: os.Getenv(agentenv.SnapshotLaunches),
 		OnFull:           os.Getenv(agentenv.OnFull),
 		NanScan:          os.Getenv(agentenv.NanScan),
+		WriteSets:        os.Getenv(agentenv.WriteSets),
 	}
 	var err error
 	if s := os.Getenv(agentenv.StagingBytes); s != "" {
@@ -177,6 +178,9 @@ func configFromEnv() (config, error) {
 	}
 	if cfg.memory.Mode == "" {
 		cfg.memory.Mode = "off"
+	}
+	if cfg.memory.WriteSets == "" {
+		cfg.memory.WriteSets = "proved"
 	}
 	if cfg.memory.OnFull == "" {
 		cfg.memory.OnFull = "backpressure"
@@ -247,6 +251,10 @@ func (r *recorder) start() error {
 		ccfg.staging_bytes = C.uint64_t(m.StagingBytes)
 		mask, _, _ := agentenv.ParseNanScan(m.NanScan) // configFromEnv validated it
 		ccfg.nan_dtypes = C.uint32_t(mask)
+		if m.Mode == "hash" {
+			ccfg.write_sets = map[string]C.int{"all": C.GP_WRITE_SETS_ALL, "proved": C.GP_WRITE_SETS_PROVED, "learned": C.GP_WRITE_SETS_LEARNED}[m.WriteSets]
+			ccfg.audit_every = auditEvery
+		}
 		if m.FlightRecorder > 0 {
 			ccfg.flight_recorder = 1
 			r.watchDumpSignal()

@@ -189,6 +189,8 @@ typedef struct {
   // Of launch_callback_cycles (sampled, scaled as it is): taking the callstack,
   // reading the autograd context, writing the launch record to the ring.
   uint64_t stack_cycles, autograd_cycles, ring_cycles;
+  // Memory capture's part (regions, carry, jobs), and of it the launches of gpurr's own kernel.
+  uint64_t memory_cycles, memory_launch_cycles;
   // Callstacks seen for the first time (frames decoded, record written), and
   // the cycles they took, every one of them.
   uint64_t stacks_new, stack_new_cycles;
@@ -210,6 +212,8 @@ typedef struct {
   int nsnapshot_ranges;
   int flight_recorder;  // watch for failing CUDA calls (gpurrCudaError)
   uint32_t nan_dtypes;  // nan-scan: gpurr_job.nan_dtypes bits counted after each launch, 0 for none
+  int write_sets;       // GP_WRITE_SETS_* (memcap.h): which regions hash mode may carry instead of hashing
+  uint32_t audit_every; // learned write sets: every Nth launch of a kernel hashes all its regions
   int nvtx;  // record NVTX ranges (the agent is NVTX's injection library)
   int probes;  // --probe: gpurrProbeFunction decides, at each kernel's first launch
   const char *driver_error;  // why internal/cuda could not open libcuda.so.1 (gp_driver_bind), NULL when it did

@@ -452,3 +452,66 @@ func cannedNvtxName(handle uint64, domain bool, name string) []byte {
 	}
 	return cannedRecord(&r, C.GP_REC_NVTX_NAME, []byte(name))
 }
+
+// writeClass is the agent's sorting of a driver call by how it writes device memory (GP_WRITE_*).
+func writeClass(name string) int {
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	return int(C.gp_mem_write_class(cs))
+}
+
+// cannedJobRegion is one region of a canned memory job: hashed with these
+// chunk hashes, or carried (GP_CARRY_*) from prevJob.
+type cannedJobRegion struct {
+	addr, size, allocID, prevJob uint64
+	carry                        int
+	chunkHashes                  [][16]byte
+}
+
+// cannedJob lays out a completed hash job as gp_mem_poll shows it to the
+// writer: the view, and the result area it points into (C memory, never freed: tests only).
+func cannedJob(launchSeq, jobSeq, kernelID uint64, audit bool, regions []cannedJobRegion, pointers [][2]uint32) (*C.gp_memjob_view, []byte) {
+	v := cAlloc[C.gp_memjob_view]()
+	var hashes []byte
+	for i, g := range regions {
+		v.region_addr[i] = C.uint64_t(g.addr)
+		v.region_size[i] = C.uint64_t(g.size)
+		v.alloc_id[i] = C.uint64_t(g.allocID)
+		v.prev_job[i] = C.uint64_t(g.prevJob)
+		v.carry[i] = C.uint8_t(g.carry)
+		for _, h := range g.chunkHashes {
+			hashes = append(hashes, h[:]...)
+		}
+	}
+	n := 64 + len(hashes) + 4*len(hashes)/16 + 8
+	res := unsafe.Slice((*byte)(C.calloc(C.size_t(n), 1)), n) // the agent's results ring is C memory too
+	copy(res[64:], hashes)
+	v.launch_seq = C.uint64_t(launchSeq)
+	v.job_seq = C.uint64_t(jobSeq)
+	v.kernel_id = C.uint64_t(kernelID)
+	v.point = C.GP_POINT_AFTER
+	v.nregions = C.uint32_t(len(regions))
+	v.njobs = 1
+	v.total_chunks = C.uint32_t(len(hashes) / 16)
+	if audit {
+		v.audit = 1
+	}
+	v.npointers = C.uint32_t(len(pointers))
+	for i, p := range pointers {
+		v.pointers[i] = C.gp_pointer_rec{offset: C.uint32_t(p[0]), region: C.uint32_t(p[1])}
+	}
+	v.result = (*C.uint8_t)(unsafe.Pointer(&res[0]))
+	return v, res
+}
+
+// jobToWriter hands a canned job to the writer's memory capture.
+func jobToWriter(r *recorder, v *C.gp_memjob_view) { r.mem.job(r, v) }
+
+// kernelWordsPublished reports what the writer knows of a kernel's word w: proved, learned.
+func kernelWordsPublished(m *memoryCapture, kernelID uint64, w uint32) (proved, learned bool) {
+	k := m.kernels[kernelID]
+	if k == nil {
+		return false, false
+	}
+	return k.has(k.proved, w), k.has(k.learned, w)
+}

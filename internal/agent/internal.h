@@ -73,6 +73,8 @@ typedef struct {
   gp_CUptiResult (*getResultString)(gp_CUptiResult, const char **);
 } gp_cupti_api;
 extern gp_cupti_api gp_cupti;
+// cuptiGetCallbackName, optional: NULL where CUPTI lacks it.
+extern gp_CUptiResult (*gp_cupti_callback_name)(int domain, uint32_t cbid, const char **name);
 
 // The driver functions the agent calls, in the order gp_driver_symbol
 // names them. The Go side binds them (gp_driver_bind) from the
@@ -273,6 +275,10 @@ void gp_launch_init(void);
 
 // gp_on_callback is the one CUPTI callback (cuptiSubscribe).
 void gp_on_callback(void *userdata, int domain, uint32_t cbid, const void *data);
+// The agent's time per launch is measured on one launch in GP_TIMING_SAMPLE per thread;
+// gp_timing_this_launch says whether the launch in flight is one.
+enum { GP_TIMING_SAMPLE = 16 };
+int gp_timing_this_launch(void);
 
 // gp_thread_id is the calling thread's Linux id, cached.
 pid_t gp_thread_id(void);

@@ -77,6 +77,8 @@ typedef struct {
   int selected;
   int snapshot;  // matches --snapshot-kernels
   gp_probe_fn probe;  // --probe
+  _Atomic(const gp_readonly *) readonly;  // write sets: published by the writer, NULL until then
+  _Atomic uint64_t launches;              // learned write sets: every audit_every-th launch is an audit
 } func_entry;
 
 static func_entry funcs[FUNC_TABLE];
@@ -176,6 +178,21 @@ static func_entry *func_describe(gp_CUfunction f, const char *symbol) {
   atomic_store_explicit(&slot->key, key, memory_order_release);
   pthread_mutex_unlock(&funcs_mu);
   return slot;
+}
+
+// gp_kernel_readonly publishes what the writer knows of kernel_id's
+// parameter words (gp_readonly, which it allocates; ro is kept for the
+// life of the process, since a launch on another thread may be reading
+// the one it replaces, which is therefore never freed).
+void gp_kernel_readonly(uint64_t kernel_id, gp_readonly *ro) {
+  pthread_mutex_lock(&funcs_mu);
+  for (int i = 0; i < FUNC_TABLE; i++) {
+    if (atomic_load_explicit(&funcs[i].key, memory_order_acquire) && funcs[i].id == kernel_id) {
+      atomic_store_explicit(&funcs[i].readonly, ro, memory_order_release);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&funcs_mu);
 }
 
 // ---- devices: described once per context ----
@@ -356,12 +373,34 @@ static uint32_t stream_id_of(gp_CUcontext ctx, gp_CUstream stream, uint32_t cbid
   return id;
 }
 
+// The agent's time on the program's threads is measured on one launch in
+// TIMING_SAMPLE per thread (both its callbacks: the ENTER decides for its
+// EXIT) and scaled up, so a recording says what the agent costs a launch
+// without paying for two TSC reads (about 20 ns each in a VM) on every one.
+// Every other callback (module loads, which copy megabytes of code, graph
+// nodes, allocations) is timed each time: scaling a rare, long one up would
+// swamp the launches' figure.
+enum { TIMING_SAMPLE = GP_TIMING_SAMPLE };
+
+int gp_timing_this_launch(void) { return tls.sample_launch; }
+
+// TIMED runs stmt and, when the launch in flight is one of those sampled
+// for the agent's time (gp_on_callback), adds its cycles, scaled as
+// launch_callback_cycles is, to counter: where that time goes.
+#define TIMED(counter, stmt)                                        \
+  do {                                                              \
+    uint64_t timed_t0 = tls.sample_launch ? gp_cycles() : 0;          \
+    stmt;                                                           \
+    if (tls.sample_launch) GP_COUNT(counter, (gp_cycles() - timed_t0) * TIMING_SAMPLE); \
+  } while (0)
+
 static void on_launch_enter(uint32_t cbid, const gp_CallbackData *cb) {
   gp_CUfunction f = launch_func(cbid, cb->functionParams);
   func_entry *fe = func_find((uint64_t)(uintptr_t)f);
   if (!fe) fe = func_describe(f, cb->symbolName);
   if (!fe->selected) {
     GP_COUNT(launches_filtered, 1);
+    if (gp_proc.cfg.memory_mode != GP_MEM_OFF) gp_mem_unhashed_write();  // it runs, unhashed
     return;
   }
   tls.in_launch = 1;
@@ -377,32 +416,18 @@ static void on_launch_enter(uint32_t cbid, const gp_CallbackData *cb) {
     launch_view v;
     view_launch(cbid, cb->functionParams, &v);
     tls.params_len = copy_params(fe, &v, s->launch.tail, GP_PARAMS_CAP);
-    gp_mem_launch_enter(&s->mem, s->launch.tail, tls.params_len, cb->context, v.stream, is_ptsz(cbid), tls.seq,
-                        fe->snapshot);
+    const gp_readonly *ro = atomic_load_explicit(&fe->readonly, memory_order_acquire);
+    int audit = 0;
+    if (ro && gp_proc.cfg.write_sets == GP_WRITE_SETS_LEARNED && gp_proc.cfg.audit_every)
+      audit = (atomic_fetch_add_explicit(&fe->launches, 1, memory_order_relaxed) + 1) % gp_proc.cfg.audit_every == 0;
+    TIMED(memory_cycles, gp_mem_launch_enter(&s->mem, s->launch.tail, tls.params_len, cb->context, v.stream,
+                                             is_ptsz(cbid), tls.seq, fe->snapshot, fe->id, ro, audit));
   }
   // Last: it may swap the launch's function and parameters for the instrumented ones.
   if (gp_proc.cfg.probes && fe->layout)
     gp_probe_enter(&fe->probe, f, cbid, cb, is_ptsz(cbid), fe->nparams, fe->id, tls.seq, s->probe_args);
 }
 
-// The agent's time on the program's threads is measured on one launch in
-// TIMING_SAMPLE per thread (both its callbacks: the ENTER decides for its
-// EXIT) and scaled up, so a recording says what the agent costs a launch
-// without paying for two TSC reads (about 20 ns each in a VM) on every one.
-// Every other callback (module loads, which copy megabytes of code, graph
-// nodes, allocations) is timed each time: scaling a rare, long one up would
-// swamp the launches' figure.
-enum { TIMING_SAMPLE = 16 };
-
-// TIMED runs stmt and, when the launch in flight is one of those sampled
-// for the agent's time (gp_on_callback), adds its cycles, scaled as
-// launch_callback_cycles is, to counter: where that time goes.
-#define TIMED(counter, stmt)                                        \
-  do {                                                              \
-    uint64_t timed_t0 = tls.sample_launch ? gp_cycles() : 0;          \
-    stmt;                                                           \
-    if (tls.sample_launch) GP_COUNT(counter, (gp_cycles() - timed_t0) * TIMING_SAMPLE); \
-  } while (0)
 
 static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
   if (!tls.in_launch) return;
@@ -458,7 +483,9 @@ static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
   } else {
     gp_mem_launch *m = &s->mem;
     rec->params_len = tls.params_len;
-    gp_mem_launch_exit(m, cb->context, v.stream, is_ptsz(cbid), tls.seq, rec->captured, rec->result);
+    const gp_readonly *ro = fe ? atomic_load_explicit(&fe->readonly, memory_order_acquire) : NULL;
+    TIMED(memory_cycles, gp_mem_launch_exit(m, cb->context, v.stream, is_ptsz(cbid), tls.seq, rec->captured,
+                                            rec->result, ro && ro->writes_anywhere));
     rec->mem_status = m->status;
     rec->snapshot_selected = m->snapshot;
     rec->nregions = m->nregions;
@@ -491,6 +518,7 @@ static void on_graph_launch(uint32_t cbid, const gp_CallbackData *cb) {
   rec.result = cb->functionReturnValue ? *(gp_CUresult *)cb->functionReturnValue : 0;
   rec.callstack_id = gp_callstack_take(0);
   rec.range_id = gp_range_current;
+  if (gp_proc.cfg.memory_mode != GP_MEM_OFF && rec.result == 0) gp_mem_unhashed_write();  // its kernels and copies go unhashed
   if (gp_ring_push(&rec)) GP_COUNT(graph_launches, 1);
 }
 
@@ -599,10 +627,13 @@ static void dispatch(int domain, uint32_t cbid, const void *data) {
       gp_probe_module_api(cbid, cb);
     } else if (gp_mem_alloc_callback(cbid)) {
       gp_mem_on_api(cbid, cb);
-    } else if (gp_mem_error_callback(cbid) && cb->callbackSite == GP_API_EXIT && cb->functionReturnValue) {
+    } else {
+      if (gp_mem_write_callback(cbid)) gp_mem_on_write(cbid, cb);
+      if (gp_mem_error_callback(cbid) && cb->callbackSite == GP_API_EXIT && cb->functionReturnValue) {
       gp_CUresult r = *(gp_CUresult *)cb->functionReturnValue;
       if (r != 0 && r != 600 && !gp_proc.forked_child && getpid() == gp_proc.agent_pid)  // 600: CUDA_ERROR_NOT_READY
         gpurrCudaError((char *)cb->functionName, r);
+      }
     }
     return;
   }

@@ -45,7 +45,18 @@ typedef struct {
   uint64_t shadow;          // device address of one hash per chunk, 0 until the first snapshot
   void *shadow_ctx;         // the context whose pool holds it
   int copy_all;             // next snapshot copies every chunk (new, or a drop lost chunks)
+  uint64_t last_job;        // hash mode: the last job that hashed it, enqueued ...
+  uint64_t last_epoch;      // ... in this write epoch; another epoch: written since, unhashed
 } allocation;
+
+// Write epoch: moved by every write memory capture does not hash whose
+// target is unknown (graph launches, skipped launches, copies it cannot
+// place); an allocation's last hash is its state only within its epoch.
+static _Atomic uint64_t write_epoch = 1;
+// Set when CUPTI cannot name the copy and memset calls: then nothing is carried.
+static int writes_unseen;
+
+void gp_mem_unhashed_write(void) { atomic_fetch_add_explicit(&write_epoch, 1, memory_order_relaxed); }
 
 static gp_spinlock alloc_lock;
 static allocation *allocs;
@@ -251,23 +262,45 @@ static int range_query(uint64_t word) {
 
 // ---- regions of one launch ----
 
-static int add_region(gp_mem_launch *m, int ai) {
-  for (uint32_t r = 0; r < m->nregions; r++)
-    if (m->alloc_index[r] == ai) return (int)r;
-  if (m->nregions == GP_MAX_REGIONS) return -1;
-  const allocation *a = &allocs[ai];
-  gp_region_rec *reg = &m->regions[m->nregions];
-  reg->base = a->base;
-  reg->size = a->size;
-  reg->alloc_id = a->kind == GP_ALLOC_RANGE_QUERY ? 0 : a->id;
-  m->alloc_index[m->nregions] = ai;
-  return (int)m->nregions++;
+enum { CARRY_UNSET = 0xff };
+
+// add_region adds allocation ai as a region reached through a word whose
+// write status is carry (GP_CARRY_*): a region is carried only if no word
+// reaching it may write, learned if any word's status is learned.
+static int add_region(gp_mem_launch *m, int ai, uint8_t carry) {
+  uint32_t r = 0;
+  while (r < m->nregions && m->alloc_index[r] != ai) r++;
+  if (r == m->nregions) {
+    if (m->nregions == GP_MAX_REGIONS) return -1;
+    const allocation *a = &allocs[ai];
+    gp_region_rec *reg = &m->regions[m->nregions];
+    reg->base = a->base;
+    reg->size = a->size;
+    reg->alloc_id = a->kind == GP_ALLOC_RANGE_QUERY ? 0 : a->id;
+    m->alloc_index[m->nregions] = ai;
+    // Memory the host or another process may write between launches is never carried.
+    m->carry[r] = a->kind == GP_ALLOC_MANAGED || a->kind == GP_ALLOC_RANGE_QUERY ? GP_CARRY_NONE : CARRY_UNSET;
+    m->nregions++;
+  }
+  uint8_t *c = &m->carry[r];
+  if (*c == CARRY_UNSET || carry == GP_CARRY_NONE || (*c != GP_CARRY_NONE && carry == GP_CARRY_LEARNED)) *c = carry;
+  return (int)r;
+}
+
+// word_carry is what is known of the parameter word at byte off.
+static uint8_t word_carry(const gp_readonly *ro, uint32_t off, int learned) {
+  uint32_t w = off / 8;
+  if (!ro || w >= ro->nwords) return GP_CARRY_NONE;
+  uint64_t bit = 1ull << (w % 64);
+  if (ro->bits[w / 64] & bit) return GP_CARRY_PROVED;
+  if (learned && (ro->bits[ro->n64 + w / 64] & bit)) return GP_CARRY_LEARNED;
+  return GP_CARRY_NONE;
 }
 
 // find_regions widens every parameter word that points into an allocation
 // to the whole allocation; a cuMemMap'd piece brings the pieces mapped right
 // next to it, since a tensor may straddle them (expandable segments).
-static void find_regions(gp_mem_launch *m, const uint8_t *params, uint32_t len) {
+static void find_regions(gp_mem_launch *m, const uint8_t *params, uint32_t len, const gp_readonly *ro, int learned) {
   m->nregions = m->npointers = 0;
   int queries = 0;
   for (uint32_t off = 0; off + 8 <= len; off += 8) {
@@ -288,16 +321,88 @@ static void find_regions(gp_mem_launch *m, const uint8_t *params, uint32_t len) 
       }
     }
     if (ai < 0) continue;
-    int r = add_region(m, ai);
+    uint8_t carry = word_carry(ro, off, learned);
+    int r = add_region(m, ai, carry);
     if (r < 0) break;
     if (m->npointers < GP_MAX_POINTERS) m->pointers[m->npointers++] = (gp_pointer_rec){off, (uint32_t)r};
     if (allocs[ai].kind == GP_ALLOC_MAP) {
       for (int j = ai - 1; j >= 0 && allocs[j].kind == GP_ALLOC_MAP && allocs[j].base + allocs[j].size == allocs[j + 1].base; j--)
-        if (add_region(m, j) < 0) break;
+        if (add_region(m, j, carry) < 0) break;
       for (uint32_t j = ai + 1; j < nallocs && allocs[j].kind == GP_ALLOC_MAP && allocs[j - 1].base + allocs[j - 1].size == allocs[j].base; j++)
-        if (add_region(m, j) < 0) break;
+        if (add_region(m, j, carry) < 0) break;
     }
   }
+  for (uint32_t r = 0; r < m->nregions; r++)
+    if (m->carry[r] == CARRY_UNSET) m->carry[r] = GP_CARRY_NONE;
+}
+
+// ---- writes outside kernels ----
+
+// By driver cbid: how a call that writes device memory names what it writes.
+enum { WRITE_NONE = GP_WRITE_NONE, WRITE_DST = GP_WRITE_DST, WRITE_ANY = GP_WRITE_ANY };
+enum { MAX_WRITE_CBID = 1024 };
+static uint8_t write_class[MAX_WRITE_CBID];
+
+static int has_prefix(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
+
+// gp_mem_write_class sorts a driver call by its name: copies and memsets whose
+// first parameter is the device address written (WRITE_DST), other calls
+// that may write device memory (WRITE_ANY: 2D/3D and batched copies, array
+// copies, stream memory operations), and the rest.
+int gp_mem_write_class(const char *name) {
+  if (has_prefix(name, "cuMemset")) return WRITE_DST;
+  if (has_prefix(name, "cuStreamWriteValue") || has_prefix(name, "cuStreamBatchMemOp")) return WRITE_ANY;
+  if (!has_prefix(name, "cuMemcpy")) return WRITE_NONE;
+  const char *rest = name + strlen("cuMemcpy");
+  if (strstr(rest, "DtoH") || strstr(rest, "AtoH")) return WRITE_NONE;
+  if (has_prefix(rest, "HtoD") || has_prefix(rest, "DtoD") || has_prefix(rest, "Peer")) return WRITE_DST;
+  // cuMemcpy and cuMemcpyAsync (with _ptds/_ptsz): dst, src, bytes.
+  if (!*rest || *rest == '_' || (has_prefix(rest, "Async") && (!rest[5] || rest[5] == '_'))) return WRITE_DST;
+  return WRITE_ANY;
+}
+
+size_t gp_mem_write_cbids(uint32_t *out, size_t cap) {
+  if (!gp_cupti_callback_name) {
+    writes_unseen = 1;
+    gp_logf(1, "memory capture: CUPTI cannot name driver calls (no cuptiGetCallbackName): copies would go unseen, so every region is hashed after every launch");
+    return 0;
+  }
+  size_t n = 0;
+  for (uint32_t cbid = 1; cbid < MAX_WRITE_CBID; cbid++) {
+    const char *name = NULL;
+    if (gp_cupti_callback_name(GP_CB_DOMAIN_DRIVER_API, cbid, &name) != 0 || !name) continue;
+    write_class[cbid] = (uint8_t)gp_mem_write_class(name);
+    if (write_class[cbid] && n < cap) out[n++] = cbid;
+  }
+  if (!n) writes_unseen = 1;
+  return n;
+}
+
+int gp_mem_write_callback(uint32_t cbid) { return cbid < MAX_WRITE_CBID && write_class[cbid]; }
+
+// gp_mem_on_write, at the exit of a successful call: the allocation written
+// (and the pieces mapped next to it, which a copy may run into) is hashed
+// again at its next launch; a write whose target is unknown moves the epoch.
+void gp_mem_on_write(uint32_t cbid, const gp_CallbackData *cb) {
+  if (cb->callbackSite != GP_API_EXIT) return;
+  if (cb->functionReturnValue && *(gp_CUresult *)cb->functionReturnValue != 0) return;
+  if (write_class[cbid] != WRITE_DST || !cb->functionParams) {
+    gp_mem_unhashed_write();
+    return;
+  }
+  uint64_t dst = *(const uint64_t *)cb->functionParams;
+  gp_spin_lock(&alloc_lock);
+  int ai = find_alloc(dst);
+  if (ai >= 0) {
+    allocs[ai].last_job = 0;
+    if (allocs[ai].kind == GP_ALLOC_MAP) {
+      for (int j = ai - 1; j >= 0 && allocs[j].kind == GP_ALLOC_MAP && allocs[j].base + allocs[j].size == allocs[j + 1].base; j--)
+        allocs[j].last_job = 0;
+      for (uint32_t j = ai + 1; j < nallocs && allocs[j].kind == GP_ALLOC_MAP && allocs[j - 1].base + allocs[j - 1].size == allocs[j].base; j++)
+        allocs[j].last_job = 0;
+    }
+  }
+  gp_spin_unlock(&alloc_lock);
 }
 
 // ---- per-context GPU state ----
@@ -460,7 +565,11 @@ typedef struct {
   uint64_t launch_seq, job_seq;
   uint64_t res_off, res_end, stg_off, stg_end;  // ring positions (monotonic byte counts)
   uint64_t region_addr[GP_MAX_JOB_REGIONS], region_size[GP_MAX_JOB_REGIONS];
-  uint64_t alloc_id[GP_MAX_JOB_REGIONS];
+  uint64_t alloc_id[GP_MAX_JOB_REGIONS], prev_job[GP_MAX_JOB_REGIONS];
+  uint8_t carry[GP_MAX_JOB_REGIONS];
+  uint64_t kernel_id;
+  uint32_t audit, npointers;
+  gp_pointer_rec pointers[GP_JOB_POINTERS];
 } mem_job;
 
 static gp_spinlock job_lock;
@@ -626,9 +735,51 @@ static uint64_t selected_launch(uint64_t seq) {
 
 // enqueue_point launches the jobs for one point (before/after) of a launch.
 // Returns a GP_PLAN_* status.
+// decide_carry settles, at the launch's exit, which regions go unhashed:
+// those no word may write (m->carry) whose allocation's last hash is still
+// its state (hashed in this epoch, by a job still named). It notes for
+// every region the job whose hash is its state before the launch.
+static void decide_carry(gp_mem_launch *m, uint64_t epoch, int carrying) {
+  gp_spin_lock(&alloc_lock);
+  for (uint32_t r = 0; r < m->nregions; r++) {
+    int ai = find_alloc(m->regions[r].base);
+    const allocation *a = ai >= 0 && allocs[ai].base == m->regions[r].base ? &allocs[ai] : NULL;
+    m->prev_job[r] = a && a->last_epoch == epoch ? a->last_job : 0;
+    if (!carrying || !m->prev_job[r]) m->carry[r] = GP_CARRY_NONE;
+  }
+  gp_spin_unlock(&alloc_lock);
+}
+
+// note_hashed makes job the last hash of the job's hashed regions.
+static void note_hashed(const mem_job *j, uint64_t epoch) {
+  gp_spin_lock(&alloc_lock);
+  for (uint32_t r = 0; r < j->nregions; r++) {
+    if (j->carry[r]) continue;
+    int ai = find_alloc(j->region_addr[r]);
+    if (ai < 0 || allocs[ai].base != j->region_addr[r]) continue;
+    allocs[ai].last_job = j->job_seq;
+    allocs[ai].last_epoch = epoch;
+  }
+  gp_spin_unlock(&alloc_lock);
+}
+
+// complete_on_host publishes a job with nothing to hash (every region
+// carried): no kernel runs, the writer fills it in from earlier jobs.
+static void complete_on_host(mem_job *j) {
+  volatile uint64_t *done = (volatile uint64_t *)(results_host + j->res_off % results_cap);
+  ((volatile uint32_t *)done)[2] = 0;
+  ((volatile uint32_t *)done)[3] = 0;
+  atomic_thread_fence(memory_order_release);
+  *done = j->job_seq;
+}
+
 static uint32_t enqueue_point(gp_mem_launch *m, mem_context *c, gp_CUstream stream, uint64_t seq, uint32_t point,
                               int snapshot) {
   uint32_t njobs = (m->nregions + GP_MAX_JOB_REGIONS - 1) / GP_MAX_JOB_REGIONS;
+  // Hash mode only: a snapshot's shadow and chunk copies want every region.
+  int tracking = gp_proc.cfg.memory_mode == GP_MEM_HASH && point == GP_POINT_AFTER;
+  uint64_t epoch = atomic_load_explicit(&write_epoch, memory_order_relaxed);
+  if (tracking) decide_carry(m, epoch, gp_proc.cfg.write_sets != GP_WRITE_SETS_ALL && !writes_unseen);
   for (uint32_t first = 0; first < m->nregions; first += GP_MAX_JOB_REGIONS) {
     uint32_t n = m->nregions - first < GP_MAX_JOB_REGIONS ? m->nregions - first : GP_MAX_JOB_REGIONS;
     gp_job_param p;
@@ -636,7 +787,8 @@ static uint32_t enqueue_point(gp_mem_launch *m, mem_context *c, gp_CUstream stre
     uint64_t chunks = 0;
     for (uint32_t r = 0; r < n; r++) {
       p.r[r].base = m->regions[first + r].base;
-      p.r[r].size = m->regions[first + r].size;
+      // A carried region is given no bytes: the kernel reads nothing of it.
+      p.r[r].size = tracking && m->carry[first + r] ? 0 : m->regions[first + r].size;
       p.r[r].first_chunk = (uint32_t)chunks;
       chunks += (p.r[r].size + GP_CHUNK - 1) / GP_CHUNK;
     }
@@ -683,7 +835,28 @@ static uint32_t enqueue_point(gp_mem_launch *m, mem_context *c, gp_CUstream stre
       }
       gp_spin_unlock(&alloc_lock);
     }
-    for (uint32_t r = 0; r < n; r++) j->region_addr[r] = p.r[r].base, j->region_size[r] = p.r[r].size;
+    for (uint32_t r = 0; r < n; r++) j->region_addr[r] = p.r[r].base, j->region_size[r] = m->regions[first + r].size;
+    j->kernel_id = m->kernel_id;
+    j->audit = m->audit;
+    if (tracking) {
+      for (uint32_t r = 0; r < n; r++) {
+        j->carry[r] = m->carry[first + r];
+        j->prev_job[r] = m->prev_job[first + r];
+        j->alloc_id[r] = m->regions[first + r].alloc_id;
+      }
+      for (uint32_t i = 0; i < m->npointers; i++) {
+        uint32_t r = m->pointers[i].region;
+        if (r < first || r >= first + n) continue;
+        if (j->npointers < GP_JOB_POINTERS) j->pointers[j->npointers] = (gp_pointer_rec){m->pointers[i].offset, r - first};
+        j->npointers++;
+      }
+      note_hashed(j, epoch);
+    }
+    if (!chunks) {
+      atomic_store_explicit(&j->state, JOB_ENQUEUED, memory_order_release);
+      complete_on_host(j);
+      continue;
+    }
     uint64_t slot = (j->job_seq - 1) % NJOBS;
     p.seq = j->job_seq;
     p.out = c->results_dev + j->res_off % results_cap;
@@ -697,9 +870,11 @@ static uint32_t enqueue_point(gp_mem_launch *m, mem_context *c, gp_CUstream stre
     p.snapshot = snapshot;
     void *args[] = {&p};
     atomic_store_explicit(&j->state, JOB_ENQUEUED, memory_order_release);
+    uint64_t t0 = gp_timing_this_launch() ? gp_cycles() : 0;
     gp_in_agent_call(1);
     gp_CUresult r = gp_cu.launchKernel(nan_dtypes ? c->fn_nan : c->fn, (unsigned)chunks, 1, 1, 256, 1, 1, 0, stream, args, NULL);
     gp_in_agent_call(0);
+    if (t0) GP_COUNT(memory_launch_cycles, (gp_cycles() - t0) * GP_TIMING_SAMPLE);
     if (r != 0) {
       cancel_job(j, cu_error(r));
       gp_logf(2, "memory capture: cuLaunchKernel(gpurr_memcap) for launch %llu: %s (%d)", (unsigned long long)seq,
@@ -719,11 +894,15 @@ static gp_CUstream job_stream(gp_CUstream stream, int ptsz) {
 }
 
 void gp_mem_launch_enter(gp_mem_launch *m, const uint8_t *params, uint32_t params_len, gp_CUcontext ctx,
-                         gp_CUstream stream, int ptsz, uint64_t seq, int snapshot_kernel) {
+                         gp_CUstream stream, int ptsz, uint64_t seq, int snapshot_kernel, uint64_t kernel_id,
+                         const gp_readonly *ro, int audit) {
   m->status = GP_PLAN_NONE;
   m->snapshot = gp_proc.cfg.memory_mode == GP_MEM_SNAPSHOT && snapshot_kernel && selected_launch(seq);
+  m->kernel_id = kernel_id;
+  m->audit = audit;
+  int learned = gp_proc.cfg.write_sets == GP_WRITE_SETS_LEARNED && !audit;
   gp_spin_lock(&alloc_lock);
-  find_regions(m, params, params_len);
+  find_regions(m, params, params_len, ro, learned);
   gp_spin_unlock(&alloc_lock);
   if (!m->nregions) {
     m->status = GP_PLAN_SKIPPED_NO_REGIONS;
@@ -751,10 +930,21 @@ void gp_mem_launch_enter(gp_mem_launch *m, const uint8_t *params, uint32_t param
   m->status = enqueue_point(m, c, s, seq, GP_POINT_BEFORE, 1);
 }
 
+// A launch that ran and may have written memory without its regions being
+// hashed ends every carry: its writes are unseen.
+static void skipped(uint32_t status) {
+  if (status != GP_PLAN_SKIPPED_NO_REGIONS && status != GP_PLAN_SKIPPED_CAPTURE) gp_mem_unhashed_write();
+  GP_COUNT(memory_skipped, status != GP_PLAN_SKIPPED_NO_REGIONS);
+}
+
 void gp_mem_launch_exit(gp_mem_launch *m, gp_CUcontext ctx, gp_CUstream stream, int ptsz, uint64_t seq,
-                        int captured, int result) {
+                        int captured, int result, int writes_anywhere) {
   if (m->status != GP_PLAN_NONE && m->status != GP_PLAN_SNAPSHOT) {
-    GP_COUNT(memory_skipped, m->status != GP_PLAN_SKIPPED_NO_REGIONS);
+    if (result == 0) {
+      skipped(m->status);
+    } else {
+      GP_COUNT(memory_skipped, m->status != GP_PLAN_SKIPPED_NO_REGIONS);
+    }
     return;
   }
   if (captured) {
@@ -769,15 +959,19 @@ void gp_mem_launch_exit(gp_mem_launch *m, gp_CUcontext ctx, gp_CUstream stream, 
   mem_context *c = context_state(ctx);
   if (!c) {
     m->status = GP_PLAN_SKIPPED_ERROR;
-    GP_COUNT(memory_skipped, 1);
+    skipped(m->status);
     return;
   }
   uint32_t s = enqueue_point(m, c, job_stream(stream, ptsz), seq, GP_POINT_AFTER, m->snapshot);
   if (m->status == GP_PLAN_NONE || s != GP_PLAN_SNAPSHOT) m->status = s;
-  if (m->status == GP_PLAN_HASH || m->status == GP_PLAN_SNAPSHOT)
+  if (m->status == GP_PLAN_HASH || m->status == GP_PLAN_SNAPSHOT) {
     GP_COUNT(memory_launches, 1);
-  else
-    GP_COUNT(memory_skipped, 1);
+    // Its PTX stores through pointers loaded from memory: it may have
+    // written allocations that are not its regions.
+    if (writes_anywhere) gp_mem_unhashed_write();
+  } else {
+    skipped(m->status);
+  }
 }
 
 // ---- the writer's side ----
@@ -812,6 +1006,13 @@ int gp_mem_poll(gp_memjob_view *v) {
   v->staging = j->snapshot ? staging_host + j->stg_off % staging_cap : NULL;
   memcpy(v->region_addr, j->region_addr, sizeof v->region_addr);
   memcpy(v->region_size, j->region_size, sizeof v->region_size);
+  memcpy(v->alloc_id, j->alloc_id, sizeof v->alloc_id);
+  memcpy(v->prev_job, j->prev_job, sizeof v->prev_job);
+  memcpy(v->carry, j->carry, sizeof v->carry);
+  v->kernel_id = j->kernel_id;
+  v->audit = j->audit;
+  v->npointers = j->npointers;
+  memcpy(v->pointers, j->pointers, sizeof v->pointers);
   return 1;
 }
 

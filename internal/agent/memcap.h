@@ -38,6 +38,22 @@ enum {
 
 enum { GP_POINT_BEFORE = 1, GP_POINT_AFTER = 2 };
 
+// Write sets (docs/memory.md): which regions hash mode may leave unhashed.
+enum { GP_WRITE_SETS_ALL = 0, GP_WRITE_SETS_PROVED = 1, GP_WRITE_SETS_LEARNED = 2 };
+// Why a region may be carried (RegionState.Carried); NONE: the launch may write it.
+enum { GP_CARRY_NONE = 0, GP_CARRY_PROVED = 1, GP_CARRY_LEARNED = 2 };
+
+// What is known of a kernel's parameter words, published by the writer
+// (gp_kernel_readonly) and never changed after: bit w of proved (learned)
+// says no store goes through the word at byte 8w (its launches never
+// changed what it points to). bits holds proved's n64 words, then learned's.
+typedef struct {
+  uint32_t nwords, n64;
+  uint32_t writes_anywhere;  // its PTX stores through pointers loaded from memory
+  uint32_t pad;
+  uint64_t bits[];
+} gp_readonly;
+
 enum { GP_MAX_JOB_REGIONS = 48, GP_CHUNK = 65536, GP_RESULT_HEADER = 64 };
 // nan-scan: 8 uint64 counters per region (NaN and Inf of f32, f64, f16, bf16).
 enum { GP_NAN_REGION_BYTES = 64, GP_NAN_JOB_BYTES = GP_MAX_JOB_REGIONS * GP_NAN_REGION_BYTES };
@@ -78,13 +94,21 @@ typedef struct {
   char reason[64];
 } gp_memlost_rec;
 
+// The parameter words of a job's launch that point into its regions, for
+// the writer to learn write sets by (region numbered within the job).
+enum { GP_JOB_POINTERS = 96 };
+
 // What the Go writer sees of a completed job (gp_mem_poll).
 typedef struct {
-  uint64_t launch_seq, job_seq;
+  uint64_t launch_seq, job_seq, kernel_id;
   uint32_t point, snapshot, nan_dtypes, region_base, nregions, njobs, total_chunks, transferred, lost;
+  uint32_t audit, npointers;  // npointers > GP_JOB_POINTERS: not all listed
   const uint8_t *result;   // ResultLayout of internal/kernels
   const uint8_t *staging;  // transferred × GP_CHUNK bytes
   uint64_t region_addr[GP_MAX_JOB_REGIONS], region_size[GP_MAX_JOB_REGIONS];
+  uint64_t alloc_id[GP_MAX_JOB_REGIONS], prev_job[GP_MAX_JOB_REGIONS];
+  uint8_t carry[GP_MAX_JOB_REGIONS];  // GP_CARRY_*: not hashed (size 0 in the job), state of prev_job's
+  gp_pointer_rec pointers[GP_JOB_POINTERS];
 } gp_memjob_view;
 
 // Per-launch state between ENTER and EXIT, kept in thread scratch.
@@ -92,8 +116,12 @@ enum { GP_MAX_REGIONS = 512, GP_MAX_POINTERS = 4096 };
 typedef struct {
   uint32_t nregions, npointers;
   uint32_t status, snapshot;
+  uint64_t kernel_id;
+  uint32_t audit;  // learned write sets: hash every region of this launch, to check them
   gp_region_rec regions[GP_MAX_REGIONS];
   int32_t alloc_index[GP_MAX_REGIONS];
+  uint8_t carry[GP_MAX_REGIONS];      // GP_CARRY_*, from the words pointing into each region
+  uint64_t prev_job[GP_MAX_REGIONS];  // the job whose hash is the region's state before the launch, 0: unknown
   gp_pointer_rec pointers[GP_MAX_POINTERS];
 } gp_mem_launch;
 
@@ -103,9 +131,25 @@ int gp_mem_alloc_callback(uint32_t cbid);  // is cbid one memcap needs?
 int gp_mem_error_callback(uint32_t cbid);  // does cbid report a failed kernel (flight recorder)?
 void gp_mem_on_api(uint32_t cbid, const gp_CallbackData *cb);
 void gp_mem_launch_enter(gp_mem_launch *m, const uint8_t *params, uint32_t params_len, gp_CUcontext ctx,
-                         gp_CUstream stream, int ptsz, uint64_t seq, int snapshot_kernel);
+                         gp_CUstream stream, int ptsz, uint64_t seq, int snapshot_kernel, uint64_t kernel_id,
+                         const gp_readonly *ro, int audit);
+// Writes memory capture does not hash: a copy or memset (gp_mem_on_write,
+// for the driver calls gp_mem_write_callback names), a graph launch, a
+// launch whose memory ops were skipped. Regions they may reach are hashed
+// again at their next launch rather than carried.
+int gp_mem_write_callback(uint32_t cbid);
+// gp_kernel_readonly publishes ro (malloc'd, kept for the process's life) for kernel_id (launch.c).
+void gp_kernel_readonly(uint64_t kernel_id, gp_readonly *ro);
+void gp_mem_on_write(uint32_t cbid, const gp_CallbackData *cb);
+void gp_mem_unhashed_write(void);
+// gp_mem_write_cbids lists the driver calls that write device memory
+// outside kernels (by CUPTI's names for them); 0 when CUPTI cannot name
+// them, and then nothing is carried.
+size_t gp_mem_write_cbids(uint32_t *out, size_t cap);
+enum { GP_WRITE_NONE = 0, GP_WRITE_DST = 1, GP_WRITE_ANY = 2 };
+int gp_mem_write_class(const char *driver_call);  // GP_WRITE_*
 void gp_mem_launch_exit(gp_mem_launch *m, gp_CUcontext ctx, gp_CUstream stream, int ptsz, uint64_t seq,
-                        int captured, int result);
+                        int captured, int result, int writes_anywhere);
 int gp_mem_poll(gp_memjob_view *v);
 void gp_mem_release(void);
 uint64_t gp_mem_outstanding(void);

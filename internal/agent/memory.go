@@ -28,6 +28,11 @@ const (
 	defaultResultsBytes = 32 << 20  // chunk hashes in flight: 2M chunks, 128 GiB of regions
 	defaultStagingBytes = 256 << 20 // pinned snapshot staging
 	exitWait            = 10 * time.Second
+	// Learned write sets: a parameter word is learned read-only after
+	// learnAfter launches left what it points to unchanged and none changed
+	// it; every auditEvery-th launch of a kernel then hashes all its regions.
+	learnAfter = 3
+	auditEvery = 32
 )
 
 // memoryCapture turns completed GPU jobs into MemoryState records and
@@ -41,6 +46,21 @@ type memoryCapture struct {
 	// snapshotSelected counts launches the snapshot selection matched, to
 	// say at exit when it matched none.
 	snapshotSelected uint64
+	// Write sets (hash mode; writeSets is --write-sets, "" when off): the
+	// last hashed state of each allocation, which carried regions take,
+	// and what is known of each kernel's parameter words.
+	writeSets string
+	last      map[uint64]allocState
+	kernels   map[uint64]*kernelWords
+	// Allocations freed in this frame and the last: their last states are
+	// forgotten a frame later, once jobs enqueued before the free are in.
+	freedNow, freedBefore []uint64
+}
+
+// allocState is an allocation's state after the last launch that hashed it.
+type allocState struct {
+	job, launch uint64
+	state       *pb.RegionState
 }
 
 type pointKey struct {
@@ -64,6 +84,11 @@ type regionKey struct{ addr, size uint64 }
 func newMemoryCapture(r *recorder) (*memoryCapture, error) {
 	m := &memoryCapture{pending: map[pointKey]*pendingPoint{}}
 	if r.cfg.memory.Mode != "snapshot" {
+		if ws := r.cfg.memory.WriteSets; ws != "all" {
+			m.writeSets = ws
+			m.last = map[uint64]allocState{}
+			m.kernels = map[uint64]*kernelWords{}
+		}
 		return m, nil
 	}
 	store, err := chunkstore.Create(r.w.Dir(), chunkstore.Options{})
@@ -117,9 +142,14 @@ func (m *memoryCapture) job(r *recorder, v *C.gp_memjob_view) {
 	keys := make([]regionKey, n)
 	for i := range n {
 		size := uint64(v.region_size[i])
+		keys[i] = regionKey{uint64(v.region_addr[i]), size}
+		if v.carry[i] != C.GP_CARRY_NONE { // given no bytes: its chunks are not in the result
+			firsts[i+1] = firsts[i]
+			states[i] = m.carried(v, i)
+			continue
+		}
 		k := kernels.Chunks(size)
 		firsts[i+1] = firsts[i] + k
-		keys[i] = regionKey{uint64(v.region_addr[i]), size}
 		chunkHashes := bytes.Clone(res[l.ChunkHashes+16*int(firsts[i]) : l.ChunkHashes+16*int(firsts[i+1])])
 		region := memhash.RegionOfEncoded(chunkHashes, size).Bytes()
 		states[i] = &pb.RegionState{Hash: region[:], ChunkHashes: chunkHashes}
@@ -158,6 +188,17 @@ func (m *memoryCapture) job(r *recorder, v *C.gp_memjob_view) {
 		}
 		p.state.Snapshot = true
 		m.stats.ChunksTotal += uint64(chunks)
+	}
+	if m.last != nil && v.point == C.GP_POINT_AFTER && v.snapshot == 0 {
+		m.learn(r, v, states)
+		for i := range n {
+			if id := uint64(v.alloc_id[i]); id != 0 && v.carry[i] == C.GP_CARRY_NONE {
+				m.last[id] = allocState{job: uint64(v.job_seq), launch: uint64(v.launch_seq), state: states[i]}
+			}
+		}
+		if v.audit != 0 && v.region_base == 0 {
+			m.stats.WriteSetAudits++
+		}
 	}
 	p.parts[uint32(v.region_base)] = states
 	p.regions[uint32(v.region_base)] = keys
@@ -277,6 +318,12 @@ func (m *memoryCapture) fill(s *pb.Stats) {
 	s.ChunksTotal = m.stats.ChunksTotal
 	s.ChunksTransferred = m.stats.ChunksTransferred
 	s.FlightDumps = m.stats.FlightDumps
+	s.RegionsCarriedProved = m.stats.RegionsCarriedProved
+	s.RegionsCarriedLearned = m.stats.RegionsCarriedLearned
+	s.RegionsCarriedUnknown = m.stats.RegionsCarriedUnknown
+	s.BytesCarried = m.stats.BytesCarried
+	s.WriteSetAudits = m.stats.WriteSetAudits
+	s.WriteSetMisses = m.stats.WriteSetMisses
 	if m.stats.MemoryStopped == "" { // stopped by the C side (the GPU stopped finishing jobs)
 		m.stats.MemoryStopped = C.GoString(C.gp_mem_stop_reason())
 	}

@@ -151,6 +151,12 @@ func processInfo(cfg config) *pb.Process {
 			OnFull:           m.OnFull,
 			FlightRecorder:   m.FlightRecorder,
 		}
+		if m.Mode == "hash" { // snapshot mode hashes every region
+			info.Memory.WriteSets = m.WriteSets
+			if m.WriteSets == "learned" {
+				info.Memory.AuditEvery = auditEvery
+			}
+		}
 		_, info.Memory.NanScan, _ = agentenv.ParseNanScan(m.NanScan)
 		if m.Mode == "snapshot" {
 			info.Memory.StagingBytes = m.StagingBytes
@@ -513,6 +519,9 @@ func (r *recorder) record(raw []byte) {
 			p.ProvedReadOnly = ws != nil && !ws.MayWriteAt(int(p.Offset), int(p.Size))
 			kernel.Params = append(kernel.Params, p)
 		}
+		if r.mem != nil {
+			r.mem.kernel(kernel.Id, kernel.ParamBytes, ws)
+		}
 		kernel.ModuleSha256 = r.moduleOf(name)
 		kernel.Identity = recording.KernelIdentity(kernel.ModuleSha256, name)
 		r.kernels[kernel.Id] = kernel
@@ -598,6 +607,9 @@ func (r *recorder) record(raw []byte) {
 			Freed:   a.freed != 0,
 			Device:  uint32(a.device),
 		})
+		if a.freed != 0 && r.mem != nil {
+			r.mem.freed(uint64(a.id))
+		}
 	case C.GP_REC_MEMLOST:
 		if r.mem != nil {
 			r.mem.lost(r, (*C.gp_memlost_rec)(p))
@@ -808,40 +820,45 @@ func (r *recorder) writeFrame() {
 	}
 	var c C.gp_counters
 	C.gp_read_counters(&c)
+	if r.mem != nil {
+		r.mem.forgetFreed()
+	}
 	r.stats.FramesWritten++
 	r.batch.Stats = &pb.Stats{
-		Launches:           uint64(c.launches),
-		LaunchesFiltered:   uint64(c.launches_filtered),
-		LaunchesDropped:    uint64(c.launches_dropped),
-		GraphLaunches:      uint64(c.graph_launches),
-		Activities:         uint64(c.activities),
-		ActivitiesDropped:  uint64(c.activities_dropped),
-		Callstacks:         r.stats.Callstacks,
-		CallstacksFailed:   uint64(c.callstacks_failed),
-		Modules:            uint64(c.modules),
-		ModulesFailed:      uint64(c.modules_dropped) + r.stats.ModulesFailed,
-		Errors:             r.stats.Errors,
-		RingBytesDropped:   uint64(c.ring_bytes_dropped),
-		FramesWritten:      r.stats.FramesWritten,
-		AgentCallbackNs:    cyclesNS(c.callback_cycles),
-		AgentLaunchNs:      cyclesNS(c.launch_callback_cycles),
-		AgentStackNs:       cyclesNS(c.stack_cycles),
-		AgentAutogradNs:    cyclesNS(c.autograd_cycles),
-		AgentRingNs:        cyclesNS(c.ring_cycles),
-		StacksNew:          uint64(c.stacks_new),
-		AgentStackNewNs:    cyclesNS(c.stack_new_cycles),
-		Allocations:        uint64(c.allocations),
-		MemoryLaunches:     uint64(c.memory_launches),
-		MemorySkipped:      uint64(c.memory_skipped),
-		BytesHashed:        uint64(c.bytes_hashed),
-		StagingWaitNs:      uint64(c.staging_wait_ns),
-		MemoryCaptureGpuNs: uint64(c.memcap_gpu_ns),
-		BackwardLaunches:   r.stats.BackwardLaunches,
-		BackwardLinked:     r.stats.BackwardLinked,
-		Ranges:             uint64(c.ranges),
-		ProbeLaunches:      uint64(c.probe_launches),
-		ProbeSkipped:       uint64(c.probe_skipped),
-		RangesDropped:      uint64(c.ranges_dropped) + r.nvtx.unmatched,
+		Launches:            uint64(c.launches),
+		LaunchesFiltered:    uint64(c.launches_filtered),
+		LaunchesDropped:     uint64(c.launches_dropped),
+		GraphLaunches:       uint64(c.graph_launches),
+		Activities:          uint64(c.activities),
+		ActivitiesDropped:   uint64(c.activities_dropped),
+		Callstacks:          r.stats.Callstacks,
+		CallstacksFailed:    uint64(c.callstacks_failed),
+		Modules:             uint64(c.modules),
+		ModulesFailed:       uint64(c.modules_dropped) + r.stats.ModulesFailed,
+		Errors:              r.stats.Errors,
+		RingBytesDropped:    uint64(c.ring_bytes_dropped),
+		FramesWritten:       r.stats.FramesWritten,
+		AgentCallbackNs:     cyclesNS(c.callback_cycles),
+		AgentLaunchNs:       cyclesNS(c.launch_callback_cycles),
+		AgentStackNs:        cyclesNS(c.stack_cycles),
+		AgentAutogradNs:     cyclesNS(c.autograd_cycles),
+		AgentRingNs:         cyclesNS(c.ring_cycles),
+		AgentMemoryNs:       cyclesNS(c.memory_cycles),
+		AgentMemoryLaunchNs: cyclesNS(c.memory_launch_cycles),
+		StacksNew:           uint64(c.stacks_new),
+		AgentStackNewNs:     cyclesNS(c.stack_new_cycles),
+		Allocations:         uint64(c.allocations),
+		MemoryLaunches:      uint64(c.memory_launches),
+		MemorySkipped:       uint64(c.memory_skipped),
+		BytesHashed:         uint64(c.bytes_hashed),
+		StagingWaitNs:       uint64(c.staging_wait_ns),
+		MemoryCaptureGpuNs:  uint64(c.memcap_gpu_ns),
+		BackwardLaunches:    r.stats.BackwardLaunches,
+		BackwardLinked:      r.stats.BackwardLinked,
+		Ranges:              uint64(c.ranges),
+		ProbeLaunches:       uint64(c.probe_launches),
+		ProbeSkipped:        uint64(c.probe_skipped),
+		RangesDropped:       uint64(c.ranges_dropped) + r.nvtx.unmatched,
 	}
 	if r.mem != nil {
 		r.mem.fill(r.batch.Stats)

@@ -17,6 +17,7 @@
 
 gp_process gp_proc __attribute__((aligned(64)));
 gp_cupti_api gp_cupti;
+gp_CUptiResult (*gp_cupti_callback_name)(int, uint32_t, const char **);
 gp_cu_api gp_cu;
 
 static gp_CUpti_SubscriberHandle subscriber;
@@ -134,6 +135,7 @@ static int load_cupti(const char *path, char *err, size_t errcap) {
     }
   }
   gp_cupti.getVersion(&cupti_version);
+  gp_cupti_callback_name = (gp_CUptiResult(*)(int, uint32_t, const char **))dlsym(lib, "cuptiGetCallbackName");
   return 1;
 }
 
@@ -235,6 +237,12 @@ int gp_start(const gp_config *cfg, char *err, size_t errcap) {
     };
     if (!enable(GP_CB_DOMAIN_DRIVER_API, alloc_cbids, sizeof alloc_cbids / sizeof *alloc_cbids, err, errcap))
       return 0;
+    if (cfg->memory_mode == GP_MEM_HASH && cfg->write_sets != GP_WRITE_SETS_ALL) {
+      // Copies and memsets end the carry of what they write.
+      static uint32_t write_cbids[256];
+      size_t n = gp_mem_write_cbids(write_cbids, sizeof write_cbids / sizeof *write_cbids);
+      if (!enable(GP_CB_DOMAIN_DRIVER_API, write_cbids, n, err, errcap)) return 0;
+    }
     for (uint32_t cbid = 1; cfg->flight_recorder && cbid < 1024; cbid++)
       if (gp_mem_error_callback(cbid) && !enable(GP_CB_DOMAIN_DRIVER_API, &cbid, 1, err, errcap)) return 0;
   }

@@ -136,11 +136,13 @@ func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 		}
 		if res.First == nil {
 			fmt.Fprintf(out, "%s: the runs agree: %d launches compared after they ran (%d matched)\n", label, res.Compared, res.Matched)
+			writeCarryNotes(out, res, carrySide{"A", a, 0}, carrySide{"B", b, 0})
 		} else {
 			at, err := reportDivergence(out, o, dt, label, a, b, res)
 			if err != nil {
 				return usageErrorf("diff: %v", err)
 			}
+			writeCarryNotes(out, res, carrySide{"A", a, a.Launches[res.First.A].Seq}, carrySide{"B", b, b.Launches[res.First.B].Seq})
 			diverged = append(diverged, divergence{rankLabel(pp[0], label), at})
 		}
 		reportUnmatched(out, o.unmatched, "A", "B", a, b, res)
@@ -393,29 +395,30 @@ func reportDivergence(w io.Writer, o diffOptions, dt *dtype.Type, label string, 
 	return at, nil
 }
 
-// regionText describes a region that differs; nameA and nameB name the
-// sides in the report.
+// regionText describes a region that differs, or whose state is unknown on a side; nameA and
+// nameB name the sides in the report.
 func regionText(r diff.RegionDiff, nameA, nameB string) string {
 	reg := cmp.Or(r.A, r.B)
 	where := ""
 	if reg != nil {
-		where = fmt.Sprintf("(%s, parameter offset %s)", info.FormatBytes(reg.GetSize()), joinOffsets(reg.GetParamOffsets()))
+		where = fmt.Sprintf("(%s, parameter offset %s)", info.FormatBytes(reg.GetSize()), info.JoinOffsets(reg.GetParamOffsets()))
 	}
 	switch {
+	case r.UnknownA || r.UnknownB:
+		side := nameA
+		switch {
+		case r.UnknownA && r.UnknownB:
+			side = "both"
+		case r.UnknownB:
+			side = nameB
+		}
+		return fmt.Sprintf("%s: not compared: its state is unknown in %s (carried from a state that was lost)", where, side)
 	case r.A != nil && r.B != nil && r.A.GetSize() != r.B.GetSize():
 		return fmt.Sprintf("%s: sizes differ, %s %d %s %d bytes; %d of %d chunks differ", where, nameA, r.A.GetSize(), nameB, r.B.GetSize(), r.DifferentChunks, r.Chunks)
 	case r.FirstChunk >= 0:
 		return fmt.Sprintf("%s: %d of %d chunks differ, the first at byte 0x%x (chunk %d)", where, r.DifferentChunks, r.Chunks, r.ElementsOff, r.FirstChunk)
 	}
 	return where
-}
-
-func joinOffsets(offs []uint32) string {
-	var s []string
-	for _, o := range offs {
-		s = append(s, fmt.Sprint(o))
-	}
-	return cmp.Or(strings.Join(s, ","), "-")
 }
 
 func elemText(v float64, bits uint64, real bool) string {
@@ -488,6 +491,60 @@ func nativeFrames(c *pb.Callstack, n int) []string {
 		out = append(out, text)
 	}
 	return out
+}
+
+// carrySide is a run as writeCarryNotes names it, with the launch of it reported as where the
+// runs part ways (0 when they agree).
+type carrySide struct {
+	name  string
+	run   *diff.Run
+	first uint64
+}
+
+// shownMisses is how many write set misses a report names per run.
+const shownMisses = 3
+
+// writeCarryNotes says what a comparison's answer rests on when runs were recorded with write
+// sets (format 1.11), a line each: matched launches not compared because a region's state was
+// unknown; runs whose learned write sets carried regions unhashed; and each audit that found
+// such a region changed where a difference may hide: before the launch reported, or anywhere
+// when the runs agree.
+func writeCarryNotes(w io.Writer, res *diff.Result, sides ...carrySide) {
+	if res.Unknown > 0 {
+		fmt.Fprintf(w, "  %s with states on both sides not compared: a region's state after it is unknown (carried from a state that was lost)\n",
+			info.Count(res.Unknown, "matched launch"))
+	}
+	var learned []string
+	every := uint32(0)
+	for _, s := range sides {
+		if s.run.WriteSets == "learned" {
+			learned = append(learned, s.name)
+			every = max(every, s.run.AuditEvery)
+		}
+	}
+	if len(learned) > 0 {
+		audited := ""
+		if every > 0 {
+			audited = fmt.Sprintf(" (audited every %s launch of a kernel)", info.Ordinal(every))
+		}
+		fmt.Fprintf(w, "  this answer rests on learned write sets (%s): regions a kernel's earlier launches never changed were carried, not hashed%s\n",
+			strings.Join(learned, " and "), audited)
+	}
+	for _, s := range sides {
+		misses := s.run.Uncertain(s.first)
+		for i, m := range misses {
+			if i == shownMisses {
+				fmt.Fprintf(w, "  uncertain: in %s %d more audits found writes unseen (gpurr query: write_set_misses)\n", s.name, len(misses)-shownMisses)
+				break
+			}
+			where := "the first divergence may be in"
+			if s.first == 0 {
+				where = "a difference may hide in"
+			}
+			fmt.Fprintf(w, "  uncertain: in %s an audit at launch %d found a write unseen since launch %d: %s launches %d..%d\n",
+				s.name, m.GetAuditSeq(), m.GetSinceSeq(), where, m.GetSinceSeq()+1, m.GetAuditSeq())
+		}
+	}
 }
 
 // reportUnmatched lists the launches present in one run only, up to limit

@@ -18,7 +18,9 @@ func newInfoCmd() *cobra.Command {
 launches, GPU time, top kernels, modules and callstacks.
 
 A recording that was cut short, was not closed, or counted any dropped or
-failed record is reported first, marked !!, and the command exits with 1.`,
+failed record is reported first, marked !!, and the command exits with 1; so
+is one recorded with write sets that holds a region state carried from a
+lost one, or an audit that found a learned write set wrong.`,
 		Args: positional(1, 1, "one recording directory"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat("info", format, "table", "json"); err != nil {

@@ -118,7 +118,7 @@ func runNan(cmd *cobra.Command, o nanOptions, path string) error {
 	for _, r := range found.Regions {
 		where := ""
 		if r.Region != nil {
-			where = fmt.Sprintf(" (%s, parameter offset %s)", info.FormatBytes(r.Region.GetSize()), joinOffsets(r.Region.GetParamOffsets()))
+			where = fmt.Sprintf(" (%s, parameter offset %s)", info.FormatBytes(r.Region.GetSize()), info.JoinOffsets(r.Region.GetParamOffsets()))
 		}
 		var parts []string
 		for _, c := range r.Counts {
@@ -155,8 +155,13 @@ func unclear(w io.Writer, st nanscan.Stats, explicit bool, where string) {
 		info.Count(st.Unclear, "launch"), where)
 }
 
-// notScanned says which launches nan could not look at.
+// notScanned says which launches, and which region states of the others, nan could not look
+// at.
 func notScanned(w io.Writer, st nanscan.Stats, consequence string) {
+	if st.Unknown > 0 {
+		fmt.Fprintf(w, "  (not scanned: %s carried from a lost state (write sets), with neither counts nor bytes%s)\n",
+			info.Count(st.Unknown, "region state"), consequence)
+	}
 	if st.NotScanned == 0 {
 		return
 	}

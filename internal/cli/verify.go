@@ -113,6 +113,7 @@ func runVerify(cmd *cobra.Command, o verifyOptions, path string) error {
 		if res.Compared == 0 {
 			return usageErrorf("verify: %s: no launch matched with the manifest has hashes on both sides (%d matched)", label, res.Matched)
 		}
+		first := uint64(0)
 		if res.First == nil {
 			fmt.Fprintf(out, "%s: matches the manifest: %d launches compared after they ran (%d matched)\n", label, res.Compared, res.Matched)
 		} else {
@@ -122,7 +123,9 @@ func runVerify(cmd *cobra.Command, o verifyOptions, path string) error {
 				which = "all listed above"
 			}
 			fmt.Fprintf(out, "  %d launches matched, %d compared; %d of them differ from the manifest, %s\n", res.Matched, res.Compared, res.Differ, which)
+			first = run.Launches[res.First.A].Seq
 		}
+		writeCarryNotes(out, res, carrySide{"the recording", run, first}, carrySide{"the manifest", e.Run, 0})
 		reportUnmatched(out, o.unmatched, "the recording", "the manifest", run, e.Run, res)
 	}
 	if differ {

@@ -47,6 +47,9 @@ type RegionDiff struct {
 	Chunks          int        // chunk hashes compared
 	DifferentChunks int
 	FirstChunk      int // index of the first differing chunk, -1 when only the sizes differ
+	// UnknownA and UnknownB: the region's state after the launch is unknown on that side
+	// (carried from a state that was lost, format 1.11): it is not compared, and listed so.
+	UnknownA, UnknownB bool
 	// With snapshots of the first differing chunk on both sides and a dtype:
 	Elements    []dtype.Element // the first differing elements of that chunk
 	ElementsOff uint64          // byte offset in the region of that chunk
@@ -55,7 +58,8 @@ type RegionDiff struct {
 
 // Differences lists the regions whose state after the launch differs, with
 // element values from the snapshots when both sides have them and dtype is
-// set. maxElems bounds the elements listed per region.
+// set, and those whose state is unknown on a side (not compared). maxElems
+// bounds the elements listed per region.
 func Differences(a, b *Side, dt *dtype.Type, maxElems int) ([]RegionDiff, error) {
 	var out []RegionDiff
 	var va, vb *memview.View // opened when a region's bytes are compared
@@ -77,6 +81,10 @@ func Differences(a, b *Side, dt *dtype.Type, maxElems int) ([]RegionDiff, error)
 		}
 		if i >= len(ra) || i >= len(rb) {
 			d.Note = "present after the launch in one run only"
+			out = append(out, d)
+			continue
+		}
+		if d.UnknownA, d.UnknownB = ra[i].GetUnknown(), rb[i].GetUnknown(); d.UnknownA || d.UnknownB {
 			out = append(out, d)
 			continue
 		}

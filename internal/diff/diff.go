@@ -31,7 +31,10 @@ type Launch struct {
 	Callstack uint64
 	State     [16]byte // digest of the region hashes after the launch
 	HasState  bool     // an AFTER state with hashes was recorded
-	Step      int      // training step (recording.Stepper)
+	// Unknown: a region of that state is unknown (carried from a state that was lost, format
+	// 1.11), so the launch is compared with none: neither equal nor different.
+	Unknown bool
+	Step    int // training step (recording.Stepper)
 }
 
 // Run is one process of a recording, reduced for alignment.
@@ -42,14 +45,21 @@ type Run struct {
 	Kernels  map[uint64]*pb.Kernel // by Kernel.id
 	Complete bool                  // the recording has its End record
 	Steps    *recording.Stepper    // how its launches were numbered by step, and how many steps they went through
+	// Write sets (format 1.11): which regions the recording carried rather than hashed
+	// (MemoryConfig.write_sets: proved, learned, all; "" before them), and the audits that
+	// found a learned write set wrong, in the order written.
+	WriteSets  string
+	AuditEvery uint32
+	Misses     []*pb.WriteSetMiss
 }
 
 // Scan reads a process's recording once and keeps one Launch per launch.
 func Scan(p *recording.Process) (*Run, error) {
 	r := &Run{Process: p, Kernels: map[uint64]*pb.Kernel{}}
 	type after struct {
-		seq    uint64
-		digest [16]byte
+		seq     uint64
+		digest  [16]byte
+		unknown bool
 	}
 	var states []after
 	steps, err := recording.NewStepper(p.StepRange)
@@ -59,8 +69,10 @@ func Scan(p *recording.Process) (*Run, error) {
 	r.Steps = steps
 	res, err := p.Scan(func(b *pb.Batch) error {
 		if b.Process != nil {
-			r.Mode = b.Process.GetMemory().GetMode()
+			mem := b.Process.GetMemory()
+			r.Mode, r.WriteSets, r.AuditEvery = mem.GetMode(), mem.GetWriteSets(), mem.GetAuditEvery()
 		}
+		r.Misses = append(r.Misses, b.WriteSetMisses...)
 		for _, k := range b.Kernels {
 			r.Kernels[k.GetId()] = &pb.Kernel{Id: k.GetId(), Identity: k.GetIdentity(), Name: k.GetName(), Demangled: k.GetDemangled()}
 		}
@@ -75,7 +87,7 @@ func Scan(p *recording.Process) (*Run, error) {
 		}, func(g *pb.GraphLaunch) { steps.GraphLaunch(g) })
 		for _, s := range b.Memory {
 			if s.GetPoint() == pb.MemoryState_AFTER && !s.GetLost() {
-				states = append(states, after{s.GetLaunchSeq(), StateDigest(s)})
+				states = append(states, after{s.GetLaunchSeq(), StateDigest(s), recording.UnknownRegions(s) > 0})
 			}
 		}
 		if b.End != nil {
@@ -100,7 +112,7 @@ func Scan(p *recording.Process) (*Run, error) {
 	}
 	for _, s := range states {
 		if i, ok := r.find(s.seq); ok {
-			r.Launches[i].State, r.Launches[i].HasState = s.digest, true
+			r.Launches[i].State, r.Launches[i].HasState, r.Launches[i].Unknown = s.digest, true, s.unknown
 		}
 	}
 	return r, nil
@@ -126,7 +138,9 @@ func (r *Run) find(seq uint64) (int, bool) {
 }
 
 // StateDigest folds a state's region hashes (in launch region order) into
-// one 128-bit value: equal digests, equal memory.
+// one 128-bit value: equal digests, equal memory, unless a region's state is
+// unknown (recording.UnknownRegions), whose empty hash counts as zeros: such a
+// state compares with none.
 func StateDigest(s *pb.MemoryState) [16]byte {
 	hashes := make([][]byte, len(s.GetRegions()))
 	for i, rs := range s.GetRegions() {
@@ -165,6 +179,7 @@ type Pair struct{ A, B int }
 type Result struct {
 	Matched  int   // launches matched between the runs
 	Compared int   // matched launches with memory states on both sides
+	Unknown  int   // matched launches with states on both sides not compared: a region's state unknown (Launch.Unknown)
 	Differ   int   // compared launches whose states differ
 	First    *Pair // the earliest (in run A's order) whose states differ; nil when none
 	OnlyA    []int // launches of A with no counterpart in B, in order
@@ -257,6 +272,10 @@ func (res *Result) match(a, b *Run, ia, ib int) {
 	if !la.HasState || !lb.HasState {
 		return
 	}
+	if la.Unknown || lb.Unknown {
+		res.Unknown++
+		return
+	}
 	res.Compared++
 	if la.State == lb.State {
 		return
@@ -268,4 +287,21 @@ func (res *Result) match(a, b *Run, ia, ib int) {
 	if res.First == nil || la.Seq < a.Launches[res.First.A].Seq {
 		res.First = &Pair{ia, ib}
 	}
+}
+
+// Uncertain returns r's write set misses that may hide where the runs part ways, earliest
+// first. A miss says a region changed unseen after launch since_seq (and before audit_seq), so
+// states of it carried in between, which a learned write set called unchanged, may be stale: a
+// difference there would go unseen. With first, the launch of r reported as where the runs part
+// ways, those whose unseen write may have come before it (since_seq+1 < first): the runs may
+// part ways earlier. With first 0 (the runs agree), all of them.
+func (r *Run) Uncertain(first uint64) []*pb.WriteSetMiss {
+	var out []*pb.WriteSetMiss
+	for _, m := range r.Misses {
+		if first == 0 || m.GetSinceSeq()+1 < first {
+			out = append(out, m)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *pb.WriteSetMiss) int { return cmp.Compare(a.GetSinceSeq(), b.GetSinceSeq()) })
+	return out
 }

@@ -260,6 +260,9 @@ type regionHashesRow struct {
 	Snapshot          bool   `parquet:"snapshot"`
 	Lost              bool   `parquet:"lost"`
 	LostReason        string `parquet:"lost_reason,dict"`
+	Carried           string `parquet:"carried,dict"`
+	CarriedFrom       int64  `parquet:"carried_from"`
+	Unknown           bool   `parquet:"unknown"`
 }
 
 func (r *regionHashesRow) set(v []tables.Value) {
@@ -278,4 +281,7 @@ func (r *regionHashesRow) set(v []tables.Value) {
 	r.Snapshot = v[12].Int64() != 0
 	r.Lost = v[13].Int64() != 0
 	r.LostReason = v[14].Str()
+	r.Carried = v[15].Str()
+	r.CarriedFrom = v[16].Int64()
+	r.Unknown = v[17].Int64() != 0
 }

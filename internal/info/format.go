@@ -299,7 +299,11 @@ func (a *AgentParts) write(t *textWriter, calls int) {
 		return
 	}
 	per := func(ns uint64) string { return formatNS(ns / uint64(calls)) }
-	line := fmt.Sprintf("callstacks %s, autograd context %s, ring %s per launch", per(a.StackNS), per(a.AutogradNS), per(a.RingNS))
+	line := fmt.Sprintf("callstacks %s, autograd context %s, ring %s", per(a.StackNS), per(a.AutogradNS), per(a.RingNS))
+	if a.MemoryNS > 0 {
+		line += fmt.Sprintf(", memory capture %s (launching its hash kernels %s)", per(a.MemoryNS), per(a.MemoryLaunchNS))
+	}
+	line += " per launch"
 	if a.StacksNew > 0 {
 		line += fmt.Sprintf("; %d callstacks met for the first time took %s (%s each)", a.StacksNew, formatNS(a.StackNewNS), formatNS(a.StackNewNS/a.StacksNew))
 	}

@@ -490,11 +490,16 @@ type AgentParts struct {
 	RingNS     uint64 `json:"ring_ns"`      // writing launch records to the ring
 	StacksNew  uint64 `json:"stacks_new"`   // callstacks met for the first time
 	StackNewNS uint64 `json:"stack_new_ns"` // the time those took, every one timed
+	// Memory capture (1.11): finding regions, carrying, enqueueing hash jobs; and of that,
+	// launching gpurr's own hash kernels.
+	MemoryNS       uint64 `json:"memory_ns,omitempty"`
+	MemoryLaunchNS uint64 `json:"memory_launch_ns,omitempty"`
 }
 
 func agentParts(s *pb.Stats) *AgentParts {
 	p := &AgentParts{StackNS: s.GetAgentStackNs(), AutogradNS: s.GetAgentAutogradNs(), RingNS: s.GetAgentRingNs(),
-		StacksNew: s.GetStacksNew(), StackNewNS: s.GetAgentStackNewNs()}
+		StacksNew: s.GetStacksNew(), StackNewNS: s.GetAgentStackNewNs(),
+		MemoryNS: s.GetAgentMemoryNs(), MemoryLaunchNS: s.GetAgentMemoryLaunchNs()}
 	if *p == (AgentParts{}) {
 		return nil // before 1.9, or no launch sampled
 	}

@@ -51,8 +51,33 @@ type Memory struct {
 	RegionBytes         uint64 `json:"region_bytes"`
 	ProvedReadOnlyBytes uint64 `json:"proved_read_only_bytes"`
 
+	// Write sets (format 1.11): which regions a launch left unhashed, carrying the state after
+	// the last launch that hashed them (gpurr record --write-sets): proved, learned or all;
+	// "" for a recording made before them, which hashed every region.
+	WriteSets             string `json:"write_sets,omitempty"`
+	AuditEvery            uint32 `json:"audit_every,omitempty"` // learned: every Nth launch of a kernel hashed all its regions
+	RegionsCarriedProved  uint64 `json:"regions_carried_proved"`
+	RegionsCarriedLearned uint64 `json:"regions_carried_learned"`
+	BytesCarried          uint64 `json:"bytes_carried"`           // what was not hashed
+	RegionsCarriedUnknown uint64 `json:"regions_carried_unknown"` // carried from a lost state: no hash (a problem)
+	WriteSetAudits        uint64 `json:"write_set_audits"`
+	WriteSetMisses        uint64 `json:"write_set_misses"` // audits that found a learned read-only region changed (a problem)
+	// Misses are the WriteSetMiss records: where carried states may be stale.
+	Misses []WriteSetMiss `json:"misses,omitempty"`
+
 	statuses map[pb.MemoryPlan_Status]uint64
 	complete bool // the recording has its End: counters are final
+}
+
+// WriteSetMiss is an audit launch that hashed a region a learned write set called read-only
+// and found it changed since the last launch that hashed it: the region's states carried in
+// between may be stale.
+type WriteSetMiss struct {
+	Kernel       string   `json:"kernel"` // demangled
+	ParamOffsets []uint32 `json:"param_offsets"`
+	AuditSeq     uint64   `json:"audit_seq"`
+	SinceSeq     uint64   `json:"since_seq"`
+	AllocationID uint64   `json:"allocation_id"`
 }
 
 // failedStatuses are the launches memory capture should have covered and
@@ -82,6 +107,23 @@ func summarizeMemory(d *recording.Data) *Memory {
 		Snapshots: s.GetSnapshots(), ChunksTotal: s.GetChunksTotal(), ChunksTransferred: s.GetChunksTransferred(),
 		ChunksStored: s.GetChunksStored(), ChunkBytesStored: s.GetChunkBytesStored(), StagingWaitNS: s.GetStagingWaitNs(),
 		CaptureGPUNS: s.GetMemoryCaptureGpuNs(), FlightDumps: s.GetFlightDumps(), Stopped: s.GetMemoryStopped(),
+
+		WriteSets: cfg.GetWriteSets(), AuditEvery: cfg.GetAuditEvery(),
+		RegionsCarriedProved: s.GetRegionsCarriedProved(), RegionsCarriedLearned: s.GetRegionsCarriedLearned(),
+		BytesCarried: s.GetBytesCarried(), RegionsCarriedUnknown: s.GetRegionsCarriedUnknown(),
+		WriteSetAudits: s.GetWriteSetAudits(), WriteSetMisses: max(s.GetWriteSetMisses(), uint64(len(d.WriteSetMisses))),
+	}
+	if len(d.WriteSetMisses) > 0 {
+		links := recording.NewLinks() // kernel names only
+		links.Add(&pb.Batch{Kernels: d.Kernels}, false)
+		for _, w := range d.WriteSetMisses {
+			name := fmt.Sprintf("kernel %d", w.GetKernelId())
+			if k := links.Kernel(w.GetKernelId()); k != nil {
+				name = links.KernelName(k)
+			}
+			m.Misses = append(m.Misses, WriteSetMiss{Kernel: name, ParamOffsets: w.GetParamOffsets(), AuditSeq: w.GetAuditSeq(),
+				SinceSeq: w.GetSinceSeq(), AllocationID: w.GetAllocationId()})
+		}
 	}
 	m.complete = d.End != nil
 	m.statuses = map[pb.MemoryPlan_Status]uint64{}
@@ -98,6 +140,7 @@ func summarizeMemory(d *recording.Data) *Memory {
 	}
 	m.RegionBytes, m.ProvedReadOnlyBytes = readOnlyBytes(d)
 	reasons := map[string]uint64{}
+	var unknown uint64
 	for _, st := range d.Memory {
 		if st.GetLost() {
 			reasons[cmp.Or(st.GetLostReason(), "no reason given")]++
@@ -105,7 +148,10 @@ func summarizeMemory(d *recording.Data) *Memory {
 		for _, r := range st.GetRegions() {
 			m.ChunksMissing += uint64(r.GetChunksMissing())
 		}
+		unknown += uint64(recording.UnknownRegions(st))
 	}
+	// The counter, or the states, where the recording ended before its last counters.
+	m.RegionsCarriedUnknown = max(m.RegionsCarriedUnknown, unknown)
 	for _, r := range slices.Sorted(maps.Keys(reasons)) {
 		m.LostReasons = append(m.LostReasons, Counter{Name: r, Value: reasons[r]})
 	}
@@ -173,6 +219,12 @@ func (m *Memory) problems() []string {
 			out = append(out, recording.EnumText(st))
 		}
 	}
+	if m.RegionsCarriedUnknown > 0 {
+		out = append(out, "regions_carried_unknown")
+	}
+	if m.WriteSetMisses > 0 {
+		out = append(out, "write_set_misses")
+	}
 	return out
 }
 
@@ -211,6 +263,41 @@ func (m *Memory) writeProblems(t *textWriter) {
 		}
 		t.printf("  !! MEMORY NOT CAPTURED: %s %s%s\n", launchCount(n), why[st], detail)
 	}
+	if n := m.RegionsCarriedUnknown; n > 0 {
+		from := "a state that was lost"
+		if n > 1 {
+			from = "states that were lost"
+		}
+		t.printf("  !! CARRIED STATES UNKNOWN: %s carried from %s: no hash, so readers treat each as a lost state\n", Count(n, "region state"), from)
+	}
+	if m.WriteSetMisses > 0 {
+		var parts []string
+		for _, w := range m.Misses[:min(len(m.Misses), shownMisses)] {
+			parts = append(parts, fmt.Sprintf("launch %d, %s, found allocation %d (parameter offset %s) changed since launch %d",
+				w.AuditSeq, shorten(w.Kernel, 60), w.AllocationID, JoinOffsets(w.ParamOffsets), w.SinceSeq))
+		}
+		if n := len(m.Misses); n > shownMisses {
+			parts = append(parts, fmt.Sprintf("%d more (gpurr query: write_set_misses)", n-shownMisses))
+		}
+		detail := ""
+		if len(parts) > 0 {
+			detail = ": " + strings.Join(parts, "; ")
+		}
+		t.printf("  !! WRITE SET MISSES: %s found a region that a learned write set called read-only changed, so its states carried since its last hash may be stale%s (gpurr diff says when its answer rests on them)\n",
+			Count(m.WriteSetMisses, "audit"), detail)
+	}
+}
+
+// shownMisses is how many write set misses info names.
+const shownMisses = 3
+
+// JoinOffsets writes parameter offsets as gpurr's reports do: comma-separated, "-" for none.
+func JoinOffsets(offsets []uint32) string {
+	parts := make([]string, len(offsets))
+	for i, o := range offsets {
+		parts[i] = fmt.Sprint(o)
+	}
+	return cmp.Or(strings.Join(parts, ","), "-")
 }
 
 func launchCount(n uint64) string {
@@ -244,10 +331,7 @@ func (m *Memory) write(t *textWriter) {
 		states += fmt.Sprintf(", %d lost", m.StatesLost)
 	}
 	field("states", "%s; %s hashed", states, FormatBytes(m.BytesHashed))
-	if m.ProvedReadOnlyBytes > 0 {
-		field("read-only", "%s of the %s of regions captured after their launches (%s) are in regions the kernels' PTX proves they only read (Triton's); hash mode does not skip them yet",
-			FormatBytes(m.ProvedReadOnlyBytes), FormatBytes(m.RegionBytes), percent(m.ProvedReadOnlyBytes, m.RegionBytes))
-	}
+	m.writeSetsLine(field)
 	field("GPU time", "%s in gpurr's hash and copy kernels", formatNS(m.CaptureGPUNS))
 	if m.Mode == "snapshot" {
 		selected := fmt.Sprintf("%d launches selected for snapshots", m.SnapshotSelected)
@@ -269,6 +353,51 @@ func (m *Memory) write(t *textWriter) {
 	if m.FlightRecorder > 0 || m.FlightDumps > 0 {
 		field("flight dumps", "%d", m.FlightDumps)
 	}
+}
+
+// writeSetsLine says what write sets saved: what was carried rather than hashed, or, in a
+// recording that hashed every region, what proved read-only would have carried.
+func (m *Memory) writeSetsLine(field func(name, format string, args ...any)) {
+	readOnly := fmt.Sprintf("%s of the %s of regions captured after their launches (%s) are in regions the kernels' PTX proves they only read (Triton's)",
+		FormatBytes(m.ProvedReadOnlyBytes), FormatBytes(m.RegionBytes), percent(m.ProvedReadOnlyBytes, m.RegionBytes))
+	switch m.WriteSets {
+	case "":
+		if m.ProvedReadOnlyBytes > 0 {
+			field("read-only", "%s; recorded before write sets (format 1.11), so they were hashed", readOnly)
+		}
+	case "all":
+		if m.ProvedReadOnlyBytes > 0 {
+			field("write sets", "all: every region hashed after every launch; %s, which --write-sets proved would carry", readOnly)
+		} else {
+			field("write sets", "all: every region hashed after every launch")
+		}
+	default:
+		line := fmt.Sprintf("%s: %s of the %s of regions captured after their launches (%s) carried, not hashed: %s proved read-only, %d learned",
+			m.WriteSets, FormatBytes(m.BytesCarried), FormatBytes(m.RegionBytes), percent(m.BytesCarried, m.RegionBytes),
+			Count(m.RegionsCarriedProved, "region"), m.RegionsCarriedLearned)
+		if m.WriteSets == "learned" {
+			line += fmt.Sprintf("; %s (every %s launch of a kernel), %s", Count(m.WriteSetAudits, "audit"), Ordinal(m.AuditEvery), Count(m.WriteSetMisses, "miss"))
+		}
+		if m.RegionsCarriedUnknown > 0 {
+			line += fmt.Sprintf("; %d unknown", m.RegionsCarriedUnknown)
+		}
+		field("write sets", "%s", line)
+	}
+}
+
+// Ordinal writes n as 1st, 2nd, 3rd, 4th ...
+func Ordinal(n uint32) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return fmt.Sprintf("%d%s", n, suffix)
 }
 
 // configText is how memory capture was asked for, in one line.

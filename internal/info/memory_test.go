@@ -1,9 +1,11 @@
 package info
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/gpurr/gpurr/internal/testrec"
 	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
@@ -40,5 +42,102 @@ func TestReadOnlyBytes(t *testing.T) {
 	summarizeMemory(d).write(&textWriter{w: &b})
 	if !strings.Contains(b.String(), "read-only    1000 B of the 5.7 KiB of regions captured after their launches (17.2%)") {
 		t.Errorf("info:\n%s", b.String())
+	}
+}
+
+// What the write sets line says in each mode: what was carried, or, where every region was
+// hashed, what proved read-only would have carried; never both.
+func TestWriteSetsLine(t *testing.T) {
+	base := func(mode string) *Memory {
+		return &Memory{Mode: "hash", WriteSets: mode, AuditEvery: 32, RegionBytes: 4000, ProvedReadOnlyBytes: 1000,
+			BytesCarried: 1500, RegionsCarriedProved: 7, RegionsCarriedLearned: 2, WriteSetAudits: 12}
+	}
+	for mode, want := range map[string]string{
+		"":        "    read-only    1000 B of the 3.9 KiB of regions captured after their launches (25.0%) are in regions the kernels' PTX proves they only read (Triton's); recorded before write sets (format 1.11), so they were hashed\n",
+		"all":     "    write sets   all: every region hashed after every launch; 1000 B of the 3.9 KiB of regions captured after their launches (25.0%) are in regions the kernels' PTX proves they only read (Triton's), which --write-sets proved would carry\n",
+		"proved":  "    write sets   proved: 1.5 KiB of the 3.9 KiB of regions captured after their launches (37.5%) carried, not hashed: 7 regions proved read-only, 2 learned\n",
+		"learned": "    write sets   learned: 1.5 KiB of the 3.9 KiB of regions captured after their launches (37.5%) carried, not hashed: 7 regions proved read-only, 2 learned; 12 audits (every 32nd launch of a kernel), 0 misses\n",
+	} {
+		var lines []string
+		base(mode).writeSetsLine(func(name, format string, args ...any) {
+			lines = append(lines, fmt.Sprintf("    %-12s %s\n", name, fmt.Sprintf(format, args...)))
+		})
+		if len(lines) != 1 || lines[0] != want {
+			t.Errorf("write sets %q:\n%q\nwant\n%q", mode, lines, want)
+		}
+		if p := base(mode).problems(); len(p) != 0 {
+			t.Errorf("write sets %q: problems %v", mode, p)
+		}
+	}
+	var lines []string
+	(&Memory{WriteSets: "all"}).writeSetsLine(func(name, format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) })
+	if len(lines) != 1 || lines[0] != "all: every region hashed after every launch" {
+		t.Errorf("all, nothing proved: %q", lines)
+	}
+	for _, n := range []struct {
+		n    uint32
+		want string
+	}{{1, "1st"}, {2, "2nd"}, {3, "3rd"}, {4, "4th"}, {11, "11th"}, {12, "12th"}, {13, "13th"}, {21, "21st"}, {32, "32nd"}, {113, "113th"}} {
+		if got := Ordinal(n.n); got != n.want {
+			t.Errorf("Ordinal(%d) = %s", n.n, got)
+		}
+	}
+}
+
+// The write-sets recording's memory summary: what was carried, and its unknown state and miss as
+// problems, each on a !! line that names where.
+func TestWriteSetsProblems(t *testing.T) {
+	set := testrec.Open(t, testrec.WriteSets)
+	r, err := Summarize(set, "ws")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := r.Processes[0]
+	if got := strings.Join(p.Problems(), " "); got != "memory_states_lost regions_carried_unknown write_set_misses" {
+		t.Errorf("problems %q", got)
+	}
+	m := p.Memory
+	if m.WriteSets != "learned" || m.AuditEvery != 3 || m.RegionsCarriedProved != 3 || m.RegionsCarriedLearned != 2 || m.RegionsCarriedUnknown != 1 ||
+		m.BytesCarried != 512<<10 || m.WriteSetAudits != 1 || m.WriteSetMisses != 1 {
+		t.Errorf("memory %+v", m)
+	}
+	if len(m.Misses) != 1 || fmt.Sprintf("%+v", m.Misses[0]) != "{Kernel:step(float const*, float*) ParamOffsets:[0] AuditSeq:7 SinceSeq:4 AllocationID:3}" {
+		t.Errorf("misses %+v", m.Misses)
+	}
+	var b strings.Builder
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"  !! CARRIED STATES UNKNOWN: 1 region state carried from a state that was lost: no hash, so readers treat each as a lost state\n",
+		"  !! WRITE SET MISSES: 1 audit found a region that a learned write set called read-only changed, so its states carried since its last hash may be stale: launch 7, step(float const*, float*), found allocation 3 (parameter offset 0) changed since launch 4 (gpurr diff says when its answer rests on them)\n",
+		"    write sets   learned: 512.0 KiB of the 1.3 MiB of regions captured after their launches (38.1%) carried, not hashed: 3 regions proved read-only, 2 learned; 1 audit (every 3rd launch of a kernel), 1 miss; 1 unknown\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("info lacks\n%s\nin\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "read-only    ") {
+		t.Errorf("info says what proved read-only would save beside what write sets carried:\n%s", b.String())
+	}
+}
+
+// A recording cut short before its last counters still shows its unknown states, counted from
+// the states themselves.
+func TestUnknownFromStates(t *testing.T) {
+	d := &recording.Data{
+		Process: &pb.Process{Memory: &pb.MemoryConfig{Mode: "hash", WriteSets: "proved"}},
+		Stats:   &pb.Stats{},
+		Memory: []*pb.MemoryState{{LaunchSeq: 3, Point: pb.MemoryState_AFTER, Regions: []*pb.RegionState{
+			{Carried: pb.RegionState_PROVED_READ_ONLY, Unknown: true}, {Hash: make([]byte, 16)}, {Carried: pb.RegionState_PROVED_READ_ONLY, Unknown: true}}}},
+	}
+	m := summarizeMemory(d)
+	if m.RegionsCarriedUnknown != 2 || strings.Join(m.problems(), " ") != "regions_carried_unknown" {
+		t.Errorf("unknown %d, problems %v", m.RegionsCarriedUnknown, m.problems())
+	}
+	var b strings.Builder
+	m.writeProblems(&textWriter{w: &b})
+	if want := "  !! CARRIED STATES UNKNOWN: 2 region states carried from states that were lost: no hash, so readers treat each as a lost state\n"; b.String() != want {
+		t.Errorf("%q, want %q", b.String(), want)
 	}
 }

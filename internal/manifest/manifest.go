@@ -51,7 +51,10 @@ type Process struct {
 	Memory     string   `json:"memory"`      // hash | snapshot: how it was recorded
 	ChunkBytes uint32   `json:"chunk_bytes"` // bytes per chunk hash
 	Complete   bool     `json:"complete"`    // the recording was closed normally
-	Kernels    []Kernel `json:"kernels"`     // every kernel its launches name, by identity
+	// WriteSets is how the recording carried regions rather than hash them (format 1.11,
+	// MemoryConfig.write_sets): proved, learned or all; "" before write sets.
+	WriteSets string   `json:"write_sets,omitempty"`
+	Kernels   []Kernel `json:"kernels"` // every kernel its launches name, by identity
 }
 
 // Kernel names a kernel identity.
@@ -78,9 +81,12 @@ type State struct {
 
 // Region is one region's size and hashes.
 type Region struct {
-	Size   uint64   `json:"size"`
-	Hash   string   `json:"hash"`   // 32 hex digits
-	Chunks []string `json:"chunks"` // 32 hex digits each, chunk 0 first
+	Size uint64 `json:"size"`
+	// Unknown: the region's state was carried from a state the recording lost (write sets,
+	// format 1.11): it has no hashes, and verify compares it with none.
+	Unknown bool     `json:"unknown,omitempty"`
+	Hash    string   `json:"hash,omitempty"` // 32 hex digits; absent when unknown
+	Chunks  []string `json:"chunks"`         // 32 hex digits each, chunk 0 first
 
 	hash   []byte
 	chunks [][]byte
@@ -134,6 +140,12 @@ func (l *Launch) check() error {
 	}
 	for i := range l.After.Regions {
 		r := &l.After.Regions[i]
+		if r.Unknown {
+			if r.Hash != "" || len(r.Chunks) > 0 {
+				return fmt.Errorf("launch %d region %d: unknown, but with hashes", l.Seq, i)
+			}
+			continue
+		}
 		if r.hash, err = parseHash("hash", r.Hash); err != nil {
 			return fmt.Errorf("launch %d region %d: %v", l.Seq, i, err)
 		}

@@ -155,6 +155,7 @@ func FuzzRead(f *testing.F) {
 	_, text := memoryManifest(f)
 	f.Add(text)
 	f.Add([]byte(`{"format":"gpurr-manifest","version":1,"hash":"gpurr-h128","processes":[{"process":"p","memory":"hash","chunk_bytes":1,"kernels":[{"identity":"0000000000000001"}],"launches":[{"seq":1,"stream":0,"identity":"0000000000000001","after":{"regions":[{"hash":"00000000000000000000000000000000","chunks":[]}]}}]}]}`))
+	f.Add([]byte(`{"format":"gpurr-manifest","version":1,"hash":"gpurr-h128","processes":[{"process":"p","memory":"hash","chunk_bytes":1,"write_sets":"learned","kernels":[{"identity":"0000000000000001"}],"launches":[{"seq":1,"stream":0,"identity":"0000000000000001","after":{"regions":[{"size":8,"unknown":true,"chunks":[]}]}}]}]}`))
 	f.Add([]byte(`{"format":"gpurr-manifest","version":1}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := read(bytes.NewReader(b))

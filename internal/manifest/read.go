@@ -220,6 +220,8 @@ func (r *Reader) readProcess() (*Process, error) {
 			err = r.dec.Decode(&p.ChunkBytes)
 		case "complete":
 			err = r.dec.Decode(&p.Complete)
+		case "write_sets":
+			err = r.dec.Decode(&p.WriteSets)
 		case "kernels":
 			err = r.dec.Decode(&p.Kernels)
 		case "launches":

@@ -64,7 +64,7 @@ func read(f io.Reader) (*Manifest, error) {
 		if err != nil {
 			return nil, err
 		}
-		e := &Expected{Process: p, Run: &diff.Run{Mode: p.Memory, Complete: p.Complete, Kernels: map[uint64]*pb.Kernel{}}}
+		e := &Expected{Process: p, Run: &diff.Run{Mode: p.Memory, Complete: p.Complete, WriteSets: p.WriteSets, Kernels: map[uint64]*pb.Kernel{}}}
 		for _, k := range p.Kernels {
 			id, _ := parseIdentity(k.Identity) // checked by the Reader
 			e.Run.Kernels[id] = &pb.Kernel{Id: id, Identity: id, Name: k.Name, Demangled: k.Name}
@@ -82,6 +82,7 @@ func read(f io.Reader) (*Manifest, error) {
 				hashes := make([][]byte, len(l.After.Regions))
 				for i := range l.After.Regions {
 					hashes[i] = l.After.Regions[i].hash
+					dl.Unknown = dl.Unknown || l.After.Regions[i].Unknown
 				}
 				dl.State, dl.HasState = diff.Digest(hashes), true
 			}
@@ -198,7 +199,7 @@ func compare(r *recording.LaunchRecord, exp *Launch, stream int, chunkBytes uint
 	b := &diff.Side{Launch: &pb.Launch{}, After: &pb.MemoryState{Snapshot: exp.After.Snapshot}, ChunkBytes: uint64(chunkBytes)}
 	for _, reg := range exp.After.Regions {
 		b.Launch.Regions = append(b.Launch.Regions, &pb.Region{Size: reg.Size})
-		rs := &pb.RegionState{Hash: reg.hash}
+		rs := &pb.RegionState{Hash: reg.hash, Unknown: reg.Unknown}
 		for _, c := range reg.chunks {
 			rs.ChunkHashes = append(rs.ChunkHashes, c...)
 		}

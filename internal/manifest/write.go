@@ -69,7 +69,7 @@ func Write(w io.Writer, set *recording.Set) (Summary, error) {
 // those that ran (diff.Scan's launches), by seq.
 func firstPass(p *recording.Process) (proc Process, seqs []uint64, identity map[uint64]uint64, err error) {
 	proc = Process{Name: p.Name, Rank: p.Info.Rank, Argv: append([]string{}, p.Info.GetArgv()...), Memory: p.Info.GetMemory().GetMode(),
-		ChunkBytes: cmp.Or(p.Info.GetMemory().GetChunkBytes(), memhash.ChunkSize), Kernels: []Kernel{}}
+		ChunkBytes: cmp.Or(p.Info.GetMemory().GetChunkBytes(), memhash.ChunkSize), WriteSets: p.Info.GetMemory().GetWriteSets(), Kernels: []Kernel{}}
 	identity = map[uint64]uint64{} // Kernel.id to identity
 	names := map[uint64]string{}   // identity to name
 	used := map[uint64]bool{}      // Kernel.ids launched
@@ -132,6 +132,10 @@ func writeProcess(bw *bufio.Writer, p *recording.Process, sum *Summary) error {
 				reg := &line.After.Regions[ri]
 				if ri < len(l.GetRegions()) {
 					reg.Size = l.GetRegions()[ri].GetSize()
+				}
+				if rs.GetUnknown() { // carried from a lost state: no hashes to promise
+					reg.Unknown, reg.Chunks = true, []string{}
+					continue
 				}
 				if len(rs.GetHash()) != recording.HashBytes {
 					return fmt.Errorf("%s: launch %d region %d: hash of %d bytes, want %d (a damaged record)", p.Name, l.GetSeq(), ri, len(rs.GetHash()), recording.HashBytes)

@@ -82,6 +82,10 @@ type Stats struct {
 	// did not count (lost ones, or a device without memory for the
 	// counters).
 	NotScanned int
+	// Unknown counts the region states of the launches looked at that were not scanned
+	// because they are unknown: carried from a state that was lost (write sets, format 1.11),
+	// they hold neither counts nor bytes.
+	Unknown int
 }
 
 // Scan finds the first launch of p after which one of its regions holds
@@ -138,14 +142,19 @@ type scanner struct {
 func (s *scanner) fromCounts() (*Finding, Stats, error) {
 	s.st.Source = GPUCounts
 	var seqs, candidates []uint64 // the counted launches; those with counts
+	unknown := map[uint64]int{}   // region states without counts, of counted launches
 	_, err := s.p.Scan(func(b *pb.Batch) error {
 		for _, m := range b.Memory {
 			if m.GetPoint() != pb.MemoryState_AFTER {
 				continue
 			}
-			if m.GetLost() || len(m.GetRegions()) == 0 || len(m.GetRegions()[0].GetNanCount()) == 0 {
+			// A region carried from a lost state has no counts, and may come first.
+			if m.GetLost() || !slices.ContainsFunc(m.GetRegions(), func(rs *pb.RegionState) bool { return len(rs.GetNanCount()) > 0 }) {
 				s.st.NotScanned++
 				continue
+			}
+			if n := recording.UnknownRegions(m); n > 0 {
+				unknown[m.GetLaunchSeq()] += n
 			}
 			seqs = append(seqs, m.GetLaunchSeq())
 			if s.hasGPUCounts(m) {
@@ -177,6 +186,7 @@ func (s *scanner) fromCounts() (*Finding, Stats, error) {
 	for _, seq := range seqs {
 		if seq <= last {
 			s.st.Launches++
+			s.st.Unknown += unknown[seq]
 		}
 	}
 	if err == nil && found == nil && delivered < len(candidates) {
@@ -274,6 +284,12 @@ func (s *scanner) finding(r *recording.LaunchRecord) (*Finding, error) {
 	}
 	unclear := false
 	for i, rs := range after.GetRegions() {
+		if rs.GetUnknown() {
+			if s.st.Source == Snapshots { // from the counts, their first pass counted it
+				s.st.Unknown++
+			}
+			continue
+		}
 		var total []Counts
 		if snap {
 			var err error
@@ -309,7 +325,7 @@ func (s *scanner) finding(r *recording.LaunchRecord) (*Finding, error) {
 	}
 	if b, err := s.view.State(l, memview.Before); err == nil {
 		for ri := range regions {
-			if i := regions[ri].Index; i < len(b.GetRegions()) {
+			if i := regions[ri].Index; i < len(b.GetRegions()) && !b.GetRegions()[i].GetUnknown() {
 				before, err := s.regionCounts(b.GetRegions()[i])
 				if err != nil {
 					return nil, err

@@ -192,3 +192,82 @@ func TestDamagedGPUCounts(t *testing.T) {
 		t.Errorf("found %+v, %+v, %v; want no NaN in 1 launch (the bf16 count is damaged)", found, st, err)
 	}
 }
+
+// From the GPU's counts, a recording with write sets (format 1.11): a carried region holds the
+// counts of the state it was carried from; one carried from a lost state holds none, is not
+// scanned and is counted so, and, as region 0 of launch 9, does not hide the counts of the
+// launch's other regions.
+func TestWriteSetsCounts(t *testing.T) {
+	f32, err := dtype.Parse("f32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		nanAt, found      uint64
+		launches, unknown int
+	}{
+		{nanAt: testrec.WriteSetsUnknown, found: testrec.WriteSetsUnknown, launches: 8, unknown: 1},
+		{nanAt: 5, found: 5, launches: 5, unknown: 0},
+		{launches: 8, unknown: 1},
+	} {
+		set := testrec.OpenBatches(t, testrec.WriteSetsBatches(testrec.WriteSetsOptions{NaNAt: c.nanAt})...)
+		found, st, err := Scan(set.Processes[0], []*dtype.Type{f32}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := uint64(0)
+		if found != nil {
+			got = found.Launch.GetSeq()
+		}
+		if got != c.found || st.Source != GPUCounts || st.Launches != c.launches || st.Unknown != c.unknown || st.NotScanned != 1 {
+			t.Errorf("NaN from launch %d: found after launch %d, %+v; want launch %d, %d launches, %d unknown, 1 not scanned (the lost state)",
+				c.nanAt, got, st, c.found, c.launches, c.unknown)
+		}
+		if found != nil && (len(found.Regions) != 1 || found.Regions[0].Index != 1 || found.Regions[0].Counts[0].NaN != 1) {
+			t.Errorf("NaN from launch %d: regions %+v", c.nanAt, found.Regions)
+		}
+	}
+}
+
+// From snapshots: a region carried from a lost state has no chunks to read; it is skipped and
+// counted, and the launch's other region is scanned.
+func TestWriteSetsSnapshots(t *testing.T) {
+	nan := float32(math.NaN())
+	w, err := recording.Create(t.TempDir(), "p-1", &pb.Batch{Process: &pb.Process{Pid: 1,
+		Memory: &pb.MemoryConfig{Mode: "snapshot", ChunkBytes: memhash.ChunkSize, WriteSets: "proved"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := chunkstore.Create(w.Dir(), chunkstore.Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := testrec.RegionState(f32s(1, nan), store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unknown := &pb.RegionState{Carried: pb.RegionState_PROVED_READ_ONLY, Unknown: true}
+	regions := []*pb.Region{{Address: 1 << 20, Size: 8}, {Address: 2 << 20, Size: 8}}
+	err = w.Write(&pb.Batch{Kernels: []*pb.Kernel{{Id: 1, Name: "k"}},
+		Launches: []*pb.Launch{{Seq: 1, KernelId: 1, Regions: regions, Memory: &pb.MemoryPlan{Status: pb.MemoryPlan_SNAPSHOT}}},
+		Memory: []*pb.MemoryState{
+			{LaunchSeq: 1, Point: pb.MemoryState_BEFORE, Snapshot: true, Regions: []*pb.RegionState{unknown, rs}},
+			{LaunchSeq: 1, Point: pb.MemoryState_AFTER, Snapshot: true, Regions: []*pb.RegionState{unknown, rs}},
+		},
+		End: &pb.End{Reason: "exit"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := closeAndOpen(t, w, store)
+	f32, err := dtype.Parse("f32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found, st, err := Scan(set.Processes[0], []*dtype.Type{f32}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found == nil || len(found.Regions) != 1 || found.Regions[0].Index != 1 || !found.Regions[0].Before || st.Unknown != 1 || st.Launches != 1 {
+		t.Errorf("found %+v, %+v; want region 1 of launch 1, there before, 1 unknown", found, st)
+	}
+}

@@ -67,11 +67,41 @@ func TestTablesMatchSchema(t *testing.T) {
 		if strings.HasPrefix(table.Name, "probe_") {
 			continue // recorded with --probe only: TestProbeTables
 		}
+		if table.Name == "write_set_misses" {
+			continue // recorded with --write-sets learned only: TestWriteSetTables
+		}
 		if n := one(t, db, "SELECT count(*) FROM "+table.Name); n == int64(0) {
 			t.Errorf("table %s is empty for the synthetic recording", table.Name)
 		}
 		if n := one(t, db, "SELECT count(DISTINCT process) FROM "+table.Name); n != int64(testrec.Ranks) {
 			t.Errorf("table %s holds %v processes, want %d", table.Name, n, testrec.Ranks)
+		}
+	}
+}
+
+// A recording with learned write sets (format 1.11), as SQL sees it: carried states join the
+// state they were carried from and hold its hash; the unknown one has none; the miss names the
+// launches whose carried states of its allocation may be stale.
+func TestWriteSetTables(t *testing.T) {
+	db := load(t, testrec.WriteSets)
+	for q, want := range map[string]any{
+		"SELECT group_concat(carried || ':' || count, ' ') FROM (SELECT carried, count(*) AS count FROM memory_states GROUP BY carried ORDER BY carried)": ":10 learned:2 proved:3",
+		// Every carried state with a hash holds the hash of the state it names.
+		`SELECT count(*) FROM memory_states c JOIN memory_states f ON f.launch_seq = c.carried_from AND f.point = 'after'
+			JOIN regions rc ON rc.launch_seq = c.launch_seq AND rc.region = c.region
+			JOIN regions rf ON rf.launch_seq = f.launch_seq AND rf.region = f.region AND rf.allocation_id = rc.allocation_id
+			WHERE c.hash = f.hash`: int64(4),
+		"SELECT launch_seq || ':' || region || ' ' || coalesce(hash, 'no hash') || ' ' || coalesce(carried_from, 'from a lost state') FROM memory_states WHERE unknown": "9:0 no hash from a lost state",
+		"SELECT name || ' [' || param_offsets || '] ' || since_seq || '..' || audit_seq || ' allocation ' || allocation_id FROM write_set_misses":                       "step(float const*, float*) [0] 4..7 allocation 3",
+		// The states a miss says may be stale: X's carried states after since_seq, up to the audit.
+		`SELECT group_concat(m.launch_seq) FROM memory_states m JOIN regions r ON r.launch_seq = m.launch_seq AND r.region = m.region
+			JOIN write_set_misses w ON r.allocation_id = w.allocation_id AND m.launch_seq > w.since_seq AND m.launch_seq < w.audit_seq
+			WHERE m.carried = 'learned'`: "5,6",
+		"SELECT memory_write_sets || ' ' || memory_audit_every FROM processes":                            "learned 3",
+		"SELECT regions_carried_unknown || ' ' || write_set_audits || ' ' || write_set_misses FROM stats": "1 1 1",
+	} {
+		if got := one(t, db, q); got != want {
+			t.Errorf("%s: %v, want %v", q, got, want)
 		}
 	}
 }

@@ -98,6 +98,8 @@ func Rewind(p *recording.Process, r Request) (*Result, error) {
 	buf, missing, err := v.Read(l, r.Point, idx, start, end)
 	var e *memview.Error
 	switch {
+	case errors.As(err, &e) && e.Err == memview.ErrUnknown:
+		return nil, fmt.Errorf("region %d %s launch %d: its state is unknown, carried from a state that was lost (write sets): no bytes to rebuild", idx, at, r.Launch)
 	case errors.As(err, &e): // the state has bytes (checked above): no such region
 		return nil, fmt.Errorf("launch %d has %s; no region %d", r.Launch, info.Count(len(regions), "region"), idx)
 	case err != nil:

@@ -77,3 +77,19 @@ func TestNearestRegions(t *testing.T) {
 		t.Errorf("no regions: %q", got)
 	}
 }
+
+// A region carried from a lost state (write sets, format 1.11) has no bytes to rebuild, and
+// rewind says so rather than that the region is missing.
+func TestRewindUnknownRegion(t *testing.T) {
+	set := testrec.OpenBatches(t,
+		&pb.Batch{Process: &pb.Process{Pid: 3, Memory: &pb.MemoryConfig{Mode: "snapshot", WriteSets: "proved"}}},
+		&pb.Batch{Launches: []*pb.Launch{{Seq: 4, Regions: []*pb.Region{{Address: 0x7000_0000, Size: 4096}}}},
+			Memory: []*pb.MemoryState{{LaunchSeq: 4, Point: memview.After, Snapshot: true,
+				Regions: []*pb.RegionState{{Carried: pb.RegionState_PROVED_READ_ONLY, Unknown: true}}}},
+			End: &pb.End{Reason: "exit"}})
+	_, err := Rewind(set.Processes[0], Request{Launch: 4, Point: memview.After})
+	want := "region 0 after launch 4: its state is unknown, carried from a state that was lost (write sets): no bytes to rebuild"
+	if err == nil || err.Error() != want {
+		t.Errorf("error %v, want %q", err, want)
+	}
+}

@@ -167,4 +167,9 @@ var exportRegions = define("region_hashes", "a region's state before or after a 
 	c("snapshot", Boolean, "the bytes are in the process's chunk store", func(_ *pass, r *stateRow) Value { return Bool(r.st.GetSnapshot()) }),
 	c("lost", Boolean, "the state was never completed (format.md, Lost states)", func(_ *pass, r *stateRow) Value { return Bool(r.st.GetLost()) }),
 	c("lost_reason", String, "why it was lost", func(_ *pass, r *stateRow) Value { return Text(r.st.GetLostReason()) }).dict(),
+	c("carried", String, "write sets: proved or learned when the launch could not write the region and its state is that after launch carried_from, not hashed; empty when hashed", func(_ *pass, r *stateRow) Value {
+		return Text(recording.CarriedText(r.rs.GetCarried()))
+	}).dict(),
+	c("carried_from", Int64, "the launch whose state this carried state is, 0 when not carried or unknown", func(_ *pass, r *stateRow) Value { return Int(r.rs.GetCarriedFrom()) }),
+	c("unknown", Boolean, "carried from a state that was lost: no hash, to compare as a lost state", func(_ *pass, r *stateRow) Value { return Bool(r.rs.GetUnknown()) }),
 )

@@ -251,6 +251,10 @@ type (
 		k    *pb.ProbeKernel
 		name string
 	}
+	missRec struct {
+		m    *pb.WriteSetMiss
+		name string // the kernel's demangled name, "" when unknown
+	}
 	// procRow is the processes table's row.
 	procRow struct {
 		p         *pb.Process
@@ -323,6 +327,13 @@ func (ps *pass) batch(b *pb.Batch) error {
 		ps.memoryState(st)
 	}
 	ps.probeRecords(b)
+	for _, m := range b.WriteSetMisses {
+		r := &missRec{m: m}
+		if info := ps.kernels[m.GetKernelId()]; info != nil {
+			r.name = info.demangled
+		}
+		emit(ps, writeSetMisses, r)
+	}
 	for _, e := range b.Log {
 		emit(ps, logs, e)
 	}

@@ -54,6 +54,12 @@ var processes = define("processes", "one row per recorded process", key("process
 	memoryConfig("memory_nan_scan", String, "types the GPU counted NaN and Inf as (--nan-scan; nan_counts), comma-separated, empty for none, NULL when off", func(m *pb.MemoryConfig) Value {
 		return Text(strings.Join(m.GetNanScan(), ","))
 	}),
+	memoryConfig("memory_write_sets", String, "which regions a launch left unhashed, carrying an earlier state (--write-sets; memory_states.carried): proved, learned or all (every region hashed); empty for a recording made before write sets (format 1.11), which hashed all; NULL when off", func(m *pb.MemoryConfig) Value {
+		return Text(m.GetWriteSets())
+	}),
+	memoryConfig("memory_audit_every", Int64, "learned write sets: every Nth launch of a kernel hashed all its regions, to audit them (write_set_misses); 0 otherwise; NULL when off", func(m *pb.MemoryConfig) Value {
+		return Int(m.GetAuditEvery())
+	}),
 	torch("torch_version", String, "PyTorch version the agent found, e.g. 2.11.0+cu130 (empty when it could not be read), NULL when no torch was loaded", func(a *pb.AutogradInfo) Value { return Text(a.GetTorchVersion()) }),
 	torch("autograd_linked", Boolean, "1 when the launches carry PyTorch's autograd context (launches.in_backward and the like), NULL when no torch was loaded", func(a *pb.AutogradInfo) Value { return Bool(a.GetLinked()) }),
 	torch("autograd_reason", String, "why they do not, when autograd_linked is 0 (e.g. a torch version whose layout the agent does not know)", func(a *pb.AutogradInfo) Value { return Text(a.GetReason()) }),
@@ -394,13 +400,18 @@ var regions = define("regions", "device memory each launch can reach: whole allo
 		return idOrNull(r.r.GetAllocationId())
 	}).null(),
 	c("param_offsets", String, "byte offsets in launches.params of the 8-byte words that point into it, comma-separated", func(_ *pass, r *regionRec) Value {
-		parts := make([]string, len(r.r.GetParamOffsets()))
-		for i, o := range r.r.GetParamOffsets() {
-			parts[i] = strconv.FormatUint(uint64(o), 10)
-		}
-		return Text(strings.Join(parts, ","))
+		return Text(joinOffsets(r.r.GetParamOffsets()))
 	}),
 )
+
+// joinOffsets writes parameter offsets comma-separated.
+func joinOffsets(offsets []uint32) string {
+	parts := make([]string, len(offsets))
+	for i, o := range offsets {
+		parts[i] = strconv.FormatUint(uint64(o), 10)
+	}
+	return strings.Join(parts, ",")
+}
 
 var memoryStates = define("memory_states", "hash (and snapshot) of each launch's regions before or after it ran, computed on the GPU in stream order (--memory)", key("process", "launch_seq"),
 	processCol[stateRow](),
@@ -409,23 +420,47 @@ var memoryStates = define("memory_states", "hash (and snapshot) of each launch's
 	c("region", Int64, "regions.region, NULL for a lost state of a launch whose regions are unknown", func(_ *pass, r *stateRow) Value { return nullUnless(r.i >= 0, Int(r.i)) }).null(),
 	c("address", Int64, "regions.address", func(_ *pass, r *stateRow) Value { return nullUnless(r.r != nil, Int(r.r.GetAddress())) }).null(),
 	c("size", Int64, "regions.size", func(_ *pass, r *stateRow) Value { return nullUnless(r.r != nil, Int(r.r.GetSize())) }).null(),
-	c("hash", String, "gpurr-h128 of the region, 32 hex digits (docs/hash.md), NULL when lost", func(_ *pass, r *stateRow) Value {
-		return nullUnless(r.rs != nil, textOrNull(recording.HashText(r.rs.GetHash())))
+	c("hash", String, "gpurr-h128 of the region, 32 hex digits (docs/hash.md), NULL when lost or unknown", func(_ *pass, r *stateRow) Value {
+		return nullUnless(r.known(), textOrNull(recording.HashText(r.rs.GetHash())))
 	}).null(),
-	c("chunks", Int64, "chunk hashes recorded (memory_chunks), NULL when lost", func(_ *pass, r *stateRow) Value {
-		return nullUnless(r.rs != nil, Int(len(r.rs.GetChunkHashes())/recording.HashBytes))
+	c("chunks", Int64, "chunk hashes recorded (memory_chunks), NULL when lost or unknown", func(_ *pass, r *stateRow) Value {
+		return nullUnless(r.known(), Int(len(r.rs.GetChunkHashes())/recording.HashBytes))
 	}).null(),
-	c("chunks_transferred", Int64, "snapshot: chunks that crossed PCIe (the others were stored already), NULL when lost", func(_ *pass, r *stateRow) Value {
-		return nullUnless(r.rs != nil, Int(r.rs.GetChunksTransferred()))
+	c("chunks_transferred", Int64, "snapshot: chunks that crossed PCIe (the others were stored already), NULL when lost or unknown", func(_ *pass, r *stateRow) Value {
+		return nullUnless(r.known(), Int(r.rs.GetChunksTransferred()))
 	}).null(),
-	c("chunks_missing", Int64, "snapshot: chunks whose bytes were dropped (drop-oldest), NULL when lost", func(_ *pass, r *stateRow) Value {
-		return nullUnless(r.rs != nil, Int(r.rs.GetChunksMissing()))
+	c("chunks_missing", Int64, "snapshot: chunks whose bytes were dropped (drop-oldest), NULL when lost or unknown", func(_ *pass, r *stateRow) Value {
+		return nullUnless(r.known(), Int(r.rs.GetChunksMissing()))
 	}).null(),
 	c("snapshot", Boolean, "1 when the region's chunks are in the chunk store", func(_ *pass, r *stateRow) Value { return Bool(r.st.GetSnapshot()) }),
 	c("lost", Boolean, "1 when the state was enqueued but never completed or was dropped; its region rows carry no hash", func(_ *pass, r *stateRow) Value { return Bool(r.st.GetLost()) }),
 	c("lost_reason", String, "why it was lost, NULL when not lost", func(_ *pass, r *stateRow) Value {
 		return nullUnless(r.st.GetLost(), Text(r.st.GetLostReason()))
 	}).null(),
+	c("carried", String, "write sets (processes.memory_write_sets): proved or learned when the launch could not write the region and its state was carried from launch carried_from, not hashed; empty when hashed after this launch; NULL on a row without a region state", func(_ *pass, r *stateRow) Value {
+		return nullUnless(r.rs != nil, Text(recording.CarriedText(r.rs.GetCarried())))
+	}).null(),
+	c("carried_from", Int64, "launches.seq whose state after it this carried state is (the last launch that hashed the region), NULL when not carried or unknown", func(_ *pass, r *stateRow) Value {
+		return nullUnless(r.known() && r.rs.GetCarried() != pb.RegionState_NOT_CARRIED, Int(r.rs.GetCarriedFrom()))
+	}).null(),
+	c("unknown", Boolean, "1 when the region's state was carried from a state that was lost: it has no hash, and compares as a lost state does", func(_ *pass, r *stateRow) Value {
+		return Bool(r.rs.GetUnknown())
+	}),
+)
+
+// known reports whether the row holds a region state with a hash: not lost, not unknown.
+func (r *stateRow) known() bool { return r.rs != nil && !r.rs.GetUnknown() }
+
+var writeSetMisses = define("write_set_misses", "audits that found a region a learned write set called read-only changed (--write-sets learned): the region's states carried after since_seq, up to audit_seq, may be stale", key("process", "audit_seq"),
+	processCol[missRec](),
+	c("kernel_id", Int64, "kernels.kernel_id of the kernel whose write set missed", func(_ *pass, r *missRec) Value { return Int(r.m.GetKernelId()) }),
+	c("name", String, "kernels.demangled, NULL when the recording does not hold the kernel", func(_ *pass, r *missRec) Value { return textOrNull(r.name) }).null(),
+	c("param_offsets", String, "byte offsets in launches.params of the parameter words pointing into the region, comma-separated", func(_ *pass, r *missRec) Value {
+		return Text(joinOffsets(r.m.GetParamOffsets()))
+	}),
+	c("audit_seq", Int64, "launches.seq of the audit launch that hashed the region and found it changed", func(_ *pass, r *missRec) Value { return Int(r.m.GetAuditSeq()) }),
+	c("since_seq", Int64, "launches.seq of the last launch that hashed the region before it: the write came after this one", func(_ *pass, r *missRec) Value { return Int(r.m.GetSinceSeq()) }),
+	c("allocation_id", Int64, "allocations.allocation_id of the region", func(_ *pass, r *missRec) Value { return idOrNull(r.m.GetAllocationId()) }).null(),
 )
 
 var nanCounts = define("nan_counts", "NaN and Inf elements the GPU counted in a launch's regions after it ran (--nan-scan): one row per region and type with at least one", key("process", "launch_seq"),
@@ -516,6 +551,9 @@ var statsDocs = map[string]string{
 	"stacks_new":         "callstacks met for the first time on the program's threads (frames decoded, record written)",
 	"agent_stack_new_ns": "the time those took (every one timed); the rest of agent_stack_ns is stacks seen before",
 
+	"agent_memory_ns":        "of agent_launch_ns, memory capture's part: finding regions, deciding carries, enqueueing jobs (--memory)",
+	"agent_memory_launch_ns": "of agent_memory_ns, launching gpurr's own hash kernels",
+
 	"allocations":           "allocation and free records (--memory)",
 	"memory_launches":       "launches with memory ops enqueued (hash or snapshot)",
 	"memory_skipped":        "launches with regions but no memory ops (stream capture, ring too small, capture stopped)",
@@ -537,6 +575,16 @@ var statsDocs = map[string]string{
 
 	"backward_launches": "launches made inside a PyTorch autograd node's backward",
 	"backward_linked":   "backward launches whose forward callstack was found",
+
+	"probe_launches": "launches that ran with live probes (--probe)",
+	"probe_skipped":  "launches of instrumented kernels that ran without them (probe_launches.skipped says why)",
+
+	"regions_carried_proved":  "region states carried from an earlier launch, not hashed, because the kernel's PTX proves it does not write the region (--write-sets)",
+	"regions_carried_learned": "region states carried because the kernel's earlier launches never changed the region (--write-sets learned)",
+	"bytes_carried":           "the bytes of the regions carried: what was not hashed",
+	"regions_carried_unknown": "region states carried from a state that was lost: unknown, no hash (a loss)",
+	"write_set_audits":        "launches that hashed all their regions to audit learned write sets",
+	"write_set_misses":        "audits that found a region a learned write set called read-only changed (write_set_misses; carried states may be stale)",
 }
 
 // statsColumns are a column per field of Stats: an integer counter, or

@@ -94,8 +94,8 @@ type Table struct {
 var Query = []*Table{
 	processes.Table, devices.Table, modules.Table, kernels.Table, kernelParams.Table, launches.Table,
 	gpuActivity.Table, rangesTable.Table, callstacks.Table, frames.Table, graphNodes.Table, graphLaunches.Table,
-	allocations.Table, regions.Table, memoryStates.Table, nanCounts.Table, MemoryChunks, probeKernels.Table,
-	probeLaunches.Table, probeCTAs.Table, logs.Table, stats.Table,
+	allocations.Table, regions.Table, memoryStates.Table, nanCounts.Table, MemoryChunks, writeSetMisses.Table,
+	probeKernels.Table, probeLaunches.Table, probeCTAs.Table, logs.Table, stats.Table,
 }
 
 // MemoryChunks is the Query table of chunk hashes: a row per 64 KiB of

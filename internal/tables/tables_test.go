@@ -81,7 +81,7 @@ func flatten(t *testing.T, p *recording.Process) map[*Table][]string {
 // A column holds NULL only where its description says it may: the SQLite
 // tables would not mind, but the Parquet columns are optional only there.
 func TestNullsAsDescribed(t *testing.T) {
-	for _, v := range []testrec.Variant{testrec.Good, testrec.Lossy, testrec.Incomplete, testrec.Truncated, testrec.Memory, testrec.Autograd, testrec.Probe} {
+	for _, v := range []testrec.Variant{testrec.Good, testrec.Lossy, testrec.Incomplete, testrec.Truncated, testrec.Memory, testrec.Autograd, testrec.Probe, testrec.WriteSets} {
 		for _, p := range testrec.Open(t, v).Processes {
 			flatten(t, p)
 		}
@@ -174,5 +174,76 @@ func TestProbeWithoutLaunch(t *testing.T) {
 		if !slices.Equal(rows[tb], want) {
 			t.Errorf("%s: %q, want %q", tb.Name, rows[tb], want)
 		}
+	}
+}
+
+// A recording with write sets (format 1.11): each region state says whether it was carried and
+// from which launch; the one carried from a lost state has no hash, as a lost state has none;
+// the audit's miss is a row of its own, with its kernel's name.
+func TestWriteSets(t *testing.T) {
+	p := testrec.Open(t, testrec.WriteSets).Processes[0]
+	flatten(t, p) // NULLs as described
+	rows := map[*Table][]map[string]string{}
+	_, err := Flatten(p, Options{Tables: all, Row: func(tb *Table, values []Value) error {
+		row := map[string]string{}
+		for i, v := range values {
+			row[tb.Columns[i].Name] = fmt.Sprint(v.Any())
+			if v.IsNull() {
+				row[tb.Columns[i].Name] = "NULL"
+			}
+		}
+		rows[tb] = append(rows[tb], row)
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var states []string
+	for _, r := range rows[memoryStates.Table] {
+		hash := "hash"
+		if r["hash"] == "NULL" {
+			hash = "NULL"
+		}
+		states = append(states, fmt.Sprintf("%s:%s %s %s %q %s %s", r["launch_seq"], r["region"], r["lost"], hash, r["carried"], r["carried_from"], r["unknown"]))
+	}
+	want := []string{
+		`1:0 0 hash "" NULL 0`,
+		`2:0 0 hash "proved" 1 0`, `2:1 0 hash "" NULL 0`,
+		`3:0 0 hash "proved" 1 0`, `3:1 0 hash "" NULL 0`,
+		`4:0 0 hash "" NULL 0`, `4:1 0 hash "" NULL 0`,
+		`5:0 0 hash "learned" 4 0`, `5:1 0 hash "" NULL 0`,
+		`6:0 0 hash "learned" 4 0`, `6:1 0 hash "" NULL 0`,
+		`7:0 0 hash "" NULL 0`, `7:1 0 hash "" NULL 0`,
+		`8:0 1 NULL "NULL" NULL 0`,
+		`9:0 0 NULL "proved" NULL 1`, `9:1 0 hash "" NULL 0`,
+	}
+	if !slices.Equal(states, want) {
+		t.Errorf("memory_states:\n%s\nwant\n%s", strings.Join(states, "\n"), strings.Join(want, "\n"))
+	}
+	ms := rows[memoryStates.Table]
+	if ms[14]["chunks"] != "NULL" || ms[15]["chunks"] != "1" || ms[1]["chunks"] != "2" || ms[1]["hash"] != ms[0]["hash"] {
+		t.Errorf("memory_states: the unknown state's chunks are not NULL, or a carried state's not its source's")
+	}
+	if m := rows[writeSetMisses.Table]; len(m) != 1 || fmt.Sprint(m[0]) != "map[allocation_id:3 audit_seq:7 kernel_id:3 name:step(float const*, float*) param_offsets:0 process:gpu-box-4242 since_seq:4]" {
+		t.Errorf("write_set_misses %v", m)
+	}
+	for col, want := range map[string]string{"regions_carried_proved": "3", "regions_carried_learned": "2", "regions_carried_unknown": "1",
+		"bytes_carried": fmt.Sprint(3*128<<10 + 2*64<<10), "write_set_audits": "1", "write_set_misses": "1"} {
+		if got := rows[stats.Table][0][col]; got != want {
+			t.Errorf("stats.%s = %s, want %s", col, got, want)
+		}
+	}
+	if r := rows[processes.Table][0]; r["memory_write_sets"] != "learned" || r["memory_audit_every"] != "3" {
+		t.Errorf("processes: write sets %s, audit every %s", r["memory_write_sets"], r["memory_audit_every"])
+	}
+	rh := rows[exportRegions.Table]
+	for i, want := range []string{`"proved" 0 1 0`, `"" 0 0 32`} { // launch 9's regions
+		r := rh[len(rh)-2+i]
+		if got := fmt.Sprintf("%q %s %s %d", r["carried"], r["carried_from"], r["unknown"], len(r["hash"])); got != want {
+			t.Errorf("region_hashes of launch 9 region %d: %s, want %s", i, got, want)
+		}
+	}
+	if r := rh[1]; r["carried"] != "proved" || r["carried_from"] != "1" {
+		t.Errorf("region_hashes of launch 2 region 0: %v", r)
 	}
 }

@@ -51,18 +51,35 @@ const (
 	// (its graph's replays run unprobed), and add_kernel was picked but not instrumented.
 	// Rank 1 was recorded without --probe.
 	Probe Variant = "probe"
+	// WriteSets is one process recorded with --memory hash --nan-scan f32 --write-sets learned
+	// (format 1.11): the program WriteSetsOptions describes, whose states carry regions its kernels
+	// cannot write, with a write set miss, a lost state and a region carried from it.
+	WriteSets Variant = "write-sets"
+	// WriteSetsDiverged is WriteSets where the step kernel of launch 6 computed another
+	// result: gpurr diff of the two parts ways there, after the miss's since launch.
+	WriteSetsDiverged Variant = "write-sets-diverged"
 )
 
 // StepRangeRecorded is the step range of the StepRange variant.
 const StepRangeRecorded = "^(init|weights)$"
 
 // Variants lists every variant.
-var Variants = []Variant{Good, Lossy, Incomplete, Truncated, Corrupt, Newer, Empty, Memory, Autograd, AutogradDiverged, StepRange, Probe}
+var Variants = []Variant{Good, Lossy, Incomplete, Truncated, Corrupt, Newer, Empty, Memory, Autograd, AutogradDiverged, StepRange, Probe,
+	WriteSets, WriteSetsDiverged}
 
 // Write writes a synthetic recording into dir (created if needed).
 func Write(dir string, v Variant) error {
 	if !slices.Contains(Variants, v) {
 		return fmt.Errorf("testrec: unknown variant %q", v)
+	}
+	switch v {
+	case WriteSets, WriteSetsDiverged:
+		o := WriteSetsOptions{}
+		if v == WriteSetsDiverged {
+			o.Diverge = 6
+		}
+		_, err := writeFrames(dir, 0, WriteSetsBatches(o))
+		return err
 	}
 	for _, img := range Images() {
 		if _, err := recording.PutModule(dir, img); err != nil {

@@ -29,6 +29,11 @@
 //     with no state at all (capture was off or skipped for the launch, as
 //     Launch.memory says, or the recording ended first) returns ErrNoState.
 //
+// A region whose state was carried from an earlier launch (format 1.11, write sets:
+// RegionState.carried) is read like any other: its chunk hashes are those of the state it was
+// carried from, which holds the same bytes. One carried from a state that was lost
+// (RegionState.unknown) has no hashes: its region returns ErrUnknown, as a lost state would.
+//
 // Chunks dropped while recording (--on-full drop-oldest) are not an error:
 // Read leaves them zero and lists their indexes, and Chunk and Get wrap
 // chunkstore.ErrNotFound, so the caller decides whether the rest is of use.
@@ -114,18 +119,19 @@ var (
 	ErrLost        = errors.New("the memory state was lost")
 	ErrHashOnly    = errors.New("the memory state holds hashes only")
 	ErrNoRegion    = errors.New("no such region")
+	ErrUnknown     = errors.New("the region's state is unknown")
 )
 
 // Error says why region bytes of a launch at a point cannot be read. Err is
-// one of ErrNoSnapshots, ErrNoState, ErrLost, ErrHashOnly and ErrNoRegion,
-// the checks in that order.
+// one of ErrNoSnapshots, ErrNoState, ErrLost, ErrHashOnly, ErrNoRegion and
+// ErrUnknown, the checks in that order.
 type Error struct {
 	Seq    uint64               // the launch
 	Point  pb.MemoryState_Point // Before or After
 	Err    error
 	Mode   string          // the recording's memory capture mode: "" (off), "hash" or "snapshot"
 	State  *pb.MemoryState // the state without bytes; nil with ErrNoSnapshots and ErrNoState
-	Region int             // ErrNoRegion: the region asked for
+	Region int             // ErrNoRegion and ErrUnknown: the region asked for
 }
 
 func (e *Error) Error() string {
@@ -141,6 +147,8 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("launch %d has only hashes %s it, no bytes", e.Seq, at)
 	case ErrNoRegion:
 		return fmt.Sprintf("launch %d has no region %d %s it", e.Seq, e.Region, at)
+	case ErrUnknown:
+		return fmt.Sprintf("the state of region %d %s launch %d is unknown: it was carried from a state that was lost (write sets)", e.Region, at, e.Seq)
 	}
 	return fmt.Sprintf("launch %d %s: %v", e.Seq, at, e.Err)
 }
@@ -219,6 +227,9 @@ func (v *View) region(l Launch, p pb.MemoryState_Point, i int) (*pb.Region, *pb.
 	}
 	if i < 0 || i >= len(l.Launch.GetRegions()) || i >= len(s.GetRegions()) {
 		return nil, nil, &Error{Seq: l.Launch.GetSeq(), Point: p, Err: ErrNoRegion, Mode: v.mode, State: s, Region: i}
+	}
+	if s.GetRegions()[i].GetUnknown() {
+		return nil, nil, &Error{Seq: l.Launch.GetSeq(), Point: p, Err: ErrUnknown, Mode: v.mode, State: s, Region: i}
 	}
 	return l.Launch.GetRegions()[i], s.GetRegions()[i], nil
 }

@@ -255,3 +255,53 @@ func TestErrorText(t *testing.T) {
 		}
 	}
 }
+
+// A snapshot state's carried region (write sets, format 1.11) reads as the state it was carried
+// from, whose chunks the store holds; one carried from a lost state has no bytes: ErrUnknown.
+func TestCarriedRegions(t *testing.T) {
+	data := bytes.Repeat([]byte{7, 1, 9}, memhash.ChunkSize/2)
+	dir := t.TempDir()
+	w, err := recording.Create(dir, "box-6", &pb.Batch{Process: &pb.Process{Hostname: "box", Pid: 6,
+		Memory: &pb.MemoryConfig{Mode: "snapshot", ChunkBytes: memhash.ChunkSize, WriteSets: "proved"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := chunkstore.Create(w.Dir(), chunkstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := testrec.RegionState(data, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	carried := &pb.RegionState{Hash: rs.Hash, ChunkHashes: rs.ChunkHashes, Carried: pb.RegionState_PROVED_READ_ONLY, CarriedFrom: 1}
+	unknown := &pb.RegionState{Carried: pb.RegionState_PROVED_READ_ONLY, Unknown: true}
+	regions := []*pb.Region{{Address: 0x7000_0000, Size: uint64(len(data))}, {Address: 0x7100_0000, Size: 4096}}
+	b := &pb.Batch{
+		Launches: []*pb.Launch{{Seq: 2, Regions: regions}},
+		Memory:   []*pb.MemoryState{{LaunchSeq: 2, Point: memview.After, Snapshot: true, Regions: []*pb.RegionState{carried, unknown}}},
+		End:      &pb.End{Reason: "exit"},
+	}
+	if err := errors.Join(w.Write(b), store.Close(), w.Close()); err != nil {
+		t.Fatal(err)
+	}
+	set, err := recording.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := launches(t, set.Processes[0])[2]
+	v := memview.New(set.Processes[0])
+	defer v.Close()
+	if got, _, err := v.Read(l, memview.After, 0, 0, uint64(len(data))); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("the carried region: %d bytes, %v", len(got), err)
+	}
+	_, _, err = v.Read(l, memview.After, 1, 0, 4096)
+	var e *memview.Error
+	if !errors.Is(err, memview.ErrUnknown) || !errors.As(err, &e) || e.Region != 1 ||
+		err.Error() != "the state of region 1 after launch 2 is unknown: it was carried from a state that was lost (write sets)" {
+		t.Errorf("the unknown region: %v", err)
+	}
+	if _, err := v.Chunk(l, memview.After, 1, 0); !errors.Is(err, memview.ErrUnknown) {
+		t.Errorf("a chunk of the unknown region: %v", err)
+	}
+}

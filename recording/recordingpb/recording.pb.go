@@ -300,31 +300,81 @@ func (MemoryState_Point) EnumDescriptor() ([]byte, []int) {
 	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{18, 0}
 }
 
+type RegionState_Carried int32
+
+const (
+	RegionState_NOT_CARRIED       RegionState_Carried = 0 // hashed after this launch
+	RegionState_PROVED_READ_ONLY  RegionState_Carried = 1 // the kernel's PTX proves no store goes through the words pointing here
+	RegionState_LEARNED_READ_ONLY RegionState_Carried = 2 // the kernel's earlier launches never changed what those words point to (audited)
+)
+
+// Enum value maps for RegionState_Carried.
+var (
+	RegionState_Carried_name = map[int32]string{
+		0: "NOT_CARRIED",
+		1: "PROVED_READ_ONLY",
+		2: "LEARNED_READ_ONLY",
+	}
+	RegionState_Carried_value = map[string]int32{
+		"NOT_CARRIED":       0,
+		"PROVED_READ_ONLY":  1,
+		"LEARNED_READ_ONLY": 2,
+	}
+)
+
+func (x RegionState_Carried) Enum() *RegionState_Carried {
+	p := new(RegionState_Carried)
+	*p = x
+	return p
+}
+
+func (x RegionState_Carried) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RegionState_Carried) Descriptor() protoreflect.EnumDescriptor {
+	return file_recording_recordingpb_recording_proto_enumTypes[5].Descriptor()
+}
+
+func (RegionState_Carried) Type() protoreflect.EnumType {
+	return &file_recording_recordingpb_recording_proto_enumTypes[5]
+}
+
+func (x RegionState_Carried) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RegionState_Carried.Descriptor instead.
+func (RegionState_Carried) EnumDescriptor() ([]byte, []int) {
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{19, 0}
+}
+
 // Batch is the payload of one frame. A frame holds any mix of records;
 // records reference only records written in the same or an earlier frame.
 type Batch struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Process       *Process               `protobuf:"bytes,1,opt,name=process,proto3" json:"process,omitempty"` // the first frame of every file, only there
-	Devices       []*Device              `protobuf:"bytes,2,rep,name=devices,proto3" json:"devices,omitempty"`
-	Modules       []*Module              `protobuf:"bytes,3,rep,name=modules,proto3" json:"modules,omitempty"`
-	Kernels       []*Kernel              `protobuf:"bytes,4,rep,name=kernels,proto3" json:"kernels,omitempty"`
-	Callstacks    []*Callstack           `protobuf:"bytes,5,rep,name=callstacks,proto3" json:"callstacks,omitempty"`
-	Launches      []*Launch              `protobuf:"bytes,6,rep,name=launches,proto3" json:"launches,omitempty"`
-	Activities    []*KernelActivity      `protobuf:"bytes,7,rep,name=activities,proto3" json:"activities,omitempty"`
-	GraphNodes    []*GraphNode           `protobuf:"bytes,8,rep,name=graph_nodes,json=graphNodes,proto3" json:"graph_nodes,omitempty"`
-	GraphLaunches []*GraphLaunch         `protobuf:"bytes,9,rep,name=graph_launches,json=graphLaunches,proto3" json:"graph_launches,omitempty"`
-	Log           []*LogEntry            `protobuf:"bytes,10,rep,name=log,proto3" json:"log,omitempty"`
-	Stats         *Stats                 `protobuf:"bytes,11,opt,name=stats,proto3" json:"stats,omitempty"`                                      // cumulative counters as of this frame
-	End           *End                   `protobuf:"bytes,12,opt,name=end,proto3" json:"end,omitempty"`                                          // present only in the last frame of a complete recording
-	Allocations   []*Allocation          `protobuf:"bytes,13,rep,name=allocations,proto3" json:"allocations,omitempty"`                          // device memory allocated or freed (--memory hash|snapshot)
-	Memory        []*MemoryState         `protobuf:"bytes,14,rep,name=memory,proto3" json:"memory,omitempty"`                                    // hashes (and snapshots) of launches' regions, as the GPU produced them
-	OwnActivities []*KernelActivity      `protobuf:"bytes,15,rep,name=own_activities,json=ownActivities,proto3" json:"own_activities,omitempty"` // gpurr's own kernels (memory capture's hashes and copies) on the GPU; format 1.2
-	Ranges        []*Range               `protobuf:"bytes,16,rep,name=ranges,proto3" json:"ranges,omitempty"`                                    // NVTX ranges opened (1.7)
-	RangeEnds     []*RangeEnd            `protobuf:"bytes,17,rep,name=range_ends,json=rangeEnds,proto3" json:"range_ends,omitempty"`             // ends of ranges written in earlier frames (1.7)
-	Probes        []*ProbeResult         `protobuf:"bytes,18,rep,name=probes,proto3" json:"probes,omitempty"`                                    // per-CTA data of launches probed live (gpurr record --probe; 1.10)
-	ProbeKernels  []*ProbeKernel         `protobuf:"bytes,19,rep,name=probe_kernels,json=probeKernels,proto3" json:"probe_kernels,omitempty"`    // kernels --probe picked: instrumented or why not (1.10)
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Process        *Process               `protobuf:"bytes,1,opt,name=process,proto3" json:"process,omitempty"` // the first frame of every file, only there
+	Devices        []*Device              `protobuf:"bytes,2,rep,name=devices,proto3" json:"devices,omitempty"`
+	Modules        []*Module              `protobuf:"bytes,3,rep,name=modules,proto3" json:"modules,omitempty"`
+	Kernels        []*Kernel              `protobuf:"bytes,4,rep,name=kernels,proto3" json:"kernels,omitempty"`
+	Callstacks     []*Callstack           `protobuf:"bytes,5,rep,name=callstacks,proto3" json:"callstacks,omitempty"`
+	Launches       []*Launch              `protobuf:"bytes,6,rep,name=launches,proto3" json:"launches,omitempty"`
+	Activities     []*KernelActivity      `protobuf:"bytes,7,rep,name=activities,proto3" json:"activities,omitempty"`
+	GraphNodes     []*GraphNode           `protobuf:"bytes,8,rep,name=graph_nodes,json=graphNodes,proto3" json:"graph_nodes,omitempty"`
+	GraphLaunches  []*GraphLaunch         `protobuf:"bytes,9,rep,name=graph_launches,json=graphLaunches,proto3" json:"graph_launches,omitempty"`
+	Log            []*LogEntry            `protobuf:"bytes,10,rep,name=log,proto3" json:"log,omitempty"`
+	Stats          *Stats                 `protobuf:"bytes,11,opt,name=stats,proto3" json:"stats,omitempty"`                                           // cumulative counters as of this frame
+	End            *End                   `protobuf:"bytes,12,opt,name=end,proto3" json:"end,omitempty"`                                               // present only in the last frame of a complete recording
+	Allocations    []*Allocation          `protobuf:"bytes,13,rep,name=allocations,proto3" json:"allocations,omitempty"`                               // device memory allocated or freed (--memory hash|snapshot)
+	Memory         []*MemoryState         `protobuf:"bytes,14,rep,name=memory,proto3" json:"memory,omitempty"`                                         // hashes (and snapshots) of launches' regions, as the GPU produced them
+	OwnActivities  []*KernelActivity      `protobuf:"bytes,15,rep,name=own_activities,json=ownActivities,proto3" json:"own_activities,omitempty"`      // gpurr's own kernels (memory capture's hashes and copies) on the GPU; format 1.2
+	Ranges         []*Range               `protobuf:"bytes,16,rep,name=ranges,proto3" json:"ranges,omitempty"`                                         // NVTX ranges opened (1.7)
+	RangeEnds      []*RangeEnd            `protobuf:"bytes,17,rep,name=range_ends,json=rangeEnds,proto3" json:"range_ends,omitempty"`                  // ends of ranges written in earlier frames (1.7)
+	Probes         []*ProbeResult         `protobuf:"bytes,18,rep,name=probes,proto3" json:"probes,omitempty"`                                         // per-CTA data of launches probed live (gpurr record --probe; 1.10)
+	ProbeKernels   []*ProbeKernel         `protobuf:"bytes,19,rep,name=probe_kernels,json=probeKernels,proto3" json:"probe_kernels,omitempty"`         // kernels --probe picked: instrumented or why not (1.10)
+	WriteSetMisses []*WriteSetMiss        `protobuf:"bytes,20,rep,name=write_set_misses,json=writeSetMisses,proto3" json:"write_set_misses,omitempty"` // an audit found a region a learned write set called read-only changed (1.11)
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Batch) Reset() {
@@ -486,6 +536,13 @@ func (x *Batch) GetProbes() []*ProbeResult {
 func (x *Batch) GetProbeKernels() []*ProbeKernel {
 	if x != nil {
 		return x.ProbeKernels
+	}
+	return nil
+}
+
+func (x *Batch) GetWriteSetMisses() []*WriteSetMiss {
+	if x != nil {
+		return x.WriteSetMisses
 	}
 	return nil
 }
@@ -801,6 +858,8 @@ type MemoryConfig struct {
 	StagingBytes     uint64                 `protobuf:"varint,6,opt,name=staging_bytes,json=stagingBytes,proto3" json:"staging_bytes,omitempty"`            // pinned staging ring
 	FlightRecorder   uint64                 `protobuf:"varint,7,opt,name=flight_recorder,json=flightRecorder,proto3" json:"flight_recorder,omitempty"`      // keep only the last N launches' snapshots (0: keep all)
 	NanScan          []string               `protobuf:"bytes,8,rep,name=nan_scan,json=nanScan,proto3" json:"nan_scan,omitempty"`                            // --nan-scan: types the GPU counted NaN and Inf as after each launch (1.3)
+	WriteSets        string                 `protobuf:"bytes,9,opt,name=write_sets,json=writeSets,proto3" json:"write_sets,omitempty"`                      // --write-sets: proved | learned | all; "" (before 1.11) is all: every region hashed after every launch
+	AuditEvery       uint32                 `protobuf:"varint,10,opt,name=audit_every,json=auditEvery,proto3" json:"audit_every,omitempty"`                 // learned: every Nth launch of a kernel hashes all its regions (1.11)
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -889,6 +948,20 @@ func (x *MemoryConfig) GetNanScan() []string {
 		return x.NanScan
 	}
 	return nil
+}
+
+func (x *MemoryConfig) GetWriteSets() string {
+	if x != nil {
+		return x.WriteSets
+	}
+	return ""
+}
+
+func (x *MemoryConfig) GetAuditEvery() uint32 {
+	if x != nil {
+		return x.AuditEvery
+	}
+	return 0
 }
 
 type Device struct {
@@ -2266,8 +2339,14 @@ type RegionState struct {
 	// nan-scan (1.3), AFTER states only: elements that are NaN, and that are
 	// +-Inf, when the region's bytes are read from its start as each of
 	// MemoryConfig.nan_scan's types, in that order. Empty when not counted.
-	NanCount      []uint64 `protobuf:"varint,5,rep,packed,name=nan_count,json=nanCount,proto3" json:"nan_count,omitempty"`
-	InfCount      []uint64 `protobuf:"varint,6,rep,packed,name=inf_count,json=infCount,proto3" json:"inf_count,omitempty"`
+	NanCount []uint64 `protobuf:"varint,5,rep,packed,name=nan_count,json=nanCount,proto3" json:"nan_count,omitempty"`
+	InfCount []uint64 `protobuf:"varint,6,rep,packed,name=inf_count,json=infCount,proto3" json:"inf_count,omitempty"`
+	// Write sets (1.11): the launch could not write this region, so it was not
+	// hashed; hash, chunk_hashes and counts are those of the state after
+	// carried_from, the last launch before it that hashed the region.
+	Carried       RegionState_Carried `protobuf:"varint,7,opt,name=carried,proto3,enum=gpurr.recording.v1.RegionState_Carried" json:"carried,omitempty"`
+	CarriedFrom   uint64              `protobuf:"varint,8,opt,name=carried_from,json=carriedFrom,proto3" json:"carried_from,omitempty"` // Launch.seq whose after state this is
+	Unknown       bool                `protobuf:"varint,9,opt,name=unknown,proto3" json:"unknown,omitempty"`                            // carried, but that launch's state was lost: hash and chunk_hashes are empty
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2344,6 +2423,107 @@ func (x *RegionState) GetInfCount() []uint64 {
 	return nil
 }
 
+func (x *RegionState) GetCarried() RegionState_Carried {
+	if x != nil {
+		return x.Carried
+	}
+	return RegionState_NOT_CARRIED
+}
+
+func (x *RegionState) GetCarriedFrom() uint64 {
+	if x != nil {
+		return x.CarriedFrom
+	}
+	return 0
+}
+
+func (x *RegionState) GetUnknown() bool {
+	if x != nil {
+		return x.Unknown
+	}
+	return false
+}
+
+// WriteSetMiss: an audit launch hashed a region that a learned write set
+// called read-only, and it had changed since carried_from (1.11). States of
+// that region carried in between may be stale; the word is no longer
+// trusted as read-only.
+type WriteSetMiss struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	KernelId      uint64                 `protobuf:"varint,1,opt,name=kernel_id,json=kernelId,proto3" json:"kernel_id,omitempty"`                    // Kernel.id
+	ParamOffsets  []uint32               `protobuf:"varint,2,rep,packed,name=param_offsets,json=paramOffsets,proto3" json:"param_offsets,omitempty"` // the parameter words pointing into the region
+	AuditSeq      uint64                 `protobuf:"varint,3,opt,name=audit_seq,json=auditSeq,proto3" json:"audit_seq,omitempty"`                    // Launch.seq of the audit that found it
+	SinceSeq      uint64                 `protobuf:"varint,4,opt,name=since_seq,json=sinceSeq,proto3" json:"since_seq,omitempty"`                    // Launch.seq of the last state hashed before it: the write happened after this
+	AllocationId  uint64                 `protobuf:"varint,5,opt,name=allocation_id,json=allocationId,proto3" json:"allocation_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WriteSetMiss) Reset() {
+	*x = WriteSetMiss{}
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WriteSetMiss) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WriteSetMiss) ProtoMessage() {}
+
+func (x *WriteSetMiss) ProtoReflect() protoreflect.Message {
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WriteSetMiss.ProtoReflect.Descriptor instead.
+func (*WriteSetMiss) Descriptor() ([]byte, []int) {
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *WriteSetMiss) GetKernelId() uint64 {
+	if x != nil {
+		return x.KernelId
+	}
+	return 0
+}
+
+func (x *WriteSetMiss) GetParamOffsets() []uint32 {
+	if x != nil {
+		return x.ParamOffsets
+	}
+	return nil
+}
+
+func (x *WriteSetMiss) GetAuditSeq() uint64 {
+	if x != nil {
+		return x.AuditSeq
+	}
+	return 0
+}
+
+func (x *WriteSetMiss) GetSinceSeq() uint64 {
+	if x != nil {
+		return x.SinceSeq
+	}
+	return 0
+}
+
+func (x *WriteSetMiss) GetAllocationId() uint64 {
+	if x != nil {
+		return x.AllocationId
+	}
+	return 0
+}
+
 // KernelActivity is one kernel execution on the GPU (CUPTI activity record).
 type KernelActivity struct {
 	state                protoimpl.MessageState `protogen:"open.v1"`
@@ -2367,7 +2547,7 @@ type KernelActivity struct {
 
 func (x *KernelActivity) Reset() {
 	*x = KernelActivity{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[20]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2379,7 +2559,7 @@ func (x *KernelActivity) String() string {
 func (*KernelActivity) ProtoMessage() {}
 
 func (x *KernelActivity) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[20]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2392,7 +2572,7 @@ func (x *KernelActivity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelActivity.ProtoReflect.Descriptor instead.
 func (*KernelActivity) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{20}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *KernelActivity) GetCorrelationId() uint32 {
@@ -2508,7 +2688,7 @@ type GraphNode struct {
 
 func (x *GraphNode) Reset() {
 	*x = GraphNode{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[21]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2520,7 +2700,7 @@ func (x *GraphNode) String() string {
 func (*GraphNode) ProtoMessage() {}
 
 func (x *GraphNode) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[21]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2533,7 +2713,7 @@ func (x *GraphNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GraphNode.ProtoReflect.Descriptor instead.
 func (*GraphNode) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{21}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GraphNode) GetNodeId() uint64 {
@@ -2590,7 +2770,7 @@ type GraphLaunch struct {
 
 func (x *GraphLaunch) Reset() {
 	*x = GraphLaunch{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[22]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2602,7 +2782,7 @@ func (x *GraphLaunch) String() string {
 func (*GraphLaunch) ProtoMessage() {}
 
 func (x *GraphLaunch) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[22]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2615,7 +2795,7 @@ func (x *GraphLaunch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GraphLaunch.ProtoReflect.Descriptor instead.
 func (*GraphLaunch) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{22}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GraphLaunch) GetSeq() uint64 {
@@ -2706,7 +2886,7 @@ type LogEntry struct {
 
 func (x *LogEntry) Reset() {
 	*x = LogEntry{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[23]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2718,7 +2898,7 @@ func (x *LogEntry) String() string {
 func (*LogEntry) ProtoMessage() {}
 
 func (x *LogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[23]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2731,7 +2911,7 @@ func (x *LogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogEntry.ProtoReflect.Descriptor instead.
 func (*LogEntry) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{23}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *LogEntry) GetHostNs() uint64 {
@@ -2757,55 +2937,63 @@ func (x *LogEntry) GetMessage() string {
 
 // Stats are cumulative; the last frame's stats are the recording's.
 type Stats struct {
-	state              protoimpl.MessageState `protogen:"open.v1"`
-	Launches           uint64                 `protobuf:"varint,1,opt,name=launches,proto3" json:"launches,omitempty"`                                         // launches described
-	LaunchesFiltered   uint64                 `protobuf:"varint,2,opt,name=launches_filtered,json=launchesFiltered,proto3" json:"launches_filtered,omitempty"` // skipped by --kernels (by design, not a loss)
-	LaunchesDropped    uint64                 `protobuf:"varint,3,opt,name=launches_dropped,json=launchesDropped,proto3" json:"launches_dropped,omitempty"`    // lost: agent ring full
-	GraphLaunches      uint64                 `protobuf:"varint,4,opt,name=graph_launches,json=graphLaunches,proto3" json:"graph_launches,omitempty"`
-	Activities         uint64                 `protobuf:"varint,5,opt,name=activities,proto3" json:"activities,omitempty"`
-	ActivitiesDropped  uint64                 `protobuf:"varint,6,opt,name=activities_dropped,json=activitiesDropped,proto3" json:"activities_dropped,omitempty"` // CUPTI reported dropped activity records
-	Callstacks         uint64                 `protobuf:"varint,7,opt,name=callstacks,proto3" json:"callstacks,omitempty"`
-	CallstacksFailed   uint64                 `protobuf:"varint,8,opt,name=callstacks_failed,json=callstacksFailed,proto3" json:"callstacks_failed,omitempty"`
-	Modules            uint64                 `protobuf:"varint,9,opt,name=modules,proto3" json:"modules,omitempty"`
-	ModulesFailed      uint64                 `protobuf:"varint,10,opt,name=modules_failed,json=modulesFailed,proto3" json:"modules_failed,omitempty"`
-	Errors             uint64                 `protobuf:"varint,11,opt,name=errors,proto3" json:"errors,omitempty"`                                               // log entries at level error
-	RingBytesDropped   uint64                 `protobuf:"varint,12,opt,name=ring_bytes_dropped,json=ringBytesDropped,proto3" json:"ring_bytes_dropped,omitempty"` // any record lost to a full ring, in bytes
-	FramesWritten      uint64                 `protobuf:"varint,13,opt,name=frames_written,json=framesWritten,proto3" json:"frames_written,omitempty"`
-	AgentCallbackNs    uint64                 `protobuf:"varint,14,opt,name=agent_callback_ns,json=agentCallbackNs,proto3" json:"agent_callback_ns,omitempty"`            // time the agent spent in CUPTI callbacks on the program's threads (launch callbacks sampled, 1 launch in 16 per thread, scaled; the rest timed each)
-	Allocations        uint64                 `protobuf:"varint,15,opt,name=allocations,proto3" json:"allocations,omitempty"`                                             // allocation records
-	MemoryLaunches     uint64                 `protobuf:"varint,16,opt,name=memory_launches,json=memoryLaunches,proto3" json:"memory_launches,omitempty"`                 // launches with memory ops enqueued
-	MemorySkipped      uint64                 `protobuf:"varint,17,opt,name=memory_skipped,json=memorySkipped,proto3" json:"memory_skipped,omitempty"`                    // launches with regions but no memory ops (capture, ring too small, stopped)
-	MemoryStates       uint64                 `protobuf:"varint,18,opt,name=memory_states,json=memoryStates,proto3" json:"memory_states,omitempty"`                       // MemoryState records completed
-	MemoryStatesLost   uint64                 `protobuf:"varint,19,opt,name=memory_states_lost,json=memoryStatesLost,proto3" json:"memory_states_lost,omitempty"`         // enqueued but never completed, or dropped (drop-oldest)
-	BytesHashed        uint64                 `protobuf:"varint,20,opt,name=bytes_hashed,json=bytesHashed,proto3" json:"bytes_hashed,omitempty"`                          // region bytes hashed on the GPU
-	Snapshots          uint64                 `protobuf:"varint,21,opt,name=snapshots,proto3" json:"snapshots,omitempty"`                                                 // MemoryState records with contents stored
-	ChunksTotal        uint64                 `protobuf:"varint,22,opt,name=chunks_total,json=chunksTotal,proto3" json:"chunks_total,omitempty"`                          // snapshot chunks referenced
-	ChunksTransferred  uint64                 `protobuf:"varint,23,opt,name=chunks_transferred,json=chunksTransferred,proto3" json:"chunks_transferred,omitempty"`        // snapshot chunks that crossed PCIe
-	ChunksStored       uint64                 `protobuf:"varint,24,opt,name=chunks_stored,json=chunksStored,proto3" json:"chunks_stored,omitempty"`                       // distinct chunks written to packs
-	ChunkBytesStored   uint64                 `protobuf:"varint,25,opt,name=chunk_bytes_stored,json=chunkBytesStored,proto3" json:"chunk_bytes_stored,omitempty"`         // compressed bytes written to packs
-	StagingWaitNs      uint64                 `protobuf:"varint,26,opt,name=staging_wait_ns,json=stagingWaitNs,proto3" json:"staging_wait_ns,omitempty"`                  // time program threads waited for staging space (backpressure)
-	MemoryCaptureGpuNs uint64                 `protobuf:"varint,27,opt,name=memory_capture_gpu_ns,json=memoryCaptureGpuNs,proto3" json:"memory_capture_gpu_ns,omitempty"` // GPU time of gpurr's own hash/snapshot kernels
-	FlightDumps        uint64                 `protobuf:"varint,28,opt,name=flight_dumps,json=flightDumps,proto3" json:"flight_dumps,omitempty"`                          // flight-recorder dumps written
-	MemoryStopped      string                 `protobuf:"bytes,29,opt,name=memory_stopped,json=memoryStopped,proto3" json:"memory_stopped,omitempty"`                     // why memory capture stopped early ("" when it did not)
-	BackwardLaunches   uint64                 `protobuf:"varint,30,opt,name=backward_launches,json=backwardLaunches,proto3" json:"backward_launches,omitempty"`           // launches made inside an autograd node's backward (1.4)
-	BackwardLinked     uint64                 `protobuf:"varint,31,opt,name=backward_linked,json=backwardLinked,proto3" json:"backward_linked,omitempty"`                 // of those, launches whose forward callstack was found
-	AgentLaunchNs      uint64                 `protobuf:"varint,32,opt,name=agent_launch_ns,json=agentLaunchNs,proto3" json:"agent_launch_ns,omitempty"`                  // of agent_callback_ns, the part in launch callbacks (sampled: 1 launch in 16 per thread, scaled; 1.4)
-	Ranges             uint64                 `protobuf:"varint,33,opt,name=ranges,proto3" json:"ranges,omitempty"`                                                       // NVTX ranges recorded (1.7)
-	RangesDropped      uint64                 `protobuf:"varint,34,opt,name=ranges_dropped,json=rangesDropped,proto3" json:"ranges_dropped,omitempty"`                    // NVTX ranges lost: ring full, nested deeper than 128 on a thread, or popped without a push the agent saw (1.7)
-	AgentStackNs       uint64                 `protobuf:"varint,35,opt,name=agent_stack_ns,json=agentStackNs,proto3" json:"agent_stack_ns,omitempty"`                     // of agent_launch_ns, taking callstacks (sampled and scaled as it is; 1.9)
-	AgentAutogradNs    uint64                 `protobuf:"varint,36,opt,name=agent_autograd_ns,json=agentAutogradNs,proto3" json:"agent_autograd_ns,omitempty"`            // of agent_launch_ns, reading PyTorch's autograd context (1.9)
-	AgentRingNs        uint64                 `protobuf:"varint,37,opt,name=agent_ring_ns,json=agentRingNs,proto3" json:"agent_ring_ns,omitempty"`                        // of agent_launch_ns, writing launch records to the agent's ring (1.9)
-	StacksNew          uint64                 `protobuf:"varint,38,opt,name=stacks_new,json=stacksNew,proto3" json:"stacks_new,omitempty"`                                // callstacks met for the first time on a program's thread: frames decoded, record written (1.9)
-	AgentStackNewNs    uint64                 `protobuf:"varint,39,opt,name=agent_stack_new_ns,json=agentStackNewNs,proto3" json:"agent_stack_new_ns,omitempty"`          // the time those took, every one measured (1.9)
-	ProbeLaunches      uint64                 `protobuf:"varint,40,opt,name=probe_launches,json=probeLaunches,proto3" json:"probe_launches,omitempty"`                    // launches that ran with live probes (1.10)
-	ProbeSkipped       uint64                 `protobuf:"varint,41,opt,name=probe_skipped,json=probeSkipped,proto3" json:"probe_skipped,omitempty"`                       // launches of instrumented kernels that ran without them (ProbeResult.skipped says why)
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	state                 protoimpl.MessageState `protogen:"open.v1"`
+	Launches              uint64                 `protobuf:"varint,1,opt,name=launches,proto3" json:"launches,omitempty"`                                         // launches described
+	LaunchesFiltered      uint64                 `protobuf:"varint,2,opt,name=launches_filtered,json=launchesFiltered,proto3" json:"launches_filtered,omitempty"` // skipped by --kernels (by design, not a loss)
+	LaunchesDropped       uint64                 `protobuf:"varint,3,opt,name=launches_dropped,json=launchesDropped,proto3" json:"launches_dropped,omitempty"`    // lost: agent ring full
+	GraphLaunches         uint64                 `protobuf:"varint,4,opt,name=graph_launches,json=graphLaunches,proto3" json:"graph_launches,omitempty"`
+	Activities            uint64                 `protobuf:"varint,5,opt,name=activities,proto3" json:"activities,omitempty"`
+	ActivitiesDropped     uint64                 `protobuf:"varint,6,opt,name=activities_dropped,json=activitiesDropped,proto3" json:"activities_dropped,omitempty"` // CUPTI reported dropped activity records
+	Callstacks            uint64                 `protobuf:"varint,7,opt,name=callstacks,proto3" json:"callstacks,omitempty"`
+	CallstacksFailed      uint64                 `protobuf:"varint,8,opt,name=callstacks_failed,json=callstacksFailed,proto3" json:"callstacks_failed,omitempty"`
+	Modules               uint64                 `protobuf:"varint,9,opt,name=modules,proto3" json:"modules,omitempty"`
+	ModulesFailed         uint64                 `protobuf:"varint,10,opt,name=modules_failed,json=modulesFailed,proto3" json:"modules_failed,omitempty"`
+	Errors                uint64                 `protobuf:"varint,11,opt,name=errors,proto3" json:"errors,omitempty"`                                               // log entries at level error
+	RingBytesDropped      uint64                 `protobuf:"varint,12,opt,name=ring_bytes_dropped,json=ringBytesDropped,proto3" json:"ring_bytes_dropped,omitempty"` // any record lost to a full ring, in bytes
+	FramesWritten         uint64                 `protobuf:"varint,13,opt,name=frames_written,json=framesWritten,proto3" json:"frames_written,omitempty"`
+	AgentCallbackNs       uint64                 `protobuf:"varint,14,opt,name=agent_callback_ns,json=agentCallbackNs,proto3" json:"agent_callback_ns,omitempty"`                   // time the agent spent in CUPTI callbacks on the program's threads (launch callbacks sampled, 1 launch in 16 per thread, scaled; the rest timed each)
+	Allocations           uint64                 `protobuf:"varint,15,opt,name=allocations,proto3" json:"allocations,omitempty"`                                                    // allocation records
+	MemoryLaunches        uint64                 `protobuf:"varint,16,opt,name=memory_launches,json=memoryLaunches,proto3" json:"memory_launches,omitempty"`                        // launches with memory ops enqueued
+	MemorySkipped         uint64                 `protobuf:"varint,17,opt,name=memory_skipped,json=memorySkipped,proto3" json:"memory_skipped,omitempty"`                           // launches with regions but no memory ops (capture, ring too small, stopped)
+	MemoryStates          uint64                 `protobuf:"varint,18,opt,name=memory_states,json=memoryStates,proto3" json:"memory_states,omitempty"`                              // MemoryState records completed
+	MemoryStatesLost      uint64                 `protobuf:"varint,19,opt,name=memory_states_lost,json=memoryStatesLost,proto3" json:"memory_states_lost,omitempty"`                // enqueued but never completed, or dropped (drop-oldest)
+	BytesHashed           uint64                 `protobuf:"varint,20,opt,name=bytes_hashed,json=bytesHashed,proto3" json:"bytes_hashed,omitempty"`                                 // region bytes hashed on the GPU
+	Snapshots             uint64                 `protobuf:"varint,21,opt,name=snapshots,proto3" json:"snapshots,omitempty"`                                                        // MemoryState records with contents stored
+	ChunksTotal           uint64                 `protobuf:"varint,22,opt,name=chunks_total,json=chunksTotal,proto3" json:"chunks_total,omitempty"`                                 // snapshot chunks referenced
+	ChunksTransferred     uint64                 `protobuf:"varint,23,opt,name=chunks_transferred,json=chunksTransferred,proto3" json:"chunks_transferred,omitempty"`               // snapshot chunks that crossed PCIe
+	ChunksStored          uint64                 `protobuf:"varint,24,opt,name=chunks_stored,json=chunksStored,proto3" json:"chunks_stored,omitempty"`                              // distinct chunks written to packs
+	ChunkBytesStored      uint64                 `protobuf:"varint,25,opt,name=chunk_bytes_stored,json=chunkBytesStored,proto3" json:"chunk_bytes_stored,omitempty"`                // compressed bytes written to packs
+	StagingWaitNs         uint64                 `protobuf:"varint,26,opt,name=staging_wait_ns,json=stagingWaitNs,proto3" json:"staging_wait_ns,omitempty"`                         // time program threads waited for staging space (backpressure)
+	MemoryCaptureGpuNs    uint64                 `protobuf:"varint,27,opt,name=memory_capture_gpu_ns,json=memoryCaptureGpuNs,proto3" json:"memory_capture_gpu_ns,omitempty"`        // GPU time of gpurr's own hash/snapshot kernels
+	FlightDumps           uint64                 `protobuf:"varint,28,opt,name=flight_dumps,json=flightDumps,proto3" json:"flight_dumps,omitempty"`                                 // flight-recorder dumps written
+	MemoryStopped         string                 `protobuf:"bytes,29,opt,name=memory_stopped,json=memoryStopped,proto3" json:"memory_stopped,omitempty"`                            // why memory capture stopped early ("" when it did not)
+	BackwardLaunches      uint64                 `protobuf:"varint,30,opt,name=backward_launches,json=backwardLaunches,proto3" json:"backward_launches,omitempty"`                  // launches made inside an autograd node's backward (1.4)
+	BackwardLinked        uint64                 `protobuf:"varint,31,opt,name=backward_linked,json=backwardLinked,proto3" json:"backward_linked,omitempty"`                        // of those, launches whose forward callstack was found
+	AgentLaunchNs         uint64                 `protobuf:"varint,32,opt,name=agent_launch_ns,json=agentLaunchNs,proto3" json:"agent_launch_ns,omitempty"`                         // of agent_callback_ns, the part in launch callbacks (sampled: 1 launch in 16 per thread, scaled; 1.4)
+	Ranges                uint64                 `protobuf:"varint,33,opt,name=ranges,proto3" json:"ranges,omitempty"`                                                              // NVTX ranges recorded (1.7)
+	RangesDropped         uint64                 `protobuf:"varint,34,opt,name=ranges_dropped,json=rangesDropped,proto3" json:"ranges_dropped,omitempty"`                           // NVTX ranges lost: ring full, nested deeper than 128 on a thread, or popped without a push the agent saw (1.7)
+	AgentStackNs          uint64                 `protobuf:"varint,35,opt,name=agent_stack_ns,json=agentStackNs,proto3" json:"agent_stack_ns,omitempty"`                            // of agent_launch_ns, taking callstacks (sampled and scaled as it is; 1.9)
+	AgentAutogradNs       uint64                 `protobuf:"varint,36,opt,name=agent_autograd_ns,json=agentAutogradNs,proto3" json:"agent_autograd_ns,omitempty"`                   // of agent_launch_ns, reading PyTorch's autograd context (1.9)
+	AgentRingNs           uint64                 `protobuf:"varint,37,opt,name=agent_ring_ns,json=agentRingNs,proto3" json:"agent_ring_ns,omitempty"`                               // of agent_launch_ns, writing launch records to the agent's ring (1.9)
+	StacksNew             uint64                 `protobuf:"varint,38,opt,name=stacks_new,json=stacksNew,proto3" json:"stacks_new,omitempty"`                                       // callstacks met for the first time on a program's thread: frames decoded, record written (1.9)
+	AgentStackNewNs       uint64                 `protobuf:"varint,39,opt,name=agent_stack_new_ns,json=agentStackNewNs,proto3" json:"agent_stack_new_ns,omitempty"`                 // the time those took, every one measured (1.9)
+	ProbeLaunches         uint64                 `protobuf:"varint,40,opt,name=probe_launches,json=probeLaunches,proto3" json:"probe_launches,omitempty"`                           // launches that ran with live probes (1.10)
+	ProbeSkipped          uint64                 `protobuf:"varint,41,opt,name=probe_skipped,json=probeSkipped,proto3" json:"probe_skipped,omitempty"`                              // launches of instrumented kernels that ran without them (ProbeResult.skipped says why)
+	RegionsCarriedProved  uint64                 `protobuf:"varint,42,opt,name=regions_carried_proved,json=regionsCarriedProved,proto3" json:"regions_carried_proved,omitempty"`    // region states carried, not hashed: proved read-only (1.11)
+	RegionsCarriedLearned uint64                 `protobuf:"varint,43,opt,name=regions_carried_learned,json=regionsCarriedLearned,proto3" json:"regions_carried_learned,omitempty"` // ... learned read-only (1.11)
+	BytesCarried          uint64                 `protobuf:"varint,44,opt,name=bytes_carried,json=bytesCarried,proto3" json:"bytes_carried,omitempty"`                              // the bytes those regions hold: what was not hashed (1.11)
+	RegionsCarriedUnknown uint64                 `protobuf:"varint,45,opt,name=regions_carried_unknown,json=regionsCarriedUnknown,proto3" json:"regions_carried_unknown,omitempty"` // carried from a state that was lost: unknown (1.11)
+	WriteSetAudits        uint64                 `protobuf:"varint,46,opt,name=write_set_audits,json=writeSetAudits,proto3" json:"write_set_audits,omitempty"`                      // launches hashed whole to audit learned write sets (1.11)
+	WriteSetMisses        uint64                 `protobuf:"varint,47,opt,name=write_set_misses,json=writeSetMisses,proto3" json:"write_set_misses,omitempty"`                      // WriteSetMiss records (1.11)
+	AgentMemoryNs         uint64                 `protobuf:"varint,48,opt,name=agent_memory_ns,json=agentMemoryNs,proto3" json:"agent_memory_ns,omitempty"`                         // of agent_launch_ns, memory capture's part: regions, carries, enqueueing jobs (1.11)
+	AgentMemoryLaunchNs   uint64                 `protobuf:"varint,49,opt,name=agent_memory_launch_ns,json=agentMemoryLaunchNs,proto3" json:"agent_memory_launch_ns,omitempty"`     // of agent_memory_ns, launching gpurr's own hash kernels (1.11)
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *Stats) Reset() {
 	*x = Stats{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[24]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2817,7 +3005,7 @@ func (x *Stats) String() string {
 func (*Stats) ProtoMessage() {}
 
 func (x *Stats) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[24]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2830,7 +3018,7 @@ func (x *Stats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stats.ProtoReflect.Descriptor instead.
 func (*Stats) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{24}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Stats) GetLaunches() uint64 {
@@ -3120,6 +3308,62 @@ func (x *Stats) GetProbeSkipped() uint64 {
 	return 0
 }
 
+func (x *Stats) GetRegionsCarriedProved() uint64 {
+	if x != nil {
+		return x.RegionsCarriedProved
+	}
+	return 0
+}
+
+func (x *Stats) GetRegionsCarriedLearned() uint64 {
+	if x != nil {
+		return x.RegionsCarriedLearned
+	}
+	return 0
+}
+
+func (x *Stats) GetBytesCarried() uint64 {
+	if x != nil {
+		return x.BytesCarried
+	}
+	return 0
+}
+
+func (x *Stats) GetRegionsCarriedUnknown() uint64 {
+	if x != nil {
+		return x.RegionsCarriedUnknown
+	}
+	return 0
+}
+
+func (x *Stats) GetWriteSetAudits() uint64 {
+	if x != nil {
+		return x.WriteSetAudits
+	}
+	return 0
+}
+
+func (x *Stats) GetWriteSetMisses() uint64 {
+	if x != nil {
+		return x.WriteSetMisses
+	}
+	return 0
+}
+
+func (x *Stats) GetAgentMemoryNs() uint64 {
+	if x != nil {
+		return x.AgentMemoryNs
+	}
+	return 0
+}
+
+func (x *Stats) GetAgentMemoryLaunchNs() uint64 {
+	if x != nil {
+		return x.AgentMemoryLaunchNs
+	}
+	return 0
+}
+
 // ProbeKernel says what became of a kernel whose name --probe's expression matched, at its
 // first launch (1.10).
 type ProbeKernel struct {
@@ -3135,7 +3379,7 @@ type ProbeKernel struct {
 
 func (x *ProbeKernel) Reset() {
 	*x = ProbeKernel{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[25]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3147,7 +3391,7 @@ func (x *ProbeKernel) String() string {
 func (*ProbeKernel) ProtoMessage() {}
 
 func (x *ProbeKernel) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[25]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3160,7 +3404,7 @@ func (x *ProbeKernel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeKernel.ProtoReflect.Descriptor instead.
 func (*ProbeKernel) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{25}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ProbeKernel) GetKernelId() uint64 {
@@ -3213,7 +3457,7 @@ type ProbeResult struct {
 
 func (x *ProbeResult) Reset() {
 	*x = ProbeResult{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[26]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3225,7 +3469,7 @@ func (x *ProbeResult) String() string {
 func (*ProbeResult) ProtoMessage() {}
 
 func (x *ProbeResult) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[26]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3238,7 +3482,7 @@ func (x *ProbeResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeResult.ProtoReflect.Descriptor instead.
 func (*ProbeResult) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{26}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ProbeResult) GetLaunchSeq() uint64 {
@@ -3272,7 +3516,7 @@ type End struct {
 
 func (x *End) Reset() {
 	*x = End{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[27]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3284,7 +3528,7 @@ func (x *End) String() string {
 func (*End) ProtoMessage() {}
 
 func (x *End) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[27]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3297,7 +3541,7 @@ func (x *End) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use End.ProtoReflect.Descriptor instead.
 func (*End) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{27}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *End) GetEndNs() uint64 {
@@ -3318,7 +3562,7 @@ var File_recording_recordingpb_recording_proto protoreflect.FileDescriptor
 
 const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\n" +
-	"%recording/recordingpb/recording.proto\x12\x12gpurr.recording.v1\"\xe4\b\n" +
+	"%recording/recordingpb/recording.proto\x12\x12gpurr.recording.v1\"\xb0\t\n" +
 	"\x05Batch\x125\n" +
 	"\aprocess\x18\x01 \x01(\v2\x1b.gpurr.recording.v1.ProcessR\aprocess\x124\n" +
 	"\adevices\x18\x02 \x03(\v2\x1a.gpurr.recording.v1.DeviceR\adevices\x124\n" +
@@ -3345,7 +3589,8 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\n" +
 	"range_ends\x18\x11 \x03(\v2\x1c.gpurr.recording.v1.RangeEndR\trangeEnds\x127\n" +
 	"\x06probes\x18\x12 \x03(\v2\x1f.gpurr.recording.v1.ProbeResultR\x06probes\x12D\n" +
-	"\rprobe_kernels\x18\x13 \x03(\v2\x1f.gpurr.recording.v1.ProbeKernelR\fprobeKernels\"\xfa\x06\n" +
+	"\rprobe_kernels\x18\x13 \x03(\v2\x1f.gpurr.recording.v1.ProbeKernelR\fprobeKernels\x12J\n" +
+	"\x10write_set_misses\x18\x14 \x03(\v2 .gpurr.recording.v1.WriteSetMissR\x0ewriteSetMisses\"\xfa\x06\n" +
 	"\aProcess\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\rR\x03pid\x12\x12\n" +
 	"\x04ppid\x18\x02 \x01(\rR\x04ppid\x12\x1a\n" +
@@ -3385,7 +3630,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\fAutogradInfo\x12#\n" +
 	"\rtorch_version\x18\x01 \x01(\tR\ftorchVersion\x12\x16\n" +
 	"\x06linked\x18\x02 \x01(\bR\x06linked\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"\x9d\x02\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xdd\x02\n" +
 	"\fMemoryConfig\x12\x12\n" +
 	"\x04mode\x18\x01 \x01(\tR\x04mode\x12\x1f\n" +
 	"\vchunk_bytes\x18\x02 \x01(\rR\n" +
@@ -3395,7 +3640,12 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\aon_full\x18\x05 \x01(\tR\x06onFull\x12#\n" +
 	"\rstaging_bytes\x18\x06 \x01(\x04R\fstagingBytes\x12'\n" +
 	"\x0fflight_recorder\x18\a \x01(\x04R\x0eflightRecorder\x12\x19\n" +
-	"\bnan_scan\x18\b \x03(\tR\ananScan\"\xdf\x01\n" +
+	"\bnan_scan\x18\b \x03(\tR\ananScan\x12\x1d\n" +
+	"\n" +
+	"write_sets\x18\t \x01(\tR\twriteSets\x12\x1f\n" +
+	"\vaudit_every\x18\n" +
+	" \x01(\rR\n" +
+	"auditEvery\"\xdf\x01\n" +
 	"\x06Device\x12\x18\n" +
 	"\aordinal\x18\x01 \x01(\rR\aordinal\x12\x12\n" +
 	"\x04uuid\x18\x02 \x01(\tR\x04uuid\x12\x12\n" +
@@ -3552,14 +3802,27 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x11POINT_UNSPECIFIED\x10\x00\x12\n" +
 	"\n" +
 	"\x06BEFORE\x10\x01\x12\t\n" +
-	"\x05AFTER\x10\x02\"\xd4\x01\n" +
+	"\x05AFTER\x10\x02\"\x9d\x03\n" +
 	"\vRegionState\x12\x12\n" +
 	"\x04hash\x18\x01 \x01(\fR\x04hash\x12!\n" +
 	"\fchunk_hashes\x18\x02 \x01(\fR\vchunkHashes\x12-\n" +
 	"\x12chunks_transferred\x18\x03 \x01(\rR\x11chunksTransferred\x12%\n" +
 	"\x0echunks_missing\x18\x04 \x01(\rR\rchunksMissing\x12\x1b\n" +
 	"\tnan_count\x18\x05 \x03(\x04R\bnanCount\x12\x1b\n" +
-	"\tinf_count\x18\x06 \x03(\x04R\binfCount\"\x83\x04\n" +
+	"\tinf_count\x18\x06 \x03(\x04R\binfCount\x12A\n" +
+	"\acarried\x18\a \x01(\x0e2'.gpurr.recording.v1.RegionState.CarriedR\acarried\x12!\n" +
+	"\fcarried_from\x18\b \x01(\x04R\vcarriedFrom\x12\x18\n" +
+	"\aunknown\x18\t \x01(\bR\aunknown\"G\n" +
+	"\aCarried\x12\x0f\n" +
+	"\vNOT_CARRIED\x10\x00\x12\x14\n" +
+	"\x10PROVED_READ_ONLY\x10\x01\x12\x15\n" +
+	"\x11LEARNED_READ_ONLY\x10\x02\"\xaf\x01\n" +
+	"\fWriteSetMiss\x12\x1b\n" +
+	"\tkernel_id\x18\x01 \x01(\x04R\bkernelId\x12#\n" +
+	"\rparam_offsets\x18\x02 \x03(\rR\fparamOffsets\x12\x1b\n" +
+	"\taudit_seq\x18\x03 \x01(\x04R\bauditSeq\x12\x1b\n" +
+	"\tsince_seq\x18\x04 \x01(\x04R\bsinceSeq\x12#\n" +
+	"\rallocation_id\x18\x05 \x01(\x04R\fallocationId\"\x83\x04\n" +
 	"\x0eKernelActivity\x12%\n" +
 	"\x0ecorrelation_id\x18\x01 \x01(\rR\rcorrelationId\x12\x16\n" +
 	"\x06device\x18\x02 \x01(\rR\x06device\x12\x1f\n" +
@@ -3601,7 +3864,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\bLogEntry\x12\x17\n" +
 	"\ahost_ns\x18\x01 \x01(\x04R\x06hostNs\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\tR\x05level\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\xb3\f\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xaf\x0f\n" +
 	"\x05Stats\x12\x1a\n" +
 	"\blaunches\x18\x01 \x01(\x04R\blaunches\x12+\n" +
 	"\x11launches_filtered\x18\x02 \x01(\x04R\x10launchesFiltered\x12)\n" +
@@ -3649,7 +3912,15 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"stacks_new\x18& \x01(\x04R\tstacksNew\x12+\n" +
 	"\x12agent_stack_new_ns\x18' \x01(\x04R\x0fagentStackNewNs\x12%\n" +
 	"\x0eprobe_launches\x18( \x01(\x04R\rprobeLaunches\x12#\n" +
-	"\rprobe_skipped\x18) \x01(\x04R\fprobeSkipped\"\x96\x01\n" +
+	"\rprobe_skipped\x18) \x01(\x04R\fprobeSkipped\x124\n" +
+	"\x16regions_carried_proved\x18* \x01(\x04R\x14regionsCarriedProved\x126\n" +
+	"\x17regions_carried_learned\x18+ \x01(\x04R\x15regionsCarriedLearned\x12#\n" +
+	"\rbytes_carried\x18, \x01(\x04R\fbytesCarried\x126\n" +
+	"\x17regions_carried_unknown\x18- \x01(\x04R\x15regionsCarriedUnknown\x12(\n" +
+	"\x10write_set_audits\x18. \x01(\x04R\x0ewriteSetAudits\x12(\n" +
+	"\x10write_set_misses\x18/ \x01(\x04R\x0ewriteSetMisses\x12&\n" +
+	"\x0fagent_memory_ns\x180 \x01(\x04R\ragentMemoryNs\x123\n" +
+	"\x16agent_memory_launch_ns\x181 \x01(\x04R\x13agentMemoryLaunchNs\"\x96\x01\n" +
 	"\vProbeKernel\x12\x1b\n" +
 	"\tkernel_id\x18\x01 \x01(\x04R\bkernelId\x12\"\n" +
 	"\finstrumented\x18\x02 \x01(\bR\finstrumented\x12\x16\n" +
@@ -3677,86 +3948,90 @@ func file_recording_recordingpb_recording_proto_rawDescGZIP() []byte {
 	return file_recording_recordingpb_recording_proto_rawDescData
 }
 
-var file_recording_recordingpb_recording_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_recording_recordingpb_recording_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_recording_recordingpb_recording_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_recording_recordingpb_recording_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_recording_recordingpb_recording_proto_goTypes = []any{
-	(Frame_Kind)(0),        // 0: gpurr.recording.v1.Frame.Kind
-	(Autograd_Link)(0),     // 1: gpurr.recording.v1.Autograd.Link
-	(MemoryPlan_Status)(0), // 2: gpurr.recording.v1.MemoryPlan.Status
-	(Allocation_Kind)(0),   // 3: gpurr.recording.v1.Allocation.Kind
-	(MemoryState_Point)(0), // 4: gpurr.recording.v1.MemoryState.Point
-	(*Batch)(nil),          // 5: gpurr.recording.v1.Batch
-	(*Process)(nil),        // 6: gpurr.recording.v1.Process
-	(*AutogradInfo)(nil),   // 7: gpurr.recording.v1.AutogradInfo
-	(*MemoryConfig)(nil),   // 8: gpurr.recording.v1.MemoryConfig
-	(*Device)(nil),         // 9: gpurr.recording.v1.Device
-	(*Module)(nil),         // 10: gpurr.recording.v1.Module
-	(*ParamInfo)(nil),      // 11: gpurr.recording.v1.ParamInfo
-	(*Kernel)(nil),         // 12: gpurr.recording.v1.Kernel
-	(*Frame)(nil),          // 13: gpurr.recording.v1.Frame
-	(*Callstack)(nil),      // 14: gpurr.recording.v1.Callstack
-	(*Dim3)(nil),           // 15: gpurr.recording.v1.Dim3
-	(*Launch)(nil),         // 16: gpurr.recording.v1.Launch
-	(*Range)(nil),          // 17: gpurr.recording.v1.Range
-	(*RangeEnd)(nil),       // 18: gpurr.recording.v1.RangeEnd
-	(*Autograd)(nil),       // 19: gpurr.recording.v1.Autograd
-	(*Region)(nil),         // 20: gpurr.recording.v1.Region
-	(*MemoryPlan)(nil),     // 21: gpurr.recording.v1.MemoryPlan
-	(*Allocation)(nil),     // 22: gpurr.recording.v1.Allocation
-	(*MemoryState)(nil),    // 23: gpurr.recording.v1.MemoryState
-	(*RegionState)(nil),    // 24: gpurr.recording.v1.RegionState
-	(*KernelActivity)(nil), // 25: gpurr.recording.v1.KernelActivity
-	(*GraphNode)(nil),      // 26: gpurr.recording.v1.GraphNode
-	(*GraphLaunch)(nil),    // 27: gpurr.recording.v1.GraphLaunch
-	(*LogEntry)(nil),       // 28: gpurr.recording.v1.LogEntry
-	(*Stats)(nil),          // 29: gpurr.recording.v1.Stats
-	(*ProbeKernel)(nil),    // 30: gpurr.recording.v1.ProbeKernel
-	(*ProbeResult)(nil),    // 31: gpurr.recording.v1.ProbeResult
-	(*End)(nil),            // 32: gpurr.recording.v1.End
+	(Frame_Kind)(0),          // 0: gpurr.recording.v1.Frame.Kind
+	(Autograd_Link)(0),       // 1: gpurr.recording.v1.Autograd.Link
+	(MemoryPlan_Status)(0),   // 2: gpurr.recording.v1.MemoryPlan.Status
+	(Allocation_Kind)(0),     // 3: gpurr.recording.v1.Allocation.Kind
+	(MemoryState_Point)(0),   // 4: gpurr.recording.v1.MemoryState.Point
+	(RegionState_Carried)(0), // 5: gpurr.recording.v1.RegionState.Carried
+	(*Batch)(nil),            // 6: gpurr.recording.v1.Batch
+	(*Process)(nil),          // 7: gpurr.recording.v1.Process
+	(*AutogradInfo)(nil),     // 8: gpurr.recording.v1.AutogradInfo
+	(*MemoryConfig)(nil),     // 9: gpurr.recording.v1.MemoryConfig
+	(*Device)(nil),           // 10: gpurr.recording.v1.Device
+	(*Module)(nil),           // 11: gpurr.recording.v1.Module
+	(*ParamInfo)(nil),        // 12: gpurr.recording.v1.ParamInfo
+	(*Kernel)(nil),           // 13: gpurr.recording.v1.Kernel
+	(*Frame)(nil),            // 14: gpurr.recording.v1.Frame
+	(*Callstack)(nil),        // 15: gpurr.recording.v1.Callstack
+	(*Dim3)(nil),             // 16: gpurr.recording.v1.Dim3
+	(*Launch)(nil),           // 17: gpurr.recording.v1.Launch
+	(*Range)(nil),            // 18: gpurr.recording.v1.Range
+	(*RangeEnd)(nil),         // 19: gpurr.recording.v1.RangeEnd
+	(*Autograd)(nil),         // 20: gpurr.recording.v1.Autograd
+	(*Region)(nil),           // 21: gpurr.recording.v1.Region
+	(*MemoryPlan)(nil),       // 22: gpurr.recording.v1.MemoryPlan
+	(*Allocation)(nil),       // 23: gpurr.recording.v1.Allocation
+	(*MemoryState)(nil),      // 24: gpurr.recording.v1.MemoryState
+	(*RegionState)(nil),      // 25: gpurr.recording.v1.RegionState
+	(*WriteSetMiss)(nil),     // 26: gpurr.recording.v1.WriteSetMiss
+	(*KernelActivity)(nil),   // 27: gpurr.recording.v1.KernelActivity
+	(*GraphNode)(nil),        // 28: gpurr.recording.v1.GraphNode
+	(*GraphLaunch)(nil),      // 29: gpurr.recording.v1.GraphLaunch
+	(*LogEntry)(nil),         // 30: gpurr.recording.v1.LogEntry
+	(*Stats)(nil),            // 31: gpurr.recording.v1.Stats
+	(*ProbeKernel)(nil),      // 32: gpurr.recording.v1.ProbeKernel
+	(*ProbeResult)(nil),      // 33: gpurr.recording.v1.ProbeResult
+	(*End)(nil),              // 34: gpurr.recording.v1.End
 }
 var file_recording_recordingpb_recording_proto_depIdxs = []int32{
-	6,  // 0: gpurr.recording.v1.Batch.process:type_name -> gpurr.recording.v1.Process
-	9,  // 1: gpurr.recording.v1.Batch.devices:type_name -> gpurr.recording.v1.Device
-	10, // 2: gpurr.recording.v1.Batch.modules:type_name -> gpurr.recording.v1.Module
-	12, // 3: gpurr.recording.v1.Batch.kernels:type_name -> gpurr.recording.v1.Kernel
-	14, // 4: gpurr.recording.v1.Batch.callstacks:type_name -> gpurr.recording.v1.Callstack
-	16, // 5: gpurr.recording.v1.Batch.launches:type_name -> gpurr.recording.v1.Launch
-	25, // 6: gpurr.recording.v1.Batch.activities:type_name -> gpurr.recording.v1.KernelActivity
-	26, // 7: gpurr.recording.v1.Batch.graph_nodes:type_name -> gpurr.recording.v1.GraphNode
-	27, // 8: gpurr.recording.v1.Batch.graph_launches:type_name -> gpurr.recording.v1.GraphLaunch
-	28, // 9: gpurr.recording.v1.Batch.log:type_name -> gpurr.recording.v1.LogEntry
-	29, // 10: gpurr.recording.v1.Batch.stats:type_name -> gpurr.recording.v1.Stats
-	32, // 11: gpurr.recording.v1.Batch.end:type_name -> gpurr.recording.v1.End
-	22, // 12: gpurr.recording.v1.Batch.allocations:type_name -> gpurr.recording.v1.Allocation
-	23, // 13: gpurr.recording.v1.Batch.memory:type_name -> gpurr.recording.v1.MemoryState
-	25, // 14: gpurr.recording.v1.Batch.own_activities:type_name -> gpurr.recording.v1.KernelActivity
-	17, // 15: gpurr.recording.v1.Batch.ranges:type_name -> gpurr.recording.v1.Range
-	18, // 16: gpurr.recording.v1.Batch.range_ends:type_name -> gpurr.recording.v1.RangeEnd
-	31, // 17: gpurr.recording.v1.Batch.probes:type_name -> gpurr.recording.v1.ProbeResult
-	30, // 18: gpurr.recording.v1.Batch.probe_kernels:type_name -> gpurr.recording.v1.ProbeKernel
-	8,  // 19: gpurr.recording.v1.Process.memory:type_name -> gpurr.recording.v1.MemoryConfig
-	7,  // 20: gpurr.recording.v1.Process.autograd:type_name -> gpurr.recording.v1.AutogradInfo
-	11, // 21: gpurr.recording.v1.Kernel.params:type_name -> gpurr.recording.v1.ParamInfo
-	0,  // 22: gpurr.recording.v1.Frame.kind:type_name -> gpurr.recording.v1.Frame.Kind
-	13, // 23: gpurr.recording.v1.Callstack.frames:type_name -> gpurr.recording.v1.Frame
-	15, // 24: gpurr.recording.v1.Launch.grid:type_name -> gpurr.recording.v1.Dim3
-	15, // 25: gpurr.recording.v1.Launch.block:type_name -> gpurr.recording.v1.Dim3
-	15, // 26: gpurr.recording.v1.Launch.cluster:type_name -> gpurr.recording.v1.Dim3
-	20, // 27: gpurr.recording.v1.Launch.regions:type_name -> gpurr.recording.v1.Region
-	21, // 28: gpurr.recording.v1.Launch.memory:type_name -> gpurr.recording.v1.MemoryPlan
-	19, // 29: gpurr.recording.v1.Launch.autograd:type_name -> gpurr.recording.v1.Autograd
-	1,  // 30: gpurr.recording.v1.Autograd.link:type_name -> gpurr.recording.v1.Autograd.Link
-	2,  // 31: gpurr.recording.v1.MemoryPlan.status:type_name -> gpurr.recording.v1.MemoryPlan.Status
-	3,  // 32: gpurr.recording.v1.Allocation.kind:type_name -> gpurr.recording.v1.Allocation.Kind
-	4,  // 33: gpurr.recording.v1.MemoryState.point:type_name -> gpurr.recording.v1.MemoryState.Point
-	24, // 34: gpurr.recording.v1.MemoryState.regions:type_name -> gpurr.recording.v1.RegionState
-	15, // 35: gpurr.recording.v1.KernelActivity.grid:type_name -> gpurr.recording.v1.Dim3
-	15, // 36: gpurr.recording.v1.KernelActivity.block:type_name -> gpurr.recording.v1.Dim3
-	37, // [37:37] is the sub-list for method output_type
-	37, // [37:37] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	7,  // 0: gpurr.recording.v1.Batch.process:type_name -> gpurr.recording.v1.Process
+	10, // 1: gpurr.recording.v1.Batch.devices:type_name -> gpurr.recording.v1.Device
+	11, // 2: gpurr.recording.v1.Batch.modules:type_name -> gpurr.recording.v1.Module
+	13, // 3: gpurr.recording.v1.Batch.kernels:type_name -> gpurr.recording.v1.Kernel
+	15, // 4: gpurr.recording.v1.Batch.callstacks:type_name -> gpurr.recording.v1.Callstack
+	17, // 5: gpurr.recording.v1.Batch.launches:type_name -> gpurr.recording.v1.Launch
+	27, // 6: gpurr.recording.v1.Batch.activities:type_name -> gpurr.recording.v1.KernelActivity
+	28, // 7: gpurr.recording.v1.Batch.graph_nodes:type_name -> gpurr.recording.v1.GraphNode
+	29, // 8: gpurr.recording.v1.Batch.graph_launches:type_name -> gpurr.recording.v1.GraphLaunch
+	30, // 9: gpurr.recording.v1.Batch.log:type_name -> gpurr.recording.v1.LogEntry
+	31, // 10: gpurr.recording.v1.Batch.stats:type_name -> gpurr.recording.v1.Stats
+	34, // 11: gpurr.recording.v1.Batch.end:type_name -> gpurr.recording.v1.End
+	23, // 12: gpurr.recording.v1.Batch.allocations:type_name -> gpurr.recording.v1.Allocation
+	24, // 13: gpurr.recording.v1.Batch.memory:type_name -> gpurr.recording.v1.MemoryState
+	27, // 14: gpurr.recording.v1.Batch.own_activities:type_name -> gpurr.recording.v1.KernelActivity
+	18, // 15: gpurr.recording.v1.Batch.ranges:type_name -> gpurr.recording.v1.Range
+	19, // 16: gpurr.recording.v1.Batch.range_ends:type_name -> gpurr.recording.v1.RangeEnd
+	33, // 17: gpurr.recording.v1.Batch.probes:type_name -> gpurr.recording.v1.ProbeResult
+	32, // 18: gpurr.recording.v1.Batch.probe_kernels:type_name -> gpurr.recording.v1.ProbeKernel
+	26, // 19: gpurr.recording.v1.Batch.write_set_misses:type_name -> gpurr.recording.v1.WriteSetMiss
+	9,  // 20: gpurr.recording.v1.Process.memory:type_name -> gpurr.recording.v1.MemoryConfig
+	8,  // 21: gpurr.recording.v1.Process.autograd:type_name -> gpurr.recording.v1.AutogradInfo
+	12, // 22: gpurr.recording.v1.Kernel.params:type_name -> gpurr.recording.v1.ParamInfo
+	0,  // 23: gpurr.recording.v1.Frame.kind:type_name -> gpurr.recording.v1.Frame.Kind
+	14, // 24: gpurr.recording.v1.Callstack.frames:type_name -> gpurr.recording.v1.Frame
+	16, // 25: gpurr.recording.v1.Launch.grid:type_name -> gpurr.recording.v1.Dim3
+	16, // 26: gpurr.recording.v1.Launch.block:type_name -> gpurr.recording.v1.Dim3
+	16, // 27: gpurr.recording.v1.Launch.cluster:type_name -> gpurr.recording.v1.Dim3
+	21, // 28: gpurr.recording.v1.Launch.regions:type_name -> gpurr.recording.v1.Region
+	22, // 29: gpurr.recording.v1.Launch.memory:type_name -> gpurr.recording.v1.MemoryPlan
+	20, // 30: gpurr.recording.v1.Launch.autograd:type_name -> gpurr.recording.v1.Autograd
+	1,  // 31: gpurr.recording.v1.Autograd.link:type_name -> gpurr.recording.v1.Autograd.Link
+	2,  // 32: gpurr.recording.v1.MemoryPlan.status:type_name -> gpurr.recording.v1.MemoryPlan.Status
+	3,  // 33: gpurr.recording.v1.Allocation.kind:type_name -> gpurr.recording.v1.Allocation.Kind
+	4,  // 34: gpurr.recording.v1.MemoryState.point:type_name -> gpurr.recording.v1.MemoryState.Point
+	25, // 35: gpurr.recording.v1.MemoryState.regions:type_name -> gpurr.recording.v1.RegionState
+	5,  // 36: gpurr.recording.v1.RegionState.carried:type_name -> gpurr.recording.v1.RegionState.Carried
+	16, // 37: gpurr.recording.v1.KernelActivity.grid:type_name -> gpurr.recording.v1.Dim3
+	16, // 38: gpurr.recording.v1.KernelActivity.block:type_name -> gpurr.recording.v1.Dim3
+	39, // [39:39] is the sub-list for method output_type
+	39, // [39:39] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_recording_recordingpb_recording_proto_init() }
@@ -3770,8 +4045,8 @@ func file_recording_recordingpb_recording_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_recording_recordingpb_recording_proto_rawDesc), len(file_recording_recordingpb_recording_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   28,
+			NumEnums:      6,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

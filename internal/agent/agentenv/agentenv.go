@@ -40,6 +40,7 @@ const (
 	StagingBytes     = "GPURR_STAGING_BYTES"     // pinned staging ring for snapshots
 	FlightRecorder   = "GPURR_FLIGHT_RECORDER"   // keep only the last N launches' snapshots
 	NanScan          = "GPURR_NAN_SCAN"          // types to count NaN and Inf as on the GPU, e.g. "f32,bf16"
+	WriteSets        = "GPURR_WRITE_SETS"        // proved | learned | all: which regions hash mode may skip
 	// StepRange is a regular expression over NVTX range messages, kept in the recording
 	// (Process.step_range): readers number training steps by the ranges it matches.
 	StepRange = "GPURR_STEP_RANGE"
@@ -79,6 +80,16 @@ type MemoryConfig struct {
 	StagingBytes     uint64
 	FlightRecorder   uint64
 	NanScan          string // comma-separated kernels.NanScanTypes, "" for none
+	WriteSets        string // "", "proved", "learned" or "all" (WriteSetModes)
+}
+
+// WriteSetModes are the --write-sets choices: which regions of a launch hash
+// mode may leave unhashed, carrying the state of the last launch that hashed
+// them (docs/memory.md, Write sets).
+var WriteSetModes = map[string]string{
+	"proved":  "skip regions the kernel's PTX proves it cannot store to (exact; the default)",
+	"learned": "also skip regions the kernel's earlier launches never changed, re-checked every Nth launch",
+	"all":     "hash every region after every launch",
 }
 
 // Validate checks c the way the agent will, so record can refuse bad flags
@@ -107,6 +118,9 @@ func (c MemoryConfig) Validate() error {
 	}
 	if c.NanScan != "" && (c.Mode == "" || c.Mode == "off") {
 		return fmt.Errorf("nan-scan needs memory mode hash or snapshot: the GPU counts NaN while it hashes")
+	}
+	if _, ok := WriteSetModes[c.WriteSets]; !ok && c.WriteSets != "" {
+		return fmt.Errorf("write-sets %q: want proved, learned or all", c.WriteSets)
 	}
 	if c.StagingBytes != 0 && c.StagingBytes < 1<<20 {
 		return fmt.Errorf("staging bytes %d: want at least 1048576", c.StagingBytes)
@@ -214,7 +228,8 @@ func Vars(c Config) []string {
 		v = append(v, Memory+"="+m.Mode, SnapshotKernels+"="+m.SnapshotKernels,
 			SnapshotLaunches+"="+m.SnapshotLaunches, OnFull+"="+m.OnFull,
 			StagingBytes+"="+strconv.FormatUint(m.StagingBytes, 10),
-			FlightRecorder+"="+strconv.FormatUint(m.FlightRecorder, 10), NanScan+"="+m.NanScan)
+			FlightRecorder+"="+strconv.FormatUint(m.FlightRecorder, 10), NanScan+"="+m.NanScan,
+			WriteSets+"="+m.WriteSets)
 	}
 	return v
 }
