@@ -251,6 +251,9 @@ func (r *recorder) start() error {
 		ccfg.staging_bytes = C.uint64_t(m.StagingBytes)
 		mask, _, _ := agentenv.ParseNanScan(m.NanScan) // configFromEnv validated it
 		ccfg.nan_dtypes = C.uint32_t(mask)
+		if m.Mode == "hash" && m.WriteSets != "all" {
+			startLoadedWriteSets()
+		}
 		if m.Mode == "hash" {
 			ccfg.write_sets = map[string]C.int{"all": C.GP_WRITE_SETS_ALL, "proved": C.GP_WRITE_SETS_PROVED, "learned": C.GP_WRITE_SETS_LEARNED}[m.WriteSets]
 			ccfg.audit_every = auditEvery

@@ -175,6 +175,13 @@ static func_entry *func_describe(gp_CUfunction f, const char *symbol) {
   }
   slot->selected = selected;
   slot->snapshot = snapshot;
+  // What its PTX proves, known before its first launch runs: a kernel that stores through
+  // loaded pointers must end carries from that launch on.
+  if (gp_proc.cfg.memory_mode == GP_MEM_HASH && gp_proc.cfg.write_sets != GP_WRITE_SETS_ALL) {
+    gp_in_agent_call(1);
+    atomic_store_explicit(&slot->readonly, gpurrKernelReadOnly((char *)name, bytes), memory_order_release);
+    gp_in_agent_call(0);
+  }
   atomic_store_explicit(&slot->key, key, memory_order_release);
   pthread_mutex_unlock(&funcs_mu);
   return slot;
@@ -528,6 +535,11 @@ static void on_module_loaded(const gp_ResourceData *rd) {
   const gp_ModuleResourceData *m = rd->resourceDescriptor;
   if (!m || !m->pCubin || !m->cubinSize) return;
   if (gp_proc.cfg.probes) gp_probe_module_image(m->pCubin, m->cubinSize);
+  if (gp_proc.cfg.memory_mode == GP_MEM_HASH && gp_proc.cfg.write_sets != GP_WRITE_SETS_ALL) {
+    gp_in_agent_call(1);
+    gpurrModuleWriteSets((void *)m->pCubin, m->cubinSize);
+    gp_in_agent_call(0);
+  }
   void *copy = malloc(m->cubinSize);
   if (!copy) {
     GP_COUNT(modules_dropped, 1);

@@ -56,7 +56,10 @@ static _Atomic uint64_t write_epoch = 1;
 // Set when CUPTI cannot name the copy and memset calls: then nothing is carried.
 static int writes_unseen;
 
-void gp_mem_unhashed_write(void) { atomic_fetch_add_explicit(&write_epoch, 1, memory_order_relaxed); }
+void gp_mem_unhashed_write(void) {
+  atomic_fetch_add_explicit(&write_epoch, 1, memory_order_relaxed);
+  GP_COUNT(write_epochs, 1);
+}
 
 static gp_spinlock alloc_lock;
 static allocation *allocs;

@@ -520,7 +520,7 @@ func (r *recorder) record(raw []byte) {
 			kernel.Params = append(kernel.Params, p)
 		}
 		if r.mem != nil {
-			r.mem.kernel(kernel.Id, kernel.ParamBytes, ws)
+			r.mem.kernel(kernel.Id, name, kernel.ParamBytes, ws)
 		}
 		kernel.ModuleSha256 = r.moduleOf(name)
 		kernel.Identity = recording.KernelIdentity(kernel.ModuleSha256, name)
@@ -844,6 +844,7 @@ func (r *recorder) writeFrame() {
 		AgentAutogradNs:     cyclesNS(c.autograd_cycles),
 		AgentRingNs:         cyclesNS(c.ring_cycles),
 		AgentMemoryNs:       cyclesNS(c.memory_cycles),
+		WriteEpochs:         uint64(c.write_epochs),
 		AgentMemoryLaunchNs: cyclesNS(c.memory_launch_cycles),
 		StacksNew:           uint64(c.stacks_new),
 		AgentStackNewNs:     cyclesNS(c.stack_new_cycles),

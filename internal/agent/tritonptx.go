@@ -20,18 +20,13 @@ import (
 // The writer asks once per module; only folders of a function name the module defines are
 // read, and a folder is listed once (Triton writes a folder whole, then renames it in).
 type tritonCache struct {
-	root   string
-	listed time.Time           // the root folder's modification time at the last listing
-	seen   map[string]bool     // cache folders listed
-	byName map[string][]string // NAME.cubin → the folders that hold one
+	listed map[string]time.Time // each root folder's modification time at its last listing
+	seen   map[string]bool      // cache folders listed
+	byName map[string][]string  // NAME.cubin → the folders that hold one
 }
 
 func newTritonCache() *tritonCache {
-	root := agentenv.TritonCacheDir()
-	if root == "" {
-		return nil
-	}
-	return &tritonCache{root: root, seen: map[string]bool{}, byName: map[string][]string{}}
+	return &tritonCache{listed: map[string]time.Time{}, seen: map[string]bool{}, byName: map[string][]string{}}
 }
 
 // ptx returns the PTX of the cached cubin whose SHA-256 is digest, for a module defining
@@ -71,22 +66,32 @@ func (c *tritonCache) find(digest string, names []string) []byte {
 	return nil
 }
 
-// refresh lists the cache folders not seen yet; false when there were none. A root folder
-// whose modification time has not moved has no new folder: most modules (cuBLAS, PyTorch's
-// own) cost one stat.
+// refresh lists the cache folders not seen yet, in every root (agentenv.TritonCacheDirs);
+// false when there were none. A root folder whose modification time has not moved has no new
+// folder: most modules (cuBLAS, PyTorch's own) cost a stat per root.
 func (c *tritonCache) refresh() bool {
-	st, err := os.Stat(c.root)
-	if err != nil || st.ModTime().Equal(c.listed) {
+	added := false
+	for _, root := range agentenv.TritonCacheDirs() {
+		if c.refreshRoot(root) {
+			added = true
+		}
+	}
+	return added
+}
+
+func (c *tritonCache) refreshRoot(root string) bool {
+	st, err := os.Stat(root)
+	if err != nil || st.ModTime().Equal(c.listed[root]) {
 		return false
 	}
-	c.listed = st.ModTime()
-	entries, err := os.ReadDir(c.root)
+	c.listed[root] = st.ModTime()
+	entries, err := os.ReadDir(root)
 	if err != nil {
 		return false
 	}
 	added := false
 	for _, e := range entries {
-		dir := filepath.Join(c.root, e.Name())
+		dir := filepath.Join(root, e.Name())
 		if !e.IsDir() || c.seen[dir] {
 			continue
 		}

@@ -8,6 +8,10 @@ import "C"
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"sync"
 	"unsafe"
 
 	"github.com/gpurr/gpurr/internal/ptx"
@@ -31,6 +35,80 @@ func moduleWriteSets(text []byte) map[string]*ptx.WriteSet {
 	return out
 }
 
+// loadedWriteSets is what the PTX of the modules the program loaded proves, by kernel name (the
+// most recent module defining a name wins, as the driver's lookups by name do). It is filled on
+// the program's thread as each module loads and read at each kernel's first launch, so that
+// launch already knows its write set: a kernel that stores through loaded pointers must end
+// carries from its first launch on, not from when the writer gets to it.
+var loadedWriteSets struct {
+	sync.Mutex
+	on     bool
+	triton *tritonCache // its own: the writer's is the writer goroutine's
+	byName map[string]*ptx.WriteSet
+}
+
+func startLoadedWriteSets() {
+	loadedWriteSets.Lock()
+	defer loadedWriteSets.Unlock()
+	loadedWriteSets.on = true
+	loadedWriteSets.triton = newTritonCache()
+	loadedWriteSets.byName = map[string]*ptx.WriteSet{}
+}
+
+// gpurrModuleWriteSets is called on the program's thread as a module loads (hash mode with
+// write sets): Triton's cache may hold the PTX of its cubin.
+//
+//export gpurrModuleWriteSets
+func gpurrModuleWriteSets(image unsafe.Pointer, size C.size_t) {
+	defer func() { _ = recover() }()
+	if !loadedWriteSets.on || image == nil || size == 0 {
+		return
+	}
+	img := C.GoBytes(image, C.int(size))
+	names := moduleFunctions(img)
+	if len(names) == 0 {
+		return
+	}
+	sum := sha256.Sum256(img)
+	loadedWriteSets.Lock()
+	defer loadedWriteSets.Unlock()
+	var sets map[string]*ptx.WriteSet
+	if text := loadedWriteSets.triton.ptx(hex.EncodeToString(sum[:]), names); text != nil {
+		sets = moduleWriteSets(text)
+	}
+	for _, n := range names {
+		if ws := sets[n]; ws != nil {
+			loadedWriteSets.byName[n] = ws
+		} else {
+			delete(loadedWriteSets.byName, n) // a newer module without PTX defines it: nothing known
+		}
+	}
+}
+
+// loadedWriteSet is what the latest loaded module defining name proves, nil when nothing.
+func loadedWriteSet(name string) *ptx.WriteSet {
+	loadedWriteSets.Lock()
+	defer loadedWriteSets.Unlock()
+	return loadedWriteSets.byName[name]
+}
+
+// gpurrKernelReadOnly is called at a kernel's first launch, on the program's thread: what its
+// PTX proves of its parameter words, for the agent to keep (malloc'd), or NULL.
+//
+//export gpurrKernelReadOnly
+func gpurrKernelReadOnly(name *C.char, paramBytes C.uint32_t) (ro *C.gp_readonly) {
+	defer func() {
+		if recover() != nil {
+			ro = nil
+		}
+	}()
+	ws := loadedWriteSet(C.GoString(name))
+	if ws == nil {
+		return nil
+	}
+	return newReadOnly(provedWords(uint32(paramBytes), ws))
+}
+
 // kernelWords is what the writer knows of one kernel's parameter words
 // (by 8-byte word index): proved read-only from its PTX, learned read-only
 // from its launches, and the counts learning goes by.
@@ -47,17 +125,35 @@ func (k *kernelWords) has(set []uint64, w uint32) bool {
 
 // kernel notes a kernel as its description arrives: what its PTX proves,
 // published to the agent at once so its next launches carry.
-func (m *memoryCapture) kernel(id uint64, paramBytes uint32, ws *ptx.WriteSet) {
+func (m *memoryCapture) kernel(id uint64, name string, paramBytes uint32, ws *ptx.WriteSet) {
 	if m.kernels == nil {
 		return
 	}
+	// The agent took loadedWriteSet's at the kernel's first launch; only the writer's own
+	// finding (the module's PTX reached Triton's cache after it loaded) is news to it.
+	fromWriter := false
+	if loaded := loadedWriteSet(name); loaded != nil {
+		ws = loaded
+	} else {
+		fromWriter = ws != nil
+	}
+	k := provedWords(paramBytes, ws)
+	k.unchanged, k.changed = map[uint32]uint32{}, map[uint32]uint32{}
+	m.kernels[id] = k
+	if fromWriter {
+		publishWords(id, k)
+	}
+}
+
+// provedWords is what ws proves of a kernel's parameter words (none when ws is nil). A
+// parameter buffer's layout may be unknown (launches that pass it packed): the bit sets then
+// grow as learning meets words.
+func provedWords(paramBytes uint32, ws *ptx.WriteSet) *kernelWords {
 	words := (paramBytes + 7) / 8
 	n64 := (words + 63) / 64
-	k := &kernelWords{proved: make([]uint64, n64), learned: make([]uint64, n64),
-		unchanged: map[uint32]uint32{}, changed: map[uint32]uint32{}}
-	m.kernels[id] = k
+	k := &kernelWords{proved: make([]uint64, n64), learned: make([]uint64, n64)}
 	if ws == nil {
-		return
+		return k
 	}
 	k.anywhere = ws.Any
 	for w := range words {
@@ -65,12 +161,19 @@ func (m *memoryCapture) kernel(id uint64, paramBytes uint32, ws *ptx.WriteSet) {
 			k.proved[w/64] |= 1 << (w % 64)
 		}
 	}
-	publishWords(id, k)
+	return k
 }
 
-// publishWords hands the agent a new gp_readonly for the kernel. The agent
-// keeps every one it was given (a launch may be reading the old one).
-func publishWords(id uint64, k *kernelWords) {
+// grow makes room for word w in the bit sets.
+func (k *kernelWords) grow(w uint32) {
+	for int(w/64) >= len(k.proved) {
+		k.proved = append(k.proved, 0)
+		k.learned = append(k.learned, 0)
+	}
+}
+
+// newReadOnly lays k out as a gp_readonly (malloc'd: the agent keeps it).
+func newReadOnly(k *kernelWords) *C.gp_readonly {
 	n64 := len(k.proved)
 	size := C.size_t(unsafe.Sizeof(C.gp_readonly{})) + C.size_t(16*n64)
 	ro := (*C.gp_readonly)(C.malloc(size))
@@ -83,7 +186,13 @@ func publishWords(id uint64, k *kernelWords) {
 	bits := unsafe.Slice((*uint64)(unsafe.Add(unsafe.Pointer(ro), unsafe.Sizeof(C.gp_readonly{}))), 2*n64)
 	copy(bits, k.proved)
 	copy(bits[n64:], k.learned)
-	C.gp_kernel_readonly(C.uint64_t(id), ro)
+	return ro
+}
+
+// publishWords hands the agent a new gp_readonly for the kernel. The agent
+// keeps every one it was given (a launch may be reading the old one).
+func publishWords(id uint64, k *kernelWords) {
+	C.gp_kernel_readonly(C.uint64_t(id), newReadOnly(k))
 }
 
 // carried fills region i of a job from the state it carries: that of the
@@ -144,6 +253,7 @@ func (m *memoryCapture) learn(r *recorder, v *C.gp_memjob_view, states []*pb.Reg
 		}
 	}
 	publish := false
+	var newly []uint32
 	for ri, ws := range words {
 		if v.carry[ri] != C.GP_CARRY_NONE {
 			continue
@@ -165,9 +275,11 @@ func (m *memoryCapture) learn(r *recorder, v *C.gp_memjob_view, states []*pb.Reg
 			}
 			if !changed {
 				k.unchanged[w]++
-				if !k.has(k.learned, w) && k.changed[w] == 0 && k.unchanged[w] >= learnAfter && int(w/64) < len(k.learned) {
+				if !k.has(k.learned, w) && k.changed[w] == 0 && k.unchanged[w] >= learnAfter {
+					k.grow(w)
 					k.learned[w/64] |= 1 << (w % 64)
 					publish = true
+					newly = append(newly, 8*w)
 				}
 				continue
 			}
@@ -193,5 +305,9 @@ func (m *memoryCapture) learn(r *recorder, v *C.gp_memjob_view, states []*pb.Reg
 	}
 	if publish {
 		publishWords(uint64(v.kernel_id), k)
+	}
+	if len(newly) > 0 {
+		slices.Sort(newly)
+		r.logf("info", "write sets: kernel %d's parameter words at %v learned read-only (launch %d)", v.kernel_id, newly, v.launch_seq)
 	}
 }

@@ -121,7 +121,7 @@ func TestCarriedRegionTakesTheStateOfTheJobTheAgentNamed(t *testing.T) {
 
 func TestLearnedWriteSetsLearnAndAuditsFindMisses(t *testing.T) {
 	r := writeSetRecorder(t, "learned")
-	r.mem.kernel(9, 16, nil) // two pointer words, no PTX
+	r.mem.kernel(9, "k", 16, nil) // two pointer words, no PTX
 	const in, out = 0x7f0000000000, 0x7f0000100000
 	job := uint64(0)
 	lastJob := map[uint64]uint64{} // as the agent keeps it: the job that last hashed each allocation
@@ -185,7 +185,7 @@ func TestLearnedWriteSetsLearnAndAuditsFindMisses(t *testing.T) {
 
 func TestProvedWriteSetsDoNotLearn(t *testing.T) {
 	r := writeSetRecorder(t, "proved")
-	r.mem.kernel(9, 16, nil)
+	r.mem.kernel(9, "k", 16, nil)
 	for seq := uint64(1); seq <= 6; seq++ {
 		v, _ := cannedJob(seq, seq, 9, false, []cannedJobRegion{
 			{addr: 0x7f0000000000, size: 64, allocID: 1, prevJob: seq - 1, chunkHashes: [][16]byte{hashOf(1)}},
@@ -231,7 +231,7 @@ func TestKernelTakesProvedWords(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := writeSetRecorder(t, "proved")
-	r.mem.kernel(4, 24, moduleWriteSets(text)["gpurr_demo_saxpy"])
+	r.mem.kernel(4, "gpurr_demo_saxpy", 24, moduleWriteSets(text)["gpurr_demo_saxpy"])
 	for w, want := range []bool{true, true, false} {
 		if proved, _ := kernelWordsPublished(r.mem, 4, uint32(w)); proved != want {
 			t.Errorf("word %d proved %v, want %v", w, proved, want)

@@ -2987,6 +2987,7 @@ type Stats struct {
 	WriteSetMisses        uint64                 `protobuf:"varint,47,opt,name=write_set_misses,json=writeSetMisses,proto3" json:"write_set_misses,omitempty"`                      // WriteSetMiss records (1.11)
 	AgentMemoryNs         uint64                 `protobuf:"varint,48,opt,name=agent_memory_ns,json=agentMemoryNs,proto3" json:"agent_memory_ns,omitempty"`                         // of agent_launch_ns, memory capture's part: regions, carries, enqueueing jobs (1.11)
 	AgentMemoryLaunchNs   uint64                 `protobuf:"varint,49,opt,name=agent_memory_launch_ns,json=agentMemoryLaunchNs,proto3" json:"agent_memory_launch_ns,omitempty"`     // of agent_memory_ns, launching gpurr's own hash kernels (1.11)
+	WriteEpochs           uint64                 `protobuf:"varint,50,opt,name=write_epochs,json=writeEpochs,proto3" json:"write_epochs,omitempty"`                                 // writes the agent could not place (graph launches, 2D copies, skipped launches, ...): each ended every carry (1.11)
 	unknownFields         protoimpl.UnknownFields
 	sizeCache             protoimpl.SizeCache
 }
@@ -3360,6 +3361,13 @@ func (x *Stats) GetAgentMemoryNs() uint64 {
 func (x *Stats) GetAgentMemoryLaunchNs() uint64 {
 	if x != nil {
 		return x.AgentMemoryLaunchNs
+	}
+	return 0
+}
+
+func (x *Stats) GetWriteEpochs() uint64 {
+	if x != nil {
+		return x.WriteEpochs
 	}
 	return 0
 }
@@ -3864,7 +3872,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\bLogEntry\x12\x17\n" +
 	"\ahost_ns\x18\x01 \x01(\x04R\x06hostNs\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\tR\x05level\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\xaf\x0f\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xd2\x0f\n" +
 	"\x05Stats\x12\x1a\n" +
 	"\blaunches\x18\x01 \x01(\x04R\blaunches\x12+\n" +
 	"\x11launches_filtered\x18\x02 \x01(\x04R\x10launchesFiltered\x12)\n" +
@@ -3920,7 +3928,8 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x10write_set_audits\x18. \x01(\x04R\x0ewriteSetAudits\x12(\n" +
 	"\x10write_set_misses\x18/ \x01(\x04R\x0ewriteSetMisses\x12&\n" +
 	"\x0fagent_memory_ns\x180 \x01(\x04R\ragentMemoryNs\x123\n" +
-	"\x16agent_memory_launch_ns\x181 \x01(\x04R\x13agentMemoryLaunchNs\"\x96\x01\n" +
+	"\x16agent_memory_launch_ns\x181 \x01(\x04R\x13agentMemoryLaunchNs\x12!\n" +
+	"\fwrite_epochs\x182 \x01(\x04R\vwriteEpochs\"\x96\x01\n" +
 	"\vProbeKernel\x12\x1b\n" +
 	"\tkernel_id\x18\x01 \x01(\x04R\bkernelId\x12\"\n" +
 	"\finstrumented\x18\x02 \x01(\bR\finstrumented\x12\x16\n" +

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -333,4 +334,33 @@ func TritonCacheDir() string {
 		return ""
 	}
 	return filepath.Join(home, ".triton", "cache")
+}
+
+// TritonCacheDirs are the folders Triton's compiled kernels may be in as a program runs:
+// TritonCacheDir, and the per-device caches torch.compile (Inductor) points Triton at,
+// TORCHINDUCTOR_CACHE_DIR (else TMPDIR's torchinductor_USER)/triton/DEVICE, which Inductor
+// sets inside the process, where the agent does not see it. Listed anew at each call: a
+// device's folder appears when Inductor first compiles for it.
+func TritonCacheDirs() []string {
+	var dirs []string
+	if d := TritonCacheDir(); d != "" {
+		dirs = append(dirs, d)
+	}
+	base := os.Getenv("TORCHINDUCTOR_CACHE_DIR")
+	if base == "" {
+		name := os.Getenv("USER")
+		if name == "" {
+			if u, err := user.Current(); err == nil {
+				name = u.Username
+			}
+		}
+		base = filepath.Join(os.TempDir(), "torchinductor_"+name)
+	}
+	devices, _ := filepath.Glob(filepath.Join(base, "triton", "*"))
+	for _, d := range devices {
+		if st, err := os.Stat(d); err == nil && st.IsDir() && (len(dirs) == 0 || d != dirs[0]) {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
 }

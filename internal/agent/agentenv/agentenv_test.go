@@ -2,6 +2,8 @@ package agentenv
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -107,5 +109,21 @@ func TestParseProbe(t *testing.T) {
 		if _, err := ParseProbe(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+func TestTritonCacheDirsFindsInductorsPerDeviceCaches(t *testing.T) {
+	base := t.TempDir()
+	t.Setenv("TRITON_CACHE_DIR", filepath.Join(base, "plain"))
+	t.Setenv("TORCHINDUCTOR_CACHE_DIR", filepath.Join(base, "inductor"))
+	for _, d := range []string{"inductor/triton/0", "inductor/triton/1"} {
+		if err := os.MkdirAll(filepath.Join(base, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := TritonCacheDirs()
+	want := []string{filepath.Join(base, "plain"), filepath.Join(base, "inductor/triton/0"), filepath.Join(base, "inductor/triton/1")}
+	if !slices.Equal(got, want) {
+		t.Errorf("TritonCacheDirs() = %v, want %v", got, want)
 	}
 }

@@ -54,6 +54,13 @@ int gpurrProbeFunction(void *module, char *name, uint64_t kernelID, uint32_t npa
   return 0;
 }
 
+// Hash mode's write sets: no module has PTX here.
+void gpurrModuleWriteSets(void *image, size_t size) { (void)image, (void)size; }
+void *gpurrKernelReadOnly(char *name, uint32_t paramBytes) {
+  (void)name, (void)paramBytes;
+  return NULL;
+}
+
 // ---- fakes for CUPTI and the driver ----
 
 static double hp_cycles_per_ns;

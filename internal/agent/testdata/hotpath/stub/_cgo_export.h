@@ -11,4 +11,6 @@ extern void gpurrCudaError(char *call, int code);
 extern void gpurrProbeModule(void *module, void *input, void *image, size_t size);
 extern void gpurrProbeForgetModule(void *module);
 extern int gpurrProbeFunction(void *module, char *name, uint64_t kernelID, uint32_t nparams, void **out);
+extern void gpurrModuleWriteSets(void *image, size_t size);
+extern void *gpurrKernelReadOnly(char *name, uint32_t paramBytes);
 #endif
