@@ -515,3 +515,6 @@ func kernelWordsPublished(m *memoryCapture, kernelID uint64, w uint32) (proved, 
 	}
 	return k.has(k.proved, w), k.has(k.learned, w)
 }
+
+// C64 is a uint64 as cgo's C.uint64_t, for tests that set a canned view's fields.
+func C64(v uint64) C.uint64_t { return C.uint64_t(v) }

@@ -238,3 +238,58 @@ func TestKernelTakesProvedWords(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkWriterHashJob is the writer's cost per completed hash job: 8 regions of 4 MiB (64
+// chunks each), folded into region hashes and states. The writer must keep up with the GPU's
+// jobs or the results ring fills and the program waits (backpressure).
+func BenchmarkWriterHashJob(b *testing.B) {
+	r := testRecorder(&testing.T{})
+	r.mem.writeSets, r.mem.last, r.mem.kernels = "proved", map[uint64]allocState{}, map[uint64]*kernelWords{}
+	var regs []cannedJobRegion
+	for i := range 8 {
+		g := cannedJobRegion{addr: uint64(0x7f0000000000 + i<<24), size: 4 << 20, allocID: uint64(i + 1)}
+		for c := range 64 {
+			g.chunkHashes = append(g.chunkHashes, hashOf(byte(i*64+c)))
+		}
+		regs = append(regs, g)
+	}
+	v, _ := cannedJob(1, 1, 1, false, regs, nil)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		v.launch_seq, v.job_seq = C64(uint64(i+1)), C64(uint64(i+1))
+		jobToWriter(r, v)
+		if len(r.batch.Memory) > 1024 {
+			r.batch.Memory = r.batch.Memory[:0]
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(8*64), "ns/chunk")
+}
+
+// BenchmarkWriterHashFrame is the writer's cost of writing hash-mode states to the events
+// file: frames of 256 states of 8 regions of 4 MiB (64 chunk hashes each), as the training
+// step's hash mode makes them (about 750,000 chunk hashes, 12 MB, per step).
+func BenchmarkWriterHashFrame(b *testing.B) {
+	r := testRecorder(&testing.T{})
+	states := make([]*pb.MemoryState, 256)
+	for i := range states {
+		s := &pb.MemoryState{LaunchSeq: uint64(i + 1), Point: pb.MemoryState_AFTER}
+		for g := range 8 {
+			ch := make([]byte, 64*16)
+			for c := range 64 {
+				h := hashOf(byte(i*31 + g*7 + c))
+				h[15] = byte(i >> 8)
+				copy(ch[16*c:], h[:])
+			}
+			s.Regions = append(s.Regions, &pb.RegionState{Hash: ch[:16], ChunkHashes: ch})
+		}
+		states[i] = s
+	}
+	b.ResetTimer()
+	for range b.N {
+		r.batch.Memory = append(r.batch.Memory[:0], states...)
+		r.writeFrame()
+	}
+	chunks := float64(256 * 8 * 64)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/chunks, "ns/chunk")
+}
