@@ -118,6 +118,9 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 	if o.memory.Mode != "snapshot" && (o.memory.SnapshotKernels != "" || o.memory.SnapshotLaunches != "" || o.memory.FlightRecorder != 0) {
 		return usageErrorf("record: --snapshot-kernels, --snapshot-launches and --flight-recorder need --memory snapshot")
 	}
+	if cmd.Flags().Changed("write-sets") && o.memory.Mode != "hash" {
+		return usageErrorf("record: --write-sets needs --memory hash (snapshots and memory capture off hash nothing to skip)")
+	}
 	if o.keepTorchAllocator && o.memory.Mode == "off" {
 		return usageErrorf("record: --keep-pytorch-allocator only matters with --memory hash or snapshot")
 	}
