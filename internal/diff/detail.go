@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"strings"
 
 	"github.com/gpurr/gpurr/internal/dtype"
 	"github.com/gpurr/gpurr/recording"
@@ -56,6 +57,24 @@ type RegionDiff struct {
 	Note        string          // why elements are not shown, when they are not
 }
 
+// carriedNote says where the chunk hashes of a carried state are (format 1.11: a carried state
+// holds its source's region hash only), "" when both sides have theirs.
+func carriedNote(a, b *pb.RegionState) string {
+	var parts []string
+	for _, s := range []struct {
+		run string
+		rs  *pb.RegionState
+	}{{"A", a}, {"B", b}} {
+		if s.rs.GetCarried() != pb.RegionState_NOT_CARRIED && len(s.rs.GetChunkHashes()) == 0 {
+			parts = append(parts, fmt.Sprintf("in %s carried from launch %d, whose state holds its chunk hashes", s.run, s.rs.GetCarriedFrom()))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "not hashed after this launch (" + strings.Join(parts, "; ") + "): compare there for the chunks that differ"
+}
+
 // Differences lists the regions whose state after the launch differs, with
 // element values from the snapshots when both sides have them and dtype is
 // set, and those whose state is unknown on a side (not compared). maxElems
@@ -89,6 +108,11 @@ func Differences(a, b *Side, dt *dtype.Type, maxElems int) ([]RegionDiff, error)
 			continue
 		}
 		if bytes.Equal(ra[i].GetHash(), rb[i].GetHash()) {
+			continue
+		}
+		if note := carriedNote(ra[i], rb[i]); note != "" { // its chunk hashes are with the state it came from
+			d.Note = note
+			out = append(out, d)
 			continue
 		}
 		ca, cb := recording.ChunkHashes(ra[i]), recording.ChunkHashes(rb[i])

@@ -100,3 +100,23 @@ func TestDifferencesUnknown(t *testing.T) {
 		t.Errorf("the launch with itself: %+v, %v", same, err)
 	}
 }
+
+// A carried state holds its source's region hash only: where it differs, Differences says
+// where its chunk hashes are instead of comparing none as all different.
+func TestDifferencesOfCarriedRegions(t *testing.T) {
+	hashed := &pb.RegionState{Hash: make([]byte, 16), ChunkHashes: make([]byte, 32)}
+	carried := &pb.RegionState{Hash: []byte("0123456789abcdef"), Carried: pb.RegionState_LEARNED_READ_ONLY, CarriedFrom: 4}
+	side := func(rs *pb.RegionState) *Side {
+		return &Side{Launch: &pb.Launch{Regions: []*pb.Region{{Size: 1 << 17}}}, After: &pb.MemoryState{Regions: []*pb.RegionState{rs}}, ChunkBytes: 1 << 16}
+	}
+	d, err := Differences(side(hashed), side(carried), nil, 0)
+	if err != nil || len(d) != 1 {
+		t.Fatalf("differences %v, %v", d, err)
+	}
+	if d[0].FirstChunk != -1 || d[0].DifferentChunks != 0 || d[0].Note != "not hashed after this launch (in B carried from launch 4, whose state holds its chunk hashes): compare there for the chunks that differ" {
+		t.Errorf("carried region: %+v", d[0])
+	}
+	if d, _ := Differences(side(hashed), side(hashed), nil, 0); len(d) != 0 {
+		t.Errorf("equal regions differ: %+v", d)
+	}
+}

@@ -423,8 +423,8 @@ var memoryStates = define("memory_states", "hash (and snapshot) of each launch's
 	c("hash", String, "gpurr-h128 of the region, 32 hex digits (docs/hash.md), NULL when lost or unknown", func(_ *pass, r *stateRow) Value {
 		return nullUnless(r.known(), textOrNull(recording.HashText(r.rs.GetHash())))
 	}).null(),
-	c("chunks", Int64, "chunk hashes recorded (memory_chunks), NULL when lost or unknown", func(_ *pass, r *stateRow) Value {
-		return nullUnless(r.known(), Int(len(r.rs.GetChunkHashes())/recording.HashBytes))
+	c("chunks", Int64, "chunk hashes recorded (memory_chunks), NULL when lost, unknown or carried (the state after carried_from holds them)", func(_ *pass, r *stateRow) Value {
+		return nullUnless(r.known() && r.rs.GetCarried() == pb.RegionState_NOT_CARRIED, Int(len(r.rs.GetChunkHashes())/recording.HashBytes))
 	}).null(),
 	c("chunks_transferred", Int64, "snapshot: chunks that crossed PCIe (the others were stored already), NULL when lost or unknown", func(_ *pass, r *stateRow) Value {
 		return nullUnless(r.known(), Int(r.rs.GetChunksTransferred()))

@@ -135,7 +135,7 @@ func WriteSetsBatches(o WriteSetsOptions) []*pb.Batch {
 			stats.RegionsCarriedUnknown++
 			return &pb.RegionState{Carried: how, Unknown: true}
 		}
-		return &pb.RegionState{Carried: how, CarriedFrom: from.seq, Hash: from.rs.Hash, ChunkHashes: from.rs.ChunkHashes,
+		return &pb.RegionState{Carried: how, CarriedFrom: from.seq, Hash: from.rs.Hash,
 			NanCount: from.rs.NanCount, InfCount: from.rs.InfCount}
 	}
 	params := func(ids ...uint64) []byte {
