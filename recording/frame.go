@@ -110,6 +110,13 @@ func appendFrame(dst, payload []byte) []byte {
 	if len(payload) > decodedLimit(len(body)) {
 		body, codec = payload, codecRaw
 	}
+	return appendFrameBody(dst, body, codec)
+}
+
+// appendRawFrame appends one frame holding payload as it is.
+func appendRawFrame(dst, payload []byte) []byte { return appendFrameBody(dst, payload, codecRaw) }
+
+func appendFrameBody(dst, body []byte, codec byte) []byte {
 	var h [frameHeaderSize]byte
 	binary.LittleEndian.PutUint32(h[0:], uint32(len(body)))
 	binary.LittleEndian.PutUint32(h[4:], crc32.Checksum(body, castagnoli))

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -402,5 +403,51 @@ func TestOpenSkipsDamagedProcess(t *testing.T) {
 	}
 	if len(got.Damaged) != 1 || !strings.Contains(got.Damaged[0].Error(), "not a regular file (a FIFO)") {
 		t.Errorf("Damaged = %v, want the FIFO named", got.Damaged)
+	}
+}
+
+// A batch whose memory states hold many hashes is written as two frames, the states stored
+// raw: reading gives back every launch and state, in order.
+func TestMemoryHeavyBatchRoundTrips(t *testing.T) {
+	first := testrec.Batches(0)[0]
+	heavy := &pb.Batch{Launches: []*pb.Launch{{Seq: 1, KernelId: 1}, {Seq: 2, KernelId: 1}}}
+	for seq := uint64(1); seq <= 2; seq++ {
+		s := &pb.MemoryState{LaunchSeq: seq, Point: pb.MemoryState_AFTER}
+		for r := range 4 {
+			chunks := make([]byte, 16*1024) // 1024 chunk hashes: 64 MiB of region
+			for i := range chunks {
+				chunks[i] = byte(i*7 + r + int(seq))
+			}
+			s.Regions = append(s.Regions, &pb.RegionState{Hash: chunks[:16], ChunkHashes: chunks})
+		}
+		heavy.Memory = append(heavy.Memory, s)
+	}
+	light := &pb.Batch{Launches: []*pb.Launch{{Seq: 3, KernelId: 1}},
+		Memory: []*pb.MemoryState{{LaunchSeq: 3, Point: pb.MemoryState_AFTER, Regions: []*pb.RegionState{{Hash: make([]byte, 16)}}}}}
+	dir := t.TempDir()
+	_, ends := writeProcess(t, dir, "p", []*pb.Batch{first, heavy, light})
+	set, err := recording.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := set.Processes[0].Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Frames != 4 { // the first, the heavy batch's two, the light one's
+		t.Errorf("%d frames, want 4 (file sizes after each write %v)", d.Frames, ends)
+	}
+	var seqs []uint64
+	for _, l := range d.Launches {
+		seqs = append(seqs, l.Seq)
+	}
+	if len(d.Memory) != 3 || !slices.Equal(seqs[len(seqs)-3:], []uint64{1, 2, 3}) {
+		t.Fatalf("launches %v, %d memory states", seqs, len(d.Memory))
+	}
+	for i, s := range d.Memory {
+		want := append(heavy.Memory, light.Memory...)[i]
+		if !proto.Equal(s, want) {
+			t.Errorf("memory state %d differs after the round trip", i)
+		}
 	}
 }

@@ -68,16 +68,37 @@ func Create(setDir, name string, first *pb.Batch) (*Writer, error) {
 // Dir is the process directory.
 func (w *Writer) Dir() string { return w.dir }
 
-// Write appends b as one frame with a single write, so a killed program
-// leaves whole frames and at most one partial frame at the end. A write that
-// fails (disk full) is cut back off, so the file ends at its last whole
-// frame and a later Write may succeed.
+// rawMemoryBytes is how many bytes of hashes a batch's memory states must hold for Write to
+// store them in a frame of their own, uncompressed. Hashes are random bytes: compressing
+// them gains nothing and cost about 45 ns per 64 KiB chunk hashed (zstd's fastest level
+// searching for matches that are not there), more than the writer has in hash mode.
+const rawMemoryBytes = 64 << 10
+
+// Write appends b as one frame (two when b's memory states hold many hashes: the rest
+// compressed, then the states stored raw) with a single write, so a killed program leaves
+// whole frames and at most one partial frame at the end. A write that fails (disk full) is
+// cut back off, so the file ends at its last whole frame and a later Write may succeed.
 func (w *Writer) Write(b *pb.Batch) error {
-	payload, err := proto.Marshal(b)
-	if err != nil {
-		return err
+	w.buf = w.buf[:0]
+	if states := b.Memory; len(states) > 0 && hashBytes(states) >= rawMemoryBytes {
+		b.Memory = nil
+		payload, err := proto.Marshal(b)
+		b.Memory = states
+		if err != nil {
+			return err
+		}
+		w.buf = appendFrame(w.buf, payload)
+		if payload, err = proto.Marshal(&pb.Batch{Memory: states}); err != nil {
+			return err
+		}
+		w.buf = appendRawFrame(w.buf, payload)
+	} else {
+		payload, err := proto.Marshal(b)
+		if err != nil {
+			return err
+		}
+		w.buf = appendFrame(w.buf, payload)
 	}
-	w.buf = appendFrame(w.buf[:0], payload)
 	if _, err := w.f.Write(w.buf); err != nil {
 		if terr := w.f.Truncate(w.size); terr != nil {
 			return errors.Join(err, fmt.Errorf("cut back the partial frame: %w", terr))
@@ -86,6 +107,17 @@ func (w *Writer) Write(b *pb.Batch) error {
 	}
 	w.size += int64(len(w.buf))
 	return nil
+}
+
+// hashBytes counts the hash bytes memory states hold.
+func hashBytes(states []*pb.MemoryState) int {
+	n := 0
+	for _, s := range states {
+		for _, r := range s.GetRegions() {
+			n += len(r.GetHash()) + len(r.GetChunkHashes())
+		}
+	}
+	return n
 }
 
 // Sync flushes the file to stable storage.
