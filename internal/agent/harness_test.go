@@ -74,19 +74,36 @@ func touchSources(t *testing.T, dir string) {
 // agent wrote before its C was split by job (callstacks off: their frames
 // name this checkout's paths).
 func TestHotPathScenario(t *testing.T) {
+	harnessGolden(t, "--scenario", "scenario.golden")
+}
+
+// TestMemoryScenario drives hash mode's write sets through the same harness, on a fake
+// driver whose GPU finishes each hash job as it is launched: a region only proved read-only
+// words point into is carried from the job that last hashed its allocation (given no bytes);
+// a memset into it, a 2D copy and a graph launch end that (a copy out of it does not); a
+// launch whose regions are all carried launches no hash kernel. Every job the writer is handed
+// must equal memory_scenario.golden.
+func TestMemoryScenario(t *testing.T) {
+	harnessGolden(t, "--memory-scenario", "memory_scenario.golden")
+}
+
+// harnessGolden runs testdata/hotpath/run.sh with flag and compares what it writes with the
+// golden file of that name (-update rewrites it).
+func harnessGolden(t *testing.T, flag, name string) {
+	t.Helper()
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("gcc not found: the hot-path harness is a C program")
 	}
 	touchSources(t, filepath.Join("testdata", "hotpath"))
 	got := filepath.Join(t.TempDir(), "scenario.txt")
-	if out, err := exec.Command("bash", filepath.Join("testdata", "hotpath", "run.sh"), "--scenario", got).CombinedOutput(); err != nil {
-		t.Fatalf("testdata/hotpath/run.sh --scenario: %v\n%s", err, out)
+	if out, err := exec.Command("bash", filepath.Join("testdata", "hotpath", "run.sh"), flag, got).CombinedOutput(); err != nil {
+		t.Fatalf("testdata/hotpath/run.sh %s: %v\n%s", flag, err, out)
 	}
 	have, err := os.ReadFile(got)
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "hotpath", "scenario.golden")
+	golden := filepath.Join("testdata", "hotpath", name)
 	if *update {
 		if err := os.WriteFile(golden, have, 0o644); err != nil {
 			t.Fatal(err)
@@ -101,7 +118,7 @@ func TestHotPathScenario(t *testing.T) {
 		for i := range max(len(haveLines), len(wantLines)) {
 			h, w := line(haveLines, i), line(wantLines, i)
 			if h != w {
-				t.Fatalf("records differ from %s at line %d:\n got  %s\n want %s\n(go test -run HotPathScenario -update rewrites it after a deliberate change)", golden, i+1, h, w)
+				t.Fatalf("output differs from %s at line %d:\n got  %s\n want %s\n(go test -run %s -update rewrites it after a deliberate change)", golden, i+1, h, w, t.Name())
 			}
 		}
 	}

@@ -54,11 +54,22 @@ int gpurrProbeFunction(void *module, char *name, uint64_t kernelID, uint32_t npa
   return 0;
 }
 
-// Hash mode's write sets: no module has PTX here.
+// Hash mode's write sets: no module has PTX here, but "ex_kernel"'s first word is proved
+// read-only and "ro_kernel" stores nothing (the memory scenario's kernels).
 void gpurrModuleWriteSets(void *image, size_t size) { (void)image, (void)size; }
 void *gpurrKernelReadOnly(char *name, uint32_t paramBytes) {
-  (void)name, (void)paramBytes;
-  return NULL;
+  (void)paramBytes;
+  uint64_t words;
+  if (strcmp(name, "ex_kernel") == 0)
+    words = 1;  // word 0
+  else if (strcmp(name, "ro_kernel") == 0)
+    words = 3;  // words 0 and 1
+  else
+    return NULL;
+  gp_readonly *ro = calloc(1, sizeof *ro + 2 * sizeof(uint64_t));
+  ro->nwords = 64, ro->n64 = 1;
+  ro->bits[0] = words;
+  return ro;
 }
 
 // ---- fakes for CUPTI and the driver ----
@@ -101,6 +112,7 @@ static gp_CUptiResult fake_getGraphId(gp_CUgraph g, uint32_t *id) {
 #define F_EXTRA ((gp_CUfunction)0x7f0000002000)
 #define F_SKIP ((gp_CUfunction)0x7f0000003000)
 #define F_EX ((gp_CUfunction)0x7f0000004000)
+#define F_RO ((gp_CUfunction)0x7f0000005000)
 
 static gp_CUresult fake_funcGetParamInfo(gp_CUfunction f, size_t i, size_t *off, size_t *size) {
   static const size_t main_l[][2] = {{0, 8}, {8, 4}, {12, 4}}, ex_l[][2] = {{0, 8}, {8, 8}};
@@ -108,7 +120,7 @@ static gp_CUresult fake_funcGetParamInfo(gp_CUfunction f, size_t i, size_t *off,
     *off = main_l[i][0], *size = main_l[i][1];
     return 0;
   }
-  if (f == F_EX && i < 2) {
+  if ((f == F_EX || f == F_RO) && i < 2) {
     *off = ex_l[i][0], *size = ex_l[i][1];
     return 0;
   }
@@ -116,7 +128,7 @@ static gp_CUresult fake_funcGetParamInfo(gp_CUfunction f, size_t i, size_t *off,
 }
 
 static gp_CUresult fake_funcGetName(const char **name, gp_CUfunction f) {
-  *name = f == F_SKIP ? "skip_me" : f == F_EX ? "ex_kernel" : "extra_kernel";
+  *name = f == F_SKIP ? "skip_me" : f == F_EX ? "ex_kernel" : f == F_RO ? "ro_kernel" : "extra_kernel";
   return 0;
 }
 
@@ -541,6 +553,153 @@ HP_API int hp_scenario(const char *path) {
   return 0;
 }
 
+// ---- the memory scenario: hash mode's write sets on a fake driver ----
+
+// The fake GPU runs each hash job at once: its results are "done" as it is launched.
+static FILE *mem_out;
+static gp_CUresult fake_ok(void) { return 0; }
+static gp_CUresult fake_memHostAlloc(void **p, size_t n, unsigned flags) {
+  (void)flags;
+  *p = calloc(1, n);
+  return *p ? 0 : 2;
+}
+static gp_CUresult fake_memHostGetDevicePointer(uint64_t *d, void *p, unsigned flags) {
+  (void)flags;
+  *d = (uint64_t)(uintptr_t)p;  // the "device" writes host memory through the same address
+  return 0;
+}
+static uint64_t next_dev = 0x7f1000000000ull;
+static gp_CUresult fake_memAlloc(uint64_t *d, size_t n) {
+  *d = next_dev;
+  next_dev += (n + 0xfffff) & ~0xfffffull;
+  return 0;
+}
+static gp_CUresult fake_memsetD8(uint64_t d, unsigned char v, size_t n) { return (void)d, (void)v, (void)n, 0; }
+static gp_CUresult fake_moduleLoadData(void **m, const void *image) { return (void)image, *m = (void *)0x3, 0; }
+static gp_CUresult fake_moduleGetFunction(gp_CUfunction *f, void *m, const char *name) {
+  (void)m;
+  *f = (gp_CUfunction)(uintptr_t)(strcmp(name, "gpurr_memcap") == 0 ? 0x11 : 0x12);
+  return 0;
+}
+static gp_CUresult fake_captureMode(int *mode) { return (void)mode, 0; }
+static gp_CUresult fake_isCapturing(gp_CUstream s, int *c) { return (void)s, *c = 0, 0; }
+static gp_CUresult fake_totalMem(size_t *n, gp_CUdevice d) { return (void)d, *n = 1ull << 30, 0; }
+static gp_CUresult fake_launchKernel(gp_CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                     unsigned bz, unsigned smem, gp_CUstream s, void **args, void **extra) {
+  (void)f, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)smem, (void)s, (void)extra;
+  const gp_job_param *p = args[0];
+  fprintf(mem_out, "  hash kernel: job %llu, %u blocks:", (unsigned long long)p->seq, gx);
+  for (uint32_t r = 0; r < p->nregions; r++)
+    fprintf(mem_out, " [0x%llx %llu B]", (unsigned long long)p->r[r].base, (unsigned long long)p->r[r].size);
+  fprintf(mem_out, "\n");
+  *(volatile uint64_t *)(uintptr_t)p->out = p->seq;  // done: the chunk hashes stay zero
+  return 0;
+}
+static const char *fake_names[1024];
+static gp_CUptiResult fake_callbackName(int domain, uint32_t cbid, const char **name) {
+  if (domain != GP_CB_DOMAIN_DRIVER_API || cbid >= 1024 || !fake_names[cbid]) return 1;
+  *name = fake_names[cbid];
+  return 0;
+}
+
+enum { CB_MEMSET = 900, CB_MEMCPY2D = 901, CB_DTOH = 902 };
+
+static void driver_call(uint32_t cbid, const char *name, void *params) {
+  gp_CUresult r = 0;
+  gp_CallbackData cb = {.callbackSite = GP_API_EXIT, .functionName = name, .functionParams = params,
+                        .functionReturnValue = &r, .context = CTX, .contextUid = 1};
+  gp_on_callback(NULL, GP_CB_DOMAIN_DRIVER_API, cbid, &cb);
+}
+
+static uint64_t mem_alloc(size_t n) {
+  static uint64_t next = 0x7e0000000000ull;
+  uint64_t d = next;
+  next += n;
+  gp_cuMemAlloc_params p = {&d, n};
+  driver_call(GP_CBID_cuMemAlloc_v2, "cuMemAlloc_v2", &p);
+  return d;
+}
+
+// mem_launch launches f on (x, y) and prints the jobs gp_mem_poll then hands the writer.
+static void mem_launch(const char *what, gp_CUfunction f, uint64_t x, uint64_t y) {
+  fprintf(mem_out, "%s\n", what);
+  void *kp[2] = {&x, &y};
+  gp_cuLaunchKernel_params p = {f, 1, 1, 1, 32, 1, 1, 0, (gp_CUstream)0x7000a0, kp, NULL};
+  launch(GP_CBID_cuLaunchKernel, &p, 0, NULL);
+  gp_memjob_view v;
+  while (gp_mem_poll(&v)) {
+    fprintf(mem_out, "  job %llu of launch %llu, %u chunks:", (unsigned long long)v.job_seq,
+            (unsigned long long)v.launch_seq, v.total_chunks);
+    for (uint32_t r = 0; r < v.nregions; r++) {
+      static const char *const how[] = {"hashed", "carried (proved)", "carried (learned)"};
+      fprintf(mem_out, " [0x%llx %s", (unsigned long long)v.region_addr[r], how[v.carry[r] % 3]);
+      if (v.prev_job[r]) fprintf(mem_out, ", before: job %llu", (unsigned long long)v.prev_job[r]);
+      fprintf(mem_out, "]");
+    }
+    fprintf(mem_out, "\n");
+    gp_mem_release();
+  }
+}
+
+HP_API int hp_memory_scenario(const char *path) {
+  mem_out = fopen(path, "w");
+  if (!mem_out) return -1;
+  gp_cu.memHostAlloc = fake_memHostAlloc;
+  gp_cu.memHostGetDevicePointer = fake_memHostGetDevicePointer;
+  gp_cu.memAlloc = fake_memAlloc;
+  gp_cu.memsetD8 = fake_memsetD8;
+  gp_cu.moduleLoadData = fake_moduleLoadData;
+  gp_cu.moduleGetFunction = fake_moduleGetFunction;
+  gp_cu.threadExchangeStreamCaptureMode = fake_captureMode;
+  gp_cu.streamIsCapturing = fake_isCapturing;
+  gp_cu.deviceTotalMem = fake_totalMem;
+  gp_cu.launchKernel = fake_launchKernel;
+  gp_cu.memGetAddressRange = (void *)fake_ok;
+  gp_cu.getErrorName = (void *)fake_ok;
+  gp_cupti_callback_name = fake_callbackName;
+  fake_names[CB_MEMSET] = "cuMemsetD8_v2";
+  fake_names[CB_MEMCPY2D] = "cuMemcpy2D_v2";
+  fake_names[CB_DTOH] = "cuMemcpyDtoH_v2";
+  gp_proc.cfg.memory_mode = GP_MEM_HASH;
+  gp_proc.cfg.write_sets = GP_WRITE_SETS_PROVED;
+  gp_proc.cfg.memcap_ptx = "";
+  gp_proc.cfg.results_bytes = 1 << 20;
+  gp_proc.cfg.has_kernel_filter = 0;
+  char err[256];
+  if (!gp_mem_start(&gp_proc.cfg, err, sizeof err)) {
+    fprintf(stderr, "hotpath: gp_mem_start: %s\n", err);
+    return -1;
+  }
+  uint32_t cbids[8];
+  size_t n = gp_mem_write_cbids(cbids, 8);
+  fprintf(mem_out, "write callbacks:");
+  for (size_t i = 0; i < n; i++) fprintf(mem_out, " %s", fake_names[cbids[i]]);
+  fprintf(mem_out, "\n");
+
+  uint64_t a = mem_alloc(1 << 20), b = mem_alloc(3 << 16);
+  mem_launch("ex_kernel(a, b), first launch: nothing hashed before", F_EX, a, b);
+  mem_launch("ex_kernel(a, b): a (word 0, proved read-only) carried from the job before", F_EX, a, b);
+  uint64_t set[3] = {a + 4096, 0, 16};
+  driver_call(CB_MEMSET, "cuMemsetD8_v2", set);
+  mem_launch("after a memset into a: a hashed again", F_EX, a, b);
+  uint64_t dtoh[3] = {0x1000, a, 16};
+  driver_call(CB_DTOH, "cuMemcpyDtoH_v2", dtoh);
+  mem_launch("after a copy out of a (no write): a carried", F_EX, a, b);
+  driver_call(CB_MEMCPY2D, "cuMemcpy2D_v2", NULL);
+  mem_launch("after a 2D copy (its target unknown): a hashed again", F_EX, a, b);
+  gp_cuGraphLaunch_params pg = {(gp_CUgraphExec)0xe0e0, (gp_CUstream)0x7000a0};
+  launch(GP_CBID_cuGraphLaunch, &pg, 0, NULL);
+  mem_launch("after a graph launch: a hashed again", F_EX, a, b);
+  mem_launch("ro_kernel(a, b), neither written, both hashed before: no hash kernel at all", F_RO, a, b);
+  mem_launch("ex_kernel(b, a): b carried, a hashed (word 1 may write)", F_EX, b, a);
+  gp_counters c;
+  gp_read_counters(&c);
+  fprintf(mem_out, "counters: memory launches %llu, bytes hashed %llu, write epochs %llu\n",
+          (unsigned long long)c.memory_launches, (unsigned long long)c.bytes_hashed, (unsigned long long)c.write_epochs);
+  fclose(mem_out);
+  return 0;
+}
+
 #ifdef HP_MAIN
 // C-only runs (no Python anywhere): callstack off and native.
 static int cmp_double(const void *a, const void *b) {
@@ -553,6 +712,7 @@ int main(int argc, char **argv) {
   long n = argc > 2 ? atol(argv[2]) : 2000;
   int batches = argc > 3 ? atoi(argv[3]) : 300;
   hp_setup(mode);
+  if (argc > 5 && strcmp(argv[5], "memory") == 0) return hp_memory_scenario(argv[4]);
   if (argc > 4) return hp_scenario(argv[4]);
   double *out = calloc((size_t)batches, sizeof *out);
   hp_bench(n, 20, out);  // warm up

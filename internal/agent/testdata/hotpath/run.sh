@@ -22,15 +22,19 @@
 #   with a C-only build (no Python needed): agent_cpu_test.go compares them
 #   with scenario.golden.
 #
+#   --memory-scenario FILE writes, the same way, the hash jobs of a scenario
+#   of hash mode's write sets on a fake driver (memory_scenario.golden).
+#
 # The C flags are cgo's for the real build (go build -x shows them): -fPIC
 # -O2 -std=gnu11 -fvisibility=hidden, plus the #cgo CFLAGS of agent.go.
 set -u
-callgrind=0 base="" scenario=""
+callgrind=0 base="" scenario="" memory=""
 while [ $# -gt 0 ]; do
     case "$1" in
     --callgrind) callgrind=1 ;;
     --base) base=${2:?--base needs a revision}; shift ;;
     --scenario) scenario=${2:?--scenario needs a file}; shift ;;
+    --memory-scenario) scenario=${2:?--memory-scenario needs a file} memory=memory; shift ;;
     *) sed -n '2,25p' "$0" >&2; exit 2 ;;
     esac
     shift
@@ -61,7 +65,7 @@ build() {  # build NAME AGENT_DIR: libhotpath_NAME.so (for Python) and hotpath_N
 echo "== build"
 build current "$src" || exit 1
 if [ -n "$scenario" ]; then
-    "$out/hotpath_current" 0 0 0 "$scenario"
+    "$out/hotpath_current" 0 0 0 "$scenario" $memory
     exit
 fi
 if [ -n "$base" ]; then
