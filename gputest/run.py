@@ -1808,20 +1808,45 @@ def t_memory_crash(h):
 def t_diff_scatter(h):
     """Two recordings of a loop whose only nondeterministic kernel is a float scatter-add with
     colliding indices: gpurr diff names that kernel and the Python line that launched it."""
+    return diff_scatter(h, "diff_scatter", [])
+
+
+@test("writesets.diff_scatter_learned")
+def t_writesets_diff_scatter(h):
+    """diff.scatter with --write-sets learned: the same kernel and line, though most regions
+    are carried, not hashed."""
+    return diff_scatter(h, "diff_scatter_learned", ["--write-sets", "learned"])
+
+
+@test("writesets.nan_learned")
+def t_writesets_nan(h):
+    """nan.gpu_counts with --write-sets learned: the planted NaN found from the GPU's counts at
+    the same launch and line (carried states keep the counts of the state they came from)."""
+    line = mark_line(WL / "nan_loop.py", "nan")
+    _, d = h.py_workload("nan_loop.learned", script="nan_loop.py",
+                         flags=["--memory", "hash", "--nan-scan", "f32,bf16", "--write-sets", "learned"])
+    r, seq, at = nan_at(h, d, "f32", "nan_loop.learned.nan")
+    check(r.rc == 1 and seq, f"gpurr nan found nothing (exit {r.rc}):\n{r.out[:800]}")
+    check(f"nan_loop.py:{line}" in at, f"gpurr nan points at {at!r}, want nan_loop.py:{line}:\n{r.out[:800]}")
+    carried = h.n(d, "SELECT count(*) AS n FROM memory_states WHERE carried = 'learned'")
+    return f"launch {seq} at nan_loop.py:{line} with learned write sets ({carried} states carried)"
+
+
+def diff_scatter(h, tag, flags):
     script = WL / "diff_scatter.py"
     line = mark_line(script, "scatter")
     recs = []
     for i in (1, 2):
-        d = h.new_recdir(f"diff_scatter{i}")
-        r = h.sh(h.record_argv(d, [h.py, script], ["--memory", "hash"]), 240, log=f"diff_scatter{i}.rec")
+        d = h.new_recdir(f"{tag}{i}")
+        r = h.sh(h.record_argv(d, [h.py, script], ["--memory", "hash", *flags]), 240, log=f"{tag}{i}.rec")
         check(r.rc == 0, f"recording {i}: {r.why()}")
         recs.append(d)
-    r = h.sh([h.gpurr, "diff", *recs], 120, log="diff_scatter.diff")
+    r = h.sh([h.gpurr, "diff", *recs], 120, log=f"{tag}.diff")
     check(r.rc == 1, f"gpurr diff exit {r.rc}, want 1 (the runs part ways): {r.why()} {r.out[:300]}")
     kernel = [l.strip() for l in r.out.splitlines() if l.strip().startswith("kernel")]
     check(kernel and "scatter" in kernel[0], f"diff names {kernel[:1]}, want the scatter-add kernel:\n{r.out[:800]}")
     check(f"diff_scatter.py:{line}" in r.out, f"diff does not name diff_scatter.py:{line}:\n{r.out[:800]}")
-    same = h.sh([h.gpurr, "diff", recs[0], recs[0]], 120, log="diff_scatter.same")
+    same = h.sh([h.gpurr, "diff", recs[0], recs[0]], 120, log=f"{tag}.same")
     check(same.rc == 0 and "agree" in same.out, f"a recording diffed with itself: exit {same.rc}: {same.out[:300]}")
     return f"parts ways at {kernel[0][6:].strip()[:70]} at diff_scatter.py:{line}; a run with itself agrees"
 
