@@ -516,5 +516,11 @@ func kernelWordsPublished(m *memoryCapture, kernelID uint64, w uint32) (proved, 
 	return k.has(k.proved, w), k.has(k.learned, w)
 }
 
-// C64 is a uint64 as cgo's C.uint64_t, for tests that set a canned view's fields.
-func C64(v uint64) C.uint64_t { return C.uint64_t(v) }
+// renumberJob makes a canned job that of launch seq, job seq, each region's state before it
+// the state job prev left.
+func renumberJob(v *C.gp_memjob_view, seq, job, prev uint64) {
+	v.launch_seq, v.job_seq = C.uint64_t(seq), C.uint64_t(job)
+	for r := range int(v.nregions) {
+		v.prev_job[r] = C.uint64_t(prev)
+	}
+}

@@ -242,30 +242,38 @@ func TestKernelTakesProvedWords(t *testing.T) {
 }
 
 // BenchmarkWriterHashJob is the writer's cost per completed hash job: 8 regions of 4 MiB (64
-// chunks each), folded into region hashes and states. The writer must keep up with the GPU's
-// jobs or the results ring fills and the program waits (backpressure).
+// chunks each), folded into region hashes and states, under proved and learned write sets
+// (learning compares each region with its state before the launch). The writer must keep up
+// with the GPU's jobs or the results ring fills and the program waits (backpressure).
 func BenchmarkWriterHashJob(b *testing.B) {
-	r := testRecorder(&testing.T{})
-	r.mem.writeSets, r.mem.last, r.mem.kernels = "proved", map[uint64]allocState{}, map[uint64]*kernelWords{}
-	var regs []cannedJobRegion
-	for i := range 8 {
-		g := cannedJobRegion{addr: uint64(0x7f0000000000 + i<<24), size: 4 << 20, allocID: uint64(i + 1)}
-		for c := range 64 {
-			g.chunkHashes = append(g.chunkHashes, hashOf(byte(i*64+c)))
-		}
-		regs = append(regs, g)
+	for _, mode := range []string{"proved", "learned"} {
+		b.Run(mode, func(b *testing.B) {
+			r := testRecorder(&testing.T{})
+			r.mem.writeSets, r.mem.last, r.mem.kernels = mode, map[uint64]allocState{}, map[uint64]*kernelWords{}
+			r.mem.kernel(1, "k", 64, nil)
+			var regs []cannedJobRegion
+			var pointers [][2]uint32
+			for i := range 8 {
+				g := cannedJobRegion{addr: uint64(0x7f0000000000 + i<<24), size: 4 << 20, allocID: uint64(i + 1)}
+				for c := range 64 {
+					g.chunkHashes = append(g.chunkHashes, hashOf(byte(i*64+c)))
+				}
+				regs = append(regs, g)
+				pointers = append(pointers, [2]uint32{uint32(8 * i), uint32(i)})
+			}
+			v, _ := cannedJob(1, 1, 1, false, regs, pointers)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				renumberJob(v, uint64(i+1), uint64(i+1), uint64(i)) // learning compares with the job before
+				jobToWriter(r, v)
+				if len(r.batch.Memory) > 1024 {
+					r.batch.Memory = r.batch.Memory[:0]
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(8*64), "ns/chunk")
+		})
 	}
-	v, _ := cannedJob(1, 1, 1, false, regs, nil)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
-		v.launch_seq, v.job_seq = C64(uint64(i+1)), C64(uint64(i+1))
-		jobToWriter(r, v)
-		if len(r.batch.Memory) > 1024 {
-			r.batch.Memory = r.batch.Memory[:0]
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(8*64), "ns/chunk")
 }
 
 // BenchmarkWriterHashFrame is the writer's cost of writing hash-mode states to the events
