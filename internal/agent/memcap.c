@@ -375,7 +375,13 @@ size_t gp_mem_write_cbids(uint32_t *out, size_t cap) {
     const char *name = NULL;
     if (gp_cupti_callback_name(GP_CB_DOMAIN_DRIVER_API, cbid, &name) != 0 || !name) continue;
     write_class[cbid] = (uint8_t)gp_mem_write_class(name);
-    if (write_class[cbid] && n < cap) out[n++] = cbid;
+    if (!write_class[cbid]) continue;
+    if (n == cap) {  // a call left unwatched could write what is carried
+      writes_unseen = 1;
+      gp_logf(1, "memory capture: more driver calls write memory than the agent watches (%zu): every region is hashed after every launch", cap);
+      return n;
+    }
+    out[n++] = cbid;
   }
   if (!n) writes_unseen = 1;
   return n;
