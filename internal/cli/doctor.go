@@ -93,6 +93,7 @@ func runDoctor(stdout io.Writer, cuptiFlag string) error {
 		checkNVTX(r, agentPath, os.Getenv(agentenv.NVTXInjection))
 	}
 	checkTritonCache(r, agentenv.TritonCacheDir())
+	checkInductorCaches(r, agentenv.InductorTritonCacheDirs())
 
 	var missing []string
 	for _, m := range []struct {
@@ -250,6 +251,21 @@ func checkTritonCache(r *report, dir string) {
 	default:
 		r.ok("Triton cache", "%s: %s with PTX, which race and probes instrument", dir, info.Count(len(ptxs), "compiled kernel"))
 	}
+}
+
+// checkInductorCaches reports torch.compile's per-device Triton caches, which the agent also
+// reads (write sets, probes): nothing when there are none yet.
+func checkInductorCaches(r *report, dirs []string) {
+	if len(dirs) == 0 {
+		return
+	}
+	n := 0
+	for _, d := range dirs {
+		ptxs, _ := filepath.Glob(filepath.Join(d, "*", "*.ptx"))
+		n += len(ptxs)
+	}
+	r.ok("Inductor cache", "%s: %s with PTX from torch.compile, read as Triton's (hash mode's write sets, probes)",
+		strings.Join(dirs, ", "), info.Count(n, "compiled kernel"))
 }
 
 // injectionTimeout bounds the recorded demo workload.

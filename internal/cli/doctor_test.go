@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -109,4 +110,29 @@ func TestDoctorTritonCache(t *testing.T) {
 		}
 	}
 	check("✓ Triton cache   " + cache + ": 1 compiled kernel with PTX")
+}
+
+// torch.compile's per-device Triton caches: no line while there are none, a ✓ naming them
+// with the kernels they hold once there are.
+func TestDoctorInductorCaches(t *testing.T) {
+	var out bytes.Buffer
+	checkInductorCaches(&report{w: &out}, nil)
+	if out.Len() != 0 {
+		t.Errorf("no Inductor cache: %q, want no line", out.String())
+	}
+	dir := t.TempDir()
+	for _, f := range []string{"/triton/0/ABCD/k.ptx", "/triton/0/ABCD/k.cubin", "/triton/1/EF01/j.ptx"} {
+		if err := os.MkdirAll(filepath.Dir(dir+f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dir+f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &report{w: &out}
+	checkInductorCaches(r, []string{dir + "/triton/0", dir + "/triton/1"})
+	want := "✓ Inductor cache " + dir + "/triton/0, " + dir + "/triton/1: 2 compiled kernels with PTX from torch.compile"
+	if !strings.HasPrefix(out.String(), want) || r.failures != 0 {
+		t.Errorf("checkInductorCaches = %q, want a line starting %q", out.String(), want)
+	}
 }

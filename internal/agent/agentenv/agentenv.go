@@ -343,9 +343,22 @@ func TritonCacheDir() string {
 // device's folder appears when Inductor first compiles for it.
 func TritonCacheDirs() []string {
 	var dirs []string
-	if d := TritonCacheDir(); d != "" {
+	d := TritonCacheDir()
+	if d != "" {
 		dirs = append(dirs, d)
 	}
+	for _, i := range InductorTritonCacheDirs() {
+		if i != d {
+			dirs = append(dirs, i)
+		}
+	}
+	return dirs
+}
+
+// InductorTritonCacheDirs are the per-device Triton caches of torch.compile (Inductor) that
+// exist now: TORCHINDUCTOR_CACHE_DIR (else TMPDIR's torchinductor_USER)/triton/DEVICE.
+func InductorTritonCacheDirs() []string {
+	var dirs []string
 	base := os.Getenv("TORCHINDUCTOR_CACHE_DIR")
 	if base == "" {
 		name := os.Getenv("USER")
@@ -358,7 +371,7 @@ func TritonCacheDirs() []string {
 	}
 	devices, _ := filepath.Glob(filepath.Join(base, "triton", "*"))
 	for _, d := range devices {
-		if st, err := os.Stat(d); err == nil && st.IsDir() && (len(dirs) == 0 || d != dirs[0]) {
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
 			dirs = append(dirs, d)
 		}
 	}
