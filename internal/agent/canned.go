@@ -524,3 +524,21 @@ func renumberJob(v *C.gp_memjob_view, seq, job, prev uint64) {
 		v.prev_job[r] = C.uint64_t(prev)
 	}
 }
+
+// moduleLoaded hands the agent's write sets a module image as the program loads it, and
+// returns what a kernel of it then gets at its first launch: its proved words (nil for none)
+// and whether it stores through loaded pointers.
+func moduleLoaded(image []byte, kernel string, paramBytes uint32) (proved []uint64, anywhere bool) {
+	img := C.CBytes(image)
+	defer C.free(img)
+	gpurrModuleWriteSets(img, C.size_t(len(image)))
+	name := C.CString(kernel)
+	defer C.free(unsafe.Pointer(name))
+	ro := gpurrKernelReadOnly(name, C.uint32_t(paramBytes))
+	if ro == nil {
+		return nil, false
+	}
+	defer C.free(unsafe.Pointer(ro))
+	bits := unsafe.Slice((*uint64)(unsafe.Add(unsafe.Pointer(ro), unsafe.Sizeof(C.gp_readonly{}))), 2*int(ro.n64))
+	return append([]uint64(nil), bits[:ro.n64]...), ro.writes_anywhere != 0
+}

@@ -66,6 +66,15 @@ func (c *tritonCache) find(digest string, names []string) []byte {
 	return nil
 }
 
+// holdsAny reports whether the cache folders hold any compiled kernel, listing new ones first.
+func (c *tritonCache) holdsAny() bool {
+	if c == nil {
+		return false
+	}
+	c.refresh()
+	return len(c.byName) > 0
+}
+
 // refresh lists the cache folders not seen yet, in every root (agentenv.TritonCacheDirs);
 // false when there were none. A root folder whose modification time has not moved has no new
 // folder: most modules (cuBLAS, PyTorch's own) cost a stat per root.

@@ -64,6 +64,12 @@ func gpurrModuleWriteSets(image unsafe.Pointer, size C.size_t) {
 	if !loadedWriteSets.on || image == nil || size == 0 {
 		return
 	}
+	loadedWriteSets.Lock()
+	cached := loadedWriteSets.triton.holdsAny()
+	loadedWriteSets.Unlock()
+	if !cached { // no Triton kernel compiled anywhere yet: not worth reading the image (cuBLAS's are megabytes)
+		return
+	}
 	img := C.GoBytes(image, C.int(size))
 	names := moduleFunctions(img)
 	if len(names) == 0 {

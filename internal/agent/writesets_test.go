@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
@@ -301,4 +302,47 @@ func BenchmarkWriterHashFrame(b *testing.B) {
 	}
 	chunks := float64(256 * 8 * 64)
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/chunks, "ns/chunk")
+}
+
+// A module loading whose cubin Triton's cache holds with its PTX gives its kernels their
+// proved words at their first launch (saxpy: n, a and x, not y); before any Triton kernel is
+// cached, modules are not read at all, and a kernel gets nothing.
+func TestLoadedModuleGivesProvedWordsAtFirstLaunch(t *testing.T) {
+	cubins, err := filepath.Glob(filepath.Join("..", "demo", "bundled", "rec", "modules", "*.cubin"))
+	if err != nil || len(cubins) == 0 {
+		t.Fatalf("no cubin in the demo's bundled recording: %v", err)
+	}
+	image, err := os.ReadFile(cubins[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := os.ReadFile(filepath.Join("..", "kernels", "ptx", "demo.ptx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	t.Setenv("TRITON_CACHE_DIR", root)
+	t.Setenv("TORCHINDUCTOR_CACHE_DIR", filepath.Join(root, "none"))
+	startLoadedWriteSets()
+	if proved, _ := moduleLoaded(image, "gpurr_demo_saxpy", 24); proved != nil {
+		t.Fatalf("empty cache, yet proved words %b", proved)
+	}
+	time.Sleep(10 * time.Millisecond) // a new modification time for the cache folder
+	dir := filepath.Join(root, "ABCD")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "gpurr_demo_saxpy.cubin"), image, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "gpurr_demo_saxpy.ptx"), text, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	proved, anywhere := moduleLoaded(image, "gpurr_demo_saxpy", 24)
+	if len(proved) != 1 || proved[0] != 0b011 || anywhere {
+		t.Errorf("saxpy's words: proved %b, anywhere %v; want words 0 and 1 (n, a; x), not 2 (y)", proved, anywhere)
+	}
+	if proved, _ := moduleLoaded([]byte("\x7fELF not a cubin"), "gpurr_demo_saxpy", 24); len(proved) != 1 {
+		t.Errorf("an unreadable module changed what saxpy's module proved: %b", proved)
+	}
 }
