@@ -46,9 +46,9 @@ func equal(t *testing.T, what string, got, want proto.Message) {
 	}
 }
 
-func TestRecordDecodesEveryType(t *testing.T) {
-	r := testRecorder(t)
-	// gpurr's demo kernels built for sm_90: the module of the demo's bundled recording.
+// demoCubin is gpurr's demo kernels built for sm_90: the module of the demo's bundled recording.
+func demoCubin(t *testing.T) []byte {
+	t.Helper()
 	cubins, err := filepath.Glob(filepath.Join("..", "demo", "bundled", "rec", "modules", "*.cubin"))
 	if err != nil || len(cubins) == 0 {
 		t.Fatalf("no cubin in the demo's bundled recording: %v", err)
@@ -57,6 +57,12 @@ func TestRecordDecodesEveryType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return image
+}
+
+func TestRecordDecodesEveryType(t *testing.T) {
+	r := testRecorder(t)
+	image := demoCubin(t)
 
 	r.record(cannedModule(image, 7, 1000))
 	if len(r.batch.Modules) != 1 {

@@ -308,14 +308,7 @@ func BenchmarkWriterHashFrame(b *testing.B) {
 // proved words at their first launch (saxpy: n, a and x, not y); before any Triton kernel is
 // cached, modules are not read at all, and a kernel gets nothing.
 func TestLoadedModuleGivesProvedWordsAtFirstLaunch(t *testing.T) {
-	cubins, err := filepath.Glob(filepath.Join("..", "demo", "bundled", "rec", "modules", "*.cubin"))
-	if err != nil || len(cubins) == 0 {
-		t.Fatalf("no cubin in the demo's bundled recording: %v", err)
-	}
-	image, err := os.ReadFile(cubins[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	image := demoCubin(t)
 	text, err := os.ReadFile(filepath.Join("..", "kernels", "ptx", "demo.ptx"))
 	if err != nil {
 		t.Fatal(err)
