@@ -341,27 +341,26 @@ static void find_regions(gp_mem_launch *m, const uint8_t *params, uint32_t len, 
 
 // ---- writes outside kernels ----
 
-// By driver cbid: how a call that writes device memory names what it writes.
-enum { WRITE_NONE = GP_WRITE_NONE, WRITE_DST = GP_WRITE_DST, WRITE_ANY = GP_WRITE_ANY };
+// By driver cbid: how a call that writes device memory names what it writes (GP_WRITE_*).
 enum { MAX_WRITE_CBID = 1024 };
 static uint8_t write_class[MAX_WRITE_CBID];
 
 static int has_prefix(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
 
 // gp_mem_write_class sorts a driver call by its name: copies and memsets whose
-// first parameter is the device address written (WRITE_DST), other calls
-// that may write device memory (WRITE_ANY: 2D/3D and batched copies, array
+// first parameter is the device address written (GP_WRITE_DST), other calls
+// that may write device memory (GP_WRITE_ANY: 2D/3D and batched copies, array
 // copies, stream memory operations), and the rest.
 int gp_mem_write_class(const char *name) {
-  if (has_prefix(name, "cuMemset")) return WRITE_DST;
-  if (has_prefix(name, "cuStreamWriteValue") || has_prefix(name, "cuStreamBatchMemOp")) return WRITE_ANY;
-  if (!has_prefix(name, "cuMemcpy")) return WRITE_NONE;
+  if (has_prefix(name, "cuMemset")) return GP_WRITE_DST;
+  if (has_prefix(name, "cuStreamWriteValue") || has_prefix(name, "cuStreamBatchMemOp")) return GP_WRITE_ANY;
+  if (!has_prefix(name, "cuMemcpy")) return GP_WRITE_NONE;
   const char *rest = name + strlen("cuMemcpy");
-  if (strstr(rest, "DtoH") || strstr(rest, "AtoH")) return WRITE_NONE;
-  if (has_prefix(rest, "HtoD") || has_prefix(rest, "DtoD") || has_prefix(rest, "Peer")) return WRITE_DST;
+  if (strstr(rest, "DtoH") || strstr(rest, "AtoH")) return GP_WRITE_NONE;
+  if (has_prefix(rest, "HtoD") || has_prefix(rest, "DtoD") || has_prefix(rest, "Peer")) return GP_WRITE_DST;
   // cuMemcpy and cuMemcpyAsync (with _ptds/_ptsz): dst, src, bytes.
-  if (!*rest || *rest == '_' || (has_prefix(rest, "Async") && (!rest[5] || rest[5] == '_'))) return WRITE_DST;
-  return WRITE_ANY;
+  if (!*rest || *rest == '_' || (has_prefix(rest, "Async") && (!rest[5] || rest[5] == '_'))) return GP_WRITE_DST;
+  return GP_WRITE_ANY;
 }
 
 size_t gp_mem_write_cbids(uint32_t *out, size_t cap) {
@@ -395,7 +394,7 @@ int gp_mem_write_callback(uint32_t cbid) { return cbid < MAX_WRITE_CBID && write
 void gp_mem_on_write(uint32_t cbid, const gp_CallbackData *cb) {
   if (cb->callbackSite != GP_API_EXIT) return;
   if (cb->functionReturnValue && *(gp_CUresult *)cb->functionReturnValue != 0) return;
-  if (write_class[cbid] != WRITE_DST || !cb->functionParams) {
+  if (write_class[cbid] != GP_WRITE_DST || !cb->functionParams) {
     gp_mem_unhashed_write();
     return;
   }

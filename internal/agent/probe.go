@@ -32,7 +32,6 @@ import (
 type liveProbes struct {
 	spec    agentenv.ProbeSpec
 	mu      sync.Mutex
-	triton  *tritonCache            // its own: the writer's is the writer goroutine's
 	modules map[uintptr]probeModule // by CUmodule handle
 	kernels []*pb.ProbeKernel       // decided since the writer last took them (and logs them: it alone may)
 }
@@ -51,7 +50,7 @@ func newLiveProbes(spec string) (*liveProbes, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", agentenv.Probe, err)
 	}
-	return &liveProbes{spec: s, triton: newTritonCache(), modules: map[uintptr]probeModule{}}, nil
+	return &liveProbes{spec: s, modules: map[uintptr]probeModule{}}, nil
 }
 
 // probeSkipReasons words GP_PROBE_SKIP_* (agent.h) for ProbeResult.skipped.
@@ -110,9 +109,7 @@ func (p *liveProbes) classify(head []byte, text func() string, cubin func() []by
 			return m, false
 		}
 		sum := sha256.Sum256(img)
-		p.mu.Lock()
-		m.ptx = p.triton.ptx(hex.EncodeToString(sum[:]), names)
-		p.mu.Unlock()
+		m.ptx = programTritonPTX(hex.EncodeToString(sum[:]), names)
 		if m.ptx == nil {
 			m.reason = "no PTX: its module is a cubin whose PTX Triton's cache does not hold (probes instrument PTX)"
 		}

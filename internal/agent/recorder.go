@@ -746,13 +746,21 @@ func (r *recorder) module(m *C.gp_module_rec) {
 		r.stats.ModulesFailed++
 		r.logf("error", "module %s not stored: %v", digest, err)
 	}
-	if text := r.triton.ptx(digest, mod.KernelNames); text != nil {
+	// The program's thread found and analysed it as the module loaded (hash mode's write
+	// sets); otherwise the writer looks itself.
+	found, ok := takeLoadedModule(digest)
+	if !ok {
+		if found.ptx = r.triton.ptx(digest, mod.KernelNames); found.ptx != nil {
+			found.sets = moduleWriteSets(found.ptx)
+		}
+	}
+	if text := found.ptx; text != nil {
 		if err := r.w.PutModulePTX(digest, text); err != nil {
 			r.logf("warn", "the PTX of module %s (Triton's cache) not stored: %v", digest, err)
 		} else {
 			mod.Ptx = "triton-cache"
 		}
-		for name, ws := range moduleWriteSets(text) {
+		for name, ws := range found.sets {
 			if r.writeSets == nil {
 				r.writeSets = map[string]*ptx.WriteSet{}
 			}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gpurr/gpurr/internal/agent/agentenv"
@@ -27,6 +28,32 @@ type tritonCache struct {
 
 func newTritonCache() *tritonCache {
 	return &tritonCache{listed: map[string]time.Time{}, seen: map[string]bool{}, byName: map[string][]string{}}
+}
+
+// programTriton is the Triton cache the program's threads look in as modules load (probes,
+// write sets); the writer goroutine has its own.
+var programTriton struct {
+	sync.Mutex
+	c *tritonCache
+}
+
+// programTritonPTX is tritonCache.ptx on programTriton; holdsAny the same for holdsAny.
+func programTritonPTX(digest string, names []string) []byte {
+	programTriton.Lock()
+	defer programTriton.Unlock()
+	if programTriton.c == nil {
+		programTriton.c = newTritonCache()
+	}
+	return programTriton.c.ptx(digest, names)
+}
+
+func programTritonHoldsAny() bool {
+	programTriton.Lock()
+	defer programTriton.Unlock()
+	if programTriton.c == nil {
+		programTriton.c = newTritonCache()
+	}
+	return programTriton.c.holdsAny()
 }
 
 // ptx returns the PTX of the cached cubin whose SHA-256 is digest, for a module defining

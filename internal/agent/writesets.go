@@ -39,20 +39,28 @@ func moduleWriteSets(text []byte) map[string]*ptx.WriteSet {
 // most recent module defining a name wins, as the driver's lookups by name do). It is filled on
 // the program's thread as each module loads and read at each kernel's first launch, so that
 // launch already knows its write set: a kernel that stores through loaded pointers must end
-// carries from its first launch on, not from when the writer gets to it.
+// carries from its first launch on, not from when the writer gets to it. byDigest keeps each
+// module's PTX and write sets until the writer takes them with the module's record, so the
+// writer does not find and analyse them again.
 var loadedWriteSets struct {
 	sync.Mutex
-	on     bool
-	triton *tritonCache // its own: the writer's is the writer goroutine's
-	byName map[string]*ptx.WriteSet
+	on       bool
+	byName   map[string]*ptx.WriteSet
+	byDigest map[string]analysedModule
+}
+
+// analysedModule is a module's PTX (Triton's cache) and what it proves.
+type analysedModule struct {
+	ptx  []byte
+	sets map[string]*ptx.WriteSet
 }
 
 func startLoadedWriteSets() {
 	loadedWriteSets.Lock()
 	defer loadedWriteSets.Unlock()
 	loadedWriteSets.on = true
-	loadedWriteSets.triton = newTritonCache()
 	loadedWriteSets.byName = map[string]*ptx.WriteSet{}
+	loadedWriteSets.byDigest = map[string]analysedModule{}
 }
 
 // gpurrModuleWriteSets is called on the program's thread as a module loads (hash mode with
@@ -64,10 +72,7 @@ func gpurrModuleWriteSets(image unsafe.Pointer, size C.size_t) {
 	if !loadedWriteSets.on || image == nil || size == 0 {
 		return
 	}
-	loadedWriteSets.Lock()
-	cached := loadedWriteSets.triton.holdsAny()
-	loadedWriteSets.Unlock()
-	if !cached { // no Triton kernel compiled anywhere yet: not worth reading the image (cuBLAS's are megabytes)
+	if !programTritonHoldsAny() { // no Triton kernel compiled anywhere yet: not worth reading the image (cuBLAS's are megabytes)
 		return
 	}
 	img := C.GoBytes(image, C.int(size))
@@ -76,19 +81,33 @@ func gpurrModuleWriteSets(image unsafe.Pointer, size C.size_t) {
 		return
 	}
 	sum := sha256.Sum256(img)
+	digest := hex.EncodeToString(sum[:])
+	var a analysedModule
+	if a.ptx = programTritonPTX(digest, names); a.ptx != nil {
+		a.sets = moduleWriteSets(a.ptx)
+	}
 	loadedWriteSets.Lock()
 	defer loadedWriteSets.Unlock()
-	var sets map[string]*ptx.WriteSet
-	if text := loadedWriteSets.triton.ptx(hex.EncodeToString(sum[:]), names); text != nil {
-		sets = moduleWriteSets(text)
+	if a.ptx != nil {
+		loadedWriteSets.byDigest[digest] = a
 	}
 	for _, n := range names {
-		if ws := sets[n]; ws != nil {
+		if ws := a.sets[n]; ws != nil {
 			loadedWriteSets.byName[n] = ws
 		} else {
 			delete(loadedWriteSets.byName, n) // a newer module without PTX defines it: nothing known
 		}
 	}
+}
+
+// takeLoadedModule hands the writer what the program's thread found for the module with this
+// digest, and forgets it; ok is false when it found nothing (write sets off, or no PTX).
+func takeLoadedModule(digest string) (a analysedModule, ok bool) {
+	loadedWriteSets.Lock()
+	defer loadedWriteSets.Unlock()
+	a, ok = loadedWriteSets.byDigest[digest]
+	delete(loadedWriteSets.byDigest, digest)
+	return a, ok
 }
 
 // loadedWriteSet is what the latest loaded module defining name proves, nil when nothing.

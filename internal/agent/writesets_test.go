@@ -2,6 +2,8 @@ package agent
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/binary"
 	"math/rand/v2"
 	"os"
@@ -337,5 +339,14 @@ func TestLoadedModuleGivesProvedWordsAtFirstLaunch(t *testing.T) {
 	}
 	if proved, _ := moduleLoaded([]byte("\x7fELF not a cubin"), "gpurr_demo_saxpy", 24); len(proved) != 1 {
 		t.Errorf("an unreadable module changed what saxpy's module proved: %b", proved)
+	}
+	// The writer takes the module's PTX and write sets once, as its record arrives.
+	sum := sha256.Sum256(image)
+	a, ok := takeLoadedModule(hex.EncodeToString(sum[:]))
+	if !ok || !bytes.Equal(a.ptx, text) || a.sets["gpurr_demo_saxpy"] == nil {
+		t.Errorf("the writer took %v (ptx %d bytes, sets %v), want saxpy's module", ok, len(a.ptx), a.sets)
+	}
+	if _, again := takeLoadedModule(hex.EncodeToString(sum[:])); again {
+		t.Error("the module's analysis was held after the writer took it")
 	}
 }

@@ -59,14 +59,7 @@ func TestScanInLaunchOrder(t *testing.T) {
 		}
 	}
 	set := closeAndOpen(t, w, store)
-	f32, err := dtype.Parse("f32")
-	if err != nil {
-		t.Fatal(err)
-	}
-	found, st, err := Scan(set.Processes[0], []*dtype.Type{f32}, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	found, st := scanSnapshotsF32(t, set)
 	if found == nil || found.Launch.GetSeq() != 2 || found.Kernel.GetName() != "two" || len(found.Regions) != 1 {
 		t.Fatalf("found %+v, want launch 2", found)
 	}
@@ -197,6 +190,20 @@ func TestDamagedGPUCounts(t *testing.T) {
 // counts of the state it was carried from; one carried from a lost state holds none, is not
 // scanned and is counted so, and, as region 0 of launch 9, does not hide the counts of the
 // launch's other regions.
+// scanSnapshotsF32 scans a recording's snapshots for NaN and Inf as f32.
+func scanSnapshotsF32(t *testing.T, set *recording.Set) (*Finding, Stats) {
+	t.Helper()
+	f32, err := dtype.Parse("f32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found, st, err := Scan(set.Processes[0], []*dtype.Type{f32}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found, st
+}
+
 func TestWriteSetsCounts(t *testing.T) {
 	f32, err := dtype.Parse("f32")
 	if err != nil {
@@ -259,14 +266,7 @@ func TestWriteSetsSnapshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	set := closeAndOpen(t, w, store)
-	f32, err := dtype.Parse("f32")
-	if err != nil {
-		t.Fatal(err)
-	}
-	found, st, err := Scan(set.Processes[0], []*dtype.Type{f32}, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	found, st := scanSnapshotsF32(t, set)
 	if found == nil || len(found.Regions) != 1 || found.Regions[0].Index != 1 || !found.Regions[0].Before || st.Unknown != 1 || st.Launches != 1 {
 		t.Errorf("found %+v, %+v; want region 1 of launch 1, there before, 1 unknown", found, st)
 	}

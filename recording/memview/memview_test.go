@@ -3,6 +3,7 @@ package memview_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -115,11 +116,11 @@ func TestStates(t *testing.T) {
 // writeSnapshots writes a snapshot-mode recording of one launch whose one
 // region has before and after states holding before and after; chunk 1
 // of after was dropped while recording.
-func writeSnapshots(t *testing.T, before, after []byte) *recording.Process {
+// snapshotRecording starts the recording of process box-PID in a new folder, with its chunk store.
+func snapshotRecording(t *testing.T, pid uint32, memory *pb.MemoryConfig) (string, *recording.Writer, *chunkstore.Writer) {
 	t.Helper()
 	dir := t.TempDir()
-	proc := &pb.Process{Hostname: "box", Pid: 5, Memory: &pb.MemoryConfig{Mode: "snapshot", ChunkBytes: memhash.ChunkSize}}
-	w, err := recording.Create(dir, "box-5", &pb.Batch{Process: proc})
+	w, err := recording.Create(dir, fmt.Sprintf("box-%d", pid), &pb.Batch{Process: &pb.Process{Hostname: "box", Pid: pid, Memory: memory}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,6 +128,12 @@ func writeSnapshots(t *testing.T, before, after []byte) *recording.Process {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir, w, store
+}
+
+func writeSnapshots(t *testing.T, before, after []byte) *recording.Process {
+	t.Helper()
+	dir, w, store := snapshotRecording(t, 5, &pb.MemoryConfig{Mode: "snapshot", ChunkBytes: memhash.ChunkSize})
 	rsBefore, err := testrec.RegionState(before, store)
 	if err != nil {
 		t.Fatal(err)
@@ -260,16 +267,7 @@ func TestErrorText(t *testing.T) {
 // from, whose chunks the store holds; one carried from a lost state has no bytes: ErrUnknown.
 func TestCarriedRegions(t *testing.T) {
 	data := bytes.Repeat([]byte{7, 1, 9}, memhash.ChunkSize/2)
-	dir := t.TempDir()
-	w, err := recording.Create(dir, "box-6", &pb.Batch{Process: &pb.Process{Hostname: "box", Pid: 6,
-		Memory: &pb.MemoryConfig{Mode: "snapshot", ChunkBytes: memhash.ChunkSize, WriteSets: "proved"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := chunkstore.Create(w.Dir(), chunkstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, w, store := snapshotRecording(t, 6, &pb.MemoryConfig{Mode: "snapshot", ChunkBytes: memhash.ChunkSize, WriteSets: "proved"})
 	rs, err := testrec.RegionState(data, store)
 	if err != nil {
 		t.Fatal(err)
