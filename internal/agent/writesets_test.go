@@ -3,8 +3,8 @@ package agent
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/binary"
+	"encoding/hex"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
