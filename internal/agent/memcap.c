@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,10 +63,21 @@ void gp_mem_unhashed_write(void) {
 }
 
 static gp_spinlock alloc_lock;
-static allocation *allocs;
+// The table is sorted keys pointing at allocations that never move: an
+// insert or free moves 24 bytes per allocation above it, not the whole
+// record (PyTorch under cudaMallocAsync keeps thousands alive, each tensor
+// one allocation, and frees and allocates several per launch).
+typedef struct {
+  uint64_t base, end;
+  allocation *a;
+} alloc_key;
+static alloc_key *keys;
 static uint32_t nallocs, allocs_cap;
+static allocation *spare;  // freed records, linked through shadow_ctx
 static uint64_t alloc_lo = UINT64_MAX, alloc_hi;  // span of every allocation ever seen
 static uint64_t next_alloc_id;
+
+#define ALLOC(i) (keys[i].a)
 
 static void push_alloc_rec(const allocation *a, int freed) {
   gp_alloc_rec r;
@@ -83,60 +95,76 @@ static void push_alloc_rec(const allocation *a, int freed) {
   if (!freed) GP_COUNT(allocations, 1);
 }
 
-// find returns the index of the allocation holding addr, or -1. Caller holds alloc_lock.
-static int find_alloc(uint64_t addr) {
-  if (addr < alloc_lo || addr >= alloc_hi) return -1;
+// first_above is the number of keys whose base is at most addr. Caller holds alloc_lock.
+static uint32_t first_above(uint64_t addr) {
   uint32_t lo = 0, hi = nallocs;
   while (lo < hi) {
     uint32_t mid = (lo + hi) / 2;
-    if (allocs[mid].base <= addr)
+    if (keys[mid].base <= addr)
       lo = mid + 1;
     else
       hi = mid;
   }
-  if (lo == 0) return -1;
-  const allocation *a = &allocs[lo - 1];
-  return addr - a->base < a->size ? (int)(lo - 1) : -1;
+  return lo;
+}
+
+// find returns the index of the allocation holding addr, or -1. Caller holds alloc_lock.
+static int find_alloc(uint64_t addr) {
+  if (addr < alloc_lo || addr >= alloc_hi) return -1;
+  uint32_t i = first_above(addr);
+  return i > 0 && addr < keys[i - 1].end ? (int)(i - 1) : -1;
+}
+
+// Whether allocation i and the one after it are cuMemMap'd pieces mapped end to end.
+static int joined(uint32_t i) {
+  return i + 1 < nallocs && ALLOC(i)->kind == GP_ALLOC_MAP && ALLOC(i + 1)->kind == GP_ALLOC_MAP &&
+         keys[i].end == keys[i + 1].base;
 }
 
 static void shadow_free(void *ctx, uint64_t shadow, uint64_t size);
+
+// drop_key removes key i and keeps its record for reuse. Caller holds alloc_lock.
+static void drop_key(uint32_t i) {
+  allocation *a = ALLOC(i);
+  shadow_free(a->shadow_ctx, a->shadow, a->size);
+  a->shadow_ctx = spare;
+  spare = a;
+  memmove(&keys[i], &keys[i + 1], (nallocs - i - 1) * sizeof *keys);
+  nallocs--;
+}
 
 static void add_alloc(uint64_t base, uint64_t size, uint32_t kind) {
   if (!size) return;
   gp_CUdevice dev = 0;
   if (gp_cu.ctxGetDevice) gp_cu.ctxGetDevice(&dev);
   gp_spin_lock(&alloc_lock);
+  allocation *rec = spare;
+  if (rec)
+    spare = rec->shadow_ctx;
+  else
+    rec = malloc(sizeof *rec);
   if (nallocs == allocs_cap) {
     uint32_t cap = allocs_cap ? 2 * allocs_cap : 1024;
-    allocation *n = realloc(allocs, cap * sizeof *n);
-    if (!n) {
-      gp_spin_unlock(&alloc_lock);
-      gp_logf(2, "memory capture: out of host memory for the allocation table");
-      return;
-    }
-    allocs = n;
-    allocs_cap = cap;
+    alloc_key *n = rec ? realloc(keys, cap * sizeof *n) : NULL;
+    if (n) keys = n, allocs_cap = cap;
   }
-  uint32_t i = 0;
-  while (i < nallocs && allocs[i].base < base) i++;  // allocations are rare next to launches
-  // A stale overlapping entry (its free was never seen) gives way.
-  while (i < nallocs && allocs[i].base < base + size) {
-    shadow_free(allocs[i].shadow_ctx, allocs[i].shadow, allocs[i].size);
-    memmove(&allocs[i], &allocs[i + 1], (nallocs - i - 1) * sizeof *allocs);
-    nallocs--;
+  if (!rec || nallocs == allocs_cap) {
+    if (rec) rec->shadow_ctx = spare, spare = rec;
+    gp_spin_unlock(&alloc_lock);
+    gp_logf(2, "memory capture: out of host memory for the allocation table");
+    return;
   }
-  if (i > 0 && allocs[i - 1].base + allocs[i - 1].size > base) {
-    i--;
-    shadow_free(allocs[i].shadow_ctx, allocs[i].shadow, allocs[i].size);
-    memmove(&allocs[i], &allocs[i + 1], (nallocs - i - 1) * sizeof *allocs);
-    nallocs--;
-  }
-  memmove(&allocs[i + 1], &allocs[i], (nallocs - i) * sizeof *allocs);
-  allocation a = {.base = base, .size = size, .id = ++next_alloc_id, .kind = kind, .device = dev, .copy_all = 1};
-  allocs[i] = a;
+  uint32_t i = first_above(base);
+  // Stale overlapping entries (their frees were never seen) give way.
+  if (i > 0 && keys[i - 1].end > base) i--;
+  while (i < nallocs && keys[i].base < base + size) drop_key(i);
+  memmove(&keys[i + 1], &keys[i], (nallocs - i) * sizeof *keys);
+  *rec = (allocation){.base = base, .size = size, .id = ++next_alloc_id, .kind = kind, .device = dev, .copy_all = 1};
+  keys[i] = (alloc_key){base, base + size, rec};
   nallocs++;
   if (base < alloc_lo) alloc_lo = base;
   if (base + size > alloc_hi) alloc_hi = base + size;
+  allocation a = *rec;
   gp_spin_unlock(&alloc_lock);
   push_alloc_rec(&a, 0);
 }
@@ -145,11 +173,9 @@ static void remove_alloc(uint64_t base, uint64_t size) {
   gp_spin_lock(&alloc_lock);
   int i = find_alloc(base);
   allocation a = {0};
-  if (i >= 0 && allocs[i].base == base && (!size || allocs[i].size == size)) {
-    a = allocs[i];
-    shadow_free(a.shadow_ctx, a.shadow, a.size);
-    memmove(&allocs[i], &allocs[i + 1], (nallocs - i - 1) * sizeof *allocs);
-    nallocs--;
+  if (i >= 0 && keys[i].base == base && (!size || ALLOC(i)->size == size)) {
+    a = *ALLOC(i);
+    drop_key((uint32_t)i);
   }
   gp_spin_unlock(&alloc_lock);
   if (a.id) push_alloc_rec(&a, 1);
@@ -275,7 +301,7 @@ static int add_region(gp_mem_launch *m, int ai, uint8_t carry) {
   while (r < m->nregions && m->alloc_index[r] != ai) r++;
   if (r == m->nregions) {
     if (m->nregions == GP_MAX_REGIONS) return -1;
-    const allocation *a = &allocs[ai];
+    const allocation *a = ALLOC(ai);
     gp_region_rec *reg = &m->regions[m->nregions];
     reg->base = a->base;
     reg->size = a->size;
@@ -328,12 +354,10 @@ static void find_regions(gp_mem_launch *m, const uint8_t *params, uint32_t len, 
     int r = add_region(m, ai, carry);
     if (r < 0) break;
     if (m->npointers < GP_MAX_POINTERS) m->pointers[m->npointers++] = (gp_pointer_rec){off, (uint32_t)r};
-    if (allocs[ai].kind == GP_ALLOC_MAP) {
-      for (int j = ai - 1; j >= 0 && allocs[j].kind == GP_ALLOC_MAP && allocs[j].base + allocs[j].size == allocs[j + 1].base; j--)
-        if (add_region(m, j, carry) < 0) break;
-      for (uint32_t j = ai + 1; j < nallocs && allocs[j].kind == GP_ALLOC_MAP && allocs[j - 1].base + allocs[j - 1].size == allocs[j].base; j++)
-        if (add_region(m, j, carry) < 0) break;
-    }
+    for (int j = ai - 1; j >= 0 && joined((uint32_t)j); j--)
+      if (add_region(m, j, carry) < 0) break;
+    for (int j = ai; joined((uint32_t)j); j++)
+      if (add_region(m, j + 1, carry) < 0) break;
   }
   for (uint32_t r = 0; r < m->nregions; r++)
     if (m->carry[r] == CARRY_UNSET) m->carry[r] = GP_CARRY_NONE;
@@ -402,13 +426,9 @@ void gp_mem_on_write(uint32_t cbid, const gp_CallbackData *cb) {
   gp_spin_lock(&alloc_lock);
   int ai = find_alloc(dst);
   if (ai >= 0) {
-    allocs[ai].last_job = 0;
-    if (allocs[ai].kind == GP_ALLOC_MAP) {
-      for (int j = ai - 1; j >= 0 && allocs[j].kind == GP_ALLOC_MAP && allocs[j].base + allocs[j].size == allocs[j + 1].base; j--)
-        allocs[j].last_job = 0;
-      for (uint32_t j = ai + 1; j < nallocs && allocs[j].kind == GP_ALLOC_MAP && allocs[j - 1].base + allocs[j - 1].size == allocs[j].base; j++)
-        allocs[j].last_job = 0;
-    }
+    ALLOC(ai)->last_job = 0;
+    for (int j = ai - 1; j >= 0 && joined((uint32_t)j); j--) ALLOC(j)->last_job = 0;
+    for (int j = ai; joined((uint32_t)j); j++) ALLOC(j + 1)->last_job = 0;
   }
   gp_spin_unlock(&alloc_lock);
 }
@@ -648,7 +668,7 @@ static int drop_oldest(void) {
     gp_spin_lock(&alloc_lock);
     for (uint32_t r = 0; r < j->nregions; r++)
       for (uint32_t i = 0; i < nallocs; i++)
-        if (allocs[i].id == j->alloc_id[r]) allocs[i].copy_all = 1;
+        if (ALLOC(i)->id == j->alloc_id[r]) ALLOC(i)->copy_all = 1;
     gp_spin_unlock(&alloc_lock);
   }
   release_tail();
@@ -681,7 +701,9 @@ static mem_job *reserve_job(uint64_t res_bytes, uint64_t stg_bytes, uint32_t *st
         res_head = rh;
         stg_head = sh;
         mem_job *j = &jobs[job_head % NJOBS];
-        memset((uint8_t *)j + sizeof j->state, 0, sizeof *j - sizeof j->state);
+        // Only the scalars: enqueue_point fills the arrays up to the job's regions and pointers.
+        memset((uint8_t *)j + sizeof j->state, 0, offsetof(mem_job, region_addr) - sizeof j->state);
+        j->npointers = 0;
         j->job_seq = job_head + 1;
         j->res_off = ro;
         j->res_end = rh;
@@ -751,7 +773,7 @@ static void decide_carry(gp_mem_launch *m, uint64_t epoch, int carrying) {
   gp_spin_lock(&alloc_lock);
   for (uint32_t r = 0; r < m->nregions; r++) {
     int ai = find_alloc(m->regions[r].base);
-    const allocation *a = ai >= 0 && allocs[ai].base == m->regions[r].base ? &allocs[ai] : NULL;
+    const allocation *a = ai >= 0 && keys[ai].base == m->regions[r].base ? ALLOC(ai) : NULL;
     m->prev_job[r] = a && a->last_epoch == epoch ? a->last_job : 0;
     if (!carrying || !m->prev_job[r]) m->carry[r] = GP_CARRY_NONE;
   }
@@ -764,9 +786,9 @@ static void note_hashed(const mem_job *j, uint64_t epoch) {
   for (uint32_t r = 0; r < j->nregions; r++) {
     if (j->carry[r]) continue;
     int ai = find_alloc(j->region_addr[r]);
-    if (ai < 0 || allocs[ai].base != j->region_addr[r]) continue;
-    allocs[ai].last_job = j->job_seq;
-    allocs[ai].last_epoch = epoch;
+    if (ai < 0 || keys[ai].base != j->region_addr[r]) continue;
+    ALLOC(ai)->last_job = j->job_seq;
+    ALLOC(ai)->last_epoch = epoch;
   }
   gp_spin_unlock(&alloc_lock);
 }
@@ -790,8 +812,9 @@ static uint32_t enqueue_point(gp_mem_launch *m, mem_context *c, gp_CUstream stre
   if (tracking) decide_carry(m, epoch, gp_proc.cfg.write_sets != GP_WRITE_SETS_ALL && !writes_unseen);
   for (uint32_t first = 0; first < m->nregions; first += GP_MAX_JOB_REGIONS) {
     uint32_t n = m->nregions - first < GP_MAX_JOB_REGIONS ? m->nregions - first : GP_MAX_JOB_REGIONS;
-    gp_job_param p;
-    memset(&p, 0, sizeof p);
+    gp_job_param p;  // the kernel reads regions up to nregions only
+    memset(&p, 0, offsetof(gp_job_param, r));
+    memset(p.r, 0, n * sizeof *p.r);
     uint64_t chunks = 0;
     for (uint32_t r = 0; r < n; r++) {
       p.r[r].base = m->regions[first + r].base;
@@ -820,12 +843,14 @@ static uint32_t enqueue_point(gp_mem_launch *m, mem_context *c, gp_CUstream stre
     j->launch_seq = seq;
     // Clear the header so a stale done from a previous lap never matches.
     memset(results_host + j->res_off % results_cap, 0, GP_RESULT_HEADER);
+    memset(j->alloc_id, 0, n * sizeof *j->alloc_id);
+    memset(j->prev_job, 0, n * sizeof *j->prev_job);
+    memset(j->carry, 0, n * sizeof *j->carry);
     if (snapshot) {
       gp_spin_lock(&alloc_lock);
       for (uint32_t r = 0; r < n; r++) {
-        allocation *a = NULL;
-        for (uint32_t i = 0; i < nallocs; i++)
-          if (allocs[i].base == p.r[r].base && allocs[i].size == p.r[r].size) a = &allocs[i];
+        int ai = find_alloc(p.r[r].base);
+        allocation *a = ai >= 0 && keys[ai].base == p.r[r].base && ALLOC(ai)->size == p.r[r].size ? ALLOC(ai) : NULL;
         if (!a) {
           p.r[r].flags = 1;
           continue;
@@ -1012,15 +1037,16 @@ int gp_mem_poll(gp_memjob_view *v) {
   v->lost = ((const volatile uint32_t *)res)[3];
   v->result = res;
   v->staging = j->snapshot ? staging_host + j->stg_off % staging_cap : NULL;
-  memcpy(v->region_addr, j->region_addr, sizeof v->region_addr);
-  memcpy(v->region_size, j->region_size, sizeof v->region_size);
-  memcpy(v->alloc_id, j->alloc_id, sizeof v->alloc_id);
-  memcpy(v->prev_job, j->prev_job, sizeof v->prev_job);
-  memcpy(v->carry, j->carry, sizeof v->carry);
+  // The arrays hold nregions and npointers entries: the rest is stale.
+  memcpy(v->region_addr, j->region_addr, j->nregions * sizeof *v->region_addr);
+  memcpy(v->region_size, j->region_size, j->nregions * sizeof *v->region_size);
+  memcpy(v->alloc_id, j->alloc_id, j->nregions * sizeof *v->alloc_id);
+  memcpy(v->prev_job, j->prev_job, j->nregions * sizeof *v->prev_job);
+  memcpy(v->carry, j->carry, j->nregions * sizeof *v->carry);
   v->kernel_id = j->kernel_id;
   v->audit = j->audit;
   v->npointers = j->npointers;
-  memcpy(v->pointers, j->pointers, sizeof v->pointers);
+  memcpy(v->pointers, j->pointers, (j->npointers < GP_JOB_POINTERS ? j->npointers : GP_JOB_POINTERS) * sizeof *v->pointers);
   return 1;
 }
 

@@ -588,10 +588,12 @@ static gp_CUresult fake_launchKernel(gp_CUfunction f, unsigned gx, unsigned gy, 
                                      unsigned bz, unsigned smem, gp_CUstream s, void **args, void **extra) {
   (void)f, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)smem, (void)s, (void)extra;
   const gp_job_param *p = args[0];
-  fprintf(mem_out, "  hash kernel: job %llu, %u blocks:", (unsigned long long)p->seq, gx);
-  for (uint32_t r = 0; r < p->nregions; r++)
-    fprintf(mem_out, " [0x%llx %llu B]", (unsigned long long)p->r[r].base, (unsigned long long)p->r[r].size);
-  fprintf(mem_out, "\n");
+  if (mem_out) {
+    fprintf(mem_out, "  hash kernel: job %llu, %u blocks:", (unsigned long long)p->seq, gx);
+    for (uint32_t r = 0; r < p->nregions; r++)
+      fprintf(mem_out, " [0x%llx %llu B]", (unsigned long long)p->r[r].base, (unsigned long long)p->r[r].size);
+    fprintf(mem_out, "\n");
+  }
   *(volatile uint64_t *)(uintptr_t)p->out = p->seq;  // done: the chunk hashes stay zero
   return 0;
 }
@@ -641,9 +643,7 @@ static void mem_launch(const char *what, gp_CUfunction f, uint64_t x, uint64_t y
   }
 }
 
-HP_API int hp_memory_scenario(const char *path) {
-  mem_out = fopen(path, "w");
-  if (!mem_out) return -1;
+static int mem_setup(void) {
   gp_cu.memHostAlloc = fake_memHostAlloc;
   gp_cu.memHostGetDevicePointer = fake_memHostGetDevicePointer;
   gp_cu.memAlloc = fake_memAlloc;
@@ -670,6 +670,12 @@ HP_API int hp_memory_scenario(const char *path) {
     fprintf(stderr, "hotpath: gp_mem_start: %s\n", err);
     return -1;
   }
+  return 0;
+}
+
+HP_API int hp_memory_scenario(const char *path) {
+  mem_out = fopen(path, "w");
+  if (!mem_out || mem_setup() != 0) return -1;
   uint32_t cbids[8];
   size_t n = gp_mem_write_cbids(cbids, 8);
   fprintf(mem_out, "write callbacks:");
@@ -700,6 +706,70 @@ HP_API int hp_memory_scenario(const char *path) {
   return 0;
 }
 
+// mem_drain_loop is the Go writer's part in hash mode: it takes finished jobs.
+static void *mem_drain_loop(void *arg) {
+  (void)arg;
+  gp_memjob_view *v = malloc(sizeof *v);
+  while (!atomic_load(&drain_stop)) {
+    while (gp_mem_poll(v)) gp_mem_release();
+    struct timespec ts = {0, 100000};
+    nanosleep(&ts, NULL);
+  }
+  free(v);
+  return NULL;
+}
+
+static uint64_t bench_alloc(size_t n) {
+  uint64_t d = 0;
+  gp_cuMemAlloc_params p = {&d, n};
+  static uint64_t next = 0x7e0000000000ull;
+  d = next;
+  next += n;
+  gp_CUresult r = 0;
+  gp_CallbackData cb = {.callbackSite = GP_API_EXIT, .functionName = "cuMemAllocAsync", .functionParams = &p,
+                        .functionReturnValue = &r, .context = CTX, .contextUid = 1};
+  gp_on_callback(NULL, GP_CB_DOMAIN_DRIVER_API, GP_CBID_cuMemAllocAsync, &cb);
+  return d;
+}
+
+static void bench_free(uint64_t d) {
+  uint64_t p[2] = {d, 0};
+  gp_CallbackData cb = {.callbackSite = GP_API_ENTER, .functionName = "cuMemFreeAsync", .functionParams = p,
+                        .context = CTX, .contextUid = 1};
+  gp_on_callback(NULL, GP_CB_DOMAIN_DRIVER_API, GP_CBID_cuMemFreeAsync, &cb);
+}
+
+// hp_memory_bench: hash mode's host cost with live allocations, as cudaMallocAsync gives
+// PyTorch (a tensor, an allocation): each round frees one allocation, allocates one and
+// launches ex_kernel on two of them. Prints ns per round, per launch and per alloc+free.
+HP_API int hp_memory_bench(long live, long rounds) {
+  if (mem_setup() != 0) return -1;
+  uint64_t *a = malloc((size_t)live * sizeof *a);
+  for (long i = 0; i < live; i++) a[i] = bench_alloc(1 << 20);
+  pthread_t t;
+  pthread_create(&t, NULL, mem_drain_loop, NULL);
+  uint64_t launch_ns = 0, alloc_ns = 0, t0 = now_ns();
+  for (long k = 0; k < rounds; k++) {
+    long i = (k * 7919) % live, j = (k * 104729 + 1) % live;
+    uint64_t t1 = now_ns();
+    bench_free(a[i]);
+    a[i] = bench_alloc(1 << 20);
+    uint64_t t2 = now_ns();
+    uint64_t x = a[i], y = a[j];
+    void *kp[2] = {&x, &y};
+    gp_cuLaunchKernel_params p = {F_EX, 1, 1, 1, 32, 1, 1, 0, (gp_CUstream)0x7000a0, kp, NULL};
+    launch(GP_CBID_cuLaunchKernel, &p, 0, NULL);
+    launch_ns += now_ns() - t2;
+    alloc_ns += t2 - t1;
+  }
+  uint64_t total = now_ns() - t0;
+  atomic_store(&drain_stop, 1);
+  pthread_join(t, NULL);
+  printf("live %ld: %.0f ns per round, launch %.0f ns, alloc+free %.0f ns\n", live, (double)total / rounds,
+         (double)launch_ns / rounds, (double)alloc_ns / rounds);
+  return 0;
+}
+
 #ifdef HP_MAIN
 // C-only runs (no Python anywhere): callstack off and native.
 static int cmp_double(const void *a, const void *b) {
@@ -713,6 +783,7 @@ int main(int argc, char **argv) {
   int batches = argc > 3 ? atoi(argv[3]) : 300;
   hp_setup(mode);
   if (argc > 5 && strcmp(argv[5], "memory") == 0) return hp_memory_scenario(argv[4]);
+  if (argc > 4 && strcmp(argv[4], "membench") == 0) return hp_memory_bench(n, batches);
   if (argc > 4) return hp_scenario(argv[4]);
   double *out = calloc((size_t)batches, sizeof *out);
   hp_bench(n, 20, out);  // warm up

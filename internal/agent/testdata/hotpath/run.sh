@@ -25,17 +25,22 @@
 #   --memory-scenario FILE writes, the same way, the hash jobs of a scenario
 #   of hash mode's write sets on a fake driver (memory_scenario.golden).
 #
+#   --memory-bench prints hash mode's host cost per launch and per
+#   allocation+free with 100, 1000 and 10000 live allocations (PyTorch under
+#   cudaMallocAsync: each tensor its own allocation).
+#
 # The C flags are cgo's for the real build (go build -x shows them): -fPIC
 # -O2 -std=gnu11 -fvisibility=hidden, plus the #cgo CFLAGS of agent.go.
 set -u
-callgrind=0 base="" scenario="" memory=""
+callgrind=0 base="" scenario="" memory="" membench=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --callgrind) callgrind=1 ;;
     --base) base=${2:?--base needs a revision}; shift ;;
     --scenario) scenario=${2:?--scenario needs a file}; shift ;;
     --memory-scenario) scenario=${2:?--memory-scenario needs a file} memory=memory; shift ;;
-    *) sed -n '2,25p' "$0" >&2; exit 2 ;;
+    --memory-bench) membench=1 ;;
+    *) sed -n '2,30p' "$0" >&2; exit 2 ;;
     esac
     shift
 done
@@ -64,6 +69,10 @@ build() {  # build NAME AGENT_DIR: libhotpath_NAME.so (for Python) and hotpath_N
 
 echo "== build"
 build current "$src" || exit 1
+if [ $membench = 1 ]; then
+    for live in 100 1000 10000; do "$out/hotpath_current" 0 $live 200000 membench || exit 1; done
+    exit
+fi
 if [ -n "$scenario" ]; then
     "$out/hotpath_current" 0 0 0 "$scenario" $memory
     exit
