@@ -332,11 +332,12 @@ static uint8_t word_carry(const gp_readonly *ro, uint32_t off, int learned) {
 static void find_regions(gp_mem_launch *m, const uint8_t *params, uint32_t len, const gp_readonly *ro, int learned) {
   m->nregions = m->npointers = 0;
   int queries = 0;
+  int last = -1;  // words often point into the allocation the word before did (cuBLAS's TMA descriptors)
   for (uint32_t off = 0; off + 8 <= len; off += 8) {
     uint64_t w;
     memcpy(&w, params + off, 8);
     if (!w) continue;
-    int ai = find_alloc(w);
+    int ai = last >= 0 && w - keys[last].base < keys[last].end - keys[last].base ? last : find_alloc(w);
     if (ai < 0 && queries < QUERIES_PER_LAUNCH) {
       // Looked up without the lock held: range_query takes it to insert.
       gp_spin_unlock(&alloc_lock);
@@ -345,11 +346,13 @@ static void find_regions(gp_mem_launch *m, const uint8_t *params, uint32_t len, 
       gp_spin_lock(&alloc_lock);
       if (ok) {
         m->nregions = m->npointers = 0;  // the table moved: start over with the new entry
+        last = -1;
         off = (uint32_t)-8;
         continue;
       }
     }
     if (ai < 0) continue;
+    last = ai;
     uint8_t carry = word_carry(ro, off, learned);
     int r = add_region(m, ai, carry);
     if (r < 0) break;
