@@ -457,6 +457,8 @@ GPT2_VARIANTS = [
     ("hash", ["--memory", "hash"], []),
     ("hash+learned", ["--memory", "hash", "--write-sets", "learned"], []),
     ("hash+all", ["--memory", "hash", "--write-sets", "all"], []),
+    ("hash+defer", ["--memory", "hash", "--defer-hashes"], []),
+    ("hash+learned+defer", ["--memory", "hash", "--write-sets", "learned", "--defer-hashes"], []),
     ("profiler", None, ["--profiler"]),
 ]
 

@@ -1495,8 +1495,20 @@ def mem_states(h, d, kernel, point="after"):
 def t_memory_hash(h):
     """Hash mode: every launch's after-hash equals gpurr-h128 (Python) of the bytes the program
     itself read back; odd sizes and tails; a concurrent second stream does not disturb it."""
-    out = h.tmp / "memory_hash"
-    want, d = h.py_workload("memory_hash", args=[out], flags=["--memory", "hash"])
+    return memory_hash(h, "memory_hash", [])
+
+
+@test("memory.hash_deferred")
+def t_memory_hash_deferred(h):
+    """memory.hash with --defer-hashes: hash kernels wait and hash several launches at once,
+    yet every hash is the one in stream order after its launch, and the race between the two
+    streams is left as the program made it (no ordering added)."""
+    return memory_hash(h, "memory_hash_deferred", ["--defer-hashes"])
+
+
+def memory_hash(h, name, flags):
+    out = h.tmp / name
+    want, d = h.py_workload(name, script="memory_hash.py", args=[out], flags=["--memory", "hash", *flags])
     rows = mem_states(h, d, "gpurr_mem_fill")
     checks = want["checks"]
     check(len(rows) == len(checks), f"{len(rows)} after-states of gpurr_mem_fill, want {len(checks)}: {rows[:3]}")
@@ -1816,6 +1828,12 @@ def t_writesets_diff_scatter(h):
     """diff.scatter with --write-sets learned: the same kernel and line, though most regions
     are carried, not hashed."""
     return diff_scatter(h, "diff_scatter_learned", ["--write-sets", "learned"])
+
+
+@test("writesets.diff_scatter_deferred")
+def t_writesets_diff_scatter_deferred(h):
+    """diff.scatter with --defer-hashes: the divergence found at the same kernel and line."""
+    return diff_scatter(h, "diff_scatter_deferred", ["--defer-hashes"])
 
 
 @test("writesets.nan_learned")

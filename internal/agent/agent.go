@@ -164,6 +164,7 @@ func configFromEnv() (config, error) {
 		OnFull:           os.Getenv(agentenv.OnFull),
 		NanScan:          os.Getenv(agentenv.NanScan),
 		WriteSets:        os.Getenv(agentenv.WriteSets),
+		DeferHashes:      os.Getenv(agentenv.DeferHashes) == "on",
 	}
 	var err error
 	if s := os.Getenv(agentenv.StagingBytes); s != "" {
@@ -257,6 +258,9 @@ func (r *recorder) start() error {
 		if m.Mode == "hash" {
 			ccfg.write_sets = map[string]C.int{"all": C.GP_WRITE_SETS_ALL, "proved": C.GP_WRITE_SETS_PROVED, "learned": C.GP_WRITE_SETS_LEARNED}[m.WriteSets]
 			ccfg.audit_every = auditEvery
+			if m.DeferHashes {
+				ccfg.defer_hashes = 1
+			}
 		}
 		if m.FlightRecorder > 0 {
 			ccfg.flight_recorder = 1

@@ -113,6 +113,9 @@ typedef struct {
   gp_CUresult (*eventQuery)(void *);
   gp_CUresult (*funcGetAttribute)(int *, int, gp_CUfunction);
   gp_CUresult (*funcSetAttribute)(gp_CUfunction, int, int);
+  // hash mode's deferred hash kernels (memcap.c): launched from any thread
+  gp_CUresult (*ctxPushCurrent)(gp_CUcontext);
+  gp_CUresult (*ctxPopCurrent)(gp_CUcontext *);
 } gp_cu_api;
 extern gp_cu_api gp_cu;
 

@@ -407,7 +407,10 @@ static void on_launch_enter(uint32_t cbid, const gp_CallbackData *cb) {
   if (!fe) fe = func_describe(f, cb->symbolName);
   if (!fe->selected) {
     GP_COUNT(launches_filtered, 1);
-    if (gp_proc.cfg.memory_mode != GP_MEM_OFF) gp_mem_unhashed_write();  // it runs, unhashed
+    if (gp_proc.cfg.memory_mode != GP_MEM_OFF) {  // it runs, unhashed
+      gp_mem_before_unhashed(cb->context);
+      gp_mem_unhashed_write();
+    }
     return;
   }
   tls.in_launch = 1;
@@ -631,9 +634,11 @@ static void dispatch(int domain, uint32_t cbid, const void *data) {
         on_launch_enter(cbid, cb);
       else
         on_launch_exit(cbid, cb);
-    } else if ((cbid == GP_CBID_cuGraphLaunch || cbid == GP_CBID_cuGraphLaunch_ptsz) &&
-               cb->callbackSite == GP_API_EXIT) {
-      on_graph_launch(cbid, cb);
+    } else if (cbid == GP_CBID_cuGraphLaunch || cbid == GP_CBID_cuGraphLaunch_ptsz) {
+      if (cb->callbackSite == GP_API_EXIT)
+        on_graph_launch(cbid, cb);
+      else if (gp_proc.cfg.memory_mode != GP_MEM_OFF)  // its kernels may write what waits to be hashed
+        gp_mem_before_unhashed(cb->context);
     } else if (gp_proc.cfg.probes && cbid >= GP_CBID_cuModuleLoadData && cbid <= GP_CBID_cuModuleUnload) {
       if (cbid == GP_CBID_cuModuleUnload && cb->callbackSite == GP_API_ENTER) forget_module(cb);
       gp_probe_module_api(cbid, cb);

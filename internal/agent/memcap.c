@@ -222,6 +222,8 @@ int gp_mem_error_callback(uint32_t cbid) {
   return 0;
 }
 
+static void before_free(gp_CUcontext ctx, uint64_t ptr);
+
 // gp_mem_on_api tracks allocations: new ones at API exit (when the address
 // is known and the call succeeded), frees at API enter (before the address
 // can be handed out again).
@@ -258,10 +260,16 @@ void gp_mem_on_api(uint32_t cbid, const gp_CallbackData *cb) {
   case GP_CBID_cuMemFreeAsync:
   case GP_CBID_cuMemFreeAsync_ptsz:
   case GP_CBID_cuIpcCloseMemHandle:
-    if (!exit) remove_alloc(*(const uint64_t *)p, 0);
+    if (!exit) {
+      before_free(cb->context, *(const uint64_t *)p);
+      remove_alloc(*(const uint64_t *)p, 0);
+    }
     break;
   case GP_CBID_cuMemUnmap:
-    if (!exit) remove_alloc(((const gp_cuMemUnmap_params *)p)->ptr, ((const gp_cuMemUnmap_params *)p)->size);
+    if (!exit) {
+      before_free(cb->context, ((const gp_cuMemUnmap_params *)p)->ptr);
+      remove_alloc(((const gp_cuMemUnmap_params *)p)->ptr, ((const gp_cuMemUnmap_params *)p)->size);
+    }
     break;
   }
 }
@@ -308,7 +316,9 @@ static int add_region(gp_mem_launch *m, int ai, uint8_t carry) {
     reg->alloc_id = a->kind == GP_ALLOC_RANGE_QUERY ? 0 : a->id;
     m->alloc_index[m->nregions] = ai;
     // Memory the host or another process may write between launches is never carried.
-    m->carry[r] = a->kind == GP_ALLOC_MANAGED || a->kind == GP_ALLOC_RANGE_QUERY ? GP_CARRY_NONE : CARRY_UNSET;
+    int host = a->kind == GP_ALLOC_MANAGED || a->kind == GP_ALLOC_RANGE_QUERY;
+    m->carry[r] = host ? GP_CARRY_NONE : CARRY_UNSET;
+    m->host_written |= host;
     m->nregions++;
   }
   uint8_t *c = &m->carry[r];
@@ -330,7 +340,7 @@ static uint8_t word_carry(const gp_readonly *ro, uint32_t off, int learned) {
 // to the whole allocation; a cuMemMap'd piece brings the pieces mapped right
 // next to it, since a tensor may straddle them (expandable segments).
 static void find_regions(gp_mem_launch *m, const uint8_t *params, uint32_t len, const gp_readonly *ro, int learned) {
-  m->nregions = m->npointers = 0;
+  m->nregions = m->npointers = m->host_written = 0;
   int queries = 0;
   int last = -1;  // words often point into the allocation the word before did (cuBLAS's TMA descriptors)
   for (uint32_t off = 0; off + 8 <= len; off += 8) {
@@ -345,7 +355,7 @@ static void find_regions(gp_mem_launch *m, const uint8_t *params, uint32_t len, 
       int ok = range_query(w) == 0;
       gp_spin_lock(&alloc_lock);
       if (ok) {
-        m->nregions = m->npointers = 0;  // the table moved: start over with the new entry
+        m->nregions = m->npointers = m->host_written = 0;  // the table moved: start over with the new entry
         last = -1;
         off = (uint32_t)-8;
         continue;
@@ -379,11 +389,17 @@ static int has_prefix(const char *s, const char *p) { return strncmp(s, p, strle
 // that may write device memory (GP_WRITE_ANY: 2D/3D and batched copies, array
 // copies, stream memory operations), and the rest.
 int gp_mem_write_class(const char *name) {
+  static const char *const flush[] = {"cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize",
+                                      "cuStreamQuery", "cuEventQuery", "cuStreamBeginCapture",
+                                      "cuStreamDestroy", "cuCtxDestroy", "cuDevicePrimaryCtxRelease",
+                                      "cuDevicePrimaryCtxReset", "cuStreamWaitEvent", "cuEventRecord"};
+  for (size_t i = 0; i < sizeof flush / sizeof *flush; i++)
+    if (has_prefix(name, flush[i])) return GP_WRITE_FLUSH;
   if (has_prefix(name, "cuMemset")) return GP_WRITE_DST;
   if (has_prefix(name, "cuStreamWriteValue") || has_prefix(name, "cuStreamBatchMemOp")) return GP_WRITE_ANY;
   if (!has_prefix(name, "cuMemcpy")) return GP_WRITE_NONE;
   const char *rest = name + strlen("cuMemcpy");
-  if (strstr(rest, "DtoH") || strstr(rest, "AtoH")) return GP_WRITE_NONE;
+  if (strstr(rest, "DtoH") || strstr(rest, "AtoH")) return GP_WRITE_FLUSH;
   if (has_prefix(rest, "HtoD") || has_prefix(rest, "DtoD") || has_prefix(rest, "Peer")) return GP_WRITE_DST;
   // cuMemcpy and cuMemcpyAsync (with _ptds/_ptsz): dst, src, bytes.
   if (!*rest || *rest == '_' || (has_prefix(rest, "Async") && (!rest[5] || rest[5] == '_'))) return GP_WRITE_DST;
@@ -415,11 +431,17 @@ size_t gp_mem_write_cbids(uint32_t *out, size_t cap) {
 
 int gp_mem_write_callback(uint32_t cbid) { return cbid < MAX_WRITE_CBID && write_class[cbid]; }
 
+static void before_call(int write_class, const gp_CallbackData *cb);
+
 // gp_mem_on_write, at the exit of a successful call: the allocation written
 // (and the pieces mapped next to it, which a copy may run into) is hashed
 // again at its next launch; a write whose target is unknown moves the epoch.
 void gp_mem_on_write(uint32_t cbid, const gp_CallbackData *cb) {
-  if (cb->callbackSite != GP_API_EXIT) return;
+  if (cb->callbackSite != GP_API_EXIT) {
+    before_call(write_class[cbid], cb);
+    return;
+  }
+  if (write_class[cbid] == GP_WRITE_FLUSH) return;
   if (cb->functionReturnValue && *(gp_CUresult *)cb->functionReturnValue != 0) return;
   if (write_class[cbid] != GP_WRITE_DST || !cb->functionParams) {
     gp_mem_unhashed_write();
@@ -721,6 +743,7 @@ static mem_job *reserve_job(uint64_t res_bytes, uint64_t stg_bytes, uint32_t *st
     int dropped = gp_proc.cfg.on_full == GP_ON_FULL_DROP_OLDEST && drop_oldest();
     gp_spin_unlock(&job_lock);
     if (dropped) continue;
+    gp_mem_flush_batch();  // the writer waits for the oldest jobs, which may be in it
     if (!t0) t0 = gp_monotonic_ns();
     if (gp_proc.cfg.on_full == GP_ON_FULL_DROP_OLDEST) {
       // The oldest job is still on the GPU (or being saved): wait for it a
@@ -806,6 +829,174 @@ static void complete_on_host(mem_job *j) {
   *done = j->job_seq;
 }
 
+// ---- deferred hash kernels ----
+//
+// In hash mode with write sets, a job's kernel need not run right after its
+// launch: only before anything may write what it hashes, and before the
+// program can order other work after that launch. Jobs wait in one batch,
+// on the stream of their launches, and one kernel hashes them all when the
+// batch is launched (flushed), on that stream, before:
+// - a launch on that stream that may write a batched region (by proved
+//   write sets only: a learned set's miss must stay visible to the next
+//   audit), or that may write anything (a graph, a filtered kernel, one
+//   that stores through loaded pointers);
+// - any launch on another stream, and any event record, stream wait,
+//   synchronization, copy to the host, capture begin or teardown
+//   (GP_WRITE_FLUSH): whatever the program orders after the launches, by
+//   an event or the host, is then ordered after their hashes too, as it was
+//   when each hash ran right after its launch; nothing the program did not
+//   order is ordered by us (a race stays a race);
+// - a copy, memset or free of a batched region;
+// - the batch is full or 1 ms old, or the process exits.
+
+// A batch older than this is launched with the next job: the writer, and
+// whoever reads the recording live, should not wait long for a hash.
+uint64_t gp_batch_max_age_ns = 1000000;
+
+typedef struct {
+  mem_context *c;
+  gp_CUstream stream;
+  int nan;                               // jobs count NaN: gpurr_memcap_nan
+  uint32_t blocks;
+  uint64_t since_ns, bytes;
+  mem_job *job[GP_MAX_BATCH_JOBS];
+  uint64_t lo[GP_MAX_JOB_REGIONS], hi[GP_MAX_JOB_REGIONS];  // what it hashes
+  uint32_t nranges;
+  gp_batch_param p;
+} pending_batch;
+
+static gp_spinlock batch_lock;
+static pending_batch batch;          // under batch_lock
+static _Atomic uint32_t batch_jobs;  // batch.p.njobs, read without the lock
+static int deferring;                // hash mode with write sets, copies seen
+
+static int batched(uint64_t base, uint64_t size) {  // caller holds batch_lock
+  for (uint32_t i = 0; i < batch.nranges; i++)
+    if (base < batch.hi[i] && batch.lo[i] < base + size) return 1;
+  return 0;
+}
+
+// flush_locked launches the batch's kernel; current is the caller's
+// context (NULL: unknown). Caller holds batch_lock.
+static void flush_locked(gp_CUcontext current) {
+  if (!batch.p.njobs) return;
+  mem_context *c = batch.c;
+  gp_in_agent_call(1);
+  int pushed = current != c->ctx && gp_cu.ctxPushCurrent(c->ctx) == 0;
+  uint64_t t0 = gp_timing_this_launch() ? gp_cycles() : 0;
+  void *args[] = {&batch.p};
+  // A stream that joined a capture since (waiting on a captured event) would
+  // put the kernel in the program's graph: the jobs are lost instead.
+  int capturing = 0;
+  gp_CUresult r = gp_cu.streamIsCapturing(batch.stream, &capturing);
+  if (r == 0 && capturing) r = 900;  // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+  if (r == 0)
+    r = gp_cu.launchKernel(batch.nan ? c->fn_nan : c->fn, batch.blocks, 1, 1, 256, 1, 1, 0, batch.stream, args, NULL);
+  if (t0) GP_COUNT(memory_launch_cycles, (gp_cycles() - t0) * GP_TIMING_SAMPLE);
+  if (pushed) {
+    gp_CUcontext popped;
+    gp_cu.ctxPopCurrent(&popped);
+  }
+  gp_in_agent_call(0);
+  if (r != 0) {
+    for (uint32_t k = 0; k < batch.p.njobs; k++) cancel_job(batch.job[k], cu_error(r));
+    gp_logf(2, "memory capture: cuLaunchKernel(gpurr_memcap) for %u jobs: %s (%d)", batch.p.njobs, cu_error(r), r);
+    gp_mem_unhashed_write();  // later launches must not carry what these jobs lost
+  } else {
+    GP_COUNT(bytes_hashed, batch.bytes);
+  }
+  batch.p.njobs = batch.p.nregions = 0;
+  batch.blocks = batch.nranges = 0;
+  batch.bytes = 0;
+  atomic_store_explicit(&batch_jobs, 0, memory_order_relaxed);
+}
+
+// flush launches the batch if it hashes any of [base, base+size), or
+// whatever it hashes when size is 0.
+static void flush(gp_CUcontext current, uint64_t base, uint64_t size) {
+  if (!atomic_load_explicit(&batch_jobs, memory_order_relaxed)) return;
+  gp_spin_lock(&batch_lock);
+  if (!size || batched(base, size)) flush_locked(current);
+  gp_spin_unlock(&batch_lock);
+}
+
+void gp_mem_flush_batch(void) { flush(NULL, 0, 0); }
+
+// batch_job adds job j with regions r[0..n) to the batch, launching the
+// batch first when it cannot take it, and after when it must not wait
+// (now) or is old. Caller holds batch_lock.
+static void batch_job(mem_context *c, gp_CUstream stream, int nan, mem_job *j, const gp_batch_job *h,
+                      const gp_job_region *r, uint32_t n, uint64_t bytes, int now) {
+  if (batch.p.njobs && (batch.c != c || batch.stream != stream || batch.nan != nan ||
+                        batch.p.njobs == GP_MAX_BATCH_JOBS || batch.p.nregions + n > GP_MAX_JOB_REGIONS))
+    flush_locked(c->ctx);
+  if (!batch.p.njobs) {
+    batch.c = c, batch.stream = stream, batch.nan = nan;
+    batch.since_ns = gp_monotonic_ns();
+  }
+  gp_batch_job *bj = &batch.p.j[batch.p.njobs];
+  *bj = *h;
+  bj->first_region = batch.p.nregions;
+  bj->first_block = batch.blocks;
+  memcpy(&batch.p.r[batch.p.nregions], r, n * sizeof *r);
+  for (uint32_t i = 0; i < n; i++)
+    if (r[i].size) batch.lo[batch.nranges] = r[i].base, batch.hi[batch.nranges++] = r[i].base + r[i].size;
+  batch.job[batch.p.njobs++] = j;
+  batch.p.nregions += n;
+  batch.blocks += h->total_chunks;
+  batch.bytes += bytes;
+  atomic_store_explicit(&batch_jobs, batch.p.njobs, memory_order_relaxed);
+  if (now || gp_monotonic_ns() - batch.since_ns > gp_batch_max_age_ns) flush_locked(c->ctx);
+}
+
+// before_launch: a launch on stream of ctx, with the regions m found,
+// about to be enqueued. anywhere: its kernel may write any memory.
+static void before_launch(const gp_mem_launch *m, gp_CUcontext ctx, gp_CUstream stream, int anywhere) {
+  if (!atomic_load_explicit(&batch_jobs, memory_order_relaxed)) return;
+  gp_spin_lock(&batch_lock);
+  int go = anywhere || batch.c->ctx != ctx || batch.stream != stream;
+  for (uint32_t r = 0; r < m->nregions && !go; r++)
+    go = m->carry[r] != GP_CARRY_PROVED && batched(m->regions[r].base, m->regions[r].size);
+  if (go) flush_locked(ctx);
+  gp_spin_unlock(&batch_lock);
+}
+
+static void before_call(int write_class, const gp_CallbackData *cb) {
+  if (!deferring || !atomic_load_explicit(&batch_jobs, memory_order_relaxed)) return;
+  if (write_class != GP_WRITE_DST || !cb->functionParams) {
+    flush(cb->context, 0, 0);
+    return;
+  }
+  uint64_t dst = *(const uint64_t *)cb->functionParams, base = dst, size = 1;
+  gp_spin_lock(&alloc_lock);
+  int ai = find_alloc(dst);
+  if (ai >= 0) base = keys[ai].base, size = keys[ai].end - keys[ai].base;
+  gp_spin_unlock(&alloc_lock);
+  flush(cb->context, base, size);
+}
+
+// before_free: the batch must have hashed an allocation before it is
+// freed (its memory may be handed out again, or unmapped).
+static void before_free(gp_CUcontext ctx, uint64_t ptr) {
+  if (!deferring || !atomic_load_explicit(&batch_jobs, memory_order_relaxed)) return;
+  uint64_t base = ptr, size = 1;
+  gp_spin_lock(&alloc_lock);
+  int ai = find_alloc(ptr);
+  if (ai >= 0) base = keys[ai].base, size = keys[ai].end - keys[ai].base;
+  gp_spin_unlock(&alloc_lock);
+  flush(ctx, base, size);
+}
+
+void gp_mem_before_unhashed(gp_CUcontext ctx) {
+  if (deferring) flush(ctx, 0, 0);
+}
+
+void gp_mem_defer(void) {
+  deferring = gp_proc.cfg.defer_hashes && gp_proc.cfg.memory_mode == GP_MEM_HASH &&
+              gp_proc.cfg.write_sets != GP_WRITE_SETS_ALL &&
+              !writes_unseen && gp_cu.ctxPushCurrent && gp_cu.ctxPopCurrent;
+}
+
 static uint32_t enqueue_point(gp_mem_launch *m, mem_context *c, gp_CUstream stream, uint64_t seq, uint32_t point,
                               int snapshot) {
   uint32_t njobs = (m->nregions + GP_MAX_JOB_REGIONS - 1) / GP_MAX_JOB_REGIONS;
@@ -815,8 +1006,11 @@ static uint32_t enqueue_point(gp_mem_launch *m, mem_context *c, gp_CUstream stre
   if (tracking) decide_carry(m, epoch, gp_proc.cfg.write_sets != GP_WRITE_SETS_ALL && !writes_unseen);
   for (uint32_t first = 0; first < m->nregions; first += GP_MAX_JOB_REGIONS) {
     uint32_t n = m->nregions - first < GP_MAX_JOB_REGIONS ? m->nregions - first : GP_MAX_JOB_REGIONS;
-    gp_job_param p;  // the kernel reads regions up to nregions only
-    memset(&p, 0, offsetof(gp_job_param, r));
+    struct {
+      gp_batch_job h;
+      gp_job_region r[GP_MAX_JOB_REGIONS];
+    } p;  // the kernel reads regions up to nregions only
+    memset(&p.h, 0, sizeof p.h);
     memset(p.r, 0, n * sizeof *p.r);
     uint64_t chunks = 0;
     for (uint32_t r = 0; r < n; r++) {
@@ -894,30 +1088,25 @@ static uint32_t enqueue_point(gp_mem_launch *m, mem_context *c, gp_CUstream stre
       continue;
     }
     uint64_t slot = (j->job_seq - 1) % NJOBS;
-    p.seq = j->job_seq;
-    p.out = c->results_dev + j->res_off % results_cap;
-    p.staging = snapshot ? c->staging_dev + j->stg_off % staging_cap : 0;
-    p.scratch = c->scratch + (j->res_off % results_cap + GP_RESULT_HEADER);
-    p.counters = c->counters + slot * 8;
-    p.nan_counts = nan_dtypes ? c->nan_counts + slot * GP_NAN_JOB_BYTES : 0;
-    p.nan_dtypes = nan_dtypes;
-    p.nregions = n;
-    p.total_chunks = (uint32_t)chunks;
-    p.snapshot = snapshot;
-    void *args[] = {&p};
+    p.h.seq = j->job_seq;
+    p.h.out = c->results_dev + j->res_off % results_cap;
+    p.h.staging = snapshot ? c->staging_dev + j->stg_off % staging_cap : 0;
+    p.h.scratch = c->scratch + (j->res_off % results_cap + GP_RESULT_HEADER);
+    p.h.counters = c->counters + slot * 8;
+    p.h.nan_counts = nan_dtypes ? c->nan_counts + slot * GP_NAN_JOB_BYTES : 0;
+    p.h.nan_dtypes = nan_dtypes;
+    p.h.nregions = n;
+    p.h.total_chunks = (uint32_t)chunks;
+    p.h.snapshot = snapshot;
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; i < n; i++) bytes += p.r[i].size;
     atomic_store_explicit(&j->state, JOB_ENQUEUED, memory_order_release);
-    uint64_t t0 = gp_timing_this_launch() ? gp_cycles() : 0;
-    gp_in_agent_call(1);
-    gp_CUresult r = gp_cu.launchKernel(nan_dtypes ? c->fn_nan : c->fn, (unsigned)chunks, 1, 1, 256, 1, 1, 0, stream, args, NULL);
-    gp_in_agent_call(0);
-    if (t0) GP_COUNT(memory_launch_cycles, (gp_cycles() - t0) * GP_TIMING_SAMPLE);
-    if (r != 0) {
-      cancel_job(j, cu_error(r));
-      gp_logf(2, "memory capture: cuLaunchKernel(gpurr_memcap) for launch %llu: %s (%d)", (unsigned long long)seq,
-            cu_error(r), r);
-      return GP_PLAN_SKIPPED_ERROR;
-    }
-    for (uint32_t i = 0; i < n; i++) GP_COUNT(bytes_hashed, p.r[i].size);
+    // A snapshot, a job without write sets to tell when it may wait, and
+    // memory the host or another process may write go now.
+    int now = !deferring || snapshot || m->host_written;
+    gp_spin_lock(&batch_lock);
+    batch_job(c, stream, nan_dtypes != 0, j, &p.h, p.r, n, bytes, now);
+    gp_spin_unlock(&batch_lock);
   }
   return snapshot ? GP_PLAN_SNAPSHOT : GP_PLAN_HASH;
 }
@@ -940,6 +1129,7 @@ void gp_mem_launch_enter(gp_mem_launch *m, const uint8_t *params, uint32_t param
   gp_spin_lock(&alloc_lock);
   find_regions(m, params, params_len, ro, learned);
   gp_spin_unlock(&alloc_lock);
+  if (deferring) before_launch(m, ctx, job_stream(stream, ptsz), ro && ro->writes_anywhere);
   if (!m->nregions) {
     m->status = GP_PLAN_SKIPPED_NO_REGIONS;
     return;

@@ -58,17 +58,27 @@ enum { GP_MAX_JOB_REGIONS = 48, GP_CHUNK = 65536, GP_RESULT_HEADER = 64 };
 // nan-scan: 8 uint64 counters per region (NaN and Inf of f32, f64, f16, bf16).
 enum { GP_NAN_REGION_BYTES = 64, GP_NAN_JOB_BYTES = GP_MAX_JOB_REGIONS * GP_NAN_REGION_BYTES };
 
-// gpurr_job of hash.cu, the kernel's parameter (1600 bytes).
+// gpurr_batch of hash.cu, the kernel's parameter (2120 bytes): up to
+// GP_MAX_BATCH_JOBS jobs, GP_MAX_JOB_REGIONS regions in all.
 typedef struct {
   uint64_t base, size, shadow;
-  uint32_t first_chunk, flags;
+  uint32_t first_chunk, flags;  // first_chunk counts from the job's first
 } gp_job_region;
+
+enum { GP_MAX_BATCH_JOBS = 8 };
 
 typedef struct {
   uint64_t seq, out, staging, scratch, counters, nan_counts;
   uint32_t nregions, total_chunks, snapshot, nan_dtypes;
+  uint32_t first_region, first_block;  // its regions and blocks in the batch
+} gp_batch_job;
+
+typedef struct {
+  uint32_t njobs, nregions;
+  gp_batch_job j[GP_MAX_BATCH_JOBS];
   gp_job_region r[GP_MAX_JOB_REGIONS];
-} gp_job_param;
+} gp_batch_param;
+_Static_assert(sizeof(gp_batch_param) == 2120, "gp_batch_param mirrors hash.cu's gpurr_batch");
 
 // One region in a launch record's tail.
 typedef struct {
@@ -118,6 +128,7 @@ typedef struct {
   uint32_t status, snapshot;
   uint64_t kernel_id;
   uint32_t audit;  // learned write sets: hash every region of this launch, to check them
+  uint32_t host_written;  // a region is memory the host or another process may write (managed, IPC)
   gp_region_rec regions[GP_MAX_REGIONS];
   int32_t alloc_index[GP_MAX_REGIONS];
   uint8_t carry[GP_MAX_REGIONS];      // GP_CARRY_*, from the words pointing into each region
@@ -142,11 +153,23 @@ int gp_mem_write_callback(uint32_t cbid);
 void gp_kernel_readonly(uint64_t kernel_id, gp_readonly *ro);
 void gp_mem_on_write(uint32_t cbid, const gp_CallbackData *cb);
 void gp_mem_unhashed_write(void);
+// Deferred hash kernels (memcap.c): gp_mem_defer turns them on once the
+// calls that write memory are watched; gp_mem_before_unhashed launches the
+// waiting ones before something runs that may write anything (a graph, a
+// filtered kernel); gp_mem_flush_batch launches them (exit).
+void gp_mem_defer(void);
+void gp_mem_before_unhashed(gp_CUcontext ctx);
+void gp_mem_flush_batch(void);
+extern uint64_t gp_batch_max_age_ns;
 // gp_mem_write_cbids lists the driver calls that write device memory
 // outside kernels (by CUPTI's names for them); 0 when CUPTI cannot name
 // them, and then nothing is carried.
 size_t gp_mem_write_cbids(uint32_t *out, size_t cap);
-enum { GP_WRITE_NONE = 0, GP_WRITE_DST = 1, GP_WRITE_ANY = 2 };
+// GP_WRITE_FLUSH: calls that write no device memory but after which the
+// program may look at it or capture its stream (synchronizations, copies
+// to the host, capture begins, stream and context teardown): deferred hash
+// kernels are launched before them.
+enum { GP_WRITE_NONE = 0, GP_WRITE_DST = 1, GP_WRITE_ANY = 2, GP_WRITE_FLUSH = 3 };
 int gp_mem_write_class(const char *driver_call);  // GP_WRITE_*
 void gp_mem_launch_exit(gp_mem_launch *m, gp_CUcontext ctx, gp_CUstream stream, int ptsz, uint64_t seq,
                         int captured, int result, int writes_anywhere);

@@ -78,6 +78,8 @@ static const struct {
     {"cuEventQuery", GP_NEED_PROBE},
     {"cuFuncGetAttribute", GP_NEED_PROBE},
     {"cuFuncSetAttribute", GP_NEED_PROBE},
+    {"cuCtxPushCurrent_v2", GP_NEED_OPTIONAL},
+    {"cuCtxPopCurrent_v2", GP_NEED_OPTIONAL},
 };
 _Static_assert(sizeof driver_symbols / sizeof *driver_symbols == sizeof(gp_cu_api) / sizeof(void *),
                "driver_symbols names every slot of gp_cu_api, in order");
@@ -103,6 +105,7 @@ const char *gp_driver_missing(int need) {
 static void on_exit_flush(void) {
   if (gp_proc.forked_child || getpid() != gp_proc.agent_pid) return;
   gp_autograd_stop();
+  if (gp_proc.cfg.memory_mode != GP_MEM_OFF) gp_mem_flush_batch();  // before the writer waits for them
   gpurrAtExit();
 }
 
@@ -242,6 +245,7 @@ int gp_start(const gp_config *cfg, char *err, size_t errcap) {
       static uint32_t write_cbids[256];
       size_t n = gp_mem_write_cbids(write_cbids, sizeof write_cbids / sizeof *write_cbids);
       if (!enable(GP_CB_DOMAIN_DRIVER_API, write_cbids, n, err, errcap)) return 0;
+      gp_mem_defer();
     }
     for (uint32_t cbid = 1; cfg->flight_recorder && cbid < 1024; cbid++)
       if (gp_mem_error_callback(cbid) && !enable(GP_CB_DOMAIN_DRIVER_API, &cbid, 1, err, errcap)) return 0;

@@ -82,6 +82,7 @@ program is not changed and its exit code is gpurr's exit code.`,
 	f.Uint64Var(&o.memory.StagingBytes, "staging-bytes", 256<<20, "pinned host memory per process for snapshot transfers; a launch whose regions do not fit is not snapshotted")
 	f.BoolVar(&o.keepTorchAllocator, "keep-pytorch-allocator", false, "with --memory: leave PyTorch's caching allocator in place instead of its cudaMallocAsync backend (regions become whole cached segments; hashing costs more)")
 	f.StringVar(&o.memory.WriteSets, "write-sets", "proved", "with --memory hash: which regions a launch leaves unhashed, carrying the state of the last launch that hashed them: proved (its PTX proves no store reaches them; exact), learned (also those its earlier launches never changed, audited every 32nd launch), all (hash every region)")
+	f.BoolVar(&o.memory.DeferHashes, "defer-hashes", false, "with --memory hash: let hash kernels wait until something may write what they hash, and hash several launches in one kernel (fewer launches; new, see docs/memory.md)")
 	f.StringVar(&o.memory.NanScan, "nan-scan", "", "with --memory: count NaN and Inf on the GPU in every region after every launch, as each of these types (f32, f64, f16, bf16, comma-separated), for gpurr nan without snapshots")
 	f.DurationVar(&o.hangTimeout, "hang-timeout", 0, "report a launch the GPU has not finished after this long (e.g. 5m): kernel, shape, stream, callstack and what waits behind it, on stderr and in the recording, with everything written out")
 	f.BoolVar(&o.hangKill, "hang-kill", false, "with --hang-timeout: then end the program (SIGKILL), the recording complete up to the hang")
@@ -117,6 +118,9 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 	}
 	if o.memory.Mode != "snapshot" && (o.memory.SnapshotKernels != "" || o.memory.SnapshotLaunches != "" || o.memory.FlightRecorder != 0) {
 		return usageErrorf("record: --snapshot-kernels, --snapshot-launches and --flight-recorder need --memory snapshot")
+	}
+	if o.memory.DeferHashes && (o.memory.Mode != "hash" || o.memory.WriteSets == "all") {
+		return usageErrorf("record: --defer-hashes needs --memory hash with write sets (proved or learned): they say when a hash may wait")
 	}
 	if cmd.Flags().Changed("write-sets") && o.memory.Mode != "hash" {
 		return usageErrorf("record: --write-sets needs --memory hash (snapshots and memory capture off hash nothing to skip)")

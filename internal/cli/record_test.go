@@ -122,3 +122,12 @@ func TestNvtxEnv(t *testing.T) {
 		}
 	}
 }
+
+// Flags that only mean something together with others are refused before the program runs.
+func TestRecordRefusesLoneMemoryFlags(t *testing.T) {
+	expectUsageErrors(t, []usageCase{
+		{[]string{"record", "--write-sets", "learned", "--", "true"}, "--write-sets needs --memory hash"},
+		{[]string{"record", "--defer-hashes", "--", "true"}, "--defer-hashes needs --memory hash"},
+		{[]string{"record", "--memory", "hash", "--write-sets", "all", "--defer-hashes", "--", "true"}, "--defer-hashes needs --memory hash with write sets"},
+	})
+}

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"encoding/binary"
 	"regexp"
 	"strconv"
 	"testing"
@@ -32,7 +33,7 @@ func TestDemoPTXIsACopy(t *testing.T) {
 	}
 }
 
-// TestMemcapParamSize checks that Job.Encode matches the parameter size the
+// TestMemcapParamSize checks that EncodeBatch matches the parameter size the
 // compiler gave gpurr_memcap: the agent and the kernel agree on the layout.
 func TestMemcapParamSize(t *testing.T) {
 	for _, kernel := range []string{Memcap, MemcapNan} {
@@ -40,15 +41,48 @@ func TestMemcapParamSize(t *testing.T) {
 		if m == nil {
 			t.Fatalf("hash.ptx has no %s parameter", kernel)
 		}
-		if want := strconv.Itoa(JobBytes); m[1] != want {
-			t.Fatalf("%s takes %s bytes, JobBytes = %s", kernel, m[1], want)
+		if want := strconv.Itoa(BatchBytes); m[1] != want {
+			t.Fatalf("%s takes %s bytes, BatchBytes = %s", kernel, m[1], want)
 		}
 	}
 	b, err := NewJob(1, 65537).Encode()
-	if err != nil || len(b) != JobBytes {
+	if err != nil || len(b) != BatchBytes {
 		t.Fatalf("Encode: %d bytes, %v", len(b), err)
 	}
 	if _, err := (Job{}).Encode(); err == nil {
 		t.Error("a job without regions encoded")
+	}
+	if _, err := NewJob(0).Encode(); err == nil {
+		t.Error("a job without chunks encoded: it would get no block")
+	}
+	many := make([]uint64, MaxJobRegions/2+1)
+	if _, err := EncodeBatch(NewJob(many...), NewJob(many...)); err == nil {
+		t.Errorf("a batch of %d regions encoded", 2*len(many))
+	}
+}
+
+// TestEncodeBatchLayout checks where EncodeBatch puts a second job and its
+// regions: after the first job's blocks and regions.
+func TestEncodeBatchLayout(t *testing.T) {
+	a, c := NewJob(65536*3, 5), NewJob(7)
+	a.Seq, c.Seq = 11, 12
+	c.Regions[0].Base = 0xabc0
+	b, err := EncodeBatch(a, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	le := binary.LittleEndian
+	if n, r := le.Uint32(b), le.Uint32(b[4:]); n != 2 || r != 3 {
+		t.Fatalf("header: %d jobs, %d regions; want 2, 3", n, r)
+	}
+	second := b[8+jobBytes:]
+	if le.Uint64(second) != 12 || le.Uint32(second[48:]) != 1 || le.Uint32(second[52:]) != 1 ||
+		le.Uint32(second[64:]) != 2 || le.Uint32(second[68:]) != 4 {
+		t.Fatalf("second job: seq %d, %d regions, %d chunks, first region %d, first block %d; want 12, 1, 1, 2, 4",
+			le.Uint64(second), le.Uint32(second[48:]), le.Uint32(second[52:]), le.Uint32(second[64:]), le.Uint32(second[68:]))
+	}
+	third := b[8+MaxBatchJobs*jobBytes+2*32:]
+	if le.Uint64(third) != 0xabc0 || le.Uint64(third[8:]) != 7 || le.Uint32(third[24:]) != 0 {
+		t.Fatalf("the second job's region: base %#x, size %d, first chunk %d", le.Uint64(third), le.Uint64(third[8:]), le.Uint32(third[24:]))
 	}
 }

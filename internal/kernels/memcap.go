@@ -18,16 +18,16 @@ var memcapPTX []byte
 // slice is a copy.
 func MemcapPTX() []byte { return append(append([]byte(nil), memcapPTX...), 0) }
 
-// Memcap is gpurr_memcap(gpurr_job job): one block of 256 threads per
-// chunk of every region of the job. It writes gpurr-h128 chunk and region
-// hashes (docs/hash.md) to the job's result area and, for a snapshot job,
-// copies the chunks whose hash differs from the region's shadow to
-// staging. Layouts: Job, ResultLayout.
+// Memcap is gpurr_memcap(gpurr_batch batch): one block of 256 threads per
+// chunk of every region of each job of the batch. It writes gpurr-h128
+// chunk hashes (docs/hash.md) to each job's result area and, for a snapshot
+// job, copies the chunks whose hash differs from the region's shadow to
+// staging. Layouts: EncodeBatch, ResultLayout.
 const Memcap = "gpurr_memcap"
 
-// MemcapNan is gpurr_memcap_nan(gpurr_job job): Memcap that also counts
-// NaN and Inf as the job's NanDtypes. The agent launches it for jobs with
-// NanDtypes, Memcap (which ignores them) for the others.
+// MemcapNan is gpurr_memcap_nan(gpurr_batch batch): Memcap that also counts
+// NaN and Inf as each job's NanDtypes. The agent launches it for batches
+// whose jobs have NanDtypes, Memcap (which ignores them) for the others.
 const MemcapNan = "gpurr_memcap_nan"
 
 // Limits and layout constants shared with src/hash.cu and the agent
@@ -35,11 +35,13 @@ const MemcapNan = "gpurr_memcap_nan"
 // of memhash.ChunkSize bytes, one block per chunk.
 const (
 	BlockThreads     = 256
-	MaxJobRegions    = 48
-	JobBytes         = 64 + MaxJobRegions*32 // sizeof(gpurr_job)
-	ResultHeader     = 64                    // done (u64), transferred (u32), padding
-	RegionCopyAll    = 1                     // gpurr_region.flags: ignore the shadow, copy every chunk
-	NanCounters      = 8                     // nan-scan counters per region: NaN and Inf of each NanScanTypes entry
+	MaxJobRegions    = 48 // regions of a job, and of a batch
+	MaxBatchJobs     = 8
+	jobBytes         = 72                                           // sizeof(gpurr_job)
+	BatchBytes       = 8 + MaxBatchJobs*jobBytes + MaxJobRegions*32 // sizeof(gpurr_batch)
+	ResultHeader     = 64                                           // done (u64), transferred (u32), padding
+	RegionCopyAll    = 1                                            // gpurr_region.flags: ignore the shadow, copy every chunk
+	NanCounters      = 8                                            // nan-scan counters per region: NaN and Inf of each NanScanTypes entry
 	resultDoneOffset = 0
 	resultXferOffset = 8
 )
@@ -77,7 +79,7 @@ type JobRegion struct {
 	Flags      uint32
 }
 
-// Job is gpurr_job, the kernel's parameter.
+// Job is gpurr_job: the regions of one launch, and where their results go.
 type Job struct {
 	Seq         uint64
 	Out         uint64 // device address of the result area (mapped host memory)
@@ -104,31 +106,57 @@ func NewJob(sizes ...uint64) Job {
 	return j
 }
 
-// Encode returns the job as the kernel's parameter bytes.
-func (j Job) Encode() ([]byte, error) {
-	if len(j.Regions) == 0 || len(j.Regions) > MaxJobRegions {
-		return nil, fmt.Errorf("memcap job: %d regions (1 to %d)", len(j.Regions), MaxJobRegions)
+// Encode returns a batch of the one job as the kernel's parameter bytes.
+func (j Job) Encode() ([]byte, error) { return EncodeBatch(j) }
+
+// EncodeBatch returns the jobs, hashed by one launch of TotalChunks blocks
+// summed over them, as the kernel's parameter bytes (gpurr_batch): each
+// job's blocks follow the previous job's. Every job needs a chunk, and the
+// batch at most MaxJobRegions regions in all.
+func EncodeBatch(jobs ...Job) ([]byte, error) {
+	if len(jobs) == 0 || len(jobs) > MaxBatchJobs {
+		return nil, fmt.Errorf("memcap batch: %d jobs (1 to %d)", len(jobs), MaxBatchJobs)
 	}
-	b := make([]byte, 0, JobBytes)
 	le := binary.LittleEndian
-	for _, v := range []uint64{j.Seq, j.Out, j.Staging, j.Scratch, j.Counters, j.NanCounts} {
-		b = le.AppendUint64(b, v)
+	b := make([]byte, 0, BatchBytes)
+	regions := 0
+	for _, j := range jobs {
+		regions += len(j.Regions)
 	}
-	snap := uint32(0)
-	if j.Snapshot {
-		snap = 1
+	if regions > MaxJobRegions {
+		return nil, fmt.Errorf("memcap batch: %d regions (at most %d)", regions, MaxJobRegions)
 	}
-	for _, v := range []uint32{uint32(len(j.Regions)), j.TotalChunks, snap, j.NanDtypes} {
-		b = le.AppendUint32(b, v)
+	b = le.AppendUint32(b, uint32(len(jobs)))
+	b = le.AppendUint32(b, uint32(regions))
+	firstRegion, firstBlock := 0, uint32(0)
+	for _, j := range jobs {
+		if len(j.Regions) == 0 || j.TotalChunks == 0 {
+			return nil, fmt.Errorf("memcap job: %d regions, %d chunks (a job needs both)", len(j.Regions), j.TotalChunks)
+		}
+		for _, v := range []uint64{j.Seq, j.Out, j.Staging, j.Scratch, j.Counters, j.NanCounts} {
+			b = le.AppendUint64(b, v)
+		}
+		snap := uint32(0)
+		if j.Snapshot {
+			snap = 1
+		}
+		for _, v := range []uint32{uint32(len(j.Regions)), j.TotalChunks, snap, j.NanDtypes, uint32(firstRegion), firstBlock} {
+			b = le.AppendUint32(b, v)
+		}
+		firstRegion += len(j.Regions)
+		firstBlock += j.TotalChunks
 	}
-	for _, r := range j.Regions {
-		b = le.AppendUint64(b, r.Base)
-		b = le.AppendUint64(b, r.Size)
-		b = le.AppendUint64(b, r.Shadow)
-		b = le.AppendUint32(b, r.FirstChunk)
-		b = le.AppendUint32(b, r.Flags)
+	b = b[:8+MaxBatchJobs*jobBytes]
+	for _, j := range jobs {
+		for _, r := range j.Regions {
+			b = le.AppendUint64(b, r.Base)
+			b = le.AppendUint64(b, r.Size)
+			b = le.AppendUint64(b, r.Shadow)
+			b = le.AppendUint32(b, r.FirstChunk)
+			b = le.AppendUint32(b, r.Flags)
+		}
 	}
-	return b[:JobBytes], nil
+	return b[:BatchBytes], nil
 }
 
 // ResultLayout gives the offsets of a job's result area.

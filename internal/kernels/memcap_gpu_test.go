@@ -394,3 +394,60 @@ func BenchmarkMemcap(b *testing.B) {
 			hashT, gbs(hashBytes, hashT), copyT, copyT.Seconds()/hashT.Seconds(), nanT, nanT.Seconds()/hashT.Seconds(), snapT, gbs(snapBytes, snapT), dtohT, dtohT.Seconds()/snapT.Seconds())
 	}
 }
+
+// TestMemcapBatch hashes three jobs, each with its own result area, scratch
+// and counters, in one launch: every job publishes its own chunk hashes and
+// done flag, equal to package memhash's. One job has a region of no bytes (a
+// carried one) between two others; the batch runs twice, so each job's
+// counters must be zero again after the first.
+func TestMemcapBatch(t *testing.T) {
+	rigs := []*memcapRig{newMemcapRig(t, 1<<20, 0, 1<<20), newMemcapRig(t, 1<<20, 0, 1<<20), newMemcapRig(t, 1<<20, 0, 1<<20)}
+	sizes := [][]uint64{{65536*2 + 9, 0, 300}, {17}, {1 << 20, 4096}}
+	rng := rand.New(rand.NewPCG(5, 6))
+	jobs := make([]Job, len(rigs))
+	hosts := make([][][]byte, len(rigs))
+	var blocks uint32
+	for k, r := range rigs {
+		jobs[k] = NewJob(sizes[k]...)
+		for i, n := range sizes[k] {
+			host := make([]byte, n)
+			for b := range host {
+				host[b] = byte(rng.Uint32())
+			}
+			hosts[k] = append(hosts[k], host)
+			if n > 0 {
+				jobs[k].Regions[i].Base = uint64(r.upload(t, host))
+			}
+		}
+		blocks += jobs[k].TotalChunks
+	}
+	r0 := rigs[0]
+	for round := range 2 {
+		for k, r := range rigs {
+			r.seq++
+			jobs[k].Seq = r.seq + uint64(100*k)
+			jobs[k].Out = uint64(r.out.Device)
+			jobs[k].Scratch = uint64(r.scratch)
+			jobs[k].Counters = uint64(r.counters)
+		}
+		param, err := EncodeBatch(jobs...)
+		must(t, err)
+		must(t, r0.stream.Launch(r0.fn, cuda.Dim3{X: blocks, Y: 1, Z: 1}, cuda.Dim3{X: BlockThreads, Y: 1, Z: 1}, 0, param))
+		must(t, r0.stream.Synchronize())
+		for k, r := range rigs {
+			res := r.out.Bytes()
+			if done, _ := Done(res, jobs[k].Seq); !done {
+				t.Fatalf("round %d: job %d of the batch did not publish done", round, k)
+			}
+			l := Layout(jobs[k].TotalChunks, 0)
+			for i, host := range hosts[k] {
+				_, chunks := memhash.Hash(host)
+				for c, want := range chunks {
+					if got := sumAt(res, l.ChunkHashes+16*int(jobs[k].Regions[i].FirstChunk+uint32(c))); got != want {
+						t.Fatalf("round %d: job %d, region %d (%d bytes), chunk %d: GPU %v, CPU %v", round, k, i, len(host), c, got, want)
+					}
+				}
+			}
+		}
+	}
+}

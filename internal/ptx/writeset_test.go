@@ -257,7 +257,7 @@ func TestWriteSetsMemcap(t *testing.T) {
 		if ws.Any {
 			t.Errorf("%s: may write any region: %s", name, ws.AnyReason)
 		}
-		if len(ws.Params) != 1 || ws.Params[0].Verdict != MayWrite || ws.Params[0].Words != nil || ws.Params[0].Size != 1600 {
+		if len(ws.Params) != 1 || ws.Params[0].Verdict != MayWrite || ws.Params[0].Words != nil || ws.Params[0].Size != 2120 { // sizeof(gpurr_batch)
 			t.Errorf("%s: %+v", name, ws.Params)
 		}
 	}

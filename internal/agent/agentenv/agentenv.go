@@ -42,6 +42,7 @@ const (
 	FlightRecorder   = "GPURR_FLIGHT_RECORDER"   // keep only the last N launches' snapshots
 	NanScan          = "GPURR_NAN_SCAN"          // types to count NaN and Inf as on the GPU, e.g. "f32,bf16"
 	WriteSets        = "GPURR_WRITE_SETS"        // proved | learned | all: which regions hash mode may skip
+	DeferHashes      = "GPURR_DEFER_HASHES"      // on: hash kernels wait and hash several launches at once
 	// StepRange is a regular expression over NVTX range messages, kept in the recording
 	// (Process.step_range): readers number training steps by the ranges it matches.
 	StepRange = "GPURR_STEP_RANGE"
@@ -82,6 +83,7 @@ type MemoryConfig struct {
 	FlightRecorder   uint64
 	NanScan          string // comma-separated kernels.NanScanTypes, "" for none
 	WriteSets        string // "", "proved", "learned" or "all" (WriteSetModes)
+	DeferHashes      bool   // hash mode with write sets: one hash kernel for several launches (docs/memory.md)
 }
 
 // WriteSetModes are the --write-sets choices: which regions of a launch hash
@@ -230,7 +232,7 @@ func Vars(c Config) []string {
 			SnapshotLaunches+"="+m.SnapshotLaunches, OnFull+"="+m.OnFull,
 			StagingBytes+"="+strconv.FormatUint(m.StagingBytes, 10),
 			FlightRecorder+"="+strconv.FormatUint(m.FlightRecorder, 10), NanScan+"="+m.NanScan,
-			WriteSets+"="+m.WriteSets)
+			WriteSets+"="+m.WriteSets, DeferHashes+"="+onOff(m.DeferHashes))
 	}
 	return v
 }

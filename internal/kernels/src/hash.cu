@@ -1,12 +1,13 @@
 // The agent's memory-capture kernel: gpurr-h128 v1 (docs/hash.md) of each
-// 64 KiB chunk of every region of one launch, and in snapshot mode the bytes
-// of the chunks that changed since the region was last copied. The region
+// 64 KiB chunk of every region of one or more launches (a batch of jobs),
+// and in snapshot mode the bytes of the chunks that changed since the
+// region was last copied. The region
 // hash, a short sequential fold of the chunk hashes, is left to the host: on
 // the GPU it would hold up the program's stream (about 6 ns per chunk, 100 us
 // for a 1 GiB region) for work the reader does for free.
 // Package memhash computes the same hashes on the CPU; tests compare them bit
 // for bit. scripts/gen-ptx turns this file into ptx/hash.ptx, and the layout
-// of gpurr_job is mirrored in internal/agent/memcap.h and internal/kernels.
+// of gpurr_batch is mirrored in internal/agent/memcap.h and internal/kernels.
 //
 // With nan-scan (gpurr record --nan-scan) the kernel also counts, per region,
 // the elements that are NaN or Inf when the bytes are read as each asked-for
@@ -41,7 +42,9 @@ struct gpurr_region {
 };
 #define REGION_COPY_ALL 1u
 
-// A job, passed by value as the kernel's only parameter (1600 bytes).
+// A job: one launch's regions, hashed after (or before) it. Several jobs
+// may share one kernel launch: the batch, passed by value as the kernel's
+// only parameter (2120 bytes).
 //
 // out is host memory the GPU writes through a mapping:
 //   u64 done            written last: equals seq once everything below is valid
@@ -54,7 +57,7 @@ struct gpurr_region {
 // scratch is device memory: the chunk hashes again, for the final fold.
 // counters points to two zeroed device words (blocks done, chunks copied);
 // nan_counts (nan-scan only) to nregions*NAN_COUNTERS zeroed device u64s.
-// The last block zeroes both again.
+// The job's last block zeroes both again.
 struct gpurr_job {
   unsigned long long seq;
   unsigned char *out;
@@ -64,6 +67,17 @@ struct gpurr_job {
   unsigned long long *nan_counts;
   unsigned int nregions, total_chunks;
   unsigned int snapshot, nan_dtypes;
+  unsigned int first_region;  // its regions are r[first_region, first_region + nregions) of the batch
+  unsigned int first_block;   // its chunks are blocks [first_block, first_block + total_chunks)
+};
+
+#define MAX_BATCH_JOBS 8
+
+// Jobs in block order; a region's first_chunk counts from its job's first.
+// Every job has at least one chunk.
+struct gpurr_batch {
+  unsigned int njobs, nregions;
+  gpurr_job j[MAX_BATCH_JOBS];
   gpurr_region r[MAX_JOB_REGIONS];
 };
 
@@ -178,14 +192,19 @@ __device__ __forceinline__ bool same(uint4 a, uint4 b) { return a.x == b.x && a.
 // NaN and Inf too (gpurr_memcap_nan); the plain kernel is compiled without
 // that code, so hashing alone keeps its registers and speed.
 template <bool SCAN>
-__device__ __forceinline__ void memcap(const gpurr_job &job) {
+__device__ __forceinline__ void memcap(const gpurr_batch &batch) {
   __shared__ uint4 groups[GROUPS];
   __shared__ unsigned int ticket, slot;
-  const unsigned int b = blockIdx.x, g = threadIdx.x;
+
+  unsigned int k = 0;
+  while (k + 1 < batch.njobs && batch.j[k + 1].first_block <= blockIdx.x) k++;
+  const gpurr_job &job = batch.j[k];
+  const gpurr_region *regions = batch.r + job.first_region;
+  const unsigned int b = blockIdx.x - job.first_block, g = threadIdx.x;  // b: the chunk of the job
 
   unsigned int ri = 0;
-  while (ri + 1 < job.nregions && job.r[ri + 1].first_chunk <= b) ri++;
-  const gpurr_region &reg = job.r[ri];
+  while (ri + 1 < job.nregions && regions[ri + 1].first_chunk <= b) ri++;
+  const gpurr_region &reg = regions[ri];
   const unsigned long long start = (unsigned long long)(b - reg.first_chunk) * CHUNK;
   const unsigned int m = (unsigned int)min((unsigned long long)CHUNK, reg.size - start);
   const unsigned char *p = reg.base + start;
@@ -297,6 +316,6 @@ __device__ __forceinline__ void memcap(const gpurr_job &job) {
   }
 }
 
-extern "C" __global__ void __launch_bounds__(GROUPS) gpurr_memcap(const gpurr_job job) { memcap<false>(job); }
+extern "C" __global__ void __launch_bounds__(GROUPS) gpurr_memcap(const gpurr_batch batch) { memcap<false>(batch); }
 
-extern "C" __global__ void __launch_bounds__(GROUPS) gpurr_memcap_nan(const gpurr_job job) { memcap<true>(job); }
+extern "C" __global__ void __launch_bounds__(GROUPS) gpurr_memcap_nan(const gpurr_batch batch) { memcap<true>(batch); }

@@ -586,17 +586,24 @@ static gp_CUresult fake_isCapturing(gp_CUstream s, int *c) { return (void)s, *c 
 static gp_CUresult fake_totalMem(size_t *n, gp_CUdevice d) { return (void)d, *n = 1ull << 30, 0; }
 static gp_CUresult fake_launchKernel(gp_CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                      unsigned bz, unsigned smem, gp_CUstream s, void **args, void **extra) {
-  (void)f, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)smem, (void)s, (void)extra;
-  const gp_job_param *p = args[0];
-  if (mem_out) {
-    fprintf(mem_out, "  hash kernel: job %llu, %u blocks:", (unsigned long long)p->seq, gx);
-    for (uint32_t r = 0; r < p->nregions; r++)
-      fprintf(mem_out, " [0x%llx %llu B]", (unsigned long long)p->r[r].base, (unsigned long long)p->r[r].size);
-    fprintf(mem_out, "\n");
+  (void)f, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)smem, (void)extra;
+  const gp_batch_param *p = args[0];
+  if (mem_out) fprintf(mem_out, "  hash kernel on stream %p, %u blocks:", s, gx);
+  for (uint32_t k = 0; k < p->njobs; k++) {
+    const gp_batch_job *j = &p->j[k];
+    if (mem_out) {
+      fprintf(mem_out, " job %llu", (unsigned long long)j->seq);
+      for (uint32_t r = 0; r < j->nregions; r++)
+        fprintf(mem_out, " [0x%llx %llu B]", (unsigned long long)p->r[j->first_region + r].base,
+                (unsigned long long)p->r[j->first_region + r].size);
+    }
+    *(volatile uint64_t *)(uintptr_t)j->out = j->seq;  // done: the chunk hashes stay zero
   }
-  *(volatile uint64_t *)(uintptr_t)p->out = p->seq;  // done: the chunk hashes stay zero
+  if (mem_out) fprintf(mem_out, "\n");
   return 0;
 }
+static gp_CUresult fake_ctxPush(gp_CUcontext c) { return (void)c, 0; }
+static gp_CUresult fake_ctxPop(gp_CUcontext *c) { return *c = NULL, 0; }
 static const char *fake_names[1024];
 static gp_CUptiResult fake_callbackName(int domain, uint32_t cbid, const char **name) {
   if (domain != GP_CB_DOMAIN_DRIVER_API || cbid >= 1024 || !fake_names[cbid]) return 1;
@@ -604,12 +611,15 @@ static gp_CUptiResult fake_callbackName(int domain, uint32_t cbid, const char **
   return 0;
 }
 
-enum { CB_MEMSET = 900, CB_MEMCPY2D = 901, CB_DTOH = 902 };
+enum { CB_MEMSET = 900, CB_MEMCPY2D = 901, CB_DTOH = 902, CB_EVENT = 903 };
 
 static void driver_call(uint32_t cbid, const char *name, void *params) {
   gp_CUresult r = 0;
-  gp_CallbackData cb = {.callbackSite = GP_API_EXIT, .functionName = name, .functionParams = params,
-                        .functionReturnValue = &r, .context = CTX, .contextUid = 1};
+  gp_CallbackData cb = {.callbackSite = GP_API_ENTER, .functionName = name, .functionParams = params,
+                        .context = CTX, .contextUid = 1};
+  gp_on_callback(NULL, GP_CB_DOMAIN_DRIVER_API, cbid, &cb);
+  cb.callbackSite = GP_API_EXIT;
+  cb.functionReturnValue = &r;
   gp_on_callback(NULL, GP_CB_DOMAIN_DRIVER_API, cbid, &cb);
 }
 
@@ -622,12 +632,23 @@ static uint64_t mem_alloc(size_t n) {
   return d;
 }
 
-// mem_launch launches f on (x, y) and prints the jobs gp_mem_poll then hands the writer.
-static void mem_launch(const char *what, gp_CUfunction f, uint64_t x, uint64_t y) {
+static void mem_poll(void);
+
+// mem_launch_on launches f on (x, y) on stream s and prints the jobs
+// gp_mem_poll then hands the writer.
+static void mem_launch_on(const char *what, gp_CUfunction f, uint64_t x, uint64_t y, uintptr_t s) {
   fprintf(mem_out, "%s\n", what);
   void *kp[2] = {&x, &y};
-  gp_cuLaunchKernel_params p = {f, 1, 1, 1, 32, 1, 1, 0, (gp_CUstream)0x7000a0, kp, NULL};
+  gp_cuLaunchKernel_params p = {f, 1, 1, 1, 32, 1, 1, 0, (gp_CUstream)s, kp, NULL};
   launch(GP_CBID_cuLaunchKernel, &p, 0, NULL);
+  mem_poll();
+}
+
+static void mem_launch(const char *what, gp_CUfunction f, uint64_t x, uint64_t y) {
+  mem_launch_on(what, f, x, y, 0x7000a0);
+}
+
+static void mem_poll(void) {
   gp_memjob_view v;
   while (gp_mem_poll(&v)) {
     fprintf(mem_out, "  job %llu of launch %llu, %u chunks:", (unsigned long long)v.job_seq,
@@ -654,14 +675,18 @@ static int mem_setup(void) {
   gp_cu.streamIsCapturing = fake_isCapturing;
   gp_cu.deviceTotalMem = fake_totalMem;
   gp_cu.launchKernel = fake_launchKernel;
+  gp_cu.ctxPushCurrent = fake_ctxPush;
+  gp_cu.ctxPopCurrent = fake_ctxPop;
   gp_cu.memGetAddressRange = (void *)fake_ok;
   gp_cu.getErrorName = (void *)fake_ok;
   gp_cupti_callback_name = fake_callbackName;
   fake_names[CB_MEMSET] = "cuMemsetD8_v2";
   fake_names[CB_MEMCPY2D] = "cuMemcpy2D_v2";
   fake_names[CB_DTOH] = "cuMemcpyDtoH_v2";
+  fake_names[CB_EVENT] = "cuEventRecord";
   gp_proc.cfg.memory_mode = GP_MEM_HASH;
   gp_proc.cfg.write_sets = GP_WRITE_SETS_PROVED;
+  gp_proc.cfg.defer_hashes = 1;
   gp_proc.cfg.memcap_ptx = "";
   gp_proc.cfg.results_bytes = 1 << 20;
   gp_proc.cfg.has_kernel_filter = 0;
@@ -670,6 +695,10 @@ static int mem_setup(void) {
     fprintf(stderr, "hotpath: gp_mem_start: %s\n", err);
     return -1;
   }
+  uint32_t cbids[8];
+  gp_mem_write_cbids(cbids, 8);
+  gp_mem_defer();
+  gp_batch_max_age_ns = UINT64_MAX;  // the scenario's output must not depend on the machine's speed
   return 0;
 }
 
@@ -698,6 +727,32 @@ HP_API int hp_memory_scenario(const char *path) {
   mem_launch("after a graph launch: a hashed again", F_EX, a, b);
   mem_launch("ro_kernel(a, b), neither written, both hashed before: no hash kernel at all", F_RO, a, b);
   mem_launch("ex_kernel(b, a): b carried, a hashed (word 1 may write)", F_EX, b, a);
+
+  fprintf(mem_out, "-- deferred hash kernels\n");
+  uint64_t c2 = mem_alloc(1 << 16), d2 = mem_alloc(1 << 16), e2 = mem_alloc(1 << 16);
+  mem_launch("ex_kernel(c, d): its job waits", F_EX, c2, d2);
+  mem_launch("ex_kernel(d, e): d only read (proved), so its job joins the batch", F_EX, d2, e2);
+  fprintf(mem_out, "a copy to the host: the batch first\n");
+  driver_call(CB_DTOH, "cuMemcpyDtoH_v2", dtoh);
+  mem_poll();
+  mem_launch("ex_kernel(c, e): waits", F_EX, c2, e2);
+  mem_launch("ex_kernel(e, c): c was carried in the waiting job, not hashed: joins the batch", F_EX, e2, c2);
+  mem_launch_on("ex_kernel(d, c) on another stream: the batch first, on its own stream", F_EX, d2, c2,
+                0x7000b0);
+  mem_launch_on("ex_kernel(c, d) on that stream: waits", F_EX, c2, d2, 0x7000b0);
+  fprintf(mem_out, "cuMemFreeAsync(d): the batch first\n");
+  uint64_t fr[2] = {d2, 0x7000b0};
+  driver_call(GP_CBID_cuMemFreeAsync, "cuMemFreeAsync", fr);
+  mem_poll();
+  mem_launch_on("ex_kernel(c, e) on the second stream: waits", F_EX, c2, e2, 0x7000b0);
+  fprintf(mem_out, "cuEventRecord on the second stream: the batch first\n");
+  uint64_t ev[2] = {0xe7, 0x7000b0};
+  driver_call(CB_EVENT, "cuEventRecord", ev);
+  mem_poll();
+  mem_launch_on("ex_kernel(c, d) on the second stream: waits", F_EX, c2, d2, 0x7000b0);
+  fprintf(mem_out, "exit\n");
+  gp_mem_flush_batch();
+  mem_poll();
   gp_counters c;
   gp_read_counters(&c);
   fprintf(mem_out, "counters: memory launches %llu, bytes hashed %llu, write epochs %llu\n",
