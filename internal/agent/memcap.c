@@ -847,7 +847,8 @@ static void complete_on_host(mem_job *j) {
 //   when each hash ran right after its launch; nothing the program did not
 //   order is ordered by us (a race stays a race);
 // - a copy, memset or free of a batched region;
-// - the batch is full or 1 ms old, or the process exits.
+// - the batch is full, or 1 ms old (when the next job comes, or when the
+//   writer finds the oldest job still waiting), or the process exits.
 
 // A batch older than this is launched with the next job: the writer, and
 // whoever reads the recording live, should not wait long for a hash.
@@ -921,6 +922,16 @@ static void flush(gp_CUcontext current, uint64_t base, uint64_t size) {
 }
 
 void gp_mem_flush_batch(void) { flush(NULL, 0, 0); }
+
+// flush_if_old launches a batch that has waited longer than
+// gp_batch_max_age_ns, from whichever thread calls it (the writer's, when
+// the program has stopped launching).
+static void flush_if_old(void) {
+  if (!atomic_load_explicit(&batch_jobs, memory_order_relaxed)) return;
+  gp_spin_lock(&batch_lock);
+  if (batch.p.njobs && gp_monotonic_ns() - batch.since_ns > gp_batch_max_age_ns) flush_locked(NULL);
+  gp_spin_unlock(&batch_lock);
+}
 
 // batch_job adds job j with regions r[0..n) to the batch, launching the
 // batch first when it cannot take it, and after when it must not wait
@@ -1213,6 +1224,7 @@ int gp_mem_poll(gp_memjob_view *v) {
   uint32_t expected = JOB_ENQUEUED;
   if (!job_done(j) || !atomic_compare_exchange_strong(&j->state, &expected, JOB_CONSUMING)) {
     gp_spin_unlock(&job_lock);
+    flush_if_old();  // the oldest job may be waiting in a batch no launch has come to end
     return 0;
   }
   gp_spin_unlock(&job_lock);
