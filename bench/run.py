@@ -118,6 +118,7 @@ class Bench:
                  "(SELECT sum(chunk_bytes_stored) FROM stats) AS stored, "
                  "(SELECT sum(bytes_hashed) FROM stats) AS hashed, (SELECT sum(bytes_carried) FROM stats) AS carried, "
                  "(SELECT sum(staging_wait_ns) FROM stats) AS waited, (SELECT sum(memory_capture_gpu_ns) FROM stats) AS memgpu, "
+                 "(SELECT sum(memory_hash_kernels) FROM stats) AS hash_kernels, "
                  "(SELECT avg(depth) FROM callstacks WHERE source = 'native') AS native_depth, "
                  "(SELECT count(*) FROM ranges) AS ranges, "
                  "(SELECT sum(agent_callback_ns) - sum(agent_launch_ns) FROM stats) AS other_ns",
@@ -137,6 +138,7 @@ class Bench:
                 # behind), and the GPU time of gpurr's hash kernels (GPU timing on).
                 res["staging_wait_ms"] = round((row["waited"] or 0) / 1e6, 1)
                 res["memcap_gpu_ms"] = round((row["memgpu"] or 0) / 1e6, 1)
+                res["hash_kernels"] = row["hash_kernels"] or 0  # gpurr_memcap launches (--defer-hashes: fewer)
                 res["native_depth"] = round(row["native_depth"] or 0, 1)
                 res["ranges"], res["ranges_made"] = row["ranges"] or 0, res.get("ranges", 0)
                 if res["ranges"]:  # the agent's time in NVTX callbacks, per range (push and pop)

@@ -905,6 +905,7 @@ static void flush_locked(gp_CUcontext current) {
     gp_mem_unhashed_write();  // later launches must not carry what these jobs lost
   } else {
     GP_COUNT(bytes_hashed, batch.bytes);
+    GP_COUNT(memory_hash_kernels, 1);
   }
   batch.p.njobs = batch.p.nregions = 0;
   batch.blocks = batch.nranges = 0;

@@ -853,6 +853,7 @@ func (r *recorder) writeFrame() {
 		AgentRingNs:         cyclesNS(c.ring_cycles),
 		AgentMemoryNs:       cyclesNS(c.memory_cycles),
 		WriteEpochs:         uint64(c.write_epochs),
+		MemoryHashKernels:   uint64(c.memory_hash_kernels),
 		AgentMemoryLaunchNs: cyclesNS(c.memory_launch_cycles),
 		StacksNew:           uint64(c.stacks_new),
 		AgentStackNewNs:     cyclesNS(c.stack_new_cycles),

@@ -38,6 +38,7 @@ type Memory struct {
 	ChunksStored      uint64    `json:"chunks_stored"`
 	ChunkBytesStored  uint64    `json:"chunk_bytes_stored"`
 	StagingWaitNS     uint64    `json:"staging_wait_ns"`
+	HashKernels       uint64    `json:"memory_hash_kernels"` // gpurr_memcap launches (--defer-hashes: a batch of jobs each)
 	CaptureGPUNS      uint64    `json:"memory_capture_gpu_ns"`
 	FlightDumps       uint64    `json:"flight_dumps"`
 	SnapshotSelected  uint64    `json:"snapshot_selected"`
@@ -106,6 +107,7 @@ func summarizeMemory(d *recording.Data) *Memory {
 		States: s.GetMemoryStates(), StatesLost: s.GetMemoryStatesLost(), BytesHashed: s.GetBytesHashed(),
 		Snapshots: s.GetSnapshots(), ChunksTotal: s.GetChunksTotal(), ChunksTransferred: s.GetChunksTransferred(),
 		ChunksStored: s.GetChunksStored(), ChunkBytesStored: s.GetChunkBytesStored(), StagingWaitNS: s.GetStagingWaitNs(),
+		HashKernels:  s.GetMemoryHashKernels(),
 		CaptureGPUNS: s.GetMemoryCaptureGpuNs(), FlightDumps: s.GetFlightDumps(), Stopped: s.GetMemoryStopped(),
 
 		WriteSets: cfg.GetWriteSets(), AuditEvery: cfg.GetAuditEvery(),
@@ -332,6 +334,10 @@ func (m *Memory) write(t *textWriter) {
 	}
 	field("states", "%s; %s hashed", states, FormatBytes(m.BytesHashed))
 	m.writeSetsLine(field)
+	if m.HashKernels > 0 {
+		field("kernels", "%d of gpurr's hash kernels launched for %d states (%.1f each)", m.HashKernels, m.States,
+			float64(m.States)/float64(m.HashKernels))
+	}
 	field("GPU time", "%s in gpurr's hash and copy kernels", formatNS(m.CaptureGPUNS))
 	if m.Mode == "snapshot" {
 		selected := fmt.Sprintf("%d launches selected for snapshots", m.SnapshotSelected)

@@ -553,6 +553,7 @@ var statsDocs = map[string]string{
 
 	"agent_memory_ns":        "of agent_launch_ns, memory capture's part: finding regions, deciding carries, enqueueing jobs (--memory)",
 	"agent_memory_launch_ns": "of agent_memory_ns, launching gpurr's own hash kernels",
+	"memory_hash_kernels":    "gpurr_memcap launches; with --defer-hashes one hashes the jobs of several launches",
 	"write_epochs":           "writes memory capture could not place (graph launches, 2D copies, skipped or filtered launches, kernels storing through loaded pointers): each ended every carry (--write-sets)",
 
 	"allocations":           "allocation and free records (--memory)",

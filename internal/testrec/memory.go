@@ -175,6 +175,7 @@ func (p *program) describeMemory(l *pb.Launch, kernel string) {
 	switch plan.Status {
 	case pb.MemoryPlan_HASH:
 		p.stats.MemoryLaunches++
+		p.stats.MemoryHashKernels += p.stats.MemoryLaunches % 2 // as if --defer-hashes hashed two launches per kernel
 		m.run(l.Params)
 		m.enqueue(l, pb.MemoryState_AFTER, allocs, false)
 	case pb.MemoryPlan_SNAPSHOT:

@@ -2988,6 +2988,7 @@ type Stats struct {
 	AgentMemoryNs         uint64                 `protobuf:"varint,48,opt,name=agent_memory_ns,json=agentMemoryNs,proto3" json:"agent_memory_ns,omitempty"`                         // of agent_launch_ns, memory capture's part: regions, carries, enqueueing jobs (1.11)
 	AgentMemoryLaunchNs   uint64                 `protobuf:"varint,49,opt,name=agent_memory_launch_ns,json=agentMemoryLaunchNs,proto3" json:"agent_memory_launch_ns,omitempty"`     // of agent_memory_ns, launching gpurr's own hash kernels (1.11)
 	WriteEpochs           uint64                 `protobuf:"varint,50,opt,name=write_epochs,json=writeEpochs,proto3" json:"write_epochs,omitempty"`                                 // writes the agent could not place (graph launches, 2D copies, skipped launches, ...): each ended every carry (1.11)
+	MemoryHashKernels     uint64                 `protobuf:"varint,51,opt,name=memory_hash_kernels,json=memoryHashKernels,proto3" json:"memory_hash_kernels,omitempty"`             // gpurr_memcap launches; with --defer-hashes one hashes the jobs of several launches (1.11)
 	unknownFields         protoimpl.UnknownFields
 	sizeCache             protoimpl.SizeCache
 }
@@ -3368,6 +3369,13 @@ func (x *Stats) GetAgentMemoryLaunchNs() uint64 {
 func (x *Stats) GetWriteEpochs() uint64 {
 	if x != nil {
 		return x.WriteEpochs
+	}
+	return 0
+}
+
+func (x *Stats) GetMemoryHashKernels() uint64 {
+	if x != nil {
+		return x.MemoryHashKernels
 	}
 	return 0
 }
@@ -3872,7 +3880,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\bLogEntry\x12\x17\n" +
 	"\ahost_ns\x18\x01 \x01(\x04R\x06hostNs\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\tR\x05level\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\xd2\x0f\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\x82\x10\n" +
 	"\x05Stats\x12\x1a\n" +
 	"\blaunches\x18\x01 \x01(\x04R\blaunches\x12+\n" +
 	"\x11launches_filtered\x18\x02 \x01(\x04R\x10launchesFiltered\x12)\n" +
@@ -3929,7 +3937,8 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x10write_set_misses\x18/ \x01(\x04R\x0ewriteSetMisses\x12&\n" +
 	"\x0fagent_memory_ns\x180 \x01(\x04R\ragentMemoryNs\x123\n" +
 	"\x16agent_memory_launch_ns\x181 \x01(\x04R\x13agentMemoryLaunchNs\x12!\n" +
-	"\fwrite_epochs\x182 \x01(\x04R\vwriteEpochs\"\x96\x01\n" +
+	"\fwrite_epochs\x182 \x01(\x04R\vwriteEpochs\x12.\n" +
+	"\x13memory_hash_kernels\x183 \x01(\x04R\x11memoryHashKernels\"\x96\x01\n" +
 	"\vProbeKernel\x12\x1b\n" +
 	"\tkernel_id\x18\x01 \x01(\x04R\bkernelId\x12\"\n" +
 	"\finstrumented\x18\x02 \x01(\bR\finstrumented\x12\x16\n" +

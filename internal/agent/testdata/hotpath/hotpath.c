@@ -755,8 +755,9 @@ HP_API int hp_memory_scenario(const char *path) {
   mem_poll();
   gp_counters c;
   gp_read_counters(&c);
-  fprintf(mem_out, "counters: memory launches %llu, bytes hashed %llu, write epochs %llu\n",
-          (unsigned long long)c.memory_launches, (unsigned long long)c.bytes_hashed, (unsigned long long)c.write_epochs);
+  fprintf(mem_out, "counters: memory launches %llu, bytes hashed %llu, write epochs %llu, hash kernels %llu\n",
+          (unsigned long long)c.memory_launches, (unsigned long long)c.bytes_hashed, (unsigned long long)c.write_epochs,
+          (unsigned long long)c.memory_hash_kernels);
   fclose(mem_out);
   return 0;
 }
