@@ -81,8 +81,11 @@ func TestHotPathScenario(t *testing.T) {
 // driver whose GPU finishes each hash job as it is launched: a region only proved read-only
 // words point into is carried from the job that last hashed its allocation (given no bytes);
 // a memset into it, a 2D copy and a graph launch end that (a copy out of it does not); a
-// launch whose regions are all carried launches no hash kernel. Every job the writer is handed
-// must equal memory_scenario.golden.
+// launch whose regions are all carried launches no hash kernel. With --defer-hashes, jobs wait
+// in a batch that is launched before a launch that may write what it hashes, a launch on
+// another stream, a copy to the host, an event record, a free of a batched region and at
+// exit; a batch whose stream joined a capture is lost, not captured. Every job the writer is
+// handed must equal memory_scenario.golden.
 func TestMemoryScenario(t *testing.T) {
 	harnessGolden(t, "--memory-scenario", "memory_scenario.golden")
 }

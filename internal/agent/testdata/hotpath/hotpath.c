@@ -582,7 +582,8 @@ static gp_CUresult fake_moduleGetFunction(gp_CUfunction *f, void *m, const char 
   return 0;
 }
 static gp_CUresult fake_captureMode(int *mode) { return (void)mode, 0; }
-static gp_CUresult fake_isCapturing(gp_CUstream s, int *c) { return (void)s, *c = 0, 0; }
+static gp_CUstream capturing_stream;  // the one stream the fake says is capturing, if any
+static gp_CUresult fake_isCapturing(gp_CUstream s, int *c) { return *c = s && s == capturing_stream, 0; }
 static gp_CUresult fake_totalMem(size_t *n, gp_CUdevice d) { return (void)d, *n = 1ull << 30, 0; }
 static gp_CUresult fake_launchKernel(gp_CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                      unsigned bz, unsigned smem, gp_CUstream s, void **args, void **extra) {
@@ -651,8 +652,8 @@ static void mem_launch(const char *what, gp_CUfunction f, uint64_t x, uint64_t y
 static void mem_poll(void) {
   gp_memjob_view v;
   while (gp_mem_poll(&v)) {
-    fprintf(mem_out, "  job %llu of launch %llu, %u chunks:", (unsigned long long)v.job_seq,
-            (unsigned long long)v.launch_seq, v.total_chunks);
+    fprintf(mem_out, "  job %llu of launch %llu, %u chunks%s:", (unsigned long long)v.job_seq,
+            (unsigned long long)v.launch_seq, v.total_chunks, v.lost ? ", LOST" : "");
     for (uint32_t r = 0; r < v.nregions; r++) {
       static const char *const how[] = {"hashed", "carried (proved)", "carried (learned)"};
       fprintf(mem_out, " [0x%llx %s", (unsigned long long)v.region_addr[r], how[v.carry[r] % 3]);
@@ -749,7 +750,15 @@ HP_API int hp_memory_scenario(const char *path) {
   uint64_t ev[2] = {0xe7, 0x7000b0};
   driver_call(CB_EVENT, "cuEventRecord", ev);
   mem_poll();
-  mem_launch_on("ex_kernel(c, d) on the second stream: waits", F_EX, c2, d2, 0x7000b0);
+  mem_launch_on("ex_kernel(c, d) on the second stream: d was freed, c carried: nothing to hash", F_EX, c2, d2, 0x7000b0);
+  mem_launch_on("ex_kernel(c, e) on the second stream: waits", F_EX, c2, e2, 0x7000b0);
+  fprintf(mem_out, "the second stream joins a capture (waiting on a captured event): the batch is lost, not captured\n");
+  capturing_stream = (gp_CUstream)0x7000b0;
+  driver_call(CB_DTOH, "cuMemcpyDtoH_v2", dtoh);
+  capturing_stream = NULL;
+  mem_poll();
+  mem_launch_on("ex_kernel(c, e) on the second stream: the loss moved the epoch, so both hashed again; waits", F_EX,
+                c2, e2, 0x7000b0);
   fprintf(mem_out, "exit\n");
   gp_mem_flush_batch();
   mem_poll();
