@@ -417,6 +417,9 @@ size_t gp_mem_write_cbids(uint32_t *out, size_t cap) {
     const char *name = NULL;
     if (gp_cupti_callback_name(GP_CB_DOMAIN_DRIVER_API, cbid, &name) != 0 || !name) continue;
     write_class[cbid] = (uint8_t)gp_mem_write_class(name);
+    // Calls that write nothing matter only to deferred hash kernels: else
+    // their callbacks would cost the program for nothing.
+    if (write_class[cbid] == GP_WRITE_FLUSH && !gp_proc.cfg.defer_hashes) write_class[cbid] = GP_WRITE_NONE;
     if (!write_class[cbid]) continue;
     if (n == cap) {  // a call left unwatched could write what is carried
       writes_unseen = 1;
