@@ -889,10 +889,11 @@ static void flush_locked(gp_CUcontext current) {
   int pushed = current != c->ctx && gp_cu.ctxPushCurrent(c->ctx) == 0;
   uint64_t t0 = gp_timing_this_launch() ? gp_cycles() : 0;
   void *args[] = {&batch.p};
-  // A stream that joined a capture since (waiting on a captured event) would
-  // put the kernel in the program's graph: the jobs are lost instead.
+  // A stream that joined a capture since its jobs waited (by waiting on a
+  // captured event) would put the kernel in the program's graph: the jobs
+  // are lost instead. Jobs that never wait were checked at their launch.
   int capturing = 0;
-  gp_CUresult r = gp_cu.streamIsCapturing(batch.stream, &capturing);
+  gp_CUresult r = deferring ? gp_cu.streamIsCapturing(batch.stream, &capturing) : 0;
   if (r == 0 && capturing) r = 900;  // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
   if (r == 0)
     r = gp_cu.launchKernel(batch.nan ? c->fn_nan : c->fn, batch.blocks, 1, 1, 256, 1, 1, 0, batch.stream, args, NULL);
