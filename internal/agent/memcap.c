@@ -864,8 +864,6 @@ typedef struct {
   uint32_t blocks;
   uint64_t since_ns, bytes;
   mem_job *job[GP_MAX_BATCH_JOBS];
-  uint64_t lo[GP_MAX_JOB_REGIONS], hi[GP_MAX_JOB_REGIONS];  // what it hashes
-  uint32_t nranges;
   gp_batch_param p;
 } pending_batch;
 
@@ -875,28 +873,29 @@ static _Atomic uint32_t batch_jobs;  // batch.p.njobs, read without the lock
 static int deferring;                // hash mode with write sets, copies seen
 
 static int batched(uint64_t base, uint64_t size) {  // caller holds batch_lock
-  for (uint32_t i = 0; i < batch.nranges; i++)
-    if (base < batch.hi[i] && batch.lo[i] < base + size) return 1;
+  for (uint32_t i = 0; i < batch.p.nregions; i++) {
+    const gp_job_region *r = &batch.p.r[i];  // a carried region has no bytes: not hashed
+    if (r->size && base < r->base + r->size && r->base < base + size) return 1;
+  }
   return 0;
 }
 
-// flush_locked launches the batch's kernel; current is the caller's
-// context (NULL: unknown). Caller holds batch_lock.
-static void flush_locked(gp_CUcontext current) {
-  if (!batch.p.njobs) return;
-  mem_context *c = batch.c;
+// launch_jobs launches one kernel for the jobs of p on stream of context
+// c; current is the caller's context (NULL: unknown). waited: the jobs
+// waited in a batch, so the stream may have begun capturing since.
+static void launch_jobs(mem_context *c, gp_CUstream stream, int nan, gp_batch_param *p, mem_job *const *jobs,
+                        uint32_t blocks, uint64_t bytes, gp_CUcontext current, int waited) {
   gp_in_agent_call(1);
   int pushed = current != c->ctx && gp_cu.ctxPushCurrent(c->ctx) == 0;
   uint64_t t0 = gp_timing_this_launch() ? gp_cycles() : 0;
-  void *args[] = {&batch.p};
+  void *args[] = {p};
   // A stream that joined a capture since its jobs waited (by waiting on a
   // captured event) would put the kernel in the program's graph: the jobs
-  // are lost instead. Jobs that never wait were checked at their launch.
+  // are lost instead. Jobs that never waited were checked at their launch.
   int capturing = 0;
-  gp_CUresult r = deferring ? gp_cu.streamIsCapturing(batch.stream, &capturing) : 0;
+  gp_CUresult r = waited ? gp_cu.streamIsCapturing(stream, &capturing) : 0;
   if (r == 0 && capturing) r = 900;  // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
-  if (r == 0)
-    r = gp_cu.launchKernel(batch.nan ? c->fn_nan : c->fn, batch.blocks, 1, 1, 256, 1, 1, 0, batch.stream, args, NULL);
+  if (r == 0) r = gp_cu.launchKernel(nan ? c->fn_nan : c->fn, blocks, 1, 1, 256, 1, 1, 0, stream, args, NULL);
   if (t0) GP_COUNT(memory_launch_cycles, (gp_cycles() - t0) * GP_TIMING_SAMPLE);
   if (pushed) {
     gp_CUcontext popped;
@@ -904,15 +903,22 @@ static void flush_locked(gp_CUcontext current) {
   }
   gp_in_agent_call(0);
   if (r != 0) {
-    for (uint32_t k = 0; k < batch.p.njobs; k++) cancel_job(batch.job[k], cu_error(r));
-    gp_logf(2, "memory capture: cuLaunchKernel(gpurr_memcap) for %u jobs: %s (%d)", batch.p.njobs, cu_error(r), r);
+    for (uint32_t k = 0; k < p->njobs; k++) cancel_job(jobs[k], cu_error(r));
+    gp_logf(2, "memory capture: cuLaunchKernel(gpurr_memcap) for %u jobs: %s (%d)", p->njobs, cu_error(r), r);
     gp_mem_unhashed_write();  // later launches must not carry what these jobs lost
-  } else {
-    GP_COUNT(bytes_hashed, batch.bytes);
-    GP_COUNT(memory_hash_kernels, 1);
+    return;
   }
+  GP_COUNT(bytes_hashed, bytes);
+  GP_COUNT(memory_hash_kernels, 1);
+}
+
+// flush_locked launches the batch's kernel; current is the caller's
+// context (NULL: unknown). Caller holds batch_lock.
+static void flush_locked(gp_CUcontext current) {
+  if (!batch.p.njobs) return;
+  launch_jobs(batch.c, batch.stream, batch.nan, &batch.p, batch.job, batch.blocks, batch.bytes, current, 1);
   batch.p.njobs = batch.p.nregions = 0;
-  batch.blocks = batch.nranges = 0;
+  batch.blocks = 0;
   batch.bytes = 0;
   atomic_store_explicit(&batch_jobs, 0, memory_order_relaxed);
 }
@@ -955,8 +961,6 @@ static void batch_job(mem_context *c, gp_CUstream stream, int nan, mem_job *j, c
   bj->first_region = batch.p.nregions;
   bj->first_block = batch.blocks;
   memcpy(&batch.p.r[batch.p.nregions], r, n * sizeof *r);
-  for (uint32_t i = 0; i < n; i++)
-    if (r[i].size) batch.lo[batch.nranges] = r[i].base, batch.hi[batch.nranges++] = r[i].base + r[i].size;
   batch.job[batch.p.njobs++] = j;
   batch.p.nregions += n;
   batch.blocks += h->total_chunks;
@@ -1117,11 +1121,18 @@ static uint32_t enqueue_point(gp_mem_launch *m, mem_context *c, gp_CUstream stre
     uint64_t bytes = 0;
     for (uint32_t i = 0; i < n; i++) bytes += p.r[i].size;
     atomic_store_explicit(&j->state, JOB_ENQUEUED, memory_order_release);
-    // A snapshot, a job without write sets to tell when it may wait, and
-    // memory the host or another process may write go now.
-    int now = !deferring || snapshot || m->host_written;
+    if (!deferring || snapshot) {  // a kernel for this job alone, now: nothing waits
+      gp_batch_param one;
+      memset(&one, 0, offsetof(gp_batch_param, r));
+      one.njobs = 1, one.nregions = n;
+      one.j[0] = p.h;
+      memcpy(one.r, p.r, n * sizeof *p.r);
+      launch_jobs(c, stream, nan_dtypes != 0, &one, &j, (uint32_t)chunks, bytes, c->ctx, 0);
+      continue;
+    }
+    // Memory the host or another process may write does not wait.
     gp_spin_lock(&batch_lock);
-    batch_job(c, stream, nan_dtypes != 0, j, &p.h, p.r, n, bytes, now);
+    batch_job(c, stream, nan_dtypes != 0, j, &p.h, p.r, n, bytes, m->host_written);
     gp_spin_unlock(&batch_lock);
   }
   return snapshot ? GP_PLAN_SNAPSHOT : GP_PLAN_HASH;

@@ -712,6 +712,8 @@ HP_API int hp_memory_scenario(const char *path) {
   for (size_t i = 0; i < n; i++) fprintf(mem_out, " %s", fake_names[cbids[i]]);
   fprintf(mem_out, "\n");
 
+  gp_proc.cfg.defer_hashes = 0;  // first each job's kernel at once, as without --defer-hashes
+  gp_mem_defer();
   uint64_t a = mem_alloc(1 << 20), b = mem_alloc(3 << 16);
   mem_launch("ex_kernel(a, b), first launch: nothing hashed before", F_EX, a, b);
   mem_launch("ex_kernel(a, b): a (word 0, proved read-only) carried from the job before", F_EX, a, b);
@@ -729,7 +731,9 @@ HP_API int hp_memory_scenario(const char *path) {
   mem_launch("ro_kernel(a, b), neither written, both hashed before: no hash kernel at all", F_RO, a, b);
   mem_launch("ex_kernel(b, a): b carried, a hashed (word 1 may write)", F_EX, b, a);
 
-  fprintf(mem_out, "-- deferred hash kernels\n");
+  fprintf(mem_out, "-- deferred hash kernels (--defer-hashes)\n");
+  gp_proc.cfg.defer_hashes = 1;
+  gp_mem_defer();
   uint64_t c2 = mem_alloc(1 << 16), d2 = mem_alloc(1 << 16), e2 = mem_alloc(1 << 16);
   mem_launch("ex_kernel(c, d): its job waits", F_EX, c2, d2);
   mem_launch("ex_kernel(d, e): d only read (proved), so its job joins the batch", F_EX, d2, e2);
