@@ -30,11 +30,7 @@ const module = "github.com/gpurr/gpurr/"
 
 // publicAPI lists each exported declaration of the public packages, one line each, sorted.
 func publicAPI(t *testing.T) []string {
-	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedTypes, Dir: "../.."}
-	pkgs, err := packages.Load(cfg, module+"recording/...")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pkgs := load(t, packages.NeedName|packages.NeedTypes, false, module+"recording/...")
 	var lines []string
 	for _, p := range pkgs {
 		if len(p.Errors) > 0 {

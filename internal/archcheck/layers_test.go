@@ -71,11 +71,7 @@ func TestLayers(t *testing.T) {
 	for _, l := range layers {
 		allowed[l.name] = l.imports
 	}
-	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedImports, Dir: "../..", Tests: true}
-	pkgs, err := packages.Load(cfg, "./...")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pkgs := load(t, packages.NeedName|packages.NeedImports, true, "./...")
 	seen := map[string]bool{}
 	for _, p := range pkgs {
 		path, ok := strings.CutPrefix(p.PkgPath, module)
