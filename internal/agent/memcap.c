@@ -1026,11 +1026,13 @@ static uint32_t enqueue_point(gp_mem_launch *m, mem_context *c, gp_CUstream stre
   if (tracking) decide_carry(m, epoch, gp_proc.cfg.write_sets != GP_WRITE_SETS_ALL && !writes_unseen);
   for (uint32_t first = 0; first < m->nregions; first += GP_MAX_JOB_REGIONS) {
     uint32_t n = m->nregions - first < GP_MAX_JOB_REGIONS ? m->nregions - first : GP_MAX_JOB_REGIONS;
-    struct {
-      gp_batch_job h;
-      gp_job_region r[GP_MAX_JOB_REGIONS];
-    } p;  // the kernel reads regions up to nregions only
-    memset(&p.h, 0, sizeof p.h);
+    // The kernel's parameter for this job alone, built in place: the
+    // kernel reads jobs up to njobs and regions up to nregions only, so
+    // the rest (most of its 2120 bytes) is left unwritten.
+    gp_batch_param p;
+    gp_batch_job *h = &p.j[0];
+    p.njobs = 1, p.nregions = n;
+    memset(h, 0, sizeof *h);
     memset(p.r, 0, n * sizeof *p.r);
     uint64_t chunks = 0;
     for (uint32_t r = 0; r < n; r++) {
@@ -1060,9 +1062,11 @@ static uint32_t enqueue_point(gp_mem_launch *m, mem_context *c, gp_CUstream stre
     j->launch_seq = seq;
     // Clear the header so a stale done from a previous lap never matches.
     memset(results_host + j->res_off % results_cap, 0, GP_RESULT_HEADER);
-    memset(j->alloc_id, 0, n * sizeof *j->alloc_id);
-    memset(j->prev_job, 0, n * sizeof *j->prev_job);
-    memset(j->carry, 0, n * sizeof *j->carry);
+    if (!tracking) {  // tracking sets all three below
+      memset(j->alloc_id, 0, n * sizeof *j->alloc_id);
+      memset(j->prev_job, 0, n * sizeof *j->prev_job);
+      memset(j->carry, 0, n * sizeof *j->carry);
+    }
     if (snapshot) {
       gp_spin_lock(&alloc_lock);
       for (uint32_t r = 0; r < n; r++) {
@@ -1108,31 +1112,26 @@ static uint32_t enqueue_point(gp_mem_launch *m, mem_context *c, gp_CUstream stre
       continue;
     }
     uint64_t slot = (j->job_seq - 1) % NJOBS;
-    p.h.seq = j->job_seq;
-    p.h.out = c->results_dev + j->res_off % results_cap;
-    p.h.staging = snapshot ? c->staging_dev + j->stg_off % staging_cap : 0;
-    p.h.scratch = c->scratch + (j->res_off % results_cap + GP_RESULT_HEADER);
-    p.h.counters = c->counters + slot * 8;
-    p.h.nan_counts = nan_dtypes ? c->nan_counts + slot * GP_NAN_JOB_BYTES : 0;
-    p.h.nan_dtypes = nan_dtypes;
-    p.h.nregions = n;
-    p.h.total_chunks = (uint32_t)chunks;
-    p.h.snapshot = snapshot;
+    h->seq = j->job_seq;
+    h->out = c->results_dev + j->res_off % results_cap;
+    h->staging = snapshot ? c->staging_dev + j->stg_off % staging_cap : 0;
+    h->scratch = c->scratch + (j->res_off % results_cap + GP_RESULT_HEADER);
+    h->counters = c->counters + slot * 8;
+    h->nan_counts = nan_dtypes ? c->nan_counts + slot * GP_NAN_JOB_BYTES : 0;
+    h->nan_dtypes = nan_dtypes;
+    h->nregions = n;
+    h->total_chunks = (uint32_t)chunks;
+    h->snapshot = snapshot;
     uint64_t bytes = 0;
     for (uint32_t i = 0; i < n; i++) bytes += p.r[i].size;
     atomic_store_explicit(&j->state, JOB_ENQUEUED, memory_order_release);
     if (!deferring || snapshot) {  // a kernel for this job alone, now: nothing waits
-      gp_batch_param one;
-      memset(&one, 0, offsetof(gp_batch_param, r));
-      one.njobs = 1, one.nregions = n;
-      one.j[0] = p.h;
-      memcpy(one.r, p.r, n * sizeof *p.r);
-      launch_jobs(c, stream, nan_dtypes != 0, &one, &j, (uint32_t)chunks, bytes, c->ctx, 0);
+      launch_jobs(c, stream, nan_dtypes != 0, &p, &j, (uint32_t)chunks, bytes, c->ctx, 0);
       continue;
     }
     // Memory the host or another process may write does not wait.
     gp_spin_lock(&batch_lock);
-    batch_job(c, stream, nan_dtypes != 0, j, &p.h, p.r, n, bytes, m->host_written);
+    batch_job(c, stream, nan_dtypes != 0, j, h, p.r, n, bytes, m->host_written);
     gp_spin_unlock(&batch_lock);
   }
   return snapshot ? GP_PLAN_SNAPSHOT : GP_PLAN_HASH;

@@ -808,34 +808,44 @@ static void bench_free(uint64_t d) {
   gp_on_callback(NULL, GP_CB_DOMAIN_DRIVER_API, GP_CBID_cuMemFreeAsync, &cb);
 }
 
+// membench_launch launches ex_kernel on (x, y): its own function so that
+// callgrind can count it alone (run.sh --memory-bench --callgrind).
+__attribute__((noinline)) static void membench_launch(uint64_t x, uint64_t y) {
+  void *kp[2] = {&x, &y};
+  gp_cuLaunchKernel_params p = {F_EX, 1, 1, 1, 32, 1, 1, 0, (gp_CUstream)0x7000a0, kp, NULL};
+  launch(GP_CBID_cuLaunchKernel, &p, 0, NULL);
+}
+
 // hp_memory_bench: hash mode's host cost with live allocations, as cudaMallocAsync gives
 // PyTorch (a tensor, an allocation): each round frees one allocation, allocates one and
 // launches ex_kernel on two of them. Prints ns per round, per launch and per alloc+free.
-HP_API int hp_memory_bench(long live, long rounds) {
+// evict_bytes > 0 writes that much other memory before each round, as the framework does
+// between launches, so the agent's data has left the caches.
+HP_API int hp_memory_bench(long live, long rounds, long evict_bytes) {
   if (mem_setup() != 0) return -1;
   uint64_t *a = malloc((size_t)live * sizeof *a);
+  volatile uint8_t *evict = evict_bytes > 0 ? calloc(1, (size_t)evict_bytes) : NULL;
   for (long i = 0; i < live; i++) a[i] = bench_alloc(1 << 20);
   pthread_t t;
   pthread_create(&t, NULL, mem_drain_loop, NULL);
-  uint64_t launch_ns = 0, alloc_ns = 0, t0 = now_ns();
+  uint64_t launch_ns = 0, alloc_ns = 0, total = 0;
   for (long k = 0; k < rounds; k++) {
+    for (long j = 0; j < evict_bytes; j += 64) evict[j]++;
     long i = (k * 7919) % live, j = (k * 104729 + 1) % live;
     uint64_t t1 = now_ns();
     bench_free(a[i]);
     a[i] = bench_alloc(1 << 20);
     uint64_t t2 = now_ns();
-    uint64_t x = a[i], y = a[j];
-    void *kp[2] = {&x, &y};
-    gp_cuLaunchKernel_params p = {F_EX, 1, 1, 1, 32, 1, 1, 0, (gp_CUstream)0x7000a0, kp, NULL};
-    launch(GP_CBID_cuLaunchKernel, &p, 0, NULL);
-    launch_ns += now_ns() - t2;
+    membench_launch(a[i], a[j]);
+    uint64_t t3 = now_ns();
+    launch_ns += t3 - t2;
     alloc_ns += t2 - t1;
+    total += t3 - t1;
   }
-  uint64_t total = now_ns() - t0;
   atomic_store(&drain_stop, 1);
   pthread_join(t, NULL);
-  printf("live %ld: %.0f ns per round, launch %.0f ns, alloc+free %.0f ns\n", live, (double)total / rounds,
-         (double)launch_ns / rounds, (double)alloc_ns / rounds);
+  printf("live %ld%s: %.0f ns per round, launch %.0f ns, alloc+free %.0f ns\n", live, evict ? " cold" : "",
+         (double)total / rounds, (double)launch_ns / rounds, (double)alloc_ns / rounds);
   return 0;
 }
 
@@ -852,7 +862,7 @@ int main(int argc, char **argv) {
   int batches = argc > 3 ? atoi(argv[3]) : 300;
   hp_setup(mode);
   if (argc > 5 && strcmp(argv[5], "memory") == 0) return hp_memory_scenario(argv[4]);
-  if (argc > 4 && strcmp(argv[4], "membench") == 0) return hp_memory_bench(n, batches);
+  if (argc > 4 && strcmp(argv[4], "membench") == 0) return hp_memory_bench(n, batches, argc > 5 ? atol(argv[5]) : 0);
   if (argc > 4) return hp_scenario(argv[4]);
   double *out = calloc((size_t)batches, sizeof *out);
   hp_bench(n, 20, out);  // warm up

@@ -27,7 +27,9 @@
 #
 #   --memory-bench prints hash mode's host cost per launch and per
 #   allocation+free with 100, 1000 and 10000 live allocations (PyTorch under
-#   cudaMallocAsync: each tensor its own allocation).
+#   cudaMallocAsync: each tensor its own allocation), and with 1000 when 2 MiB
+#   of other data is written between rounds ("cold"); with --callgrind also
+#   a launch's instructions and cache misses, hot and cold.
 #
 # The C flags are cgo's for the real build (go build -x shows them): -fPIC
 # -O2 -std=gnu11 -fvisibility=hidden, plus the #cgo CFLAGS of agent.go.
@@ -71,6 +73,19 @@ echo "== build"
 build current "$src" || exit 1
 if [ $membench = 1 ]; then
     for live in 100 1000 10000; do "$out/hotpath_current" 0 $live 200000 membench || exit 1; done
+    "$out/hotpath_current" 0 1000 20000 membench $((2 << 20)) || exit 1
+    [ $callgrind = 1 ] || exit 0
+    for evict in 0 $((2 << 20)); do  # the launch alone, 1000 live allocations
+        f="$out/cg.$$"
+        valgrind --tool=callgrind --toggle-collect=membench_launch --cache-sim=yes --D1=32768,8,64 \
+            --LL=2097152,16,64 --callgrind-out-file="$f" "$out/hotpath_current" 0 1000 2000 membench $evict \
+            >/dev/null 2>&1 || exit 1
+        awk -v n=2000 -v c=$evict '
+            /^events:/ { for (i = 2; i <= NF; i++) col[$i] = i }
+            /^summary:/ { printf "hash launch %-5s %7.1f instr %6.2f D1 misses %6.2f LL misses per launch\n",
+                c ? "cold" : "hot", $col["Ir"] / n, ($col["D1mr"] + $col["D1mw"]) / n, ($col["DLmr"] + $col["DLmw"]) / n }' "$f"
+        rm -f "$f"
+    done
     exit
 fi
 if [ -n "$scenario" ]; then
