@@ -4,7 +4,8 @@ round (bare, gpurr, [profiler], bare, gpurr, ...) so clock and thermal drift hit
 and report medians. Each recorded run is checked to have recorded at least the launches the
 benchmark made, so a gpurr that records nothing cannot look fast.
 
-  python3 bench/run.py [--rounds 2] [--only launch_overhead|train_step|stacks|timing|gpt2_step|memcap|replay|race|nvtx|probe]
+  python3 bench/run.py [--rounds 2] [--only launch_overhead|train_step|stacks|timing|gpt2_step|memcap|replay|race|nvtx|probe|
+                                               hash_eager|launch_params]
                        [--memory-modes] [--gpt2-modes eager,compiled] [--gpt2-variants bare,default,...]
                        [--json PATH]
 
@@ -100,10 +101,10 @@ class Bench:
             extra = f" (unknown: {','.join(sorted(unknown))})" if unknown else ""
             sys.exit(f"--gpt2-variants: want bare and some of {','.join(known)}{extra}")
 
-    def variant(self, name, script, args, recorded, timeout, record_flags=(), env=None, sql=None):
-        """Runs script bare or under gpurr record; sql (recorded only) is one more statement whose
-        first row, as a dict, is the result's "sql" entry."""
-        argv = [self.py, ROOT / "bench" / script, *args]
+    def variant(self, name, script, args, recorded, timeout, record_flags=(), env=None, sql=None, argv0=None):
+        """Runs script (or the program argv0) bare or under gpurr record; sql (recorded only) is
+        one more statement whose first row, as a dict, is the result's "sql" entry."""
+        argv = [argv0, *args] if argv0 else [self.py, ROOT / "bench" / script, *args]
         d = self.tmp / f"rec-{name}"
         if recorded:
             shutil.rmtree(d, ignore_errors=True)
@@ -607,23 +608,58 @@ def rows_replay(b, rounds):
     return rows
 
 
+def nvcc(src, out, args):
+    """Builds src into out with nvcc: $NVCC, else on PATH, else CUDA's default place."""
+    tool = os.environ.get("NVCC") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    if not Path(tool).exists():
+        raise RuntimeError(f"no nvcc at {tool} to build {Path(src).name} (set $NVCC)")
+    p = subprocess.run([tool, *args, out, src], capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        raise RuntimeError(f"nvcc {Path(src).name}: exit {p.returncode}: {p.stderr.strip()[-300:]}")
+
+
+def rows_launch_params(b, rounds):
+    """What a launch costs the launching thread as its parameter grows (launch_params.cu: an
+    empty kernel of 1 block of 256 threads, parameters of 16 to 4000 bytes, launch calls timed
+    on the host clock): bare, under the launch log and under the launch log with GPU timing.
+    gpurr's hash kernel takes 2120 bytes and is launched once per hashed launch, so the rows say
+    what a smaller parameter would save, and what the cheapest launch costs (the floor under
+    hash mode's per-launch cost on the eager loop)."""
+    binary = b.tmp / "launch_params"
+    nvcc(ROOT / "bench" / "launch_params.cu", binary, ["-O2", "-o"])
+    got = {"bare": [], "log": [], "timing": []}
+    bad = []
+    for _ in range(rounds):
+        got["bare"].append(b.variant("launch_params.bare", None, [], False, 300, argv0=binary)["us_per_launch"])
+        for key, flags in (("log", ["--callstack", "off", "--gpu-timing=false"]), ("timing", ["--callstack", "off"])):
+            r = b.variant(f"launch_params.{key}", None, [], True, 300, flags, argv0=binary)
+            got[key].append(r["us_per_launch"])
+            if r["recorded_launches"] < r["launches"]:
+                bad.append(f"{key}: {r['recorded_launches']} of {r['launches']} launches recorded")
+    invalid = "INVALID: " + "; ".join(bad) if bad else None
+    names = {"bare": "bare", "log": "launch log", "timing": "launch log + GPU timing"}
+    rows = []
+    for key, runs in got.items():
+        med = {size: statistics.median(r[size] for r in runs) for size in runs[0]}
+        for size, us in med.items():
+            rows.append({"workload": f"launch, {size} B of parameters, {names[key]} (us/launch)", "baseline": med["16"],
+                         "under": us, "delta": f"{us - med['16']:+.2f} us vs 16 B", "target": "(report)",
+                         "verdict": invalid or "measured", "samples": runs})
+    return rows
+
+
 def rows_race(b, rounds):
     """gpurr race's trial rate on a small correct kernel (race_free.cu: 64 CTAs of 256 threads,
     ~10 us), 200 trials that change nothing, as the race verb measures it (its replays after the
     first, which sets the session up, over their time) and over the whole process; and the time to the minimal witness of racy.cu's
-    planted race with race.planted's settings. Needs nvcc ($NVCC, else on PATH, else CUDA's
-    default place) to build the two workloads with their PTX."""
-    nvcc = os.environ.get("NVCC") or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-    if not Path(nvcc).exists():
-        raise RuntimeError(f"no nvcc at {nvcc} to build the race workloads (set $NVCC)")
+    planted race with race.planted's settings. Needs nvcc (see nvcc) to build the two workloads
+    with their PTX."""
     wl = ROOT / "gputest" / "workloads"
     recs = {}
     for name, kernel in (("race_free", "synced_neighbour"), ("racy", "racy_neighbour")):
         binary, ptx = b.tmp / name, b.tmp / f"{name}.ptx"
         for args, out in ((["-O2", "-lineinfo", "-o"], binary), (["-ptx", "-lineinfo", "-arch=sm_90", "-o"], ptx)):
-            p = subprocess.run([nvcc, *args, out, wl / f"{name}.cu"], capture_output=True, text=True, timeout=300)
-            if p.returncode != 0:
-                raise RuntimeError(f"nvcc {name}.cu: exit {p.returncode}: {p.stderr.strip()[-300:]}")
+            nvcc(wl / f"{name}.cu", out, args)
         d = b.tmp / f"rec-race-{name}"
         shutil.rmtree(d, ignore_errors=True)
         run([b.gpurr, "record", "-o", d, "--memory", "snapshot", "--snapshot-kernels", kernel, "--", binary], 300, b.env)
@@ -669,12 +705,13 @@ def rows_race(b, rounds):
 BENCHES = {"launch_overhead": rows_launch_overhead, "train_step": rows_train_step,
            "stacks": rows_stacks, "timing": rows_timing, "gpt2_step": rows_gpt2_step, "memcap": rows_memcap,
            "replay": rows_replay, "race": rows_race, "nvtx": rows_nvtx, "probe": rows_probe,
-           "hash_eager": rows_hash_eager}
+           "hash_eager": rows_hash_eager, "launch_params": rows_launch_params}
 # Run only when asked for by name: gpt2_step is 14 processes of a minute or more each per mode
 # and round; race builds and records two CUDA programs first, which gpu-check's budget for the
 # default benchmarks leaves no room for (scripts/gpu-check --only bench.race runs it); hash_eager
-# is 9 processes of 220,000 launches for a figure that belongs to the hash-mode work.
-OPT_IN = {"gpt2_step", "race", "hash_eager"}
+# is 9 processes of 220,000 launches for a figure that belongs to the hash-mode work, and so is
+# launch_params, which needs nvcc.
+OPT_IN = {"gpt2_step", "race", "hash_eager", "launch_params"}
 
 
 def main():
