@@ -90,6 +90,20 @@ func TestMemoryScenario(t *testing.T) {
 	harnessGolden(t, "--memory-scenario", "memory_scenario.golden")
 }
 
+// TestAllocTable checks hash mode's allocation table (dead keys left by frees, taken again by
+// allocations) against a plain list of live allocations over 200,000 random steps: every
+// lookup must find exactly the allocation holding the address, or none.
+func TestAllocTable(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc not found: the hot-path harness is a C program")
+	}
+	touchSources(t, filepath.Join("testdata", "hotpath"))
+	out, err := exec.Command("bash", filepath.Join("testdata", "hotpath", "run.sh"), "--alloc-check").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "\nok: ") {
+		t.Fatalf("testdata/hotpath/run.sh --alloc-check: %v\n%s", err, out)
+	}
+}
+
 // harnessGolden runs testdata/hotpath/run.sh with flag and compares what it writes with the
 // golden file of that name (-update rewrites it).
 func harnessGolden(t *testing.T, flag, name string) {

@@ -63,16 +63,21 @@ void gp_mem_unhashed_write(void) {
 }
 
 static gp_spinlock alloc_lock;
-// The table is sorted keys pointing at allocations that never move: an
-// insert or free moves 24 bytes per allocation above it, not the whole
-// record (PyTorch under cudaMallocAsync keeps thousands alive, each tensor
-// one allocation, and frees and allocates several per launch).
+// The table is sorted keys pointing at allocations that never move
+// (PyTorch under cudaMallocAsync keeps thousands alive, each tensor one
+// allocation, and frees and allocates several per launch). A free leaves
+// its key in place, dead (end == base, no allocation), and an insert takes
+// a dead key beside its place: cudaMallocAsync hands a freed address out
+// again soon, so most frees and allocations move no key at all. Dead keys
+// are swept out when they are a quarter of the table. No key's base lies
+// inside a live allocation other than its own, so the last key at or
+// below an address is the only one that can hold it.
 typedef struct {
   uint64_t base, end;
-  allocation *a;
+  allocation *a;  // NULL: dead
 } alloc_key;
 static alloc_key *keys;
-static uint32_t nallocs, allocs_cap;
+static uint32_t nallocs, allocs_cap, ndead;  // nallocs counts dead keys too
 static allocation *spare;  // freed records, linked through shadow_ctx
 static uint64_t alloc_lo = UINT64_MAX, alloc_hi;  // span of every allocation ever seen
 static uint64_t next_alloc_id;
@@ -117,20 +122,69 @@ static int find_alloc(uint64_t addr) {
 
 // Whether allocation i and the one after it are cuMemMap'd pieces mapped end to end.
 static int joined(uint32_t i) {
-  return i + 1 < nallocs && ALLOC(i)->kind == GP_ALLOC_MAP && ALLOC(i + 1)->kind == GP_ALLOC_MAP &&
-         keys[i].end == keys[i + 1].base;
+  return i + 1 < nallocs && ALLOC(i) && ALLOC(i + 1) && ALLOC(i)->kind == GP_ALLOC_MAP &&
+         ALLOC(i + 1)->kind == GP_ALLOC_MAP && keys[i].end == keys[i + 1].base;
 }
 
 static void shadow_free(void *ctx, uint64_t shadow, uint64_t size);
 
-// drop_key removes key i and keeps its record for reuse. Caller holds alloc_lock.
-static void drop_key(uint32_t i) {
+// sweep removes the dead keys. Caller holds alloc_lock.
+static void sweep(void) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < nallocs; i++)
+    if (keys[i].a) keys[n++] = keys[i];
+  nallocs = n;
+  ndead = 0;
+}
+
+// kill_key frees live key i's allocation, keeps its record for reuse and
+// leaves the key dead. Caller holds alloc_lock.
+static void kill_key(uint32_t i) {
   allocation *a = ALLOC(i);
   shadow_free(a->shadow_ctx, a->shadow, a->size);
   a->shadow_ctx = spare;
   spare = a;
-  memmove(&keys[i], &keys[i + 1], (nallocs - i - 1) * sizeof *keys);
-  nallocs--;
+  keys[i].end = keys[i].base;
+  keys[i].a = NULL;
+  ndead++;
+}
+
+// remove_keys removes keys [i, k). Caller holds alloc_lock.
+static void remove_keys(uint32_t i, uint32_t k) {
+  for (uint32_t j = i; j < k; j++) ndead -= !keys[j].a;
+  memmove(&keys[i], &keys[k], (nallocs - k) * sizeof *keys);
+  nallocs -= k - i;
+}
+
+// key_slot returns the index where a key for [base, end) goes, making room
+// for it: the keys there (dead, or live ones whose frees were never seen)
+// give way. Caller holds alloc_lock and has room for one more key.
+static uint32_t key_slot(uint64_t base, uint64_t end) {
+  uint32_t i = first_above(base);
+  if (i > 0 && (keys[i - 1].end > base || (!keys[i - 1].a && keys[i - 1].base == base))) i--;
+  uint32_t k = i;
+  for (; k < nallocs && keys[k].base < end; k++)
+    if (keys[k].a) kill_key(k);
+  if (k > i) {  // the first key in the way takes the new one, the rest go
+    remove_keys(i + 1, k);
+    ndead--;
+    return i;
+  }
+  // A dead neighbour takes it in place; else the keys move up to the
+  // nearest dead key above, if there is one near, or to the end.
+  if (i > 0 && !keys[i - 1].a) {
+    ndead--;
+    return i - 1;
+  }
+  uint32_t d = i;
+  while (d < nallocs && d - i < 64 && keys[d].a) d++;
+  if (d < nallocs && !keys[d].a) {
+    ndead--;
+  } else {
+    d = nallocs++;
+  }
+  memmove(&keys[i + 1], &keys[i], (d - i) * sizeof *keys);
+  return i;
 }
 
 static void add_alloc(uint64_t base, uint64_t size, uint32_t kind) {
@@ -154,14 +208,9 @@ static void add_alloc(uint64_t base, uint64_t size, uint32_t kind) {
     gp_logf(2, "memory capture: out of host memory for the allocation table");
     return;
   }
-  uint32_t i = first_above(base);
-  // Stale overlapping entries (their frees were never seen) give way.
-  if (i > 0 && keys[i - 1].end > base) i--;
-  while (i < nallocs && keys[i].base < base + size) drop_key(i);
-  memmove(&keys[i + 1], &keys[i], (nallocs - i) * sizeof *keys);
+  uint32_t i = key_slot(base, base + size);
   *rec = (allocation){.base = base, .size = size, .id = ++next_alloc_id, .kind = kind, .device = dev, .copy_all = 1};
   keys[i] = (alloc_key){base, base + size, rec};
-  nallocs++;
   if (base < alloc_lo) alloc_lo = base;
   if (base + size > alloc_hi) alloc_hi = base + size;
   allocation a = *rec;
@@ -175,7 +224,8 @@ static void remove_alloc(uint64_t base, uint64_t size) {
   allocation a = {0};
   if (i >= 0 && keys[i].base == base && (!size || ALLOC(i)->size == size)) {
     a = *ALLOC(i);
-    drop_key((uint32_t)i);
+    kill_key((uint32_t)i);
+    if (ndead > 64 && ndead > nallocs / 4) sweep();
   }
   gp_spin_unlock(&alloc_lock);
   if (a.id) push_alloc_rec(&a, 1);
@@ -696,7 +746,7 @@ static int drop_oldest(void) {
     gp_spin_lock(&alloc_lock);
     for (uint32_t r = 0; r < j->nregions; r++)
       for (uint32_t i = 0; i < nallocs; i++)
-        if (ALLOC(i)->id == j->alloc_id[r]) ALLOC(i)->copy_all = 1;
+        if (ALLOC(i) && ALLOC(i)->id == j->alloc_id[r]) ALLOC(i)->copy_all = 1;
     gp_spin_unlock(&alloc_lock);
   }
   release_tail();

@@ -788,16 +788,20 @@ static void *mem_drain_loop(void *arg) {
   return NULL;
 }
 
-static uint64_t bench_alloc(size_t n) {
-  uint64_t d = 0;
+// alloc_at reports an allocation of n bytes at d, as cuMemAllocAsync's exit callback does.
+static void alloc_at(uint64_t d, size_t n) {
   gp_cuMemAlloc_params p = {&d, n};
-  static uint64_t next = 0x7e0000000000ull;
-  d = next;
-  next += n;
   gp_CUresult r = 0;
   gp_CallbackData cb = {.callbackSite = GP_API_EXIT, .functionName = "cuMemAllocAsync", .functionParams = &p,
                         .functionReturnValue = &r, .context = CTX, .contextUid = 1};
   gp_on_callback(NULL, GP_CB_DOMAIN_DRIVER_API, GP_CBID_cuMemAllocAsync, &cb);
+}
+
+static uint64_t bench_alloc(size_t n) {
+  static uint64_t next = 0x7e0000000000ull;
+  uint64_t d = next;
+  next += n;
+  alloc_at(d, n);
   return d;
 }
 
@@ -849,6 +853,85 @@ HP_API int hp_memory_bench(long live, long rounds, long evict_bytes) {
   return 0;
 }
 
+// hp_alloc_check checks the allocation table against a plain list of live
+// intervals over random allocations (half at addresses freed before, as
+// cudaMallocAsync hands them out again; some over live ones, whose frees
+// were never seen: they give way), frees (some of addresses never
+// allocated) and lookups: after every step, 8 parameter words, most inside live
+// allocations, must each find exactly the allocation holding it, as a hash
+// mode launch's regions. Prints "ok" or the first difference.
+typedef struct {
+  uint64_t base, end;
+} interval;
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint64_t rng(void) {  // xorshift64*
+  rng_state ^= rng_state >> 12, rng_state ^= rng_state << 25, rng_state ^= rng_state >> 27;
+  return rng_state * 0x2545F4914F6CDD1Dull;
+}
+
+HP_API int hp_alloc_check(long steps) {
+  if (mem_setup() != 0) return -1;
+  enum { WINDOW = 1 << 26, MAX_LIVE = 4096 };
+  const uint64_t lo = 0x7d0000000000ull;
+  interval *live = calloc(MAX_LIVE, sizeof *live);
+  gp_mem_launch *m = malloc(sizeof *m);
+  uint64_t freed[64];
+  long n = 0, nfreed = 0, lookups = 0, found = 0, most = 0;
+  for (long step = 0; step < steps; step++) {
+    uint64_t op = rng() % 100;
+    if (op < 60 && n < MAX_LIVE) {  // allocate, over whatever was there
+      uint64_t base = lo + (rng() % (WINDOW / 256)) * 256, size = 256 * (1 + rng() % 64);
+      if (op < 30 && nfreed) base = freed[rng() % nfreed];  // a freed address handed out again
+      if (op < 3 && n) base = live[rng() % n].base;        // over a live one whose free went unseen
+      long k = 0;
+      for (long i = 0; i < n; i++)
+        if (live[i].end <= base || live[i].base >= base + size) live[k++] = live[i];
+      n = k;
+      live[n++] = (interval){base, base + size};
+      alloc_at(base, size);
+    } else if (op < 95 && n) {  // free a live one
+      long i = (long)(rng() % (uint64_t)n);
+      bench_free(live[i].base);
+      freed[nfreed < 64 ? nfreed++ : (long)(rng() % 64)] = live[i].base;
+      live[i] = live[--n];
+    } else {  // free what was never allocated
+      bench_free(lo + WINDOW + 256 * (rng() % 1024));
+    }
+    uint64_t words[8];
+    for (int w = 0; w < 8; w++) {
+      if (n && rng() % 4) {
+        interval v = live[rng() % n];
+        words[w] = v.base + rng() % (v.end - v.base);
+      } else {
+        words[w] = lo + rng() % (WINDOW + (1 << 20));
+      }
+    }
+    gp_mem_launch_enter(m, (const uint8_t *)words, sizeof words, CTX, (gp_CUstream)0x7000a0, 0, (uint64_t)step + 1,
+                        0, 1, NULL, 0);
+    for (int w = 0; w < 8; w++, lookups++) {
+      const interval *want = NULL;
+      for (long i = 0; i < n && !want; i++)
+        if (words[w] >= live[i].base && words[w] < live[i].end) want = &live[i];
+      const gp_region_rec *got = NULL;
+      for (uint32_t p = 0; p < m->npointers && !got; p++)
+        if (m->pointers[p].offset == 8u * (uint32_t)w) got = &m->regions[m->pointers[p].region];
+      int same = want ? got && got->base == want->base && got->size == want->end - want->base : !got;
+      if (!same) {
+        printf("step %ld, word 0x%llx: table says [0x%llx, +%llu), the live list [0x%llx, +%llu)\n", step,
+               (unsigned long long)words[w], got ? (unsigned long long)got->base : 0ull,
+               got ? (unsigned long long)got->size : 0ull, want ? (unsigned long long)want->base : 0ull,
+               want ? (unsigned long long)(want->end - want->base) : 0ull);
+        return 1;
+      }
+      found += want != NULL;
+    }
+    if (n > most) most = n;
+  }
+  printf("ok: %ld steps, %ld lookups, %ld inside a live allocation, up to %ld live\n", steps, lookups, found, most);
+  return 0;
+}
+
 #ifdef HP_MAIN
 // C-only runs (no Python anywhere): callstack off and native.
 static int cmp_double(const void *a, const void *b) {
@@ -862,6 +945,7 @@ int main(int argc, char **argv) {
   int batches = argc > 3 ? atoi(argv[3]) : 300;
   hp_setup(mode);
   if (argc > 5 && strcmp(argv[5], "memory") == 0) return hp_memory_scenario(argv[4]);
+  if (argc > 4 && strcmp(argv[4], "alloccheck") == 0) return hp_alloc_check(n);
   if (argc > 4 && strcmp(argv[4], "membench") == 0) return hp_memory_bench(n, batches, argc > 5 ? atol(argv[5]) : 0);
   if (argc > 4) return hp_scenario(argv[4]);
   double *out = calloc((size_t)batches, sizeof *out);

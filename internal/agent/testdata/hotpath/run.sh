@@ -31,10 +31,13 @@
 #   of other data is written between rounds ("cold"); with --callgrind also
 #   a launch's instructions and cache misses, hot and cold.
 #
+#   --alloc-check checks hash mode's allocation table against a plain list
+#   over 200,000 random allocations, frees and lookups; prints "ok: ...".
+#
 # The C flags are cgo's for the real build (go build -x shows them): -fPIC
 # -O2 -std=gnu11 -fvisibility=hidden, plus the #cgo CFLAGS of agent.go.
 set -u
-callgrind=0 base="" scenario="" memory="" membench=0
+callgrind=0 base="" scenario="" memory="" membench=0 alloccheck=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --callgrind) callgrind=1 ;;
@@ -42,6 +45,7 @@ while [ $# -gt 0 ]; do
     --scenario) scenario=${2:?--scenario needs a file}; shift ;;
     --memory-scenario) scenario=${2:?--memory-scenario needs a file} memory=memory; shift ;;
     --memory-bench) membench=1 ;;
+    --alloc-check) alloccheck=1 ;;
     *) sed -n '2,30p' "$0" >&2; exit 2 ;;
     esac
     shift
@@ -71,6 +75,10 @@ build() {  # build NAME AGENT_DIR: libhotpath_NAME.so (for Python) and hotpath_N
 
 echo "== build"
 build current "$src" || exit 1
+if [ $alloccheck = 1 ]; then
+    "$out/hotpath_current" 0 200000 0 alloccheck
+    exit
+fi
 if [ $membench = 1 ]; then
     for live in 100 1000 10000; do "$out/hotpath_current" 0 $live 200000 membench || exit 1; done
     "$out/hotpath_current" 0 1000 20000 membench $((2 << 20)) || exit 1
