@@ -120,6 +120,16 @@ static int find_alloc(uint64_t addr) {
   return i > 0 && addr < keys[i - 1].end ? (int)(i - 1) : -1;
 }
 
+// find_alloc_at returns the index of the live allocation at base: key hint
+// if it still is (the launch's ENTER found it there, and keys move only
+// when the table grows, shrinks or is swept), else a search. Caller holds
+// alloc_lock.
+static int find_alloc_at(uint64_t base, int32_t hint) {
+  if (hint >= 0 && (uint32_t)hint < nallocs && keys[hint].a && keys[hint].base == base) return hint;
+  int i = find_alloc(base);
+  return i >= 0 && keys[i].base == base ? i : -1;
+}
+
 // Whether allocation i and the one after it are cuMemMap'd pieces mapped end to end.
 static int joined(uint32_t i) {
   return i + 1 < nallocs && ALLOC(i) && ALLOC(i + 1) && ALLOC(i)->kind == GP_ALLOC_MAP &&
@@ -851,21 +861,22 @@ static uint64_t selected_launch(uint64_t seq) {
 static void decide_carry(gp_mem_launch *m, uint64_t epoch, int carrying) {
   gp_spin_lock(&alloc_lock);
   for (uint32_t r = 0; r < m->nregions; r++) {
-    int ai = find_alloc(m->regions[r].base);
-    const allocation *a = ai >= 0 && keys[ai].base == m->regions[r].base ? ALLOC(ai) : NULL;
+    int ai = find_alloc_at(m->regions[r].base, m->alloc_index[r]);
+    const allocation *a = ai >= 0 ? ALLOC(ai) : NULL;
     m->prev_job[r] = a && a->last_epoch == epoch ? a->last_job : 0;
     if (!carrying || !m->prev_job[r]) m->carry[r] = GP_CARRY_NONE;
   }
   gp_spin_unlock(&alloc_lock);
 }
 
-// note_hashed makes job the last hash of the job's hashed regions.
-static void note_hashed(const mem_job *j, uint64_t epoch) {
+// note_hashed makes job the last hash of the job's hashed regions; hint[r]
+// is where the launch found region r's allocation.
+static void note_hashed(const mem_job *j, const int32_t *hint, uint64_t epoch) {
   gp_spin_lock(&alloc_lock);
   for (uint32_t r = 0; r < j->nregions; r++) {
     if (j->carry[r]) continue;
-    int ai = find_alloc(j->region_addr[r]);
-    if (ai < 0 || keys[ai].base != j->region_addr[r]) continue;
+    int ai = find_alloc_at(j->region_addr[r], hint[r]);
+    if (ai < 0) continue;
     ALLOC(ai)->last_job = j->job_seq;
     ALLOC(ai)->last_epoch = epoch;
   }
@@ -1154,7 +1165,7 @@ static uint32_t enqueue_point(gp_mem_launch *m, mem_context *c, gp_CUstream stre
         if (j->npointers < GP_JOB_POINTERS) j->pointers[j->npointers] = (gp_pointer_rec){m->pointers[i].offset, r - first};
         j->npointers++;
       }
-      note_hashed(j, epoch);
+      note_hashed(j, m->alloc_index + first, epoch);
     }
     if (!chunks) {
       atomic_store_explicit(&j->state, JOB_ENQUEUED, memory_order_release);
