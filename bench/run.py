@@ -340,10 +340,7 @@ def rows_train_step(b, rounds):
             r = b.variant(f"train_step.{key}", "train_step.py", args, True, 500, flags,
                           sql=CHANGED_BYTES_SQL if key == "gpurr_hash_all" else None)
             got[key].append(r["ms_per_step"])
-            if "sql" in r and r["sql"]["steps"] and r["memcap_gpu_ms"]:
-                rate = r["bytes_hashed"] / (r["memcap_gpu_ms"] / 1e3)  # bytes/s of gpurr's hash kernels here
-                floor = {"changed_gb": r["sql"]["changed"] / r["sql"]["steps"] / 1e9,
-                         "hashed_gb": r["sql"]["hashed"] / r["sql"]["steps"] / 1e9, "rate": rate}
+            floor = hash_floor(r) or floor
             steps = 5 if "--steps" in args else 25
             total = r["bytes_hashed"] + r["bytes_carried"]
             hashed[key] = (r["bytes_hashed"] / steps / 1e9, r["bytes_carried"] / total * 100 if total else 0)
@@ -383,19 +380,36 @@ def rows_train_step(b, rounds):
                      "target": f"<= {limit:.0f}%" if limit is not None else "(report)", "verdict": verdict,
                      "samples": {"bare": got["bare"], key: got[key]}})
     if floor:
-        # Hashing only the bytes that changed, at the rate gpurr's hash kernels reached in this
-        # run, and nothing else: the least any exact per-launch hash can add to this step.
-        pct = floor["changed_gb"] * 1e9 / floor["rate"] * 1e3 / base * 100
-        rows.append({"workload": f"train_step exact-hash floor ({floor['changed_gb']:.1f} of {floor['hashed_gb']:.1f} GB "
-                                 f"per step changed; hashed at {floor['rate'] / 1e12:.2f} TB/s)",
-                     "baseline": base, "under": base * (1 + pct / 100), "delta": f"+{pct:.1f}%",
-                     "target": "(report)", "verdict": "measured", "samples": {}})
+        rows.append(floor_row("train_step", floor, base))
     return rows
 
 
+def hash_floor(r):
+    """From a recorded run whose result has CHANGED_BYTES_SQL's row: GB changed and GB of hashed
+    states per step, and the rate gpurr's hash kernels reached in that run (bytes/s). None when
+    the run had no steps after warm-up or no GPU timing."""
+    if "sql" not in r or not r["sql"]["steps"] or not r["memcap_gpu_ms"]:
+        return None
+    return {"changed_gb": r["sql"]["changed"] / r["sql"]["steps"] / 1e9,
+            "hashed_gb": r["sql"]["hashed"] / r["sql"]["steps"] / 1e9,
+            "rate": r["bytes_hashed"] / (r["memcap_gpu_ms"] / 1e3)}
+
+
+def floor_row(name, floor, base):
+    """Hashing only the bytes that changed, at the rate gpurr's hash kernels reached in the same
+    run, and nothing else: the least any exact per-launch hash can add to a step of base ms."""
+    pct = floor["changed_gb"] * 1e9 / floor["rate"] * 1e3 / base * 100
+    return {"workload": f"{name} exact-hash floor ({floor['changed_gb']:.1f} of {floor['hashed_gb']:.1f} GB "
+                        f"per step changed; hashed at {floor['rate'] / 1e12:.2f} TB/s)",
+            "baseline": base, "under": base * (1 + pct / 100), "delta": f"+{pct:.1f}%",
+            "target": "(report)", "verdict": "measured", "samples": {}}
+
+
 # Bytes a launch changed (its region's hash differs from the allocation's state before it, or
-# the allocation is new), against bytes hashed, over the steps after train_step's 5 warm-up
-# steps, from a recording that hashed every region after every launch (--write-sets all).
+# the allocation is new), against bytes of hashed states, over the steps after the step
+# benchmarks' 5 warm-up steps. A state carried by a write set equals the one before it, so a
+# recording with write sets counts the same changed bytes as one that hashed everything
+# (--write-sets all); its hashed figure counts the carried states too.
 CHANGED_BYTES_SQL = """
 WITH s AS (
   SELECT l.step, m.size, m.hash,
@@ -474,7 +488,9 @@ def rows_gpt2_step(b, rounds):
     Other tenants of the GPU machine slow whole stretches of steps by 10-30% (seen as steps far
     above a flat floor), which the median of one process does not remove. So each row gives two
     figures: the median over rounds of each round's ratio of medians to that round's bare run,
-    and the same for each process's fastest step (its floor, where nothing else ran)."""
+    and the same for each process's fastest step (its floor, where nothing else ran). With the
+    hash variant, one more row: the exact-hash floor of the step (CHANGED_BYTES_SQL on its
+    first round's recording)."""
     rows = []
     variants = [v for v in GPT2_VARIANTS if v[0] in b.gpt2_variants]
     for mode in b.gpt2_modes:
@@ -484,11 +500,13 @@ def rows_gpt2_step(b, rounds):
         agent = {k: [] for k, _, _ in variants}
         per_step = {}
         hashed = {}  # hash modes: GB hashed per step, % of region bytes carried
+        floors = []  # from the first round's --memory hash run: what exact hashing cannot skip
         invalid = []
-        for _ in range(rounds):
+        for i in range(rounds):
             for key, flags, args in variants:
                 r = b.variant(f"gpt2_step.{mode}.{key}", "gpt2_step.py", extra + args, flags is not None,
-                              600, flags or ())
+                              600, flags or (), sql=CHANGED_BYTES_SQL if key == "hash" and i == 0 else None)
+                floors.append(hash_floor(r))
                 got[key].append(r["ms_per_step"])
                 floor[key].append(min(r["steps_ms"]))
                 if flags is not None:
@@ -521,6 +539,8 @@ def rows_gpt2_step(b, rounds):
                          "target": target, "verdict": verdict,
                          "samples": {"bare": got["bare"], key: got[key], "floor_bare": floor["bare"],
                                      f"floor_{key}": floor[key]}})
+        if any(floors):
+            rows.append(floor_row(f"gpt2 {mode}", next(f for f in floors if f), base))
     return rows
 
 
