@@ -68,8 +68,10 @@ func TestBatchParamMatchesKernels(t *testing.T) {
 		t.Fatalf("gp_batch_param is %d bytes, EncodeBatch gives %d, the kernel takes %d", len(got), len(want), kernels.BatchBytes)
 	}
 	// The kernel reads the header, jobs[0, njobs) and regions[0, nregions); the rest is unused.
-	const header, job, jobs, region = 8, 72, 8, 32
-	for _, span := range [][2]int{{0, header + 2*job}, {header + jobs*job, header + jobs*job + 3*region}} {
+	const header, region = 8, 32
+	regions := kernels.BatchBytes - kernels.MaxJobRegions*region
+	job := (regions - header) / kernels.MaxBatchJobs
+	for _, span := range [][2]int{{0, header + 2*job}, {regions, regions + 3*region}} {
 		if g, w := got[span[0]:span[1]], want[span[0]:span[1]]; !bytes.Equal(g, w) {
 			t.Errorf("bytes [%d, %d): memcap.h gives\n%x\nEncodeBatch gives\n%x", span[0], span[1], g, w)
 		}
