@@ -6,7 +6,7 @@ benchmark made, so a gpurr that records nothing cannot look fast.
 
   python3 bench/run.py [--rounds 2] [--only launch_overhead|train_step|stacks|timing|gpt2_step|memcap|replay|race|nvtx|probe|
                                                hash_eager|launch_params]
-                       [--memory-modes] [--gpt2-modes eager,compiled] [--gpt2-variants bare,default,...]
+                       [--memory-modes [VARIANTS]] [--gpt2-modes eager,compiled] [--gpt2-variants bare,default,...]
                        [--json PATH]
 
 Prints one row per comparison, last: workload, baseline, under gpurr, delta, target, verdict.
@@ -90,7 +90,12 @@ class Bench:
         self.env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.env.pop("CUDA_INJECTION64_PATH", None)
         self.log = []
-        self.memory_modes = args.memory_modes
+        known_memory = [k for k, _, _ in TRAIN_MEMORY_VARIANTS]
+        self.memory_modes = known_memory if args.memory_modes == "all" else \
+            [k for k in known_memory if k in args.memory_modes.split(",")] if args.memory_modes else []
+        unknown = set(args.memory_modes.split(",")) - set(known_memory) - {"all"} if args.memory_modes else set()
+        if unknown:
+            sys.exit(f"--memory-modes: unknown {','.join(sorted(unknown))}; want some of {','.join(known_memory)}")
         self.gpt2_modes = args.gpt2_modes.split(",")
         known = [k for k, _, _ in GPT2_VARIANTS]
         # The hash-mode variants cost seconds per step: run only when named.
@@ -314,20 +319,12 @@ def rows_probe(b, rounds):
 
 
 def rows_train_step(b, rounds):
-    """A GPU-bound transformer training step, bare and recorded: launch log only, --memory hash
-    (every launch), the same with --nan-scan bf16,f32, and --memory snapshot of every 10th launch
-    (hashes of the others).
-
-    The snapshot variant runs 4 steps after 1 warm-up: it stores gigabytes per step (the step
-    rewrites most of its memory), and 25 steps would fill the disk."""
+    """A GPU-bound transformer training step, bare and recorded: launch log only, and with
+    --memory-modes under TRAIN_MEMORY_VARIANTS (hash mode's write sets, hashes beside the program,
+    NaN counts, and --memory snapshot of every 10th launch with hashes of the others)."""
     variants = {"gpurr": ([], [])}
-    if b.memory_modes:  # opt-in: they cost seconds per step and would not fit gpu-check's budget
-        variants.update({"gpurr_hash_all": (["--memory", "hash", "--write-sets", "all"], []),
-                         "gpurr_hash": (["--memory", "hash"], []),
-                         "gpurr_hash_learned": (["--memory", "hash", "--write-sets", "learned"], []),
-                         "gpurr_hash_nan": (["--memory", "hash", "--nan-scan", "bf16,f32"], []),
-                         "gpurr_snap10": (["--memory", "snapshot", "--snapshot-launches", "1-:10"],
-                                          ["--steps", "4", "--warmup", "1"])})
+    # Opt-in: they cost seconds per step and would not fit gpu-check's budget.
+    variants.update({key: (flags, args) for key, flags, args in TRAIN_MEMORY_VARIANTS if key in b.memory_modes})
     got = {"bare": [], **{k: [] for k in variants}}
     checks = {k: [] for k in variants}
     hashed = {}  # GB hashed per step (warm-up steps included), and the share carried instead
@@ -358,12 +355,11 @@ def rows_train_step(b, rounds):
             checks[key].append(why)
     base = statistics.median(got["bare"])
     rows = []
-    for key, label, limit in (("gpurr", "train_step (ms/step)", TRAIN_STEP_MAX_SLOWDOWN_PCT),
-                              ("gpurr_hash_all", "train_step --memory hash --write-sets all", None),
-                              ("gpurr_hash", "train_step --memory hash", TRAIN_STEP_HASH_MAX_SLOWDOWN_PCT),
-                              ("gpurr_hash_learned", "train_step --memory hash --write-sets learned", None),
-                              ("gpurr_hash_nan", "train_step --memory hash --nan-scan bf16,f32", None),
-                              ("gpurr_snap10", "train_step snapshot 10%", None)):
+    labels = [("gpurr", "train_step (ms/step)", TRAIN_STEP_MAX_SLOWDOWN_PCT)]
+    for key, flags, _ in TRAIN_MEMORY_VARIANTS:
+        limit = TRAIN_STEP_HASH_MAX_SLOWDOWN_PCT if key == "gpurr_hash" else None
+        labels.append((key, "train_step snapshot 10%" if key == "gpurr_snap10" else "train_step " + " ".join(flags), limit))
+    for key, label, limit in labels:
         if key not in variants:
             continue
         rec = statistics.median(got[key])
@@ -459,6 +455,20 @@ def rows_stacks(b, rounds):
                          "samples": {"wall_us": got, "agent_us": agent}})
     return rows
 
+
+# The GPU-bound step's memory-capture variants (bench/run.py --memory-modes): (key, record flags,
+# extra benchmark arguments). The snapshot variant runs 4 steps after 1 warm-up: it stores
+# gigabytes per step (the step rewrites most of its memory), and 25 steps would fill the disk.
+TRAIN_MEMORY_VARIANTS = [
+    ("gpurr_hash_all", ["--memory", "hash", "--write-sets", "all"], []),
+    ("gpurr_hash", ["--memory", "hash"], []),
+    ("gpurr_hash_learned", ["--memory", "hash", "--write-sets", "learned"], []),
+    ("gpurr_hash_defer", ["--memory", "hash", "--defer-hashes"], []),
+    ("gpurr_hash_learned_defer", ["--memory", "hash", "--write-sets", "learned", "--defer-hashes"], []),
+    ("gpurr_hash_nan", ["--memory", "hash", "--nan-scan", "bf16,f32"], []),
+    ("gpurr_hash_nan_defer", ["--memory", "hash", "--nan-scan", "bf16,f32", "--defer-hashes"], []),
+    ("gpurr_snap10", ["--memory", "snapshot", "--snapshot-launches", "1-:10"], ["--steps", "4", "--warmup", "1"]),
+]
 
 # The launch-heavy step's variants, in the order each round runs them: (key, record flags or
 # None for a bare run, extra benchmark arguments).
@@ -740,8 +750,9 @@ def main():
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--only", choices=sorted(BENCHES))
-    ap.add_argument("--memory-modes", action="store_true",
-                    help="train_step also under --memory hash and --memory snapshot of every 10th launch")
+    ap.add_argument("--memory-modes", nargs="?", const="all", default="",
+                    help="train_step also under memory capture: all of its variants, or those named "
+                         "(comma-separated: " + ",".join(k for k, _, _ in TRAIN_MEMORY_VARIANTS) + ")")
     ap.add_argument("--gpt2-modes", default="eager,compiled",
                     help="which launch-heavy GPT-2 steps to run: eager, compiled or both (comma-separated)")
     ap.add_argument("--gpt2-variants", default="",

@@ -200,6 +200,19 @@ typedef struct {
   void **extra;
 } gp_cuLaunchKernelEx_params;
 
+// Where CUPTI's parameter structs of driver calls name the stream (byte
+// offsets): memcap.c makes that stream wait for hashes beside the program.
+enum {
+  GP_STREAM_AT_STREAM_CALL = 0,      // cuStreamSynchronize, cuStreamDestroy, cuStreamWriteValue32, cuStreamBatchMemOp
+  GP_STREAM_AT_EVENT_RECORD = 8,     // cuEventRecord, cuEventRecordWithFlags: (hEvent, hStream)
+  GP_STREAM_AT_FREE_ASYNC = 8,       // cuMemFreeAsync: (dptr, hStream)
+  GP_STREAM_AT_COPY_DESC_ASYNC = 8,  // cuMemcpy2DAsync, cuMemcpy3DAsync, cuMemcpy3DPeerAsync: (pCopy, hStream)
+  GP_STREAM_AT_MEMSET_ASYNC = 24,    // cuMemsetD8Async, D16, D32: (dst, value, N, hStream)
+  GP_STREAM_AT_MEMCPY_ASYNC = 24,    // cuMemcpyAsync, cuMemcpyHtoDAsync, cuMemcpyDtoDAsync: (dst, src, n, hStream)
+  GP_STREAM_AT_MEMSET2D_ASYNC = 40,  // cuMemsetD2D8Async, D16, D32: (dst, pitch, value, width, height, hStream)
+  GP_STREAM_AT_PEER_ASYNC = 40,      // cuMemcpyPeerAsync: (dst, dstCtx, src, srcCtx, n, hStream)
+};
+
 // cuGraphLaunch_params
 typedef struct {
   gp_CUgraphExec hGraph;

@@ -460,6 +460,16 @@ func writeClass(name string) int {
 	return int(C.gp_mem_write_class(cs))
 }
 
+// callOrder is the agent's sorting of a driver call by what it waits for while hashes run beside
+// the program (GP_ORDER_*), and where its parameters name its stream (-1: nowhere).
+func callOrder(name string) (order, streamAt int) {
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	var at C.uint8_t
+	order = int(C.gp_mem_call_order(cs, &at))
+	return order, int(at) - 1
+}
+
 // cannedJobRegion is one region of a canned memory job: hashed with these
 // chunk hashes, or carried (GP_CARRY_*) from prevJob.
 type cannedJobRegion struct {

@@ -116,6 +116,10 @@ typedef struct {
   // hash mode's deferred hash kernels (memcap.c): launched from any thread
   gp_CUresult (*ctxPushCurrent)(gp_CUcontext);
   gp_CUresult (*ctxPopCurrent)(gp_CUcontext *);
+  // ... and the stream they run on beside the program's (memcap.c)
+  gp_CUresult (*streamCreate)(gp_CUstream *, unsigned);
+  gp_CUresult (*streamWaitEvent)(gp_CUstream, void *, unsigned);
+  gp_CUresult (*eventSynchronize)(void *);
 } gp_cu_api;
 extern gp_cu_api gp_cu;
 

@@ -408,7 +408,9 @@ static void on_launch_enter(uint32_t cbid, const gp_CallbackData *cb) {
   if (!fe->selected) {
     GP_COUNT(launches_filtered, 1);
     if (gp_proc.cfg.memory_mode != GP_MEM_OFF) {  // it runs, unhashed
-      gp_mem_before_unhashed(cb->context);
+      launch_view v;
+      view_launch(cbid, cb->functionParams, &v);
+      gp_mem_before_unhashed(cb->context, v.stream, is_ptsz(cbid));
       gp_mem_unhashed_write();
     }
     return;
@@ -638,7 +640,8 @@ static void dispatch(int domain, uint32_t cbid, const void *data) {
       if (cb->callbackSite == GP_API_EXIT)
         on_graph_launch(cbid, cb);
       else if (gp_proc.cfg.memory_mode != GP_MEM_OFF)  // its kernels may write what waits to be hashed
-        gp_mem_before_unhashed(cb->context);
+        gp_mem_before_unhashed(cb->context, ((const gp_cuGraphLaunch_params *)cb->functionParams)->hStream,
+                               is_ptsz(cbid));
     } else if (gp_proc.cfg.probes && cbid >= GP_CBID_cuModuleLoadData && cbid <= GP_CBID_cuModuleUnload) {
       if (cbid == GP_CBID_cuModuleUnload && cb->callbackSite == GP_API_ENTER) forget_module(cb);
       gp_probe_module_api(cbid, cb);

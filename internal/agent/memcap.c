@@ -282,7 +282,7 @@ int gp_mem_error_callback(uint32_t cbid) {
   return 0;
 }
 
-static void before_free(gp_CUcontext ctx, uint64_t ptr);
+static void before_free(uint32_t cbid, const gp_CallbackData *cb, uint64_t ptr);
 
 // gp_mem_on_api tracks allocations: new ones at API exit (when the address
 // is known and the call succeeded), frees at API enter (before the address
@@ -321,13 +321,13 @@ void gp_mem_on_api(uint32_t cbid, const gp_CallbackData *cb) {
   case GP_CBID_cuMemFreeAsync_ptsz:
   case GP_CBID_cuIpcCloseMemHandle:
     if (!exit) {
-      before_free(cb->context, *(const uint64_t *)p);
+      before_free(cbid, cb, *(const uint64_t *)p);
       remove_alloc(*(const uint64_t *)p, 0);
     }
     break;
   case GP_CBID_cuMemUnmap:
     if (!exit) {
-      before_free(cb->context, ((const gp_cuMemUnmap_params *)p)->ptr);
+      before_free(cbid, cb, ((const gp_cuMemUnmap_params *)p)->ptr);
       remove_alloc(((const gp_cuMemUnmap_params *)p)->ptr, ((const gp_cuMemUnmap_params *)p)->size);
     }
     break;
@@ -441,6 +441,10 @@ static void find_regions(gp_mem_launch *m, const uint8_t *params, uint32_t len, 
 // By driver cbid: how a call that writes device memory names what it writes (GP_WRITE_*).
 enum { MAX_WRITE_CBID = 1024 };
 static uint8_t write_class[MAX_WRITE_CBID];
+// By driver cbid, for hashes running beside the program (--defer-hashes):
+// what the call must wait for (GP_ORDER_*), and where its parameters name
+// its stream (byte offset + 1; 0: it names none), per-thread when call_ptsz.
+static uint8_t call_order[MAX_WRITE_CBID], call_stream_at[MAX_WRITE_CBID], call_ptsz[MAX_WRITE_CBID];
 
 static int has_prefix(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
 
@@ -466,6 +470,54 @@ int gp_mem_write_class(const char *name) {
   return GP_WRITE_ANY;
 }
 
+int gp_mem_call_order(const char *name, uint8_t *stream_at) {
+  static const struct {
+    const char *prefix;
+    uint8_t order, stream_at;
+  } calls[] = {
+      {"cuEventRecord", GP_ORDER_STREAM, GP_STREAM_AT_EVENT_RECORD + 1},
+      {"cuStreamSynchronize", GP_ORDER_STREAM, GP_STREAM_AT_STREAM_CALL + 1},
+      {"cuStreamDestroy", GP_ORDER_HOST, GP_STREAM_AT_STREAM_CALL + 1},  // forgotten as waited
+      {"cuCtxDestroy", GP_ORDER_HOST, 0},
+      {"cuDevicePrimaryCtxRelease", GP_ORDER_HOST, 0},
+      {"cuDevicePrimaryCtxReset", GP_ORDER_HOST, 0},
+      {"cuMemsetD8Async", GP_ORDER_NONE, GP_STREAM_AT_MEMSET_ASYNC + 1},
+      {"cuMemsetD16Async", GP_ORDER_NONE, GP_STREAM_AT_MEMSET_ASYNC + 1},
+      {"cuMemsetD32Async", GP_ORDER_NONE, GP_STREAM_AT_MEMSET_ASYNC + 1},
+      {"cuMemcpyAsync", GP_ORDER_NONE, GP_STREAM_AT_MEMCPY_ASYNC + 1},
+      {"cuMemcpyHtoDAsync", GP_ORDER_NONE, GP_STREAM_AT_MEMCPY_ASYNC + 1},
+      {"cuMemcpyDtoDAsync", GP_ORDER_NONE, GP_STREAM_AT_MEMCPY_ASYNC + 1},
+      {"cuMemsetD2D", GP_ORDER_NONE, 0},  // below
+      {"cuMemcpyPeerAsync", GP_ORDER_NONE, GP_STREAM_AT_PEER_ASYNC + 1},
+      {"cuMemcpy2DAsync", GP_ORDER_NONE, GP_STREAM_AT_COPY_DESC_ASYNC + 1},
+      {"cuMemcpy3DAsync", GP_ORDER_NONE, GP_STREAM_AT_COPY_DESC_ASYNC + 1},
+      {"cuMemcpy3DPeerAsync", GP_ORDER_NONE, GP_STREAM_AT_COPY_DESC_ASYNC + 1},
+      {"cuStreamWriteValue", GP_ORDER_NONE, GP_STREAM_AT_STREAM_CALL + 1},
+      {"cuStreamBatchMemOp", GP_ORDER_NONE, GP_STREAM_AT_STREAM_CALL + 1},
+  };
+  *stream_at = 0;
+  for (size_t i = 0; i < sizeof calls / sizeof *calls; i++) {
+    if (!has_prefix(name, calls[i].prefix)) continue;
+    const char *rest = name + strlen(calls[i].prefix);
+    // A name goes on only with a version, a width or _ptsz (cuMemsetD2D
+    // with the width first: cuMemsetD2D8Async).
+    if (has_prefix(calls[i].prefix, "cuMemsetD2D")) {
+      *stream_at = strstr(rest, "Async") ? GP_STREAM_AT_MEMSET2D_ASYNC + 1 : 0;
+    } else if (*rest && *rest != '_' && !(*rest >= '0' && *rest <= '9') && !has_prefix(rest, "WithFlags")) {
+      continue;
+    } else {
+      *stream_at = calls[i].stream_at;
+    }
+    return calls[i].order;
+  }
+  return GP_ORDER_NONE;
+}
+
+static int is_ptsz_name(const char *name) {
+  size_t n = strlen(name);
+  return n > 5 && (strcmp(name + n - 5, "_ptsz") == 0 || strcmp(name + n - 5, "_ptds") == 0);
+}
+
 size_t gp_mem_write_cbids(uint32_t *out, size_t cap) {
   if (!gp_cupti_callback_name) {
     writes_unseen = 1;
@@ -477,6 +529,8 @@ size_t gp_mem_write_cbids(uint32_t *out, size_t cap) {
     const char *name = NULL;
     if (gp_cupti_callback_name(GP_CB_DOMAIN_DRIVER_API, cbid, &name) != 0 || !name) continue;
     write_class[cbid] = (uint8_t)gp_mem_write_class(name);
+    call_order[cbid] = (uint8_t)gp_mem_call_order(name, &call_stream_at[cbid]);
+    call_ptsz[cbid] = (uint8_t)is_ptsz_name(name);
     // Calls that write nothing matter only to deferred hash kernels: else
     // their callbacks would cost the program for nothing.
     if (write_class[cbid] == GP_WRITE_FLUSH && !gp_proc.cfg.defer_hashes) write_class[cbid] = GP_WRITE_NONE;
@@ -494,14 +548,14 @@ size_t gp_mem_write_cbids(uint32_t *out, size_t cap) {
 
 int gp_mem_write_callback(uint32_t cbid) { return cbid < MAX_WRITE_CBID && write_class[cbid]; }
 
-static void before_call(int write_class, const gp_CallbackData *cb);
+static void before_call(uint32_t cbid, const gp_CallbackData *cb);
 
 // gp_mem_on_write, at the exit of a successful call: the allocation written
 // (and the pieces mapped next to it, which a copy may run into) is hashed
 // again at its next launch; a write whose target is unknown moves the epoch.
 void gp_mem_on_write(uint32_t cbid, const gp_CallbackData *cb) {
   if (cb->callbackSite != GP_API_EXIT) {
-    before_call(write_class[cbid], cb);
+    before_call(cbid, cb);
     return;
   }
   if (write_class[cbid] == GP_WRITE_FLUSH) return;
@@ -925,6 +979,7 @@ typedef struct {
   uint32_t blocks;
   uint64_t since_ns, bytes;
   mem_job *job[GP_MAX_BATCH_JOBS];
+  int host_written;                      // a job's memory may be written by the host
   gp_batch_param p;
 } pending_batch;
 
@@ -941,22 +996,230 @@ static int batched(uint64_t base, uint64_t size) {  // caller holds batch_lock
   return 0;
 }
 
+static gp_CUstream job_stream(gp_CUstream stream, int ptsz) {
+  // A _ptsz call on stream 0 ran on the per-thread stream; our plain
+  // calls must name it (CU_STREAM_PER_THREAD), or it would land on
+  // the legacy stream.
+  return ptsz && !stream ? (gp_CUstream)0x2 : stream;
+}
+
+// ---- hashes beside the program ----
+//
+// A batch runs on a stream of gpurr's own, one per program stream (its
+// side), after an event recorded on that program stream: the GPU runs it
+// beside what the program launches next. What it hashes is in flight until
+// the GPU has finished it, and the program's stream must not write that
+// meanwhile. So before a stream
+// - launches a kernel that may write a region in flight in its side (a
+//   graph, or a kernel that may write anything, counts as writing all),
+// - frees one, or copies or sets memory into one, or
+// - records an event or is synchronized (how the program orders its other
+//   streams, and the host, after this stream's launches),
+// it waits for its side (cuStreamWaitEvent: the GPU waits, not the host),
+// once for every batch launched until then. Other streams wait for nothing:
+// what the program orders after this stream's launches it orders through
+// those events and synchronizations, and what it leaves unordered stays a
+// race. The legacy stream is ordered with every blocking stream, so it and
+// the others wait for each other's sides. Calls that name no stream
+// (synchronous copies, memsets and frees, unmaps) and teardown make the
+// host wait (cuEventSynchronize). Per-thread default streams, and streams
+// beyond MAX_SIDES, hash on the program's stream as before.
+
+enum { MAX_SIDES = 8, INFLIGHT_REGIONS = 256, INFLIGHT_BATCHES = 64 };
+
+typedef struct {
+  uint64_t base, end, gen;
+} inflight_region;
+
+typedef struct {
+  uint64_t gen;
+  uint32_t njobs;
+  uint64_t seq[GP_MAX_BATCH_JOBS], res_off[GP_MAX_BATCH_JOBS];
+} inflight_batch;
+
+typedef struct {
+  gp_CUcontext ctx;
+  gp_CUstream program;  // the program's stream whose batches it runs
+  gp_CUstream side;     // NULL: none could be made; the program's stream hashes
+  void *ev_program, *ev_hashed;
+  uint64_t gen, done_gen, waited_gen;  // batches launched; known finished; the program's stream waited for
+  inflight_region regions[INFLIGHT_REGIONS];  // FIFO by gen
+  uint64_t reg_head, reg_tail;
+  inflight_batch batches[INFLIGHT_BATCHES];  // FIFO by gen
+  uint64_t b_head, b_tail;
+} side_stream;
+
+static side_stream sides[MAX_SIDES];  // under batch_lock
+static uint32_t nsides;
+static _Atomic int side_busy;  // some side has batches not known finished
+
+static int is_legacy(gp_CUstream s) { return !s || s == (gp_CUstream)0x1; }
+
+// canon names the legacy stream one way (0, or CU_STREAM_LEGACY).
+static gp_CUstream canon(gp_CUstream s) { return is_legacy(s) ? NULL : s; }
+
+static side_stream *side_of(gp_CUcontext ctx, gp_CUstream program) {
+  program = canon(program);
+  for (uint32_t i = 0; i < nsides; i++)
+    if (sides[i].ctx == ctx && sides[i].program == program) return &sides[i];
+  return NULL;
+}
+
+// side_make makes, in the current context ctx, the side of stream program;
+// one that cannot be made is remembered as none.
+static side_stream *side_make(gp_CUcontext ctx, gp_CUstream program) {
+  if (nsides == MAX_SIDES || !gp_cu.streamCreate || !gp_cu.streamWaitEvent || !gp_cu.eventSynchronize ||
+      !gp_cu.eventCreate || !gp_cu.eventRecord)
+    return NULL;
+  side_stream *sd = &sides[nsides++];
+  sd->ctx = ctx, sd->program = canon(program);
+  int mode = 2;  // relaxed: another thread's capture does not forbid it
+  gp_cu.threadExchangeStreamCaptureMode(&mode);
+  // Non-blocking: the legacy stream does not wait for it, nor it for the legacy stream.
+  gp_CUresult r = gp_cu.streamCreate(&sd->side, 0x1);
+  if (r == 0) r = gp_cu.eventCreate(&sd->ev_program, 0x2);  // CU_EVENT_DISABLE_TIMING
+  if (r == 0) r = gp_cu.eventCreate(&sd->ev_hashed, 0x2);
+  gp_cu.threadExchangeStreamCaptureMode(&mode);
+  if (r != 0) {
+    sd->side = NULL;
+    gp_logf(1, "memory capture: no stream for hashes beside the program: %s (%d); they run on its streams",
+            cu_error(r), r);
+  }
+  return sd;
+}
+
+static int batch_finished(const inflight_batch *b) {
+  uint64_t consumed = __atomic_load_n(&job_tail, __ATOMIC_ACQUIRE);  // the writer took them: done
+  for (uint32_t k = 0; k < b->njobs; k++)
+    if (consumed < b->seq[k] && *(const volatile uint64_t *)(results_host + b->res_off[k] % results_cap) != b->seq[k])
+      return 0;
+  return 1;
+}
+
+static void update_busy(void) {
+  int busy = 0;
+  for (uint32_t i = 0; i < nsides && !busy; i++) busy = sides[i].gen > sides[i].done_gen;
+  atomic_store_explicit(&side_busy, busy, memory_order_relaxed);
+}
+
+// retire forgets the batches the GPU has finished: a side runs them in order.
+static void retire(side_stream *sd) {
+  while (sd->b_tail < sd->b_head && batch_finished(&sd->batches[sd->b_tail % INFLIGHT_BATCHES]))
+    sd->done_gen = sd->batches[sd->b_tail++ % INFLIGHT_BATCHES].gen;
+  while (sd->reg_tail < sd->reg_head && sd->regions[sd->reg_tail % INFLIGHT_REGIONS].gen <= sd->done_gen)
+    sd->reg_tail++;
+}
+
+// in_flight: whether [base, base+size) (anything when size is 0) overlaps a
+// region a batch of sd after batch `after` hashes.
+static int in_flight(const side_stream *sd, uint64_t base, uint64_t size, uint64_t after) {
+  if (sd->gen <= after) return 0;
+  if (!size) return 1;
+  for (uint64_t i = sd->reg_tail; i < sd->reg_head; i++) {
+    const inflight_region *r = &sd->regions[i % INFLIGHT_REGIONS];
+    if (r->gen > after && base < r->end && r->base < base + size) return 1;
+  }
+  return 0;
+}
+
+static void await_host(side_stream *sd) {
+  gp_in_agent_call(1);
+  int mode = 2;
+  gp_cu.threadExchangeStreamCaptureMode(&mode);
+  gp_CUresult r = gp_cu.eventSynchronize(sd->ev_hashed);
+  gp_cu.threadExchangeStreamCaptureMode(&mode);
+  gp_in_agent_call(0);
+  if (r != 0) {  // the context is failing: its hashes are lost with it
+    gp_logf(2, "memory capture: cuEventSynchronize(hashes): %s (%d)", cu_error(r), r);
+    gp_mem_unhashed_write();
+  }
+  sd->done_gen = sd->gen;
+  sd->b_tail = sd->b_head;
+  sd->reg_tail = sd->reg_head;
+}
+
+// await_side makes stream s, of the caller's current context, wait for
+// every batch of sd launched so far; the host waits where it cannot.
+static void await_side(side_stream *sd, gp_CUstream s) {
+  int capturing = 0;
+  gp_in_agent_call(1);
+  gp_CUresult r = gp_cu.streamIsCapturing(s, &capturing);
+  // A capturing stream runs nothing now: the launch of its graph waits.
+  if (r == 0 && !capturing) r = gp_cu.streamWaitEvent(s, sd->ev_hashed, 0);
+  gp_in_agent_call(0);
+  if (r != 0)
+    await_host(sd);
+  else if (!capturing && canon(s) == sd->program)
+    sd->waited_gen = sd->gen;
+}
+
+// await_write: stream s of ctx is about to write [base, base+size)
+// (anything when size is 0), or to order other work after its launches;
+// named 0: the call names no stream, so the host waits.
+static void await_write(gp_CUcontext ctx, gp_CUstream s, int named, uint64_t base, uint64_t size) {
+  if (!atomic_load_explicit(&side_busy, memory_order_relaxed)) return;
+  s = canon(s);
+  for (uint32_t i = 0; i < nsides; i++) {
+    side_stream *sd = &sides[i];
+    if (sd->ctx != ctx || sd->gen == sd->done_gen) continue;
+    if (named && sd->program != s && !is_legacy(s) && !is_legacy(sd->program)) continue;
+    retire(sd);
+    uint64_t after = sd->done_gen;
+    if (named && s == sd->program && sd->waited_gen > after) after = sd->waited_gen;
+    if (!in_flight(sd, base, size, after)) continue;
+    if (named)
+      await_side(sd, s);
+    else
+      await_host(sd);
+  }
+  update_busy();
+}
+
+// await_all: teardown of ctx (NULL: any context) or, with one named, of
+// stream s: the host waits for their sides.
+static void await_all(gp_CUcontext ctx, gp_CUstream s, int named) {
+  if (!atomic_load_explicit(&side_busy, memory_order_relaxed)) return;
+  for (uint32_t i = 0; i < nsides; i++)
+    if ((!ctx || sides[i].ctx == ctx) && (!named || sides[i].program == canon(s)) && sides[i].gen > sides[i].done_gen)
+      await_host(&sides[i]);
+  update_busy();
+}
+
 // launch_jobs launches one kernel for the jobs of p on stream of context
-// c; current is the caller's context (NULL: unknown). waited: the jobs
-// waited in a batch, so the stream may have begun capturing since.
+// c, or beside it; current is the caller's context (NULL: unknown).
+// waited: the jobs waited in a batch, so the stream may have begun
+// capturing since. Caller holds batch_lock when beside.
 static void launch_jobs(mem_context *c, gp_CUstream stream, int nan, gp_batch_param *p, mem_job *const *jobs,
-                        uint32_t blocks, uint64_t bytes, gp_CUcontext current, int waited) {
+                        uint32_t blocks, uint64_t bytes, gp_CUcontext current, int waited, int beside) {
   gp_in_agent_call(1);
   int pushed = current != c->ctx && gp_cu.ctxPushCurrent(c->ctx) == 0;
+  side_stream *sd = NULL;
+  if (beside && stream != (gp_CUstream)0x2) {  // a per-thread stream is the caller's thread's, maybe not the launcher's
+    sd = side_of(c->ctx, stream);
+    if (!sd) sd = side_make(c->ctx, stream);
+    if (sd) retire(sd);
+    if (sd && (!sd->side || sd->b_head - sd->b_tail == INFLIGHT_BATCHES ||
+               sd->reg_head - sd->reg_tail + p->nregions > INFLIGHT_REGIONS))
+      sd = NULL;
+  }
   uint64_t t0 = gp_timing_this_launch() ? gp_cycles() : 0;
   void *args[] = {p};
   // A stream that joined a capture since its jobs waited (by waiting on a
-  // captured event) would put the kernel in the program's graph: the jobs
-  // are lost instead. Jobs that never waited were checked at their launch.
+  // captured event) would put the kernel, or the event, in the program's
+  // graph: the jobs are lost instead. Jobs that never waited were checked
+  // at their launch.
   int capturing = 0;
   gp_CUresult r = waited ? gp_cu.streamIsCapturing(stream, &capturing) : 0;
   if (r == 0 && capturing) r = 900;  // CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
-  if (r == 0) r = gp_cu.launchKernel(nan ? c->fn_nan : c->fn, blocks, 1, 1, 256, 1, 1, 0, stream, args, NULL);
+  gp_CUresult after = 0;
+  if (r == 0 && sd) {
+    r = gp_cu.eventRecord(sd->ev_program, stream);
+    if (r == 0) r = gp_cu.streamWaitEvent(sd->side, sd->ev_program, 0);
+    if (r == 0) r = gp_cu.launchKernel(nan ? c->fn_nan : c->fn, blocks, 1, 1, 256, 1, 1, 0, sd->side, args, NULL);
+    if (r == 0) after = gp_cu.eventRecord(sd->ev_hashed, sd->side);
+  } else if (r == 0) {
+    r = gp_cu.launchKernel(nan ? c->fn_nan : c->fn, blocks, 1, 1, 256, 1, 1, 0, stream, args, NULL);
+  }
   if (t0) GP_COUNT(memory_launch_cycles, (gp_cycles() - t0) * GP_TIMING_SAMPLE);
   if (pushed) {
     gp_CUcontext popped;
@@ -971,16 +1234,33 @@ static void launch_jobs(mem_context *c, gp_CUstream stream, int nan, gp_batch_pa
   }
   GP_COUNT(bytes_hashed, bytes);
   GP_COUNT(memory_hash_kernels, 1);
+  if (!sd) return;
+  if (after != 0) {  // nothing could wait for this kernel: no later write is safe from it
+    gp_mem_stop("cuEventRecord after a hash kernel beside the program failed");
+    gp_logf(2, "memory capture: cuEventRecord(hashes): %s (%d)", cu_error(after), after);
+  }
+  inflight_batch *b = &sd->batches[sd->b_head++ % INFLIGHT_BATCHES];
+  b->gen = ++sd->gen;
+  b->njobs = p->njobs;
+  for (uint32_t k = 0; k < p->njobs; k++) b->seq[k] = jobs[k]->job_seq, b->res_off[k] = jobs[k]->res_off;
+  for (uint32_t i = 0; i < p->nregions; i++)
+    if (p->r[i].size)
+      sd->regions[sd->reg_head++ % INFLIGHT_REGIONS] = (inflight_region){p->r[i].base, p->r[i].base + p->r[i].size, sd->gen};
+  atomic_store_explicit(&side_busy, 1, memory_order_relaxed);
 }
 
-// flush_locked launches the batch's kernel; current is the caller's
-// context (NULL: unknown). Caller holds batch_lock.
+// flush_locked launches the batch's kernel, beside the program unless a
+// job's memory may be written by the host (mapped or managed memory, which
+// no stream orders); current is the caller's context (NULL: unknown).
+// Caller holds batch_lock.
 static void flush_locked(gp_CUcontext current) {
   if (!batch.p.njobs) return;
-  launch_jobs(batch.c, batch.stream, batch.nan, &batch.p, batch.job, batch.blocks, batch.bytes, current, 1);
+  launch_jobs(batch.c, batch.stream, batch.nan, &batch.p, batch.job, batch.blocks, batch.bytes, current, 1,
+              !batch.host_written);
   batch.p.njobs = batch.p.nregions = 0;
   batch.blocks = 0;
   batch.bytes = 0;
+  batch.host_written = 0;
   atomic_store_explicit(&batch_jobs, 0, memory_order_relaxed);
 }
 
@@ -1007,9 +1287,10 @@ static void flush_if_old(void) {
 
 // batch_job adds job j with regions r[0..n) to the batch, launching the
 // batch first when it cannot take it, and after when it must not wait
-// (now) or is old. Caller holds batch_lock.
+// (host_written: the host may write its memory) or is old. Caller holds
+// batch_lock.
 static void batch_job(mem_context *c, gp_CUstream stream, int nan, mem_job *j, const gp_batch_job *h,
-                      const gp_job_region *r, uint32_t n, uint64_t bytes, int now) {
+                      const gp_job_region *r, uint32_t n, uint64_t bytes, int host_written) {
   if (batch.p.njobs && (batch.c != c || batch.stream != stream || batch.nan != nan ||
                         batch.p.njobs == GP_MAX_BATCH_JOBS || batch.p.nregions + n > GP_MAX_JOB_REGIONS))
     flush_locked(c->ctx);
@@ -1026,50 +1307,96 @@ static void batch_job(mem_context *c, gp_CUstream stream, int nan, mem_job *j, c
   batch.p.nregions += n;
   batch.blocks += h->total_chunks;
   batch.bytes += bytes;
+  batch.host_written |= host_written;
   atomic_store_explicit(&batch_jobs, batch.p.njobs, memory_order_relaxed);
-  if (now || gp_monotonic_ns() - batch.since_ns > gp_batch_max_age_ns) flush_locked(c->ctx);
+  // A per-thread stream's batch, named from another thread, would be that thread's stream: not kept.
+  if (host_written || stream == (gp_CUstream)0x2 || gp_monotonic_ns() - batch.since_ns > gp_batch_max_age_ns)
+    flush_locked(c->ctx);
 }
 
 // before_launch: a launch on stream of ctx, with the regions m found,
 // about to be enqueued. anywhere: its kernel may write any memory.
 static void before_launch(const gp_mem_launch *m, gp_CUcontext ctx, gp_CUstream stream, int anywhere) {
-  if (!atomic_load_explicit(&batch_jobs, memory_order_relaxed)) return;
+  if (!atomic_load_explicit(&batch_jobs, memory_order_relaxed) && !atomic_load_explicit(&side_busy, memory_order_relaxed))
+    return;
   gp_spin_lock(&batch_lock);
-  int go = anywhere || batch.c->ctx != ctx || batch.stream != stream;
-  for (uint32_t r = 0; r < m->nregions && !go; r++)
-    go = m->carry[r] != GP_CARRY_PROVED && batched(m->regions[r].base, m->regions[r].size);
-  if (go) flush_locked(ctx);
+  if (batch.p.njobs) {
+    int go = anywhere || batch.c->ctx != ctx || batch.stream != stream;
+    for (uint32_t r = 0; r < m->nregions && !go; r++)
+      go = m->carry[r] != GP_CARRY_PROVED && batched(m->regions[r].base, m->regions[r].size);
+    if (go) flush_locked(ctx);
+  }
+  if (anywhere) {
+    await_write(ctx, stream, 1, 0, 0);
+  } else {
+    for (uint32_t r = 0; r < m->nregions && atomic_load_explicit(&side_busy, memory_order_relaxed); r++)
+      if (m->carry[r] != GP_CARRY_PROVED) await_write(ctx, stream, 1, m->regions[r].base, m->regions[r].size);
+  }
   gp_spin_unlock(&batch_lock);
 }
 
-static void before_call(int write_class, const gp_CallbackData *cb) {
-  if (!deferring || !atomic_load_explicit(&batch_jobs, memory_order_relaxed)) return;
-  if (write_class != GP_WRITE_DST || !cb->functionParams) {
-    flush(cb->context, 0, 0);
-    return;
-  }
-  uint64_t dst = *(const uint64_t *)cb->functionParams, base = dst, size = 1;
-  gp_spin_lock(&alloc_lock);
-  int ai = find_alloc(dst);
-  if (ai >= 0) base = keys[ai].base, size = keys[ai].end - keys[ai].base;
-  gp_spin_unlock(&alloc_lock);
-  flush(cb->context, base, size);
+// call_stream is the stream a driver call names, *named 0 when it names none.
+static gp_CUstream call_stream(uint32_t cbid, const gp_CallbackData *cb, int *named) {
+  *named = cb->functionParams && call_stream_at[cbid];
+  if (!*named) return 0;
+  gp_CUstream s = *(gp_CUstream const *)((const uint8_t *)cb->functionParams + call_stream_at[cbid] - 1);
+  return job_stream(s, call_ptsz[cbid]);
 }
 
-// before_free: the batch must have hashed an allocation before it is
-// freed (its memory may be handed out again, or unmapped).
-static void before_free(gp_CUcontext ctx, uint64_t ptr) {
-  if (!deferring || !atomic_load_explicit(&batch_jobs, memory_order_relaxed)) return;
+static void before_call(uint32_t cbid, const gp_CallbackData *cb) {
+  if (!deferring) return;
+  if (!atomic_load_explicit(&batch_jobs, memory_order_relaxed) && !atomic_load_explicit(&side_busy, memory_order_relaxed))
+    return;
+  uint64_t base = 0, size = 0;  // what the call writes; size 0: anything
+  if (write_class[cbid] == GP_WRITE_DST && cb->functionParams) {
+    uint64_t dst = *(const uint64_t *)cb->functionParams;
+    base = dst, size = 1;
+    gp_spin_lock(&alloc_lock);
+    int ai = find_alloc(dst);
+    if (ai >= 0) base = keys[ai].base, size = keys[ai].end - keys[ai].base;
+    gp_spin_unlock(&alloc_lock);
+  }
+  int named = 0;
+  gp_CUstream s = call_stream(cbid, cb, &named);
+  gp_spin_lock(&batch_lock);
+  if (batch.p.njobs && (!size || batched(base, size))) flush_locked(cb->context);
+  if (call_order[cbid] == GP_ORDER_HOST)
+    await_all(named ? cb->context : NULL, s, named);
+  else if (call_order[cbid] == GP_ORDER_STREAM && named)
+    await_write(cb->context, s, 1, 0, 0);
+  else if (write_class[cbid] == GP_WRITE_DST || write_class[cbid] == GP_WRITE_ANY)
+    await_write(cb->context, s, named, base, size);
+  gp_spin_unlock(&batch_lock);
+}
+
+// before_free: what the batch hashes, and what hashes beside read, is
+// hashed before an allocation is freed (its memory may be handed out
+// again, or unmapped): cuMemFreeAsync's stream waits for them, the host
+// for other frees.
+static void before_free(uint32_t cbid, const gp_CallbackData *cb, uint64_t ptr) {
+  if (!deferring) return;
+  if (!atomic_load_explicit(&batch_jobs, memory_order_relaxed) && !atomic_load_explicit(&side_busy, memory_order_relaxed))
+    return;
   uint64_t base = ptr, size = 1;
   gp_spin_lock(&alloc_lock);
   int ai = find_alloc(ptr);
   if (ai >= 0) base = keys[ai].base, size = keys[ai].end - keys[ai].base;
   gp_spin_unlock(&alloc_lock);
-  flush(ctx, base, size);
+  int async = cbid == GP_CBID_cuMemFreeAsync || cbid == GP_CBID_cuMemFreeAsync_ptsz;
+  gp_CUstream s = async ? *(gp_CUstream const *)((const uint8_t *)cb->functionParams + GP_STREAM_AT_FREE_ASYNC) : 0;
+  gp_spin_lock(&batch_lock);
+  if (batch.p.njobs && batched(base, size)) flush_locked(cb->context);
+  await_write(cb->context, job_stream(s, cbid == GP_CBID_cuMemFreeAsync_ptsz), async, base, size);
+  gp_spin_unlock(&batch_lock);
 }
 
-void gp_mem_before_unhashed(gp_CUcontext ctx) {
-  if (deferring) flush(ctx, 0, 0);
+void gp_mem_before_unhashed(gp_CUcontext ctx, gp_CUstream stream, int ptsz) {
+  if (!deferring) return;
+  flush(ctx, 0, 0);
+  if (!atomic_load_explicit(&side_busy, memory_order_relaxed)) return;
+  gp_spin_lock(&batch_lock);
+  await_write(ctx, job_stream(stream, ptsz), 1, 0, 0);
+  gp_spin_unlock(&batch_lock);
 }
 
 void gp_mem_defer(void) {
@@ -1187,7 +1514,7 @@ static uint32_t enqueue_point(gp_mem_launch *m, mem_context *c, gp_CUstream stre
     for (uint32_t i = 0; i < n; i++) bytes += p.r[i].size;
     atomic_store_explicit(&j->state, JOB_ENQUEUED, memory_order_release);
     if (!deferring || snapshot) {  // a kernel for this job alone, now: nothing waits
-      launch_jobs(c, stream, nan_dtypes != 0, &p, &j, (uint32_t)chunks, bytes, c->ctx, 0);
+      launch_jobs(c, stream, nan_dtypes != 0, &p, &j, (uint32_t)chunks, bytes, c->ctx, 0, 0);
       continue;
     }
     // Memory the host or another process may write does not wait.
@@ -1196,13 +1523,6 @@ static uint32_t enqueue_point(gp_mem_launch *m, mem_context *c, gp_CUstream stre
     gp_spin_unlock(&batch_lock);
   }
   return snapshot ? GP_PLAN_SNAPSHOT : GP_PLAN_HASH;
-}
-
-static gp_CUstream job_stream(gp_CUstream stream, int ptsz) {
-  // A _ptsz launch on stream 0 ran on the per-thread stream; our plain
-  // cuLaunchKernel must name it (CU_STREAM_PER_THREAD), or it would land on
-  // the legacy stream.
-  return ptsz && !stream ? (gp_CUstream)0x2 : stream;
 }
 
 void gp_mem_launch_enter(gp_mem_launch *m, const uint8_t *params, uint32_t params_len, gp_CUcontext ctx,

@@ -155,10 +155,11 @@ void gp_mem_on_write(uint32_t cbid, const gp_CallbackData *cb);
 void gp_mem_unhashed_write(void);
 // Deferred hash kernels (memcap.c): gp_mem_defer turns them on once the
 // calls that write memory are watched; gp_mem_before_unhashed launches the
-// waiting ones before something runs that may write anything (a graph, a
-// filtered kernel); gp_mem_flush_batch launches them (exit).
+// waiting ones, and makes stream wait for those running, before something
+// runs on it that may write anything (a graph, a filtered kernel);
+// gp_mem_flush_batch launches them (exit).
 void gp_mem_defer(void);
-void gp_mem_before_unhashed(gp_CUcontext ctx);
+void gp_mem_before_unhashed(gp_CUcontext ctx, gp_CUstream stream, int ptsz);
 void gp_mem_flush_batch(void);
 extern uint64_t gp_batch_max_age_ns;
 // gp_mem_write_cbids lists the driver calls that write device memory
@@ -171,6 +172,14 @@ size_t gp_mem_write_cbids(uint32_t *out, size_t cap);
 // kernels are launched before them.
 enum { GP_WRITE_NONE = 0, GP_WRITE_DST = 1, GP_WRITE_ANY = 2, GP_WRITE_FLUSH = 3 };
 int gp_mem_write_class(const char *driver_call);  // GP_WRITE_*
+// gp_mem_call_order sorts a driver call by what it waits for while hashes
+// run beside the program (--defer-hashes): GP_ORDER_STREAM, its stream (it
+// orders the program's other streams, or the host, after that stream's
+// launches: event records, stream synchronizations); GP_ORDER_HOST, the
+// host (teardown of what the hashes run on or read). *stream_at is where
+// its parameters name its stream (byte offset + 1), 0 where they name none.
+enum { GP_ORDER_NONE = 0, GP_ORDER_STREAM = 1, GP_ORDER_HOST = 2 };
+int gp_mem_call_order(const char *driver_call, uint8_t *stream_at);
 void gp_mem_launch_exit(gp_mem_launch *m, gp_CUcontext ctx, gp_CUstream stream, int ptsz, uint64_t seq,
                         int captured, int result, int writes_anywhere);
 int gp_mem_poll(gp_memjob_view *v);

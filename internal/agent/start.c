@@ -80,6 +80,9 @@ static const struct {
     {"cuFuncSetAttribute", GP_NEED_PROBE},
     {"cuCtxPushCurrent_v2", GP_NEED_OPTIONAL},
     {"cuCtxPopCurrent_v2", GP_NEED_OPTIONAL},
+    {"cuStreamCreate", GP_NEED_OPTIONAL},
+    {"cuStreamWaitEvent", GP_NEED_OPTIONAL},
+    {"cuEventSynchronize", GP_NEED_OPTIONAL},
 };
 _Static_assert(sizeof driver_symbols / sizeof *driver_symbols == sizeof(gp_cu_api) / sizeof(void *),
                "driver_symbols names every slot of gp_cu_api, in order");

@@ -52,6 +52,43 @@ func TestWriteClassSortsDriverCallsByWhatTheyWrite(t *testing.T) {
 	}
 }
 
+// TestCallOrder: what a driver call waits for while hashes run beside the program, and where
+// it names its stream (the offsets are checked against CUDA's headers by layoutcheck).
+func TestCallOrder(t *testing.T) {
+	const none, stream, host = 0, 1, 2
+	for name, want := range map[string][2]int{
+		"cuEventRecord":                {stream, 8},
+		"cuEventRecord_ptsz":           {stream, 8},
+		"cuEventRecordWithFlags_ptsz":  {stream, 8},
+		"cuStreamSynchronize":          {stream, 0},
+		"cuStreamDestroy_v2":           {host, 0},
+		"cuCtxDestroy_v2":              {host, -1},
+		"cuDevicePrimaryCtxReset_v2":   {host, -1},
+		"cuMemsetD8Async":              {none, 24},
+		"cuMemsetD32Async_ptsz":        {none, 24},
+		"cuMemcpyAsync_ptsz":           {none, 24},
+		"cuMemcpyHtoDAsync_v2":         {none, 24},
+		"cuMemcpyDtoDAsync_v2_ptsz":    {none, 24},
+		"cuMemsetD2D8Async":            {none, 40},
+		"cuMemsetD2D8_v2":              {none, -1},
+		"cuMemcpyPeerAsync":            {none, 40},
+		"cuMemcpy2DAsync_v2":           {none, 8},
+		"cuMemcpy3DPeerAsync":          {none, 8},
+		"cuStreamWriteValue32_v2":      {none, 0},
+		"cuStreamBatchMemOp_ptsz":      {none, 0},
+		"cuMemcpyHtoD_v2":              {none, -1}, // synchronous: the host waits
+		"cuMemcpyAsyncX":               {none, -1}, // a longer name is another call
+		"cuStreamSynchronizeSomething": {none, -1},
+		"cuCtxSynchronize":             {none, -1},
+		"cuLaunchKernel":               {none, -1},
+	} {
+		order, at := callOrder(name)
+		if order != want[0] || at != want[1] {
+			t.Errorf("%s: order %d, stream at %d; want %d, %d", name, order, at, want[0], want[1])
+		}
+	}
+}
+
 func hashOf(b byte) [16]byte {
 	var h [16]byte
 	for i := range h {

@@ -42,7 +42,7 @@ const (
 	FlightRecorder   = "GPURR_FLIGHT_RECORDER"   // keep only the last N launches' snapshots
 	NanScan          = "GPURR_NAN_SCAN"          // types to count NaN and Inf as on the GPU, e.g. "f32,bf16"
 	WriteSets        = "GPURR_WRITE_SETS"        // proved | learned | all: which regions hash mode may skip
-	DeferHashes      = "GPURR_DEFER_HASHES"      // on: hash kernels wait and hash several launches at once
+	DeferHashes      = "GPURR_DEFER_HASHES"      // on: hash kernels wait, hash several launches at once, beside the program
 	// StepRange is a regular expression over NVTX range messages, kept in the recording
 	// (Process.step_range): readers number training steps by the ranges it matches.
 	StepRange = "GPURR_STEP_RANGE"

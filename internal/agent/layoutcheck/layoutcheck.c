@@ -103,6 +103,27 @@ int main(void) {
   FIELD(gp_GraphData, CUpti_GraphData, dependency);
   FIELD(gp_GraphData, CUpti_GraphData, graphExec);
 
+  // Where memcap.c finds the stream of calls that must wait for hashes beside the program.
+  VALUE(GP_STREAM_AT_STREAM_CALL, offsetof(cuStreamSynchronize_params, hStream));
+  VALUE(GP_STREAM_AT_STREAM_CALL, offsetof(cuStreamDestroy_v2_params, hStream));
+  VALUE(GP_STREAM_AT_STREAM_CALL, offsetof(cuStreamWriteValue32_v2_params, stream));
+  VALUE(GP_STREAM_AT_STREAM_CALL, offsetof(cuStreamBatchMemOp_v2_params, stream));
+  VALUE(GP_STREAM_AT_EVENT_RECORD, offsetof(cuEventRecord_params, hStream));
+  VALUE(GP_STREAM_AT_EVENT_RECORD, offsetof(cuEventRecordWithFlags_params, hStream));
+  VALUE(GP_STREAM_AT_FREE_ASYNC, offsetof(cuMemFreeAsync_params, hStream));
+  VALUE(GP_STREAM_AT_COPY_DESC_ASYNC, offsetof(cuMemcpy2DAsync_v2_params, hStream));
+  VALUE(GP_STREAM_AT_COPY_DESC_ASYNC, offsetof(cuMemcpy3DAsync_v2_params, hStream));
+  VALUE(GP_STREAM_AT_COPY_DESC_ASYNC, offsetof(cuMemcpy3DPeerAsync_params, hStream));
+  VALUE(GP_STREAM_AT_MEMSET_ASYNC, offsetof(cuMemsetD8Async_params, hStream));
+  VALUE(GP_STREAM_AT_MEMSET_ASYNC, offsetof(cuMemsetD16Async_params, hStream));
+  VALUE(GP_STREAM_AT_MEMSET_ASYNC, offsetof(cuMemsetD32Async_params, hStream));
+  VALUE(GP_STREAM_AT_MEMCPY_ASYNC, offsetof(cuMemcpyAsync_params, hStream));
+  VALUE(GP_STREAM_AT_MEMCPY_ASYNC, offsetof(cuMemcpyHtoDAsync_v2_params, hStream));
+  VALUE(GP_STREAM_AT_MEMCPY_ASYNC, offsetof(cuMemcpyDtoDAsync_v2_params, hStream));
+  VALUE(GP_STREAM_AT_MEMSET2D_ASYNC, offsetof(cuMemsetD2D8Async_params, hStream));
+  VALUE(GP_STREAM_AT_MEMSET2D_ASYNC, offsetof(cuMemsetD2D32Async_params, hStream));
+  VALUE(GP_STREAM_AT_PEER_ASYNC, offsetof(cuMemcpyPeerAsync_params, hStream));
+
   SIZE(gp_cuLaunchKernel_params, cuLaunchKernel_params);
   FIELD(gp_cuLaunchKernel_params, cuLaunchKernel_params, f);
   FIELD(gp_cuLaunchKernel_params, cuLaunchKernel_params, gridDimX);

@@ -585,6 +585,13 @@ static gp_CUresult fake_captureMode(int *mode) { return (void)mode, 0; }
 static gp_CUstream capturing_stream;  // the one stream the fake says is capturing, if any
 static gp_CUresult fake_isCapturing(gp_CUstream s, int *c) { return *c = s && s == capturing_stream, 0; }
 static gp_CUresult fake_totalMem(size_t *n, gp_CUdevice d) { return (void)d, *n = 1ull << 30, 0; }
+// gpurr's own streams (hashes beside the program, 0x5100, 0x5110, ...):
+// their jobs finish at once when side_instant, else when gpu_catch_up says
+// the GPU got to them.
+static int is_side(gp_CUstream s) { return (uintptr_t)s >= 0x5100 && (uintptr_t)s < 0x5200; }
+static int side_instant = 1;
+static uint64_t side_pending[64][3];  // results header address, job seq, side stream
+static uint32_t side_npending;
 static gp_CUresult fake_launchKernel(gp_CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                      unsigned bz, unsigned smem, gp_CUstream s, void **args, void **extra) {
   (void)f, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)smem, (void)extra;
@@ -598,9 +605,48 @@ static gp_CUresult fake_launchKernel(gp_CUfunction f, unsigned gx, unsigned gy, 
         fprintf(mem_out, " [0x%llx %llu B]", (unsigned long long)p->r[j->first_region + r].base,
                 (unsigned long long)p->r[j->first_region + r].size);
     }
+    if (is_side(s) && !side_instant && side_npending < 64) {
+      side_pending[side_npending][0] = j->out, side_pending[side_npending][1] = j->seq;
+      side_pending[side_npending++][2] = (uintptr_t)s;
+      continue;
+    }
     *(volatile uint64_t *)(uintptr_t)j->out = j->seq;  // done: the chunk hashes stay zero
   }
   if (mem_out) fprintf(mem_out, "\n");
+  return 0;
+}
+// side_finish finishes the jobs launched on side stream s (0: on every one).
+static void side_finish(uintptr_t s) {
+  uint32_t kept = 0;
+  for (uint32_t i = 0; i < side_npending; i++) {
+    if (s && side_pending[i][2] != s) {
+      memcpy(side_pending[kept++], side_pending[i], sizeof side_pending[i]);
+      continue;
+    }
+    *(volatile uint64_t *)(uintptr_t)side_pending[i][0] = side_pending[i][1];
+  }
+  side_npending = kept;
+}
+static void gpu_catch_up(void) { side_finish(0); }
+static gp_CUresult fake_streamCreate(gp_CUstream *s, unsigned flags) {
+  static uintptr_t next = 0x5100;
+  *s = (gp_CUstream)next;
+  next += 0x10;
+  return (void)flags, 0;
+}
+static gp_CUresult fake_eventCreate(void **e, unsigned flags) {
+  static uintptr_t next = 0xe1;
+  return (void)flags, *e = (void *)next++, 0;
+}
+static gp_CUresult fake_eventRecord(void *e, gp_CUstream s) { return (void)e, (void)s, 0; }
+static gp_CUresult fake_streamWaitEvent(gp_CUstream s, void *e, unsigned flags) {
+  (void)flags;
+  if (!is_side(s) && mem_out) fprintf(mem_out, "  stream %p waits for event %p (hashes beside)\n", s, e);
+  return 0;
+}
+static gp_CUresult fake_eventSynchronize(void *e) {
+  if (mem_out) fprintf(mem_out, "  the host waits for event %p (hashes beside)\n", e);
+  side_finish(0x5100 + 0x10 * (((uintptr_t)e - 0xe1) / 2));  // each side makes two events, the second after its hashes
   return 0;
 }
 static gp_CUresult fake_ctxPush(gp_CUcontext c) { return (void)c, 0; }
@@ -678,6 +724,11 @@ static int mem_setup(void) {
   gp_cu.launchKernel = fake_launchKernel;
   gp_cu.ctxPushCurrent = fake_ctxPush;
   gp_cu.ctxPopCurrent = fake_ctxPop;
+  gp_cu.streamCreate = fake_streamCreate;
+  gp_cu.eventCreate = fake_eventCreate;
+  gp_cu.eventRecord = fake_eventRecord;
+  gp_cu.streamWaitEvent = fake_streamWaitEvent;
+  gp_cu.eventSynchronize = fake_eventSynchronize;
   gp_cu.memGetAddressRange = (void *)fake_ok;
   gp_cu.getErrorName = (void *)fake_ok;
   gp_cupti_callback_name = fake_callbackName;
@@ -763,8 +814,46 @@ HP_API int hp_memory_scenario(const char *path) {
   mem_poll();
   mem_launch_on("ex_kernel(c, e) on the second stream: the loss moved the epoch, so both hashed again; waits", F_EX,
                 c2, e2, 0x7000b0);
+  fprintf(mem_out, "-- hashes beside the program (the GPU finishes them only when the scenario says so)\n");
+  gp_mem_flush_batch();
+  gpu_catch_up();
+  mem_poll();
+  side_instant = 0;
+  const uintptr_t A = 0x7000a0, B = 0x7000c0;
+  uint64_t f3 = mem_alloc(1 << 16), g3 = mem_alloc(1 << 16), h3 = mem_alloc(1 << 16), k3 = mem_alloc(1 << 16);
+  mem_launch_on("ex_kernel(f, g) on A: waits in the batch", F_EX, f3, g3, A);
+  mem_launch_on("ex_kernel(h, k) on B: A's batch runs beside; B writes nothing in flight", F_EX, h3, k3, B);
+  mem_launch_on("ro_kernel(f, g) on B: only reads f and g, in flight: no wait", F_RO, f3, g3, B);
+  mem_launch_on("ex_kernel(g, f) on A: B's batch beside, then A waits: f is in flight", F_EX, g3, f3, A);
+  mem_launch_on("ex_kernel(g, k) on A: k is in flight beside B, which A is not ordered after: no wait", F_EX, g3,
+                k3, A);
+  fprintf(mem_out, "cuEventRecord on A: A's batch beside, and A waits for it\n");
+  uint64_t ev_a[2] = {0xe8, A};
+  driver_call(CB_EVENT, "cuEventRecord", ev_a);
+  mem_poll();
+  fprintf(mem_out, "cuMemFreeAsync(k) on B: k is in flight and B has not waited: B waits\n");
+  uint64_t fr_k[2] = {k3, B};
+  driver_call(GP_CBID_cuMemFreeAsync, "cuMemFreeAsync", fr_k);
+  fprintf(mem_out, "cuMemsetD8(h), naming no stream: h is in flight: the host waits\n");
+  uint64_t set_h[3] = {h3, 0, 16};
+  driver_call(CB_MEMSET, "cuMemsetD8_v2", set_h);
+  fprintf(mem_out, "cuMemsetD8(f): f is in flight beside A: the host waits for A's side\n");
+  uint64_t set_f[3] = {f3, 0, 16};
+  driver_call(CB_MEMSET, "cuMemsetD8_v2", set_f);
+  mem_poll();
+  mem_launch_on("ex_kernel(g, f) on B: nothing in flight: no wait", F_EX, g3, f3, B);
+  mem_launch_on("ex_kernel(g, f) on A: B's batch beside", F_EX, g3, f3, A);
+  mem_launch_on("ex_kernel(g, f) on B: A's batch beside; f is in flight beside A and beside B (its launch before): "
+                "B waits for its own side only",
+                F_EX, g3, f3, B);
+  mem_launch_on("ex_kernel(f, g) on A: B's batch beside", F_EX, f3, g3, A);
+  fprintf(mem_out, "the GPU finishes the hashes beside\n");
+  gpu_catch_up();
+  mem_poll();
+  mem_launch_on("ex_kernel(g, f) on B: all finished: no wait", F_EX, g3, f3, B);
   fprintf(mem_out, "exit\n");
   gp_mem_flush_batch();
+  gpu_catch_up();
   mem_poll();
   gp_counters c;
   gp_read_counters(&c);
