@@ -474,6 +474,8 @@ TRAIN_MEMORY_VARIANTS = [
 # None for a bare run, extra benchmark arguments).
 GPT2_VARIANTS = [
     ("bare", None, []),
+    # Bare under the allocator --memory switches PyTorch to: what the switch alone costs.
+    ("bare+mallocasync", None, []),
     ("log", ["--callstack", "off", "--gpu-timing=false"], []),
     ("log+timing", ["--callstack", "off"], []),
     ("log+serial", ["--callstack", "off", "--gpu-timing=serial"], []),
@@ -514,8 +516,9 @@ def rows_gpt2_step(b, rounds):
         invalid = []
         for i in range(rounds):
             for key, flags, args in variants:
+                env = {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"} if key == "bare+mallocasync" else None
                 r = b.variant(f"gpt2_step.{mode}.{key}", "gpt2_step.py", extra + args, flags is not None,
-                              600, flags or (), sql=CHANGED_BYTES_SQL if key == "hash" and i == 0 else None)
+                              600, flags or (), env=env, sql=CHANGED_BYTES_SQL if key == "hash" and i == 0 else None)
                 floors.append(hash_floor(r))
                 got[key].append(r["ms_per_step"])
                 floor[key].append(min(r["steps_ms"]))
