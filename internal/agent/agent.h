@@ -187,6 +187,9 @@ typedef struct {
   uint64_t staging_wait_ns, memcap_gpu_ns, memory_jobs_dropped;
   uint64_t write_epochs;  // write sets: writes the agent could not place, each ending every carry
   uint64_t memory_hash_kernels;  // gpurr_memcap launches (a batch of jobs each)
+  // --defer-hashes: batches run beside the program; the program's streams,
+  // and the host, made to wait for them.
+  uint64_t side_batches, side_stream_waits, side_host_waits;
   uint64_t ranges, ranges_dropped;  // NVTX ranges recorded; lost (ring full, nested too deep, pop without push)
   // Of launch_callback_cycles (sampled, scaled as it is): taking the callstack,
   // reading the autograd context, writing the launch record to the ring.

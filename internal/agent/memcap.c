@@ -1133,6 +1133,7 @@ static void await_host(side_stream *sd) {
     gp_logf(2, "memory capture: cuEventSynchronize(hashes): %s (%d)", cu_error(r), r);
     gp_mem_unhashed_write();
   }
+  GP_COUNT(side_host_waits, 1);
   sd->done_gen = sd->gen;
   sd->b_tail = sd->b_head;
   sd->reg_tail = sd->reg_head;
@@ -1147,10 +1148,13 @@ static void await_side(side_stream *sd, gp_CUstream s) {
   // A capturing stream runs nothing now: the launch of its graph waits.
   if (r == 0 && !capturing) r = gp_cu.streamWaitEvent(s, sd->ev_hashed, 0);
   gp_in_agent_call(0);
-  if (r != 0)
+  if (r != 0) {
     await_host(sd);
-  else if (!capturing && canon(s) == sd->program)
-    sd->waited_gen = sd->gen;
+    return;
+  }
+  if (capturing) return;
+  GP_COUNT(side_stream_waits, 1);
+  if (canon(s) == sd->program) sd->waited_gen = sd->gen;
 }
 
 // await_write: stream s of ctx is about to write [base, base+size)
@@ -1239,6 +1243,7 @@ static void launch_jobs(mem_context *c, gp_CUstream stream, int nan, gp_batch_pa
     gp_mem_stop("cuEventRecord after a hash kernel beside the program failed");
     gp_logf(2, "memory capture: cuEventRecord(hashes): %s (%d)", cu_error(after), after);
   }
+  GP_COUNT(side_batches, 1);
   inflight_batch *b = &sd->batches[sd->b_head++ % INFLIGHT_BATCHES];
   b->gen = ++sd->gen;
   b->njobs = p->njobs;

@@ -39,6 +39,9 @@ type Memory struct {
 	ChunkBytesStored  uint64    `json:"chunk_bytes_stored"`
 	StagingWaitNS     uint64    `json:"staging_wait_ns"`
 	HashKernels       uint64    `json:"memory_hash_kernels"` // gpurr_memcap launches (--defer-hashes: a batch of jobs each)
+	SideBatches       uint64    `json:"side_batches"`        // --defer-hashes: of those, run beside the program
+	SideStreamWaits   uint64    `json:"side_stream_waits"`   // ... and program streams made to wait for them
+	SideHostWaits     uint64    `json:"side_host_waits"`     // ... and the host
 	CaptureGPUNS      uint64    `json:"memory_capture_gpu_ns"`
 	FlightDumps       uint64    `json:"flight_dumps"`
 	SnapshotSelected  uint64    `json:"snapshot_selected"`
@@ -107,8 +110,9 @@ func summarizeMemory(d *recording.Data) *Memory {
 		States: s.GetMemoryStates(), StatesLost: s.GetMemoryStatesLost(), BytesHashed: s.GetBytesHashed(),
 		Snapshots: s.GetSnapshots(), ChunksTotal: s.GetChunksTotal(), ChunksTransferred: s.GetChunksTransferred(),
 		ChunksStored: s.GetChunksStored(), ChunkBytesStored: s.GetChunkBytesStored(), StagingWaitNS: s.GetStagingWaitNs(),
-		HashKernels:  s.GetMemoryHashKernels(),
-		CaptureGPUNS: s.GetMemoryCaptureGpuNs(), FlightDumps: s.GetFlightDumps(), Stopped: s.GetMemoryStopped(),
+		HashKernels: s.GetMemoryHashKernels(), SideBatches: s.GetSideBatches(), SideStreamWaits: s.GetSideStreamWaits(),
+		SideHostWaits: s.GetSideHostWaits(),
+		CaptureGPUNS:  s.GetMemoryCaptureGpuNs(), FlightDumps: s.GetFlightDumps(), Stopped: s.GetMemoryStopped(),
 
 		WriteSets: cfg.GetWriteSets(), AuditEvery: cfg.GetAuditEvery(),
 		RegionsCarriedProved: s.GetRegionsCarriedProved(), RegionsCarriedLearned: s.GetRegionsCarriedLearned(),
@@ -337,6 +341,10 @@ func (m *Memory) write(t *textWriter) {
 	if m.HashKernels > 0 {
 		field("kernels", "%d of gpurr's hash kernels launched for %d states (%.1f each)", m.HashKernels, m.States,
 			float64(m.States)/float64(m.HashKernels))
+	}
+	if m.SideBatches > 0 {
+		field("beside", "%d of them ran beside the program; waits for them: %d by its streams, %d by the host",
+			m.SideBatches, m.SideStreamWaits, m.SideHostWaits)
 	}
 	field("GPU time", "%s in gpurr's hash and copy kernels", formatNS(m.CaptureGPUNS))
 	if m.Mode == "snapshot" {

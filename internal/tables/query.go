@@ -554,6 +554,9 @@ var statsDocs = map[string]string{
 	"agent_memory_ns":        "of agent_launch_ns, memory capture's part: finding regions, deciding carries, enqueueing jobs (--memory)",
 	"agent_memory_launch_ns": "of agent_memory_ns, launching gpurr's own hash kernels",
 	"memory_hash_kernels":    "gpurr_memcap launches; with --defer-hashes one hashes the jobs of several launches",
+	"side_batches":           "--defer-hashes: batches of hash jobs run beside the program, on gpurr's own streams",
+	"side_stream_waits":      "--defer-hashes: times a program stream was made to wait for them (cuStreamWaitEvent)",
+	"side_host_waits":        "--defer-hashes: times the host waited for them (calls naming no stream, teardown)",
 	"write_epochs":           "writes memory capture could not place (graph launches, 2D copies, skipped or filtered launches, kernels storing through loaded pointers): each ended every carry (--write-sets)",
 
 	"allocations":           "allocation and free records (--memory)",

@@ -176,6 +176,8 @@ func (p *program) describeMemory(l *pb.Launch, kernel string) {
 	case pb.MemoryPlan_HASH:
 		p.stats.MemoryLaunches++
 		p.stats.MemoryHashKernels += p.stats.MemoryLaunches % 2 // as if --defer-hashes hashed two launches per kernel
+		p.stats.SideBatches = p.stats.MemoryHashKernels         // ... beside the program
+		p.stats.SideStreamWaits += p.stats.MemoryLaunches / 4 % 2 * (p.stats.MemoryLaunches % 2)
 		m.run(l.Params)
 		m.enqueue(l, pb.MemoryState_AFTER, allocs, false)
 	case pb.MemoryPlan_SNAPSHOT:

@@ -2989,6 +2989,9 @@ type Stats struct {
 	AgentMemoryLaunchNs   uint64                 `protobuf:"varint,49,opt,name=agent_memory_launch_ns,json=agentMemoryLaunchNs,proto3" json:"agent_memory_launch_ns,omitempty"`     // of agent_memory_ns, launching gpurr's own hash kernels (1.11)
 	WriteEpochs           uint64                 `protobuf:"varint,50,opt,name=write_epochs,json=writeEpochs,proto3" json:"write_epochs,omitempty"`                                 // writes the agent could not place (graph launches, 2D copies, skipped launches, ...): each ended every carry (1.11)
 	MemoryHashKernels     uint64                 `protobuf:"varint,51,opt,name=memory_hash_kernels,json=memoryHashKernels,proto3" json:"memory_hash_kernels,omitempty"`             // gpurr_memcap launches; with --defer-hashes one hashes the jobs of several launches (1.11)
+	SideBatches           uint64                 `protobuf:"varint,52,opt,name=side_batches,json=sideBatches,proto3" json:"side_batches,omitempty"`                                 // --defer-hashes: batches of hash jobs run beside the program, on gpurr's own streams (1.11)
+	SideStreamWaits       uint64                 `protobuf:"varint,53,opt,name=side_stream_waits,json=sideStreamWaits,proto3" json:"side_stream_waits,omitempty"`                   // ... times a program stream was made to wait for them (cuStreamWaitEvent) (1.11)
+	SideHostWaits         uint64                 `protobuf:"varint,54,opt,name=side_host_waits,json=sideHostWaits,proto3" json:"side_host_waits,omitempty"`                         // ... times the host waited for them (calls naming no stream, teardown) (1.11)
 	unknownFields         protoimpl.UnknownFields
 	sizeCache             protoimpl.SizeCache
 }
@@ -3376,6 +3379,27 @@ func (x *Stats) GetWriteEpochs() uint64 {
 func (x *Stats) GetMemoryHashKernels() uint64 {
 	if x != nil {
 		return x.MemoryHashKernels
+	}
+	return 0
+}
+
+func (x *Stats) GetSideBatches() uint64 {
+	if x != nil {
+		return x.SideBatches
+	}
+	return 0
+}
+
+func (x *Stats) GetSideStreamWaits() uint64 {
+	if x != nil {
+		return x.SideStreamWaits
+	}
+	return 0
+}
+
+func (x *Stats) GetSideHostWaits() uint64 {
+	if x != nil {
+		return x.SideHostWaits
 	}
 	return 0
 }
@@ -3880,7 +3904,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\bLogEntry\x12\x17\n" +
 	"\ahost_ns\x18\x01 \x01(\x04R\x06hostNs\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\tR\x05level\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\x82\x10\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xf9\x10\n" +
 	"\x05Stats\x12\x1a\n" +
 	"\blaunches\x18\x01 \x01(\x04R\blaunches\x12+\n" +
 	"\x11launches_filtered\x18\x02 \x01(\x04R\x10launchesFiltered\x12)\n" +
@@ -3938,7 +3962,10 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x0fagent_memory_ns\x180 \x01(\x04R\ragentMemoryNs\x123\n" +
 	"\x16agent_memory_launch_ns\x181 \x01(\x04R\x13agentMemoryLaunchNs\x12!\n" +
 	"\fwrite_epochs\x182 \x01(\x04R\vwriteEpochs\x12.\n" +
-	"\x13memory_hash_kernels\x183 \x01(\x04R\x11memoryHashKernels\"\x96\x01\n" +
+	"\x13memory_hash_kernels\x183 \x01(\x04R\x11memoryHashKernels\x12!\n" +
+	"\fside_batches\x184 \x01(\x04R\vsideBatches\x12*\n" +
+	"\x11side_stream_waits\x185 \x01(\x04R\x0fsideStreamWaits\x12&\n" +
+	"\x0fside_host_waits\x186 \x01(\x04R\rsideHostWaits\"\x96\x01\n" +
 	"\vProbeKernel\x12\x1b\n" +
 	"\tkernel_id\x18\x01 \x01(\x04R\bkernelId\x12\"\n" +
 	"\finstrumented\x18\x02 \x01(\bR\finstrumented\x12\x16\n" +

@@ -860,6 +860,9 @@ HP_API int hp_memory_scenario(const char *path) {
   fprintf(mem_out, "counters: memory launches %llu, bytes hashed %llu, write epochs %llu, hash kernels %llu\n",
           (unsigned long long)c.memory_launches, (unsigned long long)c.bytes_hashed, (unsigned long long)c.write_epochs,
           (unsigned long long)c.memory_hash_kernels);
+  fprintf(mem_out, "beside the program: %llu batches; waits by program streams %llu, by the host %llu\n",
+          (unsigned long long)c.side_batches, (unsigned long long)c.side_stream_waits,
+          (unsigned long long)c.side_host_waits);
   fclose(mem_out);
   return 0;
 }
