@@ -1025,10 +1025,12 @@ static gp_CUstream job_stream(gp_CUstream stream, int ptsz) {
 // host wait (cuEventSynchronize). Per-thread default streams, and streams
 // beyond MAX_SIDES, hash on the program's stream as before.
 
-enum { MAX_SIDES = 8, INFLIGHT_REGIONS = 256, INFLIGHT_BATCHES = 64 };
+// The host runs far ahead of a GPU-bound stream: a side may hold a step's
+// worth of batches the GPU has not reached yet.
+enum { MAX_SIDES = 8, INFLIGHT_SLOTS = 8192, INFLIGHT_BATCHES = 2048 };
 
 typedef struct {
-  uint64_t base, end, gen;
+  uint64_t base, end, gen;  // base 0: an empty slot
 } inflight_region;
 
 typedef struct {
@@ -1043,9 +1045,12 @@ typedef struct {
   gp_CUstream side;     // NULL: none could be made; the program's stream hashes
   void *ev_program, *ev_hashed;
   uint64_t gen, done_gen, waited_gen;  // batches launched; known finished; the program's stream waited for
-  inflight_region regions[INFLIGHT_REGIONS];  // FIFO by gen
-  uint64_t reg_head, reg_tail;
-  inflight_batch batches[INFLIGHT_BATCHES];  // FIFO by gen
+  // What its batches hash, by allocation base (open addressing): the gen of
+  // the newest batch hashing it. Slots of finished batches are stale, not
+  // empty, until the whole table is cleared when nothing is in flight.
+  inflight_region *slots;  // INFLIGHT_SLOTS
+  uint32_t slots_used;
+  inflight_batch *batches;  // INFLIGHT_BATCHES, FIFO by gen
   uint64_t b_head, b_tail;
 } side_stream;
 
@@ -1073,6 +1078,13 @@ static side_stream *side_make(gp_CUcontext ctx, gp_CUstream program) {
     return NULL;
   side_stream *sd = &sides[nsides++];
   sd->ctx = ctx, sd->program = canon(program);
+  sd->slots = calloc(INFLIGHT_SLOTS, sizeof *sd->slots);
+  sd->batches = calloc(INFLIGHT_BATCHES, sizeof *sd->batches);
+  if (!sd->slots || !sd->batches) {
+    free(sd->slots), free(sd->batches);
+    sd->slots = NULL, sd->batches = NULL;
+    return sd;  // no side: its batches run on the program's stream
+  }
   int mode = 2;  // relaxed: another thread's capture does not forbid it
   gp_cu.threadExchangeStreamCaptureMode(&mode);
   // Non-blocking: the legacy stream does not wait for it, nor it for the legacy stream.
@@ -1102,24 +1114,58 @@ static void update_busy(void) {
   atomic_store_explicit(&side_busy, busy, memory_order_relaxed);
 }
 
+static void clear_slots(side_stream *sd) {
+  memset(sd->slots, 0, INFLIGHT_SLOTS * sizeof *sd->slots);
+  sd->slots_used = 0;
+}
+
 // retire forgets the batches the GPU has finished: a side runs them in order.
 static void retire(side_stream *sd) {
   while (sd->b_tail < sd->b_head && batch_finished(&sd->batches[sd->b_tail % INFLIGHT_BATCHES]))
     sd->done_gen = sd->batches[sd->b_tail++ % INFLIGHT_BATCHES].gen;
-  while (sd->reg_tail < sd->reg_head && sd->regions[sd->reg_tail % INFLIGHT_REGIONS].gen <= sd->done_gen)
-    sd->reg_tail++;
+  if (sd->done_gen == sd->gen && sd->slots_used > INFLIGHT_SLOTS / 4) clear_slots(sd);
 }
 
+static uint32_t slot_of(uint64_t base) { return (uint32_t)((base >> 8) * 0x9E3779B97F4A7C15ull >> 51); }
+_Static_assert(INFLIGHT_SLOTS == 1 << 13, "slot_of takes the hash's top 13 bits");
+
 // in_flight: whether [base, base+size) (anything when size is 0) overlaps a
-// region a batch of sd after batch `after` hashes.
-static int in_flight(const side_stream *sd, uint64_t base, uint64_t size, uint64_t after) {
+// region a batch of sd after batch `after` hashes. exact: base is an
+// allocation's, as every region's is; else every slot is looked at.
+static int in_flight(const side_stream *sd, uint64_t base, uint64_t size, uint64_t after, int exact) {
   if (sd->gen <= after) return 0;
   if (!size) return 1;
-  for (uint64_t i = sd->reg_tail; i < sd->reg_head; i++) {
-    const inflight_region *r = &sd->regions[i % INFLIGHT_REGIONS];
-    if (r->gen > after && base < r->end && r->base < base + size) return 1;
+  if (!exact) {
+    for (uint32_t i = 0; i < INFLIGHT_SLOTS; i++) {
+      const inflight_region *r = &sd->slots[i];
+      if (r->base && r->gen > after && base < r->end && r->base < base + size) return 1;
+    }
+    return 0;
+  }
+  for (uint32_t i = slot_of(base), n = 0; n < INFLIGHT_SLOTS; i = (i + 1) % INFLIGHT_SLOTS, n++) {
+    const inflight_region *r = &sd->slots[i];
+    if (!r->base) return 0;
+    if (r->base == base) return r->gen > after;
   }
   return 0;
+}
+
+// note_in_flight notes that batch gen of sd hashes [base, end); 0 when
+// there is no room (the table is three quarters full).
+static int note_in_flight(side_stream *sd, uint64_t base, uint64_t end, uint64_t gen) {
+  uint32_t i = slot_of(base);
+  for (uint32_t n = 0; n < INFLIGHT_SLOTS; i = (i + 1) % INFLIGHT_SLOTS, n++) {
+    inflight_region *r = &sd->slots[i];
+    if (r->base == base) {
+      r->end = end, r->gen = gen;
+      return 1;
+    }
+    if (!r->base) break;
+  }
+  if (sd->slots_used >= INFLIGHT_SLOTS / 4 * 3) return 0;
+  sd->slots[i] = (inflight_region){base, end, gen};
+  sd->slots_used++;
+  return 1;
 }
 
 static void await_host(side_stream *sd) {
@@ -1136,7 +1182,7 @@ static void await_host(side_stream *sd) {
   GP_COUNT(side_host_waits, 1);
   sd->done_gen = sd->gen;
   sd->b_tail = sd->b_head;
-  sd->reg_tail = sd->reg_head;
+  if (sd->slots_used > INFLIGHT_SLOTS / 4) clear_slots(sd);
 }
 
 // await_side makes stream s, of the caller's current context, wait for
@@ -1160,7 +1206,7 @@ static void await_side(side_stream *sd, gp_CUstream s) {
 // await_write: stream s of ctx is about to write [base, base+size)
 // (anything when size is 0), or to order other work after its launches;
 // named 0: the call names no stream, so the host waits.
-static void await_write(gp_CUcontext ctx, gp_CUstream s, int named, uint64_t base, uint64_t size) {
+static void await_write(gp_CUcontext ctx, gp_CUstream s, int named, uint64_t base, uint64_t size, int exact) {
   if (!atomic_load_explicit(&side_busy, memory_order_relaxed)) return;
   s = canon(s);
   for (uint32_t i = 0; i < nsides; i++) {
@@ -1170,7 +1216,7 @@ static void await_write(gp_CUcontext ctx, gp_CUstream s, int named, uint64_t bas
     retire(sd);
     uint64_t after = sd->done_gen;
     if (named && s == sd->program && sd->waited_gen > after) after = sd->waited_gen;
-    if (!in_flight(sd, base, size, after)) continue;
+    if (!in_flight(sd, base, size, after, exact)) continue;
     if (named)
       await_side(sd, s);
     else
@@ -1202,8 +1248,9 @@ static void launch_jobs(mem_context *c, gp_CUstream stream, int nan, gp_batch_pa
     sd = side_of(c->ctx, stream);
     if (!sd) sd = side_make(c->ctx, stream);
     if (sd) retire(sd);
+    // Room for the batch and its regions, or it runs on the program's stream.
     if (sd && (!sd->side || sd->b_head - sd->b_tail == INFLIGHT_BATCHES ||
-               sd->reg_head - sd->reg_tail + p->nregions > INFLIGHT_REGIONS))
+               sd->slots_used + p->nregions > INFLIGHT_SLOTS / 4 * 3))
       sd = NULL;
   }
   uint64_t t0 = gp_timing_this_launch() ? gp_cycles() : 0;
@@ -1249,8 +1296,7 @@ static void launch_jobs(mem_context *c, gp_CUstream stream, int nan, gp_batch_pa
   b->njobs = p->njobs;
   for (uint32_t k = 0; k < p->njobs; k++) b->seq[k] = jobs[k]->job_seq, b->res_off[k] = jobs[k]->res_off;
   for (uint32_t i = 0; i < p->nregions; i++)
-    if (p->r[i].size)
-      sd->regions[sd->reg_head++ % INFLIGHT_REGIONS] = (inflight_region){p->r[i].base, p->r[i].base + p->r[i].size, sd->gen};
+    if (p->r[i].size) note_in_flight(sd, p->r[i].base, p->r[i].base + p->r[i].size, sd->gen);  // room checked above
   atomic_store_explicit(&side_busy, 1, memory_order_relaxed);
 }
 
@@ -1332,10 +1378,10 @@ static void before_launch(const gp_mem_launch *m, gp_CUcontext ctx, gp_CUstream 
     if (go) flush_locked(ctx);
   }
   if (anywhere) {
-    await_write(ctx, stream, 1, 0, 0);
+    await_write(ctx, stream, 1, 0, 0, 1);
   } else {
     for (uint32_t r = 0; r < m->nregions && atomic_load_explicit(&side_busy, memory_order_relaxed); r++)
-      if (m->carry[r] != GP_CARRY_PROVED) await_write(ctx, stream, 1, m->regions[r].base, m->regions[r].size);
+      if (m->carry[r] != GP_CARRY_PROVED) await_write(ctx, stream, 1, m->regions[r].base, m->regions[r].size, 1);
   }
   gp_spin_unlock(&batch_lock);
 }
@@ -1353,6 +1399,7 @@ static void before_call(uint32_t cbid, const gp_CallbackData *cb) {
   if (!atomic_load_explicit(&batch_jobs, memory_order_relaxed) && !atomic_load_explicit(&side_busy, memory_order_relaxed))
     return;
   uint64_t base = 0, size = 0;  // what the call writes; size 0: anything
+  int exact = 1;                // base is an allocation's
   if (write_class[cbid] == GP_WRITE_DST && cb->functionParams) {
     uint64_t dst = *(const uint64_t *)cb->functionParams;
     base = dst, size = 1;
@@ -1360,6 +1407,7 @@ static void before_call(uint32_t cbid, const gp_CallbackData *cb) {
     int ai = find_alloc(dst);
     if (ai >= 0) base = keys[ai].base, size = keys[ai].end - keys[ai].base;
     gp_spin_unlock(&alloc_lock);
+    exact = ai >= 0;
   }
   int named = 0;
   gp_CUstream s = call_stream(cbid, cb, &named);
@@ -1368,9 +1416,9 @@ static void before_call(uint32_t cbid, const gp_CallbackData *cb) {
   if (call_order[cbid] == GP_ORDER_HOST)
     await_all(named ? cb->context : NULL, s, named);
   else if (call_order[cbid] == GP_ORDER_STREAM && named)
-    await_write(cb->context, s, 1, 0, 0);
+    await_write(cb->context, s, 1, 0, 0, 1);
   else if (write_class[cbid] == GP_WRITE_DST || write_class[cbid] == GP_WRITE_ANY)
-    await_write(cb->context, s, named, base, size);
+    await_write(cb->context, s, named, base, size, exact);
   gp_spin_unlock(&batch_lock);
 }
 
@@ -1387,11 +1435,12 @@ static void before_free(uint32_t cbid, const gp_CallbackData *cb, uint64_t ptr) 
   int ai = find_alloc(ptr);
   if (ai >= 0) base = keys[ai].base, size = keys[ai].end - keys[ai].base;
   gp_spin_unlock(&alloc_lock);
+  int exact = ai >= 0;
   int async = cbid == GP_CBID_cuMemFreeAsync || cbid == GP_CBID_cuMemFreeAsync_ptsz;
   gp_CUstream s = async ? *(gp_CUstream const *)((const uint8_t *)cb->functionParams + GP_STREAM_AT_FREE_ASYNC) : 0;
   gp_spin_lock(&batch_lock);
   if (batch.p.njobs && batched(base, size)) flush_locked(cb->context);
-  await_write(cb->context, job_stream(s, cbid == GP_CBID_cuMemFreeAsync_ptsz), async, base, size);
+  await_write(cb->context, job_stream(s, cbid == GP_CBID_cuMemFreeAsync_ptsz), async, base, size, exact);
   gp_spin_unlock(&batch_lock);
 }
 
@@ -1400,7 +1449,7 @@ void gp_mem_before_unhashed(gp_CUcontext ctx, gp_CUstream stream, int ptsz) {
   flush(ctx, 0, 0);
   if (!atomic_load_explicit(&side_busy, memory_order_relaxed)) return;
   gp_spin_lock(&batch_lock);
-  await_write(ctx, job_stream(stream, ptsz), 1, 0, 0);
+  await_write(ctx, job_stream(stream, ptsz), 1, 0, 0, 1);
   gp_spin_unlock(&batch_lock);
 }
 

@@ -590,7 +590,7 @@ static gp_CUresult fake_totalMem(size_t *n, gp_CUdevice d) { return (void)d, *n 
 // the GPU got to them.
 static int is_side(gp_CUstream s) { return (uintptr_t)s >= 0x5100 && (uintptr_t)s < 0x5200; }
 static int side_instant = 1;
-static uint64_t side_pending[64][3];  // results header address, job seq, side stream
+static uint64_t side_pending[4096][3];  // results header address, job seq, side stream
 static uint32_t side_npending;
 static gp_CUresult fake_launchKernel(gp_CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                      unsigned bz, unsigned smem, gp_CUstream s, void **args, void **extra) {
@@ -605,7 +605,7 @@ static gp_CUresult fake_launchKernel(gp_CUfunction f, unsigned gx, unsigned gy, 
         fprintf(mem_out, " [0x%llx %llu B]", (unsigned long long)p->r[j->first_region + r].base,
                 (unsigned long long)p->r[j->first_region + r].size);
     }
-    if (is_side(s) && !side_instant && side_npending < 64) {
+    if (is_side(s) && !side_instant && side_npending < 4096) {
       side_pending[side_npending][0] = j->out, side_pending[side_npending][1] = j->seq;
       side_pending[side_npending++][2] = (uintptr_t)s;
       continue;
@@ -850,6 +850,34 @@ HP_API int hp_memory_scenario(const char *path) {
   fprintf(mem_out, "the GPU finishes the hashes beside\n");
   gpu_catch_up();
   mem_poll();
+  // A host far ahead of a GPU-bound stream: hundreds of batches in flight at once.
+  fprintf(mem_out, "1000 launches on A, each writing a fresh allocation, the GPU finishing none of their hashes:\n");
+  gp_counters c0, c1;
+  gp_read_counters(&c0);
+  FILE *out = mem_out;
+  mem_out = NULL;
+  uint64_t first_out = 0;
+  for (int i = 0; i < 1000; i++) {
+    uint64_t x = mem_alloc(4096), y = mem_alloc(4096);
+    if (!i) first_out = y;
+    void *kp[2] = {&x, &y};
+    gp_cuLaunchKernel_params lp = {F_EX, 1, 1, 1, 32, 1, 1, 0, (gp_CUstream)A, kp, NULL};
+    launch(GP_CBID_cuLaunchKernel, &lp, 0, NULL);
+  }
+  gp_mem_flush_batch();
+  mem_out = out;
+  gp_read_counters(&c1);
+  fprintf(mem_out, "  %llu hash kernels, %llu of them beside, A waited %llu times\n",
+          (unsigned long long)(c1.memory_hash_kernels - c0.memory_hash_kernels),
+          (unsigned long long)(c1.side_batches - c0.side_batches),
+          (unsigned long long)(c1.side_stream_waits - c0.side_stream_waits));
+  mem_launch_on("ex_kernel(f, first output) on A: the first of them is still in flight: A waits", F_EX, f3, first_out, A);
+  gpu_catch_up();
+  gp_memjob_view *jv = malloc(sizeof *jv);
+  uint32_t polled = 0;
+  while (jv && gp_mem_poll(jv)) polled++, gp_mem_release();
+  free(jv);
+  fprintf(mem_out, "the GPU finishes them: %u jobs\n", polled);
   mem_launch_on("ex_kernel(g, f) on B: all finished: no wait", F_EX, g3, f3, B);
   fprintf(mem_out, "exit\n");
   gp_mem_flush_batch();
