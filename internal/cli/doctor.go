@@ -37,6 +37,10 @@ check could not run because an earlier one failed.
   agent          libgpurr.so beside the gpurr executable
   NVTX           whether the program's NVTX ranges will be recorded (a note,
                  marked !, when they will not: recording still works)
+  Triton cache   whether Triton's cache holds kernels' PTX (what race, probe
+                 and record --probe instrument, and hash mode's write sets
+                 prove from); a note when it does not
+  Inductor cache torch.compile's per-device Triton caches, where there are some
   injection      gpurr record of the demo workload records every launch
 
 Exit status: 0 when every check passed, 1 when something is missing.`,

@@ -38,7 +38,7 @@ Recordings of several hosts share one time axis, through each process's
 wall-clock start.
 
 The file's name picks the format: .json is Chrome trace-event JSON,
-.perfetto-trace (or .pftrace) Perfetto's protobuf format, smaller and made for
+.perfetto-trace (or .pftrace, .pb) Perfetto's protobuf format, smaller and made for
 large traces; --format chrome|perfetto overrides it. Open either at
 https://ui.perfetto.dev. docs/trace.md describes the tracks and arguments.`,
 		Example: `  gpurr trace run -o run.json
@@ -53,7 +53,7 @@ https://ui.perfetto.dev. docs/trace.md describes the tracks and arguments.`,
 	f.StringVar(&o.format, "format", "", "chrome or perfetto (default: from the file's name)")
 	completeValues(cmd, "format", "chrome", "perfetto")
 	f.StringVar(&o.kernels, "kernels", "", "only kernels whose mangled or demangled name matches, and their launch calls (Go regular expression)")
-	f.StringVar(&o.launches, "launches", "", "only these launch calls and the kernels they ran, e.g. 1-100,250,900- (numbers as gpurr info shows them)")
+	f.StringVar(&o.launches, "launches", "", "only these launch calls and the kernels they ran, e.g. 1-100,250,900- or 1-:10 (every 10th; numbers as gpurr info shows them)")
 	f.StringVar(&o.window, "time", "", "only events overlapping A:B, times from the timeline's start, e.g. 2s:2.5s, 1.5:, :300ms (plain numbers are seconds)")
 	return cmd
 }
