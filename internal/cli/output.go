@@ -86,6 +86,9 @@ func (o *output) Write(p []byte) (n int, err error) {
 		n, err = o.f.Write(p)
 	}
 	o.Written += int64(n)
+	if err != nil {
+		err = &writeFailure{path: o.path, err: err} // the user's path, not the temporary file's
+	}
 	return n, err
 }
 

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -40,9 +42,46 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-// usageErrorf is a bad-input error: one line, exit 2.
+// usageErrorf is a bad-input error: one line, exit 2; or exit 3 when one of args is an error
+// writing output (the disk, not the input, failed: isWriteFailure).
 func usageErrorf(format string, args ...any) error {
-	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+	code := exitUsage
+	for _, a := range args {
+		if err, ok := a.(error); ok && isWriteFailure(err) {
+			code = exitFailure
+		}
+	}
+	return &exitError{code: code, err: fmt.Errorf(format, args...)}
+}
+
+// parserDetail is what pflag quotes of Go's number parsers: `strconv.ParseUint: parsing "-5": invalid syntax`.
+var parserDetail = regexp.MustCompile(`strconv\.Parse(Int|Uint|Float|Bool): parsing "[^"]*": (invalid syntax|value out of range)`)
+
+// flagError says a bad flag value in the user's terms rather than Go's parser's.
+func flagError(err error) string {
+	return parserDetail.ReplaceAllStringFunc(err.Error(), func(m string) string {
+		kind := map[string]string{"Int": "an integer", "Uint": "a whole number, 0 or more", "Float": "a number", "Bool": "true or false"}[parserDetail.FindStringSubmatch(m)[1]]
+		if strings.HasSuffix(m, "value out of range") {
+			return "out of range"
+		}
+		return "want " + kind
+	})
+}
+
+// writeFailure is an error writing a verb's output, named by the path the user gave.
+type writeFailure struct {
+	path string
+	err  error
+}
+
+func (w *writeFailure) Error() string { return fmt.Sprintf("write %s: %v", w.path, plainError(w.err)) }
+func (w *writeFailure) Unwrap() error { return w.err }
+
+// isWriteFailure: err is a failure to write output, which gpurr's environment caused (exit 3).
+func isWriteFailure(err error) bool {
+	var wf *writeFailure
+	return errors.As(err, &wf) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) ||
+		errors.Is(err, syscall.EIO) || errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.EFBIG)
 }
 
 // exitWith ends the command with code and no message (the command printed its own report).
@@ -81,7 +120,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		return cmd.Help()
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &exitError{code: exitUsage, err: fmt.Errorf("%s: %v (see %s --help)", strings.TrimPrefix(c.CommandPath(), "gpurr "), err, c.CommandPath())}
+		return &exitError{code: exitUsage, err: fmt.Errorf("%s: %s (see %s --help)", strings.TrimPrefix(c.CommandPath(), "gpurr "), flagError(err), c.CommandPath())}
 	})
 	root.AddCommand(
 		newRecordCmd(),
@@ -129,6 +168,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "gpurr: %v\n", ee.err)
 		}
 		return ee.code
+	}
+	if isWriteFailure(err) {
+		fmt.Fprintf(stderr, "gpurr: %v\n", err)
+		return exitFailure
 	}
 	// cobra's own errors (unknown command, bad args) are usage errors; they
 	// do not name the verb, so the message does.

@@ -138,3 +138,33 @@ func TestExport(t *testing.T) {
 		{[]string{"export", filepath.Join(tmp, "missing"), "--parquet", filepath.Join(tmp, "x")}, "no such file"},
 	})
 }
+
+// A full disk is the environment failing, not bad input: exit 3, one line naming the file the
+// user gave (not a temporary one).
+func TestTraceWriteFailure(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full on this machine")
+	}
+	code, stdout, stderr := runCLI("trace", realRecordings[0].path, "-o", "/dev/full", "--format", "chrome")
+	if code != exitFailure || strings.Count(strings.TrimSpace(stderr), "\n") != 0 ||
+		!strings.Contains(stderr, "write /dev/full: no space left on device") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 3 and one line naming /dev/full", code, stdout, stderr)
+	}
+}
+
+// A bad number in a flag is said in the user's terms, not Go's parser's.
+func TestFlagValueErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"diff", "a", "b", "--elements", "abc"}, `invalid argument "abc" for "--elements" flag: want an integer`},
+		{[]string{"rewind", "a", "--len", "-5"}, `invalid argument "-5" for "--len" flag: want a whole number, 0 or more`},
+		{[]string{"rewind", "a", "--launch", "99999999999999999999999"}, `flag: out of range`},
+	} {
+		code, _, stderr := runCLI(c.args...)
+		if code != exitUsage || !strings.Contains(stderr, c.want) || strings.Contains(stderr, "strconv") {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", c.args, code, stderr, c.want)
+		}
+	}
+}
