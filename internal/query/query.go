@@ -2,7 +2,9 @@ package query
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -12,6 +14,19 @@ import (
 type RowWriter interface {
 	Columns(names []string) error
 	Row(values []any) error
+}
+
+// sqliteCode is what SQLite's driver adds to its message: its category and result code.
+var sqliteCode = regexp.MustCompile(`^SQL logic error: |\s\(\d+\)$`)
+
+// sqliteMessage is SQLite's message without the driver's category and result code
+// ("SQL logic error: near "SELEC": syntax error (1)" says: near "SELEC": syntax error).
+func sqliteMessage(err error) error {
+	msg := sqliteCode.ReplaceAllString(err.Error(), "")
+	if msg == err.Error() {
+		return err
+	}
+	return errors.New(msg)
 }
 
 // Query runs one SQL statement and streams its result to w. The error is
@@ -36,9 +51,9 @@ func (db *DB) Query(ctx context.Context, statement string, w RowWriter) error {
 	rows, err := db.db.QueryContext(ctx, statement)
 	if err != nil {
 		if strings.Contains(err.Error(), "not authorized") {
-			return fmt.Errorf("%v: %w", err, ErrNotReading)
+			return fmt.Errorf("the statement would write or change a setting: %w", ErrNotReading)
 		}
-		return err
+		return sqliteMessage(err)
 	}
 	defer rows.Close()
 	names, err := rows.Columns()

@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -305,5 +306,18 @@ func TestSteps(t *testing.T) {
 	}
 	if got := one(t, db, "SELECT step FROM graph_launches"); got != int64(2) {
 		t.Errorf("graph launch after two steps: step %v", got)
+	}
+}
+
+// SQLite's message reaches the user without the driver's category and result code.
+func TestSQLErrorPlain(t *testing.T) {
+	db := load(t, testrec.Good)
+	err := db.Query(context.Background(), "SELEC 1", &collect{})
+	if err == nil || err.Error() != `near "SELEC": syntax error` {
+		t.Errorf("error %v, want SQLite's message alone", err)
+	}
+	err = db.Query(context.Background(), "WITH x AS (SELECT 1) DELETE FROM launches", &collect{})
+	if !errors.Is(err, ErrNotReading) || strings.Contains(err.Error(), "(23)") {
+		t.Errorf("error %v, want a refusal without SQLite's code", err)
 	}
 }
