@@ -119,6 +119,18 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		}
 		return cmd.Help()
 	}
+	// cobra's own help verb answers an unknown topic with the whole usage, exit 0.
+	root.SetHelpCommand(&cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := root.Find(args)
+			if err != nil || len(rest) > 0 || (cmd == root && len(args) > 0) {
+				return usageErrorf("help: no command %q: gpurr --help lists them", strings.Join(args, " "))
+			}
+			return cmd.Help()
+		},
+	})
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: fmt.Errorf("%s: %s (see %s --help)", strings.TrimPrefix(c.CommandPath(), "gpurr "), flagError(err), c.CommandPath())}
 	})

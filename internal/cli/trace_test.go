@@ -168,3 +168,14 @@ func TestFlagValueErrors(t *testing.T) {
 		}
 	}
 }
+
+// `gpurr help` with a topic that is no command is a usage error, one line, not the usage and exit 0.
+func TestHelpUnknownTopic(t *testing.T) {
+	code, stdout, stderr := runCLI("help", "nosuch")
+	if code != exitUsage || stdout != "" || strings.TrimSpace(stderr) != `gpurr: help: no command "nosuch": gpurr --help lists them` {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if code, stdout, _ := runCLI("help", "info"); code != exitOK || !strings.Contains(stdout, "Summarize a recording") {
+		t.Errorf("help info: exit %d, stdout %q", code, stdout)
+	}
+}
