@@ -160,11 +160,14 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 		return usageErrorf("record: cannot run %q: %v", args[0], unwrapExecError(err))
 	}
 	agentLib, err := agentpath.Find()
-	if err != nil {
-		return usageErrorf("record: %v", err)
+	if err != nil { // gpurr's own install is broken: exit 3
+		return &exitError{code: exitFailure, err: fmt.Errorf("record: %v", err)}
 	}
 	cuptiLib, err := locate.Find(o.cupti)
 	if err != nil {
+		if o.cupti == "" && os.Getenv(locate.EnvCUPTI) == "" { // the machine lacks it, not a path the user gave
+			return &exitError{code: exitFailure, err: fmt.Errorf("record: %v", err)}
+		}
 		return usageErrorf("record: %v", err)
 	}
 	if o.out == "" {
@@ -220,8 +223,8 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 	signal.Notify(forward, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2)
 	defer signal.Stop(forward)
 
-	if err := child.Start(); err != nil {
-		return usageErrorf("record: start %s: %v", args[0], unwrapExecError(err))
+	if err := child.Start(); err != nil { // found, but the system would not run it: exit 3, as --help says
+		return &exitError{code: exitFailure, err: fmt.Errorf("record: start %s: %v", args[0], unwrapExecError(err))}
 	}
 	done := make(chan struct{})
 	go func() {

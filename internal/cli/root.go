@@ -28,8 +28,8 @@ const exitStatusHelp = `Exit status (record, once its program runs, exits with t
   0  done, nothing found
   1  found what the verb looks for: a divergence (diff, verify), a NaN (nan),
      a launch that differs on replay, a problem (info)
-  2  usage or input error: a bad flag or path, a damaged recording, a launch
-     that cannot be replayed; one line on stderr
+  2  usage or input error: a bad flag or path (a program record cannot find),
+     a damaged recording, a launch that cannot be replayed; one line on stderr
   3  gpurr or its environment failed: a write error, no usable GPU, a program
      that cannot be started; one line on stderr`
 
