@@ -27,6 +27,9 @@ machine with a suitable GPU, and gpurr info DIR describes it.`,
 			if out == "" {
 				return usageErrorf("extract: -o DIR is required")
 			}
+			if out == "-" {
+				return usageErrorf("extract: -o - : extract writes a directory, not a stream; name one")
+			}
 			if err := refuseInputs("extract", "-o", out, out, args); err != nil {
 				return err
 			}

@@ -61,14 +61,25 @@ just before or just after that launch ran, and writes its bytes to FILE
 }
 
 func runRewind(cmd *cobra.Command, o rewindOptions, path string) error {
-	if o.launch == 0 {
+	switch {
+	case !cmd.Flags().Changed("launch"):
 		return usageErrorf("rewind: --launch is required")
-	}
-	if o.before == o.after {
+	case o.launch == 0:
+		return usageErrorf("rewind: --launch 0: launches are numbered from 1")
+	case o.before && o.after:
+		return usageErrorf("rewind: --before and --after: say one (run rewind twice for both)")
+	case !o.before && !o.after:
 		return usageErrorf("rewind: say --before or --after")
-	}
-	if (o.region < 0) == (o.addr == "") {
+	case o.region >= 0 && o.addr != "":
+		return usageErrorf("rewind: --region and --addr: say one")
+	case cmd.Flags().Changed("region") && o.region < 0:
+		return usageErrorf("rewind: --region %d: regions are numbered from 0", o.region)
+	case o.region < 0 && o.addr == "":
 		return usageErrorf("rewind: say --region N or --addr 0xADDR")
+	case cmd.Flags().Changed("len") && o.addr == "":
+		return usageErrorf("rewind: --len goes with --addr (--region writes the whole region)")
+	case cmd.Flags().Changed("len") && o.length == 0:
+		return usageErrorf("rewind: --len 0 writes nothing: leave it out to write to the region's end")
 	}
 	if o.out == "" {
 		return usageErrorf("rewind: -o FILE is required (- for stdout)")

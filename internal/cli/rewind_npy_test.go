@@ -49,3 +49,28 @@ func TestRewindAddressOutsideRegions(t *testing.T) {
 		t.Errorf("rewind --addr inside: %v %v, want the region's second float", b, err)
 	}
 }
+
+// Conflicting or meaningless rewind flags are named for what they are.
+func TestRewindFlagConflicts(t *testing.T) {
+	rec := realRecordings[0].path
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--launch", "2", "--after", "--before", "--region", "0"}, "--before and --after: say one"},
+		{[]string{"--launch", "0", "--after", "--region", "0"}, "--launch 0: launches are numbered from 1"},
+		{[]string{"--launch", "2", "--after", "--region", "0", "--addr", "0x1"}, "--region and --addr: say one"},
+		{[]string{"--launch", "2", "--after", "--region", "-2"}, "--region -2: regions are numbered from 0"},
+		{[]string{"--launch", "2", "--after", "--region", "0", "--len", "10"}, "--len goes with --addr"},
+		{[]string{"--after", "--region", "0"}, "--launch is required"},
+	} {
+		args := append([]string{"rewind", rec, "-o", filepath.Join(t.TempDir(), "x.bin")}, c.args...)
+		code, _, stderr := runCLI(args...)
+		if code != exitUsage || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", c.args, code, stderr, c.want)
+		}
+	}
+	if code, _, stderr := runCLI("extract", rec, "-o", "-"); code != exitUsage || !strings.Contains(stderr, "writes a directory") {
+		t.Errorf("extract -o -: exit %d, stderr %q", code, stderr)
+	}
+}
