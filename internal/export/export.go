@@ -68,19 +68,37 @@ func Partition(p *pb.Process) string {
 }
 
 // Parquet writes the processes' recordings into dir, which must not exist
-// or be empty. An error reading a recording names it; the files written
-// before it are left in dir.
+// or be empty. An error (reading a recording, which it names, or writing)
+// leaves dir as it found it, so the same command can run again.
 func Parquet(dir string, procs []*recording.Process) (Stats, error) {
 	st := Stats{Rows: map[string]int64{}}
-	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+	entries, err := os.ReadDir(dir)
+	if err == nil && len(entries) > 0 {
 		return st, fmt.Errorf("%s is not empty: export into a new folder", dir)
 	}
+	existed := err == nil
 	for _, p := range procs {
 		if err := exportProcess(dir, p, &st, len(procs) == 1); err != nil {
+			emptyOut(dir, existed)
 			return st, err
 		}
 	}
 	return st, nil
+}
+
+// createFile creates each Parquet file (a test makes one fail, as a full disk would).
+var createFile = os.Create
+
+// emptyOut removes what an export that failed wrote into dir, and dir too unless it existed.
+func emptyOut(dir string, existed bool) {
+	if !existed {
+		os.RemoveAll(dir)
+		return
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		os.RemoveAll(filepath.Join(dir, e.Name()))
+	}
 }
 
 // exportProcess writes one process's tables. Its recording is read and
@@ -284,7 +302,7 @@ func (f *file[T, P]) write(rows []T) error {
 		if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
 			return err
 		}
-		out, err := os.Create(f.path)
+		out, err := createFile(f.path)
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -315,5 +316,34 @@ func TestWriterFails(t *testing.T) {
 	}
 	if err := w.wait(); !errors.Is(err, broken) || !slices.Equal(ran, []int{0, 1, 2}) {
 		t.Errorf("wait: %v; ran %v", err, ran)
+	}
+}
+
+// An export that fails part way (here the disk refuses the fifth file) leaves the folder as it
+// found it: gone when it made it, empty when it was there, so the same command can run again.
+func TestParquetFailureLeavesNothing(t *testing.T) {
+	full := errors.New("no space left on device")
+	created := 0
+	createFile = func(name string) (*os.File, error) {
+		if created++; created == 5 {
+			return nil, full
+		}
+		return os.Create(name)
+	}
+	t.Cleanup(func() { createFile = os.Create })
+	set := testrec.Open(t, testrec.Good)
+	for _, out := range []string{filepath.Join(t.TempDir(), "pq"), t.TempDir()} {
+		created = 0
+		_, existed := os.Stat(out)
+		if _, err := Parquet(out, set.Processes); !errors.Is(err, full) {
+			t.Fatalf("%s: %v, want the write failure", out, err)
+		}
+		entries, err := os.ReadDir(out)
+		switch {
+		case existed != nil && !errors.Is(err, fs.ErrNotExist):
+			t.Errorf("%s, made by the export: %v, %d entries left", out, err, len(entries))
+		case existed == nil && (err != nil || len(entries) != 0):
+			t.Errorf("%s, there before: %v, %d entries left", out, err, len(entries))
+		}
 	}
 }
