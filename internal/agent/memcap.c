@@ -477,7 +477,7 @@ int gp_mem_call_order(const char *name, uint8_t *stream_at) {
   } calls[] = {
       {"cuEventRecord", GP_ORDER_STREAM, GP_STREAM_AT_EVENT_RECORD + 1},
       {"cuStreamSynchronize", GP_ORDER_STREAM, GP_STREAM_AT_STREAM_CALL + 1},
-      {"cuStreamDestroy", GP_ORDER_HOST, GP_STREAM_AT_STREAM_CALL + 1},  // forgotten as waited
+      {"cuStreamDestroy", GP_ORDER_HOST, GP_STREAM_AT_STREAM_CALL + 1},  // its side's batches finish first
       {"cuCtxDestroy", GP_ORDER_HOST, 0},
       {"cuDevicePrimaryCtxRelease", GP_ORDER_HOST, 0},
       {"cuDevicePrimaryCtxReset", GP_ORDER_HOST, 0},
@@ -1150,9 +1150,12 @@ static int in_flight(const side_stream *sd, uint64_t base, uint64_t size, uint64
   return 0;
 }
 
-// note_in_flight notes that batch gen of sd hashes [base, end); 0 when
-// there is no room (the table is three quarters full).
+// note_in_flight notes that batch gen of sd hashes [base, end): in its
+// slot, else in the first finished batch's slot on the way (no lookup
+// needs a finished slot), else in an empty one; 0 when there is no room
+// (the table is three quarters full).
 static int note_in_flight(side_stream *sd, uint64_t base, uint64_t end, uint64_t gen) {
+  inflight_region *stale = NULL;
   uint32_t i = slot_of(base);
   for (uint32_t n = 0; n < INFLIGHT_SLOTS; i = (i + 1) % INFLIGHT_SLOTS, n++) {
     inflight_region *r = &sd->slots[i];
@@ -1161,6 +1164,11 @@ static int note_in_flight(side_stream *sd, uint64_t base, uint64_t end, uint64_t
       return 1;
     }
     if (!r->base) break;
+    if (!stale && r->gen <= sd->done_gen) stale = r;
+  }
+  if (stale) {
+    *stale = (inflight_region){base, end, gen};
+    return 1;
   }
   if (sd->slots_used >= INFLIGHT_SLOTS / 4 * 3) return 0;
   sd->slots[i] = (inflight_region){base, end, gen};
@@ -1225,13 +1233,19 @@ static void await_write(gp_CUcontext ctx, gp_CUstream s, int named, uint64_t bas
   update_busy();
 }
 
-// await_all: teardown of ctx (NULL: any context) or, with one named, of
-// stream s: the host waits for their sides.
+// await_all: teardown of stream s (named) or of a context: the host waits
+// for their sides. A context's teardown also forgets every side: the
+// context's streams and events die with it (its handle may come back for
+// a new context), and sides are made again at their first batch.
 static void await_all(gp_CUcontext ctx, gp_CUstream s, int named) {
-  if (!atomic_load_explicit(&side_busy, memory_order_relaxed)) return;
   for (uint32_t i = 0; i < nsides; i++)
-    if ((!ctx || sides[i].ctx == ctx) && (!named || sides[i].program == canon(s)) && sides[i].gen > sides[i].done_gen)
+    if ((named ? sides[i].ctx == ctx && sides[i].program == canon(s) : 1) && sides[i].gen > sides[i].done_gen)
       await_host(&sides[i]);
+  if (!named) {
+    for (uint32_t i = 0; i < nsides; i++) free(sides[i].slots), free(sides[i].batches);
+    memset(sides, 0, sizeof sides);
+    nsides = 0;
+  }
   update_busy();
 }
 
@@ -1386,6 +1400,17 @@ static void before_launch(const gp_mem_launch *m, gp_CUcontext ctx, gp_CUstream 
   gp_spin_unlock(&batch_lock);
 }
 
+// alloc_span is the allocation holding addr, as [*base, *base + *size);
+// addr alone (1 byte) when the table has none, and then 0.
+static int alloc_span(uint64_t addr, uint64_t *base, uint64_t *size) {
+  *base = addr, *size = 1;
+  gp_spin_lock(&alloc_lock);
+  int ai = find_alloc(addr);
+  if (ai >= 0) *base = keys[ai].base, *size = keys[ai].end - keys[ai].base;
+  gp_spin_unlock(&alloc_lock);
+  return ai >= 0;
+}
+
 // call_stream is the stream a driver call names, *named 0 when it names none.
 static gp_CUstream call_stream(uint32_t cbid, const gp_CallbackData *cb, int *named) {
   *named = cb->functionParams && call_stream_at[cbid];
@@ -1396,25 +1421,21 @@ static gp_CUstream call_stream(uint32_t cbid, const gp_CallbackData *cb, int *na
 
 static void before_call(uint32_t cbid, const gp_CallbackData *cb) {
   if (!deferring) return;
-  if (!atomic_load_explicit(&batch_jobs, memory_order_relaxed) && !atomic_load_explicit(&side_busy, memory_order_relaxed))
+  // A context's teardown forgets the sides even when nothing is in flight.
+  int teardown = call_order[cbid] == GP_ORDER_HOST && !call_stream_at[cbid];
+  if (!atomic_load_explicit(&batch_jobs, memory_order_relaxed) && !atomic_load_explicit(&side_busy, memory_order_relaxed) &&
+      !teardown)
     return;
   uint64_t base = 0, size = 0;  // what the call writes; size 0: anything
   int exact = 1;                // base is an allocation's
-  if (write_class[cbid] == GP_WRITE_DST && cb->functionParams) {
-    uint64_t dst = *(const uint64_t *)cb->functionParams;
-    base = dst, size = 1;
-    gp_spin_lock(&alloc_lock);
-    int ai = find_alloc(dst);
-    if (ai >= 0) base = keys[ai].base, size = keys[ai].end - keys[ai].base;
-    gp_spin_unlock(&alloc_lock);
-    exact = ai >= 0;
-  }
+  if (write_class[cbid] == GP_WRITE_DST && cb->functionParams)
+    exact = alloc_span(*(const uint64_t *)cb->functionParams, &base, &size);
   int named = 0;
   gp_CUstream s = call_stream(cbid, cb, &named);
   gp_spin_lock(&batch_lock);
   if (batch.p.njobs && (!size || batched(base, size))) flush_locked(cb->context);
   if (call_order[cbid] == GP_ORDER_HOST)
-    await_all(named ? cb->context : NULL, s, named);
+    await_all(cb->context, s, named);
   else if (call_order[cbid] == GP_ORDER_STREAM && named)
     await_write(cb->context, s, 1, 0, 0, 1);
   else if (write_class[cbid] == GP_WRITE_DST || write_class[cbid] == GP_WRITE_ANY)
@@ -1430,12 +1451,8 @@ static void before_free(uint32_t cbid, const gp_CallbackData *cb, uint64_t ptr) 
   if (!deferring) return;
   if (!atomic_load_explicit(&batch_jobs, memory_order_relaxed) && !atomic_load_explicit(&side_busy, memory_order_relaxed))
     return;
-  uint64_t base = ptr, size = 1;
-  gp_spin_lock(&alloc_lock);
-  int ai = find_alloc(ptr);
-  if (ai >= 0) base = keys[ai].base, size = keys[ai].end - keys[ai].base;
-  gp_spin_unlock(&alloc_lock);
-  int exact = ai >= 0;
+  uint64_t base, size;
+  int exact = alloc_span(ptr, &base, &size);
   int async = cbid == GP_CBID_cuMemFreeAsync || cbid == GP_CBID_cuMemFreeAsync_ptsz;
   gp_CUstream s = async ? *(gp_CUstream const *)((const uint8_t *)cb->functionParams + GP_STREAM_AT_FREE_ASYNC) : 0;
   gp_spin_lock(&batch_lock);

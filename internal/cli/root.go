@@ -77,7 +77,8 @@ type writeFailure struct {
 func (w *writeFailure) Error() string { return fmt.Sprintf("write %s: %v", w.path, plainError(w.err)) }
 func (w *writeFailure) Unwrap() error { return w.err }
 
-// isWriteFailure: err is a failure to write output, which gpurr's environment caused (exit 3).
+// isWriteFailure: err is a failure to write output, or an I/O error of the machine: the
+// environment, not the input, failed (exit 3).
 func isWriteFailure(err error) bool {
 	var wf *writeFailure
 	return errors.As(err, &wf) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) ||

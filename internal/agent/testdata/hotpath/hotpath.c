@@ -658,7 +658,7 @@ static gp_CUptiResult fake_callbackName(int domain, uint32_t cbid, const char **
   return 0;
 }
 
-enum { CB_MEMSET = 900, CB_MEMCPY2D = 901, CB_DTOH = 902, CB_EVENT = 903 };
+enum { CB_MEMSET = 900, CB_MEMCPY2D = 901, CB_DTOH = 902, CB_EVENT = 903, CB_CTX_DESTROY = 904 };
 
 static void driver_call(uint32_t cbid, const char *name, void *params) {
   gp_CUresult r = 0;
@@ -736,6 +736,7 @@ static int mem_setup(void) {
   fake_names[CB_MEMCPY2D] = "cuMemcpy2D_v2";
   fake_names[CB_DTOH] = "cuMemcpyDtoH_v2";
   fake_names[CB_EVENT] = "cuEventRecord";
+  fake_names[CB_CTX_DESTROY] = "cuCtxDestroy_v2";
   gp_proc.cfg.memory_mode = GP_MEM_HASH;
   gp_proc.cfg.write_sets = GP_WRITE_SETS_PROVED;
   gp_proc.cfg.defer_hashes = 1;
@@ -879,6 +880,12 @@ HP_API int hp_memory_scenario(const char *path) {
   free(jv);
   fprintf(mem_out, "the GPU finishes them: %u jobs\n", polled);
   mem_launch_on("ex_kernel(g, f) on B: all finished: no wait", F_EX, g3, f3, B);
+  mem_launch_on("ex_kernel(f, g) on A: B's batch beside, unfinished", F_EX, f3, g3, A);
+  fprintf(mem_out, "cuCtxDestroy: A's batch beside, the host waits for every side, and the sides are forgotten\n");
+  uint64_t ctx_param = (uint64_t)(uintptr_t)CTX;
+  driver_call(CB_CTX_DESTROY, "cuCtxDestroy_v2", &ctx_param);
+  mem_poll();
+  mem_launch_on("ex_kernel(g, f) on A: its batch will need a side made anew", F_EX, g3, f3, A);
   fprintf(mem_out, "exit\n");
   gp_mem_flush_batch();
   gpu_catch_up();
