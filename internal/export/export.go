@@ -25,6 +25,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/gpurr/gpurr/internal/outdir"
 	"github.com/gpurr/gpurr/internal/tables"
 	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
@@ -76,10 +77,10 @@ func Parquet(dir string, procs []*recording.Process) (Stats, error) {
 	if err == nil && len(entries) > 0 {
 		return st, fmt.Errorf("%s is not empty: export into a new folder", dir)
 	}
-	existed := err == nil
+	undo := outdir.Track(dir)
 	for _, p := range procs {
 		if err := exportProcess(dir, p, &st, len(procs) == 1); err != nil {
-			emptyOut(dir, existed)
+			undo()
 			return st, err
 		}
 	}
@@ -88,18 +89,6 @@ func Parquet(dir string, procs []*recording.Process) (Stats, error) {
 
 // createFile creates each Parquet file (a test makes one fail, as a full disk would).
 var createFile = os.Create
-
-// emptyOut removes what an export that failed wrote into dir, and dir too unless it existed.
-func emptyOut(dir string, existed bool) {
-	if !existed {
-		os.RemoveAll(dir)
-		return
-	}
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		os.RemoveAll(filepath.Join(dir, e.Name()))
-	}
-}
 
 // exportProcess writes one process's tables. Its recording is read and
 // flattened on this goroutine while another writes the rows (Parquet's

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/gpurr/gpurr/internal/outdir"
 	"github.com/gpurr/gpurr/recording"
 	"github.com/gpurr/gpurr/recording/chunkstore"
 	"github.com/gpurr/gpurr/recording/memview"
@@ -23,12 +24,25 @@ const ReadmeFile = "README.md"
 // a backward launch's forward callstack, where its line is) and
 // allocations, its two snapshots and their chunks, and a README with the
 // command that replays it. `gpurr replay DIR`, info and rewind read it like
-// any recording. It returns the bytes of chunks written.
+// any recording. It returns the bytes of chunks written. An error leaves dir as it found it
+// (gone, or empty), so the same command can run again.
 func Extract(src *Source, seq uint64, dir string) (int64, error) {
 	c, err := src.Case(seq)
 	if err != nil {
 		return 0, err
 	}
+	undo := outdir.Track(dir)
+	n, err := extract(src, c, dir)
+	if err != nil {
+		undo()
+	}
+	return n, err
+}
+
+// writeFile writes the README (a test makes it fail, as a full disk would).
+var writeFile = os.WriteFile
+
+func extract(src *Source, c *Case, dir string) (int64, error) {
 	if err := recording.CreateSet(dir, src.Data.Process.GetArgv()); err != nil {
 		return 0, err
 	}
@@ -122,5 +136,5 @@ func writeReadme(src *Source, c *Case, dir string, chunkBytes int64) error {
 	fmt.Fprintf(&sb, "\nRun it again on a machine with a suitable GPU and compare with the recorded result:\n\n")
 	fmt.Fprintf(&sb, "    gpurr replay %s\n\n", filepath.Base(dir))
 	fmt.Fprintf(&sb, "Exit status 0: bit-exact; 1: the result differs; 2: it could not run. `gpurr info %s` describes the recording.\n", filepath.Base(dir))
-	return os.WriteFile(filepath.Join(dir, ReadmeFile), []byte(sb.String()), 0o600)
+	return writeFile(filepath.Join(dir, ReadmeFile), []byte(sb.String()), 0o600)
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/gpurr/gpurr/internal/dtype"
@@ -198,5 +199,27 @@ func TestModuleKind(t *testing.T) {
 		if got := ModuleKind(c.image); got != c.want {
 			t.Errorf("ModuleKind = %q, want %q", got, c.want)
 		}
+	}
+}
+
+// An extract that fails part way (here the disk refuses the README, the last file) leaves the
+// folder as it found it: gone when it made it, empty when it was there; the same command then
+// runs.
+func TestExtractFailureLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := testrec.WriteReplayable(dir); err != nil {
+		t.Fatal(err)
+	}
+	src := openSource(t, dir)
+	full := syscall.ENOSPC
+	writeFile = func(string, []byte, os.FileMode) error { return full }
+	t.Cleanup(func() { writeFile = os.WriteFile })
+	testrec.FailPartWay(t, full, func(out string) error {
+		_, err := Extract(src, 2, out)
+		return err
+	})
+	writeFile = os.WriteFile
+	if _, err := Extract(src, 2, filepath.Join(t.TempDir(), "repro")); err != nil {
+		t.Errorf("extract again: %v", err)
 	}
 }
