@@ -67,7 +67,7 @@ func runNan(cmd *cobra.Command, o nanOptions, path string) error {
 	if counted := proc.Info.GetMemory().GetNanScan(); len(counted) > 0 && !cmd.Flags().Changed("dtype") {
 		o.dtypes = strings.Join(counted, ",")
 	}
-	types, err := dtype.ParseList(o.dtypes)
+	types, err := dtype.ParseFloatList(o.dtypes)
 	if err != nil {
 		return usageErrorf("nan: --dtype: %v", err)
 	}

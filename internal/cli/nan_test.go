@@ -55,6 +55,8 @@ func TestNan(t *testing.T) {
 		{[]string{"nan", writeRun(t, "hash", trainRun(1, false))}, "recorded without snapshots or NaN counts: record with --memory hash --nan-scan f32,bf16,f16 (or --memory snapshot)"},
 		{[]string{"nan", nan, "--dtype", "i32"}, "i32 has no NaN or Inf"},
 		{[]string{"nan", nan, "--dtype", "f32,q"}, "unknown dtype \"q\""},
+		// Only the types nan takes are offered.
+		{[]string{"nan", nan, "--dtype", ""}, "unknown dtype \"\" (want f32, f64, f16, bf16)\n"},
 	})
 }
 

@@ -31,7 +31,12 @@ func newQueryCmd() *cobra.Command {
   gpurr query --schema          every column, with its meaning
 
 Every table has a process column, so a recording of several ranks is one
-database. BLOBs print as hex (cut to 32 bytes in the table format).`,
+database. BLOBs print as hex (cut to 32 bytes in the table format).
+
+SQL that opens with a "--" comment is SQL, not a flag, when the comment's
+first line holds a blank or a line break (before any "="); after a lone --
+every argument is SQL: gpurr query rec -- '--x=1
+SELECT 1'.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if schema || listTables {
 				if len(args) > 1 {

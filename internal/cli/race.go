@@ -92,7 +92,7 @@ without snapshots; with --all, no launch that could be hunted).`,
 	f.StringVar(&o.ptxFile, "ptx", "", "the module's PTX, where the recording has none")
 	f.BoolVar(&o.list, "list", false, "list the points --at picks, with their source lines, and stop (no GPU needed)")
 	f.StringVar(&o.process, "process", "", "process of a multi-process recording: its directory name, pid or rank")
-	f.IntVar(&o.device, "device", -1, "GPU to run on (default: the recorded one)")
+	unsetIntVar(f, &o.device, "device", "GPU to run on (default: the recorded one)")
 	completeValues(cmd, "placement", "thread", "warp", "cta", "cluster")
 	completeValues(cmd, "at", append(classNameList(), "op:")...)
 	return cmd

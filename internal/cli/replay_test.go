@@ -11,11 +11,10 @@ import (
 
 func writeReplayable(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "rec")
-	if _, err := testrec.WriteReplayable(dir); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return newRec(t, func(dir string) error {
+		_, err := testrec.WriteReplayable(dir)
+		return err
+	})
 }
 
 func TestExtractCLI(t *testing.T) {

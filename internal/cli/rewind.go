@@ -47,7 +47,7 @@ just before or just after that launch ran, and writes its bytes to FILE
 	f.Uint64Var(&o.launch, "launch", 0, "launch sequence number (as gpurr info and the launches table show it)")
 	f.BoolVar(&o.before, "before", false, "contents just before the launch")
 	f.BoolVar(&o.after, "after", false, "contents just after the launch")
-	f.IntVar(&o.region, "region", -1, "region index of the launch (the regions table lists them)")
+	unsetIntVar(f, &o.region, "region", "region index of the launch (the regions table lists them)")
 	f.StringVar(&o.addr, "addr", "", "a device address inside one of the launch's regions (hex)")
 	f.Uint64Var(&o.length, "len", 0, "with --addr: bytes to write from the address (default: to the region's end)")
 	f.StringVarP(&o.out, "output", "o", "", "file to write, - for stdout")

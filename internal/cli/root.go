@@ -9,8 +9,11 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
+	"unicode"
 
 	"github.com/spf13/cobra"
 )
@@ -154,7 +157,60 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newRaceCmd(),
 		newProbeCmd(),
 	)
+	// cobra's completion verb answers a shell it does not know with its help, exit 0.
+	root.InitDefaultCompletionCmd()
+	if completion, _, err := root.Find([]string{"completion"}); err == nil && completion != root {
+		var shells []string
+		for _, c := range completion.Commands() {
+			shells = append(shells, c.Name())
+		}
+		completion.Args = cobra.ArbitraryArgs
+		completion.RunE = func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return c.Help()
+			}
+			return usageErrorf("completion: no shell %q (want %s)", args[0], strings.Join(shells, ", "))
+		}
+	}
 	return root
+}
+
+// unknownCommand matches cobra's error for a verb it does not know.
+var unknownCommand = regexp.MustCompile(`^unknown command ("[^"]*") for "gpurr"`)
+
+// unknownCommandError says, in one line, that verb is no gpurr verb, with the ones it may
+// have meant; cobra's own message spreads "Did you mean this?" over several lines.
+func unknownCommandError(root *cobra.Command, err error) error {
+	m := unknownCommand.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	verb, _ := strconv.Unquote(m[1])
+	if near := root.SuggestionsFor(verb); len(near) > 0 {
+		return fmt.Errorf("unknown command %s: did you mean %s? (gpurr --help lists them)", m[1], strings.Join(near, " or "))
+	}
+	return fmt.Errorf("unknown command %s (gpurr --help lists them)", m[1])
+}
+
+// sqlComments keeps gpurr query's SQL when it begins with a "--" comment from being taken
+// for a flag: an argument after "query" that starts with "--" and has white space (a line
+// break, a blank) before any "=" cannot be a flag, so it gets a leading blank, which SQLite
+// skips, and the flag parser takes it for an argument. Flags after it are still flags.
+func sqlComments(args []string) []string {
+	if len(args) == 0 || args[0] != "query" {
+		return args
+	}
+	out := slices.Clone(args)
+	for i, a := range out[1:] {
+		if a == "--" {
+			break
+		}
+		name, _, _ := strings.Cut(a, "=")
+		if strings.HasPrefix(a, "--") && strings.ContainsFunc(name, unicode.IsSpace) {
+			out[i+1] = " " + a
+		}
+	}
+	return out
 }
 
 // Main runs the CLI and returns the process exit code.
@@ -164,7 +220,7 @@ func Main(args []string) int {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	root := newRootCmd(stdout, stderr)
-	root.SetArgs(args)
+	root.SetArgs(sqlComments(args))
 	var warnings []string
 	cmd, err := root.ExecuteContextC(context.WithValue(context.Background(), warningsKey{}, &warnings))
 	var ee *exitError
@@ -191,7 +247,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if cmd != nil && cmd != root {
 		fmt.Fprintf(stderr, "gpurr: %s: %v (see %s --help)\n", strings.TrimPrefix(cmd.CommandPath(), "gpurr "), err, cmd.CommandPath())
 	} else {
-		fmt.Fprintf(stderr, "gpurr: %v\n", err)
+		fmt.Fprintf(stderr, "gpurr: %v\n", unknownCommandError(root, err))
 	}
 	return exitUsage
 }

@@ -67,7 +67,7 @@ combinations (with --seed).`,
 	f.Float64Var(&o.rtol, "rtol", 0, "with --dtype: relative tolerance (of the recorded value)")
 	f.StringVar(&o.csv, "csv", "tune.csv", "CSV file of every shape measured")
 	f.StringVar(&o.chart, "chart", "tune.svg", "SVG chart of the measurements")
-	f.IntVar(&o.device, "device", -1, "device ordinal (default: the recorded one)")
+	unsetIntVar(f, &o.device, "device", "device ordinal (default: the recorded one)")
 	f.StringVar(&o.process, "process", "", "process of a multi-process recording: its directory name, pid or rank")
 	return cmd
 }

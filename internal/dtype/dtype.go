@@ -107,10 +107,34 @@ func (d *Type) Value(b []byte) float64 { return d.value(b) }
 func (d *Type) IsFloat() bool { return strings.HasPrefix(d.Name, "f") || d.Name == "bf16" }
 
 // ParseList parses a comma-separated list of types: "f32,bf16".
-func ParseList(list string) ([]*Type, error) {
+func ParseList(list string) ([]*Type, error) { return parseList(list, Parse) }
+
+// ParseFloatList parses a comma-separated list of floating-point types, those that have NaN
+// and Inf; its errors offer only those.
+func ParseFloatList(list string) ([]*Type, error) {
+	var floats []string
+	for _, d := range dtypes {
+		if d.IsFloat() {
+			floats = append(floats, d.Name)
+		}
+	}
+	want := strings.Join(floats, ", ")
+	return parseList(list, func(name string) (*Type, error) {
+		t, err := Parse(name)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("unknown dtype %q (want %s)", name, want)
+		case !t.IsFloat():
+			return nil, fmt.Errorf("%s has no NaN or Inf (want %s)", name, want)
+		}
+		return t, nil
+	})
+}
+
+func parseList(list string, parse func(string) (*Type, error)) ([]*Type, error) {
 	var out []*Type
 	for _, name := range strings.Split(list, ",") {
-		t, err := Parse(strings.TrimSpace(name))
+		t, err := parse(strings.TrimSpace(name))
 		if err != nil {
 			return nil, err
 		}
