@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -49,5 +50,37 @@ func TestHelpHidesUnsetDefaults(t *testing.T) {
 		if code != 0 || !strings.Contains(out, flag+" int") || strings.Contains(out, "(default -1)") {
 			t.Errorf("%s --help: exit %d, %s shown with a sentinel default or not at all:\n%s", verb, code, flag, out)
 		}
+	}
+}
+
+// Errors reading a damaged chunk pack name the file and what is wrong with it, not a Go package.
+func TestDamagedPackNamesNoPackage(t *testing.T) {
+	rec := writeRun(t, "snapshot", trainRun(1.5, false))
+	pack := filepath.Join(rec, "box-7", "chunks", "pack-000001.pack")
+	f, err := os.OpenFile(pack, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("garbage"), 40); err != nil { // inside the first entry's header
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, args := range [][]string{
+		{"rewind", rec, "--launch", "1", "--after", "--region", "0", "-o", filepath.Join(t.TempDir(), "x.bin")},
+		{"nan", rec},
+	} {
+		code, _, errs := runCLI(args...)
+		if code != exitUsage || !strings.Contains(errs, pack+": entry at offset 16") || strings.Contains(errs, "chunkstore") {
+			t.Errorf("%s: exit %d, stderr %q; want exit 2 naming %s and no Go package", args[0], code, errs, pack)
+		}
+	}
+}
+
+// An unknown --process lists the processes the recording holds.
+func TestUnknownProcessListsThem(t *testing.T) {
+	rec := variantRec(t, testrec.Good)
+	code, _, errs := runCLI("nan", rec, "--process", "nope")
+	if want := `has no process "nope"; it holds gpu-box-4242, gpu-box-4243 (--process takes a name, a pid or a rank)`; code != exitUsage || !strings.Contains(errs, want) {
+		t.Errorf("exit %d, stderr %q; want %q", code, errs, want)
 	}
 }

@@ -121,20 +121,20 @@ func openProcesses(cmd *cobra.Command, paths []string) ([]*recording.Process, er
 // pickProcess chooses the process a verb works on: the only one, or the
 // one --process names by directory name, pid or rank.
 func pickProcess(set *recording.Set, which string) (*recording.Process, error) {
-	if which == "" {
-		if len(set.Processes) == 1 {
-			return set.Processes[0], nil
-		}
-		var names []string
-		for _, p := range set.Processes {
-			names = append(names, p.Name)
-		}
-		return nil, usageErrorf("%s holds %d processes; pick one with --process (%s)", set.Dir, len(set.Processes), strings.Join(names, ", "))
+	if which == "" && len(set.Processes) == 1 {
+		return set.Processes[0], nil
 	}
-	if p := set.Process(which); p != nil {
+	if p := set.Process(which); which != "" && p != nil {
 		return p, nil
 	}
-	return nil, usageErrorf("%s has no process %q", set.Dir, which)
+	var names []string
+	for _, p := range set.Processes {
+		names = append(names, p.Name)
+	}
+	if which == "" {
+		return nil, usageErrorf("%s holds %d processes; pick one with --process (%s)", set.Dir, len(set.Processes), strings.Join(names, ", "))
+	}
+	return nil, usageErrorf("%s has no process %q; it holds %s (--process takes a name, a pid or a rank)", set.Dir, which, strings.Join(names, ", "))
 }
 
 // positional checks a verb's argument count: at least min and at most max (-1: no limit),

@@ -17,7 +17,7 @@ import (
 // any other failure is an error. Chunks are read and checked on all CPUs.
 func (r *Reader) Assemble(hashes [][]byte, chunkBytes, start, end uint64) (data []byte, missing []int, err error) {
 	if end < start || chunkBytes == 0 {
-		return nil, nil, fmt.Errorf("chunkstore: bad range [%d, %d) or chunk size %d", start, end, chunkBytes)
+		return nil, nil, fmt.Errorf("chunk store: bad range [%d, %d) or chunk size %d", start, end, chunkBytes)
 	}
 	first := int(start / chunkBytes)
 	last := int((end + chunkBytes - 1) / chunkBytes) // one past
@@ -25,7 +25,7 @@ func (r *Reader) Assemble(hashes [][]byte, chunkBytes, start, end uint64) (data 
 		last = first
 	}
 	if last > len(hashes) {
-		return nil, nil, fmt.Errorf("chunkstore: %d chunk hashes cover %d bytes of the region, want %d", len(hashes), uint64(len(hashes))*chunkBytes, end)
+		return nil, nil, fmt.Errorf("chunk store: %d chunk hashes cover %d bytes of the region, want %d", len(hashes), uint64(len(hashes))*chunkBytes, end)
 	}
 	data = make([]byte, end-start)
 	var mu sync.Mutex
@@ -34,7 +34,7 @@ func (r *Reader) Assemble(hashes [][]byte, chunkBytes, start, end uint64) (data 
 	for i := first; i < last; i++ {
 		h := hashes[i]
 		if len(h) != 16 {
-			return nil, nil, fmt.Errorf("chunkstore: chunk %d: hash of %d bytes", i, len(h))
+			return nil, nil, fmt.Errorf("chunk store: chunk %d: hash of %d bytes", i, len(h))
 		}
 		g.Go(func() error {
 			lo := uint64(i) * chunkBytes
@@ -50,7 +50,7 @@ func (r *Reader) Assemble(hashes [][]byte, chunkBytes, start, end uint64) (data 
 			}
 			hi := lo + uint64(len(chunk))
 			if hi < min(end, lo+chunkBytes) {
-				return fmt.Errorf("chunkstore: chunk %d holds %d bytes, want %d", i, len(chunk), min(end, lo+chunkBytes)-lo)
+				return fmt.Errorf("chunk store: chunk %d holds %d bytes, want %d", i, len(chunk), min(end, lo+chunkBytes)-lo)
 			}
 			copy(data[max(start, lo)-start:], chunk[max(start, lo)-lo:min(end, hi)-lo])
 			return nil

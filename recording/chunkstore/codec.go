@@ -84,14 +84,14 @@ func newCompressor(c Compression) (*compressor, error) {
 	case CompressZstdDefault:
 		level = zstd.SpeedDefault
 	default:
-		return nil, fmt.Errorf("chunkstore: unknown compression %d", uint8(c))
+		return nil, fmt.Errorf("chunk store: unknown compression %d", uint8(c))
 	}
 	// Our own CRC-32C covers the stored bytes, so zstd's checksum would be
 	// paid for twice; a chunk is at most 64 KiB, so is the window.
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(level), zstd.WithEncoderConcurrency(1),
 		zstd.WithEncoderCRC(false), zstd.WithWindowSize(memhash.ChunkSize), zstd.WithSingleSegment(true))
 	if err != nil {
-		return nil, fmt.Errorf("chunkstore: zstd encoder: %w", err)
+		return nil, fmt.Errorf("chunk store: zstd encoder: %w", err)
 	}
 	return &compressor{codec: CodecZstd, zstd: enc}, nil
 }

@@ -67,12 +67,12 @@ func Open(dir string) (*Reader, error) {
 	list, err := os.ReadDir(cdir)
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, statErr := os.Stat(dir); statErr != nil {
-			return nil, fmt.Errorf("chunkstore: %w", statErr)
+			return nil, statErr
 		}
-		return nil, fmt.Errorf("chunkstore: %s: %w (no %s/ folder: the recording holds no memory snapshots)", dir, ErrNoChunks, DirName)
+		return nil, fmt.Errorf("%s: %w (no %s/ folder: the recording holds no memory snapshots)", dir, ErrNoChunks, DirName)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("chunkstore: %w", err)
+		return nil, err
 	}
 	r := &Reader{dir: cdir}
 	for _, e := range list {
@@ -108,18 +108,18 @@ func (r *Reader) openPack(num uint32) error {
 	path := filepath.Join(r.dir, packName(num))
 	f, err := regular.Open(path)
 	if err != nil {
-		return fmt.Errorf("chunkstore: %w", err)
+		return err
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return fmt.Errorf("chunkstore: %w", err)
+		return err
 	}
 	h := make([]byte, fileHeaderSize)
 	n, err := f.ReadAt(h, 0)
 	if err != nil && err != io.EOF {
 		f.Close()
-		return fmt.Errorf("chunkstore: %s: %w", path, err)
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	if n < fileHeaderSize {
 		f.Close()
@@ -129,7 +129,7 @@ func (r *Reader) openPack(num uint32) error {
 	if err := checkFileHeader(h, packMagic, "pack"); err != nil {
 		f.Close()
 		if errors.Is(err, errNewerVersion) {
-			return fmt.Errorf("chunkstore: %s: %v", path, err)
+			return fmt.Errorf("%s: %v", path, err)
 		}
 		r.recovery.Damaged = append(r.recovery.Damaged, fmt.Sprintf("%s: %v", path, err))
 		return nil
@@ -175,7 +175,7 @@ func (r *Reader) scan(p *openPack) error {
 			return nil
 		}
 		if _, err := p.f.ReadAt(h, off); err != nil {
-			return fmt.Errorf("chunkstore: %s: %w", p.path, err)
+			return fmt.Errorf("%s: %w", p.path, err)
 		}
 		e, err := decodeEntryHeader(h)
 		if err != nil {
@@ -234,17 +234,17 @@ func (r *Reader) find(hash [16]byte) (int, bool) {
 func (r *Reader) Get(hash [16]byte) ([]byte, error) {
 	i, ok := r.find(hash)
 	if !ok {
-		return nil, fmt.Errorf("chunkstore: %s: chunk %x: %w", r.dir, hash, ErrNotFound)
+		return nil, fmt.Errorf("%s: chunk %x: %w", r.dir, hash, ErrNotFound)
 	}
 	loc := r.index[i]
 	j, ok := slices.BinarySearchFunc(r.packs, loc.pack, func(p openPack, n uint32) int { return cmp.Compare(p.number, n) })
 	if !ok {
-		return nil, fmt.Errorf("chunkstore: %s: chunk %x: its pack %s is missing", r.dir, hash, packName(loc.pack))
+		return nil, fmt.Errorf("%s: chunk %x: its pack %s is missing", r.dir, hash, packName(loc.pack))
 	}
 	p := &r.packs[j]
 	data, err := r.read(p, loc)
 	if err != nil {
-		return nil, fmt.Errorf("chunkstore: %s: entry at offset %d (chunk %x): %v", p.path, loc.offset, hash, err)
+		return nil, fmt.Errorf("%s: entry at offset %d (chunk %x): %v", p.path, loc.offset, hash, err)
 	}
 	return data, nil
 }
@@ -284,7 +284,7 @@ func (r *Reader) Close() error {
 	var first error
 	for _, p := range r.packs {
 		if err := p.f.Close(); err != nil && first == nil {
-			first = fmt.Errorf("chunkstore: %w", err)
+			first = err
 		}
 	}
 	r.dec.close()

@@ -19,9 +19,9 @@ import (
 var (
 	// ErrStopped is returned by every call after the one that reported a
 	// write failure: the store accepts no more chunks.
-	ErrStopped = errors.New("chunkstore: writer stopped after a write error")
+	ErrStopped = errors.New("chunk store: writer stopped after a write error")
 	// ErrClosed is returned by calls after Close.
-	ErrClosed = errors.New("chunkstore: writer closed")
+	ErrClosed = errors.New("chunk store: writer closed")
 )
 
 // DefaultPackBytes is the size at which a pack is closed and the next one
@@ -142,16 +142,16 @@ func Create(dir string, opts Options) (*Writer, error) {
 		ended: make(chan struct{}),
 	}
 	if err := os.MkdirAll(w.dir, 0o700); err != nil {
-		return nil, fmt.Errorf("chunkstore: %w", err)
+		return nil, err
 	}
 	if err := w.startPack(); err != nil {
 		if w.pack != nil {
 			w.pack.Close()
 		}
 		if errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("chunkstore: %s already holds a chunk store (a store is written once): %w", w.dir, err)
+			return nil, fmt.Errorf("%s already holds a chunk store (a store is written once): %w", w.dir, err)
 		}
-		return nil, fmt.Errorf("chunkstore: %w", err)
+		return nil, err
 	}
 	for i := range w.seen {
 		w.seen[i].m = make(map[[16]byte]struct{})
@@ -185,7 +185,7 @@ func (w *Writer) Dir() string { return w.dir }
 // the chunk was accepted or was a duplicate; Flush says when it is written.
 func (w *Writer) Put(hash [16]byte, data []byte) error {
 	if len(data) == 0 || len(data) > memhash.ChunkSize {
-		return fmt.Errorf("chunkstore: chunk %x of %d bytes: a chunk holds 1 to %d bytes", hash, len(data), memhash.ChunkSize)
+		return fmt.Errorf("chunk store: chunk %x of %d bytes: a chunk holds 1 to %d bytes", hash, len(data), memhash.ChunkSize)
 	}
 	w.gate.RLock()
 	defer w.gate.RUnlock()
@@ -294,7 +294,7 @@ func (w *Writer) fail(err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err == nil {
-		w.err = fmt.Errorf("chunkstore: %w (the store accepts no more chunks)", err)
+		w.err = fmt.Errorf("chunk store: %w (the store accepts no more chunks)", err)
 	}
 }
 
@@ -437,10 +437,10 @@ func (w *Writer) writeIndex() error {
 	tmp := filepath.Join(w.dir, indexTemp)
 	if err := os.WriteFile(tmp, encodeIndex(w.packs, w.locs), 0o600); err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("chunkstore: %w", err)
+		return err
 	}
 	if err := os.Rename(tmp, filepath.Join(w.dir, indexFile)); err != nil {
-		return fmt.Errorf("chunkstore: %w", err)
+		return err
 	}
 	return nil
 }

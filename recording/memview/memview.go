@@ -246,7 +246,7 @@ func (v *View) Read(l Launch, p pb.MemoryState_Point, i int, start, end uint64) 
 		return nil, nil, err
 	}
 	if start > end || end > r.GetSize() {
-		return nil, nil, fmt.Errorf("memview: bytes [%d, %d) are outside region %d of launch %d (%d bytes)", start, end, i, l.Launch.GetSeq(), r.GetSize())
+		return nil, nil, fmt.Errorf("bytes [%d, %d) are outside region %d of launch %d (%d bytes)", start, end, i, l.Launch.GetSeq(), r.GetSize())
 	}
 	store, err := v.Store()
 	if err != nil {
@@ -265,7 +265,7 @@ func (v *View) Chunk(l Launch, p pb.MemoryState_Point, i, k int) ([]byte, error)
 	}
 	hashes := rs.GetChunkHashes()
 	if k < 0 || (k+1)*recording.HashBytes > len(hashes) {
-		return nil, fmt.Errorf("memview: region %d of launch %d has %d chunks; no chunk %d", i, l.Launch.GetSeq(), len(hashes)/recording.HashBytes, k)
+		return nil, fmt.Errorf("region %d of launch %d has %d chunks; no chunk %d", i, l.Launch.GetSeq(), len(hashes)/recording.HashBytes, k)
 	}
 	return v.Get([16]byte(hashes[k*recording.HashBytes:]))
 }
