@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -179,15 +181,20 @@ func parseOffset(s string) (time.Duration, error) {
 		return 0, nil
 	}
 	d, err := time.ParseDuration(s)
-	if err != nil {
-		secs, ferr := strconv.ParseFloat(s, 64)
-		if ferr != nil {
-			return 0, fmt.Errorf("%q is not a time (like 1.5s, 200ms, or seconds)", s)
+	if err == nil {
+		if d < 0 {
+			return 0, fmt.Errorf("%q is before the start", s)
 		}
-		d = time.Duration(secs * float64(time.Second))
+		return d, nil
 	}
-	if d < 0 {
+	secs, ferr := strconv.ParseFloat(s, 64)
+	switch {
+	case errors.Is(ferr, strconv.ErrRange) && secs < 0, ferr == nil && secs < 0:
 		return 0, fmt.Errorf("%q is before the start", s)
+	case errors.Is(ferr, strconv.ErrRange), ferr == nil && secs*float64(time.Second) >= math.MaxInt64:
+		return 0, fmt.Errorf("%q is past any timeline: times go up to %.0fs (292 years)", s, math.MaxInt64/float64(time.Second))
+	case ferr != nil || math.IsNaN(secs):
+		return 0, fmt.Errorf("%q is not a time (like 1.5s, 200ms, or seconds)", s)
 	}
-	return d, nil
+	return time.Duration(secs * float64(time.Second)), nil
 }

@@ -45,7 +45,8 @@ type Stats struct {
 	Rows  map[string]int64
 	Files int
 	// Shortfalls says, one line each, which recordings ended short (recording.Shortfall):
-	// their tables hold what was written before.
+	// their tables hold what was written before; and which lost or failed to record
+	// something (recording.LossWarning).
 	Shortfalls []string
 }
 
@@ -151,6 +152,9 @@ func exportProcess(dir string, p *recording.Process, st *Stats, alone bool) (err
 	}
 	if short != "" && err == nil {
 		st.Shortfalls = append(st.Shortfalls, short)
+	}
+	if lost := recording.LossWarning(p.Name, res.Stats); lost != "" && err == nil {
+		st.Shortfalls = append(st.Shortfalls, lost)
 	}
 	return err
 }

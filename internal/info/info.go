@@ -13,8 +13,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"google.golang.org/protobuf/reflect/protoreflect"
-
 	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
@@ -280,23 +278,13 @@ func summarize(name string, d *recording.Data, steps *recording.Stepper) *Proces
 
 func ccString(d *pb.Device) string { return fmt.Sprintf("%d.%d", d.GetCcMajor(), d.GetCcMinor()) }
 
-// losses lists the non-zero counters that count something lost or failed.
-// Found by name, so a counter added to Stats later is never left out.
+// losses lists the non-zero counters that count records lost or failed; lost memory states
+// are memory capture's problems (Memory).
 func losses(s *pb.Stats) []Counter {
 	var out []Counter
-	m := s.ProtoReflect()
-	fields := m.Descriptor().Fields()
-	for i := range fields.Len() {
-		fd := fields.Get(i)
-		name := string(fd.Name())
-		if !strings.HasSuffix(name, "_dropped") && !strings.HasSuffix(name, "_failed") && name != "errors" {
-			continue
-		}
-		if fd.Kind() != protoreflect.Uint64Kind || fd.IsList() {
-			continue
-		}
-		if v := m.Get(fd).Uint(); v != 0 {
-			out = append(out, Counter{Name: name, Value: v})
+	for _, l := range recording.Losses(s) {
+		if !strings.HasSuffix(l.Name, "_lost") {
+			out = append(out, Counter{Name: l.Name, Value: l.Value})
 		}
 	}
 	return out

@@ -31,6 +31,8 @@ type Result struct {
 	// Complete says the recording holds its End record: the process
 	// ended normally and the recording was closed.
 	Complete bool
+	// Stats are the process's last counters (empty when it wrote none).
+	Stats *pb.Stats
 }
 
 // Flatten reads one process's recording once, frame by frame, and hands
@@ -68,7 +70,7 @@ func Flatten(p *recording.Process, o Options) (Result, error) {
 	if err != nil {
 		return Result{ScanResult: res}, err
 	}
-	out := Result{ScanResult: res, Complete: ps.end != nil}
+	out := Result{ScanResult: res, Complete: ps.end != nil, Stats: cmp.Or(ps.stat, &pb.Stats{})}
 	return out, ps.finish(out)
 }
 

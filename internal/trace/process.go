@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -136,8 +137,10 @@ func (tw *writer) process(idx int, p *recording.Process) error {
 	tw.stats.Processes++
 	var err error
 	ended := false
+	stats := &pb.Stats{}
 	res, serr := p.Scan(func(b *pb.Batch) error {
 		ended = ended || b.End != nil
+		stats = cmp.Or(b.Stats, stats)
 		err = ps.batch(b)
 		return err
 	})
@@ -153,6 +156,9 @@ func (tw *writer) process(idx int, p *recording.Process) error {
 	}
 	if short := recording.Shortfall(p.Name, res.Truncated, ended); short != "" {
 		tw.stats.Shortfalls = append(tw.stats.Shortfalls, short)
+	}
+	if lost := recording.LossWarning(p.Name, stats); lost != "" {
+		tw.stats.Shortfalls = append(tw.stats.Shortfalls, lost)
 	}
 	return ps.flush()
 }

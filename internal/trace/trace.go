@@ -84,7 +84,8 @@ type Stats struct {
 	Skipped      int // kernel records with no usable start and end time
 	Probed       int // launches whose live probes' CTAs are on SM tracks (gpurr record --probe)
 	ProbeCTAs    int // their CTAs
-	// Shortfalls says, one line each, which recordings ended short (recording.Shortfall).
+	// Shortfalls says, one line each, which recordings ended short (recording.Shortfall) and
+	// which lost or failed to record something (recording.LossWarning).
 	Shortfalls []string
 	// End is where the last event read ends, from the timeline's start: what --time can select
 	// within.
