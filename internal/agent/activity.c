@@ -1,6 +1,7 @@
 // GPU timing: CUPTI hands over buffers of activity records (every kernel's
 // start and end on the GPU), on its own thread or on the Go writer's when it
 // flushes them; each kernel record becomes an activity record in the ring.
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,46 +72,78 @@ static void buffer_completed(gp_CUcontext ctx, uint32_t stream_id, uint8_t *buff
 static int started;  // gp_start got this far: CUPTI is subscribed
 static int sampled_kind;  // the activity kind sampled GPU timing turns on and off; 0 when not sampled
 
+// Kernel activity is turned on as the process's first launch begins, once a
+// context exists, not at start: on an H100 (CUPTI 13.0) a context made while
+// it is on pays 3-4 us of GPU time for every kernel, for the context's life,
+// even once it is off again (+15% to +28% on a compiled GPT-2 step), while
+// turned on later it costs the same step about nothing (bench/NOTES.md,
+// 2026-11-24).
+static int deferred_kind;  // waits for the first launch; 0 when not deferred
+static _Atomic int first_launch_seen;
+static pthread_mutex_t activity_mu = PTHREAD_MUTEX_INITIALIZER;  // the first launch against the sampler
+static int sample_wants = 1;  // what the sampler last asked for (it starts on)
+
 atomic_uchar gp_timing_paused;
 
-void gp_activity_start(int gpu_timing) {
+void gp_activity_start(int gpu_timing, int from_start) {
   started = 1;
   if (!gpu_timing) return;
   // Activity records are laid out as CUpti_ActivityKernel10, CUPTI 13's.
-  // Kernel timing makes CUPTI instrument every kernel: measured on an H100
-  // it is most of the agent's per-launch cost, so it can be turned off.
   uint32_t version = gp_cupti_version();
   if (version < 130000) {
     gp_logf(1, "GPU timing disabled: CUPTI API version %u predates CUDA 13", version);
     return;
   }
   gp_CUptiResult r = gp_cupti.activityRegisterCallbacks(buffer_requested, buffer_completed);
-  // Concurrent mode instruments every kernel's code to time it, which costs most
-  // on many short kernels of many blocks; serial mode does not, but runs the
-  // program's kernels one at a time across streams.
+  // Serial mode runs the program's kernels one at a time across streams.
   int kind = gpu_timing == GP_TIMING_SERIAL ? GP_ACTIVITY_KIND_KERNEL : GP_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  if (r == 0) r = gp_cupti.activityEnable(kind);
+  if (r == 0 && from_start) r = gp_cupti.activityEnable(kind);
   if (r != 0) {
     gp_logf(2, "GPU timing disabled: CUPTI activity: %s", gp_cupti_error(r));
     return;
   }
+  if (!from_start) {
+    deferred_kind = kind;
+    atomic_store(&gp_timing_paused, 1);
+  }
   if (gpu_timing == GP_TIMING_SAMPLED) sampled_kind = kind;
+}
+
+void gp_activity_first_launch(void) {
+  if (atomic_load_explicit(&first_launch_seen, memory_order_relaxed)) return;
+  pthread_mutex_lock(&activity_mu);
+  if (!atomic_load(&first_launch_seen)) {
+    atomic_store(&first_launch_seen, 1);
+    if (deferred_kind && sample_wants && !gp_proc.forked_child) {
+      gp_CUptiResult r = gp_cupti.activityEnable(deferred_kind);
+      if (r == 0)
+        atomic_store(&gp_timing_paused, 0);
+      else
+        gp_logf(2, "GPU timing disabled: CUPTI activity: %s", gp_cupti_error(r));
+    }
+  }
+  pthread_mutex_unlock(&activity_mu);
 }
 
 // Sampled timing: that cost is paid only in windows. The order keeps the
 // launch records' untimed flag a promise: set before the kind goes off and
 // cleared after it is on again, so no launch made while it was off is taken
-// for timed.
+// for timed. Before the first launch it only notes what the window wants.
 int gp_activity_sample(int on) {
   if (!sampled_kind || gp_proc.forked_child) return -1;
-  gp_CUptiResult r;
-  if (on) {
-    r = gp_cupti.activityEnable(sampled_kind);
-    if (r == 0) atomic_store(&gp_timing_paused, 0);
-  } else {
-    atomic_store(&gp_timing_paused, 1);
-    r = gp_cupti.activityDisable(sampled_kind);
+  gp_CUptiResult r = 0;
+  pthread_mutex_lock(&activity_mu);
+  sample_wants = on;
+  if (!deferred_kind || atomic_load(&first_launch_seen)) {
+    if (on) {
+      r = gp_cupti.activityEnable(sampled_kind);
+      if (r == 0) atomic_store(&gp_timing_paused, 0);
+    } else {
+      atomic_store(&gp_timing_paused, 1);
+      r = gp_cupti.activityDisable(sampled_kind);
+    }
   }
+  pthread_mutex_unlock(&activity_mu);
   if (r != 0) gp_logf(2, "sampled GPU timing stops: turning kernel activity %s: %s", on ? "on" : "off", gp_cupti_error(r));
   return r;
 }

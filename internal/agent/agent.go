@@ -231,6 +231,9 @@ func (r *recorder) start() error {
 		if r.cfg.sample != "" {
 			ccfg.gpu_timing = C.GP_TIMING_SAMPLED
 		}
+		if r.cfg.hang > 0 {
+			ccfg.gpu_timing_from_start = 1
+		}
 	}
 	if m := r.cfg.memory; m.Mode != "off" {
 		mem, err := newMemoryCapture(r)

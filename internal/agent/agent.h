@@ -209,6 +209,7 @@ typedef struct {
   int callstack_mode;  // 0 off, 1 auto, 2 python, 3 native
   int has_kernel_filter;
   int gpu_timing;  // kernel start/end on the GPU (CUPTI activity): 0 off, 1 concurrent, 2 serial (GP_TIMING_*)
+  int gpu_timing_from_start;  // the hang watch: kernel activity on before the first launch, not after it
   int memory_mode;  // GP_MEM_* (memcap.h)
   int on_full;      // GP_ON_FULL_*
   const char *memcap_ptx;

@@ -322,8 +322,14 @@ uint64_t gp_callstack_take(int backward);
 // ---- activity.c ----
 
 // gp_activity_start lets gp_flush_activity work and, with gpu_timing,
-// asks CUPTI for kernel activity records.
-void gp_activity_start(int gpu_timing);
+// asks CUPTI for kernel activity records: from now with from_start, else
+// from the first launch on (gp_activity_first_launch).
+void gp_activity_start(int gpu_timing, int from_start);
+
+// gp_activity_first_launch turns kernel activity on as the process's first
+// launch (or graph launch) begins, where gp_activity_start deferred it; one
+// atomic load after that.
+void gp_activity_first_launch(void);
 
 // Set while sampled GPU timing is between windows: launches made then are
 // not timed (gp_launch_rec.untimed).

@@ -402,6 +402,7 @@ int gp_timing_this_launch(void) { return tls.sample_launch; }
   } while (0)
 
 static void on_launch_enter(uint32_t cbid, const gp_CallbackData *cb) {
+  gp_activity_first_launch();  // before the launch is enqueued: it is timed
   gp_CUfunction f = launch_func(cbid, cb->functionParams);
   func_entry *fe = func_find((uint64_t)(uintptr_t)f);
   if (!fe) fe = func_describe(f, cb->symbolName);
@@ -637,6 +638,7 @@ static void dispatch(int domain, uint32_t cbid, const void *data) {
       else
         on_launch_exit(cbid, cb);
     } else if (cbid == GP_CBID_cuGraphLaunch || cbid == GP_CBID_cuGraphLaunch_ptsz) {
+      if (cb->callbackSite == GP_API_ENTER) gp_activity_first_launch();
       if (cb->callbackSite == GP_API_EXIT)
         on_graph_launch(cbid, cb);
       else if (gp_proc.cfg.memory_mode != GP_MEM_OFF)  // its kernels may write what waits to be hashed

@@ -263,9 +263,12 @@ int gp_start(const gp_config *cfg, char *err, size_t errcap) {
   }
   if (cfg->nvtx) gp_nvtx_start();
   atexit(on_exit_flush);
-  gp_activity_start(cfg->gpu_timing);
+  gp_activity_start(cfg->gpu_timing, cfg->gpu_timing_from_start);
   return 1;
 }
 
-uint32_t gp_cupti_version(void) { return cupti_version; }
+uint32_t gp_cupti_version(void) {
+  if (!cupti_version && gp_cupti.getVersion) gp_cupti.getVersion(&cupti_version);  // gp_start's, or a harness's CUPTI
+  return cupti_version;
+}
 int gp_driver_version(void) { return driver_version; }

@@ -1059,6 +1059,55 @@ HP_API int hp_alloc_check(long steps) {
   return 0;
 }
 
+// ---- GPU timing begins after the first launch ----
+
+static int enables, disables;
+static gp_CUptiResult count_enable(int kind) { return (void)kind, enables++, 0; }
+static gp_CUptiResult count_disable(int kind) { return (void)kind, disables++, 0; }
+static gp_CUptiResult fake_register(void *requested, void *completed) { return (void)requested, (void)completed, 0; }
+static gp_CUptiResult fake_version(uint32_t *v) { return *v = 130001, 0; }
+
+// hp_timing_check: kernel activity is turned on as the first launch begins (not at start: a
+// context made while it is on pays for it on every kernel), sampled timing's windows before it only note what they want, and the hang watch's timing
+// starts at once. One variant per process: the agent's state is per process.
+static int hp_timing_check(const char *variant) {
+  gp_cupti.activityEnable = count_enable;
+  gp_cupti.activityDisable = count_disable;
+  gp_cupti.activityRegisterCallbacks = (void *)fake_register;
+  gp_cupti.getVersion = fake_version;
+  launch_args a;
+  gp_cuLaunchKernel_params p = eager_launch(&a);
+  const char *fail = NULL;
+  if (strcmp(variant, "deferred") == 0) {
+    gp_activity_start(GP_TIMING_CONCURRENT, 0);
+    if (enables || !gp_timing_paused) fail = "kernel activity on before any launch";
+    launch(GP_CBID_cuLaunchKernel, &p, 0, SYM_MAIN);
+    if (!fail && (enables != 1 || gp_timing_paused)) fail = "kernel activity not on for the first launch";
+    launch(GP_CBID_cuLaunchKernel, &p, 0, SYM_MAIN);
+    if (!fail && enables != 1) fail = "kernel activity turned on twice";
+  } else if (strcmp(variant, "sampled") == 0) {
+    gp_activity_start(GP_TIMING_SAMPLED, 0);
+    gp_activity_sample(0);  // a window closes before the first launch
+    if (enables || disables) fail = "the sampler called CUPTI before the first launch";
+    launch(GP_CBID_cuLaunchKernel, &p, 0, SYM_MAIN);
+    if (!fail && (enables || !gp_timing_paused)) fail = "turned on after the first launch outside a window";
+    gp_activity_sample(1);
+    if (!fail && (enables != 1 || gp_timing_paused)) fail = "the next window did not turn it on";
+  } else if (strcmp(variant, "from_start") == 0) {
+    gp_activity_start(GP_TIMING_CONCURRENT, 1);
+    if (enables != 1 || gp_timing_paused) fail = "the hang watch's timing did not start at once";
+    launch(GP_CBID_cuLaunchKernel, &p, 0, SYM_MAIN);
+    if (!fail && enables != 1) fail = "turned on again at the first launch";
+  } else {
+    fail = "unknown variant";
+  }
+  if (fail)
+    printf("FAIL timing_%s: %s (enables %d, disables %d, paused %d)\n", variant, fail, enables, disables, gp_timing_paused);
+  else
+    printf("ok timing_%s\n", variant);
+  return 0;
+}
+
 #ifdef HP_MAIN
 // C-only runs (no Python anywhere): callstack off and native.
 static int cmp_double(const void *a, const void *b) {
@@ -1072,6 +1121,7 @@ int main(int argc, char **argv) {
   int batches = argc > 3 ? atoi(argv[3]) : 300;
   hp_setup(mode);
   if (argc > 5 && strcmp(argv[5], "memory") == 0) return hp_memory_scenario(argv[4]);
+  if (argc > 5 && strcmp(argv[4], "timing") == 0) return hp_timing_check(argv[5]);
   if (argc > 4 && strcmp(argv[4], "alloccheck") == 0) return hp_alloc_check(n);
   if (argc > 4 && strcmp(argv[4], "membench") == 0) return hp_memory_bench(n, batches, argc > 5 ? atol(argv[5]) : 0);
   if (argc > 4) return hp_scenario(argv[4]);

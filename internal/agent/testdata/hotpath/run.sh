@@ -31,13 +31,17 @@
 #   of other data is written between rounds ("cold"); with --callgrind also
 #   a launch's instructions and cache misses, hot and cold.
 #
+#   --timing-check prints a verdict line per check ("ok NAME" or "FAIL NAME: why") of when
+#   kernel activity is turned on: after the first launch, in sampled timing's windows, or at
+#   once for the hang watch.
+#
 #   --alloc-check checks hash mode's allocation table against a plain list
 #   over 200,000 random allocations, frees and lookups; prints "ok: ...".
 #
 # The C flags are cgo's for the real build (go build -x shows them): -fPIC
 # -O2 -std=gnu11 -fvisibility=hidden, plus the #cgo CFLAGS of agent.go.
 set -u
-callgrind=0 base="" scenario="" memory="" membench=0 alloccheck=0
+callgrind=0 base="" scenario="" memory="" membench=0 alloccheck=0 timingcheck=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --callgrind) callgrind=1 ;;
@@ -46,6 +50,7 @@ while [ $# -gt 0 ]; do
     --memory-scenario) scenario=${2:?--memory-scenario needs a file} memory=memory; shift ;;
     --memory-bench) membench=1 ;;
     --alloc-check) alloccheck=1 ;;
+    --timing-check) timingcheck=1 ;;
     *) sed -n '2,30p' "$0" >&2; exit 2 ;;
     esac
     shift
@@ -75,6 +80,10 @@ build() {  # build NAME AGENT_DIR: libhotpath_NAME.so (for Python) and hotpath_N
 
 echo "== build"
 build current "$src" || exit 1
+if [ $timingcheck = 1 ]; then
+    for v in deferred sampled from_start; do "$out/hotpath_current" 0 0 0 timing $v || exit 1; done
+    exit
+fi
 if [ $alloccheck = 1 ]; then
     "$out/hotpath_current" 0 200000 0 alloccheck
     exit
