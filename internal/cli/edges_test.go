@@ -84,3 +84,18 @@ func TestUnknownProcessListsThem(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want %q", code, errs, want)
 	}
 }
+
+// A manifest made from a recording that lost a memory state warns, in one line, that it
+// promises nothing for what is missing; one made from a whole recording says nothing more.
+func TestManifestOfLossyRecordingWarns(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "m.json")
+	code, _, errs := runCLI("manifest", variantRec(t, testrec.WriteSets), "-o", out)
+	want := "gpurr: manifest: warning: gpu-box-4242: lost or failed while recording, so missing here: memory_states_lost 1 (gpurr info says more); verify cannot check what is missing\n"
+	if code != 0 || !strings.HasSuffix(errs, want) || strings.Count(errs, "warning") != 1 {
+		t.Errorf("lossy: exit %d, stderr %q; want exit 0 ending %q", code, errs, want)
+	}
+	code, _, errs = runCLI("manifest", variantRec(t, testrec.Autograd), "-o", out+"2")
+	if code != 0 || strings.Contains(errs, "warning") {
+		t.Errorf("whole: exit %d, stderr %q", code, errs)
+	}
+}

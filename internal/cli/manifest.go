@@ -20,6 +20,10 @@ for every launch of every process, its kernel, its stream and the hash of
 each region (and of each 64 KiB chunk) after it ran. gpurr verify checks a
 later run against it: the deterministic-run contract of a known-good run.
 
+A recording that lost memory states or records, or ended short, still
+makes a manifest (it promises what the recording holds), with a warning
+line per such process: record the known-good run again for a complete one.
+
 The manifest holds hashes only and names the recording it was made from:
 keep that recording (snapshot mode) to see expected bytes when verify finds
 a difference. docs/manifest.md describes the format.`,
@@ -54,6 +58,9 @@ func runManifest(cmd *cobra.Command, path, out string, force bool) error {
 	}
 	if err := w.Commit(); err != nil {
 		return err
+	}
+	for _, warning := range sum.Warnings {
+		warnf(cmd, "%s; verify cannot check what is missing", warning)
 	}
 	if out == "-" {
 		return nil

@@ -23,6 +23,10 @@ type Summary struct {
 	Launches  int // launches listed
 	States    int // with the hashes of their memory after them
 	Snapshots int // of those, with the bytes stored in the recording
+	// Warnings says, one line each, which processes' recordings ended short or lost or failed
+	// to record something (recording.Shortfall, recording.LossWarning): a manifest made from
+	// them promises nothing for what they lack.
+	Warnings []string
 }
 
 // NoMemoryError is the error for a process recorded without memory capture:
@@ -67,13 +71,17 @@ func Write(w io.Writer, set *recording.Set) (Summary, error) {
 
 // firstPass reads what a process's header needs and the launches to list:
 // those that ran (diff.Scan's launches), by seq.
-func firstPass(p *recording.Process) (proc Process, seqs []uint64, identity map[uint64]uint64, err error) {
+//
+// warnings are its Shortfall and LossWarning, when it has them.
+func firstPass(p *recording.Process) (proc Process, seqs []uint64, identity map[uint64]uint64, warnings []string, err error) {
 	proc = Process{Name: p.Name, Rank: p.Info.Rank, Argv: append([]string{}, p.Info.GetArgv()...), Memory: p.Info.GetMemory().GetMode(),
 		ChunkBytes: cmp.Or(p.Info.GetMemory().GetChunkBytes(), memhash.ChunkSize), WriteSets: p.Info.GetMemory().GetWriteSets(), Kernels: []Kernel{}}
 	identity = map[uint64]uint64{} // Kernel.id to identity
 	names := map[uint64]string{}   // identity to name
 	used := map[uint64]bool{}      // Kernel.ids launched
+	stats := &pb.Stats{}
 	res, err := p.Scan(func(b *pb.Batch) error {
+		stats = cmp.Or(b.Stats, stats)
 		for _, k := range b.Kernels {
 			identity[k.GetId()] = k.GetIdentity()
 			names[k.GetIdentity()] = cmp.Or(k.GetDemangled(), recording.Demangle(k.GetName()))
@@ -90,7 +98,12 @@ func firstPass(p *recording.Process) (proc Process, seqs []uint64, identity map[
 		return nil
 	})
 	if err != nil {
-		return proc, nil, nil, err
+		return proc, nil, nil, nil, err
+	}
+	for _, w := range []string{recording.Shortfall(p.Name, res.Truncated, proc.Complete), recording.LossWarning(p.Name, stats)} {
+		if w != "" {
+			warnings = append(warnings, w)
+		}
 	}
 	proc.Complete = proc.Complete && !res.Truncated
 	slices.Sort(seqs)
@@ -106,14 +119,15 @@ func firstPass(p *recording.Process) (proc Process, seqs []uint64, identity map[
 		}
 	}
 	slices.SortFunc(proc.Kernels, func(a, b Kernel) int { return cmp.Compare(a.Identity, b.Identity) })
-	return proc, seqs, identity, nil
+	return proc, seqs, identity, warnings, nil
 }
 
 func writeProcess(bw *bufio.Writer, p *recording.Process, sum *Summary) error {
-	proc, seqs, identity, err := firstPass(p)
+	proc, seqs, identity, warnings, err := firstPass(p)
 	if err != nil {
 		return err
 	}
+	sum.Warnings = append(sum.Warnings, warnings...)
 	head, err := json.Marshal(proc)
 	if err != nil {
 		return err
