@@ -77,12 +77,13 @@ func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 		return err
 	}
 	setA, setB = launching(cmd, setA), launching(cmd, setB)
-	pairs, warnings := pairProcesses(setA.Dir, recordingProcs(setA), setB.Dir, recordingProcs(setB))
+	procsA, procsB := recordingProcs(setA), recordingProcs(setB)
+	pairs, warnings := pairProcesses(setA.Dir, procsA, setB.Dir, procsB)
 	for _, w := range warnings {
 		warnf(cmd, "%s", w)
 	}
 	if len(pairs) == 0 {
-		return usageErrorf("diff: no processes to compare")
+		return noPairs("diff", setA.Dir, procsA, setB.Dir, procsB)
 	}
 	type divergence struct {
 		label string
@@ -214,6 +215,27 @@ func pairProcesses(whereA string, a []procName, whereB string, b []procName) (pa
 		pairs = append(pairs, [2]int{i, j})
 	}
 	return pairs, warnings
+}
+
+// noPairs is the error of a diff or verify where no process of one side pairs with one of the
+// other: it names each side's processes and their ranks, and how processes pair.
+func noPairs(verb, whereA string, a []procName, whereB string, b []procName) error {
+	list := func(procs []procName) string {
+		if len(procs) == 0 {
+			return "no process that made kernel launches"
+		}
+		var parts []string
+		for _, p := range procs {
+			rank := "no rank"
+			if p.rank != nil {
+				rank = fmt.Sprintf("rank %d", *p.rank)
+			}
+			parts = append(parts, fmt.Sprintf("%s (%s)", p.name, rank))
+		}
+		return strings.Join(parts, ", ")
+	}
+	return usageErrorf("%s: no processes to compare: %s has %s; %s has %s (processes pair by torchrun rank, those without one in order)",
+		verb, whereA, list(a), whereB, list(b))
 }
 
 // program is what a command line runs, without the arguments it runs it with: the executable,

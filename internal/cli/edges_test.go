@@ -99,3 +99,23 @@ func TestManifestOfLossyRecordingWarns(t *testing.T) {
 		t.Errorf("whole: exit %d, stderr %q", code, errs)
 	}
 }
+
+// When no process of one side pairs with one of the other, diff and verify name both sides'
+// processes and how they pair.
+func TestNoPairsNamesProcesses(t *testing.T) {
+	ranks, one := variantRec(t, testrec.Good), writeRun(t, "hash", trainRun(1.5, false))
+	m := filepath.Join(t.TempDir(), "m.json")
+	if code, _, errs := runCLI("manifest", one, "-o", m); code != 0 {
+		t.Fatalf("manifest: exit %d: %s", code, errs)
+	}
+	for _, c := range []struct{ args []string }{
+		{[]string{"diff", ranks, one}},
+		{[]string{"verify", ranks, "--manifest", m}},
+	} {
+		want := c.args[0] + ": no processes to compare: " + ranks + " has gpu-box-4242 (rank 0), gpu-box-4243 (rank 1); "
+		code, _, errs := runCLI(c.args...)
+		if code != exitUsage || !strings.Contains(errs, want) || !strings.Contains(errs, "box-7 (no rank) (processes pair by torchrun rank") {
+			t.Errorf("%s: exit %d, stderr %q; want %q and box-7", c.args[0], code, errs, want)
+		}
+	}
+}

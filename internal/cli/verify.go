@@ -74,12 +74,13 @@ func runVerify(cmd *cobra.Command, o verifyOptions, path string) error {
 	for _, e := range m.Processes {
 		mprocs = append(mprocs, procName{e.Process.Name, e.Process.Rank, e.Process.Argv})
 	}
-	pairs, warnings := pairProcesses(set.Dir, recordingProcs(set), "the manifest", mprocs)
+	procs := recordingProcs(set)
+	pairs, warnings := pairProcesses(set.Dir, procs, "the manifest", mprocs)
 	for _, w := range warnings {
 		warnf(cmd, "%s", w)
 	}
 	if len(pairs) == 0 {
-		return usageErrorf("verify: no processes to compare")
+		return noPairs("verify", set.Dir, procs, "the manifest", mprocs)
 	}
 	differ := false
 	for _, ij := range pairs {

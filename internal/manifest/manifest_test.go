@@ -125,6 +125,7 @@ func TestReadErrors(t *testing.T) {
 		{"newer", strings.Replace(s, `"version":1`, `"version":2`, 1), "version 2; this gpurr reads version 1"},
 		{"other hash", strings.Replace(s, `"hash":"gpurr-h128"`, `"hash":"sha1"`, 1), `hash "sha1"`},
 		{"no processes", `{"format":"gpurr-manifest","version":1,"hash":"gpurr-h128"}`, "holds no processes"},
+		{"other JSON", `{"a":1}`, `not a gpurr manifest (no "format": "gpurr-manifest"`},
 		{"zero processes", `{"format":"gpurr-manifest","version":1,"hash":"gpurr-h128","processes":[]}`, "holds no processes"},
 		{"cut short", s[:len(s)/2], "cut short?"},
 		{"trailing", s + "{}", "more after the manifest's end"},

@@ -123,6 +123,9 @@ func (r *Reader) readHeader() error {
 		}
 		switch k {
 		case "":
+			if h.Format != Format {
+				return fmt.Errorf("not a gpurr manifest (no \"format\": %q; gpurr manifest REC -o FILE writes one)", Format)
+			}
 			return errors.New("holds no processes")
 		case "format":
 			err = r.dec.Decode(&h.Format)
