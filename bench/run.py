@@ -5,7 +5,7 @@ and report medians. Each recorded run is checked to have recorded at least the l
 benchmark made, so a gpurr that records nothing cannot look fast.
 
   python3 bench/run.py [--rounds 2] [--only launch_overhead|train_step|stacks|timing|gpt2_step|memcap|replay|race|nvtx|probe|
-                                               hash_eager|launch_params]
+                                               hash_eager|launch_params|timing_ab]
                        [--memory-modes [VARIANTS]] [--gpt2-modes eager,compiled] [--gpt2-variants bare,default,...]
                        [--json PATH]
 
@@ -557,6 +557,63 @@ def rows_gpt2_step(b, rounds):
     return rows
 
 
+# Sampled windows long enough to hold several steps, so that about half the steps are timed whole.
+TIMING_AB_WINDOW = "300ms/600ms"
+
+
+def split_timed_steps(res, per_step):
+    """The step times of res (a step benchmark's JSON) split by whether all of a step's launches
+    were timed or none were, from per_step: rows of (step, untimed launches, launches) of the
+    recording, numbered by optimizer steps, so timed step j is step warmup + j. Steps with both
+    are left out."""
+    by = {int(r["step"]): (int(r["u"]), int(r["n"])) for r in per_step}
+    timed, untimed = [], []
+    for j, ms in enumerate(res["steps_ms"]):
+        u, n = by.get(res["warmup"] + j, (None, None))
+        if u == 0:
+            timed.append(ms)
+        elif u is not None and u == n:
+            untimed.append(ms)
+    return timed, untimed
+
+
+def rows_timing_ab(b, rounds):
+    """What GPU timing costs on the GPT-2 step, measured inside one process: under sampled timing
+    with windows of several steps (TIMING_AB_WINDOW) about half the steps are timed, and their
+    step times are set against the untimed ones'. Other tenants of the machine slow whole
+    processes by 10-30%; this ratio is immune to that, unlike one between processes. Kernel
+    activity is turned on after the program's context exists, as in every mode but the hang
+    watch's, so the untimed steps pay nothing for it (bench/NOTES.md, 2026-11-24)."""
+    rows = []
+    for mode in b.gpt2_modes:
+        extra = ["--compile"] if mode == "compiled" else []
+        timed, untimed, ratios, floors = [], [], [], []
+        for i in range(rounds):
+            name = f"timing_ab.{mode}"
+            r = b.variant(name, "gpt2_step.py", extra + ["--steps", "120"], True, 600,
+                          ["--gpu-timing=sample", "--gpu-timing-sample", TIMING_AB_WINDOW])
+            qp = subprocess.run([b.gpurr, "query", b.tmp / f"rec-{name}", "SELECT step, sum(untimed) AS u, "
+                                 "count(*) AS n FROM launches WHERE NOT captured GROUP BY step", "--format", "json"],
+                                capture_output=True, text=True, timeout=300)
+            try:
+                t, u = split_timed_steps(r, json.loads(qp.stdout))
+            except ValueError:
+                raise RuntimeError(f"gpurr query failed: exit {qp.returncode}: {qp.stderr.strip()[:300]}")
+            if len(t) < 10 or len(u) < 10:
+                raise RuntimeError(f"timing_ab {mode}: {len(t)} timed and {len(u)} untimed steps, want 10 of each")
+            timed += t
+            untimed += u
+            ratios.append(statistics.median(t) / statistics.median(u) - 1)
+            floors.append(min(t) / min(u) - 1)
+        pct, floor_pct = statistics.median(ratios) * 100, statistics.median(floors) * 100
+        rows.append({"workload": f"gpt2 {mode}: timed steps vs untimed ones, one process "
+                                 f"({len(timed)} and {len(untimed)} steps; fastest {floor_pct:+.1f}%)",
+                     "baseline": statistics.median(untimed), "under": statistics.median(timed),
+                     "delta": f"{pct:+.1f}%", "target": "(report)", "verdict": "measured",
+                     "samples": {"timed": timed, "untimed": untimed}})
+    return rows
+
+
 def rows_memcap(b, rounds):
     """gpurr's hash and snapshot kernels against a D2D copy and a pinned DtoH of the same bytes,
     timed with CUDA events in one process (internal/kernels BenchmarkMemcap, built by make)."""
@@ -738,13 +795,13 @@ def rows_race(b, rounds):
 BENCHES = {"launch_overhead": rows_launch_overhead, "train_step": rows_train_step,
            "stacks": rows_stacks, "timing": rows_timing, "gpt2_step": rows_gpt2_step, "memcap": rows_memcap,
            "replay": rows_replay, "race": rows_race, "nvtx": rows_nvtx, "probe": rows_probe,
-           "hash_eager": rows_hash_eager, "launch_params": rows_launch_params}
+           "hash_eager": rows_hash_eager, "launch_params": rows_launch_params, "timing_ab": rows_timing_ab}
 # Run only when asked for by name: gpt2_step is 14 processes of a minute or more each per mode
 # and round; race builds and records two CUDA programs first, which gpu-check's budget for the
 # default benchmarks leaves no room for (scripts/gpu-check --only bench.race runs it); hash_eager
 # is 9 processes of 220,000 launches for a figure that belongs to the hash-mode work, and so is
-# launch_params, which needs nvcc.
-OPT_IN = {"gpt2_step", "race", "hash_eager", "launch_params"}
+# launch_params, which needs nvcc; timing_ab is a GPT-2 process of 120 steps per mode and round.
+OPT_IN = {"gpt2_step", "race", "hash_eager", "launch_params", "timing_ab"}
 
 
 def main():
