@@ -119,3 +119,29 @@ func TestNoPairsNamesProcesses(t *testing.T) {
 		}
 	}
 }
+
+// tune checks its output files before the search: an existing one is refused without --force,
+// before any GPU work, and a run that fails later leaves it as it was.
+func TestTuneChecksOutputsFirst(t *testing.T) {
+	rec, dir := writeReplayable(t), t.TempDir()
+	csv, chart := filepath.Join(dir, "t.csv"), filepath.Join(dir, "t.svg")
+	if err := os.WriteFile(csv, []byte("mine\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"tune", rec, "--launch", "2", "--block", "64,128", "--csv", csv, "--chart", chart}
+	code, _, errs := runCLI(args...)
+	if want := "tune: --csv " + csv + " exists: --force replaces it"; code != exitUsage || !strings.Contains(errs, want) {
+		t.Errorf("existing --csv: exit %d, stderr %q; want %q", code, errs, want)
+	}
+	code, _, errs = runCLI(append(args[:len(args)-2], "--chart", csv)...)
+	if code != exitUsage || !strings.Contains(errs, "--csv and --chart are both") {
+		t.Errorf("the same file twice: exit %d, stderr %q", code, errs)
+	}
+	runCLI(append(args, "--force")...) // no GPU here: it fails after the check
+	if b, err := os.ReadFile(csv); err != nil || string(b) != "mine\n" {
+		t.Errorf("a tune that failed changed --csv: %q %v", b, err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("a tune that failed left %d files in %s, want only t.csv", len(entries), dir)
+	}
+}

@@ -30,6 +30,11 @@ type output struct {
 // createOutput opens path for verb's output ("-" is stdout). inputs are what the verb reads
 // (recording directories or files): the output may be none of them and lie inside none.
 func createOutput(verb, path string, stdout io.Writer, force bool, inputs ...string) (*output, error) {
+	return createFlagOutput(verb, "-o", path, stdout, force, inputs...)
+}
+
+// createFlagOutput is createOutput for an output file that flag names (tune's --csv).
+func createFlagOutput(verb, flag, path string, stdout io.Writer, force bool, inputs ...string) (*output, error) {
 	o := &output{verb: verb, path: path, target: path, stdout: stdout}
 	if path == "-" {
 		o.stream = true
@@ -44,7 +49,7 @@ func createOutput(verb, path string, stdout io.Writer, force bool, inputs ...str
 		}
 		o.target = link
 	}
-	if err := refuseInputs(verb, "-o", path, o.target, inputs); err != nil {
+	if err := refuseInputs(verb, flag, path, o.target, inputs); err != nil {
 		return nil, err
 	}
 	st, err := os.Stat(o.target)
@@ -52,28 +57,28 @@ func createOutput(verb, path string, stdout io.Writer, force bool, inputs ...str
 	case errors.Is(err, fs.ErrNotExist):
 		// A new file.
 	case err != nil:
-		return nil, usageErrorf("%s: -o %s: %v", verb, path, plainError(err))
+		return nil, usageErrorf("%s: %s %s: %v", verb, flag, path, plainError(err))
 	case st.IsDir():
-		return nil, usageErrorf("%s: -o %s is a directory: name a file", verb, path)
+		return nil, usageErrorf("%s: %s %s is a directory: name a file", verb, flag, path)
 	case st.Mode()&(os.ModeCharDevice|os.ModeNamedPipe) != 0:
 		f, err := os.OpenFile(o.target, os.O_WRONLY, 0)
 		if err != nil {
-			return nil, usageErrorf("%s: -o %s: %v", verb, path, plainError(err))
+			return nil, usageErrorf("%s: %s %s: %v", verb, flag, path, plainError(err))
 		}
 		o.f, o.stream = f, true
 		return o, nil
 	case !st.Mode().IsRegular():
-		return nil, usageErrorf("%s: -o %s is not a regular file (%s)", verb, path, st.Mode().Type())
+		return nil, usageErrorf("%s: %s %s is not a regular file (%s)", verb, flag, path, st.Mode().Type())
 	case !force:
-		return nil, usageErrorf("%s: -o %s exists: --force replaces it", verb, path)
+		return nil, usageErrorf("%s: %s %s exists: --force replaces it", verb, flag, path)
 	}
 	dir := filepath.Dir(o.target)
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return nil, usageErrorf("%s: -o %s: directory %s does not exist", verb, path, dir)
+		return nil, usageErrorf("%s: %s %s: directory %s does not exist", verb, flag, path, dir)
 	}
 	f, err := os.CreateTemp(dir, "."+filepath.Base(o.target)+".*.tmp")
 	if err != nil {
-		return nil, usageErrorf("%s: -o %s: cannot create a file in %s: %v", verb, path, dir, plainError(err))
+		return nil, usageErrorf("%s: %s %s: cannot create a file in %s: %v", verb, flag, path, dir, plainError(err))
 	}
 	o.f = f
 	return o, nil

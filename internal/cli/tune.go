@@ -28,6 +28,7 @@ type tuneOptions struct {
 	dtype      string
 	atol, rtol float64
 	csv, chart string
+	force      bool
 	device     int
 	process    string
 }
@@ -67,6 +68,7 @@ combinations (with --seed).`,
 	f.Float64Var(&o.rtol, "rtol", 0, "with --dtype: relative tolerance (of the recorded value)")
 	f.StringVar(&o.csv, "csv", "tune.csv", "CSV file of every shape measured")
 	f.StringVar(&o.chart, "chart", "tune.svg", "SVG chart of the measurements")
+	f.BoolVar(&o.force, "force", false, "replace the --csv and --chart files when they exist")
 	unsetIntVar(f, &o.device, "device", "device ordinal (default: the recorded one)")
 	f.StringVar(&o.process, "process", "", "process of a multi-process recording: its directory name, pid or rank")
 	return cmd
@@ -103,6 +105,20 @@ func runTune(cmd *cobra.Command, o tuneOptions, path string) error {
 	if err != nil {
 		return err
 	}
+	// The outputs are checked before the search, which may take long, not after it.
+	if o.csv == o.chart {
+		return usageErrorf("tune: --csv and --chart are both %s: name two files", o.csv)
+	}
+	csvOut, err := createFlagOutput("tune", "--csv", o.csv, out, o.force, path)
+	if err != nil {
+		return err
+	}
+	defer csvOut.Abort()
+	chartOut, err := createFlagOutput("tune", "--chart", o.chart, out, o.force, path)
+	if err != nil {
+		return err
+	}
+	defer chartOut.Abort()
 	src, c, err := openCase(cmd, path, o.process, o.launch)
 	if err != nil {
 		return err
@@ -135,7 +151,7 @@ func runTune(cmd *cobra.Command, o tuneOptions, path string) error {
 		}
 		return usageErrorf("tune: the recorded shape does not reproduce the recording (%s): nothing to verify other shapes against; try gpurr replay --launch %d", why, c.Seq)
 	}
-	if err := writeTuneFiles(o, c, trials); err != nil {
+	if err := writeTuneFiles(c, trials, csvOut, chartOut); err != nil {
 		return err
 	}
 	verified := 0
@@ -184,23 +200,15 @@ func tuneProgress(total int) func(int) {
 	return func(done int) { bar.Set(done) }
 }
 
-func writeTuneFiles(o tuneOptions, c *replay.Case, trials []tune.Trial) error {
-	for _, file := range []struct {
-		path  string
-		write func(*os.File) error
-	}{
-		{o.csv, func(f *os.File) error { return tune.WriteCSV(f, trials) }},
-		{o.chart, func(f *os.File) error {
-			return tune.WriteSVG(f, fmt.Sprintf("gpurr tune: launch %d, %s", c.Seq, c.Name), trials)
-		}},
-	} {
-		f, err := os.Create(file.path)
-		if err != nil {
-			return usageErrorf("tune: %v", err)
-		}
-		if err := errors.Join(file.write(f), f.Close()); err != nil {
-			return fmt.Errorf("tune: %s: %w", file.path, err)
-		}
+func writeTuneFiles(c *replay.Case, trials []tune.Trial, csvOut, chartOut *output) error {
+	if err := tune.WriteCSV(csvOut, trials); err != nil {
+		return usageErrorf("tune: %v", err)
 	}
-	return nil
+	if err := tune.WriteSVG(chartOut, fmt.Sprintf("gpurr tune: launch %d, %s", c.Seq, c.Name), trials); err != nil {
+		return usageErrorf("tune: %v", err)
+	}
+	if err := csvOut.Commit(); err != nil {
+		return err
+	}
+	return chartOut.Commit()
 }
