@@ -126,6 +126,12 @@ func (p *Process) write(t *textWriter) {
 		t.field("overhead", "agent ran %s on the program's threads, %s per launch (CUPTI's own work not included)",
 			formatNS(p.AgentNS), formatNS(p.AgentNS/uint64(calls)))
 	}
+	// Backpressure is counted as the agent's time, but it is the GPU or the writer being behind,
+	// which a GPU-bound program would have waited for elsewhere anyway.
+	if m := p.Memory; m != nil && p.AgentNS > 0 && m.StagingWaitNS > p.AgentNS/10 {
+		t.field("", "of that, %s waiting for staging space (the GPU or the writer behind: memory capture's backpressure)",
+			formatNS(min(m.StagingWaitNS, p.AgentNS)))
+	}
 	p.AgentParts.write(t, p.Launches+p.Captured+p.GraphLaunches)
 	p.Memory.write(t)
 	writeKernels(t, "top kernels by count", p.TopByCount)

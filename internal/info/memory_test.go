@@ -141,3 +141,20 @@ func TestUnknownFromStates(t *testing.T) {
 		t.Errorf("%q, want %q", b.String(), want)
 	}
 }
+
+// Where the program's threads waited for staging space, the overhead line says how much of the
+// agent's time that was (a GPU-bound hash-mode run spends seconds there); a small share goes unsaid.
+func TestOverheadNamesBackpressure(t *testing.T) {
+	for _, c := range []struct {
+		wait uint64
+		want bool
+	}{{wait: 14e9, want: true}, {wait: 1e6, want: false}} {
+		p := &Process{Launches: 1000, AgentNS: 15e9, AgentLaunchNS: 14.5e9, Memory: &Memory{Mode: "hash", StagingWaitNS: c.wait}}
+		var b strings.Builder
+		p.write(&textWriter{w: &b})
+		got := strings.Contains(b.String(), "of that, 14.000s waiting for staging space")
+		if got != c.want {
+			t.Errorf("staging wait %d ns: line shown %v, want %v:\n%s", c.wait, got, c.want, b.String())
+		}
+	}
+}
