@@ -22,10 +22,20 @@ type Set struct {
 	Dir       string     // the recording directory (holds modules/)
 	Processes []*Process // sorted by rank, then host and pid
 	// Damaged holds one error per process directory that could not be opened (a damaged
-	// header or first frame, an events file that is not a regular file), each naming its
-	// file; Open reads the other processes and fails only when none opens.
+	// header or first frame, an empty events file, one that is not a regular file), each a
+	// *ProcessError naming its file; Open reads the other processes and fails only when none
+	// opens.
 	Damaged []error
 }
+
+// ProcessError is why Open could not open one process directory of a set.
+type ProcessError struct {
+	Name string // the process directory's name inside the set, as Process.Name
+	Err  error  // names the file
+}
+
+func (e *ProcessError) Error() string { return e.Err.Error() }
+func (e *ProcessError) Unwrap() error { return e.Err }
 
 // Process is one process's recording, opened but not read.
 type Process struct {
@@ -106,7 +116,7 @@ func Open(path string) (*Set, error) {
 			return nil, err
 		}
 		if err != nil {
-			set.Damaged = append(set.Damaged, err)
+			set.Damaged = append(set.Damaged, &ProcessError{Name: e.Name(), Err: err})
 			continue
 		}
 		set.Processes = append(set.Processes, p)

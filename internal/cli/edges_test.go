@@ -145,3 +145,78 @@ func TestTuneChecksOutputsFirst(t *testing.T) {
 		t.Errorf("a tune that failed left %d files in %s, want only t.csv", len(entries), dir)
 	}
 }
+
+// A chunk pack that is missing or damaged is a problem info names (exit 1), and rewind says
+// what happened to it instead of blaming --on-full drop-oldest, which the run did not use.
+func TestBrokenChunkPack(t *testing.T) {
+	for _, harm := range []string{"missing", "damaged"} {
+		rec := writeRun(t, "snapshot", trainRun(1.5, false))
+		if code, _, errs := runCLI("info", rec); code != 0 {
+			t.Fatalf("info of the whole recording: exit %d: %s", code, errs)
+		}
+		pack := filepath.Join(rec, "box-7", "chunks", "pack-000001.pack")
+		var err error
+		if harm == "missing" {
+			err = os.Remove(pack)
+		} else {
+			err = os.WriteFile(pack, []byte("not a chunk pack at all, long enough"), 0o600)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, out, errs := runCLI("info", rec)
+		want := map[string]string{"missing": pack + ": missing (the index lists it", "damaged": pack + ": not a gpurr chunk pack"}[harm]
+		if code != exitFound || !strings.Contains(out, "!! FILE MISSING OR DAMAGED: "+want) || !strings.Contains(errs, "(box-7: files_damaged)") ||
+			strings.Contains(out, "nothing lost") {
+			t.Errorf("info, pack %s: exit %d, stderr %q, want exit 1 and %q in:\n%s", harm, code, errs, want, out)
+		}
+		code, _, errs = runCLI("rewind", rec, "--launch", "1", "--after", "--region", "0", "-o", filepath.Join(t.TempDir(), "x.bin"))
+		if code != exitUsage || !strings.Contains(errs, "pack-000001.pack is "+harm) || strings.Contains(errs, "drop-oldest") {
+			t.Errorf("rewind, pack %s: exit %d, stderr %q", harm, code, errs)
+		}
+	}
+}
+
+// Module images not in modules/ are reported; one of the wrong size is a problem.
+func TestModuleFiles(t *testing.T) {
+	rec := variantRec(t, testrec.Good)
+	modules, err := filepath.Glob(filepath.Join(rec, "modules", "*.cubin"))
+	if err != nil || len(modules) < 2 {
+		t.Fatalf("modules %v: %v", modules, err)
+	}
+	if err := os.Remove(modules[0]); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI("info", rec)
+	if code != 0 || !strings.Contains(out, "1 image not in modules/ (deleted, or left out when the recording was copied)") {
+		t.Errorf("a module image missing: exit %d, stderr %q:\n%s", code, errs, out)
+	}
+	if err := os.WriteFile(modules[1], []byte("short"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = runCLI("info", rec)
+	if code != exitFound || !strings.Contains(out, "!! FILE MISSING OR DAMAGED: "+modules[1]+": module image of 5 bytes, the recording stored ") ||
+		!strings.Contains(errs, "files_damaged") {
+		t.Errorf("a module image cut short: exit %d, stderr %q:\n%s", code, errs, out)
+	}
+}
+
+// Without its index, a store that lost a pack cannot say so; info counts the chunks the
+// snapshots name that it lacks, and rewind does not blame drop-oldest for them.
+func TestChunksGoneWithIndex(t *testing.T) {
+	rec := writeRun(t, "snapshot", trainRun(1.5, false))
+	chunks := filepath.Join(rec, "box-7", "chunks")
+	for _, f := range []string{"index", "pack-000001.pack"} {
+		if err := os.Remove(filepath.Join(chunks, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, _ := runCLI("info", rec)
+	if code != exitFound || !strings.Contains(out, "!! FILE MISSING OR DAMAGED: "+chunks+": ") || !strings.Contains(out, "that snapshots name not in the store, and not dropped while recording") {
+		t.Errorf("info: exit %d:\n%s", code, out)
+	}
+	code, _, errs := runCLI("rewind", rec, "--launch", "1", "--after", "--region", "0", "-o", filepath.Join(t.TempDir(), "x.bin"))
+	if code != exitUsage || !strings.Contains(errs, "are not in the chunk store, and the recording was not made with --on-full drop-oldest") {
+		t.Errorf("rewind: exit %d, stderr %q", code, errs)
+	}
+}

@@ -20,7 +20,10 @@ launches, GPU time, top kernels, modules and callstacks.
 A recording that was cut short, was not closed, or counted any dropped or
 failed record is reported first, marked !!, and the command exits with 1; so
 is one recorded with write sets that holds a region state carried from a
-lost one, or an audit that found a learned write set wrong.`,
+lost one, or an audit that found a learned write set wrong, a process whose
+events file cannot be opened (empty, damaged), and a file the recording
+needs that is missing or damaged (a chunk pack, a module image of the wrong
+size). Module images missing from modules/ are noted without a problem.`,
 		Args: positional(1, 1, "one recording directory"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat("info", format, "table", "json"); err != nil {

@@ -114,6 +114,10 @@ func (p *Process) write(t *textWriter) {
 	} else {
 		t.field("modules", "%d, %s", p.Modules, FormatBytes(p.ModuleBytes))
 	}
+	if n := len(p.ModulesMissing); n > 0 {
+		t.field("", "%s not in %s/ (deleted, or left out when the recording was copied): replay, extract, tune, race and probe need a launch's module",
+			Count(n, "image"), "modules")
+	}
 	t.field("callstacks", "%d", p.Callstacks)
 	p.Autograd.write(t)
 	p.Ranges.writeField(t)
@@ -224,6 +228,9 @@ func (p *Process) writeProblems(t *textWriter) {
 			parts = append(parts, fmt.Sprintf("%s %d", c.Name, c.Value))
 		}
 		t.printf("  !! LOST OR FAILED: %s\n", strings.Join(parts, ", "))
+	}
+	for _, f := range p.Files {
+		t.printf("  !! FILE MISSING OR DAMAGED: %s\n", f)
 	}
 	p.Memory.writeProblems(t)
 	if len(p.Errors) > 0 {

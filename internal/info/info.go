@@ -8,6 +8,7 @@ package info
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -56,19 +57,23 @@ type Process struct {
 	LastNS  uint64 `json:"last_ns"`  // latest one
 	SpanNS  uint64 `json:"span_ns"`
 
-	Launches         int         `json:"launches"`             // eager: ran as themselves
-	Captured         int         `json:"captured"`             // built a graph node
-	Steps            int         `json:"steps,omitempty"`      // training steps the launches went through (recording.Stepper)
-	StepRange        string      `json:"step_range,omitempty"` // steps are the NVTX ranges matching this regular expression; "" for torch.optim optimizer steps
-	Untimed          int         `json:"untimed,omitempty"`    // eager launches made between sampled timing's windows
-	GraphLaunches    int         `json:"graph_launches"`
-	KernelRuns       int         `json:"kernel_runs"` // GPU activity records
-	GPUTimeNS        uint64      `json:"gpu_time_ns"`
-	UnlinkedRuns     int         `json:"unlinked_runs"` // activity with no launch in the recording
-	Kernels          int         `json:"kernels"`       // distinct kernels described
-	Modules          int         `json:"modules"`
-	ModuleBytes      uint64      `json:"module_bytes"`
-	ModulesWithPTX   int         `json:"modules_with_ptx,omitempty"` // PTX kept beside them (Triton's), for gpurr race
+	Launches       int    `json:"launches"`             // eager: ran as themselves
+	Captured       int    `json:"captured"`             // built a graph node
+	Steps          int    `json:"steps,omitempty"`      // training steps the launches went through (recording.Stepper)
+	StepRange      string `json:"step_range,omitempty"` // steps are the NVTX ranges matching this regular expression; "" for torch.optim optimizer steps
+	Untimed        int    `json:"untimed,omitempty"`    // eager launches made between sampled timing's windows
+	GraphLaunches  int    `json:"graph_launches"`
+	KernelRuns     int    `json:"kernel_runs"` // GPU activity records
+	GPUTimeNS      uint64 `json:"gpu_time_ns"`
+	UnlinkedRuns   int    `json:"unlinked_runs"` // activity with no launch in the recording
+	Kernels        int    `json:"kernels"`       // distinct kernels described
+	Modules        int    `json:"modules"`
+	ModuleBytes    uint64 `json:"module_bytes"`
+	ModulesWithPTX int    `json:"modules_with_ptx,omitempty"` // PTX kept beside them (Triton's), for gpurr race
+	// ModulesMissing are the digests of module images the recording stored that are not in its
+	// modules folder: a recording copied without them (as gpurr's own fixtures are) still
+	// reads whole, so this is reported, not a problem; an image of the wrong size is (Files).
+	ModulesMissing   []string    `json:"modules_missing,omitempty"`
 	Callstacks       int         `json:"callstacks"`
 	LaunchesFiltered uint64      `json:"launches_filtered,omitempty"` // skipped by --kernels, by design
 	AgentNS          uint64      `json:"agent_ns"`                    // agent time on the program's threads
@@ -83,11 +88,14 @@ type Process struct {
 	Ranges     *Ranges     `json:"nvtx,omitempty"`        // NVTX ranges (format 1.7)
 	Probes     *Probes     `json:"probes,omitempty"`      // live probes (gpurr record --probe; format 1.10)
 
-	Complete  bool        `json:"complete"`
-	Truncated bool        `json:"truncated"`
-	EndReason string      `json:"end_reason,omitempty"`
-	Losses    []Counter   `json:"losses"`      // non-zero drop and failure counters
-	Errors    []*LogEntry `json:"last_errors"` // the last error entries of the log
+	Complete  bool      `json:"complete"`
+	Truncated bool      `json:"truncated"`
+	EndReason string    `json:"end_reason,omitempty"`
+	Losses    []Counter `json:"losses"` // non-zero drop and failure counters
+	// Files names, one line each, files the records point to that are missing or damaged:
+	// module images, chunk packs, chunks of snapshots (checkFiles).
+	Files  []string    `json:"files_damaged,omitempty"`
+	Errors []*LogEntry `json:"last_errors"` // the last error entries of the log
 }
 
 // Device is a GPU the process used.
@@ -170,6 +178,9 @@ func (p *Process) Problems() []string {
 	for _, c := range p.Losses {
 		out = append(out, c.Name)
 	}
+	if len(p.Files) > 0 {
+		out = append(out, "files_damaged")
+	}
 	return append(out, p.Memory.problems()...)
 }
 
@@ -193,10 +204,20 @@ func Summarize(set *recording.Set, name string) (*Report, error) {
 			r.Processes = append(r.Processes, &Process{Name: p.Name, Damaged: err.Error()})
 			continue
 		}
-		r.Processes = append(r.Processes, summarize(p.Name, d, steps))
+		proc := summarize(p.Name, d, steps)
+		proc.ModulesMissing, proc.Files = checkFiles(p, d)
+		r.Processes = append(r.Processes, proc)
 		for _, k := range d.Kernels {
 			identities[k.GetIdentity()] = true
 		}
+	}
+	// Processes Open could not open at all (an empty events file) are reported as damaged too.
+	for _, err := range set.Damaged {
+		name := "?"
+		if pe := (*recording.ProcessError)(nil); errors.As(err, &pe) {
+			name = pe.Name
+		}
+		r.Processes = append(r.Processes, &Process{Name: name, Damaged: err.Error()})
 	}
 	damaged := 0
 	for _, p := range r.Processes {

@@ -146,7 +146,7 @@ func (s *Source) Case(seq uint64) (*Case, error) {
 			return nil, fmt.Errorf("launch %d region %d before: %w", seq, i, err)
 		}
 		if len(missing) > 0 {
-			return nil, fmt.Errorf("launch %d region %d: %d chunks of its contents before the launch were dropped while recording (--on-full drop-oldest); it cannot be restored", seq, i, len(missing))
+			return nil, fmt.Errorf("launch %d region %d: it cannot be restored: %d chunks of its contents before the launch %s", seq, i, len(missing), memview.MissingWhy(s.Proc))
 		}
 		if reg.After, reg.AfterMissing, err = s.view.Read(ml, memview.After, i, 0, r.Size); err != nil {
 			return nil, fmt.Errorf("launch %d region %d after: %w", seq, i, err)

@@ -108,7 +108,7 @@ func Rewind(p *recording.Process, r Request) (*Result, error) {
 		}
 		return nil, fmt.Errorf("region %d: %v", idx, err)
 	case len(missing) > 0:
-		return nil, fmt.Errorf("region %d: %d of its chunks in this range were dropped while recording (--on-full drop-oldest), first chunk %d", idx, len(missing), missing[0])
+		return nil, fmt.Errorf("region %d: %d of its chunks in this range %s; first chunk %d", idx, len(missing), memview.MissingWhy(p), missing[0])
 	}
 	region := regions[idx]
 	return &Result{Data: buf, Index: idx, Region: region}, nil

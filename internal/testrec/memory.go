@@ -35,6 +35,8 @@ type memory struct {
 	// What the next kernel to run writes besides a new version: NaN, or
 	// a result that differs from another run's (one version more).
 	writeNaN, skew bool
+	// store, when set, is handed each chunk as it enters the chunk store: what writes the store.
+	store func(hash [16]byte, data []byte)
 }
 
 type devAlloc struct {
@@ -269,6 +271,7 @@ func (m *memory) enqueue(l *pb.Launch, point pb.MemoryState_Point, allocs []*dev
 	ps := &pendingState{launch: l, state: &pb.MemoryState{LaunchSeq: l.Seq, Point: point, Snapshot: snapshot}}
 	for _, a := range allocs {
 		region, chunks := m.hashes(a)
+		keys := m.chunkKeys(a)
 		h := region.Bytes()
 		rs := &pb.RegionState{Hash: h[:]}
 		for i, c := range chunks {
@@ -279,6 +282,9 @@ func (m *memory) enqueue(l *pb.Launch, point pb.MemoryState_Point, allocs []*dev
 			}
 			// Only chunks the store lacks cross PCIe.
 			m.stored[cb] = true
+			if m.store != nil {
+				m.store(cb, chunkContents(keys[i]))
+			}
 			rs.ChunksTransferred++
 			ps.chunksStored++
 			ps.chunkBytesNew += min(uint64(m.config.ChunkBytes), a.rec.Size-uint64(i)*uint64(m.config.ChunkBytes))

@@ -161,6 +161,9 @@ type options struct {
 	diverge    bool             // a backward kernel computes another result than in the run without it
 	stepRange  string           // --step-range
 	probe      bool             // --probe ProbeRecorded
+	// storeChunk, with a snapshot memory config, is handed each chunk the agent would write
+	// to the process's chunk store.
+	storeChunk func(hash [16]byte, data []byte)
 }
 
 // Memory capture configurations of the Memory variant.
@@ -190,6 +193,7 @@ func build(rank int, o options) []*pb.Batch {
 	p := newProgram(rank)
 	if o.memory != nil {
 		p.mem = newMemory(o.memory)
+		p.mem.store = o.storeChunk
 		// The training step's NaN must be the first one.
 		p.mem.finite = o.autograd != nil
 	}

@@ -2,6 +2,7 @@ package testrec
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gpurr/gpurr/recording"
+	"github.com/gpurr/gpurr/recording/chunkstore"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
@@ -146,15 +148,36 @@ func writeFrames(dir string, rank int, batches []*pb.Batch) (ends []int64, err e
 	return ends, w.Close()
 }
 
-// writeVariant writes rank 0's process.
+// writeVariant writes rank 0's process, and the chunk store of its snapshots.
 func writeVariant(dir string, v Variant) error {
-	batches := build(0, variantOptions(v, 0))
+	o := variantOptions(v, 0)
+	type chunk struct {
+		hash [16]byte
+		data []byte
+	}
+	var chunks []chunk
+	o.storeChunk = func(hash [16]byte, data []byte) { chunks = append(chunks, chunk{hash, data}) }
+	batches := build(0, o)
 	if v == Incomplete {
 		batches = batches[:len(batches)-1]
 	}
 	ends, err := writeFrames(dir, 0, batches)
 	if err != nil {
 		return err
+	}
+	if len(chunks) > 0 {
+		store, err := chunkstore.Create(filepath.Join(dir, Name(0)), chunkstore.Options{})
+		if err != nil {
+			return err
+		}
+		for _, c := range chunks {
+			if err := store.Put(c.hash, c.data); err != nil {
+				return errors.Join(err, store.Close())
+			}
+		}
+		if err := store.Close(); err != nil {
+			return err
+		}
 	}
 	path := filepath.Join(dir, Name(0), recording.EventsFile)
 	switch v {

@@ -572,3 +572,50 @@ func TestPackNumber(t *testing.T) {
 		}
 	}
 }
+
+// A pack the index lists that is missing, or whose header is damaged, is named in Recovery, and
+// its chunks are an error saying so (ErrPackUnreadable), not ErrNotFound, which stands for a
+// chunk dropped while recording; the other packs read as before.
+func TestMissingOrDamagedPack(t *testing.T) {
+	chunks := makeChunks(t, 12, 60)
+	for _, harm := range []string{"missing", "damaged"} {
+		dir, _ := writeStore(t, Options{PackBytes: 256 << 10}, chunks)
+		packs := packFiles(t, dir)
+		if len(packs) < 3 {
+			t.Fatalf("%d packs, want 3 or more", len(packs))
+		}
+		var err error
+		if harm == "missing" {
+			err = os.Remove(packs[1])
+		} else {
+			err = os.WriteFile(packs[1], []byte("not a pack header, but long enough to be one"), 0o600)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := open(t, dir)
+		rec := r.Recovery()
+		if harm == "missing" && (rec.Rebuilt || len(rec.Missing) != 1 || !strings.Contains(rec.Missing[0], packs[1]+": missing (the index lists it")) {
+			t.Errorf("missing: Recovery = %+v, want the pack named as missing", rec)
+		}
+		if harm == "damaged" && (rec.Rebuilt || len(rec.Missing) != 0 || len(rec.Damaged) != 1) {
+			t.Errorf("damaged: Recovery = %+v, want the pack named as damaged", rec)
+		}
+		unreadable := 0
+		for _, c := range chunks {
+			got, err := r.Get(c.hash)
+			switch {
+			case errors.Is(err, ErrPackUnreadable):
+				unreadable++
+				if want := filepath.Base(packs[1]) + " is " + harm; !strings.Contains(err.Error(), want) || errors.Is(err, ErrNotFound) {
+					t.Errorf("%s: Get: %v, want %q", harm, err, want)
+				}
+			case err != nil || !bytes.Equal(got, c.data):
+				t.Errorf("%s: Get(%x) in a whole pack: %v", harm, c.hash, err)
+			}
+		}
+		if unreadable == 0 || unreadable == len(chunks) {
+			t.Errorf("%s: %d of %d chunks unreadable, want those of one pack", harm, unreadable, len(chunks))
+		}
+	}
+}

@@ -23,6 +23,9 @@ var (
 	ErrNoChunks = errors.New("no chunk store")
 	// ErrNotFound: the store holds no chunk of that hash.
 	ErrNotFound = errors.New("chunk not in store")
+	// ErrPackUnreadable: the index lists the chunk in a pack that is missing or damaged (see
+	// Recovery), so the store held it once but it cannot be read now.
+	ErrPackUnreadable = errors.New("its pack cannot be read")
 )
 
 // Reader reads a store. Get, Has, Len and Hashes are safe for concurrent
@@ -33,6 +36,9 @@ type Reader struct {
 	index    []location // by hash
 	recovery Recovery
 	dec      decompressor
+	// unreadable says, by pack number, why a pack on the folder or in the index cannot be read:
+	// "missing", "damaged", "cut short".
+	unreadable map[uint32]string
 }
 
 type openPack struct {
@@ -55,6 +61,10 @@ type Recovery struct {
 	// Damaged names, one line each, bytes that are not a valid entry or
 	// pack: what follows them in their pack cannot be read.
 	Damaged []string
+	// Missing names, one line each, the packs the index lists that the folder lacks: their
+	// chunks cannot be read (Get wraps ErrPackUnreadable), unlike those dropped while recording,
+	// which the store never held.
+	Missing []string
 }
 
 // Open opens the store in the process recording directory dir (the store
@@ -74,7 +84,7 @@ func Open(dir string) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{dir: cdir}
+	r := &Reader{dir: cdir, unreadable: map[uint32]string{}}
 	for _, e := range list {
 		num, ok := packNumber(e.Name())
 		if !ok || !e.Type().IsRegular() {
@@ -124,6 +134,7 @@ func (r *Reader) openPack(num uint32) error {
 	if n < fileHeaderSize {
 		f.Close()
 		r.recovery.Truncated = append(r.recovery.Truncated, fmt.Sprintf("%s: %d bytes, shorter than the pack header", path, n))
+		r.unreadable[num] = "cut short"
 		return nil
 	}
 	if err := checkFileHeader(h, packMagic, "pack"); err != nil {
@@ -132,6 +143,7 @@ func (r *Reader) openPack(num uint32) error {
 			return fmt.Errorf("%s: %v", path, err)
 		}
 		r.recovery.Damaged = append(r.recovery.Damaged, fmt.Sprintf("%s: %v", path, err))
+		r.unreadable[num] = "damaged"
 		return nil
 	}
 	r.packs = append(r.packs, openPack{number: num, path: path, f: f, size: st.Size()})
@@ -152,14 +164,25 @@ func (r *Reader) loadIndex() string {
 	if err != nil {
 		return fmt.Sprintf("index unreadable: %s: %v", path, err)
 	}
-	if len(packs) != len(r.packs) {
-		return fmt.Sprintf("index is stale: it lists %d packs, the folder holds %d readable", len(packs), len(r.packs))
-	}
-	for i, p := range packs {
-		if p.number != r.packs[i].number || p.size != r.packs[i].size {
+	// A pack the index lists that the folder lacks, or holds damaged, keeps its entries: its
+	// chunks were stored, and Get says why they cannot be read.
+	readable := 0
+	for _, p := range packs {
+		i, ok := slices.BinarySearchFunc(r.packs, p.number, func(op openPack, n uint32) int { return cmp.Compare(op.number, n) })
+		switch {
+		case ok && p.size != r.packs[i].size:
 			return fmt.Sprintf("index is stale: it says %s is %d bytes; found %s of %d bytes",
 				packName(p.number), p.size, filepath.Base(r.packs[i].path), r.packs[i].size)
+		case ok:
+			readable++
+		case r.unreadable[p.number] == "":
+			r.unreadable[p.number] = "missing"
+			r.recovery.Missing = append(r.recovery.Missing, fmt.Sprintf("%s: missing (the index lists it, %d bytes): its chunks cannot be read",
+				filepath.Join(r.dir, packName(p.number)), p.size))
 		}
+	}
+	if readable != len(r.packs) {
+		return fmt.Sprintf("index is stale: it lists %d packs, the folder holds %d readable", len(packs), len(r.packs))
 	}
 	r.index = entries
 	return ""
@@ -239,7 +262,7 @@ func (r *Reader) Get(hash [16]byte) ([]byte, error) {
 	loc := r.index[i]
 	j, ok := slices.BinarySearchFunc(r.packs, loc.pack, func(p openPack, n uint32) int { return cmp.Compare(p.number, n) })
 	if !ok {
-		return nil, fmt.Errorf("%s: chunk %x: its pack %s is missing", r.dir, hash, packName(loc.pack))
+		return nil, fmt.Errorf("%s: chunk %x: %w: %s is %s", r.dir, hash, ErrPackUnreadable, packName(loc.pack), r.unreadable[loc.pack])
 	}
 	p := &r.packs[j]
 	data, err := r.read(p, loc)

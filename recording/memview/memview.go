@@ -167,6 +167,16 @@ type View struct {
 	opened     bool
 }
 
+// MissingWhy says, for people, why chunks that Read lists as missing are not in the store
+// ("N chunks" + MissingWhy(p)): dropped while recording when p was recorded with --on-full
+// drop-oldest, and otherwise lost with the recording's chunk files.
+func MissingWhy(p *recording.Process) string {
+	if p.Info.GetMemory().GetOnFull() == "drop-oldest" {
+		return "were dropped while recording (--on-full drop-oldest)"
+	}
+	return "are not in the chunk store, and the recording was not made with --on-full drop-oldest: its chunk files are damaged or incomplete (gpurr info says which)"
+}
+
 // New returns the view of process p's memory. It reads nothing yet.
 func New(p *recording.Process) *View {
 	mem := p.Info.GetMemory()

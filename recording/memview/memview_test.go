@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -57,10 +59,15 @@ func launches(t *testing.T, p *recording.Process) map[uint64]memview.Launch {
 // TestStates: State's verdict on every launch of testrec's memory
 // recording (a snapshot-mode rank with selected, unselected, skipped and
 // lost launches; a hash-mode rank) follows the records, in the documented
-// order. That recording stores no chunks, so every read of a state that has
+// order. Its chunk store is removed here, so every read of a state that has
 // bytes fails with the store's error, and State still answers.
 func TestStates(t *testing.T) {
 	set := testrec.Open(t, testrec.Memory)
+	for _, p := range set.Processes {
+		if err := os.RemoveAll(filepath.Join(p.Dir, chunkstore.DirName)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	seen := map[error]int{}
 	for _, p := range set.Processes {
 		v := memview.New(p)
