@@ -174,6 +174,10 @@ func TestBrokenChunkPack(t *testing.T) {
 		if code != exitUsage || !strings.Contains(errs, "pack-000001.pack is "+harm) || strings.Contains(errs, "drop-oldest") {
 			t.Errorf("rewind, pack %s: exit %d, stderr %q", harm, code, errs)
 		}
+		code, _, errs = runCLI("manifest", rec, "-o", filepath.Join(t.TempDir(), "m.json"))
+		if code != 0 || !strings.Contains(errs, "gpurr: manifest: warning: "+want) || !strings.Contains(errs, "; verify cannot show those bytes where a run differs\n") {
+			t.Errorf("manifest, pack %s: exit %d, stderr %q", harm, code, errs)
+		}
 	}
 }
 

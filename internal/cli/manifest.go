@@ -60,7 +60,7 @@ func runManifest(cmd *cobra.Command, path, out string, force bool) error {
 		return err
 	}
 	for _, warning := range sum.Warnings {
-		warnf(cmd, "%s; verify cannot check what is missing", warning)
+		warnf(cmd, "%s", warning)
 	}
 	if out == "-" {
 		return nil

@@ -52,8 +52,7 @@ func checkFiles(p *recording.Process, d *recording.Data) (missing, damaged []str
 		return missing, append(out, fmt.Sprintf("chunk store: %v", err))
 	}
 	defer store.Close()
-	rec := store.Recovery()
-	out = append(append(append(out, rec.Missing...), rec.Damaged...), rec.Truncated...)
+	out = append(out, store.Recovery().Problems()...)
 	var absent uint64
 	for _, s := range d.Memory {
 		if !memview.HasBytes(s) {

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/gpurr/gpurr/internal/diff"
 	"github.com/gpurr/gpurr/recording"
+	"github.com/gpurr/gpurr/recording/chunkstore"
 	"github.com/gpurr/gpurr/recording/memhash"
 	"github.com/gpurr/gpurr/recording/memview"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
@@ -25,7 +27,8 @@ type Summary struct {
 	Snapshots int // of those, with the bytes stored in the recording
 	// Warnings says, one line each, which processes' recordings ended short or lost or failed
 	// to record something (recording.Shortfall, recording.LossWarning): a manifest made from
-	// them promises nothing for what they lack.
+	// them promises nothing for what they lack; and whose chunk store cannot give the bytes
+	// its snapshots name (chunkstore.Recovery.Problems), which verify shows where they differ.
 	Warnings []string
 }
 
@@ -102,7 +105,7 @@ func firstPass(p *recording.Process) (proc Process, seqs []uint64, identity map[
 	}
 	for _, w := range []string{recording.Shortfall(p.Name, res.Truncated, proc.Complete), recording.LossWarning(p.Name, stats)} {
 		if w != "" {
-			warnings = append(warnings, w)
+			warnings = append(warnings, w+"; verify cannot check what is missing")
 		}
 	}
 	proc.Complete = proc.Complete && !res.Truncated
@@ -128,6 +131,7 @@ func writeProcess(bw *bufio.Writer, p *recording.Process, sum *Summary) error {
 		return err
 	}
 	sum.Warnings = append(sum.Warnings, warnings...)
+	snapshots := sum.Snapshots
 	head, err := json.Marshal(proc)
 	if err != nil {
 		return err
@@ -184,5 +188,27 @@ func writeProcess(bw *bufio.Writer, p *recording.Process, sum *Summary) error {
 	}
 	sum.Processes++
 	bw.WriteString("\n]}")
+	if sum.Snapshots > snapshots {
+		sum.Warnings = append(sum.Warnings, storeProblems(p, sum.Snapshots-snapshots)...)
+	}
 	return nil
+}
+
+// storeProblems says, one line each, why the chunk store of p, whose n snapshots name chunks
+// in it, cannot give some of their bytes.
+func storeProblems(p *recording.Process, n int) []string {
+	const consequence = "; verify cannot show those bytes where a run differs"
+	store, err := chunkstore.Open(p.Dir)
+	if errors.Is(err, chunkstore.ErrNoChunks) {
+		return []string{fmt.Sprintf("%s: missing, and %d snapshots hold bytes in it%s", filepath.Join(p.Dir, chunkstore.DirName), n, consequence)}
+	}
+	if err != nil {
+		return []string{err.Error() + consequence}
+	}
+	defer store.Close()
+	var out []string
+	for _, problem := range store.Recovery().Problems() {
+		out = append(out, problem+consequence)
+	}
+	return out
 }

@@ -223,6 +223,10 @@ func (r *Reader) truncated(p *openPack, off int64) {
 // Recovery says whether Open used the index or rebuilt it, and what it met.
 func (r *Reader) Recovery() Recovery { return r.recovery }
 
+// Problems lists, one line each, what makes chunks the store held unreadable: missing,
+// damaged and cut-short packs. A rebuilt index alone is none (a killed writer leaves none).
+func (r Recovery) Problems() []string { return slices.Concat(r.Missing, r.Damaged, r.Truncated) }
+
 // Dir is the store's folder.
 func (r *Reader) Dir() string { return r.dir }
 
