@@ -15,7 +15,8 @@ import (
 type DB struct {
 	db *sql.DB
 	// Warnings says, one line each, what the recording lacks (processes
-	// cut short or not closed). The tables hold everything that was written.
+	// cut short or not closed, or that lost records while recording). The
+	// tables hold everything that was written.
 	Warnings []string
 
 	chunks  []chunkSource // processes whose memory_chunks rows are not inserted yet (see fillChunks)
@@ -79,6 +80,9 @@ func (db *DB) load(ctx context.Context, set *recording.Set) error {
 			}
 			if short := recording.Shortfall(p.Name, res.Truncated, res.Complete); short != "" {
 				db.Warnings = append(db.Warnings, short)
+			}
+			if lost := recording.LossWarning(p.Name, res.Stats); lost != "" {
+				db.Warnings = append(db.Warnings, lost)
 			}
 			if ins.rows["memory_states"] > states {
 				db.chunks = append(db.chunks, chunkSource{p: p, frames: res.Frames})

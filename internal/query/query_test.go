@@ -242,6 +242,7 @@ func TestWarnings(t *testing.T) {
 		testrec.Good:       "",
 		testrec.Truncated:  "gpu-box-4242: recording truncated",
 		testrec.Incomplete: "gpu-box-4242: recording incomplete",
+		testrec.Lossy:      "gpu-box-4242: lost or failed while recording, so missing here: launches_dropped 3",
 	} {
 		db := load(t, v)
 		got := strings.Join(db.Warnings, "\n")
