@@ -465,6 +465,7 @@ TRAIN_MEMORY_VARIANTS = [
     ("gpurr_hash_learned", ["--memory", "hash", "--write-sets", "learned"], []),
     ("gpurr_hash_defer", ["--memory", "hash", "--defer-hashes"], []),
     ("gpurr_hash_learned_defer", ["--memory", "hash", "--write-sets", "learned", "--defer-hashes"], []),
+    ("gpurr_hash_learned_defer_stream", ["--memory", "hash", "--write-sets", "learned", "--defer-hashes=stream"], []),
     ("gpurr_hash_nan", ["--memory", "hash", "--nan-scan", "bf16,f32"], []),
     ("gpurr_hash_nan_defer", ["--memory", "hash", "--nan-scan", "bf16,f32", "--defer-hashes"], []),
     ("gpurr_snap10", ["--memory", "snapshot", "--snapshot-launches", "1-:10"], ["--steps", "4", "--warmup", "1"]),
@@ -488,6 +489,9 @@ GPT2_VARIANTS = [
     ("hash+all", ["--memory", "hash", "--write-sets", "all"], []),
     ("hash+defer", ["--memory", "hash", "--defer-hashes"], []),
     ("hash+learned+defer", ["--memory", "hash", "--write-sets", "learned", "--defer-hashes"], []),
+    # Batches on the program's stream: fewer driver calls per batch than beside, for host-bound steps.
+    ("hash+defer-stream", ["--memory", "hash", "--defer-hashes=stream"], []),
+    ("hash+learned+defer-stream", ["--memory", "hash", "--write-sets", "learned", "--defer-hashes=stream"], []),
     ("profiler", None, ["--profiler"]),
 ]
 

@@ -1506,6 +1506,13 @@ def t_memory_hash_deferred(h):
     return memory_hash(h, "memory_hash_deferred", ["--defer-hashes"])
 
 
+@test("memory.hash_deferred_stream")
+def t_memory_hash_deferred_stream(h):
+    """memory.hash with --defer-hashes=stream: batches run on the program's own streams, and
+    every hash is still the one in stream order after its launch."""
+    return memory_hash(h, "memory_hash_deferred_stream", ["--defer-hashes=stream"])
+
+
 def memory_hash(h, name, flags):
     out = h.tmp / name
     want, d = h.py_workload(name, script="memory_hash.py", args=[out], flags=["--memory", "hash", *flags])

@@ -164,7 +164,7 @@ func configFromEnv() (config, error) {
 		OnFull:           os.Getenv(agentenv.OnFull),
 		NanScan:          os.Getenv(agentenv.NanScan),
 		WriteSets:        os.Getenv(agentenv.WriteSets),
-		DeferHashes:      os.Getenv(agentenv.DeferHashes) == "on",
+		DeferHashes:      agentenv.DeferMode(os.Getenv(agentenv.DeferHashes)),
 	}
 	var err error
 	if s := os.Getenv(agentenv.StagingBytes); s != "" {
@@ -261,9 +261,7 @@ func (r *recorder) start() error {
 		if m.Mode == "hash" {
 			ccfg.write_sets = map[string]C.int{"all": C.GP_WRITE_SETS_ALL, "proved": C.GP_WRITE_SETS_PROVED, "learned": C.GP_WRITE_SETS_LEARNED}[m.WriteSets]
 			ccfg.audit_every = auditEvery
-			if m.DeferHashes {
-				ccfg.defer_hashes = 1
-			}
+			ccfg.defer_hashes = map[string]C.int{"beside": C.GP_DEFER_BESIDE, "stream": C.GP_DEFER_STREAM}[m.DeferHashes]
 		}
 		if m.FlightRecorder > 0 {
 			ccfg.flight_recorder = 1

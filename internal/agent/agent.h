@@ -220,13 +220,15 @@ typedef struct {
   uint32_t nan_dtypes;  // nan-scan: gpurr_job.nan_dtypes bits counted after each launch, 0 for none
   int write_sets;       // GP_WRITE_SETS_* (memcap.h): which regions hash mode may carry instead of hashing
   uint32_t audit_every; // learned write sets: every Nth launch of a kernel hashes all its regions
-  int defer_hashes;     // hash mode with write sets: batch hash jobs (memcap.c, deferred hash kernels)
+  int defer_hashes;     // hash mode with write sets: batch hash jobs (memcap.c, deferred hash kernels): GP_DEFER_*
   int nvtx;  // record NVTX ranges (the agent is NVTX's injection library)
   int probes;  // --probe: gpurrProbeFunction decides, at each kernel's first launch
   const char *driver_error;  // why internal/cuda could not open libcuda.so.1 (gp_driver_bind), NULL when it did
 } gp_config;
 
 enum { GP_STACK_OFF = 0, GP_STACK_AUTO = 1, GP_STACK_PYTHON = 2, GP_STACK_NATIVE = 3 };
+// Deferred hash kernels' batches run beside the program on gpurr's streams, or on the program's.
+enum { GP_DEFER_OFF = 0, GP_DEFER_BESIDE = 1, GP_DEFER_STREAM = 2 };
 // GP_TIMING_SAMPLED: concurrent, turned on and off by gp_activity_sample.
 enum { GP_TIMING_OFF = 0, GP_TIMING_CONCURRENT = 1, GP_TIMING_SERIAL = 2, GP_TIMING_SAMPLED = 3 };
 

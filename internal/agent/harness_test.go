@@ -84,8 +84,9 @@ func TestHotPathScenario(t *testing.T) {
 // launch whose regions are all carried launches no hash kernel. With --defer-hashes, jobs wait
 // in a batch that is launched before a launch that may write what it hashes, a launch on
 // another stream, a copy to the host, an event record, a free of a batched region and at
-// exit; a batch whose stream joined a capture is lost, not captured. Every job the writer is
-// handed must equal memory_scenario.golden.
+// exit; a batch whose stream joined a capture is lost, not captured; with =stream, batches run
+// on the program's stream with no event or wait. Every job the writer is handed must equal
+// memory_scenario.golden.
 func TestMemoryScenario(t *testing.T) {
 	harnessGolden(t, "--memory-scenario", "memory_scenario.golden")
 }

@@ -1314,14 +1314,15 @@ static void launch_jobs(mem_context *c, gp_CUstream stream, int nan, gp_batch_pa
   atomic_store_explicit(&side_busy, 1, memory_order_relaxed);
 }
 
-// flush_locked launches the batch's kernel, beside the program unless a
-// job's memory may be written by the host (mapped or managed memory, which
-// no stream orders); current is the caller's context (NULL: unknown).
+// flush_locked launches the batch's kernel, beside the program unless
+// --defer-hashes=stream or a job's memory may be written by the host (mapped
+// or managed memory, which no stream orders); current is the caller's
+// context (NULL: unknown).
 // Caller holds batch_lock.
 static void flush_locked(gp_CUcontext current) {
   if (!batch.p.njobs) return;
   launch_jobs(batch.c, batch.stream, batch.nan, &batch.p, batch.job, batch.blocks, batch.bytes, current, 1,
-              !batch.host_written);
+              gp_proc.cfg.defer_hashes == GP_DEFER_BESIDE && !batch.host_written);
   batch.p.njobs = batch.p.nregions = 0;
   batch.blocks = 0;
   batch.bytes = 0;

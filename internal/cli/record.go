@@ -36,6 +36,7 @@ type recordOptions struct {
 	// keepTorchAllocator leaves PyTorch's caching allocator in place under
 	// --memory (see pytorchAllocatorEnv).
 	keepTorchAllocator bool
+	deferHashes        string // --defer-hashes as given: beside, stream or off (true and false as a bool flag took them)
 	hangTimeout        time.Duration
 	hangKill           bool
 	stepRange          string
@@ -82,7 +83,9 @@ program is not changed and its exit code is gpurr's exit code.`,
 	f.Uint64Var(&o.memory.StagingBytes, "staging-bytes", 256<<20, "pinned host memory per process for snapshot transfers; a launch whose regions do not fit is not snapshotted")
 	f.BoolVar(&o.keepTorchAllocator, "keep-pytorch-allocator", false, "with --memory: leave PyTorch's caching allocator in place instead of its cudaMallocAsync backend (regions become whole cached segments; hashing costs more)")
 	f.StringVar(&o.memory.WriteSets, "write-sets", "proved", "with --memory hash: which regions a launch leaves unhashed, carrying the state of the last launch that hashed them: proved (its PTX proves no store reaches them; exact), learned (also those its earlier launches never changed, audited every 32nd launch), all (hash every region)")
-	f.BoolVar(&o.memory.DeferHashes, "defer-hashes", false, "with --memory hash and --write-sets proved or learned: let hash kernels wait until something may write what they hash, hash several launches in one kernel, and run it beside the program on a stream of its own (see docs/memory.md)")
+	f.StringVar(&o.deferHashes, "defer-hashes", "off", "with --memory hash and --write-sets proved or learned: let hash kernels wait until something may write what they hash and hash several launches in one kernel, run beside the program on a stream of its own (beside, what a bare --defer-hashes means) or on the program's stream (stream: fewer driver calls, no overlap); off (see docs/memory.md)")
+	f.Lookup("defer-hashes").NoOptDefVal = "beside"
+	completeValues(cmd, "defer-hashes", "beside", "stream", "off")
 	f.StringVar(&o.memory.NanScan, "nan-scan", "", "with --memory: count NaN and Inf on the GPU in every region after every launch, as each of these types (f32, f64, f16, bf16, comma-separated), for gpurr nan without snapshots")
 	f.DurationVar(&o.hangTimeout, "hang-timeout", 0, "report a launch the GPU has not finished after this long (e.g. 5m): kernel, shape, stream, callstack and what waits behind it, on stderr and in the recording, with everything written out")
 	f.BoolVar(&o.hangKill, "hang-kill", false, "with --hang-timeout: then end the program (SIGKILL), the recording complete up to the hang")
@@ -90,6 +93,20 @@ program is not changed and its exit code is gpurr's exit code.`,
 	f.StringVar(&o.stepRange, "step-range", "", "training steps are the NVTX ranges whose message matches this regular expression (e.g. '^train_step'), for programs without torch.optim: every report (diff, nan, info, query's step columns) numbers launches by them; default: torch.optim optimizer steps")
 	f.Uint64Var(&o.memory.FlightRecorder, "flight-recorder", 0, "with --memory snapshot: keep only the last N launches' snapshots in memory and write them at exit, on SIGUSR2 or when a CUDA call fails")
 	return cmd
+}
+
+// deferMode is --defer-hashes' value as agentenv.DeferModes names it, "" when off; true, as the
+// bool flag it once was took it, is beside.
+func deferMode(v string) (string, error) {
+	switch v {
+	case "beside", "stream":
+		return v, nil
+	case "true":
+		return "beside", nil
+	case "off", "false":
+		return "", nil
+	}
+	return "", fmt.Errorf("--defer-hashes=%s: want beside, stream or off", v)
 }
 
 func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
@@ -119,7 +136,12 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 	if o.memory.Mode != "snapshot" && (o.memory.SnapshotKernels != "" || o.memory.SnapshotLaunches != "" || o.memory.FlightRecorder != 0) {
 		return usageErrorf("record: --snapshot-kernels, --snapshot-launches and --flight-recorder need --memory snapshot")
 	}
-	if o.memory.DeferHashes && (o.memory.Mode != "hash" || o.memory.WriteSets == "all") {
+	mode, err := deferMode(o.deferHashes)
+	if err != nil {
+		return usageErrorf("record: %v", err)
+	}
+	o.memory.DeferHashes = mode
+	if o.memory.DeferHashes != "" && (o.memory.Mode != "hash" || o.memory.WriteSets == "all") {
 		return usageErrorf("record: --defer-hashes needs --memory hash with write sets (proved or learned): they say when a hash may wait")
 	}
 	if cmd.Flags().Changed("write-sets") && o.memory.Mode != "hash" {

@@ -129,5 +129,23 @@ func TestRecordRefusesLoneMemoryFlags(t *testing.T) {
 		{[]string{"record", "--write-sets", "learned", "--", "true"}, "--write-sets needs --memory hash"},
 		{[]string{"record", "--defer-hashes", "--", "true"}, "--defer-hashes needs --memory hash"},
 		{[]string{"record", "--memory", "hash", "--write-sets", "all", "--defer-hashes", "--", "true"}, "--defer-hashes needs --memory hash with write sets"},
+		{[]string{"record", "--memory", "hash", "--defer-hashes=sideways", "--", "true"}, "--defer-hashes=sideways: want beside, stream or off"},
+		{[]string{"record", "--defer-hashes=stream", "--", "true"}, "--defer-hashes needs --memory hash"},
 	})
+}
+
+// --defer-hashes takes where batches run; bare, or true as the bool flag it was, is beside.
+func TestRecordDeferHashesModes(t *testing.T) {
+	cmd := newRecordCmd()
+	if err := cmd.ParseFlags([]string{"--defer-hashes"}); err != nil {
+		t.Fatal(err)
+	}
+	if v := cmd.Flags().Lookup("defer-hashes").Value.String(); v != "beside" {
+		t.Errorf("a bare --defer-hashes is %q, want beside", v)
+	}
+	for v, want := range map[string]string{"beside": "beside", "true": "beside", "stream": "stream", "off": "", "false": ""} {
+		if got, err := deferMode(v); got != want || err != nil {
+			t.Errorf("deferMode(%q) = %q, %v; want %q", v, got, err, want)
+		}
+	}
 }

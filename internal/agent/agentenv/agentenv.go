@@ -4,6 +4,7 @@
 package agentenv
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"os"
@@ -42,7 +43,7 @@ const (
 	FlightRecorder   = "GPURR_FLIGHT_RECORDER"   // keep only the last N launches' snapshots
 	NanScan          = "GPURR_NAN_SCAN"          // types to count NaN and Inf as on the GPU, e.g. "f32,bf16"
 	WriteSets        = "GPURR_WRITE_SETS"        // proved | learned | all: which regions hash mode may skip
-	DeferHashes      = "GPURR_DEFER_HASHES"      // on: hash kernels wait, hash several launches at once, beside the program
+	DeferHashes      = "GPURR_DEFER_HASHES"      // beside (or on) / stream: hash kernels wait and hash several launches at once, beside the program or on its streams
 	// StepRange is a regular expression over NVTX range messages, kept in the recording
 	// (Process.step_range): readers number training steps by the ranges it matches.
 	StepRange = "GPURR_STEP_RANGE"
@@ -83,7 +84,25 @@ type MemoryConfig struct {
 	FlightRecorder   uint64
 	NanScan          string // comma-separated kernels.NanScanTypes, "" for none
 	WriteSets        string // "", "proved", "learned" or "all" (WriteSetModes)
-	DeferHashes      bool   // hash mode with write sets: one hash kernel for several launches (docs/memory.md)
+	DeferHashes      string // "", "beside" or "stream" (DeferModes): hash mode with write sets, one hash kernel for several launches (docs/memory.md)
+}
+
+// DeferModes are the --defer-hashes choices: where a batch of deferred hash jobs runs.
+var DeferModes = map[string]string{
+	"beside": "on a stream of gpurr's own beside each program stream, which waits for it only before it writes what is in flight (the default of a bare --defer-hashes)",
+	"stream": "on the program's stream, where each launch's own hash kernel would have run: fewer driver calls than beside, no overlap",
+}
+
+// DeferMode is the DeferModes key an environment value names: "on" is "beside"; "" when off
+// or unknown.
+func DeferMode(v string) string {
+	if v == "on" {
+		return "beside"
+	}
+	if _, ok := DeferModes[v]; ok {
+		return v
+	}
+	return ""
 }
 
 // WriteSetModes are the --write-sets choices: which regions of a launch hash
@@ -232,7 +251,7 @@ func Vars(c Config) []string {
 			SnapshotLaunches+"="+m.SnapshotLaunches, OnFull+"="+m.OnFull,
 			StagingBytes+"="+strconv.FormatUint(m.StagingBytes, 10),
 			FlightRecorder+"="+strconv.FormatUint(m.FlightRecorder, 10), NanScan+"="+m.NanScan,
-			WriteSets+"="+m.WriteSets, DeferHashes+"="+onOff(m.DeferHashes))
+			WriteSets+"="+m.WriteSets, DeferHashes+"="+cmp.Or(m.DeferHashes, "off"))
 	}
 	return v
 }

@@ -890,6 +890,20 @@ HP_API int hp_memory_scenario(const char *path) {
   gp_mem_flush_batch();
   gpu_catch_up();
   mem_poll();
+  fprintf(mem_out, "-- --defer-hashes=stream: batches run on the program's own stream, nothing beside\n");
+  gp_proc.cfg.defer_hashes = GP_DEFER_STREAM;
+  gp_mem_defer();
+  uint64_t s4 = mem_alloc(1 << 16);
+  mem_launch_on("ex_kernel(g, f) on A: its job waits", F_EX, g3, f3, A);
+  mem_launch_on("ex_kernel(g, s) on A: g only read (proved): joins the batch", F_EX, g3, s4, A);
+  fprintf(mem_out, "a copy to the host: the batch first, on A itself, with no event and no wait\n");
+  driver_call(CB_DTOH, "cuMemcpyDtoH_v2", dtoh);
+  mem_poll();
+  mem_launch_on("ex_kernel(s, f) on A: waits", F_EX, s4, f3, A);
+  mem_launch_on("ex_kernel(f, s) on A: s was carried in the waiting job, not hashed: joins the batch", F_EX, f3, s4, A);
+  fprintf(mem_out, "exit: the batch, on A\n");
+  gp_mem_flush_batch();
+  mem_poll();
   gp_counters c;
   gp_read_counters(&c);
   fprintf(mem_out, "counters: memory launches %llu, bytes hashed %llu, write epochs %llu, hash kernels %llu\n",
