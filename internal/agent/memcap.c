@@ -101,16 +101,18 @@ static void push_alloc_rec(const allocation *a, int freed) {
 }
 
 // first_above is the number of keys whose base is at most addr. Caller holds alloc_lock.
+// Branch-free (the compare becomes a conditional move): a launch looks up dozens of
+// parameter words, and a mispredicted branch per halving cost more than the halving.
 static uint32_t first_above(uint64_t addr) {
-  uint32_t lo = 0, hi = nallocs;
-  while (lo < hi) {
-    uint32_t mid = (lo + hi) / 2;
-    if (keys[mid].base <= addr)
-      lo = mid + 1;
-    else
-      hi = mid;
+  if (!nallocs) return 0;
+  const alloc_key *k = keys;
+  uint32_t n = nallocs;
+  while (n > 1) {
+    uint32_t half = n / 2;
+    k = k[half - 1].base <= addr ? k + half : k;
+    n -= half;
   }
-  return lo;
+  return (uint32_t)(k - keys) + (k->base <= addr);
 }
 
 // find returns the index of the allocation holding addr, or -1. Caller holds alloc_lock.
@@ -361,9 +363,17 @@ static int range_query(uint64_t word) {
 
 enum { CARRY_UNSET = 0xff };
 
+// merge_carry notes that region r is reached through a word whose write
+// status is carry (GP_CARRY_*): a region is carried only if no word reaching
+// it may write, learned if any word's status is learned.
+static void merge_carry(gp_mem_launch *m, uint32_t r, uint8_t carry) {
+  uint8_t *c = &m->carry[r];
+  if (*c == CARRY_UNSET || carry == GP_CARRY_NONE || (*c != GP_CARRY_NONE && carry == GP_CARRY_LEARNED)) *c = carry;
+}
+
 // add_region adds allocation ai as a region reached through a word whose
-// write status is carry (GP_CARRY_*): a region is carried only if no word
-// reaching it may write, learned if any word's status is learned.
+// write status is carry, or merges carry into its region; returns the
+// region, -1 when the launch has no room for another.
 static int add_region(gp_mem_launch *m, int ai, uint8_t carry) {
   uint32_t r = 0;
   while (r < m->nregions && m->alloc_index[r] != ai) r++;
@@ -381,8 +391,7 @@ static int add_region(gp_mem_launch *m, int ai, uint8_t carry) {
     m->host_written |= host;
     m->nregions++;
   }
-  uint8_t *c = &m->carry[r];
-  if (*c == CARRY_UNSET || carry == GP_CARRY_NONE || (*c != GP_CARRY_NONE && carry == GP_CARRY_LEARNED)) *c = carry;
+  merge_carry(m, r, carry);
   return (int)r;
 }
 
@@ -402,12 +411,24 @@ static uint8_t word_carry(const gp_readonly *ro, uint32_t off, int learned) {
 static void find_regions(gp_mem_launch *m, const uint8_t *params, uint32_t len, const gp_readonly *ro, int learned) {
   m->nregions = m->npointers = m->host_written = 0;
   int queries = 0;
-  int last = -1;  // words often point into the allocation the word before did (cuBLAS's TMA descriptors)
   for (uint32_t off = 0; off + 8 <= len; off += 8) {
     uint64_t w;
     memcpy(&w, params + off, 8);
     if (!w) continue;
-    int ai = last >= 0 && w - keys[last].base < keys[last].end - keys[last].base ? last : find_alloc(w);
+    // Most words that point into an allocation point into one an earlier
+    // word of the launch did (a cuBLAS GEMM's pointers and the TMA
+    // descriptors built on them): those regions are searched first.
+    int ai = -1, r = -1;
+    if (w >= alloc_lo && w < alloc_hi) {
+      for (uint32_t i = m->nregions; i-- > 0;) {
+        const alloc_key *k = &keys[m->alloc_index[i]];
+        if (w - k->base < k->end - k->base) {
+          r = (int)i, ai = m->alloc_index[i];
+          break;
+        }
+      }
+      if (ai < 0) ai = find_alloc(w);
+    }
     if (ai < 0 && queries < QUERIES_PER_LAUNCH) {
       // Looked up without the lock held: range_query takes it to insert.
       gp_spin_unlock(&alloc_lock);
@@ -416,17 +437,18 @@ static void find_regions(gp_mem_launch *m, const uint8_t *params, uint32_t len, 
       gp_spin_lock(&alloc_lock);
       if (ok) {
         m->nregions = m->npointers = m->host_written = 0;  // the table moved: start over with the new entry
-        last = -1;
         off = (uint32_t)-8;
         continue;
       }
     }
     if (ai < 0) continue;
-    last = ai;
     uint8_t carry = word_carry(ro, off, learned);
-    int r = add_region(m, ai, carry);
-    if (r < 0) break;
+    if (r >= 0)
+      merge_carry(m, (uint32_t)r, carry);
+    else if ((r = add_region(m, ai, carry)) < 0)
+      break;
     if (m->npointers < GP_MAX_POINTERS) m->pointers[m->npointers++] = (gp_pointer_rec){off, (uint32_t)r};
+    if (ALLOC(ai)->kind != GP_ALLOC_MAP) continue;
     for (int j = ai - 1; j >= 0 && joined((uint32_t)j); j--)
       if (add_region(m, j, carry) < 0) break;
     for (int j = ai; joined((uint32_t)j); j++)

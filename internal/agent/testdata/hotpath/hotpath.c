@@ -107,12 +107,15 @@ static gp_CUptiResult fake_getGraphId(gp_CUgraph g, uint32_t *id) {
 }
 
 // Kernels: F_MAIN has 3 params (8, 4, 4 bytes), F_EXTRA none (its launches
-// pass `extra`), F_SKIP is filtered out by name, F_EX has 2 params (8, 8).
+// pass `extra`), F_SKIP is filtered out by name, F_EX has 2 params (8, 8),
+// F_WIDE one of WIDE_WORDS words (a cuBLAS GEMM's: pointers, TMA descriptors).
 #define F_MAIN ((gp_CUfunction)0x7f0000001000)
 #define F_EXTRA ((gp_CUfunction)0x7f0000002000)
 #define F_SKIP ((gp_CUfunction)0x7f0000003000)
 #define F_EX ((gp_CUfunction)0x7f0000004000)
 #define F_RO ((gp_CUfunction)0x7f0000005000)
+#define F_WIDE ((gp_CUfunction)0x7f0000006000)
+enum { WIDE_WORDS = 80 };
 
 static gp_CUresult fake_funcGetParamInfo(gp_CUfunction f, size_t i, size_t *off, size_t *size) {
   static const size_t main_l[][2] = {{0, 8}, {8, 4}, {12, 4}}, ex_l[][2] = {{0, 8}, {8, 8}};
@@ -124,11 +127,15 @@ static gp_CUresult fake_funcGetParamInfo(gp_CUfunction f, size_t i, size_t *off,
     *off = ex_l[i][0], *size = ex_l[i][1];
     return 0;
   }
+  if (f == F_WIDE && i == 0) {
+    *off = 0, *size = 8 * WIDE_WORDS;
+    return 0;
+  }
   return 1;  // CUDA_ERROR_INVALID_VALUE
 }
 
 static gp_CUresult fake_funcGetName(const char **name, gp_CUfunction f) {
-  *name = f == F_SKIP ? "skip_me" : f == F_EX ? "ex_kernel" : f == F_RO ? "ro_kernel" : "extra_kernel";
+  *name = f == F_SKIP ? "skip_me" : f == F_EX ? "ex_kernel" : f == F_RO ? "ro_kernel" : f == F_WIDE ? "wide_kernel" : "extra_kernel";
   return 0;
 }
 
@@ -961,12 +968,27 @@ __attribute__((noinline)) static void membench_launch(uint64_t x, uint64_t y) {
   launch(GP_CBID_cuLaunchKernel, &p, 0, NULL);
 }
 
+// membench_launch_wide launches wide_kernel as the compiled GPT-2 step's
+// launches look on the GPU (2026-11-27: 47 non-zero parameter words, 8
+// regions per launch): 24 words pointing into 6 of the allocations in p,
+// each reached 4 times (a pointer and TMA descriptors built on it), 22
+// small integers (sizes, strides, packed pairs of them), the rest 0.
+__attribute__((noinline)) static void membench_launch_wide(const uint64_t *p) {
+  uint64_t w[WIDE_WORDS] = {0};
+  for (int k = 0; k < 24; k++) w[(k * 37) % 60] = p[k % 6] + 256 * (uint64_t)k;
+  for (int k = 0; k < 22; k++) w[60 + k % 20] += (uint64_t)(k + 1) << (k % 2 ? 32 : 4);
+  void *kp[1] = {w};
+  gp_cuLaunchKernel_params lp = {F_WIDE, 1, 1, 1, 32, 1, 1, 0, (gp_CUstream)0x7000a0, kp, NULL};
+  launch(GP_CBID_cuLaunchKernel, &lp, 0, NULL);
+}
+
 // hp_memory_bench: hash mode's host cost with live allocations, as cudaMallocAsync gives
 // PyTorch (a tensor, an allocation): each round frees one allocation, allocates one and
 // launches ex_kernel on two of them. Prints ns per round, per launch and per alloc+free.
 // evict_bytes > 0 writes that much other memory before each round, as the framework does
-// between launches, so the agent's data has left the caches.
-HP_API int hp_memory_bench(long live, long rounds, long evict_bytes) {
+// between launches, so the agent's data has left the caches. wide: the
+// launches are wide_kernel's, on six allocations.
+HP_API int hp_memory_bench(long live, long rounds, long evict_bytes, int wide) {
   if (mem_setup() != 0) return -1;
   uint64_t *a = malloc((size_t)live * sizeof *a);
   volatile uint8_t *evict = evict_bytes > 0 ? calloc(1, (size_t)evict_bytes) : NULL;
@@ -981,7 +1003,12 @@ HP_API int hp_memory_bench(long live, long rounds, long evict_bytes) {
     bench_free(a[i]);
     a[i] = bench_alloc(1 << 20);
     uint64_t t2 = now_ns();
-    membench_launch(a[i], a[j]);
+    if (wide) {
+      uint64_t six[6] = {a[i], a[j], a[(i + 17) % live], a[(j + 29) % live], a[(i + j) % live], a[(i * 3 + 1) % live]};
+      membench_launch_wide(six);
+    } else {
+      membench_launch(a[i], a[j]);
+    }
     uint64_t t3 = now_ns();
     launch_ns += t3 - t2;
     alloc_ns += t2 - t1;
@@ -989,7 +1016,8 @@ HP_API int hp_memory_bench(long live, long rounds, long evict_bytes) {
   }
   atomic_store(&drain_stop, 1);
   pthread_join(t, NULL);
-  printf("live %ld%s: %.0f ns per round, launch %.0f ns, alloc+free %.0f ns\n", live, evict ? " cold" : "",
+  printf("live %ld%s%s: %.0f ns per round, launch %.0f ns, alloc+free %.0f ns\n", live, evict ? " cold" : "",
+         wide ? ", wide launches" : "",
          (double)total / rounds, (double)launch_ns / rounds, (double)alloc_ns / rounds);
   return 0;
 }
@@ -1137,7 +1165,8 @@ int main(int argc, char **argv) {
   if (argc > 5 && strcmp(argv[5], "memory") == 0) return hp_memory_scenario(argv[4]);
   if (argc > 5 && strcmp(argv[4], "timing") == 0) return hp_timing_check(argv[5]);
   if (argc > 4 && strcmp(argv[4], "alloccheck") == 0) return hp_alloc_check(n);
-  if (argc > 4 && strcmp(argv[4], "membench") == 0) return hp_memory_bench(n, batches, argc > 5 ? atol(argv[5]) : 0);
+  if (argc > 4 && strncmp(argv[4], "membench", 8) == 0)
+    return hp_memory_bench(n, batches, argc > 5 ? atol(argv[5]) : 0, strcmp(argv[4], "membench-wide") == 0);
   if (argc > 4) return hp_scenario(argv[4]);
   double *out = calloc((size_t)batches, sizeof *out);
   hp_bench(n, 20, out);  // warm up

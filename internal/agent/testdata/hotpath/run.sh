@@ -28,7 +28,9 @@
 #   --memory-bench prints hash mode's host cost per launch and per
 #   allocation+free with 100, 1000 and 10000 live allocations (PyTorch under
 #   cudaMallocAsync: each tensor its own allocation), and with 1000 when 2 MiB
-#   of other data is written between rounds ("cold"); with --callgrind also
+#   of other data is written between rounds ("cold"); then the same two with
+#   launches of 80 parameter words on 6 allocations, as a compiled GPT-2
+#   step's are ("wide"); with --callgrind also
 #   a launch's instructions and cache misses, hot and cold.
 #
 #   --timing-check prints a verdict line per check ("ok NAME" or "FAIL NAME: why") of when
@@ -91,6 +93,8 @@ fi
 if [ $membench = 1 ]; then
     for live in 100 1000 10000; do "$out/hotpath_current" 0 $live 200000 membench || exit 1; done
     "$out/hotpath_current" 0 1000 20000 membench $((2 << 20)) || exit 1
+    "$out/hotpath_current" 0 1000 200000 membench-wide || exit 1
+    "$out/hotpath_current" 0 1000 20000 membench-wide $((2 << 20)) || exit 1
     [ $callgrind = 1 ] || exit 0
     for evict in 0 $((2 << 20)); do  # the launch alone, 1000 live allocations
         f="$out/cg.$$"
