@@ -133,8 +133,14 @@ func (p *Process) write(t *textWriter) {
 	// Backpressure is counted as the agent's time, but it is the GPU or the writer being behind,
 	// which a GPU-bound program would have waited for elsewhere anyway.
 	if m := p.Memory; m != nil && p.AgentNS > 0 && m.StagingWaitNS > p.AgentNS/10 {
-		t.field("", "of that, %s waiting for staging space (the GPU or the writer behind: memory capture's backpressure)",
-			formatNS(min(m.StagingWaitNS, p.AgentNS)))
+		if m.StagingWaitNS < p.AgentNS {
+			t.field("", "of that, %s waiting for %s (the GPU or the writer behind: memory capture's backpressure)",
+				formatNS(m.StagingWaitNS), m.waitedFor())
+		} else {
+			// The wait is counted whole, the time in launch callbacks from a sample of them.
+			t.field("", "nearly all of that waiting for %s (%s in all; the GPU or the writer behind: memory capture's backpressure)",
+				m.waitedFor(), formatNS(m.StagingWaitNS))
+		}
 	}
 	p.AgentParts.write(t, p.Launches+p.Captured+p.GraphLaunches)
 	p.Memory.write(t)

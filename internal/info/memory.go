@@ -363,10 +363,19 @@ func (m *Memory) write(t *textWriter) {
 		field("chunks", "%s", chunks)
 		field("chunk store", "%d distinct chunks, %s compressed", m.ChunksStored, FormatBytes(m.ChunkBytesStored))
 	}
-	field("staging", "program threads waited %s for staging space", formatNS(m.StagingWaitNS))
+	field("staging", "program threads waited %s for %s", formatNS(m.StagingWaitNS), m.waitedFor())
 	if m.FlightRecorder > 0 || m.FlightDumps > 0 {
 		field("flight dumps", "%d", m.FlightDumps)
 	}
+}
+
+// waitedFor is what memory capture's backpressure waits for: staging space for
+// snapshots, room in the ring of chunk hashes in flight in hash mode.
+func (m *Memory) waitedFor() string {
+	if m.StagingBytes > 0 {
+		return "staging space"
+	}
+	return "room for hashes in flight"
 }
 
 // writeSetsLine says what write sets saved: what was carried rather than hashed, or, in a
@@ -430,8 +439,12 @@ func (m *Memory) configText() string {
 		}
 		parts[0] += " (snapshots of " + strings.Join(which, ", in ") + "; hashes of the others)"
 	}
-	parts = append(parts, FormatBytes(uint64(m.ChunkBytes))+" chunks",
-		fmt.Sprintf("staging ring %s (%s when full)", FormatBytes(m.StagingBytes), m.OnFull))
+	parts = append(parts, FormatBytes(uint64(m.ChunkBytes))+" chunks")
+	if m.StagingBytes > 0 {
+		parts = append(parts, fmt.Sprintf("staging ring %s (%s when full)", FormatBytes(m.StagingBytes), m.OnFull))
+	} else {
+		parts = append(parts, fmt.Sprintf("%s when the hashes in flight fill their ring", m.OnFull))
+	}
 	if m.FlightRecorder > 0 {
 		parts = append(parts, fmt.Sprintf("flight recorder of the last %d launches", m.FlightRecorder))
 	}

@@ -142,19 +142,33 @@ func TestUnknownFromStates(t *testing.T) {
 	}
 }
 
-// Where the program's threads waited for staging space, the overhead line says how much of the
-// agent's time that was (a GPU-bound hash-mode run spends seconds there); a small share goes unsaid.
+// Where the program's threads waited for staging space (snapshots) or room for hashes in flight
+// (hash mode), the overhead line says how much of the agent's time that was (a GPU-bound
+// hash-mode run spends seconds there); a small share goes unsaid.
 func TestOverheadNamesBackpressure(t *testing.T) {
 	for _, c := range []struct {
-		wait uint64
-		want bool
-	}{{wait: 14e9, want: true}, {wait: 1e6, want: false}} {
-		p := &Process{Launches: 1000, AgentNS: 15e9, AgentLaunchNS: 14.5e9, Memory: &Memory{Mode: "hash", StagingWaitNS: c.wait}}
+		wait    uint64
+		staging uint64
+		want    string
+	}{
+		{wait: 14e9, want: "of that, 14.000s waiting for room for hashes in flight"},
+		{wait: 14e9, staging: 1 << 30, want: "of that, 14.000s waiting for staging space"},
+		// The agent's time comes from a sample of launches, the wait is counted whole: a
+		// wait longer than the estimate is not passed off as all of it.
+		{wait: 16e9, want: "nearly all of that waiting for room for hashes in flight (16.000s in all;"},
+		{wait: 1e6},
+	} {
+		p := &Process{Launches: 1000, AgentNS: 15e9, AgentLaunchNS: 14.5e9,
+			Memory: &Memory{Mode: "hash", StagingWaitNS: c.wait, StagingBytes: c.staging}}
 		var b strings.Builder
 		p.write(&textWriter{w: &b})
-		got := strings.Contains(b.String(), "of that, 14.000s waiting for staging space")
-		if got != c.want {
-			t.Errorf("staging wait %d ns: line shown %v, want %v:\n%s", c.wait, got, c.want, b.String())
+		out := b.String()
+		if c.want == "" {
+			if strings.Contains(out, "waiting for") {
+				t.Errorf("staging wait %d ns: a small wait named:\n%s", c.wait, out)
+			}
+		} else if !strings.Contains(out, c.want) {
+			t.Errorf("staging wait %d ns, staging ring %d: want %q in:\n%s", c.wait, c.staging, c.want, out)
 		}
 	}
 }
