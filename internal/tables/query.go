@@ -570,7 +570,7 @@ var statsDocs = map[string]string{
 	"chunks_transferred":    "snapshot chunks that crossed PCIe (the rest were stored already)",
 	"chunks_stored":         "distinct chunks written to the chunk store",
 	"chunk_bytes_stored":    "compressed bytes written to the chunk store",
-	"staging_wait_ns":       "time the program's threads waited for staging space (backpressure)",
+	"staging_wait_ns":       "time the program's threads waited for staging space, or in hash mode for room for the hashes in flight (backpressure)",
 	"memory_capture_gpu_ns": "GPU time of gpurr's own hash and copy kernels",
 	"flight_dumps":          "flight-recorder dumps written",
 	"memory_stopped":        "why memory capture stopped early, empty when it did not",
