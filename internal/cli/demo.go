@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,10 +42,11 @@ Without a usable GPU it says why and walks through the recordings of the
 same two runs that ship inside gpurr.
 
 The recordings go into a temporary directory, removed at the end; -o DIR
-keeps them (DIR/a, DIR/b).
+keeps them (DIR/a, DIR/b): DIR must not exist or be empty.
 
 Exit status: 0 when the demo ran, 1 when the workload or its recording
-failed, or when there is no GPU and this build carries no recording.`,
+failed, or when there is no GPU and this build carries no recording, 2 when
+-o DIR exists and is not empty.`,
 		Example: `  gpurr demo
   gpurr demo -o demo && gpurr diff demo/a demo/b`,
 		Args: positional(0, 0, "no arguments"),
@@ -60,7 +62,7 @@ failed, or when there is no GPU and this build carries no recording.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&out, "output", "o", "", "directory to keep the recordings in (default: a temporary directory, removed at the end)")
+	f.StringVarP(&out, "output", "o", "", "directory to keep the recordings in, which must not exist or be empty (default: a temporary directory, removed at the end)")
 	// --workload is the recorded program: gpurr demo runs
 	// "gpurr record -- gpurr demo --workload [--variant a|b]".
 	f.BoolVar(&workload, "workload", false, "run the demo workload in this process and exit")
@@ -229,6 +231,16 @@ func showBundled(stdout, stderr io.Writer, dir string) error {
 // directory.
 func demoDir(out string) (string, error) {
 	if out != "" {
+		// Like record's -o: the story's recordings and outputs are never mixed into what
+		// the folder holds (a second gpurr demo -o DIR would fail half way through).
+		entries, err := os.ReadDir(out)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return "", usageErrorf("demo: -o %s: %v", out, err)
+		case len(entries) > 0:
+			return "", usageErrorf("demo: -o %s already exists and is not empty: choose another directory or remove it", out)
+		}
 		return out, nil
 	}
 	dir, err := os.MkdirTemp("", "gpurr-demo-")

@@ -73,6 +73,27 @@ func TestDemoUsage(t *testing.T) {
 	}
 }
 
+// TestDemoOutputNotEmpty: a second gpurr demo -o DIR (the help's example) is refused up front
+// as a usage error, before anything is written into DIR, not part way with exit 3.
+func TestDemoOutputNotEmpty(t *testing.T) {
+	dir := t.TempDir()
+	keep := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(keep, []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"demo", "-o", dir}, &stdout, &stderr)
+	if code != exitUsage || !strings.Contains(stderr.String(), "-o "+dir+" already exists and is not empty") {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+	if n := strings.Count(stderr.String(), "\n"); n != 1 {
+		t.Errorf("stderr has %d lines, want 1: %q", n, stderr.String())
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("demo wrote into the folder it refused: %v", entries)
+	}
+}
+
 // TestDemoOnGPU runs the whole demo with this test binary standing in for
 // gpurr, so it needs the real binary: it is covered by the GPU suite.
 func TestDemoOnGPU(t *testing.T) {
