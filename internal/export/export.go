@@ -74,6 +74,9 @@ func Partition(p *pb.Process) string {
 // leaves dir as it found it, so the same command can run again.
 func Parquet(dir string, procs []*recording.Process) (Stats, error) {
 	st := Stats{Rows: map[string]int64{}}
+	if err := outdir.Check(dir); err != nil {
+		return st, err
+	}
 	entries, err := os.ReadDir(dir)
 	if err == nil && len(entries) > 0 {
 		return st, fmt.Errorf("%s is not empty: export into a new folder", dir)

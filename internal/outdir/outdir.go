@@ -5,25 +5,60 @@
 package outdir
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
+// Check refuses dir as a command's output folder when something other than a folder is
+// there: a file, a symlink to nothing or in a loop, a path through a file. A folder, or
+// nothing (the command makes it), passes; whether a folder that holds entries may be
+// written into is the command's to say.
+func Check(dir string) error {
+	_, err := os.ReadDir(dir)
+	if err == nil {
+		return nil
+	}
+	if _, lerr := os.Lstat(dir); errors.Is(lerr, fs.ErrNotExist) {
+		return nil
+	}
+	if st, serr := os.Stat(dir); serr == nil && !st.IsDir() {
+		return fmt.Errorf("%s is a file, not a folder: name a new or empty folder", dir)
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s is a symlink to nothing: remove it or name a new or empty folder", dir)
+	case errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("%s: a folder on its path is a file: name a new or empty folder", dir)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return fmt.Errorf("%s: %v: name a new or empty folder", dir, err)
+}
+
 // Track notes what dir holds now and returns undo, which puts dir back that way: it removes
-// dir when it did not exist, and otherwise every entry that was not there. Entries that were
-// there are never touched, so undo is safe whatever the command found.
+// dir when nothing was there, and otherwise every entry that was not there. Entries that were
+// there are never touched, so undo is safe whatever the command found: a file, a symlink
+// (dangling, or in a loop) or a folder it cannot list where dir should be is left alone, as
+// the command that fails on it found it.
 func Track(dir string) (undo func()) {
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return func() { os.RemoveAll(dir) }
+	}
 	entries, err := os.ReadDir(dir)
-	existed := err == nil
+	if err != nil {
+		return func() {}
+	}
 	before := make(map[string]bool, len(entries))
 	for _, e := range entries {
 		before[e.Name()] = true
 	}
 	return func() {
-		if !existed {
-			os.RemoveAll(dir)
-			return
-		}
 		now, _ := os.ReadDir(dir)
 		for _, e := range now {
 			if !before[e.Name()] {

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -33,5 +34,46 @@ func TestTrack(t *testing.T) {
 	entries, err := os.ReadDir(there)
 	if err != nil || len(entries) != 1 || entries[0].Name() != "keep" {
 		t.Errorf("a folder that was there: %v %v, want only keep", entries, err)
+	}
+}
+
+// What is not a folder is refused and, whatever undo is called after, left as it was: a
+// file, a symlink to a file, to nothing, or in a loop, a path through a file.
+func TestNotAFolder(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, link := range [][2]string{{"to-file", "file"}, {"to-nothing", "nothing"}, {"loop-a", "loop-b"}, {"loop-b", "loop-a"}} {
+		if err := os.Symlink(link[1], filepath.Join(dir, link[0])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, want := range map[string]string{
+		"file":       "is a file, not a folder",
+		"to-file":    "is a file, not a folder",
+		"to-nothing": "is a symlink to nothing",
+		"loop-a":     "too many levels of symbolic links",
+		"file/sub":   "a folder on its path is a file",
+	} {
+		path := filepath.Join(dir, name)
+		before, _ := os.Lstat(path)
+		if err := Check(path); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Check(%s) = %v, want %q", name, err, want)
+		}
+		Track(path)()
+		after, err := os.Lstat(path)
+		if before != nil && (err != nil || after.Mode() != before.Mode()) {
+			t.Errorf("%s after undo: %v, want it left as it was", name, err)
+		}
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != "keep" {
+		t.Errorf("file after undo: %q %v", b, err)
+	}
+	for _, ok := range []string{dir, filepath.Join(dir, "new", "deeper")} {
+		if err := Check(ok); err != nil {
+			t.Errorf("Check(%s) = %v, want nil", ok, err)
+		}
 	}
 }

@@ -31,6 +31,9 @@ func Extract(src *Source, seq uint64, dir string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := outdir.Check(dir); err != nil {
+		return 0, err
+	}
 	undo := outdir.Track(dir)
 	n, err := extract(src, c, dir)
 	if err != nil {
