@@ -37,7 +37,9 @@ and the first differing chunk. With snapshots on both sides and --dtype, it
 decodes the first differing elements. Launches present in one run only (an
 extra warm-up) are skipped over and listed.
 
-Both runs need memory capture (gpurr record --memory hash, or snapshot).
+Comparing what the runs computed needs memory capture on both (gpurr record
+--memory hash, or snapshot); without it diff warns and compares what they
+launched: the first launch one run made and the other did not.
 Exit status: 0 when the runs agree, 1 when they part ways, 2 on bad input.`,
 		Example: `  gpurr record --memory hash -o run1 -- python train.py
   gpurr record --memory hash -o run2 -- python train.py
