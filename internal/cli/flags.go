@@ -1,14 +1,15 @@
 package cli
 
 import (
+	"errors"
 	"strconv"
 
 	"github.com/spf13/pflag"
 )
 
-// unsetInt is an integer flag that may be left unset, which its variable holds as -1. Help
-// prints no "(default -1)" for it (pflag prints every default but zero): its usage says what
-// leaving it out means ("default: the recorded one").
+// unsetInt is an integer flag of 0 or more that may be left unset, which its variable holds
+// as -1. Help prints no "(default -1)" for it (pflag prints every default but zero): its
+// usage says what leaving it out means ("default: the recorded one").
 type unsetInt[T int | int64] struct{ p *T }
 
 func (u unsetInt[T]) String() string {
@@ -18,10 +19,15 @@ func (u unsetInt[T]) String() string {
 	return strconv.FormatInt(int64(*u.p), 10)
 }
 
+// Set takes 0 or more: a negative value would read as unset (-1) or mean nothing, and be
+// passed over in silence.
 func (u unsetInt[T]) Set(s string) error {
 	v, err := strconv.ParseInt(s, 0, 64)
-	if err != nil {
+	if errors.Is(err, strconv.ErrRange) {
 		return err
+	}
+	if err != nil || v < 0 {
+		return errors.New("want a whole number, 0 or more")
 	}
 	*u.p = T(v)
 	return nil

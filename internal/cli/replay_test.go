@@ -50,6 +50,14 @@ func TestReplayBadInput(t *testing.T) {
 		{[]string{"replay", rec, "--rtol", "0.1"}, "need --dtype"},
 		{[]string{"replay", rec, "--module", missing}, "--module"},
 		{[]string{"replay", rec, "--format", "xml"}, "unknown --format"},
+		// A negative --device or --smem read as unset (the recorded one), in silence, after the
+		// GPU was looked for.
+		{[]string{"replay", rec, "--launch", "2", "--device", "-2"}, `invalid argument "-2" for "--device" flag: want a whole number, 0 or more`},
+		{[]string{"replay", rec, "--launch", "2", "--smem", "-5"}, `"--smem" flag: want a whole number, 0 or more`},
+		{[]string{"replay", rec, "--launch", "2", "--smem", "1k"}, `"--smem" flag: want a whole number, 0 or more`},
+		{[]string{"tune", rec, "--block", "64", "--device", "-1"}, `"--device" flag: want a whole number, 0 or more`},
+		{[]string{"race", rec, "--device", "-1"}, `"--device" flag: want a whole number, 0 or more`},
+		{[]string{"probe", rec, "--device", "-1"}, `"--device" flag: want a whole number, 0 or more`},
 		{[]string{"extract", rec, "--launch", "2"}, "-o DIR is required"},
 		{[]string{"extract", rec, "--launch", "1", "-o", filepath.Join(t.TempDir(), "x")}, "launch 1 has no snapshot"},
 		{[]string{"extract", rec, "--launch", "2", "-o", filepath.Join(rec, "repro")}, "would write over"},

@@ -72,8 +72,6 @@ func runRewind(cmd *cobra.Command, o rewindOptions, path string) error {
 		return usageErrorf("rewind: say --before or --after")
 	case o.region >= 0 && o.addr != "":
 		return usageErrorf("rewind: --region and --addr: say one")
-	case cmd.Flags().Changed("region") && o.region < 0:
-		return usageErrorf("rewind: --region %d: regions are numbered from 0", o.region)
 	case o.region < 0 && o.addr == "":
 		return usageErrorf("rewind: say --region N or --addr 0xADDR")
 	case cmd.Flags().Changed("len") && o.addr == "":

@@ -60,7 +60,7 @@ func TestRewindFlagConflicts(t *testing.T) {
 		{[]string{"--launch", "2", "--after", "--before", "--region", "0"}, "--before and --after: say one"},
 		{[]string{"--launch", "0", "--after", "--region", "0"}, "--launch 0: launches are numbered from 1"},
 		{[]string{"--launch", "2", "--after", "--region", "0", "--addr", "0x1"}, "--region and --addr: say one"},
-		{[]string{"--launch", "2", "--after", "--region", "-2"}, "--region -2: regions are numbered from 0"},
+		{[]string{"--launch", "2", "--after", "--region", "-2"}, `invalid argument "-2" for "--region" flag: want a whole number, 0 or more`},
 		{[]string{"--launch", "2", "--after", "--region", "0", "--len", "10"}, "--len goes with --addr"},
 		{[]string{"--after", "--region", "0"}, "--launch is required"},
 	} {
