@@ -52,7 +52,7 @@ machine with a suitable GPU, and gpurr info DIR describes it.`,
 			return nil
 		},
 	}
-	cmd.Flags().Uint64Var(&launch, "launch", 0, "launch sequence number (default: the only snapshotted launch)")
+	launchVar(cmd.Flags(), &launch, "launch", "launch sequence number (default: the only snapshotted launch)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "directory to create (must not exist or be empty)")
 	cmd.Flags().StringVar(&process, "process", "", "process of a multi-process recording: its directory name, pid or rank")
 	return cmd

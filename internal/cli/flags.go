@@ -40,3 +40,36 @@ func unsetIntVar[T int | int64](f *pflag.FlagSet, p *T, name, usage string) {
 	*p = -1
 	f.Var(unsetInt[T]{p}, name, usage)
 }
+
+// launchNumber is a flag naming a launch by its sequence number, which starts at 1; its
+// variable holds 0 until it is set. 0 is refused, not taken for unset: the verb would
+// otherwise pick a launch of its own, or say that none was named.
+type launchNumber struct{ p *uint64 }
+
+func (l launchNumber) String() string {
+	if l.p == nil || *l.p == 0 {
+		return ""
+	}
+	return strconv.FormatUint(*l.p, 10)
+}
+
+func (l launchNumber) Set(s string) error {
+	v, err := strconv.ParseUint(s, 10, 64)
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		return err
+	case err != nil:
+		return errors.New("want a launch number as gpurr info and the launches table show it")
+	case v == 0:
+		return errors.New("launches are numbered from 1")
+	}
+	*l.p = v
+	return nil
+}
+
+func (l launchNumber) Type() string { return "uint" }
+
+// launchVar defines a flag naming a launch (launchNumber).
+func launchVar(f *pflag.FlagSet, p *uint64, name, usage string) {
+	f.Var(launchNumber{p}, name, usage)
+}

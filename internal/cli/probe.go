@@ -63,7 +63,7 @@ launch probed live up, kernel by kernel (--kernels REGEX picks kernels).`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runProbe(cmd, o, args[0]) },
 	}
 	f := cmd.Flags()
-	f.Uint64Var(&o.launch, "launch", 0, "launch sequence number (default: the only snapshotted launch)")
+	launchVar(f, &o.launch, "launch", "launch sequence number (default: the only snapshotted launch)")
 	f.BoolVar(&o.replay, "replay", false, "replay the launch even when it was probed live (gpurr record --probe)")
 	f.BoolVar(&o.all, "all", false, "sum up every launch probed live (gpurr record --probe), kernel by kernel: spans, tails, SM imbalance, which CTA was the slowest how often")
 	f.StringVar(&o.kernels, "kernels", "", "with --all: only kernels whose name matches this regular expression")

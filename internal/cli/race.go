@@ -78,7 +78,7 @@ without snapshots; with --all, no launch that could be hunted).`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runRace(cmd, o, args[0]) },
 	}
 	f := cmd.Flags()
-	f.Uint64Var(&o.launch, "launch", 0, "launch sequence number (default: the only snapshotted launch)")
+	launchVar(f, &o.launch, "launch", "launch sequence number (default: the only snapshotted launch)")
 	f.StringVar(&o.at, "at", "barrier,shared-load,shared-store,global-load,global-store,atomic", "where to delay: instruction classes ("+classNames()+") or op:REGEX, comma-separated")
 	f.DurationVar(&o.delay, "delay", 2*time.Microsecond, "how long a chosen thread sleeps at a point (1ns to 1ms)")
 	f.Float64Var(&o.fraction, "fraction", 0.25, "share of the placement's units (threads, warps, CTAs) that sleep at each point")

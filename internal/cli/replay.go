@@ -63,9 +63,9 @@ result differs, 2 the launch could not be replayed.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runReplay(cmd, o, args[0]) },
 	}
 	f := cmd.Flags()
-	f.Uint64Var(&o.launch, "launch", 0, "launch sequence number (default: the only snapshotted launch)")
+	launchVar(f, &o.launch, "launch", "launch sequence number (default: the only snapshotted launch)")
 	f.BoolVar(&o.all, "all", false, "replay every launch that has snapshots before and after it")
-	f.Uint64Var(&o.from, "from", 0, "with --all: start at this launch (to go on after a fault ended a run)")
+	launchVar(f, &o.from, "from", "with --all: start at this launch (to go on after a fault ended a run)")
 	f.IntVar(&o.repeat, "repeat", 10, "launches to time; the kernel time printed is their median")
 	f.StringVar(&o.grid, "grid", "", "grid shape X[,Y[,Z]] instead of the recorded one")
 	f.StringVar(&o.block, "block", "", "block shape X[,Y[,Z]] instead of the recorded one")

@@ -36,6 +36,15 @@ func TestReplayBadInput(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "nope")
 	expectUsageErrors(t, []usageCase{
 		{[]string{"replay", rec, "--launch", "9"}, "has no launch 9 (launches 1 to 3)"},
+		// --launch 0 was taken for no --launch: the only snapshotted launch was replayed, or
+		// the user told to say --launch SEQ.
+		{[]string{"replay", rec, "--launch", "0"}, `invalid argument "0" for "--launch" flag: launches are numbered from 1`},
+		{[]string{"replay", rec, "--all", "--from", "0"}, `"--from" flag: launches are numbered from 1`},
+		{[]string{"extract", rec, "--launch", "0", "-o", filepath.Join(t.TempDir(), "x")}, `"--launch" flag: launches are numbered from 1`},
+		{[]string{"tune", rec, "--launch", "0", "--block", "64"}, `"--launch" flag: launches are numbered from 1`},
+		{[]string{"race", rec, "--launch", "0"}, `"--launch" flag: launches are numbered from 1`},
+		{[]string{"probe", rec, "--launch", "0"}, `"--launch" flag: launches are numbered from 1`},
+		{[]string{"probe", rec, "--launch", "2x"}, `"--launch" flag: want a launch number as gpurr info and the launches table show it`},
 		{[]string{"replay", rec, "--launch", "1"}, "launch 1 has no snapshot"},
 		{[]string{"replay", rec, "--launch", "3"}, "captured into a CUDA graph"},
 		{[]string{"replay", hashed, "--launch", "1"}, "record with --memory snapshot"},

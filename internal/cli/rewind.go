@@ -44,7 +44,7 @@ just before or just after that launch ran, and writes its bytes to FILE
 		RunE: func(cmd *cobra.Command, args []string) error { return runRewind(cmd, o, args[0]) },
 	}
 	f := cmd.Flags()
-	f.Uint64Var(&o.launch, "launch", 0, "launch sequence number (as gpurr info and the launches table show it)")
+	launchVar(f, &o.launch, "launch", "launch sequence number (as gpurr info and the launches table show it)")
 	f.BoolVar(&o.before, "before", false, "contents just before the launch")
 	f.BoolVar(&o.after, "after", false, "contents just after the launch")
 	unsetIntVar(f, &o.region, "region", "region index of the launch (the regions table lists them)")
@@ -64,8 +64,6 @@ func runRewind(cmd *cobra.Command, o rewindOptions, path string) error {
 	switch {
 	case !cmd.Flags().Changed("launch"):
 		return usageErrorf("rewind: --launch is required")
-	case o.launch == 0:
-		return usageErrorf("rewind: --launch 0: launches are numbered from 1")
 	case o.before && o.after:
 		return usageErrorf("rewind: --before and --after: say one (run rewind twice for both)")
 	case !o.before && !o.after:

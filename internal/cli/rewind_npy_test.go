@@ -58,7 +58,7 @@ func TestRewindFlagConflicts(t *testing.T) {
 		want string
 	}{
 		{[]string{"--launch", "2", "--after", "--before", "--region", "0"}, "--before and --after: say one"},
-		{[]string{"--launch", "0", "--after", "--region", "0"}, "--launch 0: launches are numbered from 1"},
+		{[]string{"--launch", "0", "--after", "--region", "0"}, `invalid argument "0" for "--launch" flag: launches are numbered from 1`},
 		{[]string{"--launch", "2", "--after", "--region", "0", "--addr", "0x1"}, "--region and --addr: say one"},
 		{[]string{"--launch", "2", "--after", "--region", "-2"}, `invalid argument "-2" for "--region" flag: want a whole number, 0 or more`},
 		{[]string{"--launch", "2", "--after", "--region", "0", "--len", "10"}, "--len goes with --addr"},

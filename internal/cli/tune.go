@@ -55,7 +55,7 @@ combinations (with --seed).`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runTune(cmd, o, args[0]) },
 	}
 	f := cmd.Flags()
-	f.Uint64Var(&o.launch, "launch", 0, "launch sequence number (default: the only snapshotted launch)")
+	launchVar(f, &o.launch, "launch", "launch sequence number (default: the only snapshotted launch)")
 	f.StringVar(&o.grid, "grid", "", "grid sizes to try, e.g. 132,264,528 (default: the recorded grid)")
 	f.StringVar(&o.block, "block", "", "block sizes to try, e.g. 64,128,256,512,1024 (default: the recorded block)")
 	f.StringVar(&o.search, "search", "grid", "grid (every combination) or random:N")
