@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpurr/gpurr/internal/agent/agentenv"
 	"github.com/gpurr/gpurr/internal/agentpath"
+	"github.com/gpurr/gpurr/internal/cuda"
 	"github.com/gpurr/gpurr/internal/cupti/locate"
 	"github.com/gpurr/gpurr/internal/info"
 	"github.com/gpurr/gpurr/recording"
@@ -188,7 +189,7 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 	cuptiLib, err := locate.Find(o.cupti)
 	if err != nil {
 		if o.cupti == "" && os.Getenv(locate.EnvCUPTI) == "" { // the machine lacks it, not a path the user gave
-			return &exitError{code: exitFailure, err: fmt.Errorf("record: %v", err)}
+			return noCUPTIError(err, cuda.Load())
 		}
 		return usageErrorf("record: %v", err)
 	}
@@ -280,6 +281,16 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 		return exitWith(code)
 	}
 	return nil
+}
+
+// noCUPTIError is record's error when the machine has no CUPTI. On a machine without the
+// NVIDIA driver either (a laptop, a CI runner) installing CUPTI would only lead to a recording
+// of nothing, so the missing driver is said first, with where to go next.
+func noCUPTIError(cuptiErr, driverErr error) error {
+	if driverErr != nil {
+		return &exitError{code: exitFailure, err: fmt.Errorf("record: %v; CUPTI is missing too: gpurr doctor says what this machine needs to record, and gpurr demo walks through recordings without a GPU", driverErr)}
+	}
+	return &exitError{code: exitFailure, err: fmt.Errorf("record: %v", cuptiErr)}
 }
 
 // nvtxEnv makes the agent NVTX's injection library, so the program's NVTX

@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpurr/gpurr/internal/agentpath"
+	"github.com/gpurr/gpurr/internal/cuda"
+	"github.com/gpurr/gpurr/internal/cupti/locate"
+	"github.com/gpurr/gpurr/internal/cupti/locate/locatetest"
 	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
@@ -146,6 +150,43 @@ func TestRecordDeferHashesModes(t *testing.T) {
 	for v, want := range map[string]string{"beside": "beside", "true": "beside", "stream": "stream", "off": "", "false": ""} {
 		if got, err := deferMode(v); got != want || err != nil {
 			t.Errorf("deferMode(%q) = %q, %v; want %q", v, got, err, want)
+		}
+	}
+}
+
+// TestRecordWithoutDriver: on a machine with neither the NVIDIA driver nor CUPTI (the README's
+// first try without a GPU), record says in one line that the driver is missing, not only CUPTI,
+// and where to go next; it runs nothing and creates no recording.
+func TestRecordWithoutDriver(t *testing.T) {
+	if err := cuda.Load(); err == nil {
+		t.Skip("the NVIDIA driver loads here; this test covers machines without one")
+	}
+	dir := t.TempDir()
+	agent := filepath.Join(dir, "libgpurr.so")
+	locatetest.Write(t, agent, locatetest.Library{Soname: "libgpurr.so", Exports: []string{agentpath.EntryPoint, agentpath.NVTXEntryPoint}})
+	t.Setenv(agentpath.EnvVar, agent)
+	t.Setenv(locate.EnvCUPTI, "")
+	t.Setenv("CUDA_HOME", "")
+	t.Setenv("PATH", dir) // no python3 to ask for site-packages
+	saved := locate.StandardDirs
+	locate.StandardDirs = []string{filepath.Join(dir, "cuda", "lib64")}
+	t.Cleanup(func() { locate.StandardDirs = saved })
+
+	out, ran := filepath.Join(dir, "out"), filepath.Join(dir, "ran")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"record", "-o", out, "--", "/bin/touch", ran}, &stdout, &stderr)
+	msg := stderr.String()
+	if code != exitFailure || strings.Count(msg, "\n") != 1 {
+		t.Errorf("exit %d, want %d with one line; stderr %q", code, exitFailure, msg)
+	}
+	for _, want := range []string{"gpurr: record: no CUDA driver: ", "CUPTI is missing too", "gpurr doctor", "gpurr demo"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("stderr %q lacks %q", msg, want)
+		}
+	}
+	for _, p := range []string{out, ran} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s exists: record went ahead", p)
 		}
 	}
 }
