@@ -137,6 +137,22 @@ func TestTuneChecksOutputsFirst(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errs, "--csv and --chart are both") {
 		t.Errorf("the same file twice: exit %d, stderr %q", code, errs)
 	}
+	// One file spelt two ways, or reached through a symlinked folder: the chart was renamed over
+	// the CSV when the search was done.
+	if err := os.Symlink(dir, filepath.Join(dir, "via")); err != nil {
+		t.Fatal(err)
+	}
+	for _, same := range [][2]string{
+		{filepath.Join(dir, "new.csv"), dir + "/./new.csv"},
+		{filepath.Join(dir, "new.csv"), filepath.Join(dir, "via", "new.csv")},
+		{csv, filepath.Join(dir, "via", "t.csv")},
+	} {
+		code, _, errs = runCLI(append(args[:len(args)-4], "--csv", same[0], "--chart", same[1], "--force")...)
+		if want := "--csv " + same[0] + " and --chart " + same[1] + " are one file"; code != exitUsage || !strings.Contains(errs, want) {
+			t.Errorf("%s and %s: exit %d, stderr %q; want %q", same[0], same[1], code, errs, want)
+		}
+	}
+	os.Remove(filepath.Join(dir, "via"))
 	runCLI(append(args, "--force")...) // no GPU here: it fails after the check
 	if b, err := os.ReadFile(csv); err != nil || string(b) != "mine\n" {
 		t.Errorf("a tune that failed changed --csv: %q %v", b, err)

@@ -136,13 +136,34 @@ func (o *output) Abort() {
 	os.Remove(o.f.Name())
 }
 
-// refuseInputs refuses an output (given as flag path) that is, or lies inside, one of the
-// inputs.
-func refuseInputs(verb, flag, path, target string, inputs []string) error {
+// sameFile reports whether o and p would end up as one file: the same path spelt two ways,
+// through a symlink or a symlinked folder, or a hard link; or stdout twice.
+func (o *output) sameFile(p *output) bool {
+	if o.stream || p.stream {
+		return o.path == "-" && p.path == "-"
+	}
+	a, errA := absTarget(o.target)
+	b, errB := absTarget(p.target)
+	if errA == nil && errB == nil && a == b {
+		return true
+	}
+	sa, errA := os.Stat(o.target)
+	sb, errB := os.Stat(p.target)
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
+}
+
+// absTarget is target as an absolute path with the symlinks of its folder resolved.
+func absTarget(target string) (string, error) {
 	if dir, err := filepath.EvalSymlinks(filepath.Dir(target)); err == nil {
 		target = filepath.Join(dir, filepath.Base(target))
 	}
-	abs, err := filepath.Abs(target)
+	return filepath.Abs(target)
+}
+
+// refuseInputs refuses an output (given as flag path) that is, or lies inside, one of the
+// inputs.
+func refuseInputs(verb, flag, path, target string, inputs []string) error {
+	abs, err := absTarget(target)
 	if err != nil {
 		return usageErrorf("%s: %s %s: %v", verb, flag, path, err)
 	}

@@ -119,6 +119,9 @@ func runTune(cmd *cobra.Command, o tuneOptions, path string) error {
 		return err
 	}
 	defer chartOut.Abort()
+	if csvOut.sameFile(chartOut) {
+		return usageErrorf("tune: --csv %s and --chart %s are one file: name two files", o.csv, o.chart)
+	}
 	src, c, err := openCase(cmd, path, o.process, o.launch)
 	if err != nil {
 		return err
