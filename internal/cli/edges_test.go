@@ -76,12 +76,28 @@ func TestDamagedPackNamesNoPackage(t *testing.T) {
 	}
 }
 
-// An unknown --process lists the processes the recording holds.
+// An unknown --process lists the processes the recording holds, after the verb, as every
+// error does. One that cannot be read is named as such, not left out as if the recording
+// did not hold it; --process naming it gets why it cannot be read.
 func TestUnknownProcessListsThem(t *testing.T) {
 	rec := variantRec(t, testrec.Good)
 	code, _, errs := runCLI("nan", rec, "--process", "nope")
-	if want := `has no process "nope"; it holds gpu-box-4242, gpu-box-4243 (--process takes a name, a pid or a rank)`; code != exitUsage || !strings.Contains(errs, want) {
+	if want := `gpurr: nan: ` + rec + ` has no process "nope"; it holds gpu-box-4242, gpu-box-4243 (--process takes a name, a pid or a rank)` + "\n"; code != exitUsage || errs != want {
 		t.Errorf("exit %d, stderr %q; want %q", code, errs, want)
+	}
+	code, _, errs = runCLI("rewind", rec, "--launch", "1", "--after", "--region", "0", "-o", "-")
+	if want := "gpurr: rewind: " + rec + " holds 2 processes; pick one with --process (gpu-box-4242, gpu-box-4243)\n"; code != exitUsage || errs != want {
+		t.Errorf("no --process: exit %d, stderr %q; want %q", code, errs, want)
+	}
+	empty := variantRec(t, testrec.Empty)
+	for _, c := range []struct{ which, want string }{
+		{"0", `gpurr: replay: ` + empty + ` has no process "0"; it holds gpu-box-4243 (--process takes a name, a pid or a rank); gpu-box-4242 cannot be read (gpurr info ` + empty + " says why)\n"},
+		{"gpu-box-4242", "gpurr: replay: " + filepath.Join(empty, "gpu-box-4242", "events.gpurr") + ": empty file (the program was killed before its first write)\n"},
+	} {
+		code, _, errs := runCLI("replay", empty, "--process", c.which)
+		if code != exitUsage || errs != c.want {
+			t.Errorf("--process %s of a recording with a process that cannot be read: exit %d, stderr %q; want %q", c.which, code, errs, c.want)
+		}
 	}
 }
 

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -118,23 +120,38 @@ func openProcesses(cmd *cobra.Command, paths []string) ([]*recording.Process, er
 	return procs, nil
 }
 
-// pickProcess chooses the process a verb works on: the only one, or the
-// one --process names by directory name, pid or rank.
-func pickProcess(set *recording.Set, which string) (*recording.Process, error) {
+// pickProcess chooses the process verb works on: the only one, or the one --process names by
+// directory name, pid or rank. A process that could not be opened is named as damaged, not
+// passed over as if the recording did not hold it: --process naming it gets its damage.
+func pickProcess(verb string, set *recording.Set, which string) (*recording.Process, error) {
 	if which == "" && len(set.Processes) == 1 {
 		return set.Processes[0], nil
 	}
 	if p := set.Process(which); which != "" && p != nil {
 		return p, nil
 	}
-	var names []string
+	var names, damaged []string
 	for _, p := range set.Processes {
 		names = append(names, p.Name)
 	}
-	if which == "" {
-		return nil, usageErrorf("%s holds %d processes; pick one with --process (%s)", set.Dir, len(set.Processes), strings.Join(names, ", "))
+	for _, d := range set.Damaged {
+		var pe *recording.ProcessError
+		if !errors.As(d, &pe) {
+			continue
+		}
+		if pe.Name == which {
+			return nil, usageErrorf("%s: %v", verb, pe)
+		}
+		damaged = append(damaged, pe.Name)
 	}
-	return nil, usageErrorf("%s has no process %q; it holds %s (--process takes a name, a pid or a rank)", set.Dir, which, strings.Join(names, ", "))
+	unread := ""
+	if len(damaged) > 0 {
+		unread = fmt.Sprintf("; %s cannot be read (gpurr info %s says why)", strings.Join(damaged, ", "), set.Dir)
+	}
+	if which == "" {
+		return nil, usageErrorf("%s: %s holds %d processes; pick one with --process (%s)%s", verb, set.Dir, len(set.Processes), strings.Join(names, ", "), unread)
+	}
+	return nil, usageErrorf("%s: %s has no process %q; it holds %s (--process takes a name, a pid or a rank)%s", verb, set.Dir, which, strings.Join(names, ", "), unread)
 }
 
 // positional checks a verb's argument count: at least min and at most max (-1: no limit),

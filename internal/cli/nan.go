@@ -60,7 +60,7 @@ func runNan(cmd *cobra.Command, o nanOptions, path string) error {
 	if err != nil {
 		return err
 	}
-	proc, err := pickProcess(set, o.process)
+	proc, err := pickProcess("nan", set, o.process)
 	if err != nil {
 		return err
 	}

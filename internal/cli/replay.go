@@ -342,7 +342,7 @@ func openReplaySource(cmd *cobra.Command, path, process string) (*replay.Source,
 	if err != nil {
 		return nil, err
 	}
-	proc, err := pickProcess(set, process)
+	proc, err := pickProcess(verb, set, process)
 	if err != nil {
 		return nil, err
 	}

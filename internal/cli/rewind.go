@@ -96,7 +96,7 @@ func runRewind(cmd *cobra.Command, o rewindOptions, path string) error {
 	if err != nil {
 		return err
 	}
-	proc, err := pickProcess(set, o.process)
+	proc, err := pickProcess("rewind", set, o.process)
 	if err != nil {
 		return err
 	}
