@@ -101,6 +101,16 @@ func runTrace(cmd *cobra.Command, o traceOptions, paths []string) error {
 	for _, short := range st.Shortfalls {
 		warnf(cmd, "%s", short)
 	}
+	var filters []string
+	if o.kernels != "" {
+		filters = append(filters, "--kernels "+o.kernels)
+	}
+	if o.launches != "" {
+		filters = append(filters, "--launches "+o.launches)
+	}
+	if len(filters) > 0 && st.Selected == 0 {
+		return usageErrorf("trace: no launch call or kernel in the recordings matches %s (gpurr info names the kernels and counts the launches)", strings.Join(filters, " and "))
+	}
 	if o.window != "" && st.Calls+st.Kernels+st.OwnKernels == 0 {
 		return usageErrorf("trace: no event falls in --time %s: the timeline runs from 0 to %v", o.window, st.End.Round(time.Millisecond))
 	}

@@ -336,7 +336,7 @@ func (ps *procState) kernel(a *pb.KernelActivity, c *call) error {
 		return nil
 	}
 	ts, dur := ps.ts(a.GetStartNs()), int64(a.GetEndNs()-a.GetStartNs())
-	if !tw.inWindow(ts, dur) {
+	if !tw.selected(ts, dur) {
 		return nil
 	}
 	if c != nil && !c.written {
@@ -482,7 +482,7 @@ func (ps *procState) ownKernel(a *pb.KernelActivity) error {
 		return nil
 	}
 	ts, dur := ps.ts(a.GetStartNs()), int64(a.GetEndNs()-a.GetStartNs())
-	if !ps.tw.inWindow(ts, dur) {
+	if !ps.tw.selected(ts, dur) {
 		return nil
 	}
 	t := ps.own[a.GetDevice()]
@@ -502,7 +502,7 @@ func (ps *procState) ownKernel(a *pb.KernelActivity) error {
 func (ps *procState) writeCall(c *call, flow uint64, extra ...arg) error {
 	c.written = true
 	ts := ps.ts(c.hostNS)
-	if !ps.tw.inWindow(ts, 0) {
+	if !ps.tw.selected(ts, 0) {
 		return nil
 	}
 	c.flow = flow

@@ -87,6 +87,10 @@ type Stats struct {
 	// Shortfalls says, one line each, which recordings ended short (recording.Shortfall) and
 	// which lost or failed to record something (recording.LossWarning).
 	Shortfalls []string
+	// Selected counts the launch calls and kernels (the program's and gpurr's own) that passed
+	// Kernels and Launches, inside the --time window or not: none means the filters matched
+	// nothing.
+	Selected int
 	// End is where the last event read ends, from the timeline's start: what --time can select
 	// within.
 	End time.Duration
@@ -162,6 +166,13 @@ func alignClocks(procs []*recording.Process) clock {
 		c.offset[i] -= base
 	}
 	return c
+}
+
+// selected counts a launch call or kernel that passed Kernels and Launches, and reports
+// whether it overlaps the --time window.
+func (tw *writer) selected(ts, dur int64) bool {
+	tw.stats.Selected++
+	return tw.inWindow(ts, dur)
 }
 
 // inWindow reports whether an event at ts lasting dur overlaps the

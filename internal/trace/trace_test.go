@@ -73,7 +73,7 @@ func TestChromeGolden(t *testing.T) {
 	out, st := write(t, Chrome, set.Processes, Options{})
 	golden(t, "good.json", out)
 	f, sum := validate(t, out)
-	want := Stats{Processes: 2, Calls: 32, Kernels: 32, GraphKernels: 8, Attributed: 8, Flows: 32, Ranges: 6}
+	want := Stats{Processes: 2, Calls: 32, Kernels: 32, GraphKernels: 8, Attributed: 8, Flows: 32, Ranges: 6, Selected: 64}
 	if st.End <= 0 || st.Shortfalls != nil {
 		t.Errorf("timeline end %v, shortfalls %q: want an end and none", st.End, st.Shortfalls)
 	}
@@ -307,12 +307,15 @@ func TestFilters(t *testing.T) {
 		// 3 eager gemms and 2 replayed gemm nodes per rank; graph
 		// launches stay, captured launches of other kernels go. NVTX
 		// ranges (3 per rank) are context: the filters keep them.
-		{"kernels", Options{Kernels: regexp.MustCompile("gemm")}, Stats{Processes: 2, Calls: 12, Kernels: 10, GraphKernels: 4, Attributed: 4, Flows: 10, Ranges: 6}},
-		{"launches", Options{Launches: func(seq uint64) bool { return seq <= 3 }}, Stats{Processes: 2, Calls: 6, Kernels: 6, Flows: 6, Ranges: 6}},
+		{"kernels", Options{Kernels: regexp.MustCompile("gemm")}, Stats{Processes: 2, Calls: 12, Kernels: 10, GraphKernels: 4, Attributed: 4, Flows: 10, Ranges: 6, Selected: 22}},
+		{"launches", Options{Launches: func(seq uint64) bool { return seq <= 3 }}, Stats{Processes: 2, Calls: 6, Kernels: 6, Flows: 6, Ranges: 6, Selected: 12}},
+		// Filters that match no launch leave the ranges only: Selected says so.
+		{"nothing", Options{Launches: func(seq uint64) bool { return seq >= 1000 }}, Stats{Processes: 2, Ranges: 6}},
 		// Launch 1 of each rank is at 25 µs (plus 1 µs for rank 1), its
 		// kernel from 31 µs; the window ends before launch 2 (50 µs) and
-		// before the range "weights" opens (150 µs).
-		{"time", Options{From: 20 * time.Microsecond, To: 45 * time.Microsecond}, Stats{Processes: 2, Calls: 2, Kernels: 2, Flows: 2, Ranges: 4}},
+		// before the range "weights" opens (150 µs). Selected counts what passed the
+		// filters, outside the window too.
+		{"time", Options{From: 20 * time.Microsecond, To: 45 * time.Microsecond}, Stats{Processes: 2, Calls: 2, Kernels: 2, Flows: 2, Ranges: 4, Selected: 64}},
 	}
 	for _, c := range cases {
 		out, st := write(t, Chrome, set.Processes, c.o)
