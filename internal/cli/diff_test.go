@@ -192,11 +192,11 @@ func TestDiff(t *testing.T) {
 	// diff says which side lacks them.
 	code, out, errs = runCLI("diff", "--dtype", "f32", writeRun(t, "hash", trainRun(1.5, false)), writeRun(t, "hash", trainRun(2, false)))
 	expectOutput(t, "hash-only runs", code, 1, out, errs,
-		"(neither run has a snapshot after this launch, only hashes: record with --memory snapshot to see values)")
+		"(neither run has a snapshot after this launch, only hashes: record with --memory snapshot --snapshot-launches 3 to see values)")
 	code, out, errs = runCLI("diff", "--dtype", "f32", a, writeRun(t, "hash", trainRun(2, false)))
 	expectOutput(t, "snapshots in A only", code, 1, out, errs,
 		"region 0 (192.0 KiB, parameter offset 0): 1 of 3 chunks differ, the first at byte 0x20000 (chunk 2)\n"+
-			"    (only A has a snapshot after this launch; B has hashes only, so no values can be compared (record B with --memory snapshot))")
+			"    (only A has a snapshot after this launch; B has hashes only, so no values can be compared (record B with --memory snapshot --snapshot-launches 3))")
 	code, out, errs = runCLI("diff", "--dtype", "f32", writeRun(t, "hash", trainRun(2, false)), a)
 	expectOutput(t, "snapshots in B only", code, 1, out, errs, "(only B has a snapshot after this launch; A has hashes only")
 	if strings.Contains(out, "] A ") {

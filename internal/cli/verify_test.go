@@ -53,7 +53,7 @@ func TestManifestVerify(t *testing.T) {
 
 	// Hash-only run: no bytes, and verify says which mode shows them.
 	code, out, errs = runCLI("verify", writeRun(t, "hash", trainRun(2, false)), "--manifest", m)
-	expectOutput(t, "hash-only run", code, 1, out, errs, "the recording has hashes only after this launch: record with --memory snapshot to see the bytes")
+	expectOutput(t, "hash-only run", code, 1, out, errs, "the recording has hashes only after this launch: record with --memory snapshot --snapshot-launches 3 to see the bytes")
 
 	// --continue lists every launch that differs.
 	ls := trainRun(2, false)

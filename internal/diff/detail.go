@@ -131,13 +131,17 @@ func Differences(a, b *Side, dt *dtype.Type, maxElems int) ([]RegionDiff, error)
 			switch {
 			case dt == nil:
 			case !snapA && !snapB:
-				d.Note = "neither run has a snapshot after this launch, only hashes: record with --memory snapshot to see values"
-			case !snapA || !snapB:
-				with, without := "A", "B"
-				if snapB {
-					with, without = "B", "A"
+				again := snapshotFlags(a)
+				if a.Launch.GetSeq() != b.Launch.GetSeq() {
+					again = fmt.Sprintf("%s (A) and %s (B)", again, snapshotFlags(b))
 				}
-				d.Note = fmt.Sprintf("only %s has a snapshot after this launch; %s has hashes only, so no values can be compared (record %s with --memory snapshot)", with, without, without)
+				d.Note = "neither run has a snapshot after this launch, only hashes: record with " + again + " to see values"
+			case !snapA || !snapB:
+				with, without, side := "A", "B", b
+				if snapB {
+					with, without, side = "B", "A", a
+				}
+				d.Note = fmt.Sprintf("only %s has a snapshot after this launch; %s has hashes only, so no values can be compared (record %s with %s)", with, without, without, snapshotFlags(side))
 			default:
 				if va == nil {
 					va, vb = memview.New(a.Process), memview.New(b.Process)
@@ -156,6 +160,12 @@ func Differences(a, b *Side, dt *dtype.Type, maxElems int) ([]RegionDiff, error)
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// snapshotFlags are the gpurr record flags that snapshot this launch in a run of the same
+// program: a run in snapshot mode already lacks only the selection.
+func snapshotFlags(s *Side) string {
+	return fmt.Sprintf("--memory snapshot --snapshot-launches %d", s.Launch.GetSeq())
 }
 
 // afterChunk reads chunk k of region i of the side's memory after its

@@ -276,7 +276,7 @@ func (s *byteSources) close() {
 func (s *byteSources) window(r *recording.LaunchRecord, d diff.RegionDiff, exp *Launch, n int) (*Bytes, string) {
 	l := memview.FromRecord(r)
 	if _, err := s.actual.State(l, memview.After); err != nil {
-		return nil, "the recording has hashes only after this launch: record with --memory snapshot to see the bytes"
+		return nil, fmt.Sprintf("the recording has hashes only after this launch: record with --memory snapshot --snapshot-launches %d to see the bytes", r.Launch.GetSeq())
 	}
 	s.open()
 	if s.actualErr != nil {
