@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpurr/gpurr/internal/info"
 	"github.com/gpurr/gpurr/internal/query"
 )
 
@@ -44,8 +45,11 @@ SELECT 1'.`,
 				}
 				return nil
 			}
+			if len(args) > 2 { // most often SQL that the shell split into words
+				return usageErrorf("query: want a recording and one SQL statement, got %s: quote the SQL as one argument (gpurr query REC 'SELECT ...')", info.Count(len(args), "argument"))
+			}
 			if len(args) != 2 {
-				return usageErrorf("query: want a recording and one SQL statement, got %d arguments (gpurr query REC 'SQL', or --schema)", len(args))
+				return usageErrorf("query: want a recording and one SQL statement, got %s (gpurr query REC 'SQL', or --schema)", info.Count(len(args), "argument"))
 			}
 			if strings.TrimSpace(args[1]) == "" {
 				return usageErrorf("query: the SQL statement is empty")
