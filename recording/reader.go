@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -108,7 +109,13 @@ func Open(path string) (*Set, error) {
 			continue
 		}
 		dir := filepath.Join(path, e.Name())
-		if _, err := os.Stat(filepath.Join(dir, EventsFile)); err != nil {
+		events := filepath.Join(dir, EventsFile)
+		if _, err := os.Stat(events); errors.Is(err, fs.ErrNotExist) {
+			continue // not a process directory
+		} else if err != nil {
+			// A process directory that cannot be read (no permission, its events file a
+			// symlink loop) is damaged, not absent.
+			set.Damaged = append(set.Damaged, &ProcessError{Name: e.Name(), Err: fmt.Errorf("%s: %w", events, unwrapPathError(err))})
 			continue
 		}
 		p, err := openProcess(path, dir)

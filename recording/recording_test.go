@@ -451,3 +451,38 @@ func TestMemoryHeavyBatchRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// A process directory that cannot be read is damaged, not absent: its events file a symlink
+// loop, or (where permissions hold: not for root) the directory closed to the reader.
+func TestOpenNamesUnreadableProcess(t *testing.T) {
+	set := writeSet(t)
+	events := filepath.Join(set.Processes[0].Dir, recording.EventsFile)
+	if err := os.Remove(events); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(recording.EventsFile, events); err != nil {
+		t.Fatal(err)
+	}
+	check := func(want string) {
+		t.Helper()
+		got, err := recording.Open(set.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Processes) != 1 || len(got.Damaged) != 1 || !strings.Contains(got.Damaged[0].Error(), events+": "+want) {
+			t.Errorf("%d processes, Damaged = %v; want one of each, %s: %s", len(got.Processes), got.Damaged, events, want)
+		}
+	}
+	check("too many levels of symbolic links")
+	if os.Geteuid() == 0 {
+		t.Skip("root reads a directory closed to it: not the permission case")
+	}
+	if err := os.Remove(events); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(set.Processes[0].Dir, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(set.Processes[0].Dir, 0o700) })
+	check("permission denied")
+}
