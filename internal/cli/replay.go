@@ -262,7 +262,7 @@ func runReplay(cmd *cobra.Command, o replayOptions, path string) error {
 // --elements flags ask for.
 func replayCheck(verb, name string, atol, rtol float64, elements int) (replay.Check, error) {
 	c := replay.Check{Atol: atol, Rtol: rtol, Elements: elements}
-	if elements < 0 || atol < 0 || rtol < 0 {
+	if elements < 0 || !(atol >= 0) || !(rtol >= 0) { // NaN too: no difference is within it
 		return c, usageErrorf("%s: --elements, --atol and --rtol take 0 or more", verb)
 	}
 	if name == "" {

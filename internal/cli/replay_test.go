@@ -57,6 +57,9 @@ func TestReplayBadInput(t *testing.T) {
 		{[]string{"replay", rec, "--block", "0"}, "1 or more"},
 		{[]string{"replay", rec, "--dtype", "f33"}, "unknown dtype"},
 		{[]string{"replay", rec, "--rtol", "0.1"}, "need --dtype"},
+		// A NaN tolerance held every differing element outside it: 'differs', exit 1.
+		{[]string{"replay", rec, "--dtype", "f32", "--atol", "NaN"}, "--elements, --atol and --rtol take 0 or more"},
+		{[]string{"tune", rec, "--block", "64", "--dtype", "f32", "--rtol", "nan"}, "--elements, --atol and --rtol take 0 or more"},
 		{[]string{"replay", rec, "--module", missing}, "--module"},
 		{[]string{"replay", rec, "--format", "xml"}, "unknown --format"},
 		// A negative --device or --smem read as unset (the recorded one), in silence, after the
