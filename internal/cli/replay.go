@@ -386,8 +386,11 @@ func pickLaunches(verb string, src *replay.Source, launch uint64, all bool, from
 				seqs = append(seqs, s)
 			}
 		}
-		if len(seqs) == 0 {
+		switch {
+		case len(ok) == 0:
 			return nil, usageErrorf("%s: %s has no launch with snapshots before and after it%s", verb, src.Proc.Name, modeHint(src))
+		case len(seqs) == 0:
+			return nil, usageErrorf("%s: --from %d: %s has no snapshotted launch from there on (the last is %d)", verb, from, src.Proc.Name, ok[len(ok)-1])
 		}
 		return seqs, nil
 	}
