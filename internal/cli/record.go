@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -60,6 +61,9 @@ program is not changed and its exit code is gpurr's exit code.`,
 			if len(args) == 0 {
 				return usageErrorf("record: no command given (usage: gpurr record [flags] -- CMD [ARGS...])")
 			}
+			if err := valueAfterBareFlag(cmd, args); err != nil {
+				return err
+			}
 			return runRecord(cmd, o, args)
 		},
 	}
@@ -94,6 +98,32 @@ program is not changed and its exit code is gpurr's exit code.`,
 	f.StringVar(&o.stepRange, "step-range", "", "training steps are the NVTX ranges whose message matches this regular expression (e.g. '^train_step'), for programs without torch.optim: every report (diff, nan, info, query's step columns) numbers launches by them; default: torch.optim optimizer steps")
 	f.Uint64Var(&o.memory.FlightRecorder, "flight-recorder", 0, "with --memory snapshot: keep only the last N launches' snapshots in memory and write them at exit, on SIGUSR2 or when a CUDA call fails")
 	return cmd
+}
+
+// optionalValues are record's flags whose value is optional, with the values they take.
+var optionalValues = []struct {
+	flag   string
+	values []string
+}{
+	{"gpu-timing", []string{"true", "on", "serial", "sample", "false", "off"}},
+	{"defer-hashes", []string{"beside", "stream", "true", "off", "false"}},
+}
+
+// valueAfterBareFlag refuses a value written after a flag whose value is optional, as its
+// own word (--gpu-timing false): the parser takes the flag bare and the value for the
+// program, so record would run "false" with GPU timing on. Behind --, such a word is the
+// program, as written.
+func valueAfterBareFlag(cmd *cobra.Command, args []string) error {
+	if cmd.ArgsLenAtDash() == 0 {
+		return nil
+	}
+	for _, o := range optionalValues {
+		f := cmd.Flags().Lookup(o.flag)
+		if f.Changed && f.Value.String() == f.NoOptDefVal && slices.Contains(o.values, args[0]) {
+			return usageErrorf("record: --%s %s: give the value with = (--%s=%s); as written, %q is the program to record", o.flag, args[0], o.flag, args[0], args[0])
+		}
+	}
+	return nil
 }
 
 // deferMode is --defer-hashes' value as agentenv.DeferModes names it, "" when off; true, as the
