@@ -50,6 +50,7 @@ func extract(src *Source, c *Case, dir string) (int64, error) {
 		return 0, err
 	}
 	proc := proto.Clone(src.Data.Process).(*pb.Process)
+	proc.Probe = "" // no probe records come along: info would say the expression matched no kernel
 	w, err := recording.Create(dir, src.Proc.Name, &pb.Batch{Process: proc, Devices: src.Data.Devices})
 	if err != nil {
 		return 0, err
@@ -85,11 +86,20 @@ func writeCase(src *Source, c *Case, w *recording.Writer) (int64, error) {
 		return 0, err
 	}
 	var bytes int64
+	// The counters describe what the reproducer holds, so that info's memory lines say so.
+	stats := &pb.Stats{Launches: 1, MemoryLaunches: 1}
 	ml, _ := memview.FromLinks(src.Links, c.Seq)
 	for _, st := range []*pb.MemoryState{ml.Before, ml.After} {
 		b.Memory = append(b.Memory, st)
-		for _, rs := range st.Regions {
-			for _, h := range recording.ChunkHashes(rs) {
+		stats.MemoryStates++
+		stats.Snapshots++
+		for i, rs := range st.Regions {
+			if i < len(c.Regions) {
+				stats.BytesHashed += c.Regions[i].Size
+			}
+			hashes := recording.ChunkHashes(rs)
+			stats.ChunksTotal += uint64(len(hashes))
+			for _, h := range hashes {
 				if store.Has([16]byte(h)) {
 					continue
 				}
@@ -110,6 +120,9 @@ func writeCase(src *Source, c *Case, w *recording.Writer) (int64, error) {
 	if err := store.Close(); err != nil {
 		return 0, err
 	}
+	stored := store.Stats()
+	stats.ChunksTransferred, stats.ChunksStored, stats.ChunkBytesStored = uint64(stored.Chunks), uint64(stored.Chunks), uint64(stored.StoredBytes)
+	b.Stats = stats
 	b.End = &pb.End{EndNs: c.Launch.HostNs, Reason: "extract"}
 	return bytes, w.Write(b)
 }
