@@ -82,7 +82,11 @@ func runNan(cmd *cobra.Command, o nanOptions, path string) error {
 		looked = "launches counted on the GPU"
 	}
 	if found == nil {
-		fmt.Fprintf(w, "%s: no NaN or Inf (as %s) after any of the %d %s", proc.Name, o.dtypes, st.Launches, looked)
+		var names []string
+		for _, t := range types {
+			names = append(names, t.Name)
+		}
+		fmt.Fprintf(w, "%s: no NaN or Inf (as %s) after any of the %d %s", proc.Name, strings.Join(names, ","), st.Launches, looked)
 		if st.Source == nanscan.Snapshots {
 			fmt.Fprintf(w, " (%d distinct chunks read)", st.Chunks)
 		}

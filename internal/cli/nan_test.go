@@ -18,12 +18,22 @@ func TestNan(t *testing.T) {
 		"kernel   scatter_add_kernel",
 		"at       train.py:30 step",
 		"region 0 (192.0 KiB, parameter offset 0): as f32 1 NaN, 1 Inf (first at byte 0x190)")
+	// A type named twice is looked for once: its counts were printed twice.
+	code, out, errs = runCLI("nan", nan, "--dtype", "f32, f32")
+	if code != 1 || strings.Count(out, "as f32") != 1 {
+		t.Errorf("--dtype f32,f32: exit %d, want 1 and one count as f32:\n%s%s", code, out, errs)
+	}
 	ls[2].before = ls[2].after // the NaN was there before the kernel ran: it came from a copy
 	code, out, errs = runCLI("nan", writeRun(t, "snapshot", ls), "--dtype", "f32")
 	expectOutput(t, "NaN from a copy", code, 1, out, errs, "NaN or Inf first after launch 3", "already there before this launch")
-	code, out, _ = runCLI("nan", writeRun(t, "snapshot", trainRun(1.5, false)))
+	clean := writeRun(t, "snapshot", trainRun(1.5, false))
+	code, out, _ = runCLI("nan", clean)
 	if code != 0 || !strings.Contains(out, "no NaN or Inf (as f32,bf16,f16) after any of the 4 launches") {
 		t.Errorf("clean run: exit %d:\n%s", code, out)
+	}
+	code, out, _ = runCLI("nan", clean, "--dtype", "bf16, f32,bf16")
+	if code != 0 || !strings.Contains(out, "no NaN or Inf (as bf16,f32) after any of the 4 launches") {
+		t.Errorf("clean run, --dtype 'bf16, f32,bf16': exit %d:\n%s", code, out)
 	}
 	// A training loop: the report names the step the NaN appeared in.
 	stepped := append([]fakeLaunch{{kernel: 1, line: 20, after: floats(7), optim: true}}, ls...)

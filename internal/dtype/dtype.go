@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -131,6 +132,8 @@ func ParseFloatList(list string) ([]*Type, error) {
 	})
 }
 
+// parseList parses each name of list, in order; a type named twice is listed once (counting
+// NaN as it twice would report every count twice).
 func parseList(list string, parse func(string) (*Type, error)) ([]*Type, error) {
 	var out []*Type
 	for _, name := range strings.Split(list, ",") {
@@ -138,7 +141,9 @@ func parseList(list string, parse func(string) (*Type, error)) ([]*Type, error) 
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, t)
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
 	}
 	return out, nil
 }
