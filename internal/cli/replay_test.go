@@ -89,3 +89,30 @@ func TestReplayBadInput(t *testing.T) {
 		{[]string{"tune", rec, "--launch", "1", "--block", "64"}, "launch 1 has no snapshot"},
 	})
 }
+
+// A module image whose bytes no longer hash to its name (same size, so info passes it) is
+// named as damaged; extract wrote it into the reproducer as the code that ran.
+func TestDamagedModuleRefused(t *testing.T) {
+	rec := writeReplayable(t)
+	images, err := filepath.Glob(filepath.Join(rec, "modules", "*.cubin"))
+	if err != nil || len(images) != 1 {
+		t.Fatalf("module images %v: %v", images, err)
+	}
+	image, err := os.ReadFile(images[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	image[len(image)-1] ^= 1
+	if err := os.WriteFile(images[0], image, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "repro")
+	want := "module of kernel saxpy_gridstride: " + images[0] + " is damaged (its bytes do not hash to its name)"
+	expectUsageErrors(t, []usageCase{
+		{[]string{"extract", rec, "-o", out}, want},
+		{[]string{"replay", rec}, want},
+	})
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("extract of a damaged module left %s", out)
+	}
+}

@@ -2,6 +2,8 @@ package replay
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -131,9 +133,15 @@ func (s *Source) Case(seq uint64) (*Case, error) {
 	if k.ModuleSha256 == "" {
 		return nil, fmt.Errorf("kernel %s came from a module the recording does not know", c.Name)
 	}
-	image, err := os.ReadFile(s.Proc.ModulePath(k.ModuleSha256))
+	path := s.Proc.ModulePath(k.ModuleSha256)
+	image, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("module of kernel %s: %w (was it stored? see gpurr info's log)", c.Name, unwrap(err))
+	}
+	// Its name is its SHA-256: a damaged image would be loaded, or copied into a reproducer,
+	// as the code that ran.
+	if sum := sha256.Sum256(image); hex.EncodeToString(sum[:]) != k.ModuleSha256 {
+		return nil, fmt.Errorf("module of kernel %s: %s is damaged (its bytes do not hash to its name): the recording no longer holds the code that ran", c.Name, path)
 	}
 	c.Module, c.ModuleHash = image, k.ModuleSha256
 	for i, r := range l.Regions {
