@@ -328,7 +328,7 @@ func kernelPTX(verb string, src *replay.Source, c *replay.Case, file string) ([]
 	if file != "" {
 		b, err := os.ReadFile(file)
 		if err != nil {
-			return nil, "", usageErrorf("%s: --ptx: %v", verb, plainError(err))
+			return nil, "", usageErrorf("%s: --ptx %s: %v", verb, file, plainError(err))
 		}
 		return b, file, nil
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -187,7 +188,12 @@ func runReplay(cmd *cobra.Command, o replayOptions, path string) error {
 	var module []byte
 	if o.module != "" {
 		if module, err = os.ReadFile(o.module); err != nil {
-			return usageErrorf("replay: --module: %v", err)
+			return usageErrorf("replay: --module %s: %v", o.module, plainError(err))
+		}
+		// Said before a GPU is looked for, in words the driver's INVALID_IMAGE does not have.
+		kind := replay.ModuleKind(module)
+		if kind == "ELF file that is not a cubin" || kind == "unknown image" && !bytes.Contains(module, []byte(".version")) {
+			return usageErrorf("replay: --module %s is no cubin, PTX or fatbin (%s, %d bytes)", o.module, kind, len(module))
 		}
 	}
 	src, err := openReplaySource(cmd, path, o.process)

@@ -68,7 +68,11 @@ func TestReplayBadInput(t *testing.T) {
 		// A NaN tolerance held every differing element outside it: 'differs', exit 1.
 		{[]string{"replay", rec, "--dtype", "f32", "--atol", "NaN"}, "--elements, --atol and --rtol take 0 or more"},
 		{[]string{"tune", rec, "--block", "64", "--dtype", "f32", "--rtol", "nan"}, "--elements, --atol and --rtol take 0 or more"},
-		{[]string{"replay", rec, "--module", missing}, "--module"},
+		{[]string{"replay", rec, "--module", missing}, "--module " + missing + ": no such file or directory"},
+		// Found by the driver, after a GPU was looked for; none here: 'no usable GPU', exit 3.
+		{[]string{"replay", rec, "--module", os.DevNull}, "--module /dev/null is no cubin, PTX or fatbin (unknown image, 0 bytes)"},
+		{[]string{"replay", rec, "--module", os.Args[0]}, "is no cubin, PTX or fatbin (ELF file that is not a cubin"},
+		{[]string{"race", rec, "--ptx", missing}, "--ptx " + missing + ": no such file or directory"},
 		{[]string{"replay", rec, "--format", "xml"}, "unknown --format"},
 		// A negative --device or --smem read as unset (the recorded one), in silence, after the
 		// GPU was looked for.
