@@ -23,7 +23,7 @@ made with --memory, region_hashes. Each table is a folder partitioned by
 host and rank (TABLE/host=H/rank=R/PROCESS.parquet), so the recordings of
 every rank of a large job can be queried together. docs/trace.md lists
 every column.`,
-		Example: `  gpurr export job/* --parquet job-pq
+		Example: `  gpurr export job/rank* --parquet job-pq
   duckdb -c "SELECT rank, python_line, sum(duration_ns)/1e6 AS ms
              FROM read_parquet('job-pq/gpu_activity/*/*/*.parquet', hive_partitioning = true)
              GROUP BY 1, 2 ORDER BY ms DESC LIMIT 10"`,
