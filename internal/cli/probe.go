@@ -260,6 +260,9 @@ func probeOutput(cmd *cobra.Command, o probeOptions, path string) (*output, erro
 func writeProbe(cmd *cobra.Command, o probeOptions, w *output, p probed) error {
 	ctas, derr := probe.Decode(p.raw)
 	out := cmd.OutOrStdout()
+	if o.out == "-" {
+		out = cmd.ErrOrStderr() // stdout is the timeline's JSON
+	}
 	fmt.Fprintln(out, p.header)
 	if derr != nil {
 		warnf(cmd, "%v", derr)
@@ -278,7 +281,9 @@ func writeProbe(cmd *cobra.Command, o probeOptions, w *output, p probed) error {
 	if err := w.Commit(); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "  timeline: %s (a track per SM; open it at https://ui.perfetto.dev)\n", o.out)
+	if o.out != "-" {
+		fmt.Fprintf(out, "  timeline: %s (a track per SM; open it at https://ui.perfetto.dev)\n", o.out)
+	}
 	return nil
 }
 
