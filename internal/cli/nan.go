@@ -76,6 +76,9 @@ func runNan(cmd *cobra.Command, o nanOptions, path string) error {
 	if err != nil {
 		return usageErrorf("nan: %v", err)
 	}
+	for _, line := range st.Warnings {
+		warnf(cmd, "%s", line)
+	}
 	w := cmd.OutOrStdout()
 	looked := "launches with snapshots"
 	if st.Source == nanscan.GPUCounts {

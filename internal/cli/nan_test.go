@@ -3,8 +3,13 @@ package cli
 import (
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpurr/gpurr/internal/testrec"
+	"github.com/gpurr/gpurr/recording"
 )
 
 func TestNan(t *testing.T) {
@@ -141,4 +146,31 @@ func TestCountFlagsAndAllocatorFlag(t *testing.T) {
 		{[]string{"record", "--nan-scan", "f32", "--", "true"}, "record: --nan-scan needs memory mode hash or snapshot"},
 		{[]string{"record", "--memory", "hash", "--nan-scan", "f32,i8", "--", "true"}, `record: --nan-scan f32,i8: "i8" is not a type the GPU counts NaN as (want f32, f64, f16, bf16)`},
 	})
+}
+
+// A recording that lost memory states, or ended short, may hide the first NaN: nan says so,
+// a line each, as query and trace do; before, its answer looked whole.
+func TestNanWarnsWhatIsMissing(t *testing.T) {
+	rec := variantRec(t, testrec.Memory) // rank 0 lost a memory state
+	lost := "gpurr: nan: warning: gpu-box-4242: lost or failed while recording, so missing here: errors 1, memory_states_lost 1 (gpurr info says more)\n"
+	code, _, errs := runCLI("nan", rec, "--process", "0")
+	if code != exitFound || errs != lost {
+		t.Errorf("lossy: exit %d, stderr %q; want exit 1 and %q", code, errs, lost)
+	}
+	events := filepath.Join(rec, testrec.Name(0), recording.EventsFile)
+	st, err := os.Stat(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(events, st.Size()-10); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs = runCLI("nan", rec, "--process", "0")
+	short := "gpurr: nan: warning: gpu-box-4242: recording truncated (the program was killed mid-write); what was written before is read\n"
+	if code != exitFound || !strings.HasPrefix(errs, short) {
+		t.Errorf("truncated: exit %d, stderr %q; want exit 1 and %q first", code, errs, short)
+	}
+	if code, _, errs = runCLI("nan", writeRun(t, "snapshot", trainRun(1.5, false))); code != 0 || errs != "" {
+		t.Errorf("a whole recording: exit %d, stderr %q; want no warning", code, errs)
+	}
 }

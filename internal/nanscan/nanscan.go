@@ -86,6 +86,11 @@ type Stats struct {
 	// because they are unknown: carried from a state that was lost (write sets, format 1.11),
 	// they hold neither counts nor bytes.
 	Unknown int
+	// Warnings say, a line each, what the recording lacks beyond what was looked at: it ended
+	// short (recording.Shortfall), or lost or failed to record something
+	// (recording.LossWarning). A launch after the end, or a state lost, may be the first with
+	// NaN.
+	Warnings []string
 }
 
 // Scan finds the first launch of p after which one of its regions holds
@@ -143,7 +148,7 @@ func (s *scanner) fromCounts() (*Finding, Stats, error) {
 	s.st.Source = GPUCounts
 	var seqs, candidates []uint64 // the counted launches; those with counts
 	unknown := map[uint64]int{}   // region states without counts, of counted launches
-	_, err := s.p.Scan(func(b *pb.Batch) error {
+	err := s.scan(func(b *pb.Batch) {
 		for _, m := range b.Memory {
 			if m.GetPoint() != pb.MemoryState_AFTER {
 				continue
@@ -161,7 +166,6 @@ func (s *scanner) fromCounts() (*Finding, Stats, error) {
 				candidates = append(candidates, m.GetLaunchSeq())
 			}
 		}
-		return nil
 	})
 	if err != nil {
 		return nil, s.st, err
@@ -193,6 +197,26 @@ func (s *scanner) fromCounts() (*Finding, Stats, error) {
 		err = fmt.Errorf("launches with NaN counts are not in the recording (%d of %d found)", delivered, len(candidates))
 	}
 	return found, s.st, err
+}
+
+// scan is the first pass over the recording: fn sees every batch, and the pass notes in
+// st.Warnings whether the recording ended short or lost something.
+func (s *scanner) scan(fn func(*pb.Batch)) error {
+	stats, ended := &pb.Stats{}, false
+	res, err := s.p.Scan(func(b *pb.Batch) error {
+		if b.Stats != nil {
+			stats = b.Stats
+		}
+		ended = ended || b.End != nil
+		fn(b)
+		return nil
+	})
+	for _, w := range []string{recording.Shortfall(s.p.Name, res.Truncated, ended), recording.LossWarning(s.p.Name, stats)} {
+		if w != "" {
+			s.st.Warnings = append(s.st.Warnings, w)
+		}
+	}
+	return err
 }
 
 // hasGPUCounts: some region of an AFTER state counts NaN or Inf as one of
@@ -231,7 +255,7 @@ func gpuCount(rs *pb.RegionState, k int) (nan, inf uint64, ok bool) {
 // holds NaN or Inf.
 func (s *scanner) fromSnapshots() (*Finding, Stats, error) {
 	var seqs []uint64
-	_, err := s.p.Scan(func(b *pb.Batch) error {
+	err := s.scan(func(b *pb.Batch) {
 		for _, m := range b.Memory {
 			switch {
 			case m.GetPoint() != pb.MemoryState_AFTER || m.GetLost():
@@ -241,7 +265,6 @@ func (s *scanner) fromSnapshots() (*Finding, Stats, error) {
 				s.st.NotScanned++
 			}
 		}
-		return nil
 	})
 	if err != nil {
 		return nil, s.st, err
