@@ -149,7 +149,10 @@ func traceFormat(o traceOptions) (trace.Format, error) {
 	}
 	byName, named := trace.FormatOf(o.out)
 	if o.format == "" {
-		if !named {
+		switch {
+		case o.out == "-":
+			return 0, usageErrorf("trace: -o - (standard output) has no name to tell the format by: give --format chrome or --format perfetto")
+		case !named:
 			return 0, usageErrorf("trace: cannot tell the format of %q from its name: end it in .json or .perfetto-trace, or give --format chrome|perfetto", o.out)
 		}
 		return byName, nil

@@ -103,6 +103,7 @@ func TestTraceMerge(t *testing.T) {
 	expectUsageErrors(t, []usageCase{
 		{[]string{"trace", a}, "-o FILE is required"},
 		{[]string{"trace", a, "-o", filepath.Join(tmp, "x.txt")}, "cannot tell the format"},
+		{[]string{"trace", a, "-o", "-"}, "-o - (standard output) has no name to tell the format by: give --format chrome or --format perfetto"},
 		{[]string{"trace", a, "-o", filepath.Join(tmp, "x.json"), "--format", "perfetto"}, "names a chrome file"},
 		{[]string{"trace", a, "-o", "-", "--format", "svg"}, "unknown trace format"},
 		{[]string{"trace", a, "-o", out, "--kernels", "("}, "--kernels: error parsing regexp"},
