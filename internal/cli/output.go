@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/gpurr/gpurr/recording"
 )
 
 // output is where a verb writes its one output file (-o FILE). A new or replaced file is
@@ -176,14 +178,22 @@ func refuseInputs(verb, flag, path, target string, inputs []string) error {
 		if real, err = filepath.Abs(real); err != nil {
 			continue
 		}
-		inInfo, err := os.Stat(real)
-		if err != nil {
-			continue
+		read := map[string]string{real: in}
+		// A process directory given alone reads the module images of the recording it is in.
+		if _, err := os.Stat(filepath.Join(real, recording.EventsFile)); err == nil {
+			modules := filepath.Join(filepath.Dir(real), recording.ModulesDir)
+			read[modules] = filepath.Join(in, "..", recording.ModulesDir)
 		}
-		same := statErr == nil && os.SameFile(inInfo, outInfo)
-		inside := inInfo.IsDir() && strings.HasPrefix(abs, real+string(filepath.Separator))
-		if same || inside {
-			return usageErrorf("%s: %s %s would write over %s, which it reads: write elsewhere", verb, flag, path, in)
+		for real, name := range read {
+			inInfo, err := os.Stat(real)
+			if err != nil {
+				continue
+			}
+			same := statErr == nil && os.SameFile(inInfo, outInfo)
+			inside := inInfo.IsDir() && strings.HasPrefix(abs, real+string(filepath.Separator))
+			if same || inside {
+				return usageErrorf("%s: %s %s would write over %s, which it reads: write elsewhere", verb, flag, path, name)
+			}
 		}
 	}
 	return nil
