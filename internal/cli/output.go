@@ -38,6 +38,9 @@ func createOutput(verb, path string, stdout io.Writer, force bool, inputs ...str
 // createFlagOutput is createOutput for an output file that flag names (tune's --csv).
 func createFlagOutput(verb, flag, path string, stdout io.Writer, force bool, inputs ...string) (*output, error) {
 	o := &output{verb: verb, path: path, target: path, stdout: stdout}
+	if path == "" { // --csv '': "" would resolve to the working directory
+		return nil, usageErrorf("%s: %s needs a file name (- for stdout)", verb, flag)
+	}
 	if path == "-" {
 		o.stream = true
 		return o, nil

@@ -90,6 +90,8 @@ func TestReplayBadInput(t *testing.T) {
 		{[]string{"tune", rec, "--block", "64", "--search", "random:0"}, "random:N"},
 		{[]string{"tune", rec, "--block", "64", "--search", "random:5x"}, "random:N"},
 		{[]string{"tune", rec, "--block", "64", "--search", "annealing"}, "want grid or random:N"},
+		// Was '--chart  is a directory: name a file'.
+		{[]string{"tune", rec, "--block", "64", "--chart", ""}, "tune: --chart needs a file name (- for stdout)"},
 		{[]string{"tune", rec, "--launch", "1", "--block", "64"}, "launch 1 has no snapshot"},
 	})
 }
