@@ -129,11 +129,11 @@ func (c MemoryConfig) Validate() error {
 	}
 	if c.SnapshotKernels != "" {
 		if _, err := regexp.Compile(c.SnapshotKernels); err != nil {
-			return fmt.Errorf("snapshot kernels: %v", err)
+			return fmt.Errorf("snapshot-kernels: %v", err)
 		}
 	}
 	if _, err := ParseRanges(c.SnapshotLaunches); err != nil {
-		return err
+		return fmt.Errorf("snapshot-launches: %v", err)
 	}
 	if _, _, err := ParseNanScan(c.NanScan); err != nil {
 		return err
@@ -145,7 +145,7 @@ func (c MemoryConfig) Validate() error {
 		return fmt.Errorf("write-sets %q: want proved, learned or all", c.WriteSets)
 	}
 	if c.StagingBytes != 0 && c.StagingBytes < 1<<20 {
-		return fmt.Errorf("staging bytes %d: want at least 1048576", c.StagingBytes)
+		return fmt.Errorf("staging-bytes %d: want at least 1048576", c.StagingBytes)
 	}
 	return nil
 }
@@ -172,7 +172,8 @@ type Range struct{ Lo, Hi, Step uint64 }
 
 // ParseRanges parses "1-100,250,900-,1-:10" (an open end runs to the last
 // launch; ":N" keeps every Nth launch of the range from its start); "" is
-// no ranges (every launch).
+// no ranges (every launch). The error names the part at fault, for the caller
+// to put after the flag's name.
 func ParseRanges(s string) ([]Range, error) {
 	var out []Range
 	if strings.TrimSpace(s) == "" {
@@ -184,21 +185,24 @@ func ParseRanges(s string) ([]Range, error) {
 		if body, st, ok := strings.Cut(part, ":"); ok {
 			n, err := strconv.ParseUint(st, 10, 64)
 			if err != nil || n == 0 {
-				return nil, fmt.Errorf("launch ranges %q: step %q is not a positive number", s, st)
+				return nil, fmt.Errorf("%q: the step %q is not a positive number", part, st)
 			}
 			part, step = body, n
 		}
 		lo, hi, isRange := strings.Cut(part, "-")
 		a, err := strconv.ParseUint(lo, 10, 64)
 		if err != nil || a == 0 {
-			return nil, fmt.Errorf("launch ranges %q: %q is not a launch number (launches count from 1)", s, lo)
+			return nil, fmt.Errorf("%q is not a launch number (launches count from 1; ranges read like 1-100,250,900- or 1-:10)", lo)
 		}
 		b := a
 		if isRange {
 			b = math.MaxUint64
 			if hi != "" {
-				if b, err = strconv.ParseUint(hi, 10, 64); err != nil || b < a {
-					return nil, fmt.Errorf("launch ranges %q: bad range %q", s, part)
+				if b, err = strconv.ParseUint(hi, 10, 64); err != nil {
+					return nil, fmt.Errorf("%q is not a launch number (ranges read like 1-100,250,900- or 1-:10)", hi)
+				}
+				if b < a {
+					return nil, fmt.Errorf("%q ends before it starts", part)
 				}
 			}
 		}
