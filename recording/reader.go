@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -82,6 +83,26 @@ func (s *Set) Process(which string) *Process {
 	return nil
 }
 
+// nestedRecordings names the entries of path that are recordings themselves (gpurr demo -o DIR
+// keeps DIR/a and DIR/b; a job's hosts may each have one), for the error saying path is not one.
+func nestedRecordings(path string, entries []fs.DirEntry) []string {
+	var names []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(path, e.Name())
+		subs, _ := os.ReadDir(dir)
+		for _, sub := range subs {
+			if _, err := os.Stat(filepath.Join(dir, sub.Name(), EventsFile)); err == nil {
+				names = append(names, e.Name())
+				break
+			}
+		}
+	}
+	return names
+}
+
 // Open opens a recording directory, or a single process directory inside
 // one. The error names the path and the problem in one line.
 func Open(path string) (*Set, error) {
@@ -131,6 +152,9 @@ func Open(path string) (*Set, error) {
 	if len(set.Processes) == 0 {
 		if len(set.Damaged) > 0 {
 			return nil, set.Damaged[0]
+		}
+		if nested := nestedRecordings(path, entries); len(nested) > 0 {
+			return nil, fmt.Errorf("%s: not a gpurr recording but a folder of recordings (%s): give one of them", path, strings.Join(nested, ", "))
 		}
 		return nil, fmt.Errorf("%s: not a gpurr recording (no %s in it or its subdirectories)", path, EventsFile)
 	}
