@@ -194,7 +194,9 @@ type setFile struct {
 
 // CreateSet makes an empty recording directory: the folder and its
 // recording.json naming the command recorded. A directory that exists and
-// is not empty is an error, so no recording is ever mixed into another.
+// is not empty is an error, so no recording is ever mixed into another; of
+// two CreateSets of one directory at once, one fails (recording.json is made
+// only once), and a failure leaves no recording.json behind.
 func CreateSet(dir string, command []string) error {
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		return fmt.Errorf("%s already exists and is not empty: choose another -o or remove it", dir)
@@ -211,5 +213,17 @@ func CreateSet(dir string, command []string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, SetFile), append(b, '\n'), 0o600)
+	path := filepath.Join(dir, SetFile)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%s already exists and is not empty: choose another -o or remove it", dir)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(b, '\n'))
+	if err = errors.Join(err, f.Close()); err != nil {
+		os.Remove(path)
+	}
+	return err
 }

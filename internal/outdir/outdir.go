@@ -18,27 +18,37 @@ import (
 // nothing (the command makes it), passes; whether a folder that holds entries may be
 // written into is the command's to say.
 func Check(dir string) error {
-	_, err := os.ReadDir(dir)
-	if err == nil {
-		return nil
-	}
-	if _, lerr := os.Lstat(dir); errors.Is(lerr, fs.ErrNotExist) {
-		return nil
-	}
-	if st, serr := os.Stat(dir); serr == nil && !st.IsDir() {
-		return fmt.Errorf("%s is a file, not a folder: name a new or empty folder", dir)
-	}
+	st, err := os.Stat(dir)
 	switch {
+	case err == nil && !st.IsDir():
+		return fmt.Errorf("%s is a file, not a folder: name a new or empty folder", dir)
+	case err == nil:
+		if _, err := os.ReadDir(dir); err != nil {
+			return fmt.Errorf("%s: %v: name a new or empty folder", dir, plain(err))
+		}
+		return nil
+	}
+	lst, lerr := os.Lstat(dir)
+	switch {
+	case errors.Is(lerr, fs.ErrNotExist):
+		return nil // nothing there
+	case lerr == nil && lst.Mode()&fs.ModeSymlink == 0:
+		return nil // made since Stat looked: the command meets it as it is now
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%s is a symlink to nothing: remove it or name a new or empty folder", dir)
 	case errors.Is(err, syscall.ENOTDIR):
 		return fmt.Errorf("%s: a folder on its path is a file: name a new or empty folder", dir)
 	}
+	return fmt.Errorf("%s: %v: name a new or empty folder", dir, plain(err))
+}
+
+// plain is err without the path an *fs.PathError adds: the messages name the path.
+func plain(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
-		err = pe.Err
+		return pe.Err
 	}
-	return fmt.Errorf("%s: %v: name a new or empty folder", dir, err)
+	return err
 }
 
 // Track notes what dir holds now and returns undo, which puts dir back that way: it removes

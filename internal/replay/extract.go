@@ -3,10 +3,12 @@ package replay
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gpurr/gpurr/internal/outdir"
@@ -24,8 +26,11 @@ const ReadmeFile = "README.md"
 // a backward launch's forward callstack, where its line is) and
 // allocations, its two snapshots and their chunks, and a README with the
 // command that replays it. `gpurr replay DIR`, info and rewind read it like
-// any recording. It returns the bytes of chunks written. An error leaves dir as it found it
-// (gone, or empty), so the same command can run again.
+// any recording. It returns the bytes of chunks written.
+//
+// An error leaves dir as it found it (gone, or empty), so the same command can run again;
+// of two extracts into one dir at once, one wins and the other fails without touching
+// what the first wrote.
 func Extract(src *Source, seq uint64, dir string) (int64, error) {
 	c, err := src.Case(seq)
 	if err != nil {
@@ -34,21 +39,83 @@ func Extract(src *Source, seq uint64, dir string) (int64, error) {
 	if err := outdir.Check(dir); err != nil {
 		return 0, err
 	}
+	if _, err := os.Stat(dir); err == nil {
+		return extractInto(src, c, dir)
+	}
+	return extractBeside(src, c, dir)
+}
+
+// extractInto writes into dir, a folder that is there (empty, or CreateSet refuses it) and
+// may be someone's working directory, so it stays the same folder. CreateSet claims it: of
+// two extracts, one makes its recording.json, and the other fails before it writes.
+func extractInto(src *Source, c *Case, dir string) (int64, error) {
 	undo := outdir.Track(dir)
-	n, err := extract(src, c, dir)
+	if err := recording.CreateSet(dir, src.Data.Process.GetArgv()); err != nil {
+		return 0, err // nothing of this extract's is there
+	}
+	n, err := extract(src, c, dir, filepath.Base(dir))
 	if err != nil {
 		undo()
 	}
 	return n, err
 }
 
+// extractBeside writes a new folder beside dir and renames it into place when whole, but
+// over nothing, should another extract have put a folder there meanwhile: no reader sees
+// the reproducer half-written.
+func extractBeside(src *Source, c *Case, dir string) (int64, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return 0, err
+	}
+	parent := filepath.Dir(abs)
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return 0, err
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(abs)+".tmp-")
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	err = recording.CreateSet(tmp, src.Data.Process.GetArgv())
+	if err == nil {
+		n, err = extract(src, c, tmp, filepath.Base(dir))
+	}
+	if err == nil {
+		err = renameNew(tmp, abs)
+		if errors.Is(err, fs.ErrExist) {
+			err = fmt.Errorf("%s appeared while the reproducer was written (another extract?): choose another -o or remove it", dir)
+		}
+	}
+	if err != nil {
+		os.RemoveAll(tmp)
+		return 0, err
+	}
+	return n, nil
+}
+
+// renameNew renames from to a path where nothing is, failing with an error that wraps
+// fs.ErrExist when something is there.
+func renameNew(from, to string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) { // a filesystem without it
+		if _, lerr := os.Lstat(to); lerr == nil {
+			return &os.LinkError{Op: "rename", Old: from, New: to, Err: fs.ErrExist}
+		}
+		return os.Rename(from, to)
+	}
+	if err != nil {
+		return &os.LinkError{Op: "rename", Old: from, New: to, Err: err}
+	}
+	return nil
+}
+
 // writeFile writes the README (a test makes it fail, as a full disk would).
 var writeFile = os.WriteFile
 
-func extract(src *Source, c *Case, dir string) (int64, error) {
-	if err := recording.CreateSet(dir, src.Data.Process.GetArgv()); err != nil {
-		return 0, err
-	}
+// extract writes the reproducer into dir, a recording CreateSet made, whose README calls it
+// name.
+func extract(src *Source, c *Case, dir, name string) (int64, error) {
 	proc := proto.Clone(src.Data.Process).(*pb.Process)
 	proc.Probe = "" // no probe records come along: info would say the expression matched no kernel
 	w, err := recording.Create(dir, src.Proc.Name, &pb.Batch{Process: proc, Devices: src.Data.Devices})
@@ -56,7 +123,7 @@ func extract(src *Source, c *Case, dir string) (int64, error) {
 		return 0, err
 	}
 	n, err := writeCase(src, c, w)
-	return n, errors.Join(err, w.Close(), writeReadme(src, c, dir, n))
+	return n, errors.Join(err, w.Close(), writeReadme(src, c, dir, name, n))
 }
 
 func writeCase(src *Source, c *Case, w *recording.Writer) (int64, error) {
@@ -127,7 +194,7 @@ func writeCase(src *Source, c *Case, w *recording.Writer) (int64, error) {
 	return bytes, w.Write(b)
 }
 
-func writeReadme(src *Source, c *Case, dir string, chunkBytes int64) error {
+func writeReadme(src *Source, c *Case, dir, name string, chunkBytes int64) error {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "# gpurr reproducer: launch %d of %s\n\n", c.Seq, c.Name)
 	fmt.Fprintf(&sb, "Kernel `%s`", c.Name)
@@ -150,7 +217,7 @@ func writeReadme(src *Source, c *Case, dir string, chunkBytes int64) error {
 		fmt.Fprintf(&sb, "- region %d: 0x%x, %d bytes\n", i, r.Address, r.Size)
 	}
 	fmt.Fprintf(&sb, "\nRun it again on a machine with a suitable GPU and compare with the recorded result:\n\n")
-	fmt.Fprintf(&sb, "    gpurr replay %s\n\n", filepath.Base(dir))
-	fmt.Fprintf(&sb, "Exit status 0: bit-exact; 1: the result differs; 2: it could not run. `gpurr info %s` describes the recording.\n", filepath.Base(dir))
+	fmt.Fprintf(&sb, "    gpurr replay %s\n\n", name)
+	fmt.Fprintf(&sb, "Exit status 0: bit-exact; 1: the result differs; 2: it could not run. `gpurr info %s` describes the recording.\n", name)
 	return writeFile(filepath.Join(dir, ReadmeFile), []byte(sb.String()), 0o600)
 }

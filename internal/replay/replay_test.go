@@ -223,3 +223,99 @@ func TestExtractFailureLeavesNothing(t *testing.T) {
 		t.Errorf("extract again: %v", err)
 	}
 }
+
+// An extract into a new folder appears whole or not at all: while it writes, a reader of its
+// folder finds nothing there, and nothing is left beside it. Of several extracts into one
+// folder at once, new or empty, one wins and the others fail without touching what it
+// wrote (a loser used to remove the folder it had found missing or empty, the winner's files
+// with it). An empty folder that is there is filled, not replaced (it may be the shell's
+// working directory), and a symlink to one is filled through.
+func TestExtractAppearsWhole(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := testrec.WriteReplayable(dir); err != nil {
+		t.Fatal(err)
+	}
+	src := openSource(t, dir)
+	parent := t.TempDir()
+	out := filepath.Join(parent, "repro")
+	writeFile = func(name string, b []byte, mode os.FileMode) error {
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%s is there before the extract is whole", out)
+		}
+		return os.WriteFile(name, b, mode)
+	}
+	t.Cleanup(func() { writeFile = os.WriteFile })
+	if _, err := Extract(src, 2, out); err != nil {
+		t.Fatal(err)
+	}
+	writeFile = os.WriteFile
+	whole := func(what string) {
+		t.Helper()
+		set, err := recording.Open(out)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if _, err := os.Stat(filepath.Join(out, ReadmeFile)); err != nil || len(set.Processes) != 1 {
+			t.Errorf("%s: README %v, %d processes", what, err, len(set.Processes))
+		}
+		if entries, _ := os.ReadDir(parent); len(entries) != 1 {
+			t.Errorf("%s: %d entries beside the reproducer, want none", what, len(entries)-1)
+		}
+	}
+	whole("one extract")
+
+	for _, empty := range []bool{false, true} {
+		if err := os.RemoveAll(out); err != nil {
+			t.Fatal(err)
+		}
+		if empty {
+			if err := os.Mkdir(out, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before, _ := os.Stat(out)
+		const n = 8
+		errs := make(chan error, n)
+		for range n {
+			go func() {
+				_, err := Extract(src, 2, out)
+				errs <- err
+			}()
+		}
+		won := 0
+		for range n {
+			err := <-errs
+			switch {
+			case err == nil:
+				won++
+			case !strings.Contains(err.Error(), "already exists and is not empty") && !strings.Contains(err.Error(), "appeared while the reproducer was written"):
+				t.Errorf("a losing extract: %v", err)
+			}
+		}
+		if won != 1 {
+			t.Errorf("empty folder there %v: %d of %d extracts succeeded, want 1", empty, won, n)
+		}
+		whole("extracts at once")
+		if after, _ := os.Stat(out); empty && !os.SameFile(before, after) {
+			t.Errorf("the empty folder that was there was replaced")
+		}
+	}
+
+	target := filepath.Join(t.TempDir(), "empty")
+	if err := os.Mkdir(target, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Extract(src, 2, link); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the symlink: %v, %v", st, err)
+	}
+	if _, err := os.Stat(filepath.Join(target, ReadmeFile)); err != nil {
+		t.Errorf("the folder the symlink names: %v", err)
+	}
+}
