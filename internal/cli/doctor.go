@@ -34,7 +34,8 @@ check could not run because an earlier one failed.
   NVIDIA driver  libcuda.so.1 loads; its CUDA version
   GPUs           the devices the driver sees
   CUPTI          found (every place looked is listed) and loadable
-  agent          libgpurr.so beside the gpurr executable
+  agent          libgpurr.so: $GPURR_AGENT, else beside the gpurr executable
+                 or in ../lib/gpurr from it (make install)
   NVTX           whether the program's NVTX ranges will be recorded (a note,
                  marked !, when they will not: recording still works)
   Triton cache   whether Triton's cache holds kernels' PTX (what race, probe
