@@ -452,8 +452,8 @@ func TestMemoryHeavyBatchRoundTrips(t *testing.T) {
 	}
 }
 
-// A process directory that cannot be read is damaged, not absent: its events file a symlink
-// loop, or (where permissions hold: not for root) the directory closed to the reader.
+// A process directory that cannot be read is damaged, not absent: here its events file is a
+// symlink loop.
 func TestOpenNamesUnreadableProcess(t *testing.T) {
 	set := writeSet(t)
 	events := filepath.Join(set.Processes[0].Dir, recording.EventsFile)
@@ -463,26 +463,31 @@ func TestOpenNamesUnreadableProcess(t *testing.T) {
 	if err := os.Symlink(recording.EventsFile, events); err != nil {
 		t.Fatal(err)
 	}
-	check := func(want string) {
-		t.Helper()
-		got, err := recording.Open(set.Dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(got.Processes) != 1 || len(got.Damaged) != 1 || !strings.Contains(got.Damaged[0].Error(), events+": "+want) {
-			t.Errorf("%d processes, Damaged = %v; want one of each, %s: %s", len(got.Processes), got.Damaged, events, want)
-		}
-	}
-	check("too many levels of symbolic links")
+	openNamesDamage(t, set.Dir, events+": too many levels of symbolic links")
+}
+
+// ... and here the directory is closed to the reader, where permissions hold (not for root).
+func TestOpenNamesClosedProcess(t *testing.T) {
 	if os.Geteuid() == 0 {
-		t.Skip("root reads a directory closed to it: not the permission case")
+		t.Skip("root reads a directory closed to it")
 	}
-	if err := os.Remove(events); err != nil {
+	set := writeSet(t)
+	dir := set.Processes[0].Dir
+	if err := os.Chmod(dir, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(set.Processes[0].Dir, 0); err != nil {
+	t.Cleanup(func() { os.Chmod(dir, 0o700) })
+	openNamesDamage(t, set.Dir, filepath.Join(dir, recording.EventsFile)+": permission denied")
+}
+
+// openNamesDamage opens the set in dir and wants one process read and one damaged, want.
+func openNamesDamage(t *testing.T, dir, want string) {
+	t.Helper()
+	got, err := recording.Open(dir)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.Chmod(set.Processes[0].Dir, 0o700) })
-	check("permission denied")
+	if len(got.Processes) != 1 || len(got.Damaged) != 1 || !strings.Contains(got.Damaged[0].Error(), want) {
+		t.Errorf("%d processes, Damaged = %v; want one of each, %s", len(got.Processes), got.Damaged, want)
+	}
 }
