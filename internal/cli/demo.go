@@ -44,9 +44,10 @@ same two runs that ship inside gpurr.
 The recordings go into a temporary directory, removed at the end; -o DIR
 keeps them (DIR/a, DIR/b): DIR must not exist or be empty.
 
-Exit status: 0 when the demo ran, 1 when the workload or its recording
-failed, or when there is no GPU and this build carries no recording, 2 when
--o DIR exists and is not empty.`,
+Exit status: 0 when the demo ran, 1 when the workload, its recording or a
+step of the walk failed, or when there is no GPU and this build carries no
+recording, 2 when -o DIR exists and is not empty, 3 when it cannot write its
+files (its temporary folder, the recordings that ship inside gpurr).`,
 		Example: `  gpurr demo
   gpurr demo -o demo && gpurr diff demo/a demo/b`,
 		Args: positional(0, 0, "no arguments"),
