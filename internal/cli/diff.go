@@ -111,7 +111,10 @@ func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 			continue
 		}
 		launchesOnly := false // a run without memory capture: only what was launched is compared
-		for _, r := range []*diff.Run{a, b} {
+		for i, r := range []*diff.Run{a, b} {
+			if i == 1 && r.Process.Dir == a.Process.Dir {
+				break // a run compared with itself: its warnings once
+			}
 			if r.Mode == "" {
 				launchesOnly = true
 				warnf(cmd, "%s was recorded without memory capture: comparing what the runs launched, not what they computed (record both with --memory hash for that)", r.Process.Dir)

@@ -211,6 +211,11 @@ func TestDiff(t *testing.T) {
 		!strings.Contains(errs, "recorded without memory capture: comparing what the runs launched, not what they computed") {
 		t.Errorf("launches only, the same: exit %d, out %q, err %q", code, out, errs)
 	}
+	// A run compared with itself is warned about once.
+	code, _, errs = runCLI("diff", plain, plain)
+	if n := strings.Count(errs, "recorded without memory capture"); code != 0 || n != 1 {
+		t.Errorf("a run against itself: exit %d, warned %d times, want once:\n%s", code, n, errs)
+	}
 	code, out, errs = runCLI("diff", plain, writeRun(t, "", trainRun(1, true)))
 	expectOutput(t, "launches only, an extra one", code, 1, out, errs,
 		"the runs part ways in what they launch: launch 1 of B has no counterpart in A",
