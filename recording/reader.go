@@ -111,6 +111,9 @@ func Open(path string) (*Set, error) {
 		return nil, fmt.Errorf("%s: %w", path, unwrapPathError(err))
 	}
 	if !st.IsDir() {
+		if base := filepath.Base(path); base == SetFile || base == EventsFile {
+			return nil, fmt.Errorf("%s: a file of a recording; give its directory, %s", path, filepath.Dir(path))
+		}
 		return nil, fmt.Errorf("%s: not a directory (a recording is the directory gpurr record -o wrote)", path)
 	}
 	if _, err := os.Stat(filepath.Join(path, EventsFile)); err == nil {

@@ -266,6 +266,8 @@ func TestNotARecording(t *testing.T) {
 		empty:   "not a gpurr recording",
 		missing: "no such file",
 		magic:   "bad magic",
+		// A file the recording holds names the directory to give instead.
+		filepath.Join(magic, recording.EventsFile): "a file of a recording; give its directory, " + magic,
 	} {
 		_, err := recording.Open(path)
 		wantOneLine(t, err, path, says)
