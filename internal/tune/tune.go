@@ -52,11 +52,13 @@ func Space(recorded cuda.LaunchConfig, grids, blocks []cuda.Dim3) []cuda.LaunchC
 		blocks = []cuda.Dim3{recorded.Block}
 	}
 	out := []cuda.LaunchConfig{recorded}
+	seen := map[cuda.LaunchConfig]bool{recorded: true} // a list searched for each would take hours for 3000 by 3000
 	for _, g := range grids {
 		for _, b := range blocks {
 			c := recorded
 			c.Grid, c.Block = g, b
-			if !slices.Contains(out, c) {
+			if !seen[c] {
+				seen[c] = true
 				out = append(out, c)
 			}
 		}

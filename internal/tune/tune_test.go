@@ -34,6 +34,29 @@ func TestSpaceAndSample(t *testing.T) {
 	if got := Sample(space, 10, 1); len(got) != len(space) {
 		t.Errorf("sample larger than the space: %d shapes", len(got))
 	}
+	if got := Space(rec, grids, append(blocks, blocks...)); len(got) != len(space) {
+		t.Errorf("blocks given twice: %d shapes, want %d", len(got), len(space))
+	}
+}
+
+// A long list of sizes is the space in moments, as it is before any GPU work: each new shape
+// was looked for in the list so far, which took 11 s for 300 grids by 300 blocks, and hours
+// for 3000 by 3000, all before tune said that there was no GPU.
+func TestSpaceOfLongLists(t *testing.T) {
+	var dims []cuda.Dim3
+	for x := range uint32(1000) {
+		dims = append(dims, cuda.Dim3{X: x + 1, Y: 1, Z: 1})
+	}
+	done := make(chan int, 1)
+	go func() { done <- len(Space(cuda.LaunchConfig{Grid: dims[0], Block: dims[0]}, dims, dims)) }()
+	select {
+	case n := <-done:
+		if n != 1000*1000 {
+			t.Errorf("%d shapes, want %d", n, 1000*1000)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("1000 grids by 1000 blocks took more than 20 s")
+	}
 }
 
 func TestReports(t *testing.T) {
