@@ -74,7 +74,11 @@ func extractBeside(src *Source, c *Case, dir string) (int64, error) {
 	}
 	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(abs)+".tmp-")
 	if err != nil {
-		return 0, err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // it names the folder beside, which the user never asked for
+		}
+		return 0, fmt.Errorf("%s: cannot create a folder in %s: %w", dir, filepath.Dir(dir), err)
 	}
 	var n int64
 	err = recording.CreateSet(tmp, src.Data.Process.GetArgv())
