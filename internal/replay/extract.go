@@ -85,6 +85,9 @@ func extractBeside(src *Source, c *Case, dir string) (int64, error) {
 	if err == nil {
 		n, err = extract(src, c, tmp, filepath.Base(dir))
 	}
+	if err != nil {
+		err = &besideError{err: err, tmp: tmp, dir: dir}
+	}
 	if err == nil {
 		err = renameNew(tmp, abs)
 		if errors.Is(err, fs.ErrExist) {
@@ -97,6 +100,15 @@ func extractBeside(src *Source, c *Case, dir string) (int64, error) {
 	}
 	return n, nil
 }
+
+// besideError is an error writing the folder beside dir, in words that name dir instead.
+type besideError struct {
+	err      error
+	tmp, dir string
+}
+
+func (e *besideError) Error() string { return strings.ReplaceAll(e.err.Error(), e.tmp, e.dir) }
+func (e *besideError) Unwrap() error { return e.err }
 
 // renameNew renames from to a path where nothing is, failing with an error that wraps
 // fs.ErrExist when something is there.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -330,5 +332,24 @@ func TestExtractNamesTheFolderAsked(t *testing.T) {
 	_, err := Extract(openSource(t, dir), 2, "/proc/gpurr-repro") // no folder can be made in /proc
 	if want := "/proc/gpurr-repro: cannot create a folder in /proc: "; err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), ".tmp-") {
 		t.Errorf("Extract into /proc: %v; want %q and no temporary name", err, want)
+	}
+}
+
+// An error writing the new folder names the file by the folder the user gave (a full disk:
+// 'write repro/README.md: no space left on device'), not by the folder beside it that
+// extract writes first, and is still the error it was.
+func TestExtractErrorsNameTheFolderAsked(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := testrec.WriteReplayable(dir); err != nil {
+		t.Fatal(err)
+	}
+	writeFile = func(name string, _ []byte, _ os.FileMode) error {
+		return &fs.PathError{Op: "write", Path: name, Err: syscall.ENOSPC}
+	}
+	t.Cleanup(func() { writeFile = os.WriteFile })
+	out := filepath.Join(t.TempDir(), "repro")
+	_, err := Extract(openSource(t, dir), 2, out)
+	if want := "write " + filepath.Join(out, ReadmeFile) + ": no space left on device"; err == nil || err.Error() != want || !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("Extract on a full disk: %v; want %q, wrapping ENOSPC", err, want)
 	}
 }
