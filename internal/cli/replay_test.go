@@ -122,3 +122,25 @@ func TestDamagedModuleRefused(t *testing.T) {
 		t.Errorf("extract of a damaged module left %s", out)
 	}
 }
+
+// A launch past the end of a recording that ended short is said to be lost with the end, by
+// every verb that looks one up; rewind also says which launches there are, as replay did.
+func TestNoLaunchPastAShortEnd(t *testing.T) {
+	short := variantRec(t, testrec.Incomplete) // rank 0 was killed between frames
+	whole := variantRec(t, testrec.Good)
+	out := filepath.Join(t.TempDir(), "x.bin")
+	const lost = "; the recording ends short, the program killed: later launches were not written)"
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"rewind", short, "--launch", "999", "--after", "--region", "0", "-o", out}, "gpu-box-4242 has no launch 999 (launches 1 to "},
+		{[]string{"replay", short, "--launch", "999"}, "gpu-box-4242 has no launch 999 (launches 1 to "},
+		{[]string{"rewind", whole, "--launch", "999", "--after", "--region", "0", "-o", out}, "gpu-box-4242 has no launch 999 (launches 1 to "},
+	} {
+		code, _, errs := runCLI(append(c.args, "--process", "0")...)
+		if code != exitUsage || !strings.Contains(errs, c.want) || strings.Contains(errs, lost) != (c.args[1] == short) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2, %q, and the end named only when it is short", c.args[:2], code, errs, c.want)
+		}
+	}
+}

@@ -514,3 +514,19 @@ func agentParts(s *pb.Stats) *AgentParts {
 	}
 	return p
 }
+
+// NoLaunch says that process name has no launch seq, and which launches it has; when its
+// recording ended short (truncated, or no end record) and seq comes after them, that later
+// launches were lost with the end: the words of every verb that looks a launch up.
+func NoLaunch(name string, seq uint64, d *recording.Data) string {
+	n := len(d.Launches)
+	if n == 0 {
+		return fmt.Sprintf("%s has no launch %d (it holds none)", name, seq)
+	}
+	first, last := d.Launches[0].GetSeq(), d.Launches[n-1].GetSeq()
+	msg := fmt.Sprintf("%s has no launch %d (launches %d to %d", name, seq, first, last)
+	if seq > last && (d.Truncated || !d.Complete()) {
+		msg += "; the recording ends short, the program killed: later launches were not written"
+	}
+	return msg + ")"
+}

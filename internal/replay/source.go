@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/gpurr/gpurr/internal/info"
 	"github.com/gpurr/gpurr/recording"
 	"github.com/gpurr/gpurr/recording/memview"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
@@ -91,11 +92,7 @@ var ErrNoLaunch = errors.New("no such launch")
 func (s *Source) Case(seq uint64) (*Case, error) {
 	l := s.Links.Launch(seq)
 	if l == nil {
-		first, last := uint64(0), uint64(0)
-		if n := len(s.Data.Launches); n > 0 {
-			first, last = s.Data.Launches[0].Seq, s.Data.Launches[n-1].Seq
-		}
-		return nil, fmt.Errorf("%s has no launch %d (launches %d to %d): %w", s.Proc.Name, seq, first, last, ErrNoLaunch)
+		return nil, fmt.Errorf("%s: %w", info.NoLaunch(s.Proc.Name, seq, s.Data), ErrNoLaunch)
 	}
 	if l.Captured {
 		return nil, fmt.Errorf("launch %d was captured into a CUDA graph and ran only inside graph replays, which have no snapshots", seq)

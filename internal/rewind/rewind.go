@@ -47,7 +47,7 @@ func Rewind(p *recording.Process, r Request) (*Result, error) {
 	}
 	l, ok := memview.FromLinks(data.Links(), r.Launch)
 	if !ok {
-		return nil, fmt.Errorf("%s has no launch %d", p.Name, r.Launch)
+		return nil, errors.New(info.NoLaunch(p.Name, r.Launch, data))
 	}
 	v := memview.New(p)
 	defer v.Close()
