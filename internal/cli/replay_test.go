@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gpurr/gpurr/internal/testrec"
+	"github.com/gpurr/gpurr/recording"
 )
 
 func writeReplayable(t *testing.T) string {
@@ -143,4 +144,24 @@ func TestNoLaunchPastAShortEnd(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2, %q, and the end named only when it is short", c.args[:2], code, errs, c.want)
 		}
 	}
+}
+
+// The reproducer keeps the module's PTX where the recording did (Triton's), so race and
+// probe work on it as on the recording; it was left behind ('the recording has no PTX').
+func TestExtractKeepsPTX(t *testing.T) {
+	rec := writeReplayable(t)
+	images, err := filepath.Glob(filepath.Join(rec, "modules", "*.cubin"))
+	if err != nil || len(images) != 1 {
+		t.Fatalf("module images %v: %v", images, err)
+	}
+	digest := strings.TrimSuffix(filepath.Base(images[0]), recording.ModuleExt)
+	if err := recording.PutModulePTX(rec, digest, []byte(saxpyPTX)); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "repro")
+	if code, _, errs := runCLI("extract", rec, "-o", out); code != 0 {
+		t.Fatalf("extract: exit %d: %s", code, errs)
+	}
+	code, stdout, stderr := runCLI("race", out, "--list")
+	expectOutput(t, "race --list of the reproducer", code, 0, stdout, stderr, "PTX from the recording (Triton's cache)")
 }

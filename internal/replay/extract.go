@@ -146,6 +146,16 @@ func writeCase(src *Source, c *Case, w *recording.Writer) (int64, error) {
 	if _, err := w.PutModule(c.Module); err != nil {
 		return 0, err
 	}
+	// The module's PTX, where the recording kept it (Triton's), which race and probe need.
+	ptx, err := src.Proc.ModulePTX(c.ModuleHash)
+	switch {
+	case err == nil:
+		if err := w.PutModulePTX(c.ModuleHash, ptx); err != nil {
+			return 0, err
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return 0, err
+	}
 	b := &pb.Batch{Kernels: []*pb.Kernel{c.Kernel}, Launches: []*pb.Launch{c.Launch}}
 	for _, m := range src.Data.Modules {
 		if m.Sha256 == c.ModuleHash {
