@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"strconv"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -72,4 +73,32 @@ func (l launchNumber) Type() string { return "uint" }
 // launchVar defines a flag naming a launch (launchNumber).
 func launchVar(f *pflag.FlagSet, p *uint64, name, usage string) {
 	f.Var(launchNumber{p}, name, usage)
+}
+
+// duration is a time flag whose bad values are said in the user's terms: Go's parser says
+// 'time: missing unit in duration "2"'.
+type duration struct{ p *time.Duration }
+
+func (d duration) String() string {
+	if d.p == nil {
+		return ""
+	}
+	return d.p.String()
+}
+
+func (d duration) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return errors.New("want a time with its unit, such as 500ns, 2us or 1ms")
+	}
+	*d.p = v
+	return nil
+}
+
+func (d duration) Type() string { return "duration" }
+
+// durationVar defines a time flag (duration) with its default.
+func durationVar(f *pflag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+	*p = value
+	f.Var(duration{p}, name, usage)
 }

@@ -80,7 +80,7 @@ without snapshots; with --all, no launch that could be hunted).`,
 	f := cmd.Flags()
 	launchVar(f, &o.launch, "launch", "launch sequence number (default: the only snapshotted launch)")
 	f.StringVar(&o.at, "at", "barrier,shared-load,shared-store,global-load,global-store,atomic", "where to delay: instruction classes ("+classNames()+") or op:REGEX, comma-separated")
-	f.DurationVar(&o.delay, "delay", 2*time.Microsecond, "how long a chosen thread sleeps at a point (1ns to 1ms)")
+	durationVar(f, &o.delay, "delay", 2*time.Microsecond, "how long a chosen thread sleeps at a point (1ns to 1ms)")
 	f.Float64Var(&o.fraction, "fraction", 0.25, "share of the placement's units (threads, warps, CTAs) that sleep at each point")
 	f.StringVar(&o.placement, "placement", "warp", "who shares a decision: thread, warp, cta, or cluster (one CTA of each)")
 	f.IntVar(&o.trials, "trials", 20, "seeded trials, each with every point delayed (0: the plain replays only)")

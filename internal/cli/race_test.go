@@ -76,6 +76,8 @@ func TestRaceList(t *testing.T) {
 	expectUsageErrors(t, []usageCase{
 		{[]string{"race", dir, "--launch", "2", "--at", "barier"}, `unknown instruction class "barier"`},
 		{[]string{"race", dir, "--launch", "2", "--delay", "5ms"}, "want 1ns to 1ms"},
+		// Was Go's 'time: missing unit in duration "2"'.
+		{[]string{"race", dir, "--launch", "2", "--delay", "2"}, `invalid argument "2" for "--delay" flag: want a time with its unit, such as 500ns, 2us or 1ms`},
 		{[]string{"race", dir, "--launch", "2", "--fraction", "0"}, "fraction 0"},
 		{[]string{"race", dir, "--launch", "2", "--points", "x"}, "--points"},
 		{[]string{"race", dir, "--launch", "2", "--points", "9", "--ptx", file}, "no point 9"},
