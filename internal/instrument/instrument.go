@@ -16,6 +16,7 @@
 package instrument
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -54,6 +55,9 @@ func ParseSelection(list string) (Selection, error) {
 	for _, item := range strings.Split(list, ",") {
 		item = strings.TrimSpace(item)
 		if pat, ok := strings.CutPrefix(item, "op:"); ok {
+			if pat == "" { // it would match every instruction
+				return Selection{}, errors.New(`op: wants a regular expression of opcodes after it, such as op:^ld\.global`)
+			}
 			re, err := regexp.Compile(pat)
 			if err != nil {
 				return Selection{}, fmt.Errorf("op:%s: %v", pat, err)

@@ -44,6 +44,10 @@ func TestPoints(t *testing.T) {
 			t.Errorf("%s: points %q, want %q", k, g, w)
 		}
 	}
+	// An empty op: matched every instruction, so every one was a point.
+	if _, err := ParseSelection("barrier,op:"); err == nil || !strings.Contains(err.Error(), "op: wants a regular expression") {
+		t.Errorf("op: with nothing after it: %v", err)
+	}
 	if _, err := ParseSelection("global-store,shared-sotre"); err == nil || !strings.Contains(err.Error(), "shared-sotre") {
 		t.Errorf("a misspelt class: %v", err)
 	}
