@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -87,6 +88,9 @@ func runRewind(cmd *cobra.Command, o rewindOptions, path string) error {
 	var addr uint64
 	if o.addr != "" {
 		a, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(o.addr), "0x"), 16, 64)
+		if errors.Is(err, strconv.ErrRange) {
+			return usageErrorf("rewind: --addr %s is wider than 64 bits: no device address is", o.addr)
+		}
 		if err != nil {
 			return usageErrorf("rewind: --addr %q is not a hex address", o.addr)
 		}

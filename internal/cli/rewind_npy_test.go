@@ -62,6 +62,8 @@ func TestRewindFlagConflicts(t *testing.T) {
 		{[]string{"--launch", "2", "--after", "--region", "0", "--addr", "0x1"}, "--region and --addr: say one"},
 		{[]string{"--launch", "2", "--after", "--region", "-2"}, `invalid argument "-2" for "--region" flag: want a whole number, 0 or more`},
 		{[]string{"--launch", "2", "--after", "--region", "0", "--len", "10"}, "--len goes with --addr"},
+		// Hex, but past 64 bits: it was called no hex address.
+		{[]string{"--launch", "2", "--after", "--addr", "0x1ffffffffffffffff"}, "--addr 0x1ffffffffffffffff is wider than 64 bits: no device address is"},
 		{[]string{"--after", "--region", "0"}, "--launch is required"},
 	} {
 		args := append([]string{"rewind", rec, "-o", filepath.Join(t.TempDir(), "x.bin")}, c.args...)
