@@ -19,6 +19,7 @@ package export
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,13 +83,48 @@ func Parquet(dir string, procs []*recording.Process) (Stats, error) {
 		return st, fmt.Errorf("%s is not empty: export into a new folder", dir)
 	}
 	undo := outdir.Track(dir)
+	claimed, err := claim(dir)
+	if err != nil {
+		return st, err
+	}
 	for _, p := range procs {
 		if err := exportProcess(dir, p, &st, len(procs) == 1); err != nil {
 			undo()
 			return st, err
 		}
 	}
-	return st, nil
+	return st, os.Remove(claimed)
+}
+
+// claimFile marks a folder an export is writing, so that of two exports into one folder at
+// once one goes on and the other fails before it writes: it would otherwise write the same
+// files, and its undo on failing remove the first one's.
+const claimFile = ".gpurr-export-in-progress"
+
+// claim makes dir if need be and claims it with claimFile, made only once. A failure leaves
+// nothing of this export's there: a folder it made is removed when still empty.
+func claim(dir string) (string, error) {
+	_, err := os.Lstat(dir)
+	made := errors.Is(err, fs.ErrNotExist)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, claimFile)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return "", fmt.Errorf("%s is not empty (another export is writing it): export into a new folder", dir)
+	}
+	if err == nil {
+		err = f.Close()
+	}
+	if err != nil {
+		os.Remove(path)
+		if made {
+			os.Remove(dir) // only when empty: never what another export wrote
+		}
+		return "", err
+	}
+	return path, nil
 }
 
 // createFile creates each Parquet file (a test makes one fail, as a full disk would).

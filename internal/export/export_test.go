@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -336,4 +337,54 @@ func TestParquetFailureLeavesNothing(t *testing.T) {
 		_, err := Parquet(out, set.Processes)
 		return err
 	})
+}
+
+// Of several exports into one folder at once, new or empty, one writes it and the others fail
+// without touching what it wrote; they wrote the same files over one another, and a loser's
+// undo removed the winner's files. Nothing of the claim is left.
+func TestParquetOnceAtATime(t *testing.T) {
+	set := testrec.Open(t, testrec.Good)
+	want, err := Parquet(filepath.Join(t.TempDir(), "alone"), set.Processes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, empty := range []bool{false, true} {
+		out := filepath.Join(t.TempDir(), "pq")
+		if empty {
+			if err := os.Mkdir(out, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		const n = 8
+		errs := make(chan error, n)
+		for range n {
+			go func() {
+				_, err := Parquet(out, set.Processes)
+				errs <- err
+			}()
+		}
+		won := 0
+		for range n {
+			err := <-errs
+			switch {
+			case err == nil:
+				won++
+			case !strings.Contains(err.Error(), "is not empty"):
+				t.Errorf("a losing export: %v", err)
+			}
+		}
+		var files int
+		filepath.WalkDir(out, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				files++
+				if strings.HasPrefix(d.Name(), ".") {
+					t.Errorf("%s left behind", path)
+				}
+			}
+			return nil
+		})
+		if won != 1 || files != want.Files {
+			t.Errorf("folder there %v: %d of %d exports succeeded, %d files; want 1 and %d files", empty, won, n, files, want.Files)
+		}
+	}
 }
