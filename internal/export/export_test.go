@@ -356,23 +356,14 @@ func TestParquetOnceAtATime(t *testing.T) {
 			}
 		}
 		const n = 8
-		errs := make(chan error, n)
-		for range n {
-			go func() {
-				_, err := Parquet(out, set.Processes)
-				errs <- err
-			}()
-		}
-		won := 0
-		for range n {
-			err := <-errs
-			switch {
-			case err == nil:
-				won++
-			case !strings.Contains(err.Error(), "is not empty"):
+		won := testrec.AtOnce(n, func() error {
+			_, err := Parquet(out, set.Processes)
+			return err
+		}, func(err error) {
+			if !strings.Contains(err.Error(), "is not empty") {
 				t.Errorf("a losing export: %v", err)
 			}
-		}
+		})
 		var files int
 		filepath.WalkDir(out, func(path string, d fs.DirEntry, err error) error {
 			if err == nil && !d.IsDir() {

@@ -277,23 +277,14 @@ func TestExtractAppearsWhole(t *testing.T) {
 		}
 		before, _ := os.Stat(out)
 		const n = 8
-		errs := make(chan error, n)
-		for range n {
-			go func() {
-				_, err := Extract(src, 2, out)
-				errs <- err
-			}()
-		}
-		won := 0
-		for range n {
-			err := <-errs
-			switch {
-			case err == nil:
-				won++
-			case !strings.Contains(err.Error(), "already exists and is not empty") && !strings.Contains(err.Error(), "appeared while the reproducer was written"):
+		won := testrec.AtOnce(n, func() error {
+			_, err := Extract(src, 2, out)
+			return err
+		}, func(err error) {
+			if !strings.Contains(err.Error(), "already exists and is not empty") && !strings.Contains(err.Error(), "appeared while the reproducer was written") {
 				t.Errorf("a losing extract: %v", err)
 			}
-		}
+		})
 		if won != 1 {
 			t.Errorf("empty folder there %v: %d of %d extracts succeeded, want 1", empty, won, n)
 		}

@@ -27,3 +27,20 @@ func FailPartWay(tb testing.TB, want error, run func(out string) error) {
 		}
 	}
 }
+
+// AtOnce runs run n times at once, as n commands writing one folder would, and returns how
+// many returned nil; lost sees each error of the others.
+func AtOnce(n int, run func() error, lost func(error)) (won int) {
+	errs := make(chan error, n)
+	for range n {
+		go func() { errs <- run() }()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			lost(err)
+		} else {
+			won++
+		}
+	}
+	return won
+}
