@@ -410,6 +410,12 @@ func (p *Process) ModulePath(sha256 string) string {
 	return filepath.Join(p.setDir, ModulesDir, sha256+ModuleExt)
 }
 
+// ModuleImage reads the module image with the given digest, stored at ModulePath; anything
+// but a regular file there (a FIFO would block the reader forever) is an error naming it.
+func (p *Process) ModuleImage(sha256 string) ([]byte, error) {
+	return regular.ReadFile(p.ModulePath(sha256))
+}
+
 // ModulePTX reads the PTX stored beside a module image (Module.ptx says where it came from);
 // an error wrapping fs.ErrNotExist when none was.
 func (p *Process) ModulePTX(sha256 string) ([]byte, error) {

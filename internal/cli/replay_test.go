@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gpurr/gpurr/internal/testrec"
 	"github.com/gpurr/gpurr/recording"
@@ -164,4 +166,33 @@ func TestExtractKeepsPTX(t *testing.T) {
 	}
 	code, stdout, stderr := runCLI("race", out, "--list")
 	expectOutput(t, "race --list of the reproducer", code, 0, stdout, stderr, "PTX from the recording (Triton's cache)")
+}
+
+// A module image that is a FIFO is refused, naming it, instead of blocking the verb forever
+// on reading it (replay and extract hung; info already called it damaged).
+func TestModuleFIFORefused(t *testing.T) {
+	rec := writeReplayable(t)
+	images, err := filepath.Glob(filepath.Join(rec, "modules", "*.cubin"))
+	if err != nil || len(images) != 1 {
+		t.Fatalf("module images %v: %v", images, err)
+	}
+	if err := os.Remove(images[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(images[0], 0o600); err != nil {
+		t.Skipf("no FIFOs here: %v", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		expectUsageErrors(t, []usageCase{
+			{[]string{"extract", rec, "-o", filepath.Join(t.TempDir(), "repro")}, images[0] + ": not a regular file (a FIFO)"},
+			{[]string{"replay", rec}, images[0] + ": not a regular file (a FIFO)"},
+		})
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("extract or replay still reads the FIFO after 20 s")
+	}
 }

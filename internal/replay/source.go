@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 
@@ -131,9 +132,12 @@ func (s *Source) Case(seq uint64) (*Case, error) {
 		return nil, fmt.Errorf("kernel %s came from a module the recording does not know", c.Name)
 	}
 	path := s.Proc.ModulePath(k.ModuleSha256)
-	image, err := os.ReadFile(path)
-	if err != nil {
+	image, err := s.Proc.ModuleImage(k.ModuleSha256)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("module of kernel %s: %w (was it stored? see gpurr info's log)", c.Name, unwrap(err))
+	case err != nil:
+		return nil, fmt.Errorf("module of kernel %s: %s: %w", c.Name, path, unwrap(err))
 	}
 	// Its name is its SHA-256: a damaged image would be loaded, or copied into a reproducer,
 	// as the code that ran.
