@@ -1,12 +1,17 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/gpurr/gpurr/internal/testrec"
+	"github.com/gpurr/gpurr/recording"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
 // newRec writes a recording with write into a new folder and returns its path.
@@ -254,5 +259,45 @@ func TestChunksGoneWithIndex(t *testing.T) {
 	code, _, errs := runCLI("rewind", rec, "--launch", "1", "--after", "--region", "0", "-o", filepath.Join(t.TempDir(), "x.bin"))
 	if code != exitUsage || !strings.Contains(errs, "are not in the chunk store, and the recording was not made with --on-full drop-oldest") {
 		t.Errorf("rewind: exit %d, stderr %q", code, errs)
+	}
+}
+
+// A --process number that is the pid or rank of more than one process (pids repeat across
+// hosts and containers) is refused, naming them; the first in rank order was taken. A
+// directory name is never ambiguous, nor a number only one process has.
+func TestAmbiguousProcess(t *testing.T) {
+	rec := newRec(t, func(dir string) error {
+		if err := recording.CreateSet(dir, []string{"torchrun", "train.py"}); err != nil {
+			return err
+		}
+		for _, p := range []*pb.Process{
+			{Hostname: "node-a", Pid: 1, Rank: proto.Int32(0)},
+			{Hostname: "node-b", Pid: 1, Rank: proto.Int32(1)},
+			{Hostname: "node-c", Pid: 7, Rank: proto.Int32(2)},
+		} {
+			w, err := recording.Create(dir, fmt.Sprintf("%s-%d", p.Hostname, p.Pid), &pb.Batch{Process: p})
+			if err != nil {
+				return err
+			}
+			if err := w.Close(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	out := filepath.Join(t.TempDir(), "x.bin")
+	for which, want := range map[string]string{
+		"1":        "nan: --process 1 is the pid or rank of 2 processes (node-a-1, node-b-1): name one by its directory name",
+		"2":        "/node-c-7 was recorded without snapshots",
+		"7":        "/node-c-7 was recorded without snapshots",
+		"node-b-1": "/node-b-1 was recorded without snapshots",
+	} {
+		code, _, errs := runCLI("nan", rec, "--process", which)
+		if code != exitUsage || !strings.Contains(errs, want) {
+			t.Errorf("--process %s: exit %d, stderr %q; want %q", which, code, errs, want)
+		}
+	}
+	if code, _, errs := runCLI("rewind", rec, "--process", "0", "--launch", "1", "--after", "--region", "0", "-o", out); code != exitUsage || !strings.Contains(errs, "node-a-1 ") {
+		t.Errorf("--process 0, rank 0 alone: exit %d, stderr %q", code, errs)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -127,8 +128,10 @@ func pickProcess(verb string, set *recording.Set, which string) (*recording.Proc
 	if which == "" && len(set.Processes) == 1 {
 		return set.Processes[0], nil
 	}
-	if p := set.Process(which); which != "" && p != nil {
-		return p, nil
+	if which != "" {
+		if p, err := matchProcess(verb, set, which); p != nil || err != nil {
+			return p, err
+		}
 	}
 	var names, damaged []string
 	for _, p := range set.Processes {
@@ -152,6 +155,32 @@ func pickProcess(verb string, set *recording.Set, which string) (*recording.Proc
 		return nil, usageErrorf("%s: %s holds %d processes; pick one with --process (%s)%s", verb, set.Dir, len(set.Processes), strings.Join(names, ", "), unread)
 	}
 	return nil, usageErrorf("%s: %s has no process %q; it holds %s (--process takes a name, a pid or a rank)%s", verb, set.Dir, which, strings.Join(names, ", "), unread)
+}
+
+// matchProcess finds the process which names: by its directory name, else by a pid or rank
+// that only one process has. A number may be the pid of more than one (ranks on other
+// hosts, in containers), or one's pid and another's rank: the first of them is no answer.
+func matchProcess(verb string, set *recording.Set, which string) (*recording.Process, error) {
+	var all []*recording.Process
+	for _, p := range set.Processes {
+		if p.Name == which {
+			return p, nil
+		}
+		if strconv.Itoa(int(p.Info.GetPid())) == which || p.Info.Rank != nil && strconv.Itoa(int(p.Info.GetRank())) == which {
+			all = append(all, p)
+		}
+	}
+	switch len(all) {
+	case 0:
+		return nil, nil
+	case 1:
+		return all[0], nil
+	}
+	var names []string
+	for _, p := range all {
+		names = append(names, p.Name)
+	}
+	return nil, usageErrorf("%s: --process %s is the pid or rank of %d processes (%s): name one by its directory name", verb, which, len(all), strings.Join(names, ", "))
 }
 
 // positional checks a verb's argument count: at least min and at most max (-1: no limit),
