@@ -80,18 +80,18 @@ func runNan(cmd *cobra.Command, o nanOptions, path string) error {
 		warnf(cmd, "%s", line)
 	}
 	w := cmd.OutOrStdout()
-	looked := "launches with snapshots"
+	looked := "with snapshots" // which launches the scan looked at
 	if st.Source == nanscan.GPUCounts {
-		looked = "launches counted on the GPU"
+		looked = "counted on the GPU"
 	}
 	if found == nil {
 		var names []string
 		for _, t := range types {
 			names = append(names, t.Name)
 		}
-		fmt.Fprintf(w, "%s: no NaN or Inf (as %s) after any of the %d %s", proc.Name, strings.Join(names, ","), st.Launches, looked)
+		fmt.Fprintf(w, "%s: no NaN or Inf (as %s) after %s", proc.Name, strings.Join(names, ","), scanned(st.Launches, looked))
 		if st.Source == nanscan.Snapshots {
-			fmt.Fprintf(w, " (%d distinct chunks read)", st.Chunks)
+			fmt.Fprintf(w, " (%s read)", info.Count(st.Chunks, "distinct chunk"))
 		}
 		fmt.Fprintln(w)
 		notScanned(w, st, "")
@@ -103,7 +103,7 @@ func runNan(cmd *cobra.Command, o nanOptions, path string) error {
 	if found.Kernel != nil {
 		kernel = cmp.Or(found.Kernel.GetDemangled(), recording.Demangle(found.Kernel.GetName()))
 	}
-	fmt.Fprintf(w, "%s: NaN or Inf first after launch %d (the %d %s before it hold none)\n", proc.Name, l.GetSeq(), st.Launches-1, looked)
+	fmt.Fprintf(w, "%s: NaN or Inf first after launch %d (%s)\n", proc.Name, l.GetSeq(), scannedBefore(st.Launches-1, looked))
 	fmt.Fprintf(w, "  kernel   %s\n", kernel)
 	step, steps, err := recording.StepOf(proc, l.GetSeq())
 	if err != nil {
@@ -154,6 +154,28 @@ func runNan(cmd *cobra.Command, o nanOptions, path string) error {
 
 // unclear says how many launches hold NaN bit patterns in regions whose bytes fit no type
 // asked: their type is unknown, and nan does not guess it.
+// scanned names the n launches the scan looked at (which: "with snapshots"), for "after ...".
+func scanned(n int, which string) string {
+	switch n {
+	case 0:
+		return "any launch: the recording has no launch " + which
+	case 1:
+		return "the one launch " + which
+	}
+	return fmt.Sprintf("any of the %d launches %s", n, which)
+}
+
+// scannedBefore says that the n launches looked at before the first NaN held none.
+func scannedBefore(n int, which string) string {
+	switch n {
+	case 0:
+		return "no launch " + which + " came before it"
+	case 1:
+		return "the one launch " + which + " before it holds none"
+	}
+	return fmt.Sprintf("the %d launches %s before it hold none", n, which)
+}
+
 func unclear(w io.Writer, st nanscan.Stats, explicit bool, where string) {
 	if st.Source != nanscan.Snapshots || explicit || st.Unclear == 0 {
 		return

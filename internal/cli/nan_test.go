@@ -174,3 +174,23 @@ func TestNanWarnsWhatIsMissing(t *testing.T) {
 		t.Errorf("a whole recording: exit %d, stderr %q; want no warning", code, errs)
 	}
 }
+
+// A NaN in the first launch, or the second, is said with no count that reads "the 0 launches"
+// or "the 1 launches".
+func TestNanCountsFewLaunches(t *testing.T) {
+	for _, c := range []struct {
+		at   int
+		want string
+	}{
+		{0, "NaN or Inf first after launch 1 (no launch with snapshots came before it)"},
+		{1, "NaN or Inf first after launch 2 (the one launch with snapshots before it holds none)"},
+		{2, "NaN or Inf first after launch 3 (the 2 launches with snapshots before it hold none)"},
+	} {
+		ls := trainRun(1.5, false)
+		ls[c.at].after = floats(float32(math.NaN()))
+		code, out, errs := runCLI("nan", writeRun(t, "snapshot", ls), "--dtype", "f32")
+		expectOutput(t, c.want, code, 1, out, errs, c.want)
+	}
+	code, out, errs := runCLI("nan", writeRun(t, "snapshot", trainRun(1.5, false)[:1]), "--dtype", "f32")
+	expectOutput(t, "one clean launch", code, 0, out, errs, "no NaN or Inf (as f32) after the one launch with snapshots (1 distinct chunk read)\n")
+}
