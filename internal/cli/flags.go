@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -73,6 +74,41 @@ func (l launchNumber) Type() string { return "uint" }
 // launchVar defines a flag naming a launch (launchNumber).
 func launchVar(f *pflag.FlagSet, p *uint64, name, usage string) {
 	f.Var(launchNumber{p}, name, usage)
+}
+
+// count is a flag that says how many times to do something: a whole number from lo to hi,
+// said when the flag is read. A negative count would otherwise run nothing without a word,
+// and one of billions run for days.
+type count struct {
+	p      *int
+	lo, hi int
+}
+
+func (c count) String() string {
+	if c.p == nil {
+		return ""
+	}
+	return strconv.Itoa(*c.p)
+}
+
+func (c count) Set(s string) error {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < int64(c.lo) || v > int64(c.hi) {
+		return fmt.Errorf("want a whole number from %d to %d", c.lo, c.hi)
+	}
+	*c.p = int(v)
+	return nil
+}
+
+func (c count) Type() string { return "int" }
+
+// maxCount is the most runs a count flag takes: at a millisecond a run, most of a minute.
+const maxCount = 100000
+
+// countVar defines a count flag (count) with its default.
+func countVar(f *pflag.FlagSet, p *int, name string, value, lo int, usage string) {
+	*p = value
+	f.Var(count{p, lo, maxCount}, name, usage)
 }
 
 // duration is a time flag whose bad values are said in the user's terms: Go's parser says

@@ -83,8 +83,8 @@ without snapshots; with --all, no launch that could be hunted).`,
 	durationVar(f, &o.delay, "delay", 2*time.Microsecond, "how long a chosen thread sleeps at a point (1ns to 1ms)")
 	f.Float64Var(&o.fraction, "fraction", 0.25, "share of the placement's units (threads, warps, CTAs) that sleep at each point")
 	f.StringVar(&o.placement, "placement", "warp", "who shares a decision: thread, warp, cta, or cluster (one CTA of each)")
-	f.IntVar(&o.trials, "trials", 20, "seeded trials, each with every point delayed (0: the plain replays only)")
-	f.IntVar(&o.plainRuns, "plain-runs", 3, "replays without delays first, to catch a kernel that is nondeterministic already")
+	countVar(f, &o.trials, "trials", 20, 0, "seeded trials, each with every point delayed (0: the plain replays only)")
+	countVar(f, &o.plainRuns, "plain-runs", 3, 2, "replays without delays first, to catch a kernel that is nondeterministic already")
 	f.BoolVar(&o.all, "all", false, "hunt in every snapshotted launch, one line each")
 	f.StringVar(&o.kernels, "kernels", "", "hunt in every snapshotted launch whose kernel name matches this regular expression")
 	f.Uint64Var(&o.seed, "seed", 1, "the first trial's seed (trial k uses seed+k)")
@@ -119,12 +119,6 @@ func runRace(cmd *cobra.Command, o raceOptions, path string) error {
 	}
 	if err := delay.Check(); err != nil {
 		return usageErrorf("race: %v", err)
-	}
-	if o.trials < 0 {
-		return usageErrorf("race: --trials takes 0 or more")
-	}
-	if o.plainRuns < 2 {
-		return usageErrorf("race: --plain-runs takes 2 or more (two runs are the least that can disagree)")
 	}
 	only, err := parsePoints(o.points)
 	if err != nil {

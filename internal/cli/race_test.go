@@ -120,10 +120,32 @@ func TestRaceAllCannotRun(t *testing.T) {
 		{[]string{"race", dir, "--kernels", "("}, "--kernels"},
 		{[]string{"race", dir, "--all", "--launch", "2"}, "give one or the other"},
 		{[]string{"race", dir, "--all", "--list"}, "--list and --points work on one launch"},
-		{[]string{"race", dir, "--launch", "2", "--trials", "-1"}, "--trials takes 0 or more"},
-		{[]string{"race", dir, "--launch", "2", "--plain-runs", "1"}, "--plain-runs takes 2 or more"},
 		// One launch: PTX for an architecture without nanosleep, or without clusters.
 		{[]string{"race", dir, "--launch", "2", "--ptx", oldArch}, "the module targets sm_60: delays need sm_70 or newer"},
 		{[]string{"race", dir, "--launch", "2", "--ptx", oldArch, "--placement", "cluster"}, "delays need sm_90 or newer (nanosleep, clusters)"},
 	})
+}
+
+// Counts of runs are refused when the flag is read, before any recording is, when they are
+// negative, too few to mean anything, or so many the command would run for days.
+func TestCountFlags(t *testing.T) {
+	gone := filepath.Join(t.TempDir(), "no-recording")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"race", gone, "--trials", "-1"}, `race: invalid argument "-1" for "--trials" flag: want a whole number from 0 to 100000 (see gpurr race --help)`},
+		{[]string{"race", gone, "--trials", "1000000000"}, `"--trials" flag: want a whole number from 0 to 100000`},
+		{[]string{"race", gone, "--trials", "99999999999999999999"}, `"--trials" flag: want a whole number from 0 to 100000`},
+		{[]string{"race", gone, "--trials", "2.5"}, `"--trials" flag: want a whole number from 0 to 100000`},
+		{[]string{"race", gone, "--plain-runs", "1"}, `"--plain-runs" flag: want a whole number from 2 to 100000`},
+		{[]string{"replay", gone, "--repeat", "0"}, `replay: invalid argument "0" for "--repeat" flag: want a whole number from 1 to 100000`},
+		{[]string{"replay", gone, "--repeat", "100001"}, `"--repeat" flag: want a whole number from 1 to 100000`},
+		{[]string{"tune", gone, "--repeat", "-3"}, `tune: invalid argument "-3" for "--repeat" flag: want a whole number from 1 to 100000`},
+	} {
+		code, stdout, stderr := runCLI(c.args...)
+		if code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, want 2 and the one line %q:\n%s%s", c.args, code, c.want, stdout, stderr)
+		}
+	}
 }

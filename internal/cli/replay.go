@@ -67,7 +67,7 @@ result differs, 2 the launch could not be replayed.`,
 	launchVar(f, &o.launch, "launch", "launch sequence number (default: the only snapshotted launch)")
 	f.BoolVar(&o.all, "all", false, "replay every launch that has snapshots before and after it")
 	launchVar(f, &o.from, "from", "with --all: start at this launch (to go on after a fault ended a run)")
-	f.IntVar(&o.repeat, "repeat", 10, "launches to time; the kernel time printed is their median")
+	countVar(f, &o.repeat, "repeat", 10, 1, "launches to time; the kernel time printed is their median")
 	f.StringVar(&o.grid, "grid", "", "grid shape X[,Y[,Z]] instead of the recorded one")
 	f.StringVar(&o.block, "block", "", "block shape X[,Y[,Z]] instead of the recorded one")
 	unsetIntVar(f, &o.smem, "smem", "dynamic shared memory bytes instead of the recorded amount")
@@ -173,9 +173,6 @@ func runReplay(cmd *cobra.Command, o replayOptions, path string) error {
 	}
 	if o.from != 0 && !o.all {
 		return usageErrorf("replay: --from goes with --all")
-	}
-	if o.repeat < 1 {
-		return usageErrorf("replay: --repeat takes 1 or more")
 	}
 	check, err := replayCheck("replay", o.dtype, o.atol, o.rtol, o.elements)
 	if err != nil {

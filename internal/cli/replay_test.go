@@ -63,7 +63,6 @@ func TestReplayBadInput(t *testing.T) {
 		{[]string{"replay", rec, "--from", "2"}, "--from goes with --all"},
 		// It was told it had no launch with snapshots, and to check --snapshot-kernels.
 		{[]string{"replay", rec, "--all", "--from", "3"}, "--from 3: box-9 has no snapshotted launch from there on (the last is 2)"},
-		{[]string{"replay", rec, "--repeat", "0"}, "--repeat takes 1 or more"},
 		{[]string{"replay", rec, "--grid", "1,2,3,4"}, "more than 3 sizes"},
 		{[]string{"replay", rec, "--block", "0"}, "1 or more"},
 		{[]string{"replay", rec, "--dtype", "f33"}, "unknown dtype"},

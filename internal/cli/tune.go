@@ -61,7 +61,7 @@ combinations (with --seed).`,
 	f.StringVar(&o.search, "search", "grid", "grid (every combination) or random:N")
 	completeValues(cmd, "search", "grid", "random:")
 	f.Uint64Var(&o.seed, "seed", 1, "with --search random:N: the seed")
-	f.IntVar(&o.repeat, "repeat", 10, "timed launches per shape")
+	countVar(f, &o.repeat, "repeat", 10, 1, "timed launches per shape")
 	f.StringVar(&o.dtype, "dtype", "", "compare outputs as elements of this type (needed for --atol/--rtol)")
 	completeValues(cmd, "dtype", dtype.Names()...)
 	f.Float64Var(&o.atol, "atol", 0, "with --dtype: absolute tolerance")
@@ -78,9 +78,6 @@ func runTune(cmd *cobra.Command, o tuneOptions, path string) error {
 	out, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	if o.grid == "" && o.block == "" {
 		return usageErrorf("tune: give --block and/or --grid sizes to try")
-	}
-	if o.repeat < 1 {
-		return usageErrorf("tune: --repeat takes 1 or more")
 	}
 	grids, err := parseDims("--grid", o.grid)
 	if err != nil {
