@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -183,28 +185,31 @@ func TestTuneChecksOutputsFirst(t *testing.T) {
 	}
 }
 
-// A chunk pack that is missing or damaged is a problem info names (exit 1), and rewind says
-// what happened to it instead of blaming --on-full drop-oldest, which the run did not use.
+// A chunk pack that is missing, damaged or no regular file (a FIFO, which no reader may block
+// on) is a problem info names (exit 1), and rewind says what happened to it instead of
+// blaming --on-full drop-oldest, which the run did not use.
 func TestBrokenChunkPack(t *testing.T) {
-	for _, harm := range []string{"missing", "damaged"} {
+	for _, harm := range []string{"missing", "damaged", "not a regular file"} {
 		rec := writeRun(t, "snapshot", trainRun(1.5, false))
 		if code, _, errs := runCLI("info", rec); code != 0 {
 			t.Fatalf("info of the whole recording: exit %d: %s", code, errs)
 		}
 		pack := filepath.Join(rec, "box-7", "chunks", "pack-000001.pack")
-		var err error
-		if harm == "missing" {
-			err = os.Remove(pack)
-		} else {
+		err := os.Remove(pack)
+		switch harm {
+		case "damaged":
 			err = os.WriteFile(pack, []byte("not a chunk pack at all, long enough"), 0o600)
+		case "not a regular file":
+			err = errors.Join(err, syscall.Mkfifo(pack, 0o600))
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		code, out, errs := runCLI("info", rec)
-		want := map[string]string{"missing": pack + ": missing (the index lists it", "damaged": pack + ": not a gpurr chunk pack"}[harm]
+		want := map[string]string{"missing": pack + ": missing (the index lists it", "damaged": pack + ": not a gpurr chunk pack",
+			"not a regular file": pack + ": not a regular file (a FIFO)"}[harm]
 		if code != exitFound || !strings.Contains(out, "!! FILE MISSING OR DAMAGED: "+want) || !strings.Contains(errs, "(box-7: files_damaged)") ||
-			strings.Contains(out, "nothing lost") {
+			strings.Contains(out, "nothing lost") || harm != "missing" && strings.Contains(out, "missing (the index lists it") {
 			t.Errorf("info, pack %s: exit %d, stderr %q, want exit 1 and %q in:\n%s", harm, code, errs, want, out)
 		}
 		code, _, errs = runCLI("rewind", rec, "--launch", "1", "--after", "--region", "0", "-o", filepath.Join(t.TempDir(), "x.bin"))

@@ -37,7 +37,7 @@ type Reader struct {
 	recovery Recovery
 	dec      decompressor
 	// unreadable says, by pack number, why a pack on the folder or in the index cannot be read:
-	// "missing", "damaged", "cut short".
+	// "missing", "damaged", "cut short", "not a regular file".
 	unreadable map[uint32]string
 }
 
@@ -87,7 +87,7 @@ func Open(dir string) (*Reader, error) {
 	r := &Reader{dir: cdir, unreadable: map[uint32]string{}}
 	for _, e := range list {
 		num, ok := packNumber(e.Name())
-		if !ok || !e.Type().IsRegular() {
+		if !ok {
 			continue
 		}
 		if err := r.openPack(num); err != nil {
@@ -117,7 +117,16 @@ func Open(dir string) (*Reader, error) {
 func (r *Reader) openPack(num uint32) error {
 	path := filepath.Join(r.dir, packName(num))
 	f, err := regular.Open(path)
-	if err != nil {
+	var pe *fs.PathError
+	switch {
+	case errors.Is(err, fs.ErrNotExist): // a symlink to nothing: the index says the pack is missing
+		return nil
+	case errors.Is(err, regular.ErrNotRegular) && errors.As(err, &pe):
+		// A FIFO or a folder where the pack should be is left out, never read: it holds no chunks.
+		r.recovery.Damaged = append(r.recovery.Damaged, fmt.Sprintf("%s: %v", path, pe.Err))
+		r.unreadable[num] = "not a regular file"
+		return nil
+	case err != nil:
 		return err
 	}
 	st, err := f.Stat()

@@ -4,11 +4,15 @@
 package regular
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"syscall"
 )
+
+// ErrNotRegular is what Open's error wraps when path is there but is no regular file.
+var ErrNotRegular = errors.New("not a regular file")
 
 // Open opens path for reading; anything but a regular file (after following symlinks) is an
 // error naming what it is. The open itself cannot block: a FIFO is opened without waiting for
@@ -25,7 +29,7 @@ func Open(path string) (*os.File, error) {
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, &os.PathError{Op: "open", Path: path, Err: fmt.Errorf("not a regular file (%s)", kind(st.Mode()))}
+		return nil, &os.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, kind(st.Mode()))}
 	}
 	// Reads of a regular file never see EAGAIN, but a blocking descriptor is what io expects.
 	if err := syscall.SetNonblock(int(f.Fd()), false); err != nil {
