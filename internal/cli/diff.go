@@ -80,7 +80,7 @@ func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 	}
 	setA, setB = launching(cmd, setA), launching(cmd, setB)
 	procsA, procsB := recordingProcs(setA), recordingProcs(setB)
-	pairs, warnings := pairProcesses(setA.Dir, procsA, setB.Dir, procsB)
+	pairs, warnings := pairProcesses(pathA, procsA, pathB, procsB)
 	for _, w := range warnings {
 		warnf(cmd, "%s", w)
 	}
@@ -187,39 +187,80 @@ func recordingProcs(set *recording.Set) []procName {
 
 // pairProcesses matches the processes of two recordings (or a recording
 // and a manifest), as indices: rank with the same rank, and the processes
-// without a rank in order among themselves. It warns when the counts or the
-// command lines differ.
+// without a rank in order among themselves; processes that share a rank (a
+// child that inherited its parent's RANK) pair in order within it. It warns
+// when the command lines differ, and names each side's processes that pair
+// with none: they are not compared.
 func pairProcesses(whereA string, a []procName, whereB string, b []procName) (pairs [][2]int, warnings []string) {
-	if len(a) != len(b) {
-		warnings = append(warnings, fmt.Sprintf("%s has %s, %s has %d: comparing those that pair up",
-			whereA, info.Count(len(a), "process"), whereB, len(b)))
-	}
-	byRank := map[int32]int{}
+	byRank := map[int32][]int{}
 	var unrankedB []int
 	for j, q := range b {
 		if q.rank != nil {
-			byRank[*q.rank] = j
+			byRank[*q.rank] = append(byRank[*q.rank], j)
 		} else {
 			unrankedB = append(unrankedB, j)
 		}
 	}
+	pairedB := make([]bool, len(b))
+	var onlyA []procName
 	for i, p := range a {
-		j, ok := -1, false
+		queue := unrankedB
 		if p.rank != nil {
-			j, ok = byRank[*p.rank]
-		} else if len(unrankedB) > 0 {
-			j, ok, unrankedB = unrankedB[0], true, unrankedB[1:]
+			queue = byRank[*p.rank]
 		}
-		if !ok {
+		if len(queue) == 0 {
+			onlyA = append(onlyA, p)
 			continue
 		}
+		j := queue[0]
+		if p.rank != nil {
+			byRank[*p.rank] = queue[1:]
+		} else {
+			unrankedB = queue[1:]
+		}
+		pairedB[j] = true
 		q := b[j]
 		if ca, cb := strings.Join(p.argv, " "), strings.Join(q.argv, " "); program(p.argv) != program(q.argv) {
 			warnings = append(warnings, fmt.Sprintf("%s ran %q, %s ran %q: different programs? aligning what can be aligned", p.name, ca, q.name, cb))
 		}
 		pairs = append(pairs, [2]int{i, j})
 	}
+	var onlyB []procName
+	for j, q := range b {
+		if !pairedB[j] {
+			onlyB = append(onlyB, q)
+		}
+	}
+	for _, side := range []struct {
+		where, other string
+		procs        []procName
+	}{{whereA, whereB, onlyA}, {whereB, whereA, onlyB}} {
+		if len(side.procs) > 0 {
+			warnings = append(warnings, fmt.Sprintf("%s: %s with no counterpart in %s, not compared: %s",
+				side.where, info.Count(len(side.procs), "process"), side.other, procList(side.procs, unpairedShown)))
+		}
+	}
 	return pairs, warnings
+}
+
+// unpairedShown is how many processes a warning about processes that pair with none names;
+// a job of thousands of ranks gets a count of the rest.
+const unpairedShown = 8
+
+// procList names processes with their ranks, at most max of them and a count of the rest.
+func procList(procs []procName, max int) string {
+	var parts []string
+	for _, p := range procs[:min(len(procs), max)] {
+		rank := "no rank"
+		if p.rank != nil {
+			rank = fmt.Sprintf("rank %d", *p.rank)
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)", p.name, rank))
+	}
+	if len(procs) > max {
+		parts = append(parts, fmt.Sprintf("and %d more", len(procs)-max))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // noPairs is the error of a diff or verify where no process of one side pairs with one of the
@@ -229,15 +270,7 @@ func noPairs(verb, whereA string, a []procName, whereB string, b []procName) err
 		if len(procs) == 0 {
 			return "no process that made kernel launches"
 		}
-		var parts []string
-		for _, p := range procs {
-			rank := "no rank"
-			if p.rank != nil {
-				rank = fmt.Sprintf("rank %d", *p.rank)
-			}
-			parts = append(parts, fmt.Sprintf("%s (%s)", p.name, rank))
-		}
-		return strings.Join(parts, ", ")
+		return procList(procs, len(procs))
 	}
 	return usageErrorf("%s: no processes to compare: %s has %s; %s has %s (processes pair by torchrun rank, those without one in order)",
 		verb, whereA, list(a), whereB, list(b))

@@ -331,6 +331,72 @@ func TestDiffTorchrunRanks(t *testing.T) {
 	expectOutput(t, "both diverge", code, 1, out, errs, "2 of 2 pairs part ways; first in time: rank 1 (box-12 vs box-12)")
 }
 
+// Processes pair by rank; one that pairs with none is named on stderr, on both sides, not
+// passed over: ranks 0 and 1 against ranks 0 and 2 (a job restarted with another layout)
+// compared rank 0 alone and said the runs agree, though rank 2 parted ways. Two processes of
+// one rank (a child that inherited RANK) pair in order, not both with the other side's one.
+func TestDiffRanksThatPairWithNone(t *testing.T) {
+	job := func(ranks []int32, sums []float32) string {
+		dir := filepath.Join(t.TempDir(), "job")
+		if err := recording.CreateSet(dir, []string{"torchrun", "train.py"}); err != nil {
+			t.Fatal(err)
+		}
+		for i, rank := range ranks {
+			r := rank
+			// The same pid on every host, as containers give.
+			writeProc(t, dir, &pb.Process{Hostname: fmt.Sprintf("node%d", i), Pid: 11, Argv: []string{"python", "train.py"}, Rank: &r},
+				"hash", trainRun(sums[i], false), 0)
+		}
+		return dir
+	}
+	a := job([]int32{0, 1}, []float32{1.5, 1.5})
+	b := job([]int32{0, 2}, []float32{1.5, 2})
+	code, out, errs := runCLI("diff", a, b)
+	expectOutput(t, "ranks 0, 1 vs 0, 2", code, 0, out, errs, "node0-11 vs node0-11: the runs agree")
+	for _, want := range []string{
+		"gpurr: diff: warning: " + a + ": 1 process with no counterpart in " + b + ", not compared: node1-11 (rank 1)",
+		"gpurr: diff: warning: " + b + ": 1 process with no counterpart in " + a + ", not compared: node1-11 (rank 2)",
+	} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("ranks 0, 1 vs 0, 2: stderr %q; want %q", errs, want)
+		}
+	}
+
+	twice := job([]int32{0, 0}, []float32{1.5, 2})
+	code, out, errs = runCLI("diff", twice, a)
+	expectOutput(t, "rank 0 twice", code, 0, out, errs, "node0-11 vs node0-11: the runs agree")
+	if strings.Contains(out, "node1-11 vs") ||
+		!strings.Contains(errs, "warning: "+twice+": 1 process with no counterpart in "+a+", not compared: node1-11 (rank 0)") ||
+		!strings.Contains(errs, "warning: "+a+": 1 process with no counterpart in "+twice+", not compared: node1-11 (rank 1)") {
+		t.Errorf("rank 0 twice: stdout:\n%s\nstderr:\n%s", out, errs)
+	}
+
+	m := filepath.Join(t.TempDir(), "m.json")
+	if code, _, errs := runCLI("manifest", a, "-o", m); code != 0 {
+		t.Fatalf("manifest: exit %d, %s", code, errs)
+	}
+	code, out, errs = runCLI("verify", b, "--manifest", m)
+	expectOutput(t, "verify ranks 0, 2", code, 0, out, errs, "node0-11: matches the manifest")
+	if !strings.Contains(errs, "warning: "+b+": 1 process with no counterpart in the manifest, not compared: node1-11 (rank 2)") ||
+		!strings.Contains(errs, "warning: the manifest: 1 process with no counterpart in "+b+", not compared: node1-11 (rank 1)") {
+		t.Errorf("verify ranks 0, 2: stderr %q", errs)
+	}
+}
+
+// A warning about processes that pair with none names a few and counts the rest.
+func TestPairProcessesNamesAFew(t *testing.T) {
+	var a []procName
+	for i := range int32(1000) {
+		r := i
+		a = append(a, procName{name: fmt.Sprintf("n%d", i), rank: &r})
+	}
+	pairs, warnings := pairProcesses("A", a, "B", a[:10])
+	if len(pairs) != 10 || len(warnings) != 1 ||
+		warnings[0] != "A: 990 processes with no counterpart in B, not compared: n10 (rank 10), n11 (rank 11), n12 (rank 12), n13 (rank 13), n14 (rank 14), n15 (rank 15), n16 (rank 16), n17 (rank 17), and 982 more" {
+		t.Errorf("%d pairs, warnings %q", len(pairs), warnings)
+	}
+}
+
 // expectOutput checks a verb's exit code and that its stdout holds each of wants.
 func expectOutput(t *testing.T, what string, code, wantCode int, out, errs string, wants ...string) {
 	t.Helper()

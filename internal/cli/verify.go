@@ -75,7 +75,7 @@ func runVerify(cmd *cobra.Command, o verifyOptions, path string) error {
 		mprocs = append(mprocs, procName{e.Process.Name, e.Process.Rank, e.Process.Argv})
 	}
 	procs := recordingProcs(set)
-	pairs, warnings := pairProcesses(set.Dir, procs, "the manifest", mprocs)
+	pairs, warnings := pairProcesses(path, procs, "the manifest", mprocs)
 	for _, w := range warnings {
 		warnf(cmd, "%s", w)
 	}
