@@ -33,7 +33,9 @@ func TestExtractCLI(t *testing.T) {
 	// What it holds, not the recorder's counters (none: 0 states, 0 snapshots) nor the
 	// recording's --probe, whose records stay behind ('no launched kernel's name matched').
 	expectOutput(t, "info of the reproducer", code, 0, stdout, stderr, "box-9", "states       2 recorded; 625.0 KiB hashed",
-		"snapshots    2 states with contents stored", "chunk store  9 distinct chunks")
+		"snapshots    2 states with contents stored", "chunk store  9 distinct chunks",
+		// The launch's timing comes along: it said "GPU 0 kernel runs".
+		"GPU          1 kernel runs, 400ns")
 	if strings.Contains(stdout, "probes") {
 		t.Errorf("info of the reproducer names the recording's --probe:\n%s", stdout)
 	}

@@ -163,6 +163,17 @@ func writeCase(src *Source, c *Case, w *recording.Writer) (int64, error) {
 			break
 		}
 	}
+	// The launch's run on the GPU, where the recording timed it, so that info counts the
+	// reproducer's kernel run and its time.
+	err = src.Data.JoinKernels(src.Links, func(a *pb.KernelActivity, l *pb.Launch, replay *pb.GraphLaunch) error {
+		if l == c.Launch && replay == nil {
+			b.Activities = append(b.Activities, a)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
 	if cs := src.Links.Callstack(c.Launch.CallstackId); cs != nil {
 		b.Callstacks = []*pb.Callstack{cs}
 	}
@@ -180,7 +191,7 @@ func writeCase(src *Source, c *Case, w *recording.Writer) (int64, error) {
 	}
 	var bytes int64
 	// The counters describe what the reproducer holds, so that info's memory lines say so.
-	stats := &pb.Stats{Launches: 1, MemoryLaunches: 1}
+	stats := &pb.Stats{Launches: 1, MemoryLaunches: 1, Activities: uint64(len(b.Activities))}
 	ml, _ := memview.FromLinks(src.Links, c.Seq)
 	for _, st := range []*pb.MemoryState{ml.Before, ml.After} {
 		b.Memory = append(b.Memory, st)

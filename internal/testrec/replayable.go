@@ -38,7 +38,7 @@ func WriteReplayable(dir string) (Replayable, error) {
 		return r, err
 	}
 	proc := &pb.Process{Hostname: "box", Pid: 9, Argv: []string{"python", "saxpy.py"},
-		Memory: &pb.MemoryConfig{Mode: "snapshot", ChunkBytes: memhash.ChunkSize, SnapshotKernels: "saxpy"}, Probe: "saxpy:entry,exit"}
+		Memory: &pb.MemoryConfig{Mode: "snapshot", ChunkBytes: memhash.ChunkSize, SnapshotKernels: "saxpy"}, Probe: "saxpy:entry,exit", GpuTiming: true}
 	w, err := recording.Create(dir, r.Process, &pb.Batch{Process: proc,
 		Devices: []*pb.Device{{Ordinal: 0, Name: "NVIDIA H100 80GB HBM3", CcMajor: 9, CcMinor: 0}}})
 	if err != nil {
@@ -83,14 +83,17 @@ func WriteReplayable(dir string) (Replayable, error) {
 		Callstacks:  []*pb.Callstack{stack},
 		Allocations: []*pb.Allocation{{Id: 1, Address: r.X, Size: 4 * n}, {Id: 2, Address: r.Y, Size: 4 * n}},
 		Launches: []*pb.Launch{
-			{Seq: 1, KernelId: 1, Grid: &pb.Dim3{X: 16, Y: 1, Z: 1}, Block: &pb.Dim3{X: 64, Y: 1, Z: 1}, Params: r.ParamsLaunch2, Regions: regions,
+			{Seq: 1, KernelId: 1, CorrelationId: 101, HostNs: 1000, Grid: &pb.Dim3{X: 16, Y: 1, Z: 1}, Block: &pb.Dim3{X: 64, Y: 1, Z: 1}, Params: r.ParamsLaunch2, Regions: regions,
 				Memory: &pb.MemoryPlan{Status: pb.MemoryPlan_HASH}},
-			{Seq: 2, KernelId: 1, Grid: &pb.Dim3{X: 16, Y: 1, Z: 1}, Block: &pb.Dim3{X: 64, Y: 1, Z: 1}, Params: r.ParamsLaunch2, Regions: regions,
+			{Seq: 2, KernelId: 1, CorrelationId: 102, HostNs: 2000, Grid: &pb.Dim3{X: 16, Y: 1, Z: 1}, Block: &pb.Dim3{X: 64, Y: 1, Z: 1}, Params: r.ParamsLaunch2, Regions: regions,
 				CallstackId: 77, Memory: &pb.MemoryPlan{Status: pb.MemoryPlan_SNAPSHOT, SnapshotSelected: true}},
-			{Seq: 3, KernelId: 1, Captured: true, Grid: &pb.Dim3{X: 16, Y: 1, Z: 1}, Block: &pb.Dim3{X: 64, Y: 1, Z: 1}, Params: r.ParamsLaunch2,
+			{Seq: 3, KernelId: 1, CorrelationId: 103, HostNs: 3000, Captured: true, Grid: &pb.Dim3{X: 16, Y: 1, Z: 1}, Block: &pb.Dim3{X: 64, Y: 1, Z: 1}, Params: r.ParamsLaunch2,
 				Memory: &pb.MemoryPlan{Status: pb.MemoryPlan_SKIPPED_CAPTURE}},
 		},
 	}
+	// Each eager launch ran on the GPU (the captured one only built a graph node).
+	b.Activities = []*pb.KernelActivity{{CorrelationId: 101, StartNs: 1500, EndNs: 1800, Name: "saxpy_gridstride"},
+		{CorrelationId: 102, StartNs: 2500, EndNs: 2900, Name: "saxpy_gridstride"}}
 	b.ProbeKernels = []*pb.ProbeKernel{{KernelId: 1, Instrumented: true}}
 	b.Probes = []*pb.ProbeResult{{LaunchSeq: 2, Skipped: "probe buffers all in use"}}
 	b.Memory = []*pb.MemoryState{
