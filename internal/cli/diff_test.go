@@ -311,15 +311,7 @@ func TestDiffTorchrunRanks(t *testing.T) {
 	// A rank whose recording is damaged mid-file: the other pair is still compared, and the
 	// command ends with an error naming the pair it could not read.
 	damaged := job([2]float32{1.5, 1.5}, false)
-	events := filepath.Join(damaged, "box-11", recording.EventsFile)
-	raw, err := os.ReadFile(events)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw[len(raw)-3] ^= 0xff
-	if err := os.WriteFile(events, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	damageEvents(t, filepath.Join(damaged, "box-11"))
 	code, out, errs = runCLI("diff", damaged, job([2]float32{1.5, 1.5}, false))
 	if code != exitUsage || !strings.Contains(out, "box-11 vs box-11: not compared: ") || !strings.Contains(out, "box-12 vs box-12: the runs agree") ||
 		!strings.Contains(errs, "gpurr: diff: 1 pair could not be read (box-11 vs box-11)") {
@@ -336,21 +328,8 @@ func TestDiffTorchrunRanks(t *testing.T) {
 // compared rank 0 alone and said the runs agree, though rank 2 parted ways. Two processes of
 // one rank (a child that inherited RANK) pair in order, not both with the other side's one.
 func TestDiffRanksThatPairWithNone(t *testing.T) {
-	job := func(ranks []int32, sums []float32) string {
-		dir := filepath.Join(t.TempDir(), "job")
-		if err := recording.CreateSet(dir, []string{"torchrun", "train.py"}); err != nil {
-			t.Fatal(err)
-		}
-		for i, rank := range ranks {
-			r := rank
-			// The same pid on every host, as containers give.
-			writeProc(t, dir, &pb.Process{Hostname: fmt.Sprintf("node%d", i), Pid: 11, Argv: []string{"python", "train.py"}, Rank: &r},
-				"hash", trainRun(sums[i], false), 0)
-		}
-		return dir
-	}
-	a := job([]int32{0, 1}, []float32{1.5, 1.5})
-	b := job([]int32{0, 2}, []float32{1.5, 2})
+	a := rankedJob(t, []int32{0, 1}, []float32{1.5, 1.5})
+	b := rankedJob(t, []int32{0, 2}, []float32{1.5, 2})
 	code, out, errs := runCLI("diff", a, b)
 	expectOutput(t, "ranks 0, 1 vs 0, 2", code, 0, out, errs, "node0-11 vs node0-11: the runs agree")
 	for _, want := range []string{
@@ -362,7 +341,7 @@ func TestDiffRanksThatPairWithNone(t *testing.T) {
 		}
 	}
 
-	twice := job([]int32{0, 0}, []float32{1.5, 2})
+	twice := rankedJob(t, []int32{0, 0}, []float32{1.5, 2})
 	code, out, errs = runCLI("diff", twice, a)
 	expectOutput(t, "rank 0 twice", code, 0, out, errs, "node0-11 vs node0-11: the runs agree")
 	if strings.Contains(out, "node1-11 vs") ||
@@ -394,6 +373,37 @@ func TestPairProcessesNamesAFew(t *testing.T) {
 	if len(pairs) != 10 || len(warnings) != 1 ||
 		warnings[0] != "A: 990 processes with no counterpart in B, not compared: n10 (rank 10), n11 (rank 11), n12 (rank 12), n13 (rank 13), n14 (rank 14), n15 (rank 15), n16 (rank 16), n17 (rank 17), and 982 more" {
 		t.Errorf("%d pairs, warnings %q", len(pairs), warnings)
+	}
+}
+
+// rankedJob writes a torchrun job of a process per rank, in hash mode, rank i on host node<i>
+// with pid 11 (the same pid on every host, as containers give) running trainRun(sums[i]).
+func rankedJob(t *testing.T, ranks []int32, sums []float32) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "job")
+	if err := recording.CreateSet(dir, []string{"torchrun", "train.py"}); err != nil {
+		t.Fatal(err)
+	}
+	for i, rank := range ranks {
+		r := rank
+		writeProc(t, dir, &pb.Process{Hostname: fmt.Sprintf("node%d", i), Pid: 11, Argv: []string{"python", "train.py"}, Rank: &r},
+			"hash", trainRun(sums[i], false), 0)
+	}
+	return dir
+}
+
+// damageEvents flips a byte near the end of a process's events file: its last frame no
+// longer matches its checksum.
+func damageEvents(t *testing.T, procDir string) {
+	t.Helper()
+	events := filepath.Join(procDir, recording.EventsFile)
+	raw, err := os.ReadFile(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)-3] ^= 0xff
+	if err := os.WriteFile(events, raw, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
 

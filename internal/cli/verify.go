@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpurr/gpurr/internal/diff"
+	"github.com/gpurr/gpurr/internal/info"
 	"github.com/gpurr/gpurr/internal/manifest"
 )
 
@@ -83,11 +84,19 @@ func runVerify(cmd *cobra.Command, o verifyOptions, path string) error {
 		return noPairs("verify", set.Dir, procs, "the manifest", mprocs)
 	}
 	differ := false
+	var unread []string
 	for _, ij := range pairs {
 		p, e := set.Processes[ij[0]], m.Processes[ij[1]]
 		run, err := diff.Scan(p)
 		if err != nil {
-			return usageErrorf("verify: %s: %v", p.Name, err)
+			// A damaged process does not hide the others, as in diff: they are verified, and
+			// the command ends with this one's error.
+			if len(pairs) == 1 {
+				return usageErrorf("verify: %s: %v", p.Name, err)
+			}
+			fmt.Fprintf(out, "%s: not verified: %v\n", p.Name, err)
+			unread = append(unread, p.Name)
+			continue
 		}
 		if run.Mode == "" {
 			return usageErrorf("verify: %v", &manifest.NoMemoryError{Dir: p.Dir})
@@ -128,6 +137,9 @@ func runVerify(cmd *cobra.Command, o verifyOptions, path string) error {
 		}
 		writeCarryNotes(out, res, carrySide{"the recording", run, first}, carrySide{"the manifest", e.Run, 0})
 		reportUnmatched(out, o.unmatched, "the recording", "the manifest", run, e.Run, res)
+	}
+	if len(unread) > 0 {
+		return usageErrorf("verify: %s could not be read (%s); the others are verified above", info.Count(len(unread), "process"), strings.Join(unread, ", "))
 	}
 	if differ {
 		return exitWith(exitFound)

@@ -118,3 +118,18 @@ func TestVerifyBadInput(t *testing.T) {
 		t.Errorf("other program: exit %d, out %q, err %q", code, out, errs)
 	}
 }
+
+// A rank whose recording is damaged mid-file does not hide the others, as in diff: they are
+// verified, and the command ends with exit 2 naming it. Before, verify stopped at it, and a
+// later rank that differs from the manifest went unreported.
+func TestVerifyDamagedRank(t *testing.T) {
+	m := writeManifest(t, rankedJob(t, []int32{0, 1, 2}, []float32{1.5, 1.5, 1.5}))
+	bad := rankedJob(t, []int32{0, 1, 2}, []float32{1.5, 1.5, 2})
+	damageEvents(t, filepath.Join(bad, "node1-11"))
+	code, out, errs := runCLI("verify", bad, "--manifest", m)
+	expectOutput(t, "damaged rank 1", code, exitUsage, out, errs,
+		"node0-11: matches the manifest", "node1-11: not verified: ", "node2-11: launch 3 differs from the manifest (its launch 3)")
+	if want := "gpurr: verify: 1 process could not be read (node1-11); the others are verified above\n"; errs != want {
+		t.Errorf("damaged rank 1: stderr %q; want %q", errs, want)
+	}
+}
