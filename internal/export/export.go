@@ -78,15 +78,23 @@ func Parquet(dir string, procs []*recording.Process) (Stats, error) {
 	if err := outdir.Check(dir); err != nil {
 		return st, err
 	}
+	if err := oneFileEach(procs); err != nil {
+		return st, err
+	}
 	entries, err := os.ReadDir(dir)
 	if err == nil && len(entries) > 0 {
 		return st, fmt.Errorf("%s is not empty: export into a new folder", dir)
 	}
 	undo := outdir.Track(dir)
-	claimed, err := claim(dir)
+	var claimed string
+	release, err := outdir.Undoable(func() (func(), error) { // an interrupt undoes the export
+		claimed, err = claim(dir)
+		return undo, err
+	})
 	if err != nil {
 		return st, err
 	}
+	defer release()
 	for _, p := range procs {
 		if err := exportProcess(dir, p, &st, len(procs) == 1); err != nil {
 			undo()
@@ -94,6 +102,26 @@ func Parquet(dir string, procs []*recording.Process) (Stats, error) {
 		}
 	}
 	return st, os.Remove(claimed)
+}
+
+// processFile is where a process's rows go below each table's folder.
+func processFile(p *recording.Process) string {
+	return filepath.Join(Partition(p.Info), p.Name+".parquet")
+}
+
+// oneFileEach refuses processes that would write the same files: processes of two recordings
+// with one name, host and rank (two runs of a job in containers, where pids repeat). The
+// second would replace the first's files, and their rows could not be told apart.
+func oneFileEach(procs []*recording.Process) error {
+	seen := make(map[string]*recording.Process, len(procs))
+	for _, p := range procs {
+		file := processFile(p)
+		if q, ok := seen[file]; ok {
+			return fmt.Errorf("%s and %s would write the same files (TABLE/%s): export them into separate folders", q.Dir, p.Dir, file)
+		}
+		seen[file] = p
+	}
+	return nil
 }
 
 // claimFile marks a folder an export is writing, so that of two exports into one folder at
@@ -140,7 +168,7 @@ var createFile = os.Create
 func exportProcess(dir string, p *recording.Process, st *Stats, alone bool) (err error) {
 	files := make(map[*tables.Table]tableFile, len(tables.Export))
 	for _, t := range tables.Export {
-		files[t] = newTableFile(t, filepath.Join(dir, t.Name, Partition(p.Info), p.Name+".parquet"), st)
+		files[t] = newTableFile(t, filepath.Join(dir, t.Name, processFile(p)), st)
 	}
 	defer func() {
 		if err != nil {

@@ -164,6 +164,23 @@ func TestParquetInputs(t *testing.T) {
 	}
 }
 
+// Two runs of a job whose processes have the same names, hosts and ranks (containers, where
+// pids repeat) would write the same files: the second run's replaced the first's while export
+// counted the rows and files of both. They are refused before anything is written.
+func TestParquetSameProcessTwice(t *testing.T) {
+	run1, run2 := testrec.Open(t, testrec.Good), testrec.Open(t, testrec.Good)
+	dir := filepath.Join(t.TempDir(), "pq")
+	_, err := Parquet(dir, append(run1.Processes, run2.Processes...))
+	want := fmt.Sprintf("%s and %s would write the same files (TABLE/%s): export them into separate folders",
+		run1.Processes[0].Dir, run2.Processes[0].Dir, filepath.Join("host=gpu-box", "rank=0", testrec.Name(0)+".parquet"))
+	if err == nil || err.Error() != want {
+		t.Errorf("the same processes twice: %v; want %q", err, want)
+	}
+	if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("refused, yet %s is there: %v", dir, err)
+	}
+}
+
 // rowsText collects a query's rows as text, one per row.
 type rowsText []string
 
