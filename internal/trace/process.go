@@ -112,9 +112,9 @@ type procState struct {
 
 func (tw *writer) process(idx int, p *recording.Process) error {
 	info := p.Info
-	name := fmt.Sprintf("%s (pid %d)", info.GetHostname(), info.GetPid())
-	if info.Rank != nil {
-		name = fmt.Sprintf("rank %d %s", info.GetRank(), name)
+	name := processName(info)
+	if tw.shared[name] {
+		name += " " + p.Dir
 	}
 	ps := &procState{
 		tw:      tw,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpurr/gpurr/recording"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
 // Format is a timeline file format.
@@ -112,6 +113,7 @@ func Write(w io.Writer, f Format, procs []*recording.Process, o Options) (Stats,
 	}
 	tw := &writer{sink: s, opts: o, maxPending: recording.DefaultMaxCalls, maxEarly: recording.DefaultMaxKernels}
 	tw.clock = alignClocks(procs)
+	tw.shared = sharedNames(procs)
 	for i, p := range procs {
 		err := tw.process(i, p)
 		var damaged *damagedError
@@ -135,6 +137,29 @@ type writer struct {
 	stats      Stats
 	maxPending int
 	maxEarly   int
+	shared     map[string]bool // process names to qualify with the directory (sharedNames)
+}
+
+// processName names a process on the timeline by its rank, host and pid.
+func processName(info *pb.Process) string {
+	name := fmt.Sprintf("%s (pid %d)", info.GetHostname(), info.GetPid())
+	if info.Rank != nil {
+		name = fmt.Sprintf("rank %d %s", info.GetRank(), name)
+	}
+	return name
+}
+
+// sharedNames are the names (processName) of more than one of procs: two runs of a job in
+// containers, where pids repeat, given together. Those processes are also named by their
+// directory, so that they can be told apart.
+func sharedNames(procs []*recording.Process) map[string]bool {
+	seen, shared := map[string]bool{}, map[string]bool{}
+	for _, p := range procs {
+		name := processName(p.Info)
+		shared[name] = seen[name]
+		seen[name] = true
+	}
+	return shared
 }
 
 // clock maps each process's recording clock onto the timeline: ns since

@@ -666,3 +666,23 @@ func TestProbeCTAsAtCall(t *testing.T) {
 		t.Errorf("CTAs %v, want %v; stats %+v", got, want, st)
 	}
 }
+
+// Two runs of a job given together, whose processes have the same ranks, hosts and pids
+// (containers, where pids repeat), are named apart on the timeline by their directories;
+// before, each name came twice. A process whose name is its own keeps the short one.
+func TestSameProcessNamesApart(t *testing.T) {
+	run1, run2 := testrec.Open(t, testrec.Good), testrec.Open(t, testrec.Good)
+	procs := append(run1.Processes, run2.Processes[0])
+	out, _ := write(t, Chrome, procs, Options{})
+	f, _ := validate(t, out)
+	var names []string
+	for _, e := range f.TraceEvents {
+		if e.Ph == "M" && e.Name == "process_name" {
+			names = append(names, fmt.Sprint(e.Args["name"]))
+		}
+	}
+	want := []string{"rank 0 gpu-box (pid 4242) " + run1.Processes[0].Dir, "rank 1 gpu-box (pid 4243)", "rank 0 gpu-box (pid 4242) " + run2.Processes[0].Dir}
+	if !reflect.DeepEqual(names, want) {
+		t.Errorf("process names %q; want %q", names, want)
+	}
+}
