@@ -243,8 +243,8 @@ func pairProcesses(whereA string, a []procName, whereB string, b []procName) (pa
 	return pairs, warnings
 }
 
-// unpairedShown is how many processes a warning about processes that pair with none names;
-// a job of thousands of ranks gets a count of the rest.
+// unpairedShown is how many processes of a side a warning or error about pairing names; a
+// job of thousands of ranks gets a count of the rest.
 const unpairedShown = 8
 
 // procList names processes with their ranks, at most max of them and a count of the rest.
@@ -270,7 +270,7 @@ func noPairs(verb, whereA string, a []procName, whereB string, b []procName) err
 		if len(procs) == 0 {
 			return "no process that made kernel launches"
 		}
-		return procList(procs, len(procs))
+		return procList(procs, unpairedShown)
 	}
 	return usageErrorf("%s: no processes to compare: %s has %s; %s has %s (processes pair by torchrun rank, those without one in order)",
 		verb, whereA, list(a), whereB, list(b))

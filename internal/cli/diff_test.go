@@ -362,7 +362,8 @@ func TestDiffRanksThatPairWithNone(t *testing.T) {
 	}
 }
 
-// A warning about processes that pair with none names a few and counts the rest.
+// A warning about processes that pair with none, or the error when none pairs, names a few
+// and counts the rest: a job of a thousand ranks made a line of 90 KB.
 func TestPairProcessesNamesAFew(t *testing.T) {
 	var a []procName
 	for i := range int32(1000) {
@@ -373,6 +374,12 @@ func TestPairProcessesNamesAFew(t *testing.T) {
 	if len(pairs) != 10 || len(warnings) != 1 ||
 		warnings[0] != "A: 990 processes with no counterpart in B, not compared: n10 (rank 10), n11 (rank 11), n12 (rank 12), n13 (rank 13), n14 (rank 14), n15 (rank 15), n16 (rank 16), n17 (rank 17), and 982 more" {
 		t.Errorf("%d pairs, warnings %q", len(pairs), warnings)
+	}
+	// Nothing pairs: the one-line error names a few of each side too, not a thousand.
+	err := noPairs("diff", "A", a, "B", []procName{{name: "solo"}})
+	if want := "diff: no processes to compare: A has n0 (rank 0), n1 (rank 1), n2 (rank 2), n3 (rank 3), n4 (rank 4), n5 (rank 5), n6 (rank 6), n7 (rank 7), and 992 more; " +
+		"B has solo (no rank) (processes pair by torchrun rank, those without one in order)"; err == nil || err.Error() != want {
+		t.Errorf("no pairs: %v; want %q", err, want)
 	}
 }
 
