@@ -161,7 +161,7 @@ func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 			len(diverged), info.Count(len(pairs), "pair"), first.label)
 	}
 	if len(unread) > 0 {
-		return usageErrorf("diff: %s could not be read (%s); the others are compared above", info.Count(len(unread), "pair"), strings.Join(unread, ", "))
+		return usageErrorf("diff: %s could not be read (%s); the others are compared above", info.Count(len(unread), "pair"), fewNames(unread))
 	}
 	if len(diverged) > 0 {
 		return exitWith(exitFound)
@@ -237,30 +237,23 @@ func pairProcesses(whereA string, a []procName, whereB string, b []procName) (pa
 	}{{whereA, whereB, onlyA}, {whereB, whereA, onlyB}} {
 		if len(side.procs) > 0 {
 			warnings = append(warnings, fmt.Sprintf("%s: %s with no counterpart in %s, not compared: %s",
-				side.where, info.Count(len(side.procs), "process"), side.other, procList(side.procs, unpairedShown)))
+				side.where, info.Count(len(side.procs), "process"), side.other, procList(side.procs)))
 		}
 	}
 	return pairs, warnings
 }
 
-// unpairedShown is how many processes of a side a warning or error about pairing names; a
-// job of thousands of ranks gets a count of the rest.
-const unpairedShown = 8
-
-// procList names processes with their ranks, at most max of them and a count of the rest.
-func procList(procs []procName, max int) string {
-	var parts []string
-	for _, p := range procs[:min(len(procs), max)] {
+// procList names processes with their ranks, as fewNames lists them.
+func procList(procs []procName) string {
+	parts := make([]string, len(procs))
+	for i, p := range procs {
 		rank := "no rank"
 		if p.rank != nil {
 			rank = fmt.Sprintf("rank %d", *p.rank)
 		}
-		parts = append(parts, fmt.Sprintf("%s (%s)", p.name, rank))
+		parts[i] = fmt.Sprintf("%s (%s)", p.name, rank)
 	}
-	if len(procs) > max {
-		parts = append(parts, fmt.Sprintf("and %d more", len(procs)-max))
-	}
-	return strings.Join(parts, ", ")
+	return fewNames(parts)
 }
 
 // noPairs is the error of a diff or verify where no process of one side pairs with one of the
@@ -270,7 +263,7 @@ func noPairs(verb, whereA string, a []procName, whereB string, b []procName) err
 		if len(procs) == 0 {
 			return "no process that made kernel launches"
 		}
-		return procList(procs, unpairedShown)
+		return procList(procs)
 	}
 	return usageErrorf("%s: no processes to compare: %s has %s; %s has %s (processes pair by torchrun rank, those without one in order)",
 		verb, whereA, list(a), whereB, list(b))

@@ -149,12 +149,12 @@ func pickProcess(verb string, set *recording.Set, which string) (*recording.Proc
 	}
 	unread := ""
 	if len(damaged) > 0 {
-		unread = fmt.Sprintf("; %s cannot be read (gpurr info %s says why)", strings.Join(damaged, ", "), set.Dir)
+		unread = fmt.Sprintf("; %s cannot be read (gpurr info %s says why)", fewNames(damaged), set.Dir)
 	}
 	if which == "" {
-		return nil, usageErrorf("%s: %s holds %d processes; pick one with --process (%s)%s", verb, set.Dir, len(set.Processes), strings.Join(names, ", "), unread)
+		return nil, usageErrorf("%s: %s holds %d processes; pick one with --process (%s)%s", verb, set.Dir, len(set.Processes), fewNames(names), unread)
 	}
-	return nil, usageErrorf("%s: %s has no process %q; it holds %s (--process takes a name, a pid or a rank)%s", verb, set.Dir, which, strings.Join(names, ", "), unread)
+	return nil, usageErrorf("%s: %s has no process %q; it holds %s (--process takes a name, a pid or a rank)%s", verb, set.Dir, which, fewNames(names), unread)
 }
 
 // matchProcess finds the process which names: by its directory name, else by a pid or rank
@@ -180,7 +180,19 @@ func matchProcess(verb string, set *recording.Set, which string) (*recording.Pro
 	for _, p := range all {
 		names = append(names, p.Name)
 	}
-	return nil, usageErrorf("%s: --process %s is the pid or rank of %d processes (%s): name one by its directory name", verb, which, len(all), strings.Join(names, ", "))
+	return nil, usageErrorf("%s: --process %s is the pid or rank of %d processes (%s): name one by its directory name", verb, which, len(all), fewNames(names))
+}
+
+// namesShown is how many names a message lists (fewNames): a job of thousands of ranks gets
+// a count of the rest, not a line of tens of kilobytes.
+const namesShown = 8
+
+// fewNames joins names with commas, the first namesShown of them and a count of the rest.
+func fewNames(names []string) string {
+	if len(names) > namesShown {
+		names = append(names[:namesShown:namesShown], fmt.Sprintf("and %d more", len(names)-namesShown))
+	}
+	return strings.Join(names, ", ")
 }
 
 // positional checks a verb's argument count: at least min and at most max (-1: no limit),

@@ -139,7 +139,7 @@ func runVerify(cmd *cobra.Command, o verifyOptions, path string) error {
 		reportUnmatched(out, o.unmatched, "the recording", "the manifest", run, e.Run, res)
 	}
 	if len(unread) > 0 {
-		return usageErrorf("verify: %s could not be read (%s); the others are verified above", info.Count(len(unread), "process"), strings.Join(unread, ", "))
+		return usageErrorf("verify: %s could not be read (%s); the others are verified above", info.Count(len(unread), "process"), fewNames(unread))
 	}
 	if differ {
 		return exitWith(exitFound)
