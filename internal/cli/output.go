@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gpurr/gpurr/internal/outdir"
 	"github.com/gpurr/gpurr/recording"
 )
 
@@ -26,7 +27,8 @@ type output struct {
 	f       *os.File // nil for stdout
 	stream  bool
 	done    bool
-	Written int64 // bytes written so far
+	release func() // an interrupt no longer removes the temporary file
+	Written int64  // bytes written so far
 }
 
 // createOutput opens path for verb's output ("-" is stdout). inputs are what the verb reads
@@ -81,11 +83,18 @@ func createFlagOutput(verb, flag, path string, stdout io.Writer, force bool, inp
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil, usageErrorf("%s: %s %s: directory %s does not exist", verb, flag, path, dir)
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(o.target)+".*.tmp")
+	// An interrupt removes the temporary file: Commit has not run.
+	o.release, err = outdir.Undoable(func() (func(), error) {
+		f, err := os.CreateTemp(dir, "."+filepath.Base(o.target)+".*.tmp")
+		if err != nil {
+			return nil, err
+		}
+		o.f = f
+		return func() { os.Remove(f.Name()) }, nil
+	})
 	if err != nil {
 		return nil, usageErrorf("%s: %s %s: cannot create a file in %s: %v", verb, flag, path, dir, plainError(err))
 	}
-	o.f = f
 	return o, nil
 }
 
@@ -114,6 +123,7 @@ func (o *output) Commit() error {
 		}
 		return nil
 	}
+	defer o.release()
 	err := o.f.Close()
 	if err == nil {
 		err = os.Rename(o.f.Name(), o.target)
@@ -139,6 +149,7 @@ func (o *output) Abort() {
 	}
 	o.f.Close()
 	os.Remove(o.f.Name())
+	o.release()
 }
 
 // sameFile reports whether o and p would end up as one file: the same path spelt two ways,

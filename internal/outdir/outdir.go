@@ -1,7 +1,8 @@
-// Package outdir undoes a command's output folder when the command fails part way: the
-// verbs that write a folder of files (export --parquet, extract) leave it as they found it,
-// gone or as it was, so that the same command can run again instead of being refused
-// because the folder is not empty.
+// Package outdir undoes a command's output folder when the command fails part way or is
+// interrupted: the verbs that write a folder of files (export --parquet, extract) leave it as
+// they found it, gone or as it was, so that the same command can run again instead of being
+// refused because the folder is not empty. Undoable does the same for an interrupt (Ctrl-C)
+// of any output, the temporary file behind every -o included.
 package outdir
 
 import (

@@ -50,9 +50,13 @@ func Extract(src *Source, seq uint64, dir string) (int64, error) {
 // two extracts, one makes its recording.json, and the other fails before it writes.
 func extractInto(src *Source, c *Case, dir string) (int64, error) {
 	undo := outdir.Track(dir)
-	if err := recording.CreateSet(dir, src.Data.Process.GetArgv()); err != nil {
+	release, err := outdir.Undoable(func() (func(), error) { // an interrupt undoes the extract
+		return undo, recording.CreateSet(dir, src.Data.Process.GetArgv())
+	})
+	if err != nil {
 		return 0, err // nothing of this extract's is there
 	}
+	defer release()
 	n, err := extract(src, c, dir, filepath.Base(dir))
 	if err != nil {
 		undo()
@@ -72,7 +76,11 @@ func extractBeside(src *Source, c *Case, dir string) (int64, error) {
 	if err := os.MkdirAll(parent, 0o700); err != nil {
 		return 0, err
 	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(abs)+".tmp-")
+	var tmp string
+	release, err := outdir.Undoable(func() (func(), error) { // an interrupt removes the folder beside
+		tmp, err = os.MkdirTemp(parent, "."+filepath.Base(abs)+".tmp-")
+		return func() { os.RemoveAll(tmp) }, err
+	})
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
@@ -80,6 +88,7 @@ func extractBeside(src *Source, c *Case, dir string) (int64, error) {
 		}
 		return 0, fmt.Errorf("%s: cannot create a folder in %s: %w", dir, filepath.Dir(dir), err)
 	}
+	defer release()
 	var n int64
 	err = recording.CreateSet(tmp, src.Data.Process.GetArgv())
 	if err == nil {

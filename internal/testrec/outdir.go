@@ -4,8 +4,11 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // FailPartWay runs a command that writes a folder (run, given the folder) twice, once into a
@@ -18,13 +21,19 @@ func FailPartWay(tb testing.TB, want error, run func(out string) error) {
 		if err := run(out); !errors.Is(err, want) {
 			tb.Fatalf("%s: %v, want %v", out, err, want)
 		}
-		entries, err := os.ReadDir(out)
-		switch {
-		case existed != nil && !errors.Is(err, fs.ErrNotExist):
-			tb.Errorf("%s, made by the command: %v, %d entries left", out, err, len(entries))
-		case existed == nil && (err != nil || len(entries) != 0):
-			tb.Errorf("%s, there before: %v, %d entries left", out, err, len(entries))
-		}
+		asFound(tb, out, existed == nil)
+	}
+}
+
+// asFound requires out as a command found it: gone when it was not there, else empty.
+func asFound(tb testing.TB, out string, existed bool) {
+	tb.Helper()
+	entries, err := os.ReadDir(out)
+	switch {
+	case !existed && !errors.Is(err, fs.ErrNotExist):
+		tb.Errorf("%s, made by the command: %v, %d entries left", out, err, len(entries))
+	case existed && (err != nil || len(entries) != 0):
+		tb.Errorf("%s, there before: %v, %d entries left", out, err, len(entries))
 	}
 }
 
@@ -43,4 +52,38 @@ func AtOnce(n int, run func() error, lost func(error)) (won int) {
 		}
 	}
 	return won
+}
+
+// interruptEnv names, in the process InterruptPartWay starts, the folder it writes.
+const interruptEnv = "GPURR_TEST_INTERRUPTED_OUT"
+
+// InterruptPartWay is FailPartWay for an interrupt: it runs the calling test again in a
+// process of its own, where write runs the command into the folder and calls stop where the
+// command writes (a test hook: its next file, say); stop sends the process SIGINT and waits for
+// the end. It requires the process to exit 130, as an interrupted command does, and the folder
+// as the command found it: gone, or empty. In that process it runs write and nothing else.
+func InterruptPartWay(t *testing.T, write func(out string, stop func())) {
+	t.Helper()
+	if out := os.Getenv(interruptEnv); out != "" {
+		write(out, func() {
+			syscall.Kill(os.Getpid(), syscall.SIGINT)
+			time.Sleep(time.Minute) // the interrupt ends the process first
+			os.Exit(99)
+		})
+		os.Exit(98) // write never called stop
+	}
+	for _, out := range []string{filepath.Join(t.TempDir(), "out"), t.TempDir()} {
+		_, existed := os.Stat(out)
+		cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
+		// The process ends without its tests' cleanup: its temporary files go where this one's do.
+		cmd.Env = append(os.Environ(), interruptEnv+"="+out, "TMPDIR="+t.TempDir())
+		log, err := cmd.CombinedOutput()
+		if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGINT) {
+			t.Fatalf("%s: exit %d (%v), want 130:\n%s", out, code, err, log)
+		}
+		asFound(t, out, existed == nil)
+		if beside, _ := filepath.Glob(filepath.Join(filepath.Dir(out), ".*")); len(beside) > 0 {
+			t.Errorf("%s: left beside it: %v", out, beside)
+		}
+	}
 }

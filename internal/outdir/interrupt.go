@@ -1,0 +1,71 @@
+package outdir
+
+import (
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+)
+
+// interrupts holds, while a command writes its output, how to undo what it made so far. An
+// interrupt (Ctrl-C, SIGTERM, SIGHUP) runs every undo and ends the process with the shell's
+// code for the signal (128 + its number), so that the same command can run again into the same
+// place instead of meeting a hidden temporary file or folder there.
+var interrupts struct {
+	sync.Mutex
+	catch sync.Once
+	next  int
+	undo  map[int]func()
+}
+
+// interruptSignals are the signals that end a command writing its output.
+var interruptSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+
+// Undoable runs create, which creates something of the command's output (a temporary file, a
+// folder, a marker) and returns how to remove it. When create succeeds, an interrupt until
+// release runs that undo before the process exits; release, which may be called more than
+// once, is for when the output is whole or already undone. create runs with interrupts held
+// off, so that none comes between what it creates and its undo being known: one that arrives
+// meanwhile waits for create and then undoes what it made. create must not call Undoable.
+func Undoable(create func() (undo func(), err error)) (release func(), err error) {
+	interrupts.catch.Do(func() {
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, interruptSignals...)
+		go onInterrupt(ch)
+	})
+	interrupts.Lock()
+	defer interrupts.Unlock()
+	undo, err := create()
+	if err != nil {
+		return func() {}, err
+	}
+	if interrupts.undo == nil {
+		interrupts.undo = map[int]func(){}
+	}
+	id := interrupts.next
+	interrupts.next++
+	interrupts.undo[id] = undo
+	return func() {
+		interrupts.Lock()
+		delete(interrupts.undo, id)
+		interrupts.Unlock()
+	}, nil
+}
+
+// onInterrupt waits for an interrupt, undoes every output still being written, the newest
+// first, and ends the process. The lock is kept to the end: no output is released or begun
+// meanwhile.
+func onInterrupt(ch <-chan os.Signal) {
+	sig := <-ch
+	interrupts.Lock()
+	for id := interrupts.next - 1; id >= 0; id-- {
+		if undo, ok := interrupts.undo[id]; ok {
+			undo()
+		}
+	}
+	code := 128 + int(syscall.SIGINT)
+	if s, ok := sig.(syscall.Signal); ok {
+		code = 128 + int(s)
+	}
+	os.Exit(code)
+}
