@@ -188,11 +188,14 @@ func matchProcess(verb string, set *recording.Set, which string) (*recording.Pro
 const namesShown = 8
 
 // fewNames joins names with commas, the first namesShown of them and a count of the rest.
-func fewNames(names []string) string {
-	if len(names) > namesShown {
-		names = append(names[:namesShown:namesShown], fmt.Sprintf("and %d more", len(names)-namesShown))
+func fewNames(names []string) string { return few(names, ", ") }
+
+// few joins the first namesShown of items with sep, and a count of the rest.
+func few(items []string, sep string) string {
+	if len(items) > namesShown {
+		items = append(items[:namesShown:namesShown], fmt.Sprintf("and %d more", len(items)-namesShown))
 	}
-	return strings.Join(names, ", ")
+	return strings.Join(items, sep)
 }
 
 // positional checks a verb's argument count: at least min and at most max (-1: no limit),

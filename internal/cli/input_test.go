@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/gpurr/gpurr/internal/info"
 	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
@@ -32,5 +33,19 @@ func TestPickProcessNamesAFew(t *testing.T) {
 	}
 	if p, err := pickProcess("nan", set, "n7-224"); err != nil || p != set.Processes[999] {
 		t.Errorf("--process n7-224: %v, %v", p, err)
+	}
+}
+
+// A job killed whole (every rank incomplete) gets info's one-line error with a few ranks and
+// a count of the rest: it named every rank, 45 KB for 2000.
+func TestProblemsNamesAFew(t *testing.T) {
+	r := &info.Report{}
+	for i := range 2000 {
+		r.Processes = append(r.Processes, &info.Process{Name: fmt.Sprintf("n%d", i), Damaged: map[bool]string{true: "checksum mismatch"}[i == 1]})
+	}
+	want := "job: recording has problems (n0: incomplete; n1: damaged; n2: incomplete; n3: incomplete; n4: incomplete; n5: incomplete; " +
+		"n6: incomplete; n7: incomplete; and 1992 more); see the report"
+	if err := problemsError("job", r); err == nil || err.Error() != want {
+		t.Errorf("%v; want %q", err, want)
 	}
 }
