@@ -202,6 +202,10 @@ func pairProcesses(whereA string, a []procName, whereB string, b []procName) (pa
 		}
 	}
 	pairedB := make([]bool, len(b))
+	// Programs of A and B that differ, in the order first met; the warning of the first pair
+	// that ran them, and how many pairs did.
+	var programs [][2]string
+	firstWarning, pairsAlike := map[[2]string]string{}, map[[2]string]int{}
 	var onlyA []procName
 	for i, p := range a {
 		queue := unrankedB
@@ -220,10 +224,24 @@ func pairProcesses(whereA string, a []procName, whereB string, b []procName) (pa
 		}
 		pairedB[j] = true
 		q := b[j]
-		if ca, cb := strings.Join(p.argv, " "), strings.Join(q.argv, " "); program(p.argv) != program(q.argv) {
-			warnings = append(warnings, fmt.Sprintf("%s ran %q, %s ran %q: different programs? aligning what can be aligned", p.name, ca, q.name, cb))
+		if progA, progB := program(p.argv), program(q.argv); progA != progB {
+			key := [2]string{progA, progB}
+			if _, ok := firstWarning[key]; !ok {
+				programs = append(programs, key)
+				firstWarning[key] = fmt.Sprintf("%s ran %q, %s ran %q: different programs? aligning what can be aligned",
+					p.name, strings.Join(p.argv, " "), q.name, strings.Join(q.argv, " "))
+			}
+			pairsAlike[key]++
 		}
 		pairs = append(pairs, [2]int{i, j})
+	}
+	// Every rank of a job runs the same program: one line for all pairs that differ alike.
+	for _, key := range programs {
+		w := firstWarning[key]
+		if n := pairsAlike[key] - 1; n > 0 {
+			w += fmt.Sprintf(" (and %s alike)", info.Count(n, "more pair"))
+		}
+		warnings = append(warnings, w)
 	}
 	var onlyB []procName
 	for j, q := range b {

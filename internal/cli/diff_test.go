@@ -363,7 +363,8 @@ func TestDiffRanksThatPairWithNone(t *testing.T) {
 }
 
 // A warning about processes that pair with none, or the error when none pairs, names a few
-// and counts the rest: a job of a thousand ranks made a line of 90 KB.
+// and counts the rest: a job of a thousand ranks made a line of 90 KB. Pairs that ran other
+// programs alike get one warning, not one each.
 func TestPairProcessesNamesAFew(t *testing.T) {
 	var a []procName
 	for i := range int32(1000) {
@@ -374,6 +375,16 @@ func TestPairProcessesNamesAFew(t *testing.T) {
 	if len(pairs) != 10 || len(warnings) != 1 ||
 		warnings[0] != "A: 990 processes with no counterpart in B, not compared: n10 (rank 10), n11 (rank 11), n12 (rank 12), n13 (rank 13), n14 (rank 14), n15 (rank 15), n16 (rank 16), n17 (rank 17), and 982 more" {
 		t.Errorf("%d pairs, warnings %q", len(pairs), warnings)
+	}
+	// A thousand ranks that ran another program than their pairs: one line, not a thousand.
+	var b []procName
+	for i := range a {
+		a[i].argv = []string{"python", "train.py"}
+		b = append(b, procName{name: a[i].name, rank: a[i].rank, argv: []string{"python", "eval.py"}})
+	}
+	if _, warnings := pairProcesses("A", a, "B", b); len(warnings) != 1 ||
+		warnings[0] != `n0 ran "python train.py", n0 ran "python eval.py": different programs? aligning what can be aligned (and 999 more pairs alike)` {
+		t.Errorf("other programs: warnings %q", warnings)
 	}
 	// Nothing pairs: the one-line error names a few of each side too, not a thousand.
 	err := noPairs("diff", "A", a, "B", []procName{{name: "solo"}})
