@@ -22,7 +22,7 @@ import (
 // modules folder.
 type Set struct {
 	Dir       string     // the recording directory (holds modules/)
-	Processes []*Process // sorted by rank, then host and pid
+	Processes []*Process // sorted by rank, then host, pid and name
 	// Damaged holds one error per process directory that could not be opened (a damaged
 	// header or first frame, an empty events file, one that is not a regular file), each a
 	// *ProcessError naming its file; Open reads the other processes and fails only when none
@@ -173,7 +173,15 @@ func processLess(a, b *Process) bool {
 	if a.Info.GetHostname() != b.Info.GetHostname() {
 		return a.Info.GetHostname() < b.Info.GetHostname()
 	}
-	return a.Info.GetPid() < b.Info.GetPid()
+	if a.Info.GetPid() != b.Info.GetPid() {
+		return a.Info.GetPid() < b.Info.GetPid()
+	}
+	// Processes of containers that share host and pid (CreateNew): by name, host-1 before
+	// host-1+2, +2 before +10, the same in every reading, so that diff pairs them alike.
+	if len(a.Name) != len(b.Name) {
+		return len(a.Name) < len(b.Name)
+	}
+	return a.Name < b.Name
 }
 
 func unwrapPathError(err error) error {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -358,6 +359,73 @@ func TestCreateRefusesExisting(t *testing.T) {
 	writeProcess(t, dir, "p", testrec.Batches(0))
 	if _, err := recording.Create(dir, "p", testrec.Batches(0)[0]); err == nil {
 		t.Fatal("Create over an existing events file succeeded; it must never append to another run")
+	}
+}
+
+// Processes of containers on one host with its network have its host name and pids of their
+// own PID namespace: several can be box-1. CreateNew gives each a directory of its own, where
+// Create would find the first's events file and fail, and Open reads them all, in the order
+// they took the name.
+func TestCreateNewNumbersTakenNames(t *testing.T) {
+	dir := t.TempDir()
+	var made []string
+	for range 11 {
+		w, err := recording.CreateNew(dir, "box-1", &pb.Batch{Process: &pb.Process{Hostname: "box", Pid: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		made = append(made, filepath.Base(w.Dir()))
+		if err := errors.Join(w.Write(&pb.Batch{End: &pb.End{Reason: "exit"}}), w.Close()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"box-1", "box-1+2", "box-1+3", "box-1+4", "box-1+5", "box-1+6", "box-1+7", "box-1+8", "box-1+9", "box-1+10", "box-1+11"}
+	if !slices.Equal(made, want) {
+		t.Fatalf("CreateNew made %q, want %q", made, want)
+	}
+	set, err := recording.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range set.Processes {
+		got = append(got, p.Name)
+		d, err := p.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !d.Complete() || d.Process.GetPid() != 1 {
+			t.Errorf("%s: complete %v, process %v; want the whole process", p.Name, d.Complete(), d.Process)
+		}
+	}
+	if !slices.Equal(got, want) || len(set.Damaged) != 0 {
+		t.Errorf("Open read %q (damaged %v), want %q", got, set.Damaged, want)
+	}
+	if p := set.Process("box-1+10"); p == nil || p.Name != "box-1+10" {
+		t.Errorf("Process(box-1+10) = %v", p)
+	}
+}
+
+// CreateNew makes no directory of a name where something else is (a file, a symlink to
+// elsewhere): it takes the next name.
+func TestCreateNewPassesOverWhatIsThere(t *testing.T) {
+	dir, elsewhere := t.TempDir(), t.TempDir()
+	if err := os.Symlink(elsewhere, filepath.Join(dir, "box-1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "box-1+2"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w, err := recording.CreateNew(dir, "box-1", testrec.Batches(0)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if w.Dir() != filepath.Join(dir, "box-1+3") {
+		t.Errorf("CreateNew made %s, want box-1+3", w.Dir())
+	}
+	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
+		t.Errorf("CreateNew wrote through the symlink: %v", entries)
 	}
 }
 

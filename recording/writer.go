@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -45,6 +46,43 @@ func Create(setDir, name string, first *pb.Batch) (*Writer, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
+	return create(setDir, dir, first)
+}
+
+// maxTakenNames is how many processes of one recording CreateNew lets share a name.
+const maxTakenNames = 10000
+
+// CreateNew is Create for a process that may share its name with another of the recording:
+// containers on one host with its network share its host name and number their pids from 1
+// in PID namespaces of their own, so two of their processes can both be host-1. It makes
+// the process directory only where nothing is, as name, else name+"+2", name+"+3" and so on,
+// so that a process never writes in another's directory; Writer.Dir says which it made.
+func CreateNew(setDir, name string, first *pb.Batch) (*Writer, error) {
+	if err := os.MkdirAll(setDir, 0o700); err != nil {
+		return nil, err
+	}
+	for n := 1; ; n++ {
+		dir := filepath.Join(setDir, name)
+		if n > 1 {
+			dir += "+" + strconv.Itoa(n)
+		}
+		err := os.Mkdir(dir, 0o700)
+		if errors.Is(err, fs.ErrExist) && n < maxTakenNames {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		w, err := create(setDir, dir, first)
+		if err != nil {
+			os.RemoveAll(dir) // made by this call: no other process writes in it
+		}
+		return w, err
+	}
+}
+
+// create starts the events file in the process directory dir, made.
+func create(setDir, dir string, first *pb.Batch) (*Writer, error) {
 	f, err := os.OpenFile(filepath.Join(dir, EventsFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err

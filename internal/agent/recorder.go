@@ -95,7 +95,8 @@ func newRecorder(out string, cfg config) (*recorder, error) {
 	name := processDirName(info)
 	// The Process frame is written once the agent has started and filled
 	// in what it learned (versions, clock), by start.
-	w, err := recording.Create(out, name, nil)
+	// CreateNew, not Create: another process of the recording may have the same name.
+	w, err := recording.CreateNew(out, name, nil)
 	if err != nil {
 		return nil, fmt.Errorf("create recording: %w", err)
 	}
@@ -186,7 +187,9 @@ func envInt(name string) *int32 {
 }
 
 // processDirName names a process's directory: rank first where there is
-// one, so listings sort by rank; host and pid make it unique.
+// one, so listings sort by rank. Host and pid tell most processes apart, but
+// not those of containers on one host with its network, whose pids start at
+// 1 in each: recording.CreateNew numbers the later ones.
 func processDirName(p *pb.Process) string {
 	name := fmt.Sprintf("%s-%d", p.Hostname, p.Pid)
 	if p.Rank != nil {
