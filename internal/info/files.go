@@ -10,21 +10,64 @@ import (
 	"github.com/gpurr/gpurr/recording"
 	"github.com/gpurr/gpurr/recording/chunkstore"
 	"github.com/gpurr/gpurr/recording/memview"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
-// checkFiles looks at the files beside the events file that the process's records point to:
-// missing are the digests of module images it stored that are not there; damaged names, one
-// line each, files that are damaged or missing where the recording needs them whole: a module
-// image of another size than stored, and the chunk store of its snapshots (its packs, and the
-// chunks its snapshots name that it lacks beyond those dropped while recording). It reads no
-// chunk's bytes: a damaged entry inside a whole pack is found when read.
-func checkFiles(p *recording.Process, d *recording.Data) (missing, damaged []string) {
+// fileCheck looks at the files beside the events file that the process's records point to,
+// as its records are read: module images, and the chunk store of its snapshots (its packs,
+// and the chunks its snapshots name that it lacks beyond those dropped while recording),
+// opened at the first snapshot. It reads no chunk's bytes: a damaged entry inside a whole pack
+// is found when read.
+type fileCheck struct {
+	p         *recording.Process
+	snapshots int
+	store     *chunkstore.Reader
+	storeErr  error
+	absent    uint64
+}
+
+// state checks the chunks a snapshot names.
+func (c *fileCheck) state(s *pb.MemoryState) {
+	if !memview.HasBytes(s) {
+		return
+	}
+	c.snapshots++
+	if c.snapshots == 1 {
+		c.store, c.storeErr = chunkstore.Open(c.p.Dir)
+	}
+	if c.store == nil {
+		return
+	}
+	for _, rs := range s.GetRegions() {
+		lacking := uint64(0)
+		for _, h := range recording.ChunkHashes(rs) {
+			if !c.store.Has([16]byte(h)) {
+				lacking++
+			}
+		}
+		c.absent += lacking - min(lacking, uint64(rs.GetChunksMissing()))
+	}
+}
+
+// close closes the chunk store, if it was opened (c may be nil).
+func (c *fileCheck) close() {
+	if c != nil && c.store != nil {
+		c.store.Close()
+		c.store = nil
+	}
+}
+
+// finish says what is wrong: missing are the digests of module images the process stored
+// that are not there; damaged names, one line each, files that are damaged or missing where
+// the recording needs them whole: a module image of another size than stored, and the chunk
+// store of its snapshots.
+func (c *fileCheck) finish(modules []*pb.Module) (missing, damaged []string) {
 	var out []string
-	for _, m := range d.Modules {
+	for _, m := range modules {
 		if !m.GetStored() {
 			continue // modules_failed counts it
 		}
-		path := p.ModulePath(m.GetSha256())
+		path := c.p.ModulePath(m.GetSha256())
 		st, err := os.Stat(path)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -35,41 +78,18 @@ func checkFiles(p *recording.Process, d *recording.Data) (missing, damaged []str
 			out = append(out, fmt.Sprintf("%s: module image of %d bytes, the recording stored %d", path, st.Size(), m.GetSize()))
 		}
 	}
-	snapshots := 0
-	for _, s := range d.Memory {
-		if memview.HasBytes(s) {
-			snapshots++
-		}
-	}
-	if snapshots == 0 {
+	if c.snapshots == 0 {
 		return missing, out
 	}
-	store, err := chunkstore.Open(p.Dir)
-	if errors.Is(err, chunkstore.ErrNoChunks) {
-		return missing, append(out, fmt.Sprintf("%s: missing, and %s hold bytes in it", filepath.Join(p.Dir, chunkstore.DirName), Count(snapshots, "snapshot")))
+	if errors.Is(c.storeErr, chunkstore.ErrNoChunks) {
+		return missing, append(out, fmt.Sprintf("%s: missing, and %s hold bytes in it", filepath.Join(c.p.Dir, chunkstore.DirName), Count(c.snapshots, "snapshot")))
 	}
-	if err != nil {
-		return missing, append(out, fmt.Sprintf("chunk store: %v", err))
+	if c.storeErr != nil {
+		return missing, append(out, fmt.Sprintf("chunk store: %v", c.storeErr))
 	}
-	defer store.Close()
-	out = append(out, store.Recovery().Problems()...)
-	var absent uint64
-	for _, s := range d.Memory {
-		if !memview.HasBytes(s) {
-			continue
-		}
-		for _, rs := range s.GetRegions() {
-			lacking := uint64(0)
-			for _, h := range recording.ChunkHashes(rs) {
-				if !store.Has([16]byte(h)) {
-					lacking++
-				}
-			}
-			absent += lacking - min(lacking, uint64(rs.GetChunksMissing()))
-		}
-	}
-	if absent > 0 {
-		out = append(out, fmt.Sprintf("%s: %s that snapshots name not in the store, and not dropped while recording: lost with its files", store.Dir(), Count(absent, "chunk")))
+	out = append(out, c.store.Recovery().Problems()...)
+	if c.absent > 0 {
+		out = append(out, fmt.Sprintf("%s: %s that snapshots name not in the store, and not dropped while recording: lost with its files", c.store.Dir(), Count(c.absent, "chunk")))
 	}
 	return missing, out
 }

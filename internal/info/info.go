@@ -184,7 +184,8 @@ func (p *Process) Problems() []string {
 	return append(out, p.Memory.problems()...)
 }
 
-// Summarize reads every process of set.
+// Summarize reads every process of set, each once from start to end, keeping what its
+// summary adds up but never the records themselves (summary).
 func Summarize(set *recording.Set, name string) (*Report, error) {
 	r := &Report{Recording: name}
 	identities := map[uint64]bool{}
@@ -194,7 +195,7 @@ func Summarize(set *recording.Set, name string) (*Report, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", p.Dir, err)
 		}
-		d, err := p.Load()
+		proc, ids, err := summarizeProcess(p, steps)
 		if err != nil {
 			// One damaged process does not hide the others: it is reported, they are read.
 			if len(set.Processes) == 1 {
@@ -204,11 +205,9 @@ func Summarize(set *recording.Set, name string) (*Report, error) {
 			r.Processes = append(r.Processes, &Process{Name: p.Name, Damaged: err.Error()})
 			continue
 		}
-		proc := summarize(p.Name, d, steps)
-		proc.ModulesMissing, proc.Files = checkFiles(p, d)
 		r.Processes = append(r.Processes, proc)
-		for _, k := range d.Kernels {
-			identities[k.GetIdentity()] = true
+		for id := range ids {
+			identities[id] = true
 		}
 	}
 	// Processes Open could not open at all (an empty events file) are reported as damaged too.
@@ -245,56 +244,17 @@ func Summarize(set *recording.Set, name string) (*Report, error) {
 	return r, nil
 }
 
-// summarize describes a process from its records; steps numbers its launches by training step.
-func summarize(name string, d *recording.Data, steps *recording.Stepper) *Process {
-	info := d.Process
-	if info == nil {
-		info = &pb.Process{}
+// summarizeProcess reads p's records once, in order, and describes the process; ids are the
+// identities of its kernels.
+func summarizeProcess(p *recording.Process, steps *recording.Stepper) (proc *Process, ids map[uint64]bool, err error) {
+	s := newSummary(p.Name, steps, p)
+	defer s.files.close()
+	res, err := p.Scan(s.add)
+	if err != nil {
+		return nil, nil, err
 	}
-	p := &Process{
-		Name: name, PID: info.GetPid(), PPID: info.GetPpid(), Host: info.GetHostname(),
-		Rank: info.Rank, LocalRank: info.LocalRank, WorldSize: info.WorldSize,
-		Argv: info.GetArgv(), Python: info.GetPython(), AgentVersion: info.GetAgentVersion(),
-		CuptiPath: info.GetCuptiPath(), DriverVersion: info.GetDriverVersion(),
-		CallstackMode: info.GetCallstackMode(), GPUTiming: info.GetGpuTiming(), TimingSerial: info.GetGpuTimingSerial(), TimingSample: info.GetGpuTimingSample(), KernelFilter: info.GetKernelFilter(),
-		GraphLaunches: len(d.GraphLaunches), KernelRuns: len(d.Activities), Kernels: len(d.Kernels),
-		Modules: len(d.Modules), Callstacks: len(d.Callstacks),
-		Complete: d.Complete(), Truncated: d.Truncated,
-		LaunchesFiltered: d.Stats.GetLaunchesFiltered(),
-		AgentNS:          d.Stats.GetAgentCallbackNs(),
-		AgentLaunchNS:    d.Stats.GetAgentLaunchNs(),
-		AgentParts:       agentParts(d.Stats),
-		Losses:           losses(d.Stats),
-		Memory:           summarizeMemory(d),
-		Probes:           summarizeProbes(d),
-	}
-	if d.End != nil {
-		p.EndReason = d.End.GetReason()
-	}
-	for _, dev := range d.Devices {
-		p.Devices = append(p.Devices, Device{
-			Ordinal: dev.GetOrdinal(), Name: dev.GetName(), UUID: dev.GetUuid(),
-			CC: ccString(dev), SMs: dev.GetSmCount(), MemoryBytes: dev.GetMemoryBytes(),
-		})
-	}
-	for _, m := range d.Modules {
-		p.ModuleBytes += m.GetSize()
-		if m.GetPtx() != "" {
-			p.ModulesWithPTX++
-		}
-	}
-	p.FirstNS, p.LastNS = span(d)
-	p.SpanNS = p.LastNS - p.FirstNS
-	p.countKernels(d, steps)
-	for _, e := range d.Log {
-		if e.GetLevel() == "error" {
-			p.Errors = append(p.Errors, &LogEntry{AtNS: since(info.GetStartNs(), e.GetHostNs()), Level: e.GetLevel(), Message: e.GetMessage()})
-		}
-	}
-	if len(p.Errors) > lastErrors {
-		p.Errors = p.Errors[len(p.Errors)-lastErrors:]
-	}
-	return p
+	proc, err = s.finish(res.Truncated)
+	return proc, s.identities, err
 }
 
 func ccString(d *pb.Device) string { return fmt.Sprintf("%d.%d", d.GetCcMajor(), d.GetCcMinor()) }
@@ -316,155 +276,6 @@ func since(start, t uint64) uint64 {
 		return 0
 	}
 	return t - start
-}
-
-// span is the first and last timestamp anywhere in the recording; host
-// and GPU timestamps share one clock.
-func span(d *recording.Data) (first, last uint64) {
-	see := func(ts uint64) {
-		if ts == 0 {
-			return
-		}
-		if first == 0 || ts < first {
-			first = ts
-		}
-		last = max(last, ts)
-	}
-	see(d.Process.GetStartNs())
-	for _, l := range d.Launches {
-		see(l.GetHostNs())
-	}
-	for _, g := range d.GraphLaunches {
-		see(g.GetHostNs())
-	}
-	for _, a := range d.Allocations {
-		see(a.GetHostNs())
-	}
-	for _, a := range d.Activities {
-		see(a.GetStartNs())
-		see(a.GetEndNs())
-	}
-	see(d.End.GetEndNs())
-	return first, last
-}
-
-// countKernels counts launches and GPU runs per kernel and keeps the top
-// ones. Kernels are keyed by mangled name, the one name both a launch (via
-// its kernel) and an activity carry.
-func (p *Process) countKernels(d *recording.Data, steps *recording.Stepper) {
-	links := d.Links()
-	uses := map[string]*KernelUse{}
-	use := func(name string) *KernelUse {
-		u := uses[name]
-		if u == nil {
-			u = &KernelUse{}
-			uses[name] = u
-		}
-		return u
-	}
-	readable := map[string]string{}
-	for _, k := range d.Kernels {
-		readable[k.GetName()] = links.KernelName(k)
-	}
-	p.Autograd = summarizeAutograd(d, links)
-	steps.Add(&pb.Batch{Callstacks: d.Callstacks, Ranges: d.Ranges, RangeEnds: d.RangeEnds})
-	recording.EachCall(&pb.Batch{Launches: d.Launches, GraphLaunches: d.GraphLaunches},
-		func(l *pb.Launch) { steps.Launch(l) }, func(g *pb.GraphLaunch) { steps.GraphLaunch(g) })
-	p.Steps = steps.Steps()
-	p.StepRange = steps.Range()
-	for _, l := range d.Launches {
-		if l.GetCaptured() {
-			p.Captured++
-			continue
-		}
-		p.Launches++
-		if l.GetUntimed() {
-			p.Untimed++
-		}
-		use(links.Kernel(l.GetKernelId()).GetName()).Launches++
-	}
-	lines := map[string]*LineUse{}
-	ranges, rangeSummary := newRangeCounter(d)
-	// Kernels never fail to join (fn returns no error).
-	_ = d.JoinKernels(links, func(a *pb.KernelActivity, l *pb.Launch, g *pb.GraphLaunch) error {
-		u := use(a.GetName())
-		u.Runs++
-		var ns uint64
-		// Clocks that go backwards would make a huge unsigned duration.
-		if a.GetEndNs() > a.GetStartNs() {
-			ns = a.GetEndNs() - a.GetStartNs()
-		}
-		u.GPUTimeNS += ns
-		p.GPUTimeNS += ns
-		ranges.add(rangeOf(l, g), ns)
-		if l == nil {
-			p.UnlinkedRuns++
-			return nil
-		}
-		line := recording.Line(links.Callstack(links.LineCallstack(l)))
-		if line == "" {
-			return nil
-		}
-		lu := lines[line]
-		if lu == nil {
-			lu = &LineUse{Line: line}
-			lines[line] = lu
-		}
-		lu.Runs++
-		lu.GPUTimeNS += ns
-		if l.GetAutograd().GetBackwardNode() != "" {
-			lu.BackwardRuns++
-			lu.BackwardGPUTimeNS += ns
-		}
-		return nil
-	})
-	if ranges != nil {
-		rangeSummary.Top = ranges.top()
-		p.Ranges = rangeSummary
-	}
-	for _, lu := range lines {
-		p.TopLines = append(p.TopLines, *lu)
-	}
-	slices.SortFunc(p.TopLines, func(a, b LineUse) int {
-		return cmp.Or(cmp.Compare(b.GPUTimeNS, a.GPUTimeNS), cmp.Compare(b.Runs, a.Runs), cmp.Compare(a.Line, b.Line))
-	})
-	p.TopLines = p.TopLines[:min(len(p.TopLines), topKernels)]
-	all := make([]KernelUse, 0, len(uses))
-	for name, u := range uses {
-		r, ok := readable[name]
-		if !ok {
-			r = links.Demangle(name)
-		}
-		u.Name = shorten(r, 80)
-		all = append(all, *u)
-	}
-	p.TopByCount = top(all, func(a, b KernelUse) int {
-		return cmp.Or(cmp.Compare(b.Runs, a.Runs), cmp.Compare(b.Launches, a.Launches), cmp.Compare(a.Name, b.Name))
-	})
-	p.TopByTime = top(all, func(a, b KernelUse) int {
-		return cmp.Or(cmp.Compare(b.GPUTimeNS, a.GPUTimeNS), cmp.Compare(b.Runs, a.Runs), cmp.Compare(a.Name, b.Name))
-	})
-}
-
-// summarizeAutograd counts the launches made inside an autograd node's
-// backward and those linked to their forward line; nil for a process
-// without torch whose launches carry no autograd context.
-func summarizeAutograd(d *recording.Data, links *recording.Links) *Autograd {
-	info := d.Process.GetAutograd()
-	a := &Autograd{TorchVersion: info.GetTorchVersion(), Linked: info.GetLinked(), Reason: info.GetReason()}
-	for _, l := range d.Launches {
-		if l.GetAutograd().GetBackwardNode() == "" {
-			continue
-		}
-		a.BackwardLaunches++
-		if links.Forward(l) != nil {
-			a.BackwardLinked++
-		}
-	}
-	if info == nil && a.BackwardLaunches == 0 {
-		return nil
-	}
-	return a
 }
 
 func top(all []KernelUse, order func(a, b KernelUse) int) []KernelUse {

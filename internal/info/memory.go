@@ -94,13 +94,83 @@ var failedStatuses = []pb.MemoryPlan_Status{
 	pb.MemoryPlan_SKIPPED_ERROR,
 }
 
-// summarizeMemory is nil when the recording has no memory capture.
-func summarizeMemory(d *recording.Data) *Memory {
-	cfg := d.Process.GetMemory()
+// memoryCounter adds up what memory capture did, launch by launch and state by state.
+type memoryCounter struct {
+	statuses map[pb.MemoryPlan_Status]uint64
+	selected uint64
+	// proved are the parameters of each kernel (by id) that its PTX proves no store goes
+	// through.
+	proved        map[uint64][]*pb.ParamInfo
+	all, readOnly uint64 // readOnlyBytes
+	reasons       map[string]uint64
+	chunksMissing uint64
+	unknown       uint64
+	misses        []*pb.WriteSetMiss // every one is reported; an audit finds few
+}
+
+func newMemoryCounter() *memoryCounter {
+	return &memoryCounter{statuses: map[pb.MemoryPlan_Status]uint64{}, proved: map[uint64][]*pb.ParamInfo{}, reasons: map[string]uint64{}}
+}
+
+func (c *memoryCounter) kernel(k *pb.Kernel) {
+	for _, p := range k.GetParams() {
+		if p.GetProvedReadOnly() {
+			c.proved[k.GetId()] = append(c.proved[k.GetId()], p)
+		}
+	}
+}
+
+// launch counts a launch by its memory status and sums its regions: all those of the launches
+// memory capture covered, and of those the regions every pointer into which is a parameter
+// word the kernel's PTX proves no store goes through (a region no pointer word is known for
+// counts as written).
+func (c *memoryCounter) launch(l *pb.Launch) {
+	if p := l.GetMemory(); p != nil {
+		c.statuses[p.GetStatus()]++
+		if p.GetSnapshotSelected() {
+			c.selected++
+		}
+	}
+	if st := l.GetMemory().GetStatus(); st != pb.MemoryPlan_HASH && st != pb.MemoryPlan_SNAPSHOT {
+		return
+	}
+	params := c.proved[l.GetKernelId()]
+	covered := func(off uint32) bool {
+		for _, p := range params {
+			if off >= p.GetOffset() && off+8 <= p.GetOffset()+p.GetSize() {
+				return true
+			}
+		}
+		return false
+	}
+	for _, r := range l.GetRegions() {
+		c.all += r.GetSize()
+		ro := len(params) > 0 && len(r.GetParamOffsets()) > 0
+		for _, off := range r.GetParamOffsets() {
+			ro = ro && covered(off)
+		}
+		if ro {
+			c.readOnly += r.GetSize()
+		}
+	}
+}
+
+func (c *memoryCounter) state(st *pb.MemoryState) {
+	if st.GetLost() {
+		c.reasons[cmp.Or(st.GetLostReason(), "no reason given")]++
+	}
+	for _, r := range st.GetRegions() {
+		c.chunksMissing += uint64(r.GetChunksMissing())
+	}
+	c.unknown += uint64(recording.UnknownRegions(st))
+}
+
+// summarize is nil when the recording has no memory capture. links names the kernels.
+func (c *memoryCounter) summarize(info *pb.Process, s *pb.Stats, end *pb.End, links *recording.Links) *Memory {
+	cfg := info.GetMemory()
 	if cfg == nil {
 		return nil
 	}
-	s := d.Stats
 	m := &Memory{
 		Mode: cfg.GetMode(), ChunkBytes: cfg.GetChunkBytes(), SnapshotKernels: cfg.GetSnapshotKernels(),
 		SnapshotLaunches: cfg.GetSnapshotLaunches(), OnFull: cfg.GetOnFull(), StagingBytes: cfg.GetStagingBytes(),
@@ -117,90 +187,29 @@ func summarizeMemory(d *recording.Data) *Memory {
 		WriteSets: cfg.GetWriteSets(), AuditEvery: cfg.GetAuditEvery(),
 		RegionsCarriedProved: s.GetRegionsCarriedProved(), RegionsCarriedLearned: s.GetRegionsCarriedLearned(),
 		BytesCarried: s.GetBytesCarried(), RegionsCarriedUnknown: s.GetRegionsCarriedUnknown(),
-		WriteSetAudits: s.GetWriteSetAudits(), WriteSetMisses: max(s.GetWriteSetMisses(), uint64(len(d.WriteSetMisses))),
+		WriteSetAudits: s.GetWriteSetAudits(), WriteSetMisses: max(s.GetWriteSetMisses(), uint64(len(c.misses))),
+
+		SnapshotSelected: c.selected, ChunksMissing: c.chunksMissing, RegionBytes: c.all, ProvedReadOnlyBytes: c.readOnly,
 	}
-	if len(d.WriteSetMisses) > 0 {
-		links := recording.NewLinks() // kernel names only
-		links.Add(&pb.Batch{Kernels: d.Kernels}, false)
-		for _, w := range d.WriteSetMisses {
-			name := fmt.Sprintf("kernel %d", w.GetKernelId())
-			if k := links.Kernel(w.GetKernelId()); k != nil {
-				name = links.KernelName(k)
-			}
-			m.Misses = append(m.Misses, WriteSetMiss{Kernel: name, ParamOffsets: w.GetParamOffsets(), AuditSeq: w.GetAuditSeq(),
-				SinceSeq: w.GetSinceSeq(), AllocationID: w.GetAllocationId()})
+	for _, w := range c.misses {
+		name := fmt.Sprintf("kernel %d", w.GetKernelId())
+		if k := links.Kernel(w.GetKernelId()); k != nil {
+			name = links.KernelName(k)
 		}
+		m.Misses = append(m.Misses, WriteSetMiss{Kernel: name, ParamOffsets: w.GetParamOffsets(), AuditSeq: w.GetAuditSeq(),
+			SinceSeq: w.GetSinceSeq(), AllocationID: w.GetAllocationId()})
 	}
-	m.complete = d.End != nil
-	m.statuses = map[pb.MemoryPlan_Status]uint64{}
-	for _, l := range d.Launches {
-		if p := l.GetMemory(); p != nil {
-			m.statuses[p.GetStatus()]++
-			if p.GetSnapshotSelected() {
-				m.SnapshotSelected++
-			}
-		}
-	}
+	m.complete = end != nil
+	m.statuses = c.statuses
 	for _, st := range slices.Sorted(maps.Keys(m.statuses)) {
 		m.Launches = append(m.Launches, Counter{Name: statusText(st), Value: m.statuses[st]})
 	}
-	m.RegionBytes, m.ProvedReadOnlyBytes = readOnlyBytes(d)
-	reasons := map[string]uint64{}
-	var unknown uint64
-	for _, st := range d.Memory {
-		if st.GetLost() {
-			reasons[cmp.Or(st.GetLostReason(), "no reason given")]++
-		}
-		for _, r := range st.GetRegions() {
-			m.ChunksMissing += uint64(r.GetChunksMissing())
-		}
-		unknown += uint64(recording.UnknownRegions(st))
-	}
 	// The counter, or the states, where the recording ended before its last counters.
-	m.RegionsCarriedUnknown = max(m.RegionsCarriedUnknown, unknown)
-	for _, r := range slices.Sorted(maps.Keys(reasons)) {
-		m.LostReasons = append(m.LostReasons, Counter{Name: r, Value: reasons[r]})
+	m.RegionsCarriedUnknown = max(m.RegionsCarriedUnknown, c.unknown)
+	for _, r := range slices.Sorted(maps.Keys(c.reasons)) {
+		m.LostReasons = append(m.LostReasons, Counter{Name: r, Value: c.reasons[r]})
 	}
 	return m
-}
-
-// readOnlyBytes sums the regions of the launches memory capture covered, and of those the
-// regions every pointer into which is a parameter word the kernel's PTX proves no store goes
-// through (a region no pointer word is known for counts as written).
-func readOnlyBytes(d *recording.Data) (all, readOnly uint64) {
-	proved := map[uint64][]*pb.ParamInfo{}
-	for _, k := range d.Kernels {
-		for _, p := range k.GetParams() {
-			if p.GetProvedReadOnly() {
-				proved[k.GetId()] = append(proved[k.GetId()], p)
-			}
-		}
-	}
-	covered := func(params []*pb.ParamInfo, off uint32) bool {
-		for _, p := range params {
-			if off >= p.GetOffset() && off+8 <= p.GetOffset()+p.GetSize() {
-				return true
-			}
-		}
-		return false
-	}
-	for _, l := range d.Launches {
-		if st := l.GetMemory().GetStatus(); st != pb.MemoryPlan_HASH && st != pb.MemoryPlan_SNAPSHOT {
-			continue
-		}
-		params := proved[l.GetKernelId()]
-		for _, r := range l.GetRegions() {
-			all += r.GetSize()
-			ro := len(params) > 0 && len(r.GetParamOffsets()) > 0
-			for _, off := range r.GetParamOffsets() {
-				ro = ro && covered(params, off)
-			}
-			if ro {
-				readOnly += r.GetSize()
-			}
-		}
-	}
-	return all, readOnly
 }
 
 func statusText(st pb.MemoryPlan_Status) string { return cmp.Or(recording.EnumText(st), "unspecified") }

@@ -36,20 +36,41 @@ type ProbeSkipped struct {
 	Launches int    `json:"launches"`
 }
 
-// summarizeProbes is nil when the process was not recorded with --probe.
-func summarizeProbes(d *recording.Data) *Probes {
-	spec := d.Process.GetProbe()
-	if spec == "" && len(d.ProbeKernels) == 0 && len(d.ProbeResults) == 0 {
+// probeCounter counts probe results as they are read; it keeps the ProbeKernels (one or a few
+// per kernel) but no result.
+type probeCounter struct {
+	kernels         []*pb.ProbeKernel
+	results         int
+	probed, skipped int
+	reasons         map[string]int
+}
+
+func (c *probeCounter) add(b *pb.Batch) {
+	c.kernels = append(c.kernels, b.ProbeKernels...)
+	c.results += len(b.Probes)
+	for _, r := range b.Probes {
+		switch {
+		case r.GetSkipped() != "":
+			c.skipped++
+			c.reasons[r.GetSkipped()]++
+		case len(r.GetCtas()) > 0:
+			c.probed++
+		}
+	}
+}
+
+// summarize is nil when the process was not recorded with --probe. links names the kernels.
+func (c *probeCounter) summarize(info *pb.Process, s *pb.Stats, end *pb.End, links *recording.Links) *Probes {
+	spec := info.GetProbe()
+	if spec == "" && len(c.kernels) == 0 && c.results == 0 {
 		return nil
 	}
-	p := &Probes{Spec: spec}
-	links := recording.NewLinks() // kernel names only
-	links.Add(&pb.Batch{Kernels: d.Kernels}, false)
+	p := &Probes{Spec: spec, Probed: c.probed, Skipped: c.skipped}
 	// A module loaded more than once (once per thread) gives its kernel a handle, so a
 	// ProbeKernel, each time: count a kernel once by its identity (module and name), as
 	// gpurr probe --all does.
 	seen := map[string]bool{}
-	for _, k := range d.ProbeKernels {
+	for _, k := range c.kernels {
 		name, who := fmt.Sprintf("kernel %d", k.GetKernelId()), fmt.Sprint("id ", k.GetKernelId())
 		if kernel := links.Kernel(k.GetKernelId()); kernel != nil {
 			name = shorten(links.KernelName(kernel), 60)
@@ -68,25 +89,15 @@ func summarizeProbes(d *recording.Data) *Probes {
 		}
 		p.Not = append(p.Not, ProbeMiss{Kernel: name, Reason: k.GetReason()})
 	}
-	reasons := map[string]int{}
-	for _, r := range d.ProbeResults {
-		switch {
-		case r.GetSkipped() != "":
-			p.Skipped++
-			reasons[r.GetSkipped()]++
-		case len(r.GetCtas()) > 0:
-			p.Probed++
-		}
-	}
 	// The agent counts launches that ran with probes (probe_launches) and those it skipped
 	// before or at their launch (probe_skipped, each with its result); every other result is
 	// one of the former's.
-	if s := d.Stats; d.End != nil && s != nil {
-		if ran := uint64(len(d.ProbeResults)) - min(uint64(len(d.ProbeResults)), s.GetProbeSkipped()); s.GetProbeLaunches() > ran {
+	if end != nil && s != nil {
+		if ran := uint64(c.results) - min(uint64(c.results), s.GetProbeSkipped()); s.GetProbeLaunches() > ran {
 			p.NeverArrived = s.GetProbeLaunches() - ran
 		}
 	}
-	for reason, n := range reasons {
+	for reason, n := range c.reasons {
 		p.Reasons = append(p.Reasons, ProbeSkipped{Reason: reason, Launches: n})
 	}
 	slices.SortFunc(p.Reasons, func(a, b ProbeSkipped) int {

@@ -35,56 +35,105 @@ var digits = regexp.MustCompile(`[0-9]+`)
 // ... are one row.
 func rangeKey(r *pb.Range) string { return digits.ReplaceAllString(recording.RangeName(r), "N") }
 
-// rangeCounter sums kernels' GPU time under the names of the ranges they
-// were launched in, each name once per kernel however deep it nests.
+// rangeCounter sums kernels' GPU time under the names of the ranges they were launched in,
+// each name once per kernel however deep it nests. It keeps the ranges still open, and those
+// closed in the frame being read, each with the names it counts under; a call takes its
+// range's names when it is read, since a range is open while calls are made in it: so it
+// needs no memory for ranges that ended, however many a long run opens.
 type rangeCounter struct {
-	byID map[uint64]*recording.Range
-	uses map[string]*RangeUse
-	seen map[string]bool // the names of one kernel's ranges
+	open   map[uint64]*openRange
+	uses   map[string]*RangeUse
+	closed []uint64 // ranges closed in this frame: forgotten after its calls
+	n      int      // range records
+	opened int      // ranges not closed
+	any    bool     // a range was read
 }
 
-// newRangeCounter returns nil for a recording without ranges.
-func newRangeCounter(d *recording.Data) (*rangeCounter, *Ranges) {
-	info := d.Process
-	if len(d.Ranges) == 0 && !info.GetNvtx() && info.GetNvtxReason() == "" {
-		return nil, nil // older than format 1.7
-	}
-	s := &Ranges{Recorded: info.GetNvtx(), Reason: info.GetNvtxReason()}
-	rc := &rangeCounter{byID: map[uint64]*recording.Range{}, uses: map[string]*RangeUse{}, seen: map[string]bool{}}
-	for _, r := range d.AllRanges() {
-		rc.byID[r.GetId()] = r
-		s.Count++
-		if r.GetEndNs() == 0 {
-			s.Open++
-		}
-		key := rangeKey(r.Range)
+type openRange struct {
+	uses  []*RangeUse // its name and those of the ranges around it, each once
+	ended bool
+}
+
+// maxRangeDepth bounds the names a range counts under: a damaged recording may nest ranges
+// without end.
+const maxRangeDepth = 256
+
+func newRangeCounter() *rangeCounter {
+	return &rangeCounter{open: map[uint64]*openRange{}, uses: map[string]*RangeUse{}}
+}
+
+// add reads a batch's ranges and range ends.
+func (rc *rangeCounter) add(b *pb.Batch) {
+	for _, r := range b.GetRanges() {
+		rc.any = true
+		rc.n++
+		key := rangeKey(r)
 		u := rc.uses[key]
 		if u == nil {
 			u = &RangeUse{Name: key}
 			rc.uses[key] = u
 		}
 		u.Ranges++
+		x := &openRange{uses: []*RangeUse{u}}
+		if parent := rc.open[r.GetParentId()]; parent != nil && r.GetParentId() != 0 {
+			for _, pu := range parent.uses {
+				if pu != u && len(x.uses) < maxRangeDepth {
+					x.uses = append(x.uses, pu)
+				}
+			}
+		}
+		rc.open[r.GetId()] = x
+		if r.GetEndNs() != 0 {
+			x.ended = true
+			rc.closed = append(rc.closed, r.GetId())
+		} else {
+			rc.opened++
+		}
 	}
-	return rc, s
+	for _, e := range b.GetRangeEnds() {
+		if x := rc.open[e.GetId()]; x != nil && !x.ended {
+			x.ended = true
+			rc.opened--
+			rc.closed = append(rc.closed, e.GetId())
+		}
+	}
 }
 
-// add counts a kernel run of ns launched in range id (0: none).
-func (rc *rangeCounter) add(id uint64, ns uint64) {
-	if rc == nil || id == 0 {
-		return
-	}
-	clear(rc.seen)
-	// A damaged recording may link ranges in a cycle: the walk is bounded.
-	r := rc.byID[id]
-	for steps := 0; r != nil && steps < 256; steps++ {
-		key := rangeKey(r.Range)
-		if !rc.seen[key] {
-			rc.seen[key] = true
-			rc.uses[key].Runs++
-			rc.uses[key].GPUTimeNS += ns
+// closeFrame forgets the ranges closed in the frame whose calls were all read.
+func (rc *rangeCounter) closeFrame() {
+	for _, id := range rc.closed {
+		if x := rc.open[id]; x != nil && x.ended {
+			delete(rc.open, id)
 		}
-		r = rc.byID[r.GetParentId()]
 	}
+	rc.closed = rc.closed[:0]
+}
+
+// at is what a call made in range id counts under (nil for id 0: none).
+func (rc *rangeCounter) at(id uint64) []*RangeUse {
+	if id == 0 {
+		return nil
+	}
+	if x := rc.open[id]; x != nil {
+		return x.uses
+	}
+	return nil
+}
+
+// count counts a kernel run of ns under the names of its call's range.
+func (rc *rangeCounter) count(uses []*RangeUse, ns uint64) {
+	for _, u := range uses {
+		u.Runs++
+		u.GPUTimeNS += ns
+	}
+}
+
+// summarize is nil for a recording older than format 1.7, which has no ranges.
+func (rc *rangeCounter) summarize(info *pb.Process) *Ranges {
+	if !rc.any && !info.GetNvtx() && info.GetNvtxReason() == "" {
+		return nil
+	}
+	return &Ranges{Recorded: info.GetNvtx(), Reason: info.GetNvtxReason(), Count: rc.n, Open: rc.opened, Top: rc.top()}
 }
 
 func (rc *rangeCounter) top() []RangeUse {
@@ -98,16 +147,6 @@ func (rc *rangeCounter) top() []RangeUse {
 		return cmp.Or(cmp.Compare(b.GPUTimeNS, a.GPUTimeNS), cmp.Compare(b.Runs, a.Runs), cmp.Compare(a.Name, b.Name))
 	})
 	return out[:min(len(out), topKernels)]
-}
-
-// rangeOf is the range a kernel run was launched in: its eager launch's,
-// or for a graph kernel its replay's (the capture may have been made in
-// another range, long before).
-func rangeOf(l *pb.Launch, g *pb.GraphLaunch) uint64 {
-	if g != nil {
-		return g.GetRangeId()
-	}
-	return l.GetRangeId()
 }
 
 // writeField says how many ranges there are, or why none was recorded.

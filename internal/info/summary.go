@@ -1,0 +1,357 @@
+package info
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/gpurr/gpurr/recording"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// summary adds up one process's records while Process.Scan reads them frame by frame. What
+// it keeps is per kernel, callstack, line, module, range name and open NVTX range, the write
+// set misses it lists whole (an audit finds few), and the window of launch calls waiting for
+// their kernels (recording.Join, which Trim bounds), never per launch: info reads a
+// recording of millions of launches in memory that does not grow with it.
+type summary struct {
+	name  string
+	info  *pb.Process // the last Process record
+	steps *recording.Stepper
+	// links indexes kernels, callstacks, graph nodes and captured launches (Add without
+	// every): what a launch's line and a graph kernel's capture launch are found by.
+	links *recording.Links
+	join  *recording.Join[ran]
+
+	devices      []*pb.Device
+	kernels      int
+	identities   map[uint64]bool   // kernel identities, for the total of a job
+	readable     map[string]string // readable name by mangled name, the last kernel's
+	callstacks   int
+	lineOf       map[uint64]string // line by callstack id (recording.Line), for callstacks read
+	launchesOf   map[uint64]int    // eager launches by kernel id: named at the end
+	runs         map[string]*KernelUse
+	lines        map[string]*LineUse
+	ranges       *rangeCounter
+	memory       *memoryCounter
+	probes       *probeCounter
+	files        *fileCheck // nil: no files checked
+	modules      []*pb.Module
+	first, last  uint64 // the earliest and latest timestamp read (the process's start and end are added at the end)
+	errors       []*pb.LogEntry
+	stats        *pb.Stats
+	end          *pb.End
+	graphs, acts int
+	captured     int
+	launches     int
+	untimed      int
+	unlinked     int
+	gpuNS        uint64
+	backward     int // launches made inside an autograd node's backward
+	linked       int // of them, those whose forward callstack was read
+}
+
+// ran is what a kernel's summary needs of the call that ran it, taken when the call is read:
+// the launch itself is not kept while the call waits for its kernel.
+type ran struct {
+	eager    bool   // an eager launch; false for a graph replay
+	line     string // the launch's line ("" for none, and for a replay)
+	backward bool
+	ranges   []*RangeUse // the names of the call's NVTX range and those around it
+}
+
+// newSummary starts the summary of process name; p, when not nil, is the process whose files
+// beside its events (module images, the chunk store) are checked.
+func newSummary(name string, steps *recording.Stepper, p *recording.Process) *summary {
+	s := &summary{name: name, steps: steps, links: recording.NewLinks(), identities: map[uint64]bool{},
+		readable: map[string]string{}, lineOf: map[uint64]string{}, launchesOf: map[uint64]int{},
+		runs: map[string]*KernelUse{}, lines: map[string]*LineUse{}, ranges: newRangeCounter(),
+		memory: newMemoryCounter(), probes: &probeCounter{reasons: map[string]int{}}, stats: &pb.Stats{}}
+	if p != nil {
+		s.files = &fileCheck{p: p}
+	}
+	s.join = recording.NewJoin(s.kernel, nil)
+	return s
+}
+
+func (s *summary) see(ts uint64) {
+	if ts == 0 {
+		return
+	}
+	if s.first == 0 || ts < s.first {
+		s.first = ts
+	}
+	s.last = max(s.last, ts)
+}
+
+// add takes one frame's batch.
+func (s *summary) add(b *pb.Batch) error {
+	if b.Process != nil {
+		s.info = b.Process
+	}
+	s.stats = cmp.Or(b.Stats, s.stats)
+	if b.End != nil {
+		s.end = b.End
+	}
+	s.devices = append(s.devices, b.Devices...)
+	s.modules = append(s.modules, b.Modules...)
+	s.callstacks += len(b.Callstacks)
+	s.kernels += len(b.Kernels)
+	s.links.Add(b, false)
+	for _, k := range b.Kernels {
+		s.identities[k.GetIdentity()] = true
+		s.readable[k.GetName()] = s.links.KernelName(k)
+		s.memory.kernel(k)
+	}
+	s.ranges.add(b)
+	s.steps.Add(b)
+	recording.EachCall(b, func(l *pb.Launch) { s.steps.Launch(l) }, func(g *pb.GraphLaunch) { s.steps.GraphLaunch(g) })
+	for _, l := range b.Launches {
+		s.see(l.GetHostNs())
+		s.memory.launch(l)
+		if l.GetAutograd().GetBackwardNode() != "" {
+			s.backward++
+			if s.links.Forward(l) != nil {
+				s.linked++
+			}
+		}
+		if l.GetCaptured() {
+			s.captured++
+			continue
+		}
+		s.launches++
+		if l.GetUntimed() {
+			s.untimed++
+		}
+		s.launchesOf[l.GetKernelId()]++
+		if err := s.join.Call(l.GetCorrelationId(), s.call(l), false); err != nil {
+			return err
+		}
+	}
+	for _, g := range b.GraphLaunches {
+		s.see(g.GetHostNs())
+		s.graphs++
+		if err := s.join.Call(g.GetCorrelationId(), ran{ranges: s.ranges.at(g.GetRangeId())}, true); err != nil {
+			return err
+		}
+	}
+	for _, a := range b.Allocations {
+		s.see(a.GetHostNs())
+	}
+	for _, a := range b.Activities {
+		s.see(a.GetStartNs())
+		s.see(a.GetEndNs())
+		s.acts++
+		if err := s.join.Kernel(a); err != nil {
+			return err
+		}
+	}
+	// Calls whose kernel never comes (a recording without GPU timing) and kernels whose call
+	// never comes wait in a bounded window: one pushed out counts as unlinked, as it would had
+	// its partner been lost.
+	if err := s.join.Trim(); err != nil {
+		return err
+	}
+	s.ranges.closeFrame()
+	for _, st := range b.Memory {
+		s.memory.state(st)
+		if s.files != nil {
+			s.files.state(st)
+		}
+	}
+	s.memory.misses = append(s.memory.misses, b.WriteSetMisses...)
+	s.probes.add(b)
+	for _, e := range b.Log {
+		if e.GetLevel() == "error" {
+			if len(s.errors) == lastErrors {
+				s.errors = slices.Delete(s.errors, 0, 1)
+			}
+			s.errors = append(s.errors, e)
+		}
+	}
+	return nil
+}
+
+// call is what the kernel of eager launch l needs of it.
+func (s *summary) call(l *pb.Launch) ran {
+	return ran{eager: true, line: s.line(l), backward: l.GetAutograd().GetBackwardNode() != "", ranges: s.ranges.at(l.GetRangeId())}
+}
+
+// line is the program's line of a launch: for a backward launch linked to its forward one, the
+// forward launch's.
+func (s *summary) line(l *pb.Launch) string {
+	id := s.links.LineCallstack(l)
+	if line, ok := s.lineOf[id]; ok {
+		return line
+	}
+	c := s.links.Callstack(id)
+	line := recording.Line(c)
+	if c != nil {
+		s.lineOf[id] = line
+	}
+	return line
+}
+
+// kernel counts a kernel run with the call that ran it (ok false: none was found). A graph
+// replay's kernel counts at the line of the launch that captured its node; when its replay
+// is missing, under the NVTX range of that launch while the range is open.
+func (s *summary) kernel(a *pb.KernelActivity, c ran, ok bool) error {
+	u := s.runs[a.GetName()]
+	if u == nil {
+		u = &KernelUse{}
+		s.runs[a.GetName()] = u
+	}
+	u.Runs++
+	var ns uint64
+	// Clocks that go backwards would make a huge unsigned duration.
+	if a.GetEndNs() > a.GetStartNs() {
+		ns = a.GetEndNs() - a.GetStartNs()
+	}
+	u.GPUTimeNS += ns
+	s.gpuNS += ns
+	var line string
+	var backward bool
+	switch {
+	case a.GetGraphId() == 0 && c.eager:
+		line, backward = c.line, c.backward
+		s.ranges.count(c.ranges, ns)
+	case a.GetGraphId() == 0:
+		// An eager kernel with a replay's correlation id, or none found: no launch.
+		s.unlinked++
+		return nil
+	default:
+		l := s.links.CaptureLaunch(a)
+		if ok && !c.eager {
+			s.ranges.count(c.ranges, ns)
+		} else if l != nil {
+			s.ranges.count(s.ranges.at(l.GetRangeId()), ns)
+		}
+		if l == nil {
+			s.unlinked++
+			return nil
+		}
+		line, backward = s.line(l), l.GetAutograd().GetBackwardNode() != ""
+	}
+	if line == "" {
+		return nil
+	}
+	lu := s.lines[line]
+	if lu == nil {
+		lu = &LineUse{Line: line}
+		s.lines[line] = lu
+	}
+	lu.Runs++
+	lu.GPUTimeNS += ns
+	if backward {
+		lu.BackwardRuns++
+		lu.BackwardGPUTimeNS += ns
+	}
+	return nil
+}
+
+// finish ends the join and writes the summary; truncated says the events file ended inside a
+// frame.
+func (s *summary) finish(truncated bool) (*Process, error) {
+	if err := s.join.Flush(); err != nil {
+		return nil, err
+	}
+	info := s.info
+	if info == nil {
+		info = &pb.Process{}
+	}
+	st := s.stats
+	p := &Process{
+		Name: s.name, PID: info.GetPid(), PPID: info.GetPpid(), Host: info.GetHostname(),
+		Rank: info.Rank, LocalRank: info.LocalRank, WorldSize: info.WorldSize,
+		Argv: info.GetArgv(), Python: info.GetPython(), AgentVersion: info.GetAgentVersion(),
+		CuptiPath: info.GetCuptiPath(), DriverVersion: info.GetDriverVersion(),
+		CallstackMode: info.GetCallstackMode(), GPUTiming: info.GetGpuTiming(), TimingSerial: info.GetGpuTimingSerial(), TimingSample: info.GetGpuTimingSample(), KernelFilter: info.GetKernelFilter(),
+		GraphLaunches: s.graphs, KernelRuns: s.acts, Kernels: s.kernels,
+		Modules: len(s.modules), Callstacks: s.callstacks,
+		Complete: s.end != nil, Truncated: truncated,
+		LaunchesFiltered: st.GetLaunchesFiltered(),
+		AgentNS:          st.GetAgentCallbackNs(),
+		AgentLaunchNS:    st.GetAgentLaunchNs(),
+		AgentParts:       agentParts(st),
+		Losses:           losses(st),
+		Memory:           s.memory.summarize(info, st, s.end, s.links),
+		Probes:           s.probes.summarize(info, st, s.end, s.links),
+		Launches:         s.launches, Captured: s.captured, Untimed: s.untimed,
+		GPUTimeNS: s.gpuNS, UnlinkedRuns: s.unlinked,
+		Steps: s.steps.Steps(), StepRange: s.steps.Range(),
+	}
+	if s.end != nil {
+		p.EndReason = s.end.GetReason()
+	}
+	for _, dev := range s.devices {
+		p.Devices = append(p.Devices, Device{
+			Ordinal: dev.GetOrdinal(), Name: dev.GetName(), UUID: dev.GetUuid(),
+			CC: ccString(dev), SMs: dev.GetSmCount(), MemoryBytes: dev.GetMemoryBytes(),
+		})
+	}
+	for _, m := range s.modules {
+		p.ModuleBytes += m.GetSize()
+		if m.GetPtx() != "" {
+			p.ModulesWithPTX++
+		}
+	}
+	s.see(info.GetStartNs())
+	s.see(s.end.GetEndNs())
+	p.FirstNS, p.LastNS = s.first, s.last
+	p.SpanNS = p.LastNS - p.FirstNS
+	p.Autograd = s.autograd(info)
+	p.Ranges = s.ranges.summarize(info)
+	s.topKernels(p)
+	for _, e := range s.errors {
+		p.Errors = append(p.Errors, &LogEntry{AtNS: since(info.GetStartNs(), e.GetHostNs()), Level: e.GetLevel(), Message: e.GetMessage()})
+	}
+	if s.files != nil {
+		p.ModulesMissing, p.Files = s.files.finish(s.modules)
+	}
+	return p, nil
+}
+
+// autograd is nil for a process without torch whose launches carry no autograd context.
+func (s *summary) autograd(info *pb.Process) *Autograd {
+	ai := info.GetAutograd()
+	if ai == nil && s.backward == 0 {
+		return nil
+	}
+	return &Autograd{TorchVersion: ai.GetTorchVersion(), Linked: ai.GetLinked(), Reason: ai.GetReason(),
+		BackwardLaunches: s.backward, BackwardLinked: s.linked}
+}
+
+// topKernels keeps the kernels and lines with the most runs and GPU time. Kernels are keyed
+// by mangled name, the one name both a launch (via its kernel) and an activity carry.
+func (s *summary) topKernels(p *Process) {
+	for id, n := range s.launchesOf {
+		name := s.links.Kernel(id).GetName()
+		u := s.runs[name]
+		if u == nil {
+			u = &KernelUse{}
+			s.runs[name] = u
+		}
+		u.Launches += n
+	}
+	for _, lu := range s.lines {
+		p.TopLines = append(p.TopLines, *lu)
+	}
+	slices.SortFunc(p.TopLines, func(a, b LineUse) int {
+		return cmp.Or(cmp.Compare(b.GPUTimeNS, a.GPUTimeNS), cmp.Compare(b.Runs, a.Runs), cmp.Compare(a.Line, b.Line))
+	})
+	p.TopLines = p.TopLines[:min(len(p.TopLines), topKernels)]
+	all := make([]KernelUse, 0, len(s.runs))
+	for name, u := range s.runs {
+		r, ok := s.readable[name]
+		if !ok {
+			r = s.links.Demangle(name)
+		}
+		u.Name = shorten(r, 80)
+		all = append(all, *u)
+	}
+	p.TopByCount = top(all, func(a, b KernelUse) int {
+		return cmp.Or(cmp.Compare(b.Runs, a.Runs), cmp.Compare(b.Launches, a.Launches), cmp.Compare(a.Name, b.Name))
+	})
+	p.TopByTime = top(all, func(a, b KernelUse) int {
+		return cmp.Or(cmp.Compare(b.GPUTimeNS, a.GPUTimeNS), cmp.Compare(b.Runs, a.Runs), cmp.Compare(a.Name, b.Name))
+	})
+}
