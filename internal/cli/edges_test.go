@@ -247,6 +247,29 @@ func TestModuleFiles(t *testing.T) {
 	}
 }
 
+// A module image damaged in place, its size kept, is a problem too: info checks its bytes
+// against its name, as replay and extract do before they use it.
+func TestModuleDamagedSameSize(t *testing.T) {
+	rec := variantRec(t, testrec.Good)
+	modules, err := filepath.Glob(filepath.Join(rec, "modules", "*.cubin"))
+	if err != nil || len(modules) == 0 {
+		t.Fatalf("modules %v: %v", modules, err)
+	}
+	image, err := os.ReadFile(modules[0])
+	if err != nil || len(image) == 0 {
+		t.Fatalf("%s: %d bytes, %v", modules[0], len(image), err)
+	}
+	image[len(image)/2] ^= 0xff
+	if err := os.WriteFile(modules[0], image, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI("info", rec)
+	if code != exitFound || !strings.Contains(out, "!! FILE MISSING OR DAMAGED: "+modules[0]+": module image damaged: its bytes do not hash to its name") ||
+		!strings.Contains(errs, "files_damaged") {
+		t.Errorf("a module image damaged in place: exit %d, stderr %q:\n%s", code, errs, out)
+	}
+}
+
 // Without its index, a store that lost a pack cannot say so; info counts the chunks the
 // snapshots name that it lacks, and rewind does not blame drop-oldest for them.
 func TestChunksGoneWithIndex(t *testing.T) {

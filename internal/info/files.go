@@ -1,8 +1,11 @@
 package info
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -20,6 +23,7 @@ import (
 // is found when read.
 type fileCheck struct {
 	p         *recording.Process
+	images    imageSums // nil: each image is hashed where it is checked
 	snapshots int
 	store     *chunkstore.Reader
 	storeErr  error
@@ -59,8 +63,9 @@ func (c *fileCheck) close() {
 
 // finish says what is wrong: missing are the digests of module images the process stored
 // that are not there; damaged names, one line each, files that are damaged or missing where
-// the recording needs them whole: a module image of another size than stored, and the chunk
-// store of its snapshots.
+// the recording needs them whole: a module image of another size than stored or whose bytes
+// do not hash to its name (as replay and extract check it), and the chunk store of its
+// snapshots.
 func (c *fileCheck) finish(modules []*pb.Module) (missing, damaged []string) {
 	var out []string
 	for _, m := range modules {
@@ -76,6 +81,10 @@ func (c *fileCheck) finish(modules []*pb.Module) (missing, damaged []string) {
 			out = append(out, fmt.Sprintf("%s: module image unreadable (%v)", path, unwrapPath(err)))
 		case uint64(st.Size()) != m.GetSize():
 			out = append(out, fmt.Sprintf("%s: module image of %d bytes, the recording stored %d", path, st.Size(), m.GetSize()))
+		default:
+			if problem := c.images.check(path, m.GetSha256()); problem != "" {
+				out = append(out, problem)
+			}
 		}
 	}
 	if c.snapshots == 0 {
@@ -92,6 +101,43 @@ func (c *fileCheck) finish(modules []*pb.Module) (missing, damaged []string) {
 		out = append(out, fmt.Sprintf("%s: %s that snapshots name not in the store, and not dropped while recording: lost with its files", c.store.Dir(), Count(c.absent, "chunk")))
 	}
 	return missing, out
+}
+
+// imageSums keeps, by path, what hashing a module image found ("" when whole): the processes
+// of a recording share its modules folder, and a job's ranks load the same images, so each
+// is read once however many processes name it.
+type imageSums map[string]string
+
+// check hashes the image at path, which is named by its SHA-256 sum; a problem when its
+// bytes do not hash to sum or cannot be read.
+func (m imageSums) check(path, sum string) string {
+	if problem, ok := m[path]; ok {
+		return problem
+	}
+	problem := hashProblem(path, sum)
+	if m != nil {
+		m[path] = problem
+	}
+	return problem
+}
+
+func hashProblem(path, sum string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Sprintf("%s: module image unreadable (%v)", path, unwrapPath(err))
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
+		return fmt.Sprintf("%s: module image is not a regular file", path)
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return fmt.Sprintf("%s: module image unreadable (%v)", path, unwrapPath(err))
+	}
+	if hex.EncodeToString(h.Sum(nil)) != sum {
+		return fmt.Sprintf("%s: module image damaged: its bytes do not hash to its name", path)
+	}
+	return ""
 }
 
 func unwrapPath(err error) error {

@@ -189,13 +189,14 @@ func (p *Process) Problems() []string {
 func Summarize(set *recording.Set, name string) (*Report, error) {
 	r := &Report{Recording: name}
 	identities := map[uint64]bool{}
+	images := imageSums{}
 	var firstErr error
 	for _, p := range set.Processes {
 		steps, err := recording.NewStepper(p.StepRange)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", p.Dir, err)
 		}
-		proc, ids, err := summarizeProcess(p, steps)
+		proc, ids, err := summarizeProcess(p, steps, images)
 		if err != nil {
 			// One damaged process does not hide the others: it is reported, they are read.
 			if len(set.Processes) == 1 {
@@ -245,9 +246,10 @@ func Summarize(set *recording.Set, name string) (*Report, error) {
 }
 
 // summarizeProcess reads p's records once, in order, and describes the process; ids are the
-// identities of its kernels.
-func summarizeProcess(p *recording.Process, steps *recording.Stepper) (proc *Process, ids map[uint64]bool, err error) {
+// identities of its kernels. images keeps the hashes of module images across processes.
+func summarizeProcess(p *recording.Process, steps *recording.Stepper, images imageSums) (proc *Process, ids map[uint64]bool, err error) {
 	s := newSummary(p.Name, steps, p)
+	s.files.images = images
 	defer s.files.close()
 	res, err := p.Scan(s.add)
 	if err != nil {

@@ -38,7 +38,7 @@ func TestSummaryStreams(t *testing.T) {
 				t.Fatal(err)
 			}
 			whole := summarize(p.Name, d, mustStepper(t, p.StepRange))
-			streamed, _, err := summarizeProcess(p, mustStepper(t, p.StepRange))
+			streamed, _, err := summarizeProcess(p, mustStepper(t, p.StepRange), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
