@@ -329,3 +329,29 @@ func TestAmbiguousProcess(t *testing.T) {
 		t.Errorf("--process 0, rank 0 alone: exit %d, stderr %q", code, errs)
 	}
 }
+
+// A process whose events file cannot be read at all is a row of processes (readable 0),
+// with the host, pid and rank its directory name gives; before, it was only a warning on
+// stderr, and SQL over the job counted fewer ranks than ran.
+func TestQueryUnreadableProcess(t *testing.T) {
+	job := rankedJob(t, []int32{0, 1}, []float32{1.5, 1.5})
+	for _, name := range []string{"rank3-node-a-7+2", "odd"} {
+		dir := filepath.Join(job, name)
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, recording.EventsFile), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errs := runCLI("query", job, "--format", "csv",
+		"SELECT process, hostname, pid, rank, readable, complete, argv FROM processes ORDER BY process")
+	want := "process,hostname,pid,rank,readable,complete,argv\n" +
+		"node0-11,node0,11,0,1,1,python train.py\n" +
+		"node1-11,node1,11,1,1,1,python train.py\n" +
+		"odd,,,,0,,\n" +
+		"rank3-node-a-7+2,node-a,7,3,0,,\n"
+	if code != 0 || out != want || !strings.Contains(errs, "odd") || !strings.Contains(errs, "rank3-node-a-7+2") {
+		t.Errorf("exit %d, stderr %q, rows:\n%s\nwant:\n%s", code, errs, out, want)
+	}
+}

@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -86,6 +87,17 @@ func (db *DB) load(ctx context.Context, set *recording.Set) error {
 			}
 			if ins.rows["memory_states"] > states {
 				db.chunks = append(db.chunks, chunkSource{p: p, frames: res.Frames})
+			}
+		}
+		// A process whose events file cannot be read at all (the caller warns of it) still
+		// has its row in processes, so that SQL over a job counts every rank.
+		for _, d := range set.Damaged {
+			var pe *recording.ProcessError
+			if !errors.As(d, &pe) {
+				continue
+			}
+			if err := tables.Unreadable(pe.Name, tables.Options{Tables: load, Row: ins.row}); err != nil {
+				return fmt.Errorf("load %s: %w", pe.Name, err)
 			}
 		}
 		return nil

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/gpurr/gpurr/recording"
@@ -118,12 +119,9 @@ func newPass(p *recording.Process, o Options) (*pass, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", p.Dir, err)
 	}
-	ps := &pass{o: o, want: make([]bool, len(all)), vals: make([]Value, maxColumns), name: p.Name, info: p.Info,
-		links: recording.NewLinks(), ranges: recording.NewRanges(), kernels: map[uint64]*kernelInfo{}, lineCache: map[uint64]lineText{},
-		stacks: map[uint64]bool{}, held: map[uint64]*held{}, steps: steps, probes: recording.NewProbes()}
-	for _, t := range o.Tables {
-		ps.want[t.id] = true
-	}
+	ps := bare(p.Name, o)
+	ps.info, ps.links, ps.ranges, ps.kernels, ps.lineCache = p.Info, recording.NewLinks(), recording.NewRanges(), map[uint64]*kernelInfo{}, map[uint64]lineText{}
+	ps.stacks, ps.held, ps.steps, ps.probes = map[uint64]bool{}, map[uint64]*held{}, steps, recording.NewProbes()
 	if ps.wants(gpuActivity.Table, exportActivity.Table) {
 		ps.join = recording.NewJoin(ps.kernelRun, nil)
 	}
@@ -134,6 +132,54 @@ func newPass(p *recording.Process, o Options) (*pass, error) {
 		ps.wall = p.Info.GetStartUnixNs() - int64(p.Info.GetStartNs())
 	}
 	return ps, nil
+}
+
+// bare is a pass of process name that reads no records.
+func bare(name string, o Options) *pass {
+	ps := &pass{o: o, want: make([]bool, len(all)), vals: make([]Value, maxColumns), name: name}
+	for _, t := range o.Tables {
+		ps.want[t.id] = true
+	}
+	return ps
+}
+
+// Unreadable hands o.Row the processes row of a process whose events file cannot be read
+// at all (recording.Set.Damaged), if o asks for that table: its directory name, the host,
+// pid and rank the name gives (see docs/format.md), and readable 0; no other table has a
+// row of it.
+func Unreadable(name string, o Options) error {
+	ps := bare(name, o)
+	emit(ps, processes, unreadableRow(name))
+	return ps.err
+}
+
+// unreadableRow reads a process directory's name, [rank<R>-]<hostname>-<pid>[+<n>].
+func unreadableRow(name string) *procRow {
+	r := &procRow{p: &pb.Process{}, unreadable: true}
+	base := name
+	if i := strings.LastIndexByte(base, '+'); i > 0 {
+		if _, err := strconv.ParseUint(base[i+1:], 10, 32); err == nil {
+			base = base[:i]
+		}
+	}
+	i := strings.LastIndexByte(base, '-')
+	if i <= 0 {
+		return r
+	}
+	pid, err := strconv.ParseUint(base[i+1:], 10, 32)
+	if err != nil {
+		return r
+	}
+	r.named, r.p.Pid, r.p.Hostname = true, uint32(pid), base[:i]
+	if rest, ok := strings.CutPrefix(r.p.Hostname, "rank"); ok {
+		if j := strings.IndexByte(rest, '-'); j > 0 {
+			if rank, err := strconv.ParseInt(rest[:j], 10, 32); err == nil {
+				r32 := int32(rank)
+				r.p.Rank, r.p.Hostname = &r32, rest[j+1:]
+			}
+		}
+	}
+	return r
 }
 
 func (ps *pass) wants(ts ...*Table) bool {
@@ -259,10 +305,12 @@ type (
 	}
 	// procRow is the processes table's row.
 	procRow struct {
-		p         *pb.Process
-		end       *pb.End
-		truncated bool
-		frames    int
+		p          *pb.Process
+		end        *pb.End
+		truncated  bool
+		frames     int
+		unreadable bool // the events file cannot be read: p holds what the name gives
+		named      bool // its name gave its host and pid
 	}
 )
 

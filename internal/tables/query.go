@@ -17,7 +17,7 @@ import (
 
 func key(columns ...string) []string { return columns }
 
-var processes = define("processes", "one row per recorded process", key("process"),
+var processes = unreadableNull(define("processes", "one row per recorded process, and one per process whose events file cannot be read at all (readable 0: NULL but for process, and hostname, pid and rank as its directory name gives them)", key("process"),
 	processCol[procRow](),
 	c("pid", Int64, "process id", func(_ *pass, r *procRow) Value { return Int(r.p.GetPid()) }),
 	c("ppid", Int64, "parent process id", func(_ *pass, r *procRow) Value { return Int(r.p.GetPpid()) }),
@@ -75,7 +75,31 @@ var processes = define("processes", "one row per recorded process", key("process
 	c("probe", String, "gpurr record --probe as given (REGEX:entry,exit[,CLASSES]; probe_kernels, probe_launches, probe_ctas), NULL when off", func(_ *pass, r *procRow) Value {
 		return textOrNull(r.p.GetProbe())
 	}).null(),
-)
+	c("readable", Boolean, "0 when the process's events file cannot be read at all (empty, or its first frame damaged; gpurr info reports it): the process took part, but its other columns are NULL, and no other table has its rows", func(_ *pass, r *procRow) Value {
+		return Bool(!r.unreadable)
+	}),
+))
+
+// unreadableNull makes the processes table's columns NULL in the row of a process whose
+// events file cannot be read (Unreadable), but for process and readable, and for those its
+// directory name gives (hostname, pid and rank) where it gives them. Those columns may be
+// NULL.
+func unreadableNull(t *table[procRow]) *table[procRow] {
+	for i, col := range t.Columns {
+		get, fromName := t.get[i], col.Name == "pid" || col.Name == "hostname" || col.Name == "rank"
+		if col.Name == "process" || col.Name == "readable" {
+			continue
+		}
+		t.Columns[i].Null = true
+		t.get[i] = func(ps *pass, r *procRow) Value {
+			if r.unreadable && (!fromName || !r.named) {
+				return Null
+			}
+			return get(ps, r)
+		}
+	}
+	return t
+}
 
 // memoryConfig is a column of the process's memory capture settings,
 // NULL when memory capture was off.
