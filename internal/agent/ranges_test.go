@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -16,10 +17,19 @@ var nvtxRecording = sync.OnceValue(func() bool {
 	return ok
 })
 
+// onNVTXThread keeps the calling test on one OS thread until the function it returns is
+// called: NVTX nests ranges per thread, and a goroutine may move between threads across
+// cgo calls, which would push on one thread's stack and pop another's.
+func onNVTXThread() func() {
+	runtime.LockOSThread()
+	return runtime.UnlockOSThread
+}
+
 // TestRangeNamesBeforeStart: domains and strings NVTX makes before the
 // agent records (NVTX loaded it first) are named when it starts, and ranges
 // pushed before it are not recorded.
 func TestRangeNamesBeforeStart(t *testing.T) {
+	defer onNVTXThread()()
 	r := testRecorder(t)
 	cannedRing(1 << 16)
 	if !nvtxInject() {
@@ -57,6 +67,7 @@ func TestRangeNamesBeforeStart(t *testing.T) {
 // named, a start/end range is closed through the id it returned, and a pop
 // with nothing open is counted.
 func TestRangeRecords(t *testing.T) {
+	defer onNVTXThread()()
 	r := testRecorder(t)
 	cannedRing(1 << 16)
 	if !nvtxRecording() {
@@ -110,6 +121,7 @@ func TestRangeRecords(t *testing.T) {
 // TestRangeOpenNames checks the ranges one frame holds: parents, domains,
 // messages (ASCII and registered) and ends set in place.
 func TestRangeOpenNames(t *testing.T) {
+	defer onNVTXThread()()
 	r := testRecorder(t)
 	cannedRing(1 << 16)
 	if !nvtxRecording() {
@@ -153,6 +165,7 @@ func TestRangeOpenNames(t *testing.T) {
 // without their text, the domain then named by its handle, and nothing of
 // the program's memory is read past the calls.
 func TestRangeWide(t *testing.T) {
+	defer onNVTXThread()()
 	r := testRecorder(t)
 	cannedRing(1 << 16)
 	if !nvtxRecording() {
@@ -186,6 +199,7 @@ func TestRangeWide(t *testing.T) {
 // domain, again gives back the first handle and writes no new name record;
 // another text, or the same text in another domain, gets its own.
 func TestRangeNamesAgain(t *testing.T) {
+	defer onNVTXThread()()
 	r := testRecorder(t)
 	cannedRing(1 << 16)
 	if !nvtxRecording() {
