@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpurr/gpurr/internal/info"
 	"github.com/gpurr/gpurr/internal/manifest"
+	"github.com/gpurr/gpurr/recording"
 )
 
 func newManifestCmd() *cobra.Command {
@@ -23,6 +27,9 @@ later run against it: the deterministic-run contract of a known-good run.
 A recording that lost memory states or records, or ended short, still
 makes a manifest (it promises what the recording holds), with a warning
 line per such process: record the known-good run again for a complete one.
+A process whose events file cannot be read (empty: killed before its first
+write; or a damaged frame) is left out, with a warning line naming it and
+why: the manifest promises nothing for it.
 
 The manifest holds hashes only and names the recording it was made from:
 keep that recording (snapshot mode) to see expected bytes when verify finds
@@ -43,7 +50,7 @@ func runManifest(cmd *cobra.Command, path, out string, force bool) error {
 	if out == "" {
 		return usageErrorf("manifest: -o FILE is required (- for stdout)")
 	}
-	set, err := openRecording(cmd, path)
+	set, err := openToCheck(cmd, path)
 	if err != nil {
 		return err
 	}
@@ -62,10 +69,53 @@ func runManifest(cmd *cobra.Command, path, out string, force bool) error {
 	for _, warning := range sum.Warnings {
 		warnf(cmd, "%s", warning)
 	}
+	left := unreadable(set.Damaged, sum.Unread)
+	for _, e := range left {
+		warnf(cmd, "left out %s, which cannot be read: %v; the manifest promises nothing for it", e.Name, e.Err)
+	}
 	if out == "-" {
 		return nil
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "manifest: wrote %s of %s to %s (%d with hashes, %d of them with their bytes in %s)\n",
+	fmt.Fprintf(cmd.ErrOrStderr(), "manifest: wrote %s of %s to %s (%d with hashes, %d of them with their bytes in %s)",
 		info.Count(sum.Launches, "launch"), info.Count(sum.Processes, "process"), out, sum.States, sum.Snapshots, path)
+	if len(left) > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "; left out %s (%s)", info.Count(len(left), "process"), unreadNames(left))
+	}
+	fmt.Fprintln(cmd.ErrOrStderr())
 	return nil
+}
+
+// openToCheck opens the recording of manifest or verify. Unlike openRecording it does not
+// warn of the process directories it cannot read (recording.Set.Damaged): each verb says
+// what such a process means for what it promises or checks.
+func openToCheck(cmd *cobra.Command, path string) (*recording.Set, error) {
+	set, err := recording.Open(path)
+	if err != nil {
+		return nil, usageErrorf("%s: %v", cmd.Name(), err)
+	}
+	showProgress(set, path)
+	return set, nil
+}
+
+// unreadable lists, by name, the processes of a recording that cannot be read: those Open
+// could not (damaged, each a *recording.ProcessError) and those found damaged later (read).
+func unreadable(damaged []error, read []*recording.ProcessError) []*recording.ProcessError {
+	out := slices.Clone(read)
+	for _, err := range damaged {
+		var pe *recording.ProcessError
+		if errors.As(err, &pe) {
+			out = append(out, pe)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *recording.ProcessError) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// unreadNames names a few of the processes that could not be read.
+func unreadNames(procs []*recording.ProcessError) string {
+	names := make([]string, len(procs))
+	for i, p := range procs {
+		names[i] = p.Name
+	}
+	return fewNames(names)
 }

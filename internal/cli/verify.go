@@ -10,6 +10,7 @@ import (
 	"github.com/gpurr/gpurr/internal/diff"
 	"github.com/gpurr/gpurr/internal/info"
 	"github.com/gpurr/gpurr/internal/manifest"
+	"github.com/gpurr/gpurr/recording"
 )
 
 type verifyOptions struct {
@@ -36,8 +37,11 @@ manifest was made from (its path is in the manifest; --reference when it
 moved). --continue lists every launch that differs.
 
 The recording needs memory capture (gpurr record --memory hash, or
-snapshot). Exit status: 0 when it matches the manifest, 1 when a launch
-differs, 2 on bad input.`,
+snapshot). A process of it that cannot be read (an empty events file: the
+program was killed before its first write; or a damaged frame) is listed as
+not verified, and the others are verified. Exit status: 0 when it matches
+the manifest, 1 when a launch differs, 2 on bad input, a process that
+cannot be read included.`,
 		Example: `  gpurr manifest good -o good.json
   gpurr verify run2 --manifest good.json
   gpurr verify run2 --manifest good.json --continue --reference /data/good`,
@@ -62,7 +66,7 @@ func runVerify(cmd *cobra.Command, o verifyOptions, path string) error {
 	if o.window < 0 || o.unmatched < 0 || o.frames < 0 {
 		return usageErrorf("verify: --window, --unmatched and --frames take a count of 0 or more")
 	}
-	set, err := openRecording(cmd, path)
+	set, err := openToCheck(cmd, path)
 	if err != nil {
 		return err
 	}
@@ -83,19 +87,23 @@ func runVerify(cmd *cobra.Command, o verifyOptions, path string) error {
 	if len(pairs) == 0 {
 		return noPairs("verify", set.Dir, procs, "the manifest", mprocs)
 	}
-	differ := false
-	var unread []string
+	// A process that cannot be read, from its first frame (recording.Set.Damaged) or further
+	// on, does not hide the others, as in diff: they are verified, and the command ends with
+	// an error naming it. Which of the manifest's processes it was cannot be known.
+	unread := unreadable(set.Damaged, nil)
+	for _, e := range unread {
+		fmt.Fprintf(out, "%s: not verified: %v\n", e.Name, e.Err)
+	}
+	differ, verified := false, 0
 	for _, ij := range pairs {
 		p, e := set.Processes[ij[0]], m.Processes[ij[1]]
 		run, err := diff.Scan(p)
 		if err != nil {
-			// A damaged process does not hide the others, as in diff: they are verified, and
-			// the command ends with this one's error.
-			if len(pairs) == 1 {
+			if len(pairs) == 1 && len(unread) == 0 {
 				return usageErrorf("verify: %s: %v", p.Name, err)
 			}
 			fmt.Fprintf(out, "%s: not verified: %v\n", p.Name, err)
-			unread = append(unread, p.Name)
+			unread = append(unread, &recording.ProcessError{Name: p.Name, Err: err})
 			continue
 		}
 		if run.Mode == "" {
@@ -123,6 +131,7 @@ func runVerify(cmd *cobra.Command, o verifyOptions, path string) error {
 		if res.Compared == 0 {
 			return usageErrorf("verify: %s: no launch matched with the manifest has hashes on both sides (%d matched)", label, res.Matched)
 		}
+		verified++
 		first := uint64(0)
 		if res.First == nil {
 			fmt.Fprintf(out, "%s: matches the manifest: %d launches compared after they ran (%d matched)\n", label, res.Compared, res.Matched)
@@ -139,7 +148,11 @@ func runVerify(cmd *cobra.Command, o verifyOptions, path string) error {
 		reportUnmatched(out, o.unmatched, "the recording", "the manifest", run, e.Run, res)
 	}
 	if len(unread) > 0 {
-		return usageErrorf("verify: %s could not be read (%s); the others are verified above", info.Count(len(unread), "process"), fewNames(unread))
+		rest := "the others are verified above"
+		if verified == 0 {
+			rest = "no other process was verified"
+		}
+		return usageErrorf("verify: %s could not be read (%s); %s", info.Count(len(unread), "process"), unreadNames(unread), rest)
 	}
 	if differ {
 		return exitWith(exitFound)

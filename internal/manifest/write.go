@@ -30,6 +30,9 @@ type Summary struct {
 	// them promises nothing for what they lack; and whose chunk store cannot give the bytes
 	// its snapshots name (chunkstore.Recovery.Problems), which verify shows where they differ.
 	Warnings []string
+	// Unread holds the processes left out because their recording cannot be read through (a
+	// damaged frame), one error each: the manifest promises nothing for them.
+	Unread []*recording.ProcessError
 }
 
 // NoMemoryError is the error for a process recorded without memory capture:
@@ -43,7 +46,9 @@ func (e *NoMemoryError) Error() string {
 // Write writes the manifest of every process of set to w. It reads each
 // process's recording twice: once for its launch numbers (8 bytes a launch
 // are held) and kernels, then its launches in launch order with their
-// memory states (recording.Process.Ordered), writing each as it comes.
+// memory states (recording.Process.Ordered), writing each as it comes. A
+// process whose recording cannot be read through is left out
+// (Summary.Unread); when every one is, Write fails with the first's error.
 func Write(w io.Writer, set *recording.Set) (Summary, error) {
 	var sum Summary
 	dir, err := filepath.Abs(set.Dir)
@@ -57,16 +62,16 @@ func Write(w io.Writer, set *recording.Set) (Summary, error) {
 	}
 	bw.Write(head[:len(head)-1])
 	bw.WriteString(`,"processes":[`)
-	for pi, p := range set.Processes {
+	for _, p := range set.Processes {
 		if p.Info.GetMemory().GetMode() == "" {
 			return sum, &NoMemoryError{Dir: p.Dir}
-		}
-		if pi > 0 {
-			bw.WriteString(",")
 		}
 		if err := writeProcess(bw, p, &sum); err != nil {
 			return sum, err
 		}
+	}
+	if sum.Processes == 0 && len(sum.Unread) > 0 {
+		return sum, sum.Unread[0] // nothing left to promise
 	}
 	bw.WriteString("\n]}\n")
 	return sum, bw.Flush()
@@ -128,13 +133,18 @@ func firstPass(p *recording.Process) (proc Process, seqs []uint64, identity map[
 func writeProcess(bw *bufio.Writer, p *recording.Process, sum *Summary) error {
 	proc, seqs, identity, warnings, err := firstPass(p)
 	if err != nil {
-		return err
+		// The first pass reads the whole file before anything of p is written: p is left out.
+		sum.Unread = append(sum.Unread, &recording.ProcessError{Name: p.Name, Err: err})
+		return nil
 	}
 	sum.Warnings = append(sum.Warnings, warnings...)
 	snapshots := sum.Snapshots
 	head, err := json.Marshal(proc)
 	if err != nil {
 		return err
+	}
+	if sum.Processes > 0 {
+		bw.WriteString(",")
 	}
 	bw.WriteString("\n")
 	bw.Write(head[:len(head)-1])
