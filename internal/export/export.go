@@ -81,13 +81,10 @@ func Parquet(dir string, procs []*recording.Process) (Stats, error) {
 	if err := oneFileEach(procs); err != nil {
 		return st, err
 	}
-	entries, err := os.ReadDir(dir)
-	if err == nil && len(entries) > 0 {
-		return st, fmt.Errorf("%s is not empty: export into a new folder", dir)
-	}
 	undo := outdir.Track(dir)
 	var claimed string
 	release, err := outdir.Undoable(func() (func(), error) { // an interrupt undoes the export
+		var err error
 		claimed, err = claim(dir)
 		return undo, err
 	})
@@ -129,8 +126,11 @@ func oneFileEach(procs []*recording.Process) error {
 // files, and its undo on failing remove the first one's.
 const claimFile = ".gpurr-export-in-progress"
 
-// claim makes dir if need be and claims it with claimFile, made only once. A failure leaves
-// nothing of this export's there: a folder it made is removed when still empty.
+// claim makes dir if need be and claims it with claimFile, made only once, and then only
+// where dir holds nothing else: the folder is looked at once the claim is made, since an
+// export that was not yet claiming it when it was looked at before may since have written it
+// whole and gone. A failure leaves nothing of this export's there: a folder it made is removed
+// when still empty.
 func claim(dir string) (string, error) {
 	_, err := os.Lstat(dir)
 	made := errors.Is(err, fs.ErrNotExist)
@@ -145,6 +145,9 @@ func claim(dir string) (string, error) {
 	if err == nil {
 		err = f.Close()
 	}
+	if err == nil {
+		err = onlyClaim(dir)
+	}
 	if err != nil {
 		os.Remove(path)
 		if made {
@@ -153,6 +156,20 @@ func claim(dir string) (string, error) {
 		return "", err
 	}
 	return path, nil
+}
+
+// onlyClaim fails unless claimFile is all that dir holds.
+func onlyClaim(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() != claimFile {
+			return fmt.Errorf("%s is not empty: export into a new folder", dir)
+		}
+	}
+	return nil
 }
 
 // createFile creates each Parquet file (a test makes one fail, as a full disk would).

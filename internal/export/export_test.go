@@ -396,3 +396,29 @@ func TestParquetOnceAtATime(t *testing.T) {
 		}
 	}
 }
+
+// An export claims a folder only where nothing else is once its claim is made: one that found
+// the folder empty and was then overtaken by another export, which wrote the folder whole and
+// dropped its claim, would otherwise write over the other's files and, failing, undo them.
+func TestClaimLooksAgain(t *testing.T) {
+	set := testrec.Open(t, testrec.Good)
+	out := filepath.Join(t.TempDir(), "pq")
+	if _, err := Parquet(out, set.Processes); err != nil {
+		t.Fatal(err)
+	}
+	files := func() []string {
+		var paths []string
+		filepath.WalkDir(out, func(path string, _ fs.DirEntry, _ error) error {
+			paths = append(paths, path)
+			return nil
+		})
+		return paths
+	}
+	before := files()
+	if _, err := claim(out); err == nil || !strings.Contains(err.Error(), "is not empty") {
+		t.Errorf("claim of a folder another export wrote: %v, want it refused as not empty", err)
+	}
+	if after := files(); !slices.Equal(after, before) {
+		t.Errorf("the refused claim left %d paths: %v, want the %d there before", len(after), after[:min(len(after), 3)], len(before))
+	}
+}
