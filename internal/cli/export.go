@@ -26,7 +26,7 @@ every column.`,
 		Example: `  gpurr export job/rank* --parquet job-pq
   duckdb -c "SELECT rank, python_line, sum(duration_ns)/1e6 AS ms
              FROM read_parquet('job-pq/gpu_activity/*/*/*.parquet', hive_partitioning = true)
-             GROUP BY 1, 2 ORDER BY ms DESC LIMIT 10"`,
+             WHERE NOT gpurr_own GROUP BY 1, 2 ORDER BY ms DESC LIMIT 10"`,
 		Args: positional(1, -1, "one or more recordings"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dir == "" {

@@ -23,7 +23,9 @@ is one recorded with write sets that holds a region state carried from a
 lost one, or an audit that found a learned write set wrong, a process whose
 events file cannot be opened (empty, damaged), and a file the recording
 needs that is missing or damaged (a chunk pack, a module image of the wrong
-size). Module images missing from modules/ are noted without a problem.`,
+size or whose bytes do not hash to its name). Module images missing from
+modules/ are noted without a problem: replay, extract, tune, race and probe
+need them, the other verbs do not.`,
 		Args: positional(1, 1, "one recording directory"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat("info", format, "table", "json"); err != nil {

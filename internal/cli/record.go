@@ -53,9 +53,15 @@ func newRecordCmd() *cobra.Command {
 		Long: `record runs CMD with gpurr's agent injected through CUDA_INJECTION64_PATH.
 Every process of CMD that initializes CUDA (the program, its children, each
 torchrun rank) writes its own recording inside the output directory. The
-program is not changed and its exit code is gpurr's exit code.`,
+program is not changed and its exit code is gpurr's exit code (128+N when
+signal N killed it).
+
+--gpu-timing and --defer-hashes take their value after =, as in
+--gpu-timing=false: a value written as a word of its own would be the
+program to record, so record refuses it.`,
 		Example: `  gpurr record -o run1 -- python train.py --epochs 1
-  gpurr record --kernels 'gemm|softmax' --callstack python -- torchrun --nproc-per-node 2 train.py`,
+  gpurr record --kernels 'gemm|softmax' --callstack python -- torchrun --nproc-per-node 2 train.py
+  gpurr record --memory hash --gpu-timing=false -o run2 -- python train.py`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
