@@ -10,6 +10,9 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
+// getChunk is Reader.Get (a test sees which chunks Assemble reads).
+var getChunk = (*Reader).Get
+
 // Assemble rebuilds bytes [start, end) of a region from its chunks: hashes
 // lists the region's chunk hashes in order (16 bytes each), every chunk
 // chunkBytes long but the last. A chunk the store lacks (dropped while
@@ -27,18 +30,22 @@ func (r *Reader) Assemble(hashes [][]byte, chunkBytes, start, end uint64) (data 
 	if last > len(hashes) {
 		return nil, nil, fmt.Errorf("chunk store: %d chunk hashes cover %d bytes of the region, want %d", len(hashes), uint64(len(hashes))*chunkBytes, end)
 	}
+	// Every hash is checked before any chunk is read: a return from inside the loop below
+	// would leave reads running after Assemble returned, into a Reader the caller may close.
+	for i := first; i < last; i++ {
+		if len(hashes[i]) != 16 {
+			return nil, nil, fmt.Errorf("chunk store: chunk %d: hash of %d bytes", i, len(hashes[i]))
+		}
+	}
 	data = make([]byte, end-start)
 	var mu sync.Mutex
 	var g errgroup.Group
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i := first; i < last; i++ {
 		h := hashes[i]
-		if len(h) != 16 {
-			return nil, nil, fmt.Errorf("chunk store: chunk %d: hash of %d bytes", i, len(h))
-		}
 		g.Go(func() error {
 			lo := uint64(i) * chunkBytes
-			chunk, err := r.Get([16]byte(h))
+			chunk, err := getChunk(r, [16]byte(h))
 			if errors.Is(err, ErrNotFound) {
 				mu.Lock()
 				missing = append(missing, i)

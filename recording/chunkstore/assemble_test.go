@@ -2,7 +2,9 @@ package chunkstore
 
 import (
 	"bytes"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpurr/gpurr/recording/memhash"
 )
@@ -54,5 +56,29 @@ func TestAssemble(t *testing.T) {
 	}
 	if _, _, err := r.Assemble(hashes[:1], memhash.ChunkSize, 0, uint64(len(region))); err == nil {
 		t.Error("too few chunks for the region: no error")
+	}
+}
+
+// A hash list Assemble refuses (a hash not 16 bytes long) is refused before any chunk is read:
+// Assemble returned with reads of the chunks before it still running, writing its result
+// (missing) after it returned and reading the store after its caller may have closed it.
+func TestAssembleRefusesBeforeReading(t *testing.T) {
+	chunks := makeChunks(t, 11, 2)
+	dir, _ := writeStore(t, Options{}, chunks)
+	r := open(t, dir)
+	read := make(chan [16]byte, len(chunks))
+	getChunk = func(r *Reader, hash [16]byte) ([]byte, error) {
+		read <- hash
+		return r.Get(hash)
+	}
+	defer func() { getChunk = (*Reader).Get }()
+	hashes := [][]byte{chunks[0].hash[:], chunks[1].hash[:], make([]byte, 15)}
+	if _, _, err := r.Assemble(hashes, memhash.ChunkSize, 0, 3*memhash.ChunkSize); err == nil || !strings.Contains(err.Error(), "chunk 2: hash of 15 bytes") {
+		t.Errorf("Assemble = %v, want chunk 2's hash refused", err)
+	}
+	select {
+	case h := <-read:
+		t.Errorf("chunk %x read after Assemble refused the hash list", h)
+	case <-time.After(100 * time.Millisecond): // a read left running comes well within this
 	}
 }
