@@ -22,6 +22,7 @@ import (
 	"github.com/gpurr/gpurr/internal/dtype"
 	"github.com/gpurr/gpurr/internal/kernels"
 	"github.com/gpurr/gpurr/internal/nanscan"
+	"github.com/gpurr/gpurr/internal/outdir"
 	"github.com/gpurr/gpurr/recording"
 )
 
@@ -42,7 +43,9 @@ Without a usable GPU it says why and walks through the recordings of the
 same two runs that ship inside gpurr.
 
 The recordings go into a temporary directory, removed at the end; -o DIR
-keeps them (DIR/a, DIR/b): DIR must not exist or be empty.
+keeps them (DIR/a, DIR/b): DIR must not exist or be empty. Interrupted
+(Ctrl-C, SIGTERM, SIGHUP), demo removes its temporary directory, or puts
+-o DIR back as it found it, and exits with 128 + the signal's number.
 
 Exit status: 0 when the demo ran, 1 when the workload, its recording or a
 step of the walk failed, or when there is no GPU and this build carries no
@@ -101,10 +104,11 @@ func runWorkload(stdout, stderr io.Writer, v demo.Variant) error {
 var storyRecordFlags = []string{"--memory", "snapshot", "--snapshot-kernels", "^" + kernels.DemoSaxpy + "$", "--nan-scan", "f32"}
 
 func runDemo(stdout, stderr io.Writer, out string) error {
-	dir, err := demoDir(out)
+	dir, release, err := demoDir(out)
 	if err != nil {
 		return err
 	}
+	defer release()
 	if out == "" {
 		defer func() {
 			os.RemoveAll(dir)
@@ -229,8 +233,9 @@ func showBundled(stdout, stderr io.Writer, dir string) error {
 }
 
 // demoDir returns the directory to record into: out, or a new temporary
-// directory.
-func demoDir(out string) (string, error) {
+// directory. Until release, an interrupt removes the temporary directory, or
+// puts out back as it was, so that gpurr demo -o out can run again.
+func demoDir(out string) (dir string, release func(), err error) {
 	if out != "" {
 		// Like record's -o: the story's recordings and outputs are never mixed into what
 		// the folder holds (a second gpurr demo -o DIR would fail half way through).
@@ -238,17 +243,33 @@ func demoDir(out string) (string, error) {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 		case err != nil:
-			return "", usageErrorf("demo: -o %s: %v", out, err)
+			return "", nil, usageErrorf("demo: -o %s: %v", out, err)
 		case len(entries) > 0:
-			return "", usageErrorf("demo: -o %s already exists and is not empty: choose another directory or remove it", out)
+			return "", nil, usageErrorf("demo: -o %s already exists and is not empty: choose another directory or remove it", out)
 		}
-		return out, nil
+		release, _ := outdir.Undoable(func() (func(), error) { return outdir.Track(out), nil })
+		return out, release, nil
 	}
-	dir, err := os.MkdirTemp("", "gpurr-demo-")
+	dir, release, err = tempDir("gpurr-demo-")
 	if err != nil {
-		return "", &exitError{code: exitFailure, err: fmt.Errorf("demo: %w", err)}
+		return "", nil, &exitError{code: exitFailure, err: fmt.Errorf("demo: %w", err)}
 	}
-	return dir, nil
+	return dir, release, nil
+}
+
+// tempDir makes a temporary directory for a verb's own files (pattern as os.MkdirTemp's).
+// Until release, an interrupt (Ctrl-C, SIGTERM, SIGHUP) removes it with what it holds before
+// the process exits: demo and doctor leave nothing in $TMPDIR when stopped half way.
+func tempDir(pattern string) (dir string, release func(), err error) {
+	release, err = outdir.Undoable(func() (func(), error) {
+		d, err := os.MkdirTemp("", pattern)
+		if err != nil {
+			return nil, err
+		}
+		dir = d
+		return func() { os.RemoveAll(d) }, nil
+	})
+	return dir, release, err
 }
 
 // showRecording runs gpurr info on dir and suggests next commands.

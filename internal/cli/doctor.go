@@ -284,11 +284,12 @@ func checkInjection(r *report, cuptiPath string) {
 		r.fail("injection", fmt.Errorf("cannot find the gpurr executable: %v", err), "run gpurr by its path")
 		return
 	}
-	tmp, err := os.MkdirTemp("", "gpurr-doctor-")
+	tmp, release, err := tempDir("gpurr-doctor-")
 	if err != nil {
 		r.fail("injection", err, "set $TMPDIR to a writable directory")
 		return
 	}
+	defer release() // an interrupt until then removes tmp; a failed recording is kept
 	dir := filepath.Join(tmp, "rec")
 	ctx, cancel := context.WithTimeout(context.Background(), injectionTimeout)
 	defer cancel()
