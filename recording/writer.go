@@ -40,7 +40,7 @@ type Writer struct {
 // Create makes setDir (0700) if needed, the process directory setDir/name
 // and its events file (0600), and writes the file header and, unless first
 // is nil, a first frame holding first. The first frame of a file must carry
-// Process.
+// Process. A failure to write them leaves no events file, so that Create can run again.
 func Create(setDir, name string, first *pb.Batch) (*Writer, error) {
 	dir := filepath.Join(setDir, name)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -57,6 +57,12 @@ const maxTakenNames = 10000
 // in PID namespaces of their own, so two of their processes can both be host-1. It makes
 // the process directory only where nothing is, as name, else name+"+2", name+"+3" and so on,
 // so that a process never writes in another's directory; Writer.Dir says which it made.
+//
+// A directory it made can still be written by another process before the events file is
+// started in it: one whose gpurr makes its directory with Create (MkdirAll), an agent older
+// than CreateNew recording into the same folder. CreateNew then leaves that directory to it
+// and takes the next name; on any failure it removes only what it made, never what another
+// process wrote.
 func CreateNew(setDir, name string, first *pb.Batch) (*Writer, error) {
 	if err := os.MkdirAll(setDir, 0o700); err != nil {
 		return nil, err
@@ -66,7 +72,7 @@ func CreateNew(setDir, name string, first *pb.Batch) (*Writer, error) {
 		if n > 1 {
 			dir += "+" + strconv.Itoa(n)
 		}
-		err := os.Mkdir(dir, 0o700)
+		err := mkdir(dir, 0o700)
 		if errors.Is(err, fs.ErrExist) && n < maxTakenNames {
 			continue
 		}
@@ -74,31 +80,38 @@ func CreateNew(setDir, name string, first *pb.Batch) (*Writer, error) {
 			return nil, err
 		}
 		w, err := create(setDir, dir, first)
+		if errors.Is(err, fs.ErrExist) && n < maxTakenNames {
+			continue // another process started its events file here first
+		}
 		if err != nil {
-			os.RemoveAll(dir) // made by this call: no other process writes in it
+			os.Remove(dir) // only when empty: create removed its events file
 		}
 		return w, err
 	}
 }
 
-// create starts the events file in the process directory dir, made.
+// mkdir makes CreateNew's process directory (a test lets another process write in it first).
+var mkdir = os.Mkdir
+
+// create starts the events file in the process directory dir, made. A failure leaves no
+// events file of this call's (ErrExist: another's is there, left as it is).
 func create(setDir, dir string, first *pb.Batch) (*Writer, error) {
-	f, err := os.OpenFile(filepath.Join(dir, EventsFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	path := filepath.Join(dir, EventsFile)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	w := &Writer{setDir: setDir, dir: dir, f: f}
 	header := encodeFileHeader()
-	if _, err := f.Write(header); err != nil {
-		f.Close()
-		return nil, err
-	}
+	_, err = f.Write(header)
 	w.size = int64(len(header))
-	if first != nil {
-		if err := w.Write(first); err != nil {
-			f.Close()
-			return nil, err
-		}
+	if err == nil && first != nil {
+		err = w.Write(first)
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, err
 	}
 	return w, nil
 }
