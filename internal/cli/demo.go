@@ -286,7 +286,9 @@ func showRecording(stdout, stderr io.Writer, dir string) error {
 
 // recordWorkload runs "exe record -o dir [recordFlags] -- exe demo
 // --workload" and waits for it. Cancelling ctx sends gpurr record SIGTERM,
-// which it passes on to the workload.
+// which it passes on to the workload; so does an interrupt, which then waits
+// for gpurr record to end before the folders it writes in are removed (it
+// would write there after, making them again).
 func recordWorkload(ctx context.Context, exe, dir string, recordFlags []string, variant string, stdout, stderr io.Writer) error {
 	args := append([]string{"record", "-o", dir}, recordFlags...)
 	args = append(args, "--", exe, "demo", "--workload")
@@ -297,7 +299,25 @@ func recordWorkload(ctx context.Context, exe, dir string, recordFlags []string, 
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
-	err := cmd.Run()
+	ended := make(chan struct{})
+	release, err := outdir.Undoable(func() (func(), error) {
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		return func() {
+			cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-ended:
+			case <-time.After(cmd.WaitDelay):
+				cmd.Process.Kill()
+			}
+		}, nil
+	})
+	if err == nil {
+		err = cmd.Wait()
+		close(ended)
+		release()
+	}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:

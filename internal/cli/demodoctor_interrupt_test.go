@@ -2,9 +2,12 @@ package cli
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -92,4 +95,66 @@ func TestDemoOutputInterrupted(t *testing.T) {
 	testrec.InterruptPartWay(t, func(out string, stop func()) {
 		run([]string{"demo", "-o", out}, &stopOn{text: demoStopsAt, stop: stop}, io.Discard)
 	})
+}
+
+// recordInterruptEnv names, in the process TestRecordWorkloadInterrupted starts, the program
+// that stands for gpurr record.
+const recordInterruptEnv = "GPURR_TEST_RECORD_STANDIN"
+
+// fakeRecord stands for gpurr record -o DIR ... in recordWorkload: it makes DIR, says so on
+// stdout, and when signalled goes on writing into DIR for a while, as gpurr record does while
+// the workload and the agent finish the recording.
+const fakeRecord = `#!/bin/sh
+dir=$3
+mkdir -p "$dir"
+trap 'sleep 0.5; mkdir -p "$dir"; echo end > "$dir/end"; exit 1' INT TERM HUP
+echo recording
+while :; do sleep 0.1; done
+`
+
+// demo and doctor interrupted (Ctrl-C reaches the whole foreground process group) while gpurr
+// record runs their workload stop it and wait for it to end before they remove their folder:
+// nothing is left in $TMPDIR once all have ended. Before, the folder was removed at once and
+// gpurr record, still finishing, wrote into it again.
+func TestRecordWorkloadInterrupted(t *testing.T) {
+	if fake := os.Getenv(recordInterruptEnv); fake != "" {
+		tmp, _, err := tempDir("gpurr-demo-")
+		if err != nil {
+			panic(err)
+		}
+		ctrlC := func() { syscall.Kill(-syscall.Getpgrp(), syscall.SIGINT) }
+		recordWorkload(context.Background(), fake, filepath.Join(tmp, "a"), nil, "a", &stopOn{text: "recording", stop: ctrlC}, io.Discard)
+		os.Exit(98) // the interrupt ends the process first
+	}
+	fake := filepath.Join(t.TempDir(), "record")
+	if err := os.WriteFile(fake, []byte(fakeRecord), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), recordInterruptEnv+"="+fake, "TMPDIR="+tmp)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a process group of its own, as a shell's job
+	log, err := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGINT) {
+		t.Errorf("exit %d (%v), want 130:\n%s", code, err, log)
+	}
+	// Wait for every process of the group, the stand-in included, to end.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if err := syscall.Kill(-cmd.Process.Pid, 0); errors.Is(err, syscall.ESRCH) {
+			break
+		}
+		if time.Now().After(deadline) {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			t.Fatal("the stand-in for gpurr record still runs 10 s after the interrupt")
+		}
+	}
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "testscript-main") { // as in TestDemoInterrupted
+			t.Errorf("left in $TMPDIR: %s", e.Name())
+		}
+	}
 }
