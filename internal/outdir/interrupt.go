@@ -54,9 +54,13 @@ func Undoable(create func() (undo func(), err error)) (release func(), err error
 
 // onInterrupt waits for an interrupt, undoes every output still being written, the newest
 // first, and ends the process. The lock is kept to the end: no output is released or begun
-// meanwhile.
-func onInterrupt(ch <-chan os.Signal) {
+// meanwhile. A second interrupt while it undoes ends the process at once, as the first would
+// have without outputs to undo: an undo that hangs (a folder on a network file system gone
+// away) is not the end of what the user can do.
+func onInterrupt(ch chan os.Signal) {
 	sig := <-ch
+	signal.Stop(ch)
+	signal.Reset(interruptSignals...)
 	interrupts.Lock()
 	for id := interrupts.next - 1; id >= 0; id-- {
 		if undo, ok := interrupts.undo[id]; ok {

@@ -1,0 +1,61 @@
+package outdir
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// undoHangsEnv names, in the process TestSecondInterrupt starts, that it runs an undo that
+// never returns.
+const undoHangsEnv = "GPURR_TEST_UNDO_HANGS"
+
+// A second interrupt while the first one's undo runs ends the process at once, as an interrupt
+// does where nothing is to be undone: the second was caught and dropped, and an undo that
+// hangs (a folder on a network file system gone away) left Ctrl-C without effect.
+func TestSecondInterrupt(t *testing.T) {
+	if os.Getenv(undoHangsEnv) != "" {
+		Undoable(func() (func(), error) {
+			return func() {
+				os.Stdout.WriteString("undoing\n")
+				select {}
+			}, nil
+		})
+		syscall.Kill(os.Getpid(), syscall.SIGINT)
+		time.Sleep(time.Minute)
+		os.Exit(99)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), undoHangsEnv+"=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(out).ReadString('\n'); line != "undoing\n" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the process printed %q (%v), want the undo begun", line, err)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	ended := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(ended)
+	}()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		<-ended
+		t.Fatal("the process still runs 10 s after a second interrupt")
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGINT {
+		t.Errorf("the process ended with %v, want by SIGINT", cmd.ProcessState)
+	}
+}
