@@ -172,8 +172,20 @@ func onlyClaim(dir string) error {
 	return nil
 }
 
-// createFile creates each Parquet file (a test makes one fail, as a full disk would).
-var createFile = os.Create
+// createFile makes each Parquet file and the folders above it, through outdir.Add: the writer
+// goroutine may still be writing when an interrupt's undo runs, and would otherwise make them
+// again after the undo removed the folder. A test makes one fail, as a full disk would, or
+// interrupts the export before one.
+var createFile = func(path string) (f *os.File, err error) {
+	err = outdir.Add(func() error {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		f, err = os.Create(path)
+		return err
+	})
+	return f, err
+}
 
 // exportProcess writes one process's tables. Its recording is read and
 // flattened on this goroutine while another writes the rows (Parquet's
@@ -376,9 +388,6 @@ func (f *file[T, P]) take() func() error {
 
 func (f *file[T, P]) write(rows []T) error {
 	if f.w == nil {
-		if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
-			return err
-		}
 		out, err := createFile(f.path)
 		if err != nil {
 			return err

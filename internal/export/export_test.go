@@ -340,14 +340,14 @@ func TestWriterFails(t *testing.T) {
 // found it: gone when it made it, empty when it was there, so the same command can run again.
 func TestParquetFailureLeavesNothing(t *testing.T) {
 	full := errors.New("no space left on device")
-	created := 0
+	created, create := 0, createFile
 	createFile = func(name string) (*os.File, error) {
 		if created++; created == 5 {
 			return nil, full
 		}
-		return os.Create(name)
+		return create(name)
 	}
-	t.Cleanup(func() { createFile = os.Create })
+	t.Cleanup(func() { createFile = create })
 	set := testrec.Open(t, testrec.Good)
 	testrec.FailPartWay(t, full, func(out string) error {
 		created = 0

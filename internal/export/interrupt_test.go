@@ -14,11 +14,12 @@ func TestParquetInterrupted(t *testing.T) {
 	testrec.InterruptPartWay(t, func(out string, stop func()) {
 		set := testrec.Open(t, testrec.Memory)
 		var created atomic.Int32
+		create := createFile
 		createFile = func(name string) (*os.File, error) {
 			if created.Add(1) == 3 {
 				stop()
 			}
-			return os.Create(name)
+			return create(name)
 		}
 		Parquet(out, set.Processes)
 	})

@@ -52,6 +52,19 @@ func Undoable(create func() (undo func(), err error)) (release func(), err error
 	}, nil
 }
 
+// Add runs add, which adds a file or folder to an output that Undoable knows how to undo (a
+// file of an output folder), with interrupts held off: an interrupt's undo never runs while
+// add does, and add never runs once one has begun (Add waits for the process to end). An
+// interrupt does not stop the command's goroutines, so without it one still writing the
+// output could make a file, or its folders again, after the undo had looked, and leave it
+// behind. Writing into a file already made needs no Add: the undo removes the file whole.
+// add must not call Add or Undoable.
+func Add(add func() error) error {
+	interrupts.Lock()
+	defer interrupts.Unlock()
+	return add()
+}
+
 // onInterrupt waits for an interrupt, undoes every output still being written, the newest
 // first, and ends the process. The lock is kept to the end: no output is released or begun
 // meanwhile. A second interrupt while it undoes ends the process at once, as the first would

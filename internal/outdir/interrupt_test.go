@@ -2,8 +2,11 @@ package outdir
 
 import (
 	"bufio"
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -57,5 +60,47 @@ func TestSecondInterrupt(t *testing.T) {
 	}
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGINT {
 		t.Errorf("the process ended with %v, want by SIGINT", cmd.ProcessState)
+	}
+}
+
+// lateAddEnv names, in the process TestAddAfterUndo starts, the folder its output is.
+const lateAddEnv = "GPURR_TEST_LATE_ADD"
+
+// A goroutine still writing an output when an interrupt comes adds nothing to it once the undo
+// has begun: the undo (here one that takes a while after removing the folder, as removing a
+// large one does) is the output's end. Without Add, the goroutine made the folder again, with a
+// file in it, and the process ended with them there.
+func TestAddAfterUndo(t *testing.T) {
+	if out := os.Getenv(lateAddEnv); out != "" {
+		undone := make(chan struct{})
+		Undoable(func() (func(), error) {
+			return func() {
+				os.RemoveAll(out)
+				close(undone)
+				time.Sleep(200 * time.Millisecond)
+			}, os.Mkdir(out, 0o755)
+		})
+		go func() {
+			<-undone
+			Add(func() error {
+				if err := os.MkdirAll(filepath.Join(out, "table"), 0o755); err != nil {
+					return err
+				}
+				return os.WriteFile(filepath.Join(out, "table", "late"), nil, 0o600)
+			})
+		}()
+		syscall.Kill(os.Getpid(), syscall.SIGINT)
+		time.Sleep(time.Minute)
+		os.Exit(99)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), lateAddEnv+"="+out)
+	log, err := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGINT) {
+		t.Fatalf("exit %d (%v), want 130:\n%s", code, err, log)
+	}
+	if _, err := os.Lstat(out); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s after the interrupt: %v, want it gone", out, err)
 	}
 }
