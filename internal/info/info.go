@@ -282,7 +282,7 @@ func since(start, t uint64) uint64 {
 
 func top(all []KernelUse, order func(a, b KernelUse) int) []KernelUse {
 	s := slices.Clone(all)
-	slices.SortFunc(s, order)
+	slices.SortStableFunc(s, order)
 	return s[:min(len(s), topKernels)]
 }
 

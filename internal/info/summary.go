@@ -2,6 +2,7 @@ package info
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 
 	"github.com/gpurr/gpurr/recording"
@@ -339,8 +340,12 @@ func (s *summary) topKernels(p *Process) {
 		return cmp.Or(cmp.Compare(b.GPUTimeNS, a.GPUTimeNS), cmp.Compare(b.Runs, a.Runs), cmp.Compare(a.Line, b.Line))
 	})
 	p.TopLines = p.TopLines[:min(len(p.TopLines), topKernels)]
+	// By mangled name, and sorted stably below: kernels whose shortened names are one (a long
+	// template's head) and tie in counts and time keep that order, not the map's, which
+	// changes from one run to the next.
 	all := make([]KernelUse, 0, len(s.runs))
-	for name, u := range s.runs {
+	for _, name := range slices.Sorted(maps.Keys(s.runs)) {
+		u := s.runs[name]
 		r, ok := s.readable[name]
 		if !ok {
 			r = s.links.Demangle(name)

@@ -2,6 +2,7 @@ package info
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -62,4 +63,32 @@ func mustStepper(t *testing.T, stepRange string) *recording.Stepper {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// Kernels whose readable names share the head that shorten keeps (templates of one long
+// name) and tie in runs and launches are listed in one order every time, that of their
+// mangled names: they came in the map's order, which changes from run to run, so info's table
+// and JSON differed between two runs on one recording and the top 10 could hold other kernels.
+func TestTopKernelsOrderFixed(t *testing.T) {
+	head := "void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float, float, float, "
+	var first []byte
+	for i := range 30 {
+		s := newSummary("p", mustStepper(t, ""), nil)
+		for k := range 12 {
+			name := fmt.Sprintf("_Z6kernel%02d", k)
+			s.readable[name] = fmt.Sprintf("%sop%02d>>(int, T2)", head, k)
+			s.runs[name] = &KernelUse{Runs: 5, Launches: 5, GPUTimeNS: uint64(100 + k%3)}
+		}
+		p := &Process{}
+		s.topKernels(p)
+		b, err := json.Marshal([][]KernelUse{p.TopByCount, p.TopByTime})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = b
+		} else if string(b) != string(first) {
+			t.Fatalf("run %d listed\n%s\nrun 0\n%s", i, b, first)
+		}
+	}
 }
