@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -44,6 +45,8 @@ events (median of --repeat launches), and keeps only the shapes whose output
 matches the recording: bit for bit, or within --atol/--rtol with --dtype.
 The recorded shape is measured in the same run as the baseline. It writes a
 CSV and an SVG chart and prints the fastest verified shape with its speedup.
+--csv - or --chart - writes that file to stdout; the report then goes to
+stderr.
 
 Sizes are separated by commas; a 2-D or 3-D size is written 16x16 or
 8x8x4. --search random:N measures N shapes picked at random from the
@@ -139,11 +142,33 @@ func runTune(cmd *cobra.Command, o tuneOptions, path string) error {
 	for _, n := range s.Notes {
 		fmt.Fprintf(stderr, "tune: note: %s\n", n)
 	}
-	fmt.Fprintf(out, "tune: launch %d: %s, %d shapes on %s (%s)\n", c.Seq, c.Name, len(configs), s.Device.Name, s.Device.Arch())
+	fmt.Fprintf(tuneReport(o, out, stderr), "tune: launch %d: %s, %d shapes on %s (%s)\n", c.Seq, c.Name, len(configs), s.Device.Name, s.Device.Arch())
 	progress := tuneProgress(len(configs))
 	start := time.Now()
 	trials, runErr := tune.Run(s, configs, o.repeat, check, progress)
-	elapsed := time.Since(start)
+	return finishTune(out, stderr, o, c, tuneRun{trials, time.Since(start), runErr}, csvOut, chartOut)
+}
+
+// tuneRun is what a search measured: the trials, in elapsed, and why it stopped early, if it
+// did (err).
+type tuneRun struct {
+	trials  []tune.Trial
+	elapsed time.Duration
+	err     error
+}
+
+// tuneReport is where tune's report goes: stdout, unless --csv or --chart is stdout (-),
+// which then carries that file alone, as with the other verbs' -o -.
+func tuneReport(o tuneOptions, stdout, stderr io.Writer) io.Writer {
+	if o.csv == "-" || o.chart == "-" {
+		return stderr
+	}
+	return stdout
+}
+
+// finishTune writes the files and the report of a search of c's shapes.
+func finishTune(stdout, stderr io.Writer, o tuneOptions, c *replay.Case, r tuneRun, csvOut, chartOut *output) error {
+	out, trials, elapsed, runErr := tuneReport(o, stdout, stderr), r.trials, r.elapsed, r.err
 	if len(trials) == 0 || !trials[0].Verified {
 		why := "it did not run"
 		if len(trials) > 0 {
@@ -161,7 +186,8 @@ func runTune(cmd *cobra.Command, o tuneOptions, path string) error {
 		}
 	}
 	fmt.Fprintf(out, "measured %d shapes in %.2f s (%.0f shapes/s): %d verified, %d rejected; wrote %s and %s\n",
-		len(trials), elapsed.Seconds(), float64(len(trials))/elapsed.Seconds(), verified, len(trials)-verified, o.csv, o.chart)
+		len(trials), elapsed.Seconds(), float64(len(trials))/elapsed.Seconds(), verified, len(trials)-verified,
+		tuneFileName("the CSV", o.csv), tuneFileName("the chart", o.chart))
 	best, _ := tune.Best(trials)
 	base := trials[0]
 	fmt.Fprintf(out, "recorded: %s  %.2f µs\n", base.Label(), float64(base.Median)/1e3)
@@ -173,6 +199,14 @@ func runTune(cmd *cobra.Command, o tuneOptions, path string) error {
 		return usageErrorf("tune: %v", runErr)
 	}
 	return nil
+}
+
+// tuneFileName names where --csv or --chart (what) went in the report.
+func tuneFileName(what, path string) string {
+	if path == "-" {
+		return what + " to standard output"
+	}
+	return path
 }
 
 // parseDims reads a comma-separated list of sizes, each X, XxY or XxYxZ.
