@@ -53,13 +53,28 @@ func plain(err error) error {
 }
 
 // Track notes what dir holds now and returns undo, which puts dir back that way: it removes
-// dir when nothing was there, and otherwise every entry that was not there. Entries that were
-// there are never touched, so undo is safe whatever the command found: a file, a symlink
-// (dangling, or in a loop) or a folder it cannot list where dir should be is left alone, as
-// the command that fails on it found it.
+// dir when nothing was there, with the folders above it that were not there either (the
+// command makes them with dir) where they are empty, and otherwise every entry that was not
+// there. Entries that were there are never touched, so undo is safe whatever the command
+// found: a file, a symlink (dangling, or in a loop) or a folder it cannot list where dir
+// should be is left alone, as the command that fails on it found it.
 func Track(dir string) (undo func()) {
 	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
-		return func() { os.RemoveAll(dir) }
+		var above []string // the folders above dir that are not there, nearest first
+		for p := filepath.Dir(dir); p != filepath.Dir(p); p = filepath.Dir(p) {
+			if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+				break
+			}
+			above = append(above, p)
+		}
+		return func() {
+			os.RemoveAll(dir)
+			for _, p := range above {
+				if os.Remove(p) != nil {
+					break // only when empty: never what another command put there meanwhile
+				}
+			}
+		}
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {

@@ -37,6 +37,38 @@ func TestTrack(t *testing.T) {
 	}
 }
 
+// Undo of a folder Track did not find removes the folders above it that were not there either
+// (the command made them with it: -o new/deeper/out), where nothing else came into them; it
+// left them behind, so the command did not leave the file system as it found it.
+func TestTrackFoldersAbove(t *testing.T) {
+	base := t.TempDir()
+	out := filepath.Join(base, "new", "deeper", "out")
+	undo := Track(out)
+	if err := os.MkdirAll(filepath.Join(out, "table"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	undo()
+	if entries, err := os.ReadDir(base); err != nil || len(entries) != 0 {
+		t.Errorf("after undo, %s holds %v (%v), want nothing", base, entries, err)
+	}
+
+	undo = Track(out)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(base, "new", "other")
+	if err := os.WriteFile(other, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	undo()
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("a file another put beside: %v, want it kept", err)
+	}
+	if _, err := os.Stat(filepath.Join(base, "new", "deeper")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a folder the command made above out: %v, want it gone", err)
+	}
+}
+
 // What is not a folder is refused and, whatever undo is called after, left as it was: a
 // file, a symlink to a file, to nothing, or in a loop, a path through a file.
 func TestNotAFolder(t *testing.T) {
