@@ -29,9 +29,22 @@ var interruptSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGH
 // meanwhile waits for create and then undoes what it made. create must not call Undoable.
 func Undoable(create func() (undo func(), err error)) (release func(), err error) {
 	interrupts.catch.Do(func() {
+		// A signal the process ignores stays ignored: nohup starts it ignoring SIGHUP, and a
+		// shell without job control starts a command it runs in the background ignoring
+		// SIGINT, so that hanging up or Ctrl-C leaves it running. Caught, that signal undid
+		// the output and ended the command it was meant to leave alone.
+		var caught []os.Signal
+		for _, sig := range interruptSignals {
+			if !signal.Ignored(sig) {
+				caught = append(caught, sig)
+			}
+		}
+		if len(caught) == 0 {
+			return
+		}
 		ch := make(chan os.Signal, 1)
-		signal.Notify(ch, interruptSignals...)
-		go onInterrupt(ch)
+		signal.Notify(ch, caught...)
+		go onInterrupt(ch, caught)
 	})
 	interrupts.Lock()
 	defer interrupts.Unlock()
@@ -70,10 +83,10 @@ func Add(add func() error) error {
 // meanwhile. A second interrupt while it undoes ends the process at once, as the first would
 // have without outputs to undo: an undo that hangs (a folder on a network file system gone
 // away) is not the end of what the user can do.
-func onInterrupt(ch chan os.Signal) {
+func onInterrupt(ch chan os.Signal, caught []os.Signal) {
 	sig := <-ch
 	signal.Stop(ch)
-	signal.Reset(interruptSignals...)
+	signal.Reset(caught...)
 	interrupts.Lock()
 	for id := interrupts.next - 1; id >= 0; id-- {
 		if undo, ok := interrupts.undo[id]; ok {

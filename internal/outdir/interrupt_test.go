@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -33,6 +34,7 @@ func TestSecondInterrupt(t *testing.T) {
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
 	cmd.Env = append(os.Environ(), undoHangsEnv+"=1")
+	defer startInterruptible(t)()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -96,11 +98,57 @@ func TestAddAfterUndo(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
 	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
 	cmd.Env = append(os.Environ(), lateAddEnv+"="+out)
+	defer startInterruptible(t)()
 	log, err := cmd.CombinedOutput()
 	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGINT) {
 		t.Fatalf("exit %d (%v), want 130:\n%s", code, err, log)
 	}
 	if _, err := os.Lstat(out); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("%s after the interrupt: %v, want it gone", out, err)
+	}
+}
+
+// startInterruptible makes the processes this test starts until done is called start with
+// SIGINT's default action, as under go test, also where this test binary was started ignoring
+// it (run in the background by a shell without job control): a signal a process starts
+// ignoring stays ignored (TestIgnoredSignals).
+func startInterruptible(t *testing.T) (done func()) {
+	t.Helper()
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGINT)
+	return func() { signal.Stop(ch) }
+}
+
+// ignoredEnv names, in the process TestIgnoredSignals starts, the folder its output is.
+const ignoredEnv = "GPURR_TEST_IGNORED_SIGNALS"
+
+// A process started ignoring SIGHUP and SIGINT (nohup; a command a script runs in the
+// background) is not ended by them while it writes its output, nor is the output undone: the
+// signals were caught all the same, so hanging up on nohup gpurr export undid the export and
+// ended it with 129.
+func TestIgnoredSignals(t *testing.T) {
+	if out := os.Getenv(ignoredEnv); out != "" {
+		release, err := Undoable(func() (func(), error) {
+			return func() { os.RemoveAll(out) }, os.Mkdir(out, 0o755)
+		})
+		if err != nil {
+			os.Exit(97)
+		}
+		syscall.Kill(os.Getpid(), syscall.SIGHUP)
+		syscall.Kill(os.Getpid(), syscall.SIGINT)
+		time.Sleep(200 * time.Millisecond) // what comes of the signals comes within this
+		release()
+		os.Exit(0)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	// The shell starts the test binary with both signals ignored, as nohup and a script's & do.
+	cmd := exec.Command("sh", "-c", `trap '' HUP INT; exec "$0" "$@"`, os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), ignoredEnv+"="+out)
+	log, err := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit %d (%v), want 0: the ignored signals ended it:\n%s", code, err, log)
+	}
+	if _, err := os.Stat(out); err != nil {
+		t.Errorf("the output after the ignored signals: %v, want it kept", err)
 	}
 }
