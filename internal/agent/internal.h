@@ -168,7 +168,8 @@ static inline uint64_t gp_clock(void) {
 extern gp_counters gp_counts;
 #define GP_COUNT(field, n) atomic_fetch_add_explicit((_Atomic uint64_t *)&gp_counts.field, (n), memory_order_relaxed)
 
-// gp_ring_init hands the ring its buffer: cap bytes, a power of two.
+// gp_ring_init hands the ring its buffer, cap bytes (a power of two), and
+// empties it.
 void gp_ring_init(uint8_t *buf, uint64_t cap);
 
 

@@ -341,6 +341,24 @@ func TestRingDrain(t *testing.T) {
 	}
 }
 
+// TestRingInitEmpties: a ring handed a new buffer is empty, whatever the old one held
+// undrained; the reader takes what is pushed after, not the new buffer's zeroes.
+func TestRingInitEmpties(t *testing.T) {
+	r := testRecorder(t)
+	cannedRing(4096)
+	if !ringPush(cannedLaunch(&pb.Launch{Seq: 1}, nil)) {
+		t.Fatal("the first record did not fit an empty ring")
+	}
+	cannedRing(4096) // launch 1 left in the old buffer, undrained
+	if !ringPush(cannedLaunch(&pb.Launch{Seq: 2}, nil)) {
+		t.Fatal("a record did not fit a new ring")
+	}
+	r.drain()
+	if n := len(r.batch.Launches); n != 1 || r.batch.Launches[0].Seq != 2 {
+		t.Errorf("drained %v, want launch 2 only", r.batch.Launches)
+	}
+}
+
 // TestRingPrefault: the writer faults in the ring's first lap ahead of the
 // records (MADV_POPULATE_WRITE), leaving what lies further on untouched and
 // the records already there intact.

@@ -39,8 +39,13 @@ static pthread_mutex_t ring_take_mu = PTHREAD_MUTEX_INITIALIZER;  // one reader 
 static uint64_t faulted;
 
 void gp_ring_init(uint8_t *buf, uint64_t cap) {
+  gp_spin_lock(&ring.lock);
   ring.buf = buf;
   ring.cap = cap;
+  // A new buffer holds none of the old one's bytes: positions left over
+  // would point the reader at zeroes, which it never reads past.
+  ring.head = ring.tail = 0;
+  gp_spin_unlock(&ring.lock);
   faulted = 0;
 }
 
