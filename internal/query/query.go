@@ -33,8 +33,8 @@ func sqliteMessage(err error) error {
 // SQLite's message when the statement is wrong.
 //
 // It only reads (readonly.go): a statement that would write, attach a
-// file, set a pragma or run a second statement is refused, wrapping
-// ErrNotReading.
+// file, run a pragma that does more than list, or run a second statement
+// is refused, wrapping ErrNotReading.
 func (db *DB) Query(ctx context.Context, statement string, w RowWriter) error {
 	if err := checkStatement(statement); err != nil {
 		return err

@@ -13,8 +13,8 @@ import (
 // statement; it does not begin with a keyword that writes (VACUUM INTO, for one, writes a file
 // and has no authorizer action of its own); and SQLite's authorizer, installed on the
 // connection once the tables are loaded, denies every action but reading: no ATTACH (which
-// creates files), no writes or schema changes, no pragma that sets a value, no extension
-// loading.
+// creates files), no writes or schema changes, no pragma but those that only list, no
+// extension loading.
 
 // ErrNotReading is wrapped by the error for a statement that does more than read.
 var ErrNotReading = errors.New("gpurr query only reads the recording's tables")
