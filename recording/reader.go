@@ -24,7 +24,8 @@ type Set struct {
 	Dir       string     // the recording directory (holds modules/)
 	Processes []*Process // sorted by rank, then host, pid and name
 	// Damaged holds one error per process directory that could not be opened (a damaged
-	// header or first frame, an empty events file, one that is not a regular file), each a
+	// header or first frame, an empty events file, one that is not a regular file, a
+	// directory or events file the reader may not read, a symlink loop), each a
 	// *ProcessError naming its file; Open reads the other processes and fails only when none
 	// opens.
 	Damaged []error

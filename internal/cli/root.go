@@ -30,11 +30,14 @@ const (
 const exitStatusHelp = `Exit status (record, once its program runs, exits with the program's code):
   0  done, nothing found
   1  found what the verb looks for: a divergence (diff, verify), a NaN (nan),
-     a launch that differs on replay, a problem (info)
+     a launch that differs on replay, a race witness (race), a problem
+     (info, doctor)
   2  usage or input error: a bad flag or path (a program record cannot find),
      a damaged recording, a launch that cannot be replayed; one line on stderr
   3  gpurr or its environment failed: a write error, no usable GPU, a program
-     that cannot be started; one line on stderr`
+     that cannot be started; one line on stderr
+  128+N  interrupted by signal N (130 for Ctrl-C), having removed what it
+     had written, so the same command can be run again`
 
 // exitError carries an exit code through cobra.
 type exitError struct {
