@@ -357,7 +357,7 @@ func (m *Memory) write(t *textWriter) {
 	}
 	field("GPU time", "%s in gpurr's hash and copy kernels", formatNS(m.CaptureGPUNS))
 	if m.Mode == "snapshot" {
-		selected := fmt.Sprintf("%d launches selected for snapshots", m.SnapshotSelected)
+		selected := launchCount(m.SnapshotSelected) + " selected for snapshots"
 		if m.complete && m.SnapshotSelected == 0 && (m.SnapshotKernels != "" || m.SnapshotLaunches != "") {
 			selected += ": the selection matched nothing"
 		}

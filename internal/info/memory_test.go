@@ -172,3 +172,14 @@ func TestOverheadNamesBackpressure(t *testing.T) {
 		}
 	}
 }
+
+// The snapshot selection counts its launches in words: one launch, not "1 launches".
+func TestSnapshotSelectedCount(t *testing.T) {
+	for n, want := range map[uint64]string{1: "1 launch selected for snapshots", 4: "4 launches selected for snapshots"} {
+		var b strings.Builder
+		(&Memory{Mode: "snapshot", SnapshotSelected: n}).write(&textWriter{w: &b})
+		if !strings.Contains(b.String(), want+"\n") {
+			t.Errorf("%d selected: want %q in:\n%s", n, want, b.String())
+		}
+	}
+}
