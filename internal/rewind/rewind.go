@@ -7,6 +7,7 @@
 package rewind
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -40,14 +41,16 @@ type Result struct {
 // Rewind reads process p's recording and rebuilds the bytes r names. Every
 // error is one line about the input: what the recording lacks, or the
 // request gets wrong.
+//
+// It reads the recording frame by frame until it has the launch and the states its memory
+// plan promised (Process.Ordered), keeping none of the other launches, so its memory does not
+// grow with the recording and an early launch is found without reading the rest. A launch the
+// recording lacks makes it read to the end, and again for the line that says which launches
+// it has.
 func Rewind(p *recording.Process, r Request) (*Result, error) {
-	data, err := p.Load()
+	l, err := findLaunch(p, r.Launch)
 	if err != nil {
 		return nil, err
-	}
-	l, ok := memview.FromLinks(data.Links(), r.Launch)
-	if !ok {
-		return nil, errors.New(info.NoLaunch(p.Name, r.Launch, data))
 	}
 	v := memview.New(p)
 	defer v.Close()
@@ -112,6 +115,45 @@ func Rewind(p *recording.Process, r Request) (*Result, error) {
 	}
 	region := regions[idx]
 	return &Result{Data: buf, Index: idx, Region: region}, nil
+}
+
+// findLaunch reads p's launch seq and the states taken around it; the error says, when p has
+// no such launch, which launches it has (noLaunch).
+func findLaunch(p *recording.Process, seq uint64) (memview.Launch, error) {
+	var l memview.Launch
+	_, err := p.Ordered([]uint64{seq}, func(rec *recording.LaunchRecord) error {
+		l = memview.FromRecord(rec)
+		return recording.ErrStop
+	})
+	if err == nil && l.Launch == nil {
+		err = noLaunch(p, seq)
+	}
+	return l, err
+}
+
+// noLaunch says that p has no launch seq, as info.NoLaunch does of the loaded recording: it
+// reads the recording again for its first and last launch and how it ends.
+func noLaunch(p *recording.Process, seq uint64) error {
+	ends := &recording.Data{}
+	var first, last *pb.Launch
+	res, err := p.Scan(func(b *pb.Batch) error {
+		if n := len(b.Launches); n > 0 {
+			first = cmp.Or(first, b.Launches[0])
+			last = b.Launches[n-1]
+		}
+		if b.End != nil {
+			ends.End = b.End
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if first != nil {
+		ends.Launches = []*pb.Launch{first, last}
+	}
+	ends.Truncated = res.Truncated
+	return errors.New(info.NoLaunch(p.Name, seq, ends))
 }
 
 // nearestRegions names the regions that end closest below addr and start

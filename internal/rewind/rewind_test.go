@@ -2,9 +2,13 @@ package rewind
 
 import (
 	"bytes"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
+	"github.com/gpurr/gpurr/internal/info"
 	"github.com/gpurr/gpurr/internal/testrec"
 	"github.com/gpurr/gpurr/recording"
 	"github.com/gpurr/gpurr/recording/memview"
@@ -91,5 +95,62 @@ func TestRewindUnknownRegion(t *testing.T) {
 	want := "region 0 after launch 4: its state is unknown, carried from a state that was lost (write sets): no bytes to rebuild"
 	if err == nil || err.Error() != want {
 		t.Errorf("error %v, want %q", err, want)
+	}
+}
+
+// Rewind finds a launch and its states reading the recording frame by frame: what it finds,
+// and the line for a launch the recording lacks, are those of the loaded recording
+// (Process.Load, Links), for every launch of the synthetic recordings and for launches at and
+// around the frame boundaries of a generated snapshot recording of several frames.
+func TestFindLaunchStreams(t *testing.T) {
+	tmp := t.TempDir()
+	if _, err := testrec.WriteReplayable(filepath.Join(tmp, "replayable")); err != nil {
+		t.Fatal(err)
+	}
+	recs := []string{"replayable"}
+	for _, v := range []testrec.Variant{testrec.Memory, testrec.Incomplete, testrec.Truncated, testrec.WriteSets} {
+		if err := testrec.Write(filepath.Join(tmp, string(v)), v); err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, string(v))
+	}
+	const big = 10_000 // three frames
+	if _, err := testrec.WriteBig(filepath.Join(tmp, "big"), testrec.Big{Launches: big, Snapshot: true, DifferAt: 4097}); err != nil {
+		t.Fatal(err)
+	}
+	recs = append(recs, "big")
+	for _, name := range recs {
+		set, err := recording.Open(filepath.Join(tmp, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range set.Processes {
+			d, err := p.Load()
+			if err != nil {
+				t.Fatal(err)
+			}
+			links := d.Links()
+			seqs := []uint64{0, 1, 2, 4095, 4096, 4097, 8192, 8193, big, big + 1}
+			if name != "big" {
+				seqs = nil
+				for seq := range uint64(len(d.Launches) + 3) {
+					seqs = append(seqs, seq)
+				}
+			}
+			for _, seq := range seqs {
+				got, err := findLaunch(p, seq)
+				want, ok := memview.FromLinks(links, seq)
+				switch {
+				case !ok:
+					if msg := info.NoLaunch(p.Name, seq, d); err == nil || err.Error() != msg {
+						t.Errorf("%s %s launch %d: error %v, want %q", name, p.Name, seq, err, msg)
+					}
+				case err != nil:
+					t.Errorf("%s %s launch %d: %v", name, p.Name, seq, err)
+				case !proto.Equal(got.Launch, want.Launch) || !proto.Equal(got.Before, want.Before) || !proto.Equal(got.After, want.After):
+					t.Errorf("%s %s launch %d: found %v, want %v", name, p.Name, seq, got, want)
+				}
+			}
+		}
 	}
 }
