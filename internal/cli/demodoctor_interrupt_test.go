@@ -67,7 +67,9 @@ func TestDemoInterrupted(t *testing.T) {
 		tmp := t.TempDir()
 		cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
 		cmd.Env = append(os.Environ(), demoInterruptEnv+"="+strconv.Itoa(int(sig)), "TMPDIR="+tmp)
+		done := testrec.Interruptible()
 		log, err := cmd.CombinedOutput()
+		done()
 		if code := cmd.ProcessState.ExitCode(); code != 128+int(sig) {
 			t.Errorf("%v: exit %d (%v), want %d:\n%s", sig, code, err, 128+int(sig), log)
 		}
@@ -134,7 +136,9 @@ func TestRecordWorkloadInterrupted(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
 	cmd.Env = append(os.Environ(), recordInterruptEnv+"="+fake, "TMPDIR="+tmp)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a process group of its own, as a shell's job
+	done := testrec.Interruptible()
 	log, err := cmd.CombinedOutput()
+	done()
 	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGINT) {
 		t.Errorf("exit %d (%v), want 130:\n%s", code, err, log)
 	}

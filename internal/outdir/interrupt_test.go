@@ -6,11 +6,12 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpurr/gpurr/internal/testrec"
 )
 
 // undoHangsEnv names, in the process TestSecondInterrupt starts, that it runs an undo that
@@ -34,7 +35,7 @@ func TestSecondInterrupt(t *testing.T) {
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
 	cmd.Env = append(os.Environ(), undoHangsEnv+"=1")
-	defer startInterruptible(t)()
+	defer testrec.Interruptible()()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +99,7 @@ func TestAddAfterUndo(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
 	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
 	cmd.Env = append(os.Environ(), lateAddEnv+"="+out)
-	defer startInterruptible(t)()
+	defer testrec.Interruptible()()
 	log, err := cmd.CombinedOutput()
 	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGINT) {
 		t.Fatalf("exit %d (%v), want 130:\n%s", code, err, log)
@@ -106,17 +107,6 @@ func TestAddAfterUndo(t *testing.T) {
 	if _, err := os.Lstat(out); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("%s after the interrupt: %v, want it gone", out, err)
 	}
-}
-
-// startInterruptible makes the processes this test starts until done is called start with
-// SIGINT's default action, as under go test, also where this test binary was started ignoring
-// it (run in the background by a shell without job control): a signal a process starts
-// ignoring stays ignored (TestIgnoredSignals).
-func startInterruptible(t *testing.T) (done func()) {
-	t.Helper()
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGINT)
-	return func() { signal.Stop(ch) }
 }
 
 // ignoredEnv names, in the process TestIgnoredSignals starts, the folder its output is.

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -77,13 +78,36 @@ func InterruptPartWay(t *testing.T, write func(out string, stop func())) {
 		cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
 		// The process ends without its tests' cleanup: its temporary files go where this one's do.
 		cmd.Env = append(os.Environ(), interruptEnv+"="+out, "TMPDIR="+t.TempDir())
+		done := Interruptible()
 		log, err := cmd.CombinedOutput()
+		done()
 		if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGINT) {
 			t.Fatalf("%s: exit %d (%v), want 130:\n%s", out, code, err, log)
 		}
 		asFound(t, out, existed == nil)
 		if beside, _ := filepath.Glob(filepath.Join(filepath.Dir(out), ".*")); len(beside) > 0 {
 			t.Errorf("%s: left beside it: %v", out, beside)
+		}
+	}
+}
+
+// Interruptible makes the processes this one starts until done is called start with the
+// default action of SIGINT, SIGTERM and SIGHUP, as they do under go test, also where this test
+// binary was started ignoring them (run in the background by a shell without job control, or
+// by nohup): a process started ignoring a signal keeps ignoring it (outdir's
+// TestIgnoredSignals), so a test that interrupts it would wait in vain. A signal a process
+// catches is reset to its default action in what it executes; an ignored one stays ignored.
+// One that comes to this process meanwhile (Ctrl-C of the test run) is sent again once done
+// has stopped catching them, and does to it then what it would have done.
+func Interruptible() (done func()) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	return func() {
+		signal.Stop(ch)
+		select {
+		case sig := <-ch:
+			syscall.Kill(os.Getpid(), sig.(syscall.Signal))
+		default:
 		}
 	}
 }
