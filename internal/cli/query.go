@@ -94,7 +94,7 @@ func runQuery(cmd *cobra.Command, path, statement string, w rowWriter) error {
 	if err != nil {
 		return err
 	}
-	db, err := query.Load(ctx, set)
+	db, err := query.Load(ctx, set, statement)
 	if err != nil {
 		return usageErrorf("%v", err)
 	}

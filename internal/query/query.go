@@ -39,6 +39,9 @@ func (db *DB) Query(ctx context.Context, statement string, w RowWriter) error {
 	if err := checkStatement(statement); err != nil {
 		return err
 	}
+	if err := db.fillTables(ctx, statement); err != nil {
+		return err
+	}
 	if err := db.fillChunks(ctx, statement); err != nil {
 		return err
 	}
