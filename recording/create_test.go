@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
@@ -60,5 +61,28 @@ func TestCreateFailureLeavesNoEventsFile(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(setDir, "q")); err == nil {
 		t.Error("CreateNew left its directory after failing")
+	}
+}
+
+// CreateSet makes a recording only of a folder that holds nothing but its recording.json once
+// that is made: another command (export --parquet, which claims a folder with a file of its own
+// and writes it whole) could write into the folder between CreateSet's look and its claim, and
+// the recording was then made in with the other's files.
+func TestCreateSetLooksAgain(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "rec")
+	other := filepath.Join(dir, ".gpurr-export-in-progress")
+	mkdirAll = func(path string, perm fs.FileMode) error {
+		err := os.MkdirAll(path, perm)
+		if err == nil {
+			err = os.WriteFile(other, nil, 0o600)
+		}
+		return err
+	}
+	defer func() { mkdirAll = os.MkdirAll }()
+	if err := CreateSet(dir, []string{"python", "train.py"}); err == nil || !strings.Contains(err.Error(), "is not empty") {
+		t.Errorf("CreateSet of a folder another command wrote into meanwhile: %v, want it refused as not empty", err)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 1 || entries[0].Name() != filepath.Base(other) {
+		t.Errorf("the folder after the refused CreateSet: %v %v, want only the other command's file", entries, err)
 	}
 }

@@ -235,6 +235,9 @@ func putModuleFile(setDir, name string, data []byte) error {
 	return nil
 }
 
+// mkdirAll makes CreateSet's folder (a test writes another command's file in it just then).
+var mkdirAll = os.MkdirAll
+
 // setFile is recording.json, which marks a directory as a recording.
 type setFile struct {
 	Format  string    `json:"format"`
@@ -247,12 +250,16 @@ type setFile struct {
 // recording.json naming the command recorded. A directory that exists and
 // is not empty is an error, so no recording is ever mixed into another; of
 // two CreateSets of one directory at once, one fails (recording.json is made
-// only once), and a failure leaves no recording.json behind.
+// only once), and a failure leaves no recording.json behind. The folder is
+// looked at again once recording.json is made, since another command (an
+// export) may have written into it after the first look: the folder is then
+// refused, and left with what the other wrote.
 func CreateSet(dir string, command []string) error {
+	notEmpty := fmt.Errorf("%s already exists and is not empty: choose another -o or remove it", dir)
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return fmt.Errorf("%s already exists and is not empty: choose another -o or remove it", dir)
+		return notEmpty
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := mkdirAll(dir, 0o700); err != nil {
 		return err
 	}
 	b, err := json.MarshalIndent(setFile{
@@ -267,13 +274,20 @@ func CreateSet(dir string, command []string) error {
 	path := filepath.Join(dir, SetFile)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("%s already exists and is not empty: choose another -o or remove it", dir)
+		return notEmpty
 	}
 	if err != nil {
 		return err
 	}
 	_, err = f.Write(append(b, '\n'))
-	if err = errors.Join(err, f.Close()); err != nil {
+	err = errors.Join(err, f.Close())
+	if err == nil {
+		// As at the first look, a folder that cannot be listed passes.
+		if entries, lerr := os.ReadDir(dir); lerr == nil && len(entries) > 1 {
+			err = notEmpty
+		}
+	}
+	if err != nil {
 		os.Remove(path)
 	}
 	return err
