@@ -90,7 +90,7 @@ func extractBeside(src *Source, c *Case, dir string) (int64, error) {
 	}
 	defer release()
 	var n int64
-	err = recording.CreateSet(tmp, src.Data.Process.GetArgv())
+	err = add(func() error { return recording.CreateSet(tmp, src.Data.Process.GetArgv()) })
 	if err == nil {
 		n, err = extract(src, c, tmp, filepath.Base(dir))
 	}
@@ -98,7 +98,9 @@ func extractBeside(src *Source, c *Case, dir string) (int64, error) {
 		err = &besideError{err: err, tmp: tmp, dir: dir}
 	}
 	if err == nil {
-		err = renameNew(tmp, abs)
+		// Under the lock too: an undo removing the folder beside as it is renamed would
+		// leave what it had not yet removed in dir.
+		err = add(func() error { return renameNew(tmp, abs) })
 		if errors.Is(err, fs.ErrExist) {
 			err = fmt.Errorf("%s appeared while the reproducer was written (another extract?): choose another -o or remove it", dir)
 		}
@@ -138,12 +140,22 @@ func renameNew(from, to string) error {
 // writeFile writes the README (a test makes it fail, as a full disk would).
 var writeFile = os.WriteFile
 
+// add makes a file or folder of the reproducer, through outdir.Add: an interrupt's undo runs
+// on a goroutine of its own while extract goes on, and what extract made after the undo had
+// looked (the folder beside made again by MkdirAll, a file in the folder it was given) was
+// left behind. A test interrupts the extract before one.
+var add = outdir.Add
+
 // extract writes the reproducer into dir, a recording CreateSet made, whose README calls it
 // name.
 func extract(src *Source, c *Case, dir, name string) (int64, error) {
 	proc := proto.Clone(src.Data.Process).(*pb.Process)
 	proc.Probe = "" // no probe records come along: info would say the expression matched no kernel
-	w, err := recording.Create(dir, src.Proc.Name, &pb.Batch{Process: proc, Devices: src.Data.Devices})
+	var w *recording.Writer
+	err := add(func() (err error) {
+		w, err = recording.Create(dir, src.Proc.Name, &pb.Batch{Process: proc, Devices: src.Data.Devices})
+		return err
+	})
 	if err != nil {
 		return 0, err
 	}
@@ -152,14 +164,14 @@ func extract(src *Source, c *Case, dir, name string) (int64, error) {
 }
 
 func writeCase(src *Source, c *Case, w *recording.Writer) (int64, error) {
-	if _, err := w.PutModule(c.Module); err != nil {
+	if err := add(func() error { _, err := w.PutModule(c.Module); return err }); err != nil {
 		return 0, err
 	}
 	// The module's PTX, where the recording kept it (Triton's), which race and probe need.
 	ptx, err := src.Proc.ModulePTX(c.ModuleHash)
 	switch {
 	case err == nil:
-		if err := w.PutModulePTX(c.ModuleHash, ptx); err != nil {
+		if err := add(func() error { return w.PutModulePTX(c.ModuleHash, ptx) }); err != nil {
 			return 0, err
 		}
 	case !errors.Is(err, fs.ErrNotExist):
@@ -194,10 +206,17 @@ func writeCase(src *Source, c *Case, w *recording.Writer) (int64, error) {
 			b.Allocations = append(b.Allocations, a)
 		}
 	}
-	store, err := chunkstore.Create(w.Dir(), chunkstore.Options{})
+	// The store and its first pack are made through add, and its index by closeStore; a
+	// second pack (past 1 GiB of chunks) is started by the store's own goroutine, outside add.
+	var store *chunkstore.Writer
+	err = add(func() (err error) {
+		store, err = chunkstore.Create(w.Dir(), chunkstore.Options{})
+		return err
+	})
 	if err != nil {
 		return 0, err
 	}
+	closeStore := func() error { return add(store.Close) }
 	var bytes int64
 	// The counters describe what the reproducer holds, so that info's memory lines say so.
 	stats := &pb.Stats{Launches: 1, MemoryLaunches: 1, Activities: uint64(len(b.Activities))}
@@ -221,16 +240,16 @@ func writeCase(src *Source, c *Case, w *recording.Writer) (int64, error) {
 					continue // dropped while recording; the state says so
 				}
 				if err != nil {
-					return 0, errors.Join(err, store.Close())
+					return 0, errors.Join(err, closeStore())
 				}
 				if err := store.Put([16]byte(h), chunk); err != nil {
-					return 0, errors.Join(err, store.Close())
+					return 0, errors.Join(err, closeStore())
 				}
 				bytes += int64(len(chunk))
 			}
 		}
 	}
-	if err := store.Close(); err != nil {
+	if err := closeStore(); err != nil {
 		return 0, err
 	}
 	stored := store.Stats()
@@ -265,5 +284,5 @@ func writeReadme(src *Source, c *Case, dir, name string, chunkBytes int64) error
 	fmt.Fprintf(&sb, "\nRun it again on a machine with a suitable GPU and compare with the recorded result:\n\n")
 	fmt.Fprintf(&sb, "    gpurr replay %s\n\n", name)
 	fmt.Fprintf(&sb, "Exit status 0: bit-exact; 1: the result differs; 2: it could not run. `gpurr info %s` describes the recording.\n", name)
-	return writeFile(filepath.Join(dir, ReadmeFile), []byte(sb.String()), 0o600)
+	return add(func() error { return writeFile(filepath.Join(dir, ReadmeFile), []byte(sb.String()), 0o600) })
 }

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -22,19 +23,20 @@ func FailPartWay(tb testing.TB, want error, run func(out string) error) {
 		if err := run(out); !errors.Is(err, want) {
 			tb.Fatalf("%s: %v, want %v", out, err, want)
 		}
-		asFound(tb, out, existed == nil)
+		asFound(tb, out, out, existed == nil)
 	}
 }
 
-// asFound requires out as a command found it: gone when it was not there, else empty.
-func asFound(tb testing.TB, out string, existed bool) {
+// asFound requires out as a command found it: gone when it was not there, else empty. what
+// names the run in the failure.
+func asFound(tb testing.TB, what, out string, existed bool) {
 	tb.Helper()
 	entries, err := os.ReadDir(out)
 	switch {
 	case !existed && !errors.Is(err, fs.ErrNotExist):
-		tb.Errorf("%s, made by the command: %v, %d entries left", out, err, len(entries))
+		tb.Errorf("%s, made by the command: %v, %d entries left", what, err, len(entries))
 	case existed && (err != nil || len(entries) != 0):
-		tb.Errorf("%s, there before: %v, %d entries left", out, err, len(entries))
+		tb.Errorf("%s, there before: %v, %d entries left", what, err, len(entries))
 	}
 }
 
@@ -55,8 +57,12 @@ func AtOnce(n int, run func() error, lost func(error)) (won int) {
 	return won
 }
 
-// interruptEnv names, in the process InterruptPartWay starts, the folder it writes.
-const interruptEnv = "GPURR_TEST_INTERRUPTED_OUT"
+// interruptEnv names, in the process InterruptPartWay or InterruptAtEach starts, the folder it
+// writes; interruptAtEnv, in one of InterruptAtEach, the point it is interrupted at.
+const (
+	interruptEnv   = "GPURR_TEST_INTERRUPTED_OUT"
+	interruptAtEnv = "GPURR_TEST_INTERRUPTED_AT"
+)
 
 // InterruptPartWay is FailPartWay for an interrupt: it runs the calling test again in a
 // process of its own, where write runs the command into the folder and calls stop where the
@@ -74,21 +80,103 @@ func InterruptPartWay(t *testing.T, write func(out string, stop func())) {
 		os.Exit(98) // write never called stop
 	}
 	for _, out := range []string{filepath.Join(t.TempDir(), "out"), t.TempDir()} {
-		_, existed := os.Stat(out)
-		cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
-		// The process ends without its tests' cleanup: its temporary files go where this one's do.
-		cmd.Env = append(os.Environ(), interruptEnv+"="+out, "TMPDIR="+t.TempDir())
-		done := Interruptible()
-		log, err := cmd.CombinedOutput()
-		done()
-		if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGINT) {
-			t.Fatalf("%s: exit %d (%v), want 130:\n%s", out, code, err, log)
-		}
-		asFound(t, out, existed == nil)
-		if beside, _ := filepath.Glob(filepath.Join(filepath.Dir(out), ".*")); len(beside) > 0 {
-			t.Errorf("%s: left beside it: %v", out, beside)
+		if code := interrupted(t, out, ""); code != 128+int(syscall.SIGINT) {
+			t.FailNow()
 		}
 	}
+}
+
+// InterruptAtEach is InterruptPartWay for a command that goes on writing after the interrupt,
+// as a goroutine of one does while the interrupt's undo runs on another. write calls point
+// before each file or folder the command adds to its output (a test hook), and the command is
+// interrupted at each point in turn, each time in a process of its own: there, point sends
+// SIGINT, waits until the undo has put the folder back as the command found it and returns, so
+// that the command goes on. Whatever it adds then must not be left when the process ends.
+// write keeps the process from ending as soon as the undo is done, as the slow undo of another
+// output would (outdir.Undoable of one that sleeps): else the interrupt's exit would seldom
+// leave the command time to add anything.
+func InterruptAtEach(t *testing.T, write func(out string, point func())) {
+	t.Helper()
+	if out := os.Getenv(interruptEnv); out != "" {
+		at, _ := strconv.Atoi(os.Getenv(interruptAtEnv))
+		_, err := os.Stat(out)
+		existed := err == nil
+		n := 0
+		write(out, func() {
+			if n++; n != at {
+				return
+			}
+			syscall.Kill(os.Getpid(), syscall.SIGINT)
+			for deadline := time.Now().Add(10 * time.Second); !undone(out, existed); time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					os.Exit(97) // the interrupt did not put the folder back
+				}
+			}
+		})
+		if n < at {
+			os.Exit(98) // write has fewer points
+		}
+		time.Sleep(time.Minute) // the interrupt ends the process first
+		os.Exit(99)
+	}
+	for _, there := range []bool{false, true} {
+		for at := 1; ; at++ {
+			out := t.TempDir()
+			if !there {
+				out = filepath.Join(out, "out")
+			}
+			code := interrupted(t, out, strconv.Itoa(at))
+			if code == 98 && at == 1 {
+				t.Fatalf("%s: write has no point to interrupt at", out)
+			}
+			if code == 98 {
+				break
+			}
+			if code != 128+int(syscall.SIGINT) {
+				t.FailNow()
+			}
+		}
+	}
+}
+
+// interrupted runs the calling test again with out, as InterruptPartWay and InterruptAtEach
+// do, and returns its exit code. It fails the test where the process exits otherwise than 98
+// (fewer points than at) or 130, or where it leaves the folder otherwise than as it found it.
+func interrupted(t *testing.T, out, at string) (code int) {
+	t.Helper()
+	_, existed := os.Stat(out)
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
+	// The process ends without its tests' cleanup: its temporary files go where this one's do.
+	cmd.Env = append(os.Environ(), interruptEnv+"="+out, interruptAtEnv+"="+at, "TMPDIR="+t.TempDir())
+	done := Interruptible()
+	log, err := cmd.CombinedOutput()
+	done()
+	what := out
+	if at != "" {
+		what += ", interrupted at point " + at
+	}
+	switch code = cmd.ProcessState.ExitCode(); {
+	case code == 98 && at != "":
+		return code
+	case code != 128+int(syscall.SIGINT):
+		t.Errorf("%s: exit %d (%v), want 130:\n%s", what, code, err, log)
+		return code
+	}
+	asFound(t, what, out, existed == nil)
+	if beside, _ := filepath.Glob(filepath.Join(filepath.Dir(out), ".*")); len(beside) > 0 {
+		t.Errorf("%s: left beside it: %v", what, beside)
+	}
+	return code
+}
+
+// undone says whether out is back as a command found it, gone or empty, with nothing beside it.
+func undone(out string, existed bool) bool {
+	entries, err := os.ReadDir(out)
+	if existed && (err != nil || len(entries) > 0) || !existed && !errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	beside, _ := filepath.Glob(filepath.Join(filepath.Dir(out), ".*"))
+	return len(beside) == 0
 }
 
 // Interruptible makes the processes this one starts until done is called start with the
