@@ -169,7 +169,7 @@ func reportMismatch(w io.Writer, o verifyOptions, label string, first bool, run 
 	} else {
 		fmt.Fprintf(w, "launch %d differs from the manifest (its launch %d)\n", l.GetSeq(), mm.Expected.Seq)
 	}
-	fmt.Fprintf(w, "  kernel   %s (stream %d)\n", run.KernelName(diff.Launch{KernelID: l.GetKernelId()}), mm.Stream)
+	fmt.Fprintf(w, "  kernel   %s (stream %d)\n", run.KernelNameOf(l.GetKernelId()), mm.Stream)
 	n := o.frames
 	if !first {
 		n = min(n, 1)

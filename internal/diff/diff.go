@@ -7,8 +7,8 @@
 // since handles differ between runs) by kernel identity, in launch order;
 // launches present in one run only (an extra warm-up, a different branch)
 // are skipped over and listed. Each run is first reduced to one small entry
-// per launch (Scan), so two recordings of a million launches each fit in a
-// few hundred megabytes; the details of the divergent launch are read in a
+// per launch (Scan, 48 bytes), so two recordings of a million launches each fit
+// in about 300 megabytes; the details of the divergent launch are read in a
 // second pass (Detail).
 package diff
 
@@ -22,19 +22,20 @@ import (
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
-// Launch is what alignment needs of one launch.
+// Launch is what alignment needs of one launch: 48 bytes, since a run of
+// ten million launches holds ten million of them. Its kernel is
+// Run.KernelID(l).
 type Launch struct {
-	Seq       uint64
-	KernelID  uint64
-	Identity  uint64 // Kernel.identity: the same kernel of the same module in any run
-	Stream    int    // the launch's stream, numbered in order of first use
-	Callstack uint64
-	State     [16]byte // digest of the region hashes after the launch
-	HasState  bool     // an AFTER state with hashes was recorded
+	Seq      uint64
+	Identity uint64   // Kernel.identity: the same kernel of the same module in any run
+	State    [16]byte // digest of the region hashes after the launch
+	Stream   int32    // the launch's stream, numbered in order of first use
+	Step     int32    // training step (recording.Stepper)
+	kernel   uint32   // index of its Kernel.id in Run.kernelIDs
+	HasState bool     // an AFTER state with hashes was recorded
 	// Unknown: a region of that state is unknown (carried from a state that was lost, format
 	// 1.11), so the launch is compared with none: neither equal nor different.
 	Unknown bool
-	Step    int // training step (recording.Stepper)
 }
 
 // Run is one process of a recording, reduced for alignment.
@@ -51,22 +52,82 @@ type Run struct {
 	WriteSets  string
 	AuditEvery uint32
 	Misses     []*pb.WriteSetMiss
+
+	kernelIDs   []uint64          // the kernel ids its launches name, each once (Launch.kernel)
+	kernelIndex map[uint64]uint32 // and where each is in kernelIDs
+}
+
+// Append adds a launch of kernel kernelID (Kernel.id) to r.Launches.
+func (r *Run) Append(l Launch, kernelID uint64) {
+	l.kernel = r.intern(kernelID)
+	r.Launches = append(r.Launches, l)
+}
+
+func (r *Run) intern(kernelID uint64) uint32 {
+	if n := len(r.kernelIDs); n > 0 && r.kernelIDs[n-1] == kernelID {
+		return uint32(n - 1)
+	}
+	k, ok := r.kernelIndex[kernelID]
+	if !ok {
+		if r.kernelIndex == nil {
+			r.kernelIndex = map[uint64]uint32{}
+		}
+		k = uint32(len(r.kernelIDs))
+		r.kernelIndex[kernelID] = k
+		r.kernelIDs = append(r.kernelIDs, kernelID)
+	}
+	return k
+}
+
+// KernelID is the Kernel.id of l's kernel (for a manifest's run, its identity); 0 for a
+// launch not added with Append.
+func (r *Run) KernelID(l Launch) uint64 {
+	if int(l.kernel) < len(r.kernelIDs) {
+		return r.kernelIDs[l.kernel]
+	}
+	return 0
 }
 
 // Scan reads a process's recording once and keeps one Launch per launch.
+//
+// Each memory state is folded into its launch as it is read. That needs the launches
+// in ascending seq, as recordings write them; a recording whose launches come in
+// another order is read a second time, keeping its states aside until all launches
+// are read (scanSorting).
 func Scan(p *recording.Process) (*Run, error) {
-	r := &Run{Process: p, Kernels: map[uint64]*pb.Kernel{}}
-	type after struct {
-		seq     uint64
-		digest  [16]byte
-		unknown bool
+	r, inOrder, err := scan(p, false)
+	if err == nil && !inOrder {
+		r, _, err = scan(p, true)
 	}
-	var states []after
+	return r, err
+}
+
+// stateAfter is an AFTER state reduced to what Launch keeps of it.
+type stateAfter struct {
+	seq     uint64
+	digest  [16]byte
+	unknown bool
+}
+
+// scan reads p once. With sorting, it keeps the states aside, sorts the launches by seq
+// and then gives each state to its launch (the last state of a launch wins), whatever
+// order the launches came in. Without it, it gives each state to its launch as soon as
+// both are read, which leaves the same launches as long as the launches come in ascending
+// seq: inOrder says whether they did; when not, the run is not complete and must be read
+// again with sorting.
+func scan(p *recording.Process, sorting bool) (r *Run, inOrder bool, err error) {
+	r = &Run{Process: p, Kernels: map[uint64]*pb.Kernel{}}
+	inOrder = true
+	// states: with sorting, every state; without, those of a seq after the last launch read,
+	// whose launch may come later.
+	var states []stateAfter
+	var handles []uint64 // with sorting, each launch's stream handle
 	steps, err := recording.NewStepper(p.StepRange)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", p.Dir, err)
+		return nil, false, fmt.Errorf("%s: %v", p.Dir, err)
 	}
 	r.Steps = steps
+	streams := Streams{}
 	res, err := p.Scan(func(b *pb.Batch) error {
 		if b.Process != nil {
 			mem := b.Process.GetMemory()
@@ -82,12 +143,32 @@ func Scan(p *recording.Process) (*Run, error) {
 			if l.GetCaptured() {
 				return // built a graph node; ran nothing
 			}
-			r.Launches = append(r.Launches, Launch{Seq: l.GetSeq(), KernelID: l.GetKernelId(),
-				Stream: int(l.GetStream()), Callstack: l.GetCallstackId(), Step: step})
+			seq := l.GetSeq()
+			if n := len(r.Launches); n > 0 && seq <= r.Launches[n-1].Seq {
+				inOrder = false
+			}
+			if sorting {
+				handles = append(handles, l.GetStream())
+				r.Append(Launch{Seq: seq, Step: int32(step)}, l.GetKernelId())
+				return
+			}
+			if !inOrder {
+				return // read again with sorting
+			}
+			r.Append(Launch{Seq: seq, Stream: int32(streams.Number(l.GetStream())), Step: int32(step)}, l.GetKernelId())
+			states = r.giveStates(states)
 		}, func(g *pb.GraphLaunch) { steps.GraphLaunch(g) })
 		for _, s := range b.Memory {
-			if s.GetPoint() == pb.MemoryState_AFTER && !s.GetLost() {
-				states = append(states, after{s.GetLaunchSeq(), StateDigest(s), recording.UnknownRegions(s) > 0})
+			if s.GetPoint() != pb.MemoryState_AFTER || s.GetLost() {
+				continue
+			}
+			st := stateAfter{s.GetLaunchSeq(), StateDigest(s), recording.UnknownRegions(s) > 0}
+			if sorting {
+				states = append(states, st)
+			} else if n := len(r.Launches); n > 0 && st.seq <= r.Launches[n-1].Seq {
+				r.give(st)
+			} else {
+				states = append(states, st)
 			}
 		}
 		if b.End != nil {
@@ -96,26 +177,68 @@ func Scan(p *recording.Process) (*Run, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	if !sorting && !inOrder {
+		return nil, false, nil
 	}
 	if res.Truncated {
 		r.Complete = false
 	}
-	slices.SortFunc(r.Launches, func(a, b Launch) int { return cmp.Compare(a.Seq, b.Seq) })
-	streams := Streams{}
+	if sorting {
+		type handled struct {
+			Launch
+			handle uint64
+		}
+		hl := make([]handled, len(r.Launches))
+		for i, l := range r.Launches {
+			hl[i] = handled{l, handles[i]}
+		}
+		slices.SortFunc(hl, func(a, b handled) int { return cmp.Compare(a.Seq, b.Seq) })
+		for i, l := range hl {
+			l.Stream = int32(streams.Number(l.handle))
+			r.Launches[i] = l.Launch
+		}
+	}
 	for i := range r.Launches {
 		l := &r.Launches[i]
-		if k := r.Kernels[l.KernelID]; k != nil {
+		if k := r.Kernels[r.kernelIDs[l.kernel]]; k != nil {
 			l.Identity = k.GetIdentity()
 		}
-		l.Stream = streams.Number(uint64(l.Stream))
 	}
-	for _, s := range states {
-		if i, ok := r.find(s.seq); ok {
-			r.Launches[i].State, r.Launches[i].HasState, r.Launches[i].Unknown = s.digest, true, s.unknown
+	if sorting {
+		for _, s := range states {
+			r.give(s)
 		}
 	}
-	return r, nil
+	return r, inOrder, nil
+}
+
+// give folds state s into its launch, if r has it.
+func (r *Run) give(s stateAfter) {
+	if i, ok := r.find(s.seq); ok {
+		r.Launches[i].State, r.Launches[i].HasState, r.Launches[i].Unknown = s.digest, true, s.unknown
+	}
+}
+
+// giveStates gives the states kept for a seq after the last launch read, in the order they
+// were read, to that launch where it is theirs, drops those of a seq it passed (no launch
+// of theirs can come while the launches come in ascending seq) and returns the rest.
+func (r *Run) giveStates(states []stateAfter) []stateAfter {
+	if len(states) == 0 {
+		return states
+	}
+	last := &r.Launches[len(r.Launches)-1]
+	kept := states[:0]
+	for _, s := range states {
+		switch {
+		case s.seq == last.Seq:
+			last.State, last.HasState, last.Unknown = s.digest, true, s.unknown
+		case s.seq > last.Seq:
+			kept = append(kept, s)
+		}
+	}
+	return kept
 }
 
 // Streams numbers a run's streams in the order its launches, in launch
@@ -163,10 +286,13 @@ func Digest(regionHashes [][]byte) [16]byte {
 }
 
 // KernelName is the launch's kernel, demangled where the recording has it.
-func (r *Run) KernelName(l Launch) string {
-	k := r.Kernels[l.KernelID]
+func (r *Run) KernelName(l Launch) string { return r.KernelNameOf(r.KernelID(l)) }
+
+// KernelNameOf is the kernel with the given Kernel.id, demangled where the recording has it.
+func (r *Run) KernelNameOf(id uint64) string {
+	k := r.Kernels[id]
 	if k == nil {
-		return fmt.Sprintf("kernel %d (not in the recording)", l.KernelID)
+		return fmt.Sprintf("kernel %d (not in the recording)", id)
 	}
 	return cmp.Or(k.GetDemangled(), recording.Demangle(k.GetName()))
 }
@@ -202,7 +328,7 @@ func AlignEach(a, b *Run, differ func(Pair)) *Result {
 	res := &Result{differ: differ}
 	sa, sb := byStream(a), byStream(b)
 	for s := 0; s < max(len(sa), len(sb)); s++ {
-		var xa, xb []int
+		var xa, xb []int32
 		if s < len(sa) {
 			xa = sa[s]
 		}
@@ -216,13 +342,23 @@ func AlignEach(a, b *Run, differ func(Pair)) *Result {
 	return res
 }
 
-func byStream(r *Run) [][]int {
-	var out [][]int
+// byStream lists the indices of r's launches stream by stream, as int32 (4 bytes a launch:
+// a run has fewer than 2^31 launches).
+func byStream(r *Run) [][]int32 {
+	var out [][]int32
 	for i, l := range r.Launches {
-		for l.Stream >= len(out) {
+		for int(l.Stream) >= len(out) {
 			out = append(out, nil)
 		}
-		out[l.Stream] = append(out[l.Stream], i)
+		out[l.Stream] = append(out[l.Stream], int32(i))
+	}
+	return out
+}
+
+// appendIndices appends indices x to out.
+func appendIndices(out []int, x []int32) []int {
+	for _, i := range x {
+		out = append(out, int(i))
 	}
 	return out
 }
@@ -231,12 +367,12 @@ func byStream(r *Run) [][]int {
 // match; otherwise it takes the shortest run of launches in one sequence
 // that brings the two back in step (within Window), and lists those
 // launches as present on one side only.
-func alignStream(a, b *Run, xa, xb []int, res *Result) {
-	id := func(r *Run, x []int, i int) uint64 { return r.Launches[x[i]].Identity }
+func alignStream(a, b *Run, xa, xb []int32, res *Result) {
+	id := func(r *Run, x []int32, i int) uint64 { return r.Launches[x[i]].Identity }
 	i, j := 0, 0
 	for i < len(xa) && j < len(xb) {
 		if id(a, xa, i) == id(b, xb, j) {
-			res.match(a, b, xa[i], xb[j])
+			res.match(a, b, int(xa[i]), int(xb[j]))
 			i, j = i+1, j+1
 			continue
 		}
@@ -251,19 +387,19 @@ func alignStream(a, b *Run, xa, xb []int, res *Result) {
 		}
 		switch {
 		case skipA > 0 && (skipB < 0 || skipA <= skipB):
-			res.OnlyA = append(res.OnlyA, xa[i:i+skipA]...)
+			res.OnlyA = appendIndices(res.OnlyA, xa[i:i+skipA])
 			i += skipA
 		case skipB > 0:
-			res.OnlyB = append(res.OnlyB, xb[j:j+skipB]...)
+			res.OnlyB = appendIndices(res.OnlyB, xb[j:j+skipB])
 			j += skipB
 		default: // no resync in sight: both launches stand alone
-			res.OnlyA = append(res.OnlyA, xa[i])
-			res.OnlyB = append(res.OnlyB, xb[j])
+			res.OnlyA = append(res.OnlyA, int(xa[i]))
+			res.OnlyB = append(res.OnlyB, int(xb[j]))
 			i, j = i+1, j+1
 		}
 	}
-	res.OnlyA = append(res.OnlyA, xa[i:]...)
-	res.OnlyB = append(res.OnlyB, xb[j:]...)
+	res.OnlyA = appendIndices(res.OnlyA, xa[i:])
+	res.OnlyB = appendIndices(res.OnlyB, xb[j:])
 }
 
 func (res *Result) match(a, b *Run, ia, ib int) {

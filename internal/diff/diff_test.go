@@ -6,7 +6,7 @@ import (
 
 // run builds a Run from kernel identities per launch (stream 0) and the
 // state digest's first byte (0: no state).
-func run(ids []uint64, states []byte, streams []int) *Run {
+func run(ids []uint64, states []byte, streams []int32) *Run {
 	r := &Run{}
 	for i, id := range ids {
 		l := Launch{Seq: uint64(i + 1), Identity: id}
@@ -41,8 +41,8 @@ func TestAlign(t *testing.T) {
 			matched: 3, compared: 3, onlyB: []int{1}},
 		{name: "no state on one side is not compared", a: run([]uint64{1, 2}, []byte{1, 0}, nil), b: run([]uint64{1, 2}, []byte{1, 4}, nil),
 			matched: 2, compared: 1},
-		{name: "streams align apart; the first is by A's order", a: run([]uint64{1, 2, 1, 2}, []byte{1, 2, 3, 4}, []int{0, 1, 0, 1}),
-			b:     run([]uint64{2, 1, 2, 1}, []byte{2, 1, 9, 9}, []int{1, 0, 1, 0}),
+		{name: "streams align apart; the first is by A's order", a: run([]uint64{1, 2, 1, 2}, []byte{1, 2, 3, 4}, []int32{0, 1, 0, 1}),
+			b:     run([]uint64{2, 1, 2, 1}, []byte{2, 1, 9, 9}, []int32{1, 0, 1, 0}),
 			first: &Pair{2, 3}, matched: 4, compared: 4, differ: 2},
 		{name: "different kernels, no resync", a: run([]uint64{1, 2}, []byte{1, 2}, nil), b: run([]uint64{3, 4}, []byte{1, 2}, nil),
 			onlyA: []int{0, 1}, onlyB: []int{0, 1}},

@@ -28,7 +28,7 @@ type Manifest struct {
 // Expected is one process of a manifest.
 type Expected struct {
 	Process *Process
-	Run     *diff.Run // Process is nil; KernelID is the kernel's identity
+	Run     *diff.Run // Process is nil; a launch's KernelID is its kernel's identity
 	spans   []Span    // by index of Run.Launches
 }
 
@@ -77,7 +77,7 @@ func read(f io.Reader) (*Manifest, error) {
 			if err != nil {
 				return nil, err
 			}
-			dl := diff.Launch{Seq: l.Seq, KernelID: l.ID(), Identity: l.ID(), Stream: l.Stream}
+			dl := diff.Launch{Seq: l.Seq, Identity: l.ID(), Stream: int32(l.Stream)}
 			if l.After != nil {
 				hashes := make([][]byte, len(l.After.Regions))
 				for i := range l.After.Regions {
@@ -86,7 +86,7 @@ func read(f io.Reader) (*Manifest, error) {
 				}
 				dl.State, dl.HasState = diff.Digest(hashes), true
 			}
-			e.Run.Launches = append(e.Run.Launches, dl)
+			e.Run.Append(dl, l.ID())
 			e.spans = append(e.spans, span)
 		}
 		m.Processes = append(m.Processes, e)
@@ -175,7 +175,7 @@ func (m *Manifest) Verify(actual *diff.Run, e *Expected, o Options, fn func(*Mis
 		if err != nil {
 			return err
 		}
-		mm, err := compare(r, exp, actual.Launches[p.A].Stream, e.Process.ChunkBytes, o, src)
+		mm, err := compare(r, exp, int(actual.Launches[p.A].Stream), e.Process.ChunkBytes, o, src)
 		if err != nil {
 			return err
 		}
