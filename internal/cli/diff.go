@@ -98,7 +98,7 @@ func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 		a, err := diff.Scan(pp[0])
 		var b *diff.Run
 		if err == nil {
-			b, err = diff.Scan(pp[1])
+			b, err = diff.ScanSized(pp[1], len(a.Launches))
 		}
 		if err != nil {
 			// A damaged process does not hide the other pairs: they are compared, and the

@@ -97,7 +97,7 @@ func runVerify(cmd *cobra.Command, o verifyOptions, path string) error {
 	differ, verified := false, 0
 	for _, ij := range pairs {
 		p, e := set.Processes[ij[0]], m.Processes[ij[1]]
-		run, err := diff.Scan(p)
+		run, err := diff.ScanSized(p, len(e.Run.Launches))
 		if err != nil {
 			if len(pairs) == 1 && len(unread) == 0 {
 				return usageErrorf("verify: %s: %v", p.Name, err)

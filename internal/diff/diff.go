@@ -7,7 +7,7 @@
 // since handles differ between runs) by kernel identity, in launch order;
 // launches present in one run only (an extra warm-up, a different branch)
 // are skipped over and listed. Each run is first reduced to one small entry
-// per launch (Scan, 48 bytes), so two recordings of a million launches each fit
+// per launch (Scan, 40 bytes), so two recordings of a million launches each fit
 // in about 300 megabytes; the details of the divergent launch are read in a
 // second pass (Detail).
 package diff
@@ -22,12 +22,11 @@ import (
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
-// Launch is what alignment needs of one launch: 48 bytes, since a run of
+// Launch is what alignment needs of one launch: 40 bytes, since a run of
 // ten million launches holds ten million of them. Its kernel is
-// Run.KernelID(l).
+// Run.KernelID(l), and the kernel's identity Run.Identity(l).
 type Launch struct {
 	Seq      uint64
-	Identity uint64   // Kernel.identity: the same kernel of the same module in any run
 	State    [16]byte // digest of the region hashes after the launch
 	Stream   int32    // the launch's stream, numbered in order of first use
 	Step     int32    // training step (recording.Stepper)
@@ -54,10 +53,13 @@ type Run struct {
 	Misses     []*pb.WriteSetMiss
 
 	kernelIDs   []uint64          // the kernel ids its launches name, each once (Launch.kernel)
+	identities  []uint64          // and their Kernel.identity (0 for a kernel not in Kernels)
 	kernelIndex map[uint64]uint32 // and where each is in kernelIDs
 }
 
-// Append adds a launch of kernel kernelID (Kernel.id) to r.Launches.
+// Append adds a launch of kernel kernelID (Kernel.id) to r.Launches. The kernel's identity
+// is its entry's in r.Kernels when it is first added: Scan, which may read a kernel after its
+// launches, looks them up again when it has read them all.
 func (r *Run) Append(l Launch, kernelID uint64) {
 	l.kernel = r.intern(kernelID)
 	r.Launches = append(r.Launches, l)
@@ -75,6 +77,7 @@ func (r *Run) intern(kernelID uint64) uint32 {
 		k = uint32(len(r.kernelIDs))
 		r.kernelIndex[kernelID] = k
 		r.kernelIDs = append(r.kernelIDs, kernelID)
+		r.identities = append(r.identities, r.Kernels[kernelID].GetIdentity())
 	}
 	return k
 }
@@ -88,16 +91,35 @@ func (r *Run) KernelID(l Launch) uint64 {
 	return 0
 }
 
+// Identity is the Kernel.identity of l's kernel: the same kernel of the same module in any
+// run; 0 for a launch not added with Append.
+func (r *Run) Identity(l Launch) uint64 {
+	if int(l.kernel) < len(r.identities) {
+		return r.identities[l.kernel]
+	}
+	return 0
+}
+
 // Scan reads a process's recording once and keeps one Launch per launch.
 //
 // Each memory state is folded into its launch as it is read. That needs the launches
 // in ascending seq, as recordings write them; a recording whose launches come in
 // another order is read a second time, keeping its states aside until all launches
 // are read (scanSorting).
-func Scan(p *recording.Process) (*Run, error) {
-	r, inOrder, err := scan(p, false)
+func Scan(p *recording.Process) (*Run, error) { return ScanSized(p, 0) }
+
+// ScanSized is Scan, making room for launches launches before it reads any: the count of
+// the run it will be aligned with, since two runs of one program launch about as many.
+// Room made for them all spares the copies that growing Launches takes, and the moment
+// when both the old and the new copy are held; room left over at the end (the run launched
+// fewer) is given back.
+func ScanSized(p *recording.Process, launches int) (*Run, error) {
+	r, inOrder, err := scan(p, false, launches)
 	if err == nil && !inOrder {
-		r, _, err = scan(p, true)
+		r, _, err = scan(p, true, launches)
+	}
+	if err == nil && cap(r.Launches)-len(r.Launches) > len(r.Launches)/4 {
+		r.Launches = slices.Clone(r.Launches)
 	}
 	return r, err
 }
@@ -115,8 +137,8 @@ type stateAfter struct {
 // both are read, which leaves the same launches as long as the launches come in ascending
 // seq: inOrder says whether they did; when not, the run is not complete and must be read
 // again with sorting.
-func scan(p *recording.Process, sorting bool) (r *Run, inOrder bool, err error) {
-	r = &Run{Process: p, Kernels: map[uint64]*pb.Kernel{}}
+func scan(p *recording.Process, sorting bool, launches int) (r *Run, inOrder bool, err error) {
+	r = &Run{Process: p, Kernels: map[uint64]*pb.Kernel{}, Launches: make([]Launch, 0, launches)}
 	inOrder = true
 	// states: with sorting, every state; without, those of a seq after the last launch read,
 	// whose launch may come later.
@@ -200,11 +222,8 @@ func scan(p *recording.Process, sorting bool) (r *Run, inOrder bool, err error) 
 			r.Launches[i] = l.Launch
 		}
 	}
-	for i := range r.Launches {
-		l := &r.Launches[i]
-		if k := r.Kernels[r.kernelIDs[l.kernel]]; k != nil {
-			l.Identity = k.GetIdentity()
-		}
+	for k, id := range r.kernelIDs {
+		r.identities[k] = r.Kernels[id].GetIdentity()
 	}
 	if sorting {
 		for _, s := range states {
@@ -368,7 +387,7 @@ func appendIndices(out []int, x []int32) []int {
 // that brings the two back in step (within Window), and lists those
 // launches as present on one side only.
 func alignStream(a, b *Run, xa, xb []int32, res *Result) {
-	id := func(r *Run, x []int32, i int) uint64 { return r.Launches[x[i]].Identity }
+	id := func(r *Run, x []int32, i int) uint64 { return r.identities[r.Launches[x[i]].kernel] }
 	i, j := 0, 0
 	for i < len(xa) && j < len(xb) {
 		if id(a, xa, i) == id(b, xb, j) {

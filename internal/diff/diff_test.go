@@ -2,14 +2,19 @@ package diff
 
 import (
 	"testing"
+
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
 // run builds a Run from kernel identities per launch (stream 0) and the
 // state digest's first byte (0: no state).
 func run(ids []uint64, states []byte, streams []int32) *Run {
-	r := &Run{}
+	r := &Run{Kernels: map[uint64]*pb.Kernel{}}
+	for _, id := range ids {
+		r.Kernels[id] = &pb.Kernel{Id: id, Identity: id}
+	}
 	for i, id := range ids {
-		l := Launch{Seq: uint64(i + 1), Identity: id}
+		l := Launch{Seq: uint64(i + 1)}
 		if streams != nil {
 			l.Stream = streams[i]
 		}
@@ -17,7 +22,7 @@ func run(ids []uint64, states []byte, streams []int32) *Run {
 			l.HasState = true
 			l.State[0] = states[i]
 		}
-		r.Launches = append(r.Launches, l)
+		r.Append(l, id)
 	}
 	return r
 }

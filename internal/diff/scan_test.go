@@ -83,7 +83,7 @@ func checkCompact(t *testing.T, name string, p *recording.Process) {
 	}
 	for i, l := range r.Launches {
 		w := want[i]
-		got := wideLaunch{Seq: l.Seq, KernelID: r.KernelID(l), Identity: l.Identity, Handle: w.Handle, Stream: int(l.Stream), Step: int(l.Step),
+		got := wideLaunch{Seq: l.Seq, KernelID: r.KernelID(l), Identity: r.Identity(l), Handle: w.Handle, Stream: int(l.Stream), Step: int(l.Step),
 			State: l.State, HasState: l.HasState, Unknown: l.Unknown}
 		if got != w {
 			t.Fatalf("%s: launch %d: %+v, want %+v", name, i, got, w)
@@ -109,6 +109,18 @@ func TestScanCompact(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkCompact(t, "big", big)
+	whole, err := Scan(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Room made for another count of launches changes nothing kept, and what is left over is
+	// given back.
+	for _, room := range []int{1, 2999, 3000, 3001, 100_000} {
+		r, err := ScanSized(big, room)
+		if err != nil || !slices.Equal(r.Launches, whole.Launches) || cap(r.Launches)-len(r.Launches) > len(r.Launches)/4 {
+			t.Errorf("room for %d: %d launches (cap %d), %v; want %d", room, len(r.Launches), cap(r.Launches), err, len(whole.Launches))
+		}
+	}
 
 	// Launches out of seq order (read a second time), states before their launch, several
 	// states of one launch (the last wins), states of no launch, streams whose handles
@@ -137,7 +149,7 @@ func TestScanCompact(t *testing.T) {
 	for name, batches := range map[string][]*pb.Batch{"in order": inOrder, "out of order": outOfOrder} {
 		p := testrec.OpenBatches(t, batches...).Processes[0]
 		checkCompact(t, name, p)
-		if _, inOrder, err := scan(p, false); err != nil || inOrder != (name == "in order") {
+		if _, inOrder, err := scan(p, false, 0); err != nil || inOrder != (name == "in order") {
 			t.Errorf("%s: read in order %v, %v", name, inOrder, err)
 		}
 	}

@@ -68,7 +68,7 @@ func TestWriteRead(t *testing.T) {
 		// The manifest reduces to what the recording reduces to.
 		for k, want := range run.Launches {
 			got := e.Run.Launches[k]
-			if got.Seq != want.Seq || got.Identity != want.Identity || got.Stream != want.Stream || got.HasState != want.HasState || got.State != want.State {
+			if got.Seq != want.Seq || e.Run.Identity(got) != run.Identity(want) || got.Stream != want.Stream || got.HasState != want.HasState || got.State != want.State {
 				t.Errorf("%s launch %d: manifest %+v, recording %+v", e.Process.Name, want.Seq, got, want)
 			}
 			if got.HasState {
@@ -168,8 +168,8 @@ func FuzzRead(f *testing.F) {
 		}
 		for _, e := range m.Processes {
 			for i, l := range e.Run.Launches {
-				again, err := ReadLaunchAt(bytes.NewReader(b), e.spans[i])
-				if err != nil || again.Seq != l.Seq || again.ID() != l.Identity || (again.After != nil) != l.HasState {
+				again, err := ReadLaunchAt(bytes.NewReader(b), e.span(i))
+				if err != nil || again.Seq != l.Seq || again.ID() != e.Run.Identity(l) || (again.After != nil) != l.HasState {
 					t.Fatalf("launch %d reads again as %+v, %v", l.Seq, again, err)
 				}
 			}
