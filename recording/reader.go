@@ -22,7 +22,7 @@ import (
 // modules folder.
 type Set struct {
 	Dir       string     // the recording directory (holds modules/)
-	Processes []*Process // sorted by rank, then host, pid and name
+	Processes []*Process // sorted by rank (processes without one last), then host, pid and name
 	// Damaged holds one error per process directory that could not be opened (a damaged
 	// header or first frame, an empty events file, one that is not a regular file, a
 	// directory or events file the reader may not read, a symlink loop), each a
@@ -167,8 +167,12 @@ func Open(path string) (*Set, error) {
 }
 
 func processLess(a, b *Process) bool {
-	ra, rb := a.Info.GetRank(), b.Info.GetRank()
-	if a.Info.Rank != nil && b.Info.Rank != nil && ra != rb {
+	// Ranked processes first (a launcher such as torchrun's has no rank), so the order is a
+	// total one: comparing ranks only where both have one made it cycle through hostnames.
+	if (a.Info.Rank != nil) != (b.Info.Rank != nil) {
+		return a.Info.Rank != nil
+	}
+	if ra, rb := a.Info.GetRank(), b.Info.GetRank(); ra != rb {
 		return ra < rb
 	}
 	if a.Info.GetHostname() != b.Info.GetHostname() {

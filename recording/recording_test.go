@@ -561,3 +561,29 @@ func openNamesDamage(t *testing.T, dir, want string) {
 		t.Errorf("%d processes, Damaged = %v; want one of each, %s", len(got.Processes), got.Damaged, want)
 	}
 }
+
+// Processes sort in one total order: ranked ones by rank, then those without a rank (a
+// launcher). Comparing ranks only where both had one made a cycle through hostnames, so the
+// order depended on the directory listing: rank 0 on host z, the launcher on host m and rank 1
+// on host a each came before another.
+func TestProcessOrderTotal(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []*pb.Process{
+		{Hostname: "z", Pid: 1, Rank: proto.Int32(0)},
+		{Hostname: "m", Pid: 2},
+		{Hostname: "a", Pid: 3, Rank: proto.Int32(1)},
+	} {
+		writeProcess(t, dir, fmt.Sprintf("p%d", p.Pid), []*pb.Batch{{Process: p}})
+	}
+	set, err := recording.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range set.Processes {
+		got = append(got, p.Name)
+	}
+	if want := []string{"p1", "p3", "p2"}; !slices.Equal(got, want) {
+		t.Errorf("processes in order %v, want %v (rank 0, rank 1, then the one without a rank)", got, want)
+	}
+}
