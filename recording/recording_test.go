@@ -383,13 +383,8 @@ func TestCreateNewNumbersTakenNames(t *testing.T) {
 	if !slices.Equal(made, want) {
 		t.Fatalf("CreateNew made %q, want %q", made, want)
 	}
-	set, err := recording.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
+	set, got := openNames(t, dir)
 	for _, p := range set.Processes {
-		got = append(got, p.Name)
 		d, err := p.Load()
 		if err != nil {
 			t.Fatal(err)
@@ -575,15 +570,21 @@ func TestProcessOrderTotal(t *testing.T) {
 	} {
 		writeProcess(t, dir, fmt.Sprintf("p%d", p.Pid), []*pb.Batch{{Process: p}})
 	}
+	if _, got := openNames(t, dir); !slices.Equal(got, []string{"p1", "p3", "p2"}) {
+		t.Errorf("processes in order %v, want [p1 p3 p2] (rank 0, rank 1, then the one without a rank)", got)
+	}
+}
+
+// openNames opens the recording at dir and names its processes in order.
+func openNames(t *testing.T, dir string) (*recording.Set, []string) {
+	t.Helper()
 	set, err := recording.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
+	var names []string
 	for _, p := range set.Processes {
-		got = append(got, p.Name)
+		names = append(names, p.Name)
 	}
-	if want := []string{"p1", "p3", "p2"}; !slices.Equal(got, want) {
-		t.Errorf("processes in order %v, want %v (rank 0, rank 1, then the one without a rank)", got, want)
-	}
+	return set, names
 }
