@@ -146,6 +146,11 @@ var writeFile = os.WriteFile
 // left behind. A test interrupts the extract before one.
 var add = outdir.Add
 
+// storeOptions are those of the reproducer's chunk store, which makes each of its files and
+// folders through add: the packs its own goroutine starts past the first (1 GiB each) too,
+// while extract goes on putting chunks. A test makes its packs small.
+var storeOptions = chunkstore.Options{Guard: func(step func() error) error { return add(step) }}
+
 // extract writes the reproducer into dir, a recording CreateSet made, whose README calls it
 // name.
 func extract(src *Source, c *Case, dir, name string) (int64, error) {
@@ -206,17 +211,10 @@ func writeCase(src *Source, c *Case, w *recording.Writer) (int64, error) {
 			b.Allocations = append(b.Allocations, a)
 		}
 	}
-	// The store and its first pack are made through add, and its index by closeStore; a
-	// second pack (past 1 GiB of chunks) is started by the store's own goroutine, outside add.
-	var store *chunkstore.Writer
-	err = add(func() (err error) {
-		store, err = chunkstore.Create(w.Dir(), chunkstore.Options{})
-		return err
-	})
+	store, err := chunkstore.Create(w.Dir(), storeOptions)
 	if err != nil {
 		return 0, err
 	}
-	closeStore := func() error { return add(store.Close) }
 	var bytes int64
 	// The counters describe what the reproducer holds, so that info's memory lines say so.
 	stats := &pb.Stats{Launches: 1, MemoryLaunches: 1, Activities: uint64(len(b.Activities))}
@@ -240,16 +238,16 @@ func writeCase(src *Source, c *Case, w *recording.Writer) (int64, error) {
 					continue // dropped while recording; the state says so
 				}
 				if err != nil {
-					return 0, errors.Join(err, closeStore())
+					return 0, errors.Join(err, store.Close())
 				}
 				if err := store.Put([16]byte(h), chunk); err != nil {
-					return 0, errors.Join(err, closeStore())
+					return 0, errors.Join(err, store.Close())
 				}
 				bytes += int64(len(chunk))
 			}
 		}
 	}
-	if err := closeStore(); err != nil {
+	if err := store.Close(); err != nil {
 		return 0, err
 	}
 	stored := store.Stats()

@@ -493,6 +493,87 @@ func TestWriteFailureAtClose(t *testing.T) {
 	}
 }
 
+// A pack whose header cannot be written (a full disk) is removed, where it was left cut
+// short: Create fails and leaves no pack, and a writer that fails to start its second pack
+// leaves the first, which the index lists and the reader reads whole.
+func TestPackHeaderFailure(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skipf("needs /dev/full to fill a disk: %v", err)
+	}
+	t.Cleanup(func() { openFile = os.OpenFile })
+	fullAt := func(num uint32) { // pack num is made, and its writes go to /dev/full
+		openFile = func(name string, flag int, perm os.FileMode) (*os.File, error) {
+			f, err := os.OpenFile(name, flag, perm)
+			if err != nil || filepath.Base(name) != packName(num) {
+				return f, err
+			}
+			f.Close()
+			return os.OpenFile("/dev/full", os.O_WRONLY, 0)
+		}
+	}
+	fullAt(1)
+	dir := t.TempDir()
+	if _, err := Create(dir, Options{}); err == nil || !strings.Contains(err.Error(), "no space left") {
+		t.Errorf("Create on a full disk: %v, want the write error", err)
+	}
+	if packs := packFiles(t, dir); len(packs) != 0 {
+		t.Errorf("Create on a full disk left %v", packs)
+	}
+
+	fullAt(2)
+	chunks := makeChunks(t, 13, 2)
+	dir, w := create(t, Options{PackBytes: 1, Workers: 1})
+	for i, c := range chunks {
+		if err := w.Put(c.hash, c.data); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Flush(); (err != nil) != (i == 1) {
+			t.Errorf("Flush after chunk %d: %v", i, err)
+		}
+	}
+	if err := w.Close(); !errors.Is(err, ErrStopped) {
+		t.Errorf("Close: %v, want ErrStopped", err)
+	}
+	if packs := packFiles(t, dir); len(packs) != 1 || filepath.Base(packs[0]) != packName(1) {
+		t.Errorf("packs after the second's header failed: %v, want the first alone", packs)
+	}
+	r := open(t, dir)
+	checkAll(t, r, chunks[:1])
+	if rec := r.Recovery(); rec.Rebuilt || len(rec.Damaged)+len(rec.Missing)+len(rec.Truncated) != 0 {
+		t.Errorf("Recovery = %+v, want none", rec)
+	}
+}
+
+// Each file and folder of the store is made in a step Guard runs, each pack past the first
+// too, which the writer's own goroutine starts: once Guard refuses, nothing more is made.
+func TestGuard(t *testing.T) {
+	errHeld := errors.New("held off")
+	steps := 0
+	guard := func(step func() error) error {
+		if steps++; steps > 1 {
+			return errHeld
+		}
+		return step()
+	}
+	chunks := makeChunks(t, 14, 2)
+	dir, w := create(t, Options{PackBytes: 1, Workers: 1, Guard: guard})
+	putAll(t, w, chunks[:1])
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	putAll(t, w, chunks[1:]) // the second pack is started by Close's wait for it
+	if err := w.Close(); !errors.Is(err, errHeld) {
+		t.Errorf("Close: %v, want the error of Guard", err)
+	}
+	entries, err := os.ReadDir(filepath.Join(dir, DirName))
+	if err != nil || len(entries) != 1 || entries[0].Name() != packName(1) {
+		t.Errorf("the store's folder once Guard refused: %v, %v, want the first pack alone", entries, err)
+	}
+	if steps != 3 {
+		t.Errorf("Guard ran %d steps, want 3: the store with its first pack, the second pack, the index", steps)
+	}
+}
+
 func TestWriterMisuse(t *testing.T) {
 	dir, w := create(t, Options{})
 	if err := w.Put([16]byte{}, nil); err == nil {

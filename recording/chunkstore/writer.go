@@ -41,6 +41,14 @@ type Options struct {
 	// PackBytes is the size a pack may reach before the next is started
 	// (a pack holds at least one entry); 0 means DefaultPackBytes.
 	PackBytes int64
+	// Guard runs each step that makes a file or folder of the store: the
+	// folder and the first pack (in Create), each later pack (started by
+	// the writer's own goroutine) and the index with its rename into place
+	// (in Close). A caller that must keep files from being made at some
+	// moment (while an interrupt removes what was written) holds the steps
+	// off there; an error Guard returns is the step's. nil runs each step
+	// as it comes.
+	Guard func(step func() error) error
 }
 
 // Writer stores chunks in a new store. Put, Has and Stats are safe for
@@ -125,6 +133,9 @@ func Create(dir string, opts Options) (*Writer, error) {
 	if opts.PackBytes <= 0 {
 		opts.PackBytes = DefaultPackBytes
 	}
+	if opts.Guard == nil {
+		opts.Guard = func(step func() error) error { return step() }
+	}
 	compressors := make([]*compressor, opts.Workers)
 	for i := range compressors {
 		c, err := newCompressor(opts.Compression)
@@ -141,13 +152,13 @@ func Create(dir string, opts Options) (*Writer, error) {
 		done:  make(chan *job, opts.Workers+opts.Queue),
 		ended: make(chan struct{}),
 	}
-	if err := os.MkdirAll(w.dir, 0o700); err != nil {
-		return nil, err
-	}
-	if err := w.startPack(); err != nil {
-		if w.pack != nil {
-			w.pack.Close()
+	err := opts.Guard(func() error {
+		if err := os.MkdirAll(w.dir, 0o700); err != nil {
+			return err
 		}
+		return w.startPack()
+	})
+	if err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return nil, fmt.Errorf("%s already holds a chunk store (a store is written once): %w", w.dir, err)
 		}
@@ -392,7 +403,7 @@ func (w *Writer) write(entry []byte) bool {
 			w.fail(err)
 			return false
 		}
-		if err := w.startPack(); err != nil {
+		if err := w.opts.Guard(w.startPack); err != nil {
 			w.fail(err)
 			return false
 		}
@@ -406,18 +417,27 @@ func (w *Writer) write(entry []byte) bool {
 	return true
 }
 
-// startPack creates the next pack and writes its header.
+// openFile opens a pack (a test makes its header's write fail, as a full
+// disk would).
+var openFile = os.OpenFile
+
+// startPack creates the next pack and writes its header; a pack whose
+// header could not be written is removed, not left for readers to meet.
 func (w *Writer) startPack() error {
 	num := w.packNum + 1
-	f, err := os.OpenFile(filepath.Join(w.dir, packName(num)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	name := filepath.Join(w.dir, packName(num))
+	f, err := openFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
-	w.pack, w.packNum, w.packSize = f, num, 0
+	if _, err := f.Write(encodeFileHeader(packMagic)); err != nil {
+		f.Close()
+		os.Remove(name)
+		return err
+	}
+	w.pack, w.packNum, w.packSize = f, num, fileHeaderSize
 	w.packCount.Add(1)
-	n, err := f.Write(encodeFileHeader(packMagic))
-	w.packSize = int64(n)
-	return err
+	return nil
 }
 
 // finishPack closes the current pack and lists it for the index.
@@ -434,13 +454,13 @@ func (w *Writer) finishPack() error {
 // writeIndex writes the index of every entry written.
 func (w *Writer) writeIndex() error {
 	slices.SortFunc(w.locs, compareLocations)
+	index := encodeIndex(w.packs, w.locs)
 	tmp := filepath.Join(w.dir, indexTemp)
-	if err := os.WriteFile(tmp, encodeIndex(w.packs, w.locs), 0o600); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, filepath.Join(w.dir, indexFile)); err != nil {
-		return err
-	}
-	return nil
+	return w.opts.Guard(func() error {
+		if err := os.WriteFile(tmp, index, 0o600); err != nil {
+			os.Remove(tmp)
+			return err
+		}
+		return os.Rename(tmp, filepath.Join(w.dir, indexFile))
+	})
 }
