@@ -15,7 +15,7 @@ import (
 	"github.com/gpurr/gpurr/recording"
 )
 
-// DB is a recording loaded into an in-memory SQLite database.
+// DB is a recording loaded into a temporary SQLite database (tempdb.go).
 type DB struct {
 	db *sql.DB
 	// Warnings says, one line each, what the recording lacks (processes
@@ -42,29 +42,26 @@ type source struct {
 	damaged bool
 }
 
-// Load reads every process of set into a new in-memory database, once, frame by frame. Every
+// Load reads every process of set into a new temporary database, once, frame by frame. Every
 // table is created, but only those that one of the statements given names are filled (all of
 // them when none is given), so that a statement over one table does not wait for millions of
 // rows of others; a later statement that names a table left empty fills it first (fillTables),
 // by reading the recording again. memory_chunks waits for a statement that names it in either
 // case (fillChunks).
 func Load(ctx context.Context, set *recording.Set, statements ...string) (*DB, error) {
-	db, err := sql.Open("sqlite", ":memory:")
+	db, err := openTemp()
 	if err != nil {
 		return nil, err
 	}
-	// Each connection to ":memory:" is a database of its own: keep one.
-	db.SetMaxOpenConns(1)
-	db.SetConnMaxLifetime(0)
 	out := &DB{db: db, empty: map[*tables.Table]bool{}}
 	if err := out.load(ctx, set, statements); err != nil {
 		db.Close()
-		return nil, err
+		return nil, diskFull(err)
 	}
 	return out, nil
 }
 
-// Close frees the database.
+// Close frees the database and its file.
 func (db *DB) Close() error { return db.db.Close() }
 
 func (db *DB) load(ctx context.Context, set *recording.Set, statements []string) error {

@@ -36,6 +36,10 @@ func sqliteMessage(err error) error {
 // file, run a pragma that does more than list, or run a second statement
 // is refused, wrapping ErrNotReading.
 func (db *DB) Query(ctx context.Context, statement string, w RowWriter) error {
+	return diskFull(db.query(ctx, statement, w))
+}
+
+func (db *DB) query(ctx context.Context, statement string, w RowWriter) error {
 	if err := checkStatement(statement); err != nil {
 		return err
 	}
@@ -52,6 +56,9 @@ func (db *DB) Query(ctx context.Context, statement string, w RowWriter) error {
 		db.guarded = true
 	}
 	rows, err := db.db.QueryContext(ctx, statement)
+	if full := diskFull(err); full != err { // a sort's temporary file, in the same folder
+		return full
+	}
 	if err != nil {
 		if strings.Contains(err.Error(), "not authorized") {
 			return fmt.Errorf("the statement would write or change a setting: %w", ErrNotReading)

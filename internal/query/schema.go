@@ -1,7 +1,8 @@
 // Package query loads recordings into SQLite tables and runs SQL over them.
 //
-// The database lives in memory and is built from the recording each time;
-// the recording stays the truth. The tables are tables.Query, filled by
+// The database is built from the recording each time, in SQLite's private
+// temporary database (a bounded page cache, the rest in a nameless file:
+// tempdb.go); the recording stays the truth. The tables are tables.Query, filled by
 // tables.Flatten as it streams each process's recording. Every table has a
 // process column (the process directory's name inside the recording), so a
 // recording of many ranks queries as one.
