@@ -25,7 +25,8 @@ func newQueryCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "query REC 'SQL'",
 		Short: "Run SQL over a recording's tables",
-		Long: `Load a recording into SQLite tables (in memory) and run one SQL statement.
+		Long: `Load a recording into SQLite tables (a temporary database: 32 MB of cache, the
+rest in a nameless file in $TMPDIR) and run one SQL statement.
 
   gpurr query rec 'SELECT demangled, count(*) FROM gpu_activity GROUP BY 1 ORDER BY 2 DESC'
   gpurr query --tables          the tables and what they hold
