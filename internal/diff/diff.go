@@ -60,10 +60,7 @@ type Run struct {
 // Append adds a launch of kernel kernelID (Kernel.id) to r.Launches. The kernel's identity
 // is its entry's in r.Kernels when it is first added: Scan, which may read a kernel after its
 // launches, looks them up again when it has read them all.
-func (r *Run) Append(l Launch, kernelID uint64) {
-	l.kernel = r.intern(kernelID)
-	r.Launches = append(r.Launches, l)
-}
+func (r *Run) Append(l Launch, kernelID uint64) { r.insert(len(r.Launches), l, kernelID) }
 
 func (r *Run) intern(kernelID uint64) uint32 {
 	if n := len(r.kernelIDs); n > 0 && r.kernelIDs[n-1] == kernelID {
@@ -102,10 +99,9 @@ func (r *Run) Identity(l Launch) uint64 {
 
 // Scan reads a process's recording once and keeps one Launch per launch.
 //
-// Each memory state is folded into its launch as it is read. That needs the launches
-// in ascending seq, as recordings write them; a recording whose launches come in
-// another order is read a second time, keeping its states aside until all launches
-// are read (scanSorting).
+// Each memory state is folded into its launch as soon as both are read. Launches of several
+// threads reach the recording slightly out of seq order: a late one is put in its place, and
+// a state whose launch has not come yet waits for it.
 func Scan(p *recording.Process) (*Run, error) { return ScanSized(p, 0) }
 
 // ScanSized is Scan, making room for launches launches before it reads any: the count of
@@ -114,10 +110,7 @@ func Scan(p *recording.Process) (*Run, error) { return ScanSized(p, 0) }
 // when both the old and the new copy are held; room left over at the end (the run launched
 // fewer) is given back.
 func ScanSized(p *recording.Process, launches int) (*Run, error) {
-	r, inOrder, err := scan(p, false, launches)
-	if err == nil && !inOrder {
-		r, _, err = scan(p, true, launches)
-	}
+	r, err := scan(p, launches)
 	if err == nil && cap(r.Launches)-len(r.Launches) > len(r.Launches)/4 {
 		r.Launches = slices.Clone(r.Launches)
 	}
@@ -131,25 +124,20 @@ type stateAfter struct {
 	unknown bool
 }
 
-// scan reads p once. With sorting, it keeps the states aside, sorts the launches by seq
-// and then gives each state to its launch (the last state of a launch wins), whatever
-// order the launches came in. Without it, it gives each state to its launch as soon as
-// both are read, which leaves the same launches as long as the launches come in ascending
-// seq: inOrder says whether they did; when not, the run is not complete and must be read
-// again with sorting.
-func scan(p *recording.Process, sorting bool, launches int) (r *Run, inOrder bool, err error) {
-	r = &Run{Process: p, Kernels: map[uint64]*pb.Kernel{}, Launches: make([]Launch, 0, launches)}
-	inOrder = true
-	// states: with sorting, every state; without, those of a seq after the last launch read,
-	// whose launch may come later.
-	var states []stateAfter
-	var handles []uint64 // with sorting, each launch's stream handle
+// scan reads p once, keeping its launches in seq order and giving each AFTER state to its
+// launch, the last one read winning.
+func scan(p *recording.Process, launches int) (*Run, error) {
+	r := &Run{Process: p, Kernels: map[uint64]*pb.Kernel{}, Launches: make([]Launch, 0, launches)}
+	waiting := map[uint64][]stateAfter{} // states read before their launch, by its seq
+	pruneAt := straysKept                // len(waiting) at which forgetStrays runs next
 	steps, err := recording.NewStepper(p.StepRange)
 	if err != nil {
-		return nil, false, fmt.Errorf("%s: %v", p.Dir, err)
+		return nil, fmt.Errorf("%s: %v", p.Dir, err)
 	}
 	r.Steps = steps
-	streams := Streams{}
+	// Streams are numbered as launches reach the recording, and renumbered in seq order at
+	// the end when a launch came late.
+	arrival, late := Streams{}, false
 	res, err := p.Scan(func(b *pb.Batch) error {
 		if b.Process != nil {
 			mem := b.Process.GetMemory()
@@ -166,31 +154,30 @@ func scan(p *recording.Process, sorting bool, launches int) (r *Run, inOrder boo
 				return // built a graph node; ran nothing
 			}
 			seq := l.GetSeq()
-			if n := len(r.Launches); n > 0 && seq <= r.Launches[n-1].Seq {
-				inOrder = false
+			i := len(r.Launches)
+			if i > 0 && seq <= r.Launches[i-1].Seq {
+				late = true
+				i, _ = r.find(seq)
 			}
-			if sorting {
-				handles = append(handles, l.GetStream())
-				r.Append(Launch{Seq: seq, Step: int32(step)}, l.GetKernelId())
-				return
+			r.insert(i, Launch{Seq: seq, Stream: int32(arrival.Number(l.GetStream())), Step: int32(step)}, l.GetKernelId())
+			for _, s := range waiting[seq] {
+				r.Launches[i].setState(s)
 			}
-			if !inOrder {
-				return // read again with sorting
-			}
-			r.Append(Launch{Seq: seq, Stream: int32(streams.Number(l.GetStream())), Step: int32(step)}, l.GetKernelId())
-			states = r.giveStates(states)
+			delete(waiting, seq)
 		}, func(g *pb.GraphLaunch) { steps.GraphLaunch(g) })
 		for _, s := range b.Memory {
 			if s.GetPoint() != pb.MemoryState_AFTER || s.GetLost() {
 				continue
 			}
 			st := stateAfter{s.GetLaunchSeq(), StateDigest(s), recording.UnknownRegions(s) > 0}
-			if sorting {
-				states = append(states, st)
-			} else if n := len(r.Launches); n > 0 && st.seq <= r.Launches[n-1].Seq {
-				r.give(st)
+			if i, ok := r.find(st.seq); ok {
+				r.Launches[i].setState(st)
 			} else {
-				states = append(states, st)
+				waiting[st.seq] = append(waiting[st.seq], st)
+				if len(waiting) >= pruneAt {
+					forgetStrays(waiting, r.Launches)
+					pruneAt = max(straysKept, 2*len(waiting))
+				}
 			}
 		}
 		if b.End != nil {
@@ -199,65 +186,57 @@ func scan(p *recording.Process, sorting bool, launches int) (r *Run, inOrder boo
 		return nil
 	})
 	if err != nil {
-		return nil, false, err
-	}
-	if !sorting && !inOrder {
-		return nil, false, nil
+		return nil, err
 	}
 	if res.Truncated {
 		r.Complete = false
 	}
-	if sorting {
-		type handled struct {
-			Launch
-			handle uint64
+	if late {
+		renumber := make([]int32, len(arrival))
+		for i := range renumber {
+			renumber[i] = -1
 		}
-		hl := make([]handled, len(r.Launches))
-		for i, l := range r.Launches {
-			hl[i] = handled{l, handles[i]}
-		}
-		slices.SortFunc(hl, func(a, b handled) int { return cmp.Compare(a.Seq, b.Seq) })
-		for i, l := range hl {
-			l.Stream = int32(streams.Number(l.handle))
-			r.Launches[i] = l.Launch
+		next := int32(0)
+		for i := range r.Launches {
+			l := &r.Launches[i]
+			if renumber[l.Stream] < 0 {
+				renumber[l.Stream], next = next, next+1
+			}
+			l.Stream = renumber[l.Stream]
 		}
 	}
 	for k, id := range r.kernelIDs {
 		r.identities[k] = r.Kernels[id].GetIdentity()
 	}
-	if sorting {
-		for _, s := range states {
-			r.give(s)
-		}
-	}
-	return r, inOrder, nil
+	return r, nil
 }
 
-// give folds state s into its launch, if r has it.
-func (r *Run) give(s stateAfter) {
-	if i, ok := r.find(s.seq); ok {
-		r.Launches[i].State, r.Launches[i].HasState, r.Launches[i].Unknown = s.digest, true, s.unknown
+// straysKept bounds the states scan keeps waiting for their launch: past it, those of a seq
+// further than that behind the last launch read are let go, since launches arrive out of
+// order by a few threads' worth, and a state whose launch is not recorded (a damaged
+// recording) would otherwise be kept to the end.
+const straysKept = 1 << 16
+
+func forgetStrays(waiting map[uint64][]stateAfter, launches []Launch) {
+	if len(launches) == 0 {
+		return
+	}
+	last := launches[len(launches)-1].Seq
+	for seq := range waiting {
+		if seq+straysKept < last {
+			delete(waiting, seq)
+		}
 	}
 }
 
-// giveStates gives the states kept for a seq after the last launch read, in the order they
-// were read, to that launch where it is theirs, drops those of a seq it passed (no launch
-// of theirs can come while the launches come in ascending seq) and returns the rest.
-func (r *Run) giveStates(states []stateAfter) []stateAfter {
-	if len(states) == 0 {
-		return states
-	}
-	last := &r.Launches[len(r.Launches)-1]
-	kept := states[:0]
-	for _, s := range states {
-		switch {
-		case s.seq == last.Seq:
-			last.State, last.HasState, last.Unknown = s.digest, true, s.unknown
-		case s.seq > last.Seq:
-			kept = append(kept, s)
-		}
-	}
-	return kept
+// insert puts launch l of kernel kernelID (Kernel.id) at position i of r.Launches.
+func (r *Run) insert(i int, l Launch, kernelID uint64) {
+	l.kernel = r.intern(kernelID)
+	r.Launches = slices.Insert(r.Launches, i, l)
+}
+
+func (l *Launch) setState(s stateAfter) {
+	l.State, l.HasState, l.Unknown = s.digest, true, s.unknown
 }
 
 // Streams numbers a run's streams in the order its launches, in launch

@@ -122,7 +122,7 @@ func TestScanCompact(t *testing.T) {
 		}
 	}
 
-	// Launches out of seq order (read a second time), states before their launch, several
+	// Launches out of seq order (put in their place as they come), states before their launch, several
 	// states of one launch (the last wins), states of no launch, streams whose handles
 	// differ only above 32 bits, captured launches.
 	state := func(seq uint64, hash byte) *pb.MemoryState {
@@ -149,8 +149,5 @@ func TestScanCompact(t *testing.T) {
 	for name, batches := range map[string][]*pb.Batch{"in order": inOrder, "out of order": outOfOrder} {
 		p := testrec.OpenBatches(t, batches...).Processes[0]
 		checkCompact(t, name, p)
-		if _, inOrder, err := scan(p, false, 0); err != nil || inOrder != (name == "in order") {
-			t.Errorf("%s: read in order %v, %v", name, inOrder, err)
-		}
 	}
 }
