@@ -135,6 +135,7 @@ const (
 	MemoryPlan_SKIPPED_RING_FULL      MemoryPlan_Status = 6 // drop-oldest could not make room in time
 	MemoryPlan_SKIPPED_ERROR          MemoryPlan_Status = 7 // a CUDA call of the agent failed (see log)
 	MemoryPlan_SKIPPED_STOPPED        MemoryPlan_Status = 8 // capture stopped earlier (disk full, fatal error)
+	MemoryPlan_OUTSIDE_STEPS          MemoryPlan_Status = 9 // --hash-steps: made in a step that is not hashed; by design, not a loss (1.12)
 )
 
 // Enum value maps for MemoryPlan_Status.
@@ -149,6 +150,7 @@ var (
 		6: "SKIPPED_RING_FULL",
 		7: "SKIPPED_ERROR",
 		8: "SKIPPED_STOPPED",
+		9: "OUTSIDE_STEPS",
 	}
 	MemoryPlan_Status_value = map[string]int32{
 		"STATUS_UNSPECIFIED":     0,
@@ -160,6 +162,7 @@ var (
 		"SKIPPED_RING_FULL":      6,
 		"SKIPPED_ERROR":          7,
 		"SKIPPED_STOPPED":        8,
+		"OUTSIDE_STEPS":          9,
 	}
 )
 
@@ -257,6 +260,10 @@ const (
 	MemoryState_POINT_UNSPECIFIED MemoryState_Point = 0
 	MemoryState_BEFORE            MemoryState_Point = 1
 	MemoryState_AFTER             MemoryState_Point = 2
+	// A step digest (1.12): the state of the program's allocations when a training step
+	// ended, taken on the stream of launch_seq, the first launch of the next step, before it.
+	// Its regions are digest_regions, not the launch's.
+	MemoryState_DIGEST MemoryState_Point = 3
 )
 
 // Enum value maps for MemoryState_Point.
@@ -265,11 +272,13 @@ var (
 		0: "POINT_UNSPECIFIED",
 		1: "BEFORE",
 		2: "AFTER",
+		3: "DIGEST",
 	}
 	MemoryState_Point_value = map[string]int32{
 		"POINT_UNSPECIFIED": 0,
 		"BEFORE":            1,
 		"AFTER":             2,
+		"DIGEST":            3,
 	}
 )
 
@@ -576,6 +585,7 @@ type Process struct {
 	NvtxReason      string                 `protobuf:"bytes,23,opt,name=nvtx_reason,json=nvtxReason,proto3" json:"nvtx_reason,omitempty"`                   // why not, when nvtx is false (1.7)
 	Probe           string                 `protobuf:"bytes,25,opt,name=probe,proto3" json:"probe,omitempty"`                                               // --probe as given: "REGEX:entry,exit[,CLASSES]"; "" when off (1.10)
 	StepRange       string                 `protobuf:"bytes,24,opt,name=step_range,json=stepRange,proto3" json:"step_range,omitempty"`                      // --step-range: training steps are the NVTX ranges whose message matches this regular expression; "" for torch.optim optimizer steps (1.8)
+	StepEvery       uint32                 `protobuf:"varint,26,opt,name=step_every,json=stepEvery,proto3" json:"step_every,omitempty"`                     // --step-every N: training steps are runs of N launch calls (launch seq 1..N is step 0), for programs without optimizer steps or step ranges; 0 when off (1.12)
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -785,6 +795,13 @@ func (x *Process) GetStepRange() string {
 	return ""
 }
 
+func (x *Process) GetStepEvery() uint32 {
+	if x != nil {
+		return x.StepEvery
+	}
+	return 0
+}
+
 // AutogradInfo says whether the agent could read PyTorch's autograd state in
 // this process, so that backward launches name their node and forward line.
 type AutogradInfo struct {
@@ -860,6 +877,8 @@ type MemoryConfig struct {
 	NanScan          []string               `protobuf:"bytes,8,rep,name=nan_scan,json=nanScan,proto3" json:"nan_scan,omitempty"`                            // --nan-scan: types the GPU counted NaN and Inf as after each launch (1.3)
 	WriteSets        string                 `protobuf:"bytes,9,opt,name=write_sets,json=writeSets,proto3" json:"write_sets,omitempty"`                      // --write-sets: proved | learned | all; "" (before 1.11) is all: every region hashed after every launch
 	AuditEvery       uint32                 `protobuf:"varint,10,opt,name=audit_every,json=auditEvery,proto3" json:"audit_every,omitempty"`                 // learned: every Nth launch of a kernel hashes all its regions (1.11)
+	Digests          bool                   `protobuf:"varint,11,opt,name=digests,proto3" json:"digests,omitempty"`                                         // step digests were taken: at each step boundary, a DIGEST MemoryState of the program's allocations (mode digest, or hash with hash_steps; 1.12)
+	HashSteps        string                 `protobuf:"bytes,12,opt,name=hash_steps,json=hashSteps,proto3" json:"hash_steps,omitempty"`                     // --hash-steps: hash mode hashed only the launches of these steps, "K" or "K-L" (inclusive); "" every launch (1.12)
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -962,6 +981,20 @@ func (x *MemoryConfig) GetAuditEvery() uint32 {
 		return x.AuditEvery
 	}
 	return 0
+}
+
+func (x *MemoryConfig) GetDigests() bool {
+	if x != nil {
+		return x.Digests
+	}
+	return false
+}
+
+func (x *MemoryConfig) GetHashSteps() string {
+	if x != nil {
+		return x.HashSteps
+	}
+	return ""
 }
 
 type Device struct {
@@ -2153,14 +2186,20 @@ func (x *MemoryPlan) GetSnapshotSelected() bool {
 
 // Allocation records device memory becoming reachable or going away.
 type Allocation struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"` // per process, from 1
-	Kind          Allocation_Kind        `protobuf:"varint,2,opt,name=kind,proto3,enum=gpurr.recording.v1.Allocation_Kind" json:"kind,omitempty"`
-	Address       uint64                 `protobuf:"varint,3,opt,name=address,proto3" json:"address,omitempty"`
-	Size          uint64                 `protobuf:"varint,4,opt,name=size,proto3" json:"size,omitempty"`
-	HostNs        uint64                 `protobuf:"varint,5,opt,name=host_ns,json=hostNs,proto3" json:"host_ns,omitempty"`
-	Freed         bool                   `protobuf:"varint,6,opt,name=freed,proto3" json:"freed,omitempty"` // this record is the free of allocation id
-	Device        uint32                 `protobuf:"varint,7,opt,name=device,proto3" json:"device,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Id      uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"` // per process, from 1
+	Kind    Allocation_Kind        `protobuf:"varint,2,opt,name=kind,proto3,enum=gpurr.recording.v1.Allocation_Kind" json:"kind,omitempty"`
+	Address uint64                 `protobuf:"varint,3,opt,name=address,proto3" json:"address,omitempty"`
+	Size    uint64                 `protobuf:"varint,4,opt,name=size,proto3" json:"size,omitempty"`
+	HostNs  uint64                 `protobuf:"varint,5,opt,name=host_ns,json=hostNs,proto3" json:"host_ns,omitempty"`
+	Freed   bool                   `protobuf:"varint,6,opt,name=freed,proto3" json:"freed,omitempty"` // this record is the free of allocation id
+	Device  uint32                 `protobuf:"varint,7,opt,name=device,proto3" json:"device,omitempty"`
+	// The library that made the allocation for its own use, by the code that called the
+	// allocation function: "nccl", "nvshmem", "ucx"; "" for the program (its own code or a
+	// framework's allocator). Library-owned memory (communication buffers, flags, FIFOs) differs
+	// from run to run by design: diff, verify and nan leave it out unless asked (1.12).
+	Owner         string `protobuf:"bytes,8,opt,name=owner,proto3" json:"owner,omitempty"`
+	CallstackId   uint64 `protobuf:"varint,9,opt,name=callstack_id,json=callstackId,proto3" json:"callstack_id,omitempty"` // the allocating call's callstack (as Launch.callstack_id), 0 none (1.12)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2244,6 +2283,20 @@ func (x *Allocation) GetDevice() uint32 {
 	return 0
 }
 
+func (x *Allocation) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *Allocation) GetCallstackId() uint64 {
+	if x != nil {
+		return x.CallstackId
+	}
+	return 0
+}
+
 // MemoryState is the state of a launch's regions at one point, computed on
 // the GPU in stream order with the launch.
 type MemoryState struct {
@@ -2254,6 +2307,9 @@ type MemoryState struct {
 	Snapshot      bool                   `protobuf:"varint,4,opt,name=snapshot,proto3" json:"snapshot,omitempty"` // chunks are stored in the process's chunk store
 	Lost          bool                   `protobuf:"varint,5,opt,name=lost,proto3" json:"lost,omitempty"`         // enqueued but never completed (GPU fault, exit, dropped); see regions empty
 	LostReason    string                 `protobuf:"bytes,6,opt,name=lost_reason,json=lostReason,proto3" json:"lost_reason,omitempty"`
+	Step          uint32                 `protobuf:"varint,7,opt,name=step,proto3" json:"step,omitempty"`                                       // DIGEST: the step that ended (0 for the first) (1.12)
+	DigestRegions []*Region              `protobuf:"bytes,8,rep,name=digest_regions,json=digestRegions,proto3" json:"digest_regions,omitempty"` // DIGEST: the allocations hashed, in regions order (param_offsets empty) (1.12)
+	DigestOf      string                 `protobuf:"bytes,9,opt,name=digest_of,json=digestOf,proto3" json:"digest_of,omitempty"`                // DIGEST: which allocations: "optimizer" (those the step's optimizer launches reached) or "all" (every live one the program owns) (1.12)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2326,6 +2382,27 @@ func (x *MemoryState) GetLost() bool {
 func (x *MemoryState) GetLostReason() string {
 	if x != nil {
 		return x.LostReason
+	}
+	return ""
+}
+
+func (x *MemoryState) GetStep() uint32 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *MemoryState) GetDigestRegions() []*Region {
+	if x != nil {
+		return x.DigestRegions
+	}
+	return nil
+}
+
+func (x *MemoryState) GetDigestOf() string {
+	if x != nil {
+		return x.DigestOf
 	}
 	return ""
 }
@@ -3630,7 +3707,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"range_ends\x18\x11 \x03(\v2\x1c.gpurr.recording.v1.RangeEndR\trangeEnds\x127\n" +
 	"\x06probes\x18\x12 \x03(\v2\x1f.gpurr.recording.v1.ProbeResultR\x06probes\x12D\n" +
 	"\rprobe_kernels\x18\x13 \x03(\v2\x1f.gpurr.recording.v1.ProbeKernelR\fprobeKernels\x12J\n" +
-	"\x10write_set_misses\x18\x14 \x03(\v2 .gpurr.recording.v1.WriteSetMissR\x0ewriteSetMisses\"\xfa\x06\n" +
+	"\x10write_set_misses\x18\x14 \x03(\v2 .gpurr.recording.v1.WriteSetMissR\x0ewriteSetMisses\"\x99\a\n" +
 	"\aProcess\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\rR\x03pid\x12\x12\n" +
 	"\x04ppid\x18\x02 \x01(\rR\x04ppid\x12\x1a\n" +
@@ -3663,14 +3740,16 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"nvtxReason\x12\x14\n" +
 	"\x05probe\x18\x19 \x01(\tR\x05probe\x12\x1d\n" +
 	"\n" +
-	"step_range\x18\x18 \x01(\tR\tstepRangeB\a\n" +
+	"step_range\x18\x18 \x01(\tR\tstepRange\x12\x1d\n" +
+	"\n" +
+	"step_every\x18\x1a \x01(\rR\tstepEveryB\a\n" +
 	"\x05_rankB\r\n" +
 	"\v_local_rankB\r\n" +
 	"\v_world_size\"c\n" +
 	"\fAutogradInfo\x12#\n" +
 	"\rtorch_version\x18\x01 \x01(\tR\ftorchVersion\x12\x16\n" +
 	"\x06linked\x18\x02 \x01(\bR\x06linked\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xdd\x02\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\x96\x03\n" +
 	"\fMemoryConfig\x12\x12\n" +
 	"\x04mode\x18\x01 \x01(\tR\x04mode\x12\x1f\n" +
 	"\vchunk_bytes\x18\x02 \x01(\rR\n" +
@@ -3685,7 +3764,10 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"write_sets\x18\t \x01(\tR\twriteSets\x12\x1f\n" +
 	"\vaudit_every\x18\n" +
 	" \x01(\rR\n" +
-	"auditEvery\"\xdf\x01\n" +
+	"auditEvery\x12\x18\n" +
+	"\adigests\x18\v \x01(\bR\adigests\x12\x1d\n" +
+	"\n" +
+	"hash_steps\x18\f \x01(\tR\thashSteps\"\xdf\x01\n" +
 	"\x06Device\x12\x18\n" +
 	"\aordinal\x18\x01 \x01(\rR\aordinal\x12\x12\n" +
 	"\x04uuid\x18\x02 \x01(\tR\x04uuid\x12\x12\n" +
@@ -3797,11 +3879,11 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\aaddress\x18\x01 \x01(\x04R\aaddress\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x04R\x04size\x12#\n" +
 	"\rparam_offsets\x18\x03 \x03(\rR\fparamOffsets\x12#\n" +
-	"\rallocation_id\x18\x04 \x01(\x04R\fallocationId\"\xbb\x02\n" +
+	"\rallocation_id\x18\x04 \x01(\x04R\fallocationId\"\xce\x02\n" +
 	"\n" +
 	"MemoryPlan\x12=\n" +
 	"\x06status\x18\x01 \x01(\x0e2%.gpurr.recording.v1.MemoryPlan.StatusR\x06status\x12+\n" +
-	"\x11snapshot_selected\x18\x02 \x01(\bR\x10snapshotSelected\"\xc0\x01\n" +
+	"\x11snapshot_selected\x18\x02 \x01(\bR\x10snapshotSelected\"\xd3\x01\n" +
 	"\x06Status\x12\x16\n" +
 	"\x12STATUS_UNSPECIFIED\x10\x00\x12\b\n" +
 	"\x04HASH\x10\x01\x12\f\n" +
@@ -3811,7 +3893,8 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x16SKIPPED_RING_TOO_SMALL\x10\x05\x12\x15\n" +
 	"\x11SKIPPED_RING_FULL\x10\x06\x12\x11\n" +
 	"\rSKIPPED_ERROR\x10\a\x12\x13\n" +
-	"\x0fSKIPPED_STOPPED\x10\b\"\xd7\x02\n" +
+	"\x0fSKIPPED_STOPPED\x10\b\x12\x11\n" +
+	"\rOUTSIDE_STEPS\x10\t\"\x90\x03\n" +
 	"\n" +
 	"Allocation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x127\n" +
@@ -3820,7 +3903,9 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x04size\x18\x04 \x01(\x04R\x04size\x12\x17\n" +
 	"\ahost_ns\x18\x05 \x01(\x04R\x06hostNs\x12\x14\n" +
 	"\x05freed\x18\x06 \x01(\bR\x05freed\x12\x16\n" +
-	"\x06device\x18\a \x01(\rR\x06device\"\x8a\x01\n" +
+	"\x06device\x18\a \x01(\rR\x06device\x12\x14\n" +
+	"\x05owner\x18\b \x01(\tR\x05owner\x12!\n" +
+	"\fcallstack_id\x18\t \x01(\x04R\vcallstackId\"\x8a\x01\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tMEM_ALLOC\x10\x01\x12\x13\n" +
@@ -3828,7 +3913,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x0fMEM_ALLOC_ASYNC\x10\x03\x12\v\n" +
 	"\aMEM_MAP\x10\x04\x12\x15\n" +
 	"\x11MEM_ALLOC_MANAGED\x10\x05\x12\x0f\n" +
-	"\vRANGE_QUERY\x10\x06\"\xac\x02\n" +
+	"\vRANGE_QUERY\x10\x06\"\xac\x03\n" +
 	"\vMemoryState\x12\x1d\n" +
 	"\n" +
 	"launch_seq\x18\x01 \x01(\x04R\tlaunchSeq\x12;\n" +
@@ -3837,12 +3922,17 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\bsnapshot\x18\x04 \x01(\bR\bsnapshot\x12\x12\n" +
 	"\x04lost\x18\x05 \x01(\bR\x04lost\x12\x1f\n" +
 	"\vlost_reason\x18\x06 \x01(\tR\n" +
-	"lostReason\"5\n" +
+	"lostReason\x12\x12\n" +
+	"\x04step\x18\a \x01(\rR\x04step\x12A\n" +
+	"\x0edigest_regions\x18\b \x03(\v2\x1a.gpurr.recording.v1.RegionR\rdigestRegions\x12\x1b\n" +
+	"\tdigest_of\x18\t \x01(\tR\bdigestOf\"A\n" +
 	"\x05Point\x12\x15\n" +
 	"\x11POINT_UNSPECIFIED\x10\x00\x12\n" +
 	"\n" +
 	"\x06BEFORE\x10\x01\x12\t\n" +
-	"\x05AFTER\x10\x02\"\x9d\x03\n" +
+	"\x05AFTER\x10\x02\x12\n" +
+	"\n" +
+	"\x06DIGEST\x10\x03\"\x9d\x03\n" +
 	"\vRegionState\x12\x12\n" +
 	"\x04hash\x18\x01 \x01(\fR\x04hash\x12!\n" +
 	"\fchunk_hashes\x18\x02 \x01(\fR\vchunkHashes\x12-\n" +
@@ -4069,14 +4159,15 @@ var file_recording_recordingpb_recording_proto_depIdxs = []int32{
 	3,  // 33: gpurr.recording.v1.Allocation.kind:type_name -> gpurr.recording.v1.Allocation.Kind
 	4,  // 34: gpurr.recording.v1.MemoryState.point:type_name -> gpurr.recording.v1.MemoryState.Point
 	25, // 35: gpurr.recording.v1.MemoryState.regions:type_name -> gpurr.recording.v1.RegionState
-	5,  // 36: gpurr.recording.v1.RegionState.carried:type_name -> gpurr.recording.v1.RegionState.Carried
-	16, // 37: gpurr.recording.v1.KernelActivity.grid:type_name -> gpurr.recording.v1.Dim3
-	16, // 38: gpurr.recording.v1.KernelActivity.block:type_name -> gpurr.recording.v1.Dim3
-	39, // [39:39] is the sub-list for method output_type
-	39, // [39:39] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	21, // 36: gpurr.recording.v1.MemoryState.digest_regions:type_name -> gpurr.recording.v1.Region
+	5,  // 37: gpurr.recording.v1.RegionState.carried:type_name -> gpurr.recording.v1.RegionState.Carried
+	16, // 38: gpurr.recording.v1.KernelActivity.grid:type_name -> gpurr.recording.v1.Dim3
+	16, // 39: gpurr.recording.v1.KernelActivity.block:type_name -> gpurr.recording.v1.Dim3
+	40, // [40:40] is the sub-list for method output_type
+	40, // [40:40] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_recording_recordingpb_recording_proto_init() }
