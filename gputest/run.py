@@ -1876,6 +1876,34 @@ def diff_scatter(h, tag, flags):
     return f"parts ways at {kernel[0][6:].strip()[:70]} at diff_scatter.py:{line}; a run with itself agrees"
 
 
+@test("diff.threads_paired")
+def t_diff_threads_paired(h):
+    """8 threads, each copying in its own data and launching on a stream of its own after a
+    random sleep, recorded twice with --memory hash: the threads reach the GPU in another order
+    in each run, and gpurr diff pairs their streams thread by thread (by the order the threads
+    were created), so the runs agree."""
+    script = WL / "threads_paired.py"
+    recs, orders = [], []
+    for i in (1, 2):
+        d = h.new_recdir(f"threads_paired{i}")
+        r = h.sh(h.record_argv(d, [h.py, script], ["--memory", "hash"]), 240, log=f"threads_paired{i}.rec")
+        check(r.rc == 0, f"recording {i}: {r.why()}")
+        recs.append(d)
+        h.recordings.append(d)
+        # Each worker's rank by creation (tid) in the order the workers first launched.
+        rows = h.query(d, "SELECT tid, min(seq) AS first FROM launches WHERE tid != (SELECT pid FROM processes) "
+                          "GROUP BY tid ORDER BY first")
+        check(len(rows) == 8, f"recording {i}: {len(rows)} worker threads launched, want 8: {rows}")
+        tids = sorted(row["tid"] for row in rows)
+        orders.append([tids.index(row["tid"]) for row in rows])
+    r = h.sh([h.gpurr, "diff", *recs], 120, log="threads_paired.diff")
+    check(r.rc == 0 and "the runs agree" in r.out,
+          f"gpurr diff exit {r.rc}, want 0 (the runs agree); threads launched in the orders {orders}: {r.why()}\n{r.out[:1200]}")
+    alike = [l.strip() for l in r.out.splitlines() if "threads launch alike" in l]
+    order = "the same order in both runs (by chance)" if orders[0] == orders[1] else f"orders {orders[0]} and {orders[1]}"
+    return f"agree; threads launched in {order}; {alike[0] if alike else 'no alike line'}"
+
+
 @test("verify.rerun")
 def t_verify_rerun(h):
     """The diff_scatter loop recorded twice with snapshots of every launch, once made

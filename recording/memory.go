@@ -15,6 +15,14 @@ import (
 // HashBytes is the size of a gpurr-h128 hash (docs/hash.md).
 const HashBytes = 16
 
+// Allocation.owner values (format 1.12): the libraries whose own memory (communication
+// buffers, flags, FIFOs) differs from run to run by design.
+const (
+	OwnerNCCL    = "nccl"
+	OwnerNVSHMEM = "nvshmem"
+	OwnerUCX     = "ucx"
+)
+
 // indexMemory indexes the records of memory capture: states by launch,
 // allocations by id.
 func (l *Links) indexMemory(d *Data) {

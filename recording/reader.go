@@ -51,6 +51,9 @@ type Process struct {
 	// training steps for its readers (Stepper): the one it was recorded with
 	// (Info.step_range), unless a reader sets another; "" for optimizer steps.
 	StepRange string
+	// StepEvery numbers steps by runs of this many launch calls (Info.step_every, format 1.12)
+	// when StepRange is "": a program without optimizer steps recorded with --step-every.
+	StepEvery uint32
 	setDir    string
 
 	progress func(read int64) // bytes of the events file read so far, while scanning
@@ -233,6 +236,7 @@ func openProcess(setDir, dir string) (*Process, error) {
 		return nil, fmt.Errorf("%s: recording holds no frame (the program was killed before its first write)", filepath.Join(dir, EventsFile))
 	}
 	p.StepRange = p.Info.GetStepRange()
+	p.StepEvery = p.Info.GetStepEvery()
 	return p, nil
 }
 
@@ -355,10 +359,13 @@ type Data struct {
 	// changed (--write-sets learned; format 1.11), in the order written: the states of that
 	// allocation carried between each one's since_seq and audit_seq may be stale.
 	WriteSetMisses []*pb.WriteSetMiss
-	Stats          *pb.Stats // cumulative, from the last frame that had them
-	End            *pb.End   // nil when the recording is incomplete
-	Truncated      bool      // the file ended inside a frame
-	Frames         int
+	// Digests are the step digests (format 1.12): the state of the program's allocations at
+	// each step boundary, in the order they completed.
+	Digests   []*pb.MemoryState
+	Stats     *pb.Stats // cumulative, from the last frame that had them
+	End       *pb.End   // nil when the recording is incomplete
+	Truncated bool      // the file ended inside a frame
+	Frames    int
 }
 
 // Complete reports whether the process ended normally and its recording
@@ -402,6 +409,7 @@ func (p *Process) Load() (*Data, error) {
 		d.ProbeResults = append(d.ProbeResults, b.Probes...)
 		d.ProbeKernels = append(d.ProbeKernels, b.ProbeKernels...)
 		d.WriteSetMisses = append(d.WriteSetMisses, b.WriteSetMisses...)
+		d.Digests = append(d.Digests, b.Digests...)
 		if b.Stats != nil {
 			d.Stats = b.Stats
 		}

@@ -65,7 +65,9 @@ func (s *StepCounter) Steps() int {
 // 0, is step k when the ranges before it ended before it. A reader gives it each batch
 // (Add), then the batch's calls in seq order (EachCall).
 type Stepper struct {
-	re *regexp.Regexp // nil: optimizer steps
+	re    *regexp.Regexp // nil: optimizer steps, or every
+	every uint64         // steps are runs of this many calls (Process.step_every); 0: not
+	last  uint64         // every: the highest seq numbered
 
 	inStep map[uint64]bool // callstacks made inside an optimizer step, by id
 	steps  StepCounter
@@ -87,6 +89,17 @@ func NewStepper(stepRange string) (*Stepper, error) {
 		s.re = re
 	}
 	return s, nil
+}
+
+// ProcessStepper numbers p's launch calls: by the NVTX ranges p.StepRange matches when it is
+// set, else by runs of p.StepEvery calls (gpurr record --step-every) when that is, else by
+// optimizer steps.
+func ProcessStepper(p *Process) (*Stepper, error) {
+	s, err := NewStepper(p.StepRange)
+	if err == nil && p.StepRange == "" {
+		s.every = uint64(p.StepEvery)
+	}
+	return s, err
 }
 
 // CompileStepRange compiles a step range's regular expression; its error is one line, such
@@ -131,7 +144,11 @@ func (s *Stepper) ended(ns uint64) {
 	s.ends = slices.Insert(s.ends, i, ns)
 }
 
-func (s *Stepper) call(callstack, hostNs uint64) int {
+func (s *Stepper) call(seq, callstack, hostNs uint64) int {
+	if s.every > 0 {
+		s.last = max(s.last, seq)
+		return int((max(seq, 1) - 1) / s.every)
+	}
 	if s.re == nil {
 		return s.steps.Next(s.inStep[callstack])
 	}
@@ -142,16 +159,21 @@ func (s *Stepper) call(callstack, hostNs uint64) int {
 }
 
 // Launch returns the step of a launch.
-func (s *Stepper) Launch(l *pb.Launch) int { return s.call(l.GetCallstackId(), l.GetHostNs()) }
+func (s *Stepper) Launch(l *pb.Launch) int {
+	return s.call(l.GetSeq(), l.GetCallstackId(), l.GetHostNs())
+}
 
 // GraphLaunch returns the step of a graph launch.
 func (s *Stepper) GraphLaunch(g *pb.GraphLaunch) int {
-	return s.call(g.GetCallstackId(), g.GetHostNs())
+	return s.call(g.GetSeq(), g.GetCallstackId(), g.GetHostNs())
 }
 
 // Steps is how many steps the calls so far went through: optimizer steps that ended and the
 // one under way, or the matching ranges read so far.
 func (s *Stepper) Steps() int {
+	if s.every > 0 {
+		return int((s.last + s.every - 1) / s.every)
+	}
 	if s.re == nil {
 		return s.steps.Steps()
 	}
@@ -168,6 +190,9 @@ func (s *Stepper) Range() string {
 
 // Unit says what a step is, for reports: "optimizer steps", or "ranges matching REGEX".
 func (s *Stepper) Unit() string {
+	if s.every > 0 {
+		return fmt.Sprintf("runs of %d launch calls", s.every)
+	}
 	if s.re == nil {
 		return "optimizer steps"
 	}
@@ -202,7 +227,7 @@ func EachCall(b *pb.Batch, launch func(*pb.Launch), graph func(*pb.GraphLaunch))
 // p's StepRange) and the Stepper that numbered the whole recording (its Steps, its Unit);
 // step is -1 when seq is not a launch of p.
 func StepOf(p *Process, seq uint64) (step int, steps *Stepper, err error) {
-	if steps, err = NewStepper(p.StepRange); err != nil {
+	if steps, err = ProcessStepper(p); err != nil {
 		return -1, nil, err
 	}
 	step = -1

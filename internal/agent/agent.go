@@ -104,6 +104,7 @@ type config struct {
 	hang      time.Duration // report launches unfinished this long; 0: never
 	hangKill  bool
 	stepRange string // NVTX range messages that are training steps, for readers (GPURR_STEP_RANGE)
+	stepEvery uint32 // training steps are runs of this many launch calls (GPURR_STEP_EVERY); 0: optimizer steps
 	probe     string // --probe (GPURR_PROBE), "" for none
 }
 
@@ -165,12 +166,20 @@ func configFromEnv() (config, error) {
 		NanScan:          os.Getenv(agentenv.NanScan),
 		WriteSets:        os.Getenv(agentenv.WriteSets),
 		DeferHashes:      agentenv.DeferMode(os.Getenv(agentenv.DeferHashes)),
+		HashSteps:        os.Getenv(agentenv.HashSteps),
 	}
 	var err error
 	if s := os.Getenv(agentenv.StagingBytes); s != "" {
 		if cfg.memory.StagingBytes, err = strconv.ParseUint(s, 10, 64); err != nil {
 			return cfg, fmt.Errorf("%s=%q: want a byte count", agentenv.StagingBytes, s)
 		}
+	}
+	if s := os.Getenv(agentenv.StepEvery); s != "" {
+		n, err := strconv.ParseUint(s, 10, 32)
+		if err != nil || n == 0 {
+			return cfg, fmt.Errorf("%s=%q: want a launch count of 1 or more", agentenv.StepEvery, s)
+		}
+		cfg.stepEvery = uint32(n)
 	}
 	if s := os.Getenv(agentenv.FlightRecorder); s != "" {
 		if cfg.memory.FlightRecorder, err = strconv.ParseUint(s, 10, 64); err != nil {
@@ -241,9 +250,13 @@ func (r *recorder) start() error {
 			return fmt.Errorf("memory capture: %w", err)
 		}
 		r.mem = mem
-		ccfg.memory_mode = C.GP_MEM_HASH
-		if m.Mode == "snapshot" {
-			ccfg.memory_mode = C.GP_MEM_SNAPSHOT
+		ccfg.memory_mode = map[string]C.int{"hash": C.GP_MEM_HASH, "snapshot": C.GP_MEM_SNAPSHOT, "digest": C.GP_MEM_DIGEST}[m.Mode]
+		if m.Digests() {
+			ccfg.digests = 1
+		}
+		if m.HashSteps != "" {
+			lo, hi, _ := agentenv.ParseSteps(m.HashSteps) // configFromEnv validated it
+			ccfg.hash_steps, ccfg.hash_step_lo, ccfg.hash_step_hi = 1, C.uint32_t(lo), C.uint32_t(hi)
 		}
 		if m.OnFull == "drop-oldest" {
 			ccfg.on_full = C.GP_ON_FULL_DROP_OLDEST
@@ -277,6 +290,7 @@ func (r *recorder) start() error {
 			ccfg.nsnapshot_ranges = C.int(len(ranges))
 		}
 	}
+	ccfg.step_every = C.uint32_t(r.cfg.stepEvery)
 	if r.cfg.probe != "" {
 		p, err := newLiveProbes(r.cfg.probe)
 		if err != nil {

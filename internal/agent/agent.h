@@ -200,6 +200,7 @@ typedef struct {
   // the cycles they took, every one of them.
   uint64_t stacks_new, stack_new_cycles;
   uint64_t probe_launches, probe_skipped;  // live probes: launches that ran with them; without (GP_REC_PROBE_SKIP)
+  uint64_t digests, digests_skipped;       // step digests enqueued; not taken (capture, no context, stopped)
 } gp_counters;
 
 // Configuration handed from Go to C at start.
@@ -224,6 +225,11 @@ typedef struct {
   int nvtx;  // record NVTX ranges (the agent is NVTX's injection library)
   int probes;  // --probe: gpurrProbeFunction decides, at each kernel's first launch
   const char *driver_error;  // why internal/cuda could not open libcuda.so.1 (gp_driver_bind), NULL when it did
+  // Training steps as the program runs (steps.c): what step digests and --hash-steps need.
+  int digests;          // at each step boundary, hash the program's allocations (a DIGEST state)
+  uint32_t step_every;  // steps are runs of this many launch calls; 0: optimizer steps
+  int hash_steps;       // hash mode hashes only the launches of steps hash_step_lo..hash_step_hi
+  uint32_t hash_step_lo, hash_step_hi;
 } gp_config;
 
 enum { GP_STACK_OFF = 0, GP_STACK_AUTO = 1, GP_STACK_PYTHON = 2, GP_STACK_NATIVE = 3 };

@@ -22,6 +22,7 @@ enum { STACK_TABLE = 1 << 16, MAX_FRAMES = 64, AUTO_NATIVE_FRAMES = 24 };
 static struct {
   _Atomic uint64_t key;
   _Atomic uint64_t id;
+  _Atomic int flags;
 } stacks[STACK_TABLE];
 
 static int py_present;
@@ -46,16 +47,25 @@ static inline uint64_t hash_word(uint64_t h, uint64_t w) {
 // threads inserting into one slot cannot pair a key with the other's id; a
 // lookup that sees the key before its id finds 0 and takes the stack anew
 // (the writer drops the repeated record).
-static uint64_t stack_lookup(uint64_t key) {
+// The id carries one flag in the entry beside it: the stack is inside an
+// optimizer's step (STACK_IN_OPTIMIZER), published with the id.
+enum { STACK_IN_OPTIMIZER = 1 };
+
+static uint64_t stack_lookup(uint64_t key, int *flags) {
   for (uint64_t i = key, n = 0; n < 32; i++, n++) {
-    uint64_t k = atomic_load_explicit(&stacks[i & (STACK_TABLE - 1)].key, memory_order_acquire);
-    if (k == key) return atomic_load_explicit(&stacks[i & (STACK_TABLE - 1)].id, memory_order_acquire);
+    typeof(&stacks[0]) e = &stacks[i & (STACK_TABLE - 1)];
+    uint64_t k = atomic_load_explicit(&e->key, memory_order_acquire);
+    if (k == key) {
+      uint64_t id = atomic_load_explicit(&e->id, memory_order_acquire);
+      *flags = atomic_load_explicit(&e->flags, memory_order_relaxed);
+      return id;
+    }
     if (k == 0) return 0;
   }
   return 0;
 }
 
-static void stack_insert(uint64_t key, uint64_t id) {
+static void stack_insert(uint64_t key, uint64_t id, int flags) {
   for (uint64_t i = key, n = 0; n < 32; i++, n++) {
     typeof(&stacks[0]) e = &stacks[i & (STACK_TABLE - 1)];
     uint64_t k = atomic_load_explicit(&e->key, memory_order_acquire);
@@ -63,6 +73,7 @@ static void stack_insert(uint64_t key, uint64_t id) {
     if (k != 0) continue;
     uint64_t zero = 0;
     if (atomic_compare_exchange_strong_explicit(&e->key, &zero, key, memory_order_acq_rel, memory_order_acquire)) {
+      atomic_store_explicit(&e->flags, flags, memory_order_relaxed);
       atomic_store_explicit(&e->id, id, memory_order_release);
       return;
     }
@@ -76,7 +87,15 @@ typedef struct gp_stack_builder {
   size_t len;
   uint32_t nframes;
   uint64_t id;
+  int flags;  // STACK_IN_OPTIMIZER
 } stack_builder;
+
+int gp_optimizer_frame(const char *file, const char *func) {
+  if (!strstr(file, "/torch/optim/")) return 0;
+  size_t n = strlen(func);
+  return strcmp(func, "step") == 0 || (n > 5 && strcmp(func + n - 5, ".step") == 0) ||
+         strstr(func, "profile_hook_step") != NULL;
+}
 
 static void stack_add(stack_builder *b, uint32_t kind, const char *file, const char *func, uint32_t line,
                       uint64_t pc, uint64_t offset) {
@@ -94,6 +113,7 @@ static void stack_add(stack_builder *b, uint32_t kind, const char *file, const c
   memcpy(f + 1, file, fl);
   memcpy((uint8_t *)(f + 1) + fl, func, gl);
   b->len += need;
+  if (kind == GP_FRAME_PYTHON && gp_optimizer_frame(file, func)) b->flags |= STACK_IN_OPTIMIZER;
   b->nframes++;
   // The id hashes what a person reads: file, line, function (Python) or
   // object and offset (native), never addresses that move between runs.
@@ -117,7 +137,7 @@ static uint64_t stack_publish(stack_builder *b, uint64_t key, uint32_t source, u
   r->cut = cut;
   r->pad = 0;
   if (!gp_ring_push(r)) return 0;
-  stack_insert(key, b->id);
+  stack_insert(key, b->id, b->flags);
   GP_COUNT(stacks_new, 1);
   GP_COUNT(stack_new_cycles, gp_cycles() - since);
   return b->id;
@@ -132,6 +152,7 @@ static stack_builder *builder(void) {
     b->len = sizeof(gp_stack_rec);
     b->nframes = 0;
     b->id = FNV_OFFSET;
+    b->flags = 0;
   }
   return b;
 }
@@ -139,13 +160,13 @@ static stack_builder *builder(void) {
 // python_stack keys the stack on the frames' raw identities (code object and
 // instruction pointers, read from the frames alone); only a stack not seen
 // before reads the code objects to name its frames.
-static uint64_t python_stack(void) {
+static uint64_t python_stack(int *flags) {
   gp_pyraw raw[MAX_FRAMES];
   int n = gp_py_walk_raw(raw, MAX_FRAMES);
   if (n <= 0) return 0;
   uint64_t key = FNV_OFFSET ^ 1;
   for (int i = 0; i < n; i++) key = hash_word(hash_word(key, (uint64_t)(uintptr_t)raw[i].code), raw[i].instr);
-  uint64_t id = stack_lookup(key);
+  uint64_t id = stack_lookup(key, flags);
   if (id) return id;
   uint64_t missed = gp_cycles();
   stack_builder *b = builder();
@@ -162,6 +183,7 @@ static uint64_t python_stack(void) {
     stack_add(b, GP_FRAME_PYTHON, file, func, line, 0, 0);
   }
   if (b->nframes == 0) return 0;  // shims only: no Python code on this thread now
+  *flags = b->flags;
   return stack_publish(b, key, 1, n == MAX_FRAMES ? GP_UNWIND_MAX : GP_UNWIND_END, missed);
 }
 
@@ -209,7 +231,8 @@ static uint64_t native_stack(int depth) {
   if (n - skip <= 0) return 0;
   uint64_t key = FNV_OFFSET ^ 2;
   for (int i = skip; i < n; i++) key = hash_word(key, pcs[i]);
-  uint64_t id = stack_lookup(key);
+  int flags = 0;
+  uint64_t id = stack_lookup(key, &flags);
   if (id) return id;
   uint64_t missed = gp_cycles();
   stack_builder *b = builder();
@@ -229,21 +252,58 @@ static uint64_t native_stack(int depth) {
 // gp_callstack_take: auto mode takes no native frames for a backward launch,
 // since its forward line, not autograd's engine internals, is what its
 // frames would be read for.
-uint64_t gp_callstack_take(int backward) {
+uint64_t gp_callstack_take(int backward, int *in_optimizer) {
+  int flags = 0;
+  uint64_t id = 0;
   switch (gp_proc.cfg.callstack_mode) {
   case GP_STACK_OFF:
-    return 0;
+    break;
   case GP_STACK_PYTHON:
-    return py_present ? python_stack() : 0;
+    id = py_present ? python_stack(&flags) : 0;
+    break;
   case GP_STACK_NATIVE:
-    return native_stack(MAX_FRAMES);
-  default: {  // auto: Python where the thread runs Python, else native
-    uint64_t id = py_present ? python_stack() : 0;
+    id = native_stack(MAX_FRAMES);
+    break;
+  default:  // auto: Python where the thread runs Python, else native
+    id = py_present ? python_stack(&flags) : 0;
     // Auto keeps the innermost AUTO_NATIVE_FRAMES, which name the library
     // call that launched.
-    return id || backward ? id : native_stack(AUTO_NATIVE_FRAMES);
+    if (!id && !backward) id = native_stack(AUTO_NATIVE_FRAMES);
   }
+  if (in_optimizer) *in_optimizer = (flags & STACK_IN_OPTIMIZER) != 0;
+  return id;
+}
+
+// Libraries that allocate device memory for their own use, by the start of
+// their file name.
+static const struct {
+  const char *prefix;
+  int owner;
+} owners[] = {
+    {"libnccl", GP_OWNER_NCCL}, {"librccl", GP_OWNER_NCCL}, {"libnvshmem", GP_OWNER_NVSHMEM},
+    {"libucp", GP_OWNER_UCX},   {"libuct", GP_OWNER_UCX},   {"libucs", GP_OWNER_UCX},
+    {"libucc", GP_OWNER_UCX},
+};
+
+int gp_callstack_owner(void) {
+  uint64_t pcs[48];
+  int n = gp_unwind(pcs, 48);
+  for (int i = 0; i < n; i++) {
+    if (is_own_code(pcs[i])) continue;
+    const char *obj = "";
+    uint64_t off = 0;
+    object_of((void *)(uintptr_t)pcs[i], &obj, &off);
+    const char *base = strrchr(obj, '/');
+    base = base ? base + 1 : obj;
+    for (size_t k = 0; k < sizeof owners / sizeof *owners; k++)
+      if (strncmp(base, owners[k].prefix, strlen(owners[k].prefix)) == 0) return owners[k].owner;
   }
+  return GP_OWNER_PROGRAM;
+}
+
+int gp_library_kernel(const char *name) {
+  // NCCL's kernels: ncclDevKernel_* / ncclKernel_* (C names), or mangled C++ names holding them.
+  return strstr(name, "ncclDevKernel") || strstr(name, "ncclKernel") || strstr(name, "nvshmem");
 }
 
 void gp_callstack_init(void) {

@@ -8,6 +8,7 @@ import "C"
 import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
@@ -38,6 +39,7 @@ func cEnumValues() []cEnumValue {
 		{status, "SKIPPED_RING_FULL", C.GP_PLAN_SKIPPED_RING_FULL},
 		{status, "SKIPPED_ERROR", C.GP_PLAN_SKIPPED_ERROR},
 		{status, "SKIPPED_STOPPED", C.GP_PLAN_SKIPPED_STOPPED},
+		{status, "OUTSIDE_STEPS", C.GP_PLAN_OUTSIDE_STEPS},
 		{kind, "MEM_ALLOC", C.GP_ALLOC_MEM_ALLOC},
 		{kind, "MEM_ALLOC_PITCH", C.GP_ALLOC_PITCH},
 		{kind, "MEM_ALLOC_ASYNC", C.GP_ALLOC_ASYNC},
@@ -46,5 +48,13 @@ func cEnumValues() []cEnumValue {
 		{kind, "RANGE_QUERY", C.GP_ALLOC_RANGE_QUERY},
 		{point, "BEFORE", C.GP_POINT_BEFORE},
 		{point, "AFTER", C.GP_POINT_AFTER},
+		{point, "DIGEST", C.GP_POINT_DIGEST},
 	}
+}
+
+// ownerNames names gp_alloc_rec.owner's GP_OWNER_* values (Allocation.owner).
+var ownerNames = map[C.uint32_t]string{
+	C.GP_OWNER_NCCL:    recording.OwnerNCCL,
+	C.GP_OWNER_NVSHMEM: recording.OwnerNVSHMEM,
+	C.GP_OWNER_UCX:     recording.OwnerUCX,
 }

@@ -91,6 +91,15 @@ func TestMemoryScenario(t *testing.T) {
 	harnessGolden(t, "--memory-scenario", "memory_scenario.golden")
 }
 
+// TestDigestScenario drives step digests through the same harness: with --step-every 3, the
+// launch that begins each step is preceded by a digest of every live allocation of the
+// program's (a free leaves it out, as does an allocation made from inside a library named
+// libnccl*, which is NCCL's own memory); a graph launch counts as a call; with --hash-steps,
+// only the launches of those steps are hashed and the other boundaries get digests.
+func TestDigestScenario(t *testing.T) {
+	harnessGolden(t, "--digest-scenario", "digest_scenario.golden")
+}
+
 // TestTimingStartsAfterFirstLaunch: CUPTI's kernel activity is turned on as the process's
 // first launch begins, not at start (a context made while it is on pays 3-4 us of GPU time per kernel
 // for its life: +15% to +28% on a compiled GPT-2 step), sampled timing's windows wait for that

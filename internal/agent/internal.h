@@ -6,6 +6,7 @@
 //   launch.c     the CUPTI callback on the program's threads: launches, graph
 //                launches and nodes, modules, kernels, devices, stream ids
 //   callstack.c  each launch's callstack, each distinct stack described once
+//   steps.c      training steps as the program runs (step digests, --hash-steps)
 //   activity.c   GPU timing: CUPTI's activity buffers into activity records
 //   memcap.c     memory capture (memcap.h)
 //   nvtx.c       NVTX ranges (the agent as NVTX's injection library) and the range a launch is in
@@ -317,8 +318,37 @@ void gp_callstack_init(void);
 // gp_callstack_take takes the calling thread's stack as the configuration
 // asks and returns its id, 0 for none. backward is set for a launch made in
 // a PyTorch autograd node's backward whose forward line the writer can find
-// (autograd.h).
-uint64_t gp_callstack_take(int backward);
+// (autograd.h). in_optimizer, when not NULL, is set to whether the stack is
+// inside a PyTorch optimizer's step() (the rule of recording.InOptimizerStep).
+uint64_t gp_callstack_take(int backward, int *in_optimizer);
+
+// gp_optimizer_frame is that rule for one Python frame.
+int gp_optimizer_frame(const char *file, const char *func);
+
+// gp_callstack_owner walks the calling thread's native frames and returns
+// the library among them that allocates memory for its own use (GP_OWNER_*,
+// memcap.h): what an allocation made in this call belongs to.
+int gp_callstack_owner(void);
+
+// gp_library_kernel: whether a kernel of this name is a communication
+// library's own (NCCL's collectives), whose unknown memory is the library's.
+int gp_library_kernel(const char *name);
+
+// ---- steps.c ----
+
+// gp_step_call takes a launch call (a kernel or graph launch) in the order
+// the program made it, seq, made inside an optimizer step or not, and
+// returns its step: how many steps ended before it; *began is set when it
+// is the first call of a step after the first.
+uint32_t gp_step_call(uint64_t seq, int in_optimizer, int *began);
+
+// gp_steps_on: the configuration needs steps while the program runs.
+static inline int gp_steps_on(void) { return gp_proc.cfg.digests || gp_proc.cfg.hash_steps; }
+
+// gp_step_hashed: hash mode hashes the launches of this step.
+static inline int gp_step_hashed(uint32_t step) {
+  return !gp_proc.cfg.hash_steps || (step >= gp_proc.cfg.hash_step_lo && step <= gp_proc.cfg.hash_step_hi);
+}
 
 // ---- activity.c ----
 

@@ -34,6 +34,12 @@ static GP_TLS struct {
   int in_agent;             // inside the agent's own CUDA calls: ignore their callbacks
   uint32_t params_len;      // memory capture: parameters already copied at ENTER
   gp_thread_scratch *scratch;  // the thread's heap buffers (internal.h), freed at its exit
+  // Steps (steps.c): the call's callstack and autograd context, taken at ENTER (have_stack),
+  // and whether hash mode leaves it unhashed (--hash-steps).
+  int have_stack, outside_steps;
+  uint64_t stack_id;
+  gp_autograd ag;
+  uint64_t graph_seq;  // seq of the graph launch in flight, given at its ENTER
 } tls;
 
 int gp_in_agent_call(int enter) { return tls.in_agent = enter; }
@@ -76,6 +82,7 @@ typedef struct {
   uint32_t *layout;  // nparams × (offset, size)
   int selected;
   int snapshot;  // matches --snapshot-kernels
+  int library;   // a communication library's own kernel (gp_library_kernel)
   gp_probe_fn probe;  // --probe
   _Atomic(const gp_readonly *) readonly;  // write sets: published by the writer, NULL until then
   _Atomic uint64_t launches;              // learned write sets: every audit_every-th launch is an audit
@@ -161,6 +168,7 @@ static func_entry *func_describe(gp_CUfunction f, const char *symbol) {
     overflow.nparams = 0;
     overflow.selected = selected;
     overflow.snapshot = snapshot;
+    overflow.library = gp_library_kernel(name);
     overflow.probe.state = GP_PROBE_NO;  // shared by kernels the table has no room for
     return &overflow;
   }
@@ -175,6 +183,7 @@ static func_entry *func_describe(gp_CUfunction f, const char *symbol) {
   }
   slot->selected = selected;
   slot->snapshot = snapshot;
+  slot->library = gp_library_kernel(name);
   // What its PTX proves, known before its first launch runs: a kernel that stores through
   // loaded pointers must end carries from that launch on.
   if (gp_proc.cfg.memory_mode == GP_MEM_HASH && gp_proc.cfg.write_sets != GP_WRITE_SETS_ALL) {
@@ -401,6 +410,30 @@ int gp_timing_this_launch(void) { return tls.sample_launch; }
     if (tls.sample_launch) GP_COUNT(counter, (gp_cycles() - timed_t0) * TIMING_SAMPLE); \
   } while (0)
 
+// take_stack takes the launch call's autograd context and callstack into tls,
+// and returns whether it was made inside an optimizer step.
+static int take_stack(void) {
+  int in_opt = 0;
+  TIMED(autograd_cycles, gp_autograd_take(&tls.ag));
+  // AccumulateGrad nodes have no forward op: their number is UINT64_MAX.
+  TIMED(stack_cycles, tls.stack_id = gp_callstack_take(tls.ag.node_class != 0 && tls.ag.sequence_nr != UINT64_MAX, &in_opt));
+  tls.have_stack = 1;
+  return in_opt;
+}
+
+// step_enter: a launch call seq on stream of ctx is about to be made while the
+// configuration needs steps (gp_steps_on). Its callstack is taken now, to
+// know its step before it runs: when it begins a step, the digest of the step
+// that ended goes on its stream first. Returns whether it was made inside an
+// optimizer step.
+static int step_enter(gp_CUcontext ctx, gp_CUstream stream, int ptsz, uint64_t seq) {
+  int in_opt = take_stack(), began = 0;
+  uint32_t step = gp_step_call(seq, in_opt, &began);
+  if (began && gp_proc.cfg.digests) TIMED(memory_cycles, gp_mem_digest(ctx, stream, ptsz, seq, step - 1));
+  tls.outside_steps = !gp_step_hashed(step);
+  return in_opt;
+}
+
 static void on_launch_enter(uint32_t cbid, const gp_CallbackData *cb) {
   gp_activity_first_launch();  // before the launch is enqueued: it is timed
   gp_CUfunction f = launch_func(cbid, cb->functionParams);
@@ -422,10 +455,29 @@ static void on_launch_enter(uint32_t cbid, const gp_CallbackData *cb) {
   tls.host_ns = gp_clock();
   tls.graph_node_id = 0;
   tls.params_len = 0;
-  if (gp_proc.cfg.memory_mode == GP_MEM_OFF && !gp_proc.cfg.probes) return;
+  tls.have_stack = tls.outside_steps = 0;
+  int in_opt = 0;
+  if (gp_steps_on()) {
+    launch_view v;
+    view_launch(cbid, cb->functionParams, &v);
+    in_opt = step_enter(cb->context, v.stream, is_ptsz(cbid), tls.seq);
+    if (tls.outside_steps && gp_proc.cfg.memory_mode == GP_MEM_HASH) {  // it runs, unhashed
+      gp_mem_before_unhashed(cb->context, v.stream, is_ptsz(cbid));
+      gp_mem_unhashed_write();
+    }
+  }
+  int per_launch = (gp_proc.cfg.memory_mode == GP_MEM_HASH || gp_proc.cfg.memory_mode == GP_MEM_SNAPSHOT) &&
+                   !tls.outside_steps;
+  int note = in_opt && gp_proc.cfg.memory_mode == GP_MEM_DIGEST;
+  if (!per_launch && !note && !gp_proc.cfg.probes) return;
   gp_thread_scratch *s = scratch();
   if (!s) return;
-  if (gp_proc.cfg.memory_mode != GP_MEM_OFF) {
+  if (note) {  // what the step's digest hashes: the memory its optimizer reaches
+    launch_view v;
+    view_launch(cbid, cb->functionParams, &v);
+    TIMED(memory_cycles, gp_mem_note_optimizer(s->launch.tail, copy_params(fe, &v, s->launch.tail, GP_PARAMS_CAP)));
+  }
+  if (per_launch) {
     launch_view v;
     view_launch(cbid, cb->functionParams, &v);
     tls.params_len = copy_params(fe, &v, s->launch.tail, GP_PARAMS_CAP);
@@ -434,7 +486,7 @@ static void on_launch_enter(uint32_t cbid, const gp_CallbackData *cb) {
     if (ro && gp_proc.cfg.write_sets == GP_WRITE_SETS_LEARNED && gp_proc.cfg.audit_every)
       audit = (atomic_fetch_add_explicit(&fe->launches, 1, memory_order_relaxed) + 1) % gp_proc.cfg.audit_every == 0;
     TIMED(memory_cycles, gp_mem_launch_enter(&s->mem, s->launch.tail, tls.params_len, cb->context, v.stream,
-                                             is_ptsz(cbid), tls.seq, fe->snapshot, fe->id, ro, audit));
+                                             is_ptsz(cbid), tls.seq, fe->snapshot, fe->id, ro, audit, fe->library));
   }
   // Last: it may swap the launch's function and parameters for the instrumented ones.
   if (gp_proc.cfg.probes && fe->layout)
@@ -481,18 +533,17 @@ static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
   memcpy(rec->block, v.block, sizeof v.block);
   memcpy(rec->cluster, v.cluster, sizeof v.cluster);
   rec->shared_mem = v.smem;
-  gp_autograd ag;
-  TIMED(autograd_cycles, gp_autograd_take(&ag));
-  // AccumulateGrad nodes have no forward op: their number is UINT64_MAX.
-  TIMED(stack_cycles, rec->callstack_id = gp_callstack_take(ag.node_class != 0 && ag.sequence_nr != UINT64_MAX));
-  rec->ag_thread = ag.thread;
-  rec->ag_seq = ag.sequence_nr;
-  rec->ag_class = ag.node_class;
-  rec->ag_present = ag.present;
+  if (!tls.have_stack) take_stack();
+  rec->callstack_id = tls.stack_id;
+  rec->ag_thread = tls.ag.thread;
+  rec->ag_seq = tls.ag.sequence_nr;
+  rec->ag_class = tls.ag.node_class;
+  rec->ag_present = tls.ag.present;
   rec->range_id = gp_range_current;
-  if (gp_proc.cfg.memory_mode == GP_MEM_OFF) {
+  if (gp_proc.cfg.memory_mode == GP_MEM_OFF || gp_proc.cfg.memory_mode == GP_MEM_DIGEST || tls.outside_steps) {
     rec->params_len = fe ? copy_params(fe, &v, s->launch.tail, GP_PARAMS_CAP) : 0;
     rec->h.size = gp_pad8(sizeof *rec + rec->params_len);
+    if (tls.outside_steps && gp_proc.cfg.memory_mode == GP_MEM_HASH) rec->mem_status = GP_PLAN_OUTSIDE_STEPS;
   } else {
     gp_mem_launch *m = &s->mem;
     rec->params_len = tls.params_len;
@@ -514,13 +565,24 @@ static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
   TIMED(ring_cycles, if (!gp_ring_push_counted(rec, &gp_counts.launches)) GP_COUNT(launches_dropped, 1));
 }
 
+// on_graph_enter: a graph launch's step is known before it runs, as a kernel
+// launch's (step_enter); one made inside an optimizer step leaves the step's
+// digest not knowing what its kernels reach: it hashes every allocation.
+static void on_graph_enter(uint32_t cbid, const gp_CallbackData *cb) {
+  const gp_cuGraphLaunch_params *p = cb->functionParams;
+  tls.graph_seq = atomic_fetch_add_explicit(&launch_seq, 1, memory_order_relaxed) + 1;
+  if (step_enter(cb->context, p->hStream, is_ptsz(cbid), tls.graph_seq) && gp_proc.cfg.memory_mode == GP_MEM_DIGEST)
+    gp_mem_note_optimizer_all();
+}
+
 static void on_graph_launch(uint32_t cbid, const gp_CallbackData *cb) {
   const gp_cuGraphLaunch_params *p = cb->functionParams;
   gp_graphlaunch_rec rec;
   memset(&rec, 0, sizeof rec);
   rec.h.type = GP_REC_GRAPHLAUNCH;
   rec.h.size = gp_pad8(sizeof rec);
-  rec.seq = atomic_fetch_add_explicit(&launch_seq, 1, memory_order_relaxed) + 1;
+  rec.seq = tls.graph_seq ? tls.graph_seq : atomic_fetch_add_explicit(&launch_seq, 1, memory_order_relaxed) + 1;
+  tls.graph_seq = 0;
   rec.host_ns = gp_clock();
   rec.graph_exec = (uint64_t)(uintptr_t)p->hGraph;
   rec.stream = (uint64_t)(uintptr_t)p->hStream;
@@ -529,7 +591,8 @@ static void on_graph_launch(uint32_t cbid, const gp_CallbackData *cb) {
   rec.stream_id = stream_id_of(cb->context, p->hStream, cbid);
   rec.correlation_id = cb->correlationId;
   rec.result = cb->functionReturnValue ? *(gp_CUresult *)cb->functionReturnValue : 0;
-  rec.callstack_id = gp_callstack_take(0);
+  rec.callstack_id = tls.have_stack ? tls.stack_id : gp_callstack_take(0, NULL);
+  tls.have_stack = 0;
   rec.range_id = gp_range_current;
   if (gp_proc.cfg.memory_mode != GP_MEM_OFF && rec.result == 0) gp_mem_unhashed_write();  // its kernels and copies go unhashed
   if (gp_ring_push(&rec)) GP_COUNT(graph_launches, 1);
@@ -638,7 +701,12 @@ static void dispatch(int domain, uint32_t cbid, const void *data) {
       else
         on_launch_exit(cbid, cb);
     } else if (cbid == GP_CBID_cuGraphLaunch || cbid == GP_CBID_cuGraphLaunch_ptsz) {
-      if (cb->callbackSite == GP_API_ENTER) gp_activity_first_launch();
+      if (cb->callbackSite == GP_API_ENTER) {
+        gp_activity_first_launch();
+        tls.have_stack = 0;
+        tls.graph_seq = 0;
+        if (gp_steps_on()) on_graph_enter(cbid, cb);
+      }
       if (cb->callbackSite == GP_API_EXIT)
         on_graph_launch(cbid, cb);
       else if (gp_proc.cfg.memory_mode != GP_MEM_OFF)  // its kernels may write what waits to be hashed

@@ -48,6 +48,7 @@ typedef struct {
   int copy_all;             // next snapshot copies every chunk (new, or a drop lost chunks)
   uint64_t last_job;        // hash mode: the last job that hashed it, enqueued ...
   uint64_t last_epoch;      // ... in this write epoch; another epoch: written since, unhashed
+  int owner;                // GP_OWNER_*: a library's own memory is left out of step digests
 } allocation;
 
 // Write epoch: moved by every write memory capture does not hash whose
@@ -84,7 +85,7 @@ static uint64_t next_alloc_id;
 
 #define ALLOC(i) (keys[i].a)
 
-static void push_alloc_rec(const allocation *a, int freed) {
+static void push_alloc_rec(const allocation *a, int freed, uint64_t callstack_id) {
   gp_alloc_rec r;
   memset(&r, 0, sizeof r);
   r.h.type = GP_REC_ALLOC;
@@ -96,6 +97,8 @@ static void push_alloc_rec(const allocation *a, int freed) {
   r.kind = a->kind;
   r.device = a->device;
   r.freed = freed;
+  r.owner = (uint32_t)a->owner;
+  r.callstack_id = callstack_id;
   gp_ring_push(&r);
   if (!freed) GP_COUNT(allocations, 1);
 }
@@ -199,7 +202,7 @@ static uint32_t key_slot(uint64_t base, uint64_t end) {
   return i;
 }
 
-static void add_alloc(uint64_t base, uint64_t size, uint32_t kind) {
+static void add_alloc(uint64_t base, uint64_t size, uint32_t kind, int owner, uint64_t callstack_id) {
   if (!size) return;
   gp_CUdevice dev = 0;
   if (gp_cu.ctxGetDevice) gp_cu.ctxGetDevice(&dev);
@@ -221,13 +224,14 @@ static void add_alloc(uint64_t base, uint64_t size, uint32_t kind) {
     return;
   }
   uint32_t i = key_slot(base, base + size);
-  *rec = (allocation){.base = base, .size = size, .id = ++next_alloc_id, .kind = kind, .device = dev, .copy_all = 1};
+  *rec = (allocation){
+      .base = base, .size = size, .id = ++next_alloc_id, .kind = kind, .device = dev, .copy_all = 1, .owner = owner};
   keys[i] = (alloc_key){base, base + size, rec};
   if (base < alloc_lo) alloc_lo = base;
   if (base + size > alloc_hi) alloc_hi = base + size;
   allocation a = *rec;
   gp_spin_unlock(&alloc_lock);
-  push_alloc_rec(&a, 0);
+  push_alloc_rec(&a, 0, callstack_id);
 }
 
 static void remove_alloc(uint64_t base, uint64_t size) {
@@ -240,7 +244,7 @@ static void remove_alloc(uint64_t base, uint64_t size) {
     if (ndead > 64 && ndead > nallocs / 4) sweep();
   }
   gp_spin_unlock(&alloc_lock);
-  if (a.id) push_alloc_rec(&a, 1);
+  if (a.id) push_alloc_rec(&a, 1, 0);
 }
 
 int gp_mem_alloc_callback(uint32_t cbid) {
@@ -293,30 +297,43 @@ void gp_mem_on_api(uint32_t cbid, const gp_CallbackData *cb) {
   const void *p = cb->functionParams;
   int exit = cb->callbackSite == GP_API_EXIT;
   if (exit && cb->functionReturnValue && *(gp_CUresult *)cb->functionReturnValue != 0) return;
+  // A new allocation: who made it (a library for its own use, or the
+  // program) and the line that did.
+  int owner = 0;
+  uint64_t stack = 0;
+  // Stream-ordered allocations (a tensor each, under PyTorch's cudaMallocAsync
+  // backend: thousands a step) are the program's and go without a line:
+  // communication libraries allocate with cuMemAlloc or cuMemCreate/cuMemMap.
+  if (exit && (cbid == GP_CBID_cuMemAlloc_v2 || cbid == GP_CBID_cuMemAllocManaged || cbid == GP_CBID_cuMemAllocPitch_v2 ||
+               cbid == GP_CBID_cuMemMap)) {
+    owner = gp_callstack_owner();
+    stack = gp_callstack_take(0, NULL);
+  }
   switch (cbid) {
   case GP_CBID_cuMemAlloc_v2:
     if (exit) add_alloc(*((const gp_cuMemAlloc_params *)p)->dptr, ((const gp_cuMemAlloc_params *)p)->bytesize,
-                        GP_ALLOC_MEM_ALLOC);
+                        GP_ALLOC_MEM_ALLOC, owner, stack);
     break;
   case GP_CBID_cuMemAllocManaged:
     if (exit) add_alloc(*((const gp_cuMemAlloc_params *)p)->dptr, ((const gp_cuMemAlloc_params *)p)->bytesize,
-                        GP_ALLOC_MANAGED);
+                        GP_ALLOC_MANAGED, owner, stack);
     break;
   case GP_CBID_cuMemAllocAsync:
   case GP_CBID_cuMemAllocAsync_ptsz:
   case GP_CBID_cuMemAllocFromPoolAsync:
   case GP_CBID_cuMemAllocFromPoolAsync_ptsz:
     if (exit) add_alloc(*((const gp_cuMemAlloc_params *)p)->dptr, ((const gp_cuMemAlloc_params *)p)->bytesize,
-                        GP_ALLOC_ASYNC);
+                        GP_ALLOC_ASYNC, owner, stack);
     break;
   case GP_CBID_cuMemAllocPitch_v2:
     if (exit) {
       const gp_cuMemAllocPitch_params *a = p;
-      add_alloc(*a->dptr, (uint64_t)*a->pPitch * a->Height, GP_ALLOC_PITCH);
+      add_alloc(*a->dptr, (uint64_t)*a->pPitch * a->Height, GP_ALLOC_PITCH, owner, stack);
     }
     break;
   case GP_CBID_cuMemMap:
-    if (exit) add_alloc(((const gp_cuMemMap_params *)p)->ptr, ((const gp_cuMemMap_params *)p)->size, GP_ALLOC_MAP);
+    if (exit)
+      add_alloc(((const gp_cuMemMap_params *)p)->ptr, ((const gp_cuMemMap_params *)p)->size, GP_ALLOC_MAP, owner, stack);
     break;
   case GP_CBID_cuMemFree_v2:
   case GP_CBID_cuMemFreeAsync:
@@ -342,7 +359,8 @@ void gp_mem_on_api(uint32_t cbid, const gp_CallbackData *cb) {
 enum { MISS_CACHE = 4096, QUERIES_PER_LAUNCH = 8 };
 static _Atomic uint64_t misses[MISS_CACHE];
 
-static int range_query(uint64_t word) {
+// owner: whose memory it is taken to be (a library kernel's unknown memory is its library's).
+static int range_query(uint64_t word, int owner) {
   if (word < (1ull << 32) || word >= (1ull << 48) || (word & 15) || !gp_cu.memGetAddressRange) return -1;
   uint64_t page = word >> 21, slot = (page * 0x9E3779B97F4A7C15ull) >> 52;
   if (atomic_load_explicit(&misses[slot], memory_order_relaxed) == page) return -1;
@@ -355,7 +373,7 @@ static int range_query(uint64_t word) {
     atomic_store_explicit(&misses[slot], page, memory_order_relaxed);
     return -1;
   }
-  add_alloc(base, size, GP_ALLOC_RANGE_QUERY);
+  add_alloc(base, size, GP_ALLOC_RANGE_QUERY, owner, 0);
   return 0;
 }
 
@@ -408,7 +426,8 @@ static uint8_t word_carry(const gp_readonly *ro, uint32_t off, int learned) {
 // find_regions widens every parameter word that points into an allocation
 // to the whole allocation; a cuMemMap'd piece brings the pieces mapped right
 // next to it, since a tensor may straddle them (expandable segments).
-static void find_regions(gp_mem_launch *m, const uint8_t *params, uint32_t len, const gp_readonly *ro, int learned) {
+static void find_regions(gp_mem_launch *m, const uint8_t *params, uint32_t len, const gp_readonly *ro, int learned,
+                         int owner) {
   m->nregions = m->npointers = m->host_written = 0;
   int queries = 0;
   for (uint32_t off = 0; off + 8 <= len; off += 8) {
@@ -433,7 +452,7 @@ static void find_regions(gp_mem_launch *m, const uint8_t *params, uint32_t len, 
       // Looked up without the lock held: range_query takes it to insert.
       gp_spin_unlock(&alloc_lock);
       queries++;
-      int ok = range_query(w) == 0;
+      int ok = range_query(w, owner) == 0;
       gp_spin_lock(&alloc_lock);
       if (ok) {
         m->nregions = m->npointers = m->host_written = 0;  // the table moved: start over with the new entry
@@ -761,6 +780,7 @@ typedef struct {
   uint8_t carry[GP_MAX_JOB_REGIONS];
   uint64_t kernel_id;
   uint32_t audit, npointers;
+  uint32_t step, digest_all;  // GP_POINT_DIGEST
   gp_pointer_rec pointers[GP_JOB_POINTERS];
 } mem_job;
 
@@ -1499,9 +1519,12 @@ void gp_mem_defer(void) {
               !writes_unseen && gp_cu.ctxPushCurrent && gp_cu.ctxPopCurrent;
 }
 
+// A point of more than GP_MAX_REGIONS regions (a step digest) is enqueued in
+// parts: m holds the regions from region_offset, a multiple of
+// GP_MAX_JOB_REGIONS, of total; step and digest_all describe a digest.
 static uint32_t enqueue_point(gp_mem_launch *m, mem_context *c, gp_CUstream stream, uint64_t seq, uint32_t point,
-                              int snapshot) {
-  uint32_t njobs = (m->nregions + GP_MAX_JOB_REGIONS - 1) / GP_MAX_JOB_REGIONS;
+                              int snapshot, uint32_t region_offset, uint32_t total, uint32_t step, uint32_t digest_all) {
+  uint32_t njobs = (total + GP_MAX_JOB_REGIONS - 1) / GP_MAX_JOB_REGIONS;
   // Hash mode only: a snapshot's shadow and chunk copies want every region.
   int tracking = gp_proc.cfg.memory_mode == GP_MEM_HASH && point == GP_POINT_AFTER;
   uint64_t epoch = atomic_load_explicit(&write_epoch, memory_order_relaxed);
@@ -1527,7 +1550,7 @@ static uint32_t enqueue_point(gp_mem_launch *m, mem_context *c, gp_CUstream stre
     if (chunks >= (1ull << 31)) return GP_PLAN_SKIPPED_RING_TOO_SMALL;
     // Only the state after a launch is scanned for NaN: before it, the
     // regions hold what the previous launch's scan already counted.
-    uint32_t nan_dtypes = point == GP_POINT_AFTER && c->nan_counts ? gp_proc.cfg.nan_dtypes : 0;
+    uint32_t nan_dtypes = point != GP_POINT_BEFORE && c->nan_counts ? gp_proc.cfg.nan_dtypes : 0;
     uint64_t res_bytes = ((GP_RESULT_HEADER + 20 * chunks + 7) & ~7ull) + (nan_dtypes ? n * GP_NAN_REGION_BYTES : 0);
     res_bytes = (res_bytes + 63) & ~63ull;
     uint64_t stg_bytes = snapshot ? chunks * GP_CHUNK : 0;
@@ -1537,15 +1560,17 @@ static uint32_t enqueue_point(gp_mem_launch *m, mem_context *c, gp_CUstream stre
     j->point = point;
     j->snapshot = snapshot;
     j->nan_dtypes = nan_dtypes;
-    j->region_base = first;
+    j->region_base = region_offset + first;
     j->nregions = n;
     j->njobs = njobs;
+    j->step = step;
+    j->digest_all = digest_all;
     j->total_chunks = (uint32_t)chunks;
     j->launch_seq = seq;
     // Clear the header so a stale done from a previous lap never matches.
     memset(results_host + j->res_off % results_cap, 0, GP_RESULT_HEADER);
     if (!tracking) {  // tracking sets all three below
-      memset(j->alloc_id, 0, n * sizeof *j->alloc_id);
+      for (uint32_t r = 0; r < n; r++) j->alloc_id[r] = point == GP_POINT_DIGEST ? m->regions[first + r].alloc_id : 0;
       memset(j->prev_job, 0, n * sizeof *j->prev_job);
       memset(j->carry, 0, n * sizeof *j->carry);
     }
@@ -1607,7 +1632,7 @@ static uint32_t enqueue_point(gp_mem_launch *m, mem_context *c, gp_CUstream stre
     uint64_t bytes = 0;
     for (uint32_t i = 0; i < n; i++) bytes += p.r[i].size;
     atomic_store_explicit(&j->state, JOB_ENQUEUED, memory_order_release);
-    if (!deferring || snapshot) {  // a kernel for this job alone, now: nothing waits
+    if (!deferring || snapshot || point == GP_POINT_DIGEST) {  // a kernel for this job alone, now: nothing waits
       launch_jobs(c, stream, nan_dtypes != 0, &p, &j, (uint32_t)chunks, bytes, c->ctx, 0, 0);
       continue;
     }
@@ -1621,14 +1646,14 @@ static uint32_t enqueue_point(gp_mem_launch *m, mem_context *c, gp_CUstream stre
 
 void gp_mem_launch_enter(gp_mem_launch *m, const uint8_t *params, uint32_t params_len, gp_CUcontext ctx,
                          gp_CUstream stream, int ptsz, uint64_t seq, int snapshot_kernel, uint64_t kernel_id,
-                         const gp_readonly *ro, int audit) {
+                         const gp_readonly *ro, int audit, int library_kernel) {
   m->status = GP_PLAN_NONE;
   m->snapshot = gp_proc.cfg.memory_mode == GP_MEM_SNAPSHOT && snapshot_kernel && selected_launch(seq);
   m->kernel_id = kernel_id;
   m->audit = audit;
   int learned = gp_proc.cfg.write_sets == GP_WRITE_SETS_LEARNED && !audit;
   gp_spin_lock(&alloc_lock);
-  find_regions(m, params, params_len, ro, learned);
+  find_regions(m, params, params_len, ro, learned, library_kernel ? GP_OWNER_NCCL : GP_OWNER_PROGRAM);
   gp_spin_unlock(&alloc_lock);
   if (deferring) before_launch(m, ctx, job_stream(stream, ptsz), ro && ro->writes_anywhere);
   if (!m->nregions) {
@@ -1654,7 +1679,7 @@ void gp_mem_launch_enter(gp_mem_launch *m, const uint8_t *params, uint32_t param
     m->status = GP_PLAN_SKIPPED_ERROR;
     return;
   }
-  m->status = enqueue_point(m, c, s, seq, GP_POINT_BEFORE, 1);
+  m->status = enqueue_point(m, c, s, seq, GP_POINT_BEFORE, 1, 0, m->nregions, 0, 0);
 }
 
 // A launch that ran and may have written memory without its regions being
@@ -1689,7 +1714,7 @@ void gp_mem_launch_exit(gp_mem_launch *m, gp_CUcontext ctx, gp_CUstream stream, 
     skipped(m->status);
     return;
   }
-  uint32_t s = enqueue_point(m, c, job_stream(stream, ptsz), seq, GP_POINT_AFTER, m->snapshot);
+  uint32_t s = enqueue_point(m, c, job_stream(stream, ptsz), seq, GP_POINT_AFTER, m->snapshot, 0, m->nregions, 0, 0);
   if (m->status == GP_PLAN_NONE || s != GP_PLAN_SNAPSHOT) m->status = s;
   if (m->status == GP_PLAN_HASH || m->status == GP_PLAN_SNAPSHOT) {
     GP_COUNT(memory_launches, 1);
@@ -1699,6 +1724,151 @@ void gp_mem_launch_exit(gp_mem_launch *m, gp_CUcontext ctx, gp_CUstream stream, 
   } else {
     skipped(m->status);
   }
+}
+
+// ---- step digests ----
+//
+// Where a training step ends, the state of the memory the program keeps
+// across steps is hashed (one DIGEST point): two runs whose digests agree
+// agree on their parameters, gradients and optimizer state, whatever their
+// launches did in between. With optimizer steps, a step's digest hashes the
+// allocations its optimizer's launches reached (parameters, gradients, the
+// optimizer's state: what a divergence flows into by the step's end), found
+// as those launches are made; a step whose optimizer ran a graph, or steps
+// without an optimizer (--step-every), hash every live allocation the
+// program owns. Libraries' own memory (Allocation.owner) is never hashed:
+// it differs from run to run by design.
+
+enum { OPT_SET = 4096 };  // open addressing over allocation bases; a step's optimizer reaches far fewer
+static gp_spinlock opt_lock;
+static uint64_t opt_set[OPT_SET];
+static uint32_t opt_count;
+static int opt_all;  // the step ran something whose memory is unknown: hash every allocation
+
+void gp_mem_note_optimizer_all(void) {
+  gp_spin_lock(&opt_lock);
+  opt_all = 1;
+  gp_spin_unlock(&opt_lock);
+}
+
+void gp_mem_note_optimizer(const uint8_t *params, uint32_t params_len) {
+  gp_thread_scratch *s = gp_scratch();
+  if (!s) {
+    gp_mem_note_optimizer_all();
+    return;
+  }
+  gp_mem_launch *m = &s->mem;
+  gp_spin_lock(&alloc_lock);
+  find_regions(m, params, params_len, NULL, 0, GP_OWNER_PROGRAM);
+  gp_spin_unlock(&alloc_lock);
+  gp_spin_lock(&opt_lock);
+  for (uint32_t r = 0; r < m->nregions; r++) {
+    uint64_t base = m->regions[r].base;
+    uint32_t i = (uint32_t)((base >> 8) * 0x9E3779B97F4A7C15ull >> 52) % OPT_SET;
+    while (opt_set[i] && opt_set[i] != base) i = (i + 1) % OPT_SET;
+    if (opt_set[i]) continue;
+    if (opt_count >= OPT_SET / 2) {
+      opt_all = 1;  // more than a digest of chosen allocations is worth: hash them all
+      break;
+    }
+    opt_set[i] = base;
+    opt_count++;
+  }
+  gp_spin_unlock(&opt_lock);
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+// The regions of one digest part: a multiple of GP_MAX_JOB_REGIONS, at most GP_MAX_REGIONS.
+enum { DIGEST_PART = GP_MAX_REGIONS / GP_MAX_JOB_REGIONS * GP_MAX_JOB_REGIONS };
+
+static pthread_mutex_t digest_mu = PTHREAD_MUTEX_INITIALIZER;
+static gp_mem_launch digest_part;  // under digest_mu
+
+static void digest_skipped(const char *why) {
+  static _Atomic int said;
+  GP_COUNT(digests_skipped, 1);
+  if (!atomic_exchange(&said, 1)) gp_logf(1, "step digest not taken: %s (later ones are counted, not logged)", why);
+}
+
+void gp_mem_digest(gp_CUcontext ctx, gp_CUstream stream, int ptsz, uint64_t seq, uint32_t step) {
+  // The step's optimizer set is taken, and emptied for the next step, whatever becomes of it.
+  gp_spin_lock(&opt_lock);
+  int all = opt_all || !opt_count || gp_proc.cfg.step_every;
+  uint64_t *chosen = all ? NULL : malloc(opt_count * sizeof *chosen);
+  uint32_t nchosen = 0;
+  for (uint32_t i = 0; chosen && i < OPT_SET; i++)
+    if (opt_set[i]) chosen[nchosen++] = opt_set[i];
+  if (!all && !chosen) all = 1;
+  if (chosen) qsort(chosen, nchosen, sizeof *chosen, cmp_u64);
+  memset(opt_set, 0, sizeof opt_set);
+  opt_count = 0;
+  opt_all = 0;
+  gp_spin_unlock(&opt_lock);
+  if (atomic_load_explicit(&stopped, memory_order_relaxed)) {
+    free(chosen);
+    digest_skipped("memory capture stopped");
+    return;
+  }
+  gp_CUstream s = job_stream(stream, ptsz);
+  int capturing = 0;
+  gp_in_agent_call(1);
+  gp_CUresult r = gp_cu.streamIsCapturing(s, &capturing);
+  gp_in_agent_call(0);
+  mem_context *c = r == 0 && !capturing ? context_state(ctx) : NULL;
+  gp_CUdevice dev = 0;
+  if (c && gp_cu.ctxGetDevice(&dev) != 0) c = NULL;
+  if (!c) {
+    free(chosen);
+    digest_skipped(capturing ? "the step began inside a stream capture" : "no memory capture on this context");
+    return;
+  }
+  // The allocations, in address order, as the table holds them.
+  uint32_t n = 0, cap = 256;
+  gp_region_rec *regs = malloc(cap * sizeof *regs);
+  gp_spin_lock(&alloc_lock);
+  for (uint32_t i = 0; regs && i < nallocs; i++) {
+    const allocation *a = ALLOC(i);
+    if (!a || a->owner != GP_OWNER_PROGRAM || a->device != (uint32_t)dev || a->kind == GP_ALLOC_MANAGED ||
+        a->kind == GP_ALLOC_RANGE_QUERY)
+      continue;
+    if (!all && !bsearch(&a->base, chosen, nchosen, sizeof *chosen, cmp_u64)) continue;
+    if (n == cap) {
+      gp_region_rec *grown = realloc(regs, 2 * cap * sizeof *regs);
+      if (!grown) break;
+      regs = grown, cap *= 2;
+    }
+    regs[n++] = (gp_region_rec){a->base, a->size, a->id};
+  }
+  gp_spin_unlock(&alloc_lock);
+  free(chosen);
+  if (!regs || !n) {
+    free(regs);
+    digest_skipped(regs ? "no allocation of the program's on this device" : "out of host memory");
+    return;
+  }
+  pthread_mutex_lock(&digest_mu);
+  gp_mem_launch *m = &digest_part;
+  uint32_t status = GP_PLAN_HASH;
+  for (uint32_t off = 0; off < n && status == GP_PLAN_HASH; off += DIGEST_PART) {
+    uint32_t k = n - off < DIGEST_PART ? n - off : DIGEST_PART;
+    memset(m, 0, offsetof(gp_mem_launch, regions));
+    m->nregions = k;
+    memcpy(m->regions, regs + off, k * sizeof *regs);
+    for (uint32_t i = 0; i < k; i++) m->alloc_index[i] = -1, m->carry[i] = GP_CARRY_NONE, m->prev_job[i] = 0;
+    status = enqueue_point(m, c, s, seq, GP_POINT_DIGEST, 0, off, n, step, (uint32_t)all);
+  }
+  pthread_mutex_unlock(&digest_mu);
+  free(regs);
+  if (status != GP_PLAN_HASH) {
+    digest_skipped(status == GP_PLAN_SKIPPED_RING_TOO_SMALL ? "its chunk hashes do not fit the results ring"
+                                                            : "no room for its jobs");
+    return;
+  }
+  GP_COUNT(digests, 1);
 }
 
 // ---- the writer's side ----
@@ -1741,6 +1911,8 @@ int gp_mem_poll(gp_memjob_view *v) {
   v->kernel_id = j->kernel_id;
   v->audit = j->audit;
   v->npointers = j->npointers;
+  v->step = j->step;
+  v->digest_all = j->digest_all;
   memcpy(v->pointers, j->pointers, (j->npointers < GP_JOB_POINTERS ? j->npointers : GP_JOB_POINTERS) * sizeof *v->pointers);
   return 1;
 }

@@ -10,7 +10,8 @@
 #include "agent.h"
 #include "cabi.h"
 
-enum { GP_MEM_OFF = 0, GP_MEM_HASH = 1, GP_MEM_SNAPSHOT = 2 };
+// GP_MEM_DIGEST: no memory work per launch, only step digests.
+enum { GP_MEM_OFF = 0, GP_MEM_HASH = 1, GP_MEM_SNAPSHOT = 2, GP_MEM_DIGEST = 3 };
 enum { GP_ON_FULL_BACKPRESSURE = 0, GP_ON_FULL_DROP_OLDEST = 1 };
 
 // MemoryPlan.Status values (recording.proto).
@@ -24,6 +25,7 @@ enum {
   GP_PLAN_SKIPPED_RING_FULL = 6,
   GP_PLAN_SKIPPED_ERROR = 7,
   GP_PLAN_SKIPPED_STOPPED = 8,
+  GP_PLAN_OUTSIDE_STEPS = 9,
 };
 
 // Allocation.Kind values.
@@ -36,7 +38,10 @@ enum {
   GP_ALLOC_RANGE_QUERY = 6,
 };
 
-enum { GP_POINT_BEFORE = 1, GP_POINT_AFTER = 2 };
+enum { GP_POINT_BEFORE = 1, GP_POINT_AFTER = 2, GP_POINT_DIGEST = 3 };
+
+// Allocation.owner: the library that made an allocation for its own use.
+enum { GP_OWNER_PROGRAM = 0, GP_OWNER_NCCL = 1, GP_OWNER_NVSHMEM = 2, GP_OWNER_UCX = 3 };
 
 // Write sets (docs/memory.md): which regions hash mode may leave unhashed.
 enum { GP_WRITE_SETS_ALL = 0, GP_WRITE_SETS_PROVED = 1, GP_WRITE_SETS_LEARNED = 2 };
@@ -93,7 +98,8 @@ typedef struct {
 typedef struct {
   gp_rec_hdr h;
   uint64_t id, address, size, host_ns;
-  uint32_t kind, device, freed, pad;
+  uint32_t kind, device, freed, owner;  // owner: GP_OWNER_*
+  uint64_t callstack_id;                // the allocating call's, 0 none
 } gp_alloc_rec;
 
 // A memory job that will never produce results (dropped to make room).
@@ -113,6 +119,7 @@ typedef struct {
   uint64_t launch_seq, job_seq, kernel_id;
   uint32_t point, snapshot, nan_dtypes, region_base, nregions, njobs, total_chunks, transferred, lost;
   uint32_t audit, npointers;  // npointers > GP_JOB_POINTERS: not all listed
+  uint32_t step, digest_all;  // GP_POINT_DIGEST: the step that ended; every live allocation (1) or the optimizer's (0)
   const uint8_t *result;   // ResultLayout of internal/kernels
   const uint8_t *staging;  // transferred × GP_CHUNK bytes
   uint64_t region_addr[GP_MAX_JOB_REGIONS], region_size[GP_MAX_JOB_REGIONS];
@@ -138,12 +145,20 @@ typedef struct {
 
 // Implemented in memcap.c.
 int gp_mem_start(const gp_config *cfg, char *err, size_t errcap);
+// Step digests: gp_mem_note_optimizer adds the allocations a launch made
+// inside an optimizer step can reach to what the step's digest hashes (all
+// of them, after gp_mem_note_optimizer_all: a graph ran in the step);
+// gp_mem_digest enqueues the digest of the step that ended on stream,
+// before launch seq.
+void gp_mem_note_optimizer(const uint8_t *params, uint32_t params_len);
+void gp_mem_note_optimizer_all(void);
+void gp_mem_digest(gp_CUcontext ctx, gp_CUstream stream, int ptsz, uint64_t seq, uint32_t step);
 int gp_mem_alloc_callback(uint32_t cbid);  // is cbid one memcap needs?
 int gp_mem_error_callback(uint32_t cbid);  // does cbid report a failed kernel (flight recorder)?
 void gp_mem_on_api(uint32_t cbid, const gp_CallbackData *cb);
 void gp_mem_launch_enter(gp_mem_launch *m, const uint8_t *params, uint32_t params_len, gp_CUcontext ctx,
                          gp_CUstream stream, int ptsz, uint64_t seq, int snapshot_kernel, uint64_t kernel_id,
-                         const gp_readonly *ro, int audit);
+                         const gp_readonly *ro, int audit, int library_kernel);
 // Writes memory capture does not hash: a copy or memset (gp_mem_on_write,
 // for the driver calls gp_mem_write_callback names), a graph launch, a
 // launch whose memory ops were skipped. Regions they may reach are hashed

@@ -74,6 +74,7 @@ type pendingPoint struct {
 	state    *pb.MemoryState
 	parts    map[uint32][]*pb.RegionState // by first region index
 	regions  map[uint32][]regionKey
+	allocIDs map[uint32][]uint64 // a digest's: the allocation of each region
 	chunks   map[[16]byte][]byte // snapshot bytes that crossed PCIe (flight recorder only)
 	received uint32
 	njobs    uint32
@@ -125,6 +126,13 @@ func (m *memoryCapture) job(r *recorder, v *C.gp_memjob_view) {
 	key := pointKey{uint64(v.launch_seq), uint32(v.point)}
 	p := m.point(key, uint32(v.njobs))
 	p.received++
+	if v.point == C.GP_POINT_DIGEST {
+		p.state.Step = uint32(v.step)
+		p.state.DigestOf = "optimizer"
+		if v.digest_all != 0 {
+			p.state.DigestOf = "all"
+		}
+	}
 	if v.lost != 0 {
 		p.state.Lost = true
 		p.state.LostReason = "the agent could not launch its memory kernel (see the log)"
@@ -202,6 +210,13 @@ func (m *memoryCapture) job(r *recorder, v *C.gp_memjob_view) {
 	}
 	p.parts[uint32(v.region_base)] = states
 	p.regions[uint32(v.region_base)] = keys
+	if v.point == C.GP_POINT_DIGEST {
+		ids := make([]uint64, n)
+		for i := range n {
+			ids[i] = uint64(v.alloc_id[i])
+		}
+		p.allocIDs[uint32(v.region_base)] = ids
+	}
 	m.finish(r, key, p)
 }
 
@@ -209,11 +224,12 @@ func (m *memoryCapture) point(key pointKey, njobs uint32) *pendingPoint {
 	p := m.pending[key]
 	if p == nil {
 		p = &pendingPoint{
-			state:   &pb.MemoryState{LaunchSeq: key.seq, Point: pb.MemoryState_Point(key.point)},
-			parts:   map[uint32][]*pb.RegionState{},
-			regions: map[uint32][]regionKey{},
-			chunks:  map[[16]byte][]byte{},
-			njobs:   max(njobs, 1),
+			state:    &pb.MemoryState{LaunchSeq: key.seq, Point: pb.MemoryState_Point(key.point)},
+			parts:    map[uint32][]*pb.RegionState{},
+			regions:  map[uint32][]regionKey{},
+			allocIDs: map[uint32][]uint64{},
+			chunks:   map[[16]byte][]byte{},
+			njobs:    max(njobs, 1),
 		}
 		m.pending[key] = p
 	}
@@ -230,8 +246,12 @@ func (m *memoryCapture) finish(r *recorder, key pointKey, p *pendingPoint) {
 	if s.Lost {
 		s.Regions = nil
 		s.Snapshot = false
-		m.stats.MemoryStatesLost++
-		r.batch.Memory = append(r.batch.Memory, s)
+		if s.Point == pb.MemoryState_DIGEST {
+			r.batch.Digests = append(r.batch.Digests, s)
+		} else {
+			m.stats.MemoryStatesLost++
+			r.batch.Memory = append(r.batch.Memory, s)
+		}
 		r.added()
 		return
 	}
@@ -244,6 +264,16 @@ func (m *memoryCapture) finish(r *recorder, key pointKey, p *pendingPoint) {
 	for _, b := range bases {
 		s.Regions = append(s.Regions, p.parts[b]...)
 		keys = append(keys, p.regions[b]...)
+		if s.Point == pb.MemoryState_DIGEST {
+			for i, k := range p.regions[b] {
+				s.DigestRegions = append(s.DigestRegions, &pb.Region{Address: k.addr, Size: k.size, AllocationId: p.allocIDs[b][i]})
+			}
+		}
+	}
+	if s.Point == pb.MemoryState_DIGEST {
+		r.batch.Digests = append(r.batch.Digests, s)
+		r.added()
+		return
 	}
 	m.stats.MemoryStates++
 	if s.Snapshot {

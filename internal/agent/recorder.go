@@ -143,7 +143,8 @@ func processInfo(cfg config) *pb.Process {
 		GpuTimingSerial: cfg.serial,
 		GpuTimingSample: cfg.sample,
 	}
-	if m := cfg.memory; m.Mode == "hash" || m.Mode == "snapshot" {
+	info.StepEvery = cfg.stepEvery
+	if m := cfg.memory; m.Mode == "hash" || m.Mode == "snapshot" || m.Mode == "digest" {
 		info.Memory = &pb.MemoryConfig{
 			Mode:             m.Mode,
 			ChunkBytes:       memhash.ChunkSize,
@@ -159,6 +160,8 @@ func processInfo(cfg config) *pb.Process {
 			}
 		}
 		_, info.Memory.NanScan, _ = agentenv.ParseNanScan(m.NanScan)
+		info.Memory.Digests = m.Digests()
+		info.Memory.HashSteps = m.HashSteps
 		if m.Mode == "snapshot" {
 			info.Memory.StagingBytes = m.StagingBytes
 		}
@@ -602,13 +605,15 @@ func (r *recorder) record(raw []byte) {
 	case C.GP_REC_ALLOC:
 		a := (*C.gp_alloc_rec)(p)
 		r.batch.Allocations = append(r.batch.Allocations, &pb.Allocation{
-			Id:      uint64(a.id),
-			Kind:    pb.Allocation_Kind(a.kind),
-			Address: uint64(a.address),
-			Size:    uint64(a.size),
-			HostNs:  uint64(a.host_ns),
-			Freed:   a.freed != 0,
-			Device:  uint32(a.device),
+			Id:          uint64(a.id),
+			Kind:        pb.Allocation_Kind(a.kind),
+			Address:     uint64(a.address),
+			Size:        uint64(a.size),
+			HostNs:      uint64(a.host_ns),
+			Freed:       a.freed != 0,
+			Device:      uint32(a.device),
+			Owner:       ownerNames[a.owner],
+			CallstackId: uint64(a.callstack_id),
 		})
 		if a.freed != 0 && r.mem != nil {
 			r.mem.freed(uint64(a.id))
@@ -860,6 +865,8 @@ func (r *recorder) writeFrame() {
 		SideBatches:         uint64(c.side_batches),
 		SideStreamWaits:     uint64(c.side_stream_waits),
 		SideHostWaits:       uint64(c.side_host_waits),
+		Digests:             uint64(c.digests),
+		DigestsSkipped:      uint64(c.digests_skipped),
 		AgentMemoryLaunchNs: cyclesNS(c.memory_launch_cycles),
 		StacksNew:           uint64(c.stacks_new),
 		AgentStackNewNs:     cyclesNS(c.stack_new_cycles),

@@ -30,7 +30,8 @@ func newDiffCmd() *cobra.Command {
 		Use:   "diff A B",
 		Short: "Find the first kernel launch where two runs' device memory parts ways",
 		Long: `diff aligns the kernel launches of two recordings of the same program
-(process by process: by rank, else in order; stream by stream; by kernel) and
+(process by process: by rank, else in order; stream by stream, streams by
+the thread they belong to, threads by the order they were created; by kernel) and
 reports the first launch after which a region of device memory differs: the
 kernel, both launches, both callstacks down to the Python line, the regions
 and the first differing chunk. With snapshots on both sides and --dtype, it
@@ -134,6 +135,7 @@ func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 			} else if parted {
 				diverged = append(diverged, divergence{rankLabel(pp[0], label), at})
 			}
+			writeAlike(out, a, b)
 			reportUnmatched(out, o.unmatched, "A", "B", a, b, res)
 			continue
 		}
@@ -151,6 +153,7 @@ func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 			writeCarryNotes(out, res, carrySide{"A", a, a.Launches[res.First.A].Seq}, carrySide{"B", b, b.Launches[res.First.B].Seq})
 			diverged = append(diverged, divergence{rankLabel(pp[0], label), at})
 		}
+		writeAlike(out, a, b)
 		reportUnmatched(out, o.unmatched, "A", "B", a, b, res)
 	}
 	if len(diverged) > 1 {
@@ -615,6 +618,14 @@ func writeCarryNotes(w io.Writer, res *diff.Result, sides ...carrySide) {
 			fmt.Fprintf(w, "  uncertain: in %s an audit at launch %d found a write unseen since launch %d: %s launches %d..%d\n",
 				s.name, m.GetAuditSeq(), m.GetSinceSeq(), where, m.GetSinceSeq()+1, m.GetAuditSeq())
 		}
+	}
+}
+
+// writeAlike says, when threads of a run launch alike (diff.Run.AlikeThreads), that their
+// streams were paired by the order the threads were created, and nothing else.
+func writeAlike(w io.Writer, a, b *diff.Run) {
+	if n := max(a.AlikeThreads(), b.AlikeThreads()); n > 1 {
+		fmt.Fprintf(w, "  %d threads launch alike (same kernel and callstack): paired by the order they were created\n", n)
 	}
 }
 

@@ -42,6 +42,7 @@ type recordOptions struct {
 	hangTimeout        time.Duration
 	hangKill           bool
 	stepRange          string
+	stepEvery          uint32
 	probe              string
 }
 
@@ -85,8 +86,10 @@ program to record, so record refuses it.`,
 	completeValues(cmd, "gpu-timing", "true", "serial", "sample", "false")
 	f.StringVar(&o.gpuTimingSample, "gpu-timing-sample", agentenv.DefaultSample, "with --gpu-timing=sample: ON/EVERY, time the kernels launched in the first ON of every EVERY")
 	f.Uint64Var(&o.ringBytes, "ring-bytes", 64<<20, "size of the agent's in-memory record ring per process")
-	f.StringVar(&o.memory.Mode, "memory", "off", "memory capture: off, hash (a hash of every region after every launch), snapshot (contents before and after selected launches; docs/memory.md)")
-	completeValues(cmd, "memory", "off", "hash", "snapshot")
+	f.StringVar(&o.memory.Mode, "memory", "off", "memory capture: off, hash (a hash of every region after every launch), snapshot (contents before and after selected launches), digest (a hash of the program's memory at each training step boundary only: cheap enough to leave on; gpurr diff names the first step that differs, gpurr bisect narrows it to the launch; docs/memory.md)")
+	completeValues(cmd, "memory", "off", "hash", "snapshot", "digest")
+	f.StringVar(&o.memory.HashSteps, "hash-steps", "", "with --memory hash: hash only the launches of these training steps, K or K-L (from 0), and take step digests at the others' boundaries, as --memory digest does")
+	f.Uint32Var(&o.stepEvery, "step-every", 0, "training steps are runs of N launch calls (launches 1..N are step 0), for programs without torch.optim optimizer steps: step digests, --hash-steps and every report number steps by them")
 	f.StringVar(&o.memory.SnapshotKernels, "snapshot-kernels", "", "with --memory snapshot: snapshot only kernels whose mangled name matches this regular expression")
 	f.StringVar(&o.memory.SnapshotLaunches, "snapshot-launches", "", "with --memory snapshot: snapshot only these launches, e.g. 1-100,250,900- or 1-:10 (every 10th; launch numbers as gpurr info shows them)")
 	f.StringVar(&o.memory.OnFull, "on-full", "backpressure", "when the snapshot staging ring is full: backpressure (the program waits; nothing is lost) or drop-oldest (oldest unsaved snapshots are dropped and counted)")
@@ -97,7 +100,7 @@ program to record, so record refuses it.`,
 	f.StringVar(&o.deferHashes, "defer-hashes", "off", "with --memory hash and --write-sets proved or learned: let hash kernels wait until something may write what they hash and hash several launches in one kernel, run beside the program on a stream of its own (beside, what a bare --defer-hashes means) or on the program's stream (stream: fewer driver calls, no overlap); off (see docs/memory.md)")
 	f.Lookup("defer-hashes").NoOptDefVal = "beside"
 	completeValues(cmd, "defer-hashes", "beside", "stream", "off")
-	f.StringVar(&o.memory.NanScan, "nan-scan", "", "with --memory: count NaN and Inf on the GPU in every region after every launch, as each of these types (f32, f64, f16, bf16, comma-separated), for gpurr nan without snapshots")
+	f.StringVar(&o.memory.NanScan, "nan-scan", "", "with --memory: count NaN and Inf on the GPU in every region after every launch (and in step digests), as each of these types (f32, f64, f16, bf16, comma-separated), for gpurr nan without snapshots; --memory digest counts f32 unless given")
 	f.DurationVar(&o.hangTimeout, "hang-timeout", 0, "report a launch the GPU has not finished after this long (e.g. 5m): kernel, shape, stream, callstack and what waits behind it, on stderr and in the recording, with everything written out")
 	f.BoolVar(&o.hangKill, "hang-kill", false, "with --hang-timeout: then end the program (SIGKILL), the recording complete up to the hang")
 	f.StringVar(&o.probe, "probe", "", "run the kernels whose name matches REGEX with in-kernel probes: each CTA's start, end and SM (and counts of CLASSES, as gpurr probe --count takes them), per launch: 'REGEX:entry,exit[,CLASSES]'; needs the kernel's PTX (Triton kernels, modules loaded from PTX)")
@@ -163,6 +166,15 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 	}
 	if _, err := recording.CompileStepRange(o.stepRange); o.stepRange != "" && err != nil {
 		return usageErrorf("record: --step-range: %v", err)
+	}
+	if o.stepEvery > 0 && o.stepRange != "" {
+		return usageErrorf("record: --step-every and --step-range each say what a training step is: give one")
+	}
+	if cmd.Flags().Changed("step-every") && o.stepEvery == 0 {
+		return usageErrorf("record: --step-every 0: want a launch count of 1 or more")
+	}
+	if o.memory.Mode == "digest" && !cmd.Flags().Changed("nan-scan") {
+		o.memory.NanScan = "f32"
 	}
 	if o.ringBytes < 1<<20 {
 		return usageErrorf("record: --ring-bytes %d: want at least 1048576", o.ringBytes)
@@ -257,6 +269,7 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 		HangTimeout:     o.hangTimeout,
 		HangKill:        o.hangKill,
 		StepRange:       o.stepRange,
+		StepEvery:       o.stepEvery,
 		Probe:           o.probe,
 	})...)
 	conf, confSet := os.LookupEnv(pytorchAllocConf)
@@ -351,7 +364,9 @@ const pytorchAllocConf = "PYTORCH_CUDA_ALLOC_CONF"
 // program's environment (or "") and a line for stderr (or "").
 func pytorchAllocatorEnv(memoryMode string, keep bool, conf string, confSet bool) (add, note string) {
 	switch {
-	case memoryMode == "" || memoryMode == "off" || keep:
+	case memoryMode == "" || memoryMode == "off" || memoryMode == "digest" || keep:
+		// A step digest hashes what the optimizer reaches, whole segments or not, once a step;
+		// stream-ordered allocation would put a driver call under every tensor instead.
 		return "", ""
 	case strings.Contains(conf, "cudaMallocAsync"):
 		return "", ""

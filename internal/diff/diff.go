@@ -3,8 +3,11 @@
 // between them: what `gpurr diff` reports when two runs that should be
 // identical are not.
 //
-// Launches are aligned per stream (streams numbered in order of first use,
-// since handles differ between runs) by kernel identity, in launch order;
+// Launches are aligned per stream by kernel identity, in launch order. Stream
+// handles differ between runs and so does the order in which threads reach
+// their first launch, so streams are numbered by the thread they belong to
+// (Threads): the same numbers in every run of a deterministic program however
+// its threads were scheduled;
 // launches present in one run only (an extra warm-up, a different branch)
 // are skipped over and listed. Each run is first reduced to one small entry
 // per launch (Scan, 40 bytes), so two recordings of a million launches each fit
@@ -28,7 +31,7 @@ import (
 type Launch struct {
 	Seq      uint64
 	State    [16]byte // digest of the region hashes after the launch
-	Stream   int32    // the launch's stream, numbered in order of first use
+	Stream   int32    // the launch's stream: its unit's index in Run.Units (Threads)
 	Step     int32    // training step (recording.Stepper)
 	kernel   uint32   // index of its Kernel.id in Run.kernelIDs
 	HasState bool     // an AFTER state with hashes was recorded
@@ -51,6 +54,9 @@ type Run struct {
 	WriteSets  string
 	AuditEvery uint32
 	Misses     []*pb.WriteSetMiss
+	// Units are the run's streams, by number (Launch.Stream), as Threads numbers them; nil
+	// for a run not made by Scan (a manifest's).
+	Units []Unit
 
 	kernelIDs   []uint64          // the kernel ids its launches name, each once (Launch.kernel)
 	identities  []uint64          // and their Kernel.identity (0 for a kernel not in Kernels)
@@ -135,9 +141,9 @@ func scan(p *recording.Process, launches int) (*Run, error) {
 		return nil, fmt.Errorf("%s: %v", p.Dir, err)
 	}
 	r.Steps = steps
-	// Streams are numbered as launches reach the recording, and renumbered in seq order at
-	// the end when a launch came late.
-	arrival, late := Streams{}, false
+	// Streams are numbered as launches reach the recording, and renumbered by thread at the
+	// end, when every thread that launched is known.
+	threads := NewThreads(p.Info.GetPid())
 	res, err := p.Scan(func(b *pb.Batch) error {
 		if b.Process != nil {
 			mem := b.Process.GetMemory()
@@ -156,10 +162,9 @@ func scan(p *recording.Process, launches int) (*Run, error) {
 			seq := l.GetSeq()
 			i := len(r.Launches)
 			if i > 0 && seq <= r.Launches[i-1].Seq {
-				late = true
 				i, _ = r.find(seq)
 			}
-			r.insert(i, Launch{Seq: seq, Stream: int32(arrival.Number(l.GetStream())), Step: int32(step)}, l.GetKernelId())
+			r.insert(i, Launch{Seq: seq, Stream: threads.Add(l), Step: int32(step)}, l.GetKernelId())
 			for _, s := range waiting[seq] {
 				r.Launches[i].setState(s)
 			}
@@ -191,20 +196,9 @@ func scan(p *recording.Process, launches int) (*Run, error) {
 	if res.Truncated {
 		r.Complete = false
 	}
-	if late {
-		renumber := make([]int32, len(arrival))
-		for i := range renumber {
-			renumber[i] = -1
-		}
-		next := int32(0)
-		for i := range r.Launches {
-			l := &r.Launches[i]
-			if renumber[l.Stream] < 0 {
-				renumber[l.Stream], next = next, next+1
-			}
-			l.Stream = renumber[l.Stream]
-		}
-	}
+	var number []int32
+	r.Units, number = threads.Units()
+	r.renumber(number)
 	for k, id := range r.kernelIDs {
 		r.identities[k] = r.Kernels[id].GetIdentity()
 	}
@@ -239,8 +233,9 @@ func (l *Launch) setState(s stateAfter) {
 	l.State, l.HasState, l.Unknown = s.digest, true, s.unknown
 }
 
-// Streams numbers a run's streams in the order its launches, in launch
-// order, first use them: handles differ between runs, the order does not.
+// Streams numbers streams in the order their handles are first met: a manifest's
+// launches, in launch order, by first use (its "stream" field); Threads, in the order its
+// launches are read, for a start.
 type Streams map[uint64]int
 
 // Number returns the number of the stream with the given handle, giving the
@@ -252,6 +247,161 @@ func (s Streams) Number(handle uint64) int {
 		s[handle] = n
 	}
 	return n
+}
+
+// Unit is one stream of a run as alignment pairs it with the other run's: launches are
+// aligned unit by unit, in launch order.
+type Unit struct {
+	Handle uint64 // the stream's handle
+	// Tid is the thread the stream belongs to: of the threads that launched on it, the first
+	// in creation order (Threads); Seq is that thread's first launch on it, made from
+	// callstack Callstack (Launch.callstack_id) with kernel KernelID (Kernel.id).
+	Tid       uint32
+	Seq       uint64
+	Callstack uint64
+	KernelID  uint64
+	FirstSeq  uint64 // the first launch on it of any thread
+}
+
+// Threads numbers a process's streams so that every run of a deterministic program numbers
+// them alike, whatever order its threads reached their launches in: which thread launches
+// first changes with scheduling, the order in which the program created its threads does
+// not.
+//
+// Threads rank by creation order: the process's main thread (tid == pid) first, then by
+// tid, since Linux gives increasing tids to threads created one after another (until the
+// counter wraps at pid_max). A stream belongs to the first thread, in that ranking, that
+// launched on it, and the streams are numbered thread by thread, each thread's in the order
+// it first used them. A stream several threads launch on (the legacy stream 0; PyTorch's
+// current stream, which autograd's engine thread launches on too) stays one unit: its
+// launches align in launch order. A recording without thread ids (all 0) is numbered in
+// order of first use.
+//
+// Launches may be added in any order (a late one from another thread); a stream keeps its
+// first launch and its owner's first, so memory grows with streams, not threads or launches.
+type Threads struct {
+	pid     uint32
+	arrival Streams // handle to index in uses, in the order handles are first added
+	uses    []Unit
+}
+
+// NewThreads numbers the streams of the process with the given pid.
+func NewThreads(pid uint32) *Threads { return &Threads{pid: pid, arrival: Streams{}} }
+
+// before says thread a ranks before thread b.
+func (t *Threads) before(a, b uint32) bool {
+	if (a == t.pid) != (b == t.pid) {
+		return a == t.pid
+	}
+	return a < b
+}
+
+// Add counts launch l and returns its stream's number for now: in the order the handles were
+// first added, until Units renumbers them.
+func (t *Threads) Add(l *pb.Launch) int32 {
+	n := t.arrival.Number(l.GetStream())
+	seq, tid := l.GetSeq(), l.GetTid()
+	if n == len(t.uses) {
+		t.uses = append(t.uses, Unit{Handle: l.GetStream(), Tid: tid, Seq: seq, Callstack: l.GetCallstackId(), KernelID: l.GetKernelId(), FirstSeq: seq})
+		return int32(n)
+	}
+	u := &t.uses[n]
+	u.FirstSeq = min(u.FirstSeq, seq)
+	if t.before(tid, u.Tid) || tid == u.Tid && seq < u.Seq {
+		u.Tid, u.Seq, u.Callstack, u.KernelID = tid, seq, l.GetCallstackId(), l.GetKernelId()
+	}
+	return int32(n)
+}
+
+// Units returns the streams by number, and for each number Add returned, the stream's.
+func (t *Threads) Units() (units []Unit, number []int32) {
+	order := indices(len(t.uses))
+	slices.SortStableFunc(order, func(i, j int) int {
+		a, b := &t.uses[i], &t.uses[j]
+		switch {
+		case a.Tid != b.Tid && t.before(a.Tid, b.Tid):
+			return -1
+		case a.Tid != b.Tid:
+			return 1
+		}
+		return cmp.Compare(a.Seq, b.Seq)
+	})
+	units, number = make([]Unit, len(order)), make([]int32, len(order))
+	for k, i := range order {
+		units[k], number[i] = t.uses[i], int32(k)
+	}
+	return units, number
+}
+
+// FirstUse orders units by their first launch, of any thread: FirstUse(units)[k] is the
+// index of the k-th stream by first use, as a manifest's "stream" numbers them.
+func FirstUse(units []Unit) []int {
+	order := indices(len(units))
+	slices.SortStableFunc(order, func(i, j int) int { return cmp.Compare(units[i].FirstSeq, units[j].FirstSeq) })
+	return order
+}
+
+// indices are 0..n-1, to sort.
+func indices(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// NumberByFirstUse numbers r's streams in order of first use (by any thread) instead, as
+// manifests made before Threads did: to verify a run against one of them.
+func (r *Run) NumberByFirstUse() {
+	order := FirstUse(r.Units)
+	number := make([]int32, len(order))
+	units := make([]Unit, len(order))
+	for k, i := range order {
+		number[i], units[k] = int32(k), r.Units[i]
+	}
+	r.renumber(number)
+	r.Units = units
+}
+
+// renumber gives each launch on stream s the stream number[s].
+func (r *Run) renumber(number []int32) {
+	same := true
+	for s, n := range number {
+		same = same && int32(s) == n
+	}
+	if same {
+		return
+	}
+	for i := range r.Launches {
+		r.Launches[i].Stream = number[r.Launches[i].Stream]
+	}
+}
+
+// AlikeThreads counts the threads of r that own a stream whose first launch (Unit.Seq) is
+// like that of a stream of another thread: the same kernel from the same callstack. Such
+// streams are told apart only by the order their threads were created, and that is how
+// alignment pairs them; a thread pool that hands alike work to whichever thread is free may
+// pair them otherwise than the work. 0 when there are none.
+func (r *Run) AlikeThreads() int {
+	type first struct{ identity, callstack uint64 }
+	owner := map[first]uint32{} // a thread that owns a stream whose first launch is that
+	shared := map[first]bool{}  // and another thread owns one too
+	key := func(u Unit) first { return first{r.Kernels[u.KernelID].GetIdentity(), u.Callstack} }
+	for _, u := range r.Units {
+		k := key(u)
+		if t, ok := owner[k]; !ok {
+			owner[k] = u.Tid
+		} else if t != u.Tid {
+			shared[k] = true
+		}
+	}
+	alike := map[uint32]bool{}
+	for _, u := range r.Units {
+		if shared[key(u)] {
+			alike[u.Tid] = true
+		}
+	}
+	return len(alike)
 }
 
 func (r *Run) find(seq uint64) (int, bool) {

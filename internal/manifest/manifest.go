@@ -55,6 +55,11 @@ type Process struct {
 	// MemoryConfig.write_sets): proved, learned or all; "" before write sets.
 	WriteSets string   `json:"write_sets,omitempty"`
 	Kernels   []Kernel `json:"kernels"` // every kernel its launches name, by identity
+	// StreamUnits says how verify pairs streams: stream k (Launch.Stream, numbered in order of
+	// first use) is aligned as diff's stream StreamUnits[k], numbered by the thread it belongs
+	// to (diff.Threads). Absent in manifests made before it: stream k is aligned as k, and
+	// the run verified is numbered in order of first use too (diff.Run.NumberByFirstUse).
+	StreamUnits []int `json:"stream_units,omitempty"`
 }
 
 // Kernel names a kernel identity.

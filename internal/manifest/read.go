@@ -225,6 +225,8 @@ func (r *Reader) readProcess() (*Process, error) {
 			err = r.dec.Decode(&p.Complete)
 		case "write_sets":
 			err = r.dec.Decode(&p.WriteSets)
+		case "stream_units":
+			err = r.dec.Decode(&p.StreamUnits)
 		case "kernels":
 			err = r.dec.Decode(&p.Kernels)
 		case "launches":
@@ -251,6 +253,13 @@ func (p *Process) check(kernels map[uint64]bool) error {
 	}
 	if p.ChunkBytes == 0 {
 		return fmt.Errorf("process %s: no chunk_bytes", p.Name)
+	}
+	seen := make([]bool, len(p.StreamUnits))
+	for k, u := range p.StreamUnits {
+		if u < 0 || u >= len(seen) || seen[u] {
+			return fmt.Errorf("process %s: stream_units[%d] is %d: want each of 0..%d once", p.Name, k, u, len(seen)-1)
+		}
+		seen[u] = true
 	}
 	for _, k := range p.Kernels {
 		id, err := parseIdentity(k.Identity)
@@ -311,6 +320,8 @@ func (r *Reader) readLaunch() (*Launch, Span, error) {
 		return nil, Span{}, fmt.Errorf("process %s: launch %d after launch %d (want ascending seq)", r.proc.Name, l.Seq, r.seq)
 	case l.Stream > r.stream:
 		return nil, Span{}, fmt.Errorf("process %s: launch %d: stream %d before stream %d (streams are numbered in order of first use)", r.proc.Name, l.Seq, l.Stream, r.stream)
+	case r.proc.StreamUnits != nil && l.Stream >= len(r.proc.StreamUnits):
+		return nil, Span{}, fmt.Errorf("process %s: launch %d: stream %d, but stream_units names %d streams", r.proc.Name, l.Seq, l.Stream, len(r.proc.StreamUnits))
 	case !r.kernel[l.ID()]:
 		return nil, Span{}, fmt.Errorf("process %s: launch %d: kernel %s is not in the process's kernels", r.proc.Name, l.Seq, l.Identity)
 	}

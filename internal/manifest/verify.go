@@ -84,6 +84,9 @@ func read(f io.Reader) (*Manifest, error) {
 				return nil, err
 			}
 			dl := diff.Launch{Seq: l.Seq, Stream: int32(l.Stream)}
+			if p.StreamUnits != nil {
+				dl.Stream = int32(p.StreamUnits[l.Stream])
+			}
 			if l.After != nil {
 				hashes := make([][]byte, len(l.After.Regions))
 				for i := range l.After.Regions {
@@ -146,11 +149,16 @@ type Bytes struct {
 // verified, as diff.Scan reduced it) with e's, as diff aligns two runs, and
 // calls fn for the first launch whose memory after it differs (every one
 // with o.All), in the recording's launch order. It reads actual's
-// recording once more for them.
+// recording once more for them. Against a manifest made before streams were
+// numbered by thread (no Process.StreamUnits), actual's streams are
+// renumbered in order of first use, as that manifest's are.
 func (m *Manifest) Verify(actual *diff.Run, e *Expected, o Options, fn func(*Mismatch) error) (*diff.Result, error) {
 	if cb := cmp.Or(actual.Process.Info.GetMemory().GetChunkBytes(), memhash.ChunkSize); cb != e.Process.ChunkBytes {
 		return nil, fmt.Errorf("%s hashes chunks of %d bytes, the manifest's process %s of %d: the chunk hashes cannot be compared",
 			actual.Process.Name, cb, e.Process.Name, e.Process.ChunkBytes)
+	}
+	if e.Process.StreamUnits == nil {
+		actual.NumberByFirstUse()
 	}
 	var pairs []diff.Pair
 	res := diff.AlignEach(actual, e.Run, func(p diff.Pair) {

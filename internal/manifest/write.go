@@ -78,7 +78,9 @@ func Write(w io.Writer, set *recording.Set) (Summary, error) {
 }
 
 // firstPass reads what a process's header needs and the launches to list:
-// those that ran (diff.Scan's launches), by seq.
+// those that ran (diff.Scan's launches), by seq. The launches' streams are
+// written numbered in order of first use, and the header maps them to the
+// numbers diff aligns them by (Process.StreamUnits).
 //
 // warnings are its Shortfall and LossWarning, when it has them.
 func firstPass(p *recording.Process) (proc Process, seqs []uint64, identity map[uint64]uint64, warnings []string, err error) {
@@ -87,6 +89,7 @@ func firstPass(p *recording.Process) (proc Process, seqs []uint64, identity map[
 	identity = map[uint64]uint64{} // Kernel.id to identity
 	names := map[uint64]string{}   // identity to name
 	used := map[uint64]bool{}      // Kernel.ids launched
+	threads := diff.NewThreads(p.Info.GetPid())
 	stats := &pb.Stats{}
 	res, err := p.Scan(func(b *pb.Batch) error {
 		stats = cmp.Or(b.Stats, stats)
@@ -98,6 +101,7 @@ func firstPass(p *recording.Process) (proc Process, seqs []uint64, identity map[
 			if !l.GetCaptured() {
 				seqs = append(seqs, l.GetSeq())
 				used[l.GetKernelId()] = true
+				threads.Add(l)
 			}
 		}
 		if b.End != nil {
@@ -114,6 +118,8 @@ func firstPass(p *recording.Process) (proc Process, seqs []uint64, identity map[
 		}
 	}
 	proc.Complete = proc.Complete && !res.Truncated
+	units, _ := threads.Units()
+	proc.StreamUnits = diff.FirstUse(units)
 	slices.Sort(seqs)
 	listed := map[uint64]bool{}
 	for id := range used {

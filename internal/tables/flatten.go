@@ -115,7 +115,7 @@ type pass struct {
 }
 
 func newPass(p *recording.Process, o Options) (*pass, error) {
-	steps, err := recording.NewStepper(p.StepRange)
+	steps, err := recording.ProcessStepper(p)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", p.Dir, err)
 	}

@@ -382,6 +382,7 @@ type Batch struct {
 	Probes         []*ProbeResult         `protobuf:"bytes,18,rep,name=probes,proto3" json:"probes,omitempty"`                                         // per-CTA data of launches probed live (gpurr record --probe; 1.10)
 	ProbeKernels   []*ProbeKernel         `protobuf:"bytes,19,rep,name=probe_kernels,json=probeKernels,proto3" json:"probe_kernels,omitempty"`         // kernels --probe picked: instrumented or why not (1.10)
 	WriteSetMisses []*WriteSetMiss        `protobuf:"bytes,20,rep,name=write_set_misses,json=writeSetMisses,proto3" json:"write_set_misses,omitempty"` // an audit found a region a learned write set called read-only changed (1.11)
+	Digests        []*MemoryState         `protobuf:"bytes,21,rep,name=digests,proto3" json:"digests,omitempty"`                                       // step digests (point DIGEST), kept apart from the launches' states in memory (1.12)
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -552,6 +553,13 @@ func (x *Batch) GetProbeKernels() []*ProbeKernel {
 func (x *Batch) GetWriteSetMisses() []*WriteSetMiss {
 	if x != nil {
 		return x.WriteSetMisses
+	}
+	return nil
+}
+
+func (x *Batch) GetDigests() []*MemoryState {
+	if x != nil {
+		return x.Digests
 	}
 	return nil
 }
@@ -3069,6 +3077,8 @@ type Stats struct {
 	SideBatches           uint64                 `protobuf:"varint,52,opt,name=side_batches,json=sideBatches,proto3" json:"side_batches,omitempty"`                                 // --defer-hashes: batches of hash jobs run beside the program, on gpurr's own streams (1.11)
 	SideStreamWaits       uint64                 `protobuf:"varint,53,opt,name=side_stream_waits,json=sideStreamWaits,proto3" json:"side_stream_waits,omitempty"`                   // ... times a program stream was made to wait for them (cuStreamWaitEvent) (1.11)
 	SideHostWaits         uint64                 `protobuf:"varint,54,opt,name=side_host_waits,json=sideHostWaits,proto3" json:"side_host_waits,omitempty"`                         // ... times the host waited for them (calls naming no stream, teardown) (1.11)
+	Digests               uint64                 `protobuf:"varint,55,opt,name=digests,proto3" json:"digests,omitempty"`                                                            // step digests enqueued (1.12)
+	DigestsSkipped        uint64                 `protobuf:"varint,56,opt,name=digests_skipped,json=digestsSkipped,proto3" json:"digests_skipped,omitempty"`                        // step boundaries whose digest was not taken: a stream capture, memory capture stopped, no room (see the log) (1.12)
 	unknownFields         protoimpl.UnknownFields
 	sizeCache             protoimpl.SizeCache
 }
@@ -3481,6 +3491,20 @@ func (x *Stats) GetSideHostWaits() uint64 {
 	return 0
 }
 
+func (x *Stats) GetDigests() uint64 {
+	if x != nil {
+		return x.Digests
+	}
+	return 0
+}
+
+func (x *Stats) GetDigestsSkipped() uint64 {
+	if x != nil {
+		return x.DigestsSkipped
+	}
+	return 0
+}
+
 // ProbeKernel says what became of a kernel whose name --probe's expression matched, at its
 // first launch (1.10).
 type ProbeKernel struct {
@@ -3679,7 +3703,7 @@ var File_recording_recordingpb_recording_proto protoreflect.FileDescriptor
 
 const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\n" +
-	"%recording/recordingpb/recording.proto\x12\x12gpurr.recording.v1\"\xb0\t\n" +
+	"%recording/recordingpb/recording.proto\x12\x12gpurr.recording.v1\"\xeb\t\n" +
 	"\x05Batch\x125\n" +
 	"\aprocess\x18\x01 \x01(\v2\x1b.gpurr.recording.v1.ProcessR\aprocess\x124\n" +
 	"\adevices\x18\x02 \x03(\v2\x1a.gpurr.recording.v1.DeviceR\adevices\x124\n" +
@@ -3707,7 +3731,8 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"range_ends\x18\x11 \x03(\v2\x1c.gpurr.recording.v1.RangeEndR\trangeEnds\x127\n" +
 	"\x06probes\x18\x12 \x03(\v2\x1f.gpurr.recording.v1.ProbeResultR\x06probes\x12D\n" +
 	"\rprobe_kernels\x18\x13 \x03(\v2\x1f.gpurr.recording.v1.ProbeKernelR\fprobeKernels\x12J\n" +
-	"\x10write_set_misses\x18\x14 \x03(\v2 .gpurr.recording.v1.WriteSetMissR\x0ewriteSetMisses\"\x99\a\n" +
+	"\x10write_set_misses\x18\x14 \x03(\v2 .gpurr.recording.v1.WriteSetMissR\x0ewriteSetMisses\x129\n" +
+	"\adigests\x18\x15 \x03(\v2\x1f.gpurr.recording.v1.MemoryStateR\adigests\"\x99\a\n" +
 	"\aProcess\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\rR\x03pid\x12\x12\n" +
 	"\x04ppid\x18\x02 \x01(\rR\x04ppid\x12\x1a\n" +
@@ -3994,7 +4019,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\bLogEntry\x12\x17\n" +
 	"\ahost_ns\x18\x01 \x01(\x04R\x06hostNs\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\tR\x05level\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\xf9\x10\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xbc\x11\n" +
 	"\x05Stats\x12\x1a\n" +
 	"\blaunches\x18\x01 \x01(\x04R\blaunches\x12+\n" +
 	"\x11launches_filtered\x18\x02 \x01(\x04R\x10launchesFiltered\x12)\n" +
@@ -4055,7 +4080,9 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x13memory_hash_kernels\x183 \x01(\x04R\x11memoryHashKernels\x12!\n" +
 	"\fside_batches\x184 \x01(\x04R\vsideBatches\x12*\n" +
 	"\x11side_stream_waits\x185 \x01(\x04R\x0fsideStreamWaits\x12&\n" +
-	"\x0fside_host_waits\x186 \x01(\x04R\rsideHostWaits\"\x96\x01\n" +
+	"\x0fside_host_waits\x186 \x01(\x04R\rsideHostWaits\x12\x18\n" +
+	"\adigests\x187 \x01(\x04R\adigests\x12'\n" +
+	"\x0fdigests_skipped\x188 \x01(\x04R\x0edigestsSkipped\"\x96\x01\n" +
 	"\vProbeKernel\x12\x1b\n" +
 	"\tkernel_id\x18\x01 \x01(\x04R\bkernelId\x12\"\n" +
 	"\finstrumented\x18\x02 \x01(\bR\finstrumented\x12\x16\n" +
@@ -4143,31 +4170,32 @@ var file_recording_recordingpb_recording_proto_depIdxs = []int32{
 	33, // 17: gpurr.recording.v1.Batch.probes:type_name -> gpurr.recording.v1.ProbeResult
 	32, // 18: gpurr.recording.v1.Batch.probe_kernels:type_name -> gpurr.recording.v1.ProbeKernel
 	26, // 19: gpurr.recording.v1.Batch.write_set_misses:type_name -> gpurr.recording.v1.WriteSetMiss
-	9,  // 20: gpurr.recording.v1.Process.memory:type_name -> gpurr.recording.v1.MemoryConfig
-	8,  // 21: gpurr.recording.v1.Process.autograd:type_name -> gpurr.recording.v1.AutogradInfo
-	12, // 22: gpurr.recording.v1.Kernel.params:type_name -> gpurr.recording.v1.ParamInfo
-	0,  // 23: gpurr.recording.v1.Frame.kind:type_name -> gpurr.recording.v1.Frame.Kind
-	14, // 24: gpurr.recording.v1.Callstack.frames:type_name -> gpurr.recording.v1.Frame
-	16, // 25: gpurr.recording.v1.Launch.grid:type_name -> gpurr.recording.v1.Dim3
-	16, // 26: gpurr.recording.v1.Launch.block:type_name -> gpurr.recording.v1.Dim3
-	16, // 27: gpurr.recording.v1.Launch.cluster:type_name -> gpurr.recording.v1.Dim3
-	21, // 28: gpurr.recording.v1.Launch.regions:type_name -> gpurr.recording.v1.Region
-	22, // 29: gpurr.recording.v1.Launch.memory:type_name -> gpurr.recording.v1.MemoryPlan
-	20, // 30: gpurr.recording.v1.Launch.autograd:type_name -> gpurr.recording.v1.Autograd
-	1,  // 31: gpurr.recording.v1.Autograd.link:type_name -> gpurr.recording.v1.Autograd.Link
-	2,  // 32: gpurr.recording.v1.MemoryPlan.status:type_name -> gpurr.recording.v1.MemoryPlan.Status
-	3,  // 33: gpurr.recording.v1.Allocation.kind:type_name -> gpurr.recording.v1.Allocation.Kind
-	4,  // 34: gpurr.recording.v1.MemoryState.point:type_name -> gpurr.recording.v1.MemoryState.Point
-	25, // 35: gpurr.recording.v1.MemoryState.regions:type_name -> gpurr.recording.v1.RegionState
-	21, // 36: gpurr.recording.v1.MemoryState.digest_regions:type_name -> gpurr.recording.v1.Region
-	5,  // 37: gpurr.recording.v1.RegionState.carried:type_name -> gpurr.recording.v1.RegionState.Carried
-	16, // 38: gpurr.recording.v1.KernelActivity.grid:type_name -> gpurr.recording.v1.Dim3
-	16, // 39: gpurr.recording.v1.KernelActivity.block:type_name -> gpurr.recording.v1.Dim3
-	40, // [40:40] is the sub-list for method output_type
-	40, // [40:40] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	24, // 20: gpurr.recording.v1.Batch.digests:type_name -> gpurr.recording.v1.MemoryState
+	9,  // 21: gpurr.recording.v1.Process.memory:type_name -> gpurr.recording.v1.MemoryConfig
+	8,  // 22: gpurr.recording.v1.Process.autograd:type_name -> gpurr.recording.v1.AutogradInfo
+	12, // 23: gpurr.recording.v1.Kernel.params:type_name -> gpurr.recording.v1.ParamInfo
+	0,  // 24: gpurr.recording.v1.Frame.kind:type_name -> gpurr.recording.v1.Frame.Kind
+	14, // 25: gpurr.recording.v1.Callstack.frames:type_name -> gpurr.recording.v1.Frame
+	16, // 26: gpurr.recording.v1.Launch.grid:type_name -> gpurr.recording.v1.Dim3
+	16, // 27: gpurr.recording.v1.Launch.block:type_name -> gpurr.recording.v1.Dim3
+	16, // 28: gpurr.recording.v1.Launch.cluster:type_name -> gpurr.recording.v1.Dim3
+	21, // 29: gpurr.recording.v1.Launch.regions:type_name -> gpurr.recording.v1.Region
+	22, // 30: gpurr.recording.v1.Launch.memory:type_name -> gpurr.recording.v1.MemoryPlan
+	20, // 31: gpurr.recording.v1.Launch.autograd:type_name -> gpurr.recording.v1.Autograd
+	1,  // 32: gpurr.recording.v1.Autograd.link:type_name -> gpurr.recording.v1.Autograd.Link
+	2,  // 33: gpurr.recording.v1.MemoryPlan.status:type_name -> gpurr.recording.v1.MemoryPlan.Status
+	3,  // 34: gpurr.recording.v1.Allocation.kind:type_name -> gpurr.recording.v1.Allocation.Kind
+	4,  // 35: gpurr.recording.v1.MemoryState.point:type_name -> gpurr.recording.v1.MemoryState.Point
+	25, // 36: gpurr.recording.v1.MemoryState.regions:type_name -> gpurr.recording.v1.RegionState
+	21, // 37: gpurr.recording.v1.MemoryState.digest_regions:type_name -> gpurr.recording.v1.Region
+	5,  // 38: gpurr.recording.v1.RegionState.carried:type_name -> gpurr.recording.v1.RegionState.Carried
+	16, // 39: gpurr.recording.v1.KernelActivity.grid:type_name -> gpurr.recording.v1.Dim3
+	16, // 40: gpurr.recording.v1.KernelActivity.block:type_name -> gpurr.recording.v1.Dim3
+	41, // [41:41] is the sub-list for method output_type
+	41, // [41:41] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_recording_recordingpb_recording_proto_init() }

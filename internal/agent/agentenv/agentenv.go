@@ -35,7 +35,7 @@ const (
 	HangTimeout = "GPURR_HANG_TIMEOUT"
 	HangKill    = "GPURR_HANG_KILL"
 	// Memory capture (docs/memory.md).
-	Memory           = "GPURR_MEMORY"            // off | hash | snapshot
+	Memory           = "GPURR_MEMORY"            // off | hash | snapshot | digest
 	SnapshotKernels  = "GPURR_SNAPSHOT_KERNELS"  // regular expression over mangled kernel names
 	SnapshotLaunches = "GPURR_SNAPSHOT_LAUNCHES" // launch ranges, e.g. "1-100,250,900-"
 	OnFull           = "GPURR_ON_FULL"           // backpressure | drop-oldest
@@ -44,6 +44,10 @@ const (
 	NanScan          = "GPURR_NAN_SCAN"          // types to count NaN and Inf as on the GPU, e.g. "f32,bf16"
 	WriteSets        = "GPURR_WRITE_SETS"        // proved | learned | all: which regions hash mode may skip
 	DeferHashes      = "GPURR_DEFER_HASHES"      // beside (or on) / stream: hash kernels wait and hash several launches at once, beside the program or on its streams
+	HashSteps        = "GPURR_HASH_STEPS"        // "K" or "K-L": hash mode hashes the launches of these training steps only, with step digests elsewhere
+	// StepEvery is --step-every N: training steps are runs of N launch calls (programs without
+	// optimizer steps), for step digests, --hash-steps and every reader.
+	StepEvery = "GPURR_STEP_EVERY"
 	// StepRange is a regular expression over NVTX range messages, kept in the recording
 	// (Process.step_range): readers number training steps by the ranges it matches.
 	StepRange = "GPURR_STEP_RANGE"
@@ -71,6 +75,7 @@ type Config struct {
 	HangTimeout                           time.Duration // 0: no watchdog
 	HangKill                              bool
 	StepRange                             string // NVTX range messages that are training steps; "" for optimizer steps
+	StepEvery                             uint32 // training steps are runs of this many launch calls; 0 for optimizer steps
 	Probe                                 string // --probe, "" for none
 }
 
@@ -85,6 +90,40 @@ type MemoryConfig struct {
 	NanScan          string // comma-separated kernels.NanScanTypes, "" for none
 	WriteSets        string // "", "proved", "learned" or "all" (WriteSetModes)
 	DeferHashes      string // "", "beside" or "stream" (DeferModes): hash mode with write sets, one hash kernel for several launches (docs/memory.md)
+	HashSteps        string // hash mode: "K" or "K-L", the training steps whose launches are hashed (ParseSteps); "" for all
+}
+
+// MemoryModes are the --memory choices.
+var MemoryModes = map[string]string{
+	"off":      "no memory capture",
+	"hash":     "a hash of every region after every launch (what diff, verify and nan compare)",
+	"snapshot": "the bytes of the selected launches' regions before and after them (rewind, replay)",
+	"digest":   "a hash of the program's memory at each training step boundary only: cheap enough to leave on",
+}
+
+// Digests reports whether the mode takes step digests: digest mode, and hash mode restricted
+// to some steps (the others get digests).
+func (c MemoryConfig) Digests() bool {
+	return c.Mode == "digest" || (c.Mode == "hash" && c.HashSteps != "")
+}
+
+// ParseSteps reads --hash-steps, "K" or "K-L": training steps K to L, inclusive, from 0.
+func ParseSteps(s string) (lo, hi uint32, err error) {
+	a, b, isRange := strings.Cut(strings.TrimSpace(s), "-")
+	x, err := strconv.ParseUint(a, 10, 32)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%q: want a step K or a range K-L (steps count from 0)", s)
+	}
+	y := x
+	if isRange {
+		if y, err = strconv.ParseUint(b, 10, 32); err != nil {
+			return 0, 0, fmt.Errorf("%q: want a step K or a range K-L (steps count from 0)", s)
+		}
+		if y < x {
+			return 0, 0, fmt.Errorf("%q ends before it starts", s)
+		}
+	}
+	return uint32(x), uint32(y), nil
 }
 
 // DeferModes are the --defer-hashes choices: where a batch of deferred hash jobs runs.
@@ -117,10 +156,16 @@ var WriteSetModes = map[string]string{
 // Validate checks c the way the agent will, so record can refuse bad flags
 // before the program starts.
 func (c MemoryConfig) Validate() error {
-	switch c.Mode {
-	case "", "off", "hash", "snapshot":
-	default:
-		return fmt.Errorf("memory mode %q: want off, hash or snapshot", c.Mode)
+	if _, ok := MemoryModes[c.Mode]; !ok && c.Mode != "" {
+		return fmt.Errorf("memory mode %q: want off, hash, snapshot or digest", c.Mode)
+	}
+	if c.HashSteps != "" {
+		if c.Mode != "hash" {
+			return fmt.Errorf("hash-steps needs memory mode hash: it says which steps' launches are hashed")
+		}
+		if _, _, err := ParseSteps(c.HashSteps); err != nil {
+			return fmt.Errorf("hash-steps %v", err)
+		}
 	}
 	switch c.OnFull {
 	case "", "backpressure", "drop-oldest":
@@ -139,7 +184,7 @@ func (c MemoryConfig) Validate() error {
 		return err
 	}
 	if c.NanScan != "" && (c.Mode == "" || c.Mode == "off") {
-		return fmt.Errorf("nan-scan needs memory mode hash or snapshot: the GPU counts NaN while it hashes")
+		return fmt.Errorf("nan-scan needs memory mode hash, snapshot or digest: the GPU counts NaN while it hashes")
 	}
 	if _, ok := WriteSetModes[c.WriteSets]; !ok && c.WriteSets != "" {
 		return fmt.Errorf("write-sets %q: want proved, learned or all", c.WriteSets)
@@ -241,6 +286,9 @@ func Vars(c Config) []string {
 	if c.StepRange != "" {
 		v = append(v, StepRange+"="+c.StepRange)
 	}
+	if c.StepEvery != 0 {
+		v = append(v, StepEvery+"="+strconv.FormatUint(uint64(c.StepEvery), 10))
+	}
 	if c.Probe != "" {
 		v = append(v, Probe+"="+c.Probe)
 	}
@@ -255,7 +303,7 @@ func Vars(c Config) []string {
 			SnapshotLaunches+"="+m.SnapshotLaunches, OnFull+"="+m.OnFull,
 			StagingBytes+"="+strconv.FormatUint(m.StagingBytes, 10),
 			FlightRecorder+"="+strconv.FormatUint(m.FlightRecorder, 10), NanScan+"="+m.NanScan,
-			WriteSets+"="+m.WriteSets, DeferHashes+"="+cmp.Or(m.DeferHashes, "off"))
+			WriteSets+"="+m.WriteSets, DeferHashes+"="+cmp.Or(m.DeferHashes, "off"), HashSteps+"="+m.HashSteps)
 	}
 	return v
 }

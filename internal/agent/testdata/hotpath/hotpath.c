@@ -707,6 +707,9 @@ static void mem_poll(void) {
   while (gp_mem_poll(&v)) {
     fprintf(mem_out, "  job %llu of launch %llu, %u chunks%s:", (unsigned long long)v.job_seq,
             (unsigned long long)v.launch_seq, v.total_chunks, v.lost ? ", LOST" : "");
+    if (v.point == GP_POINT_DIGEST)
+      fprintf(mem_out, " digest of step %u (%s), regions from %u of %u jobs:", v.step,
+              v.digest_all ? "every allocation" : "the optimizer's", v.region_base, v.njobs);
     for (uint32_t r = 0; r < v.nregions; r++) {
       static const char *const how[] = {"hashed", "carried (proved)", "carried (learned)"};
       fprintf(mem_out, " [0x%llx %s", (unsigned long long)v.region_addr[r], how[v.carry[r] % 3]);
@@ -923,6 +926,60 @@ HP_API int hp_memory_scenario(const char *path) {
   return 0;
 }
 
+// The digest scenario: step digests and --hash-steps (steps.c, memcap.c's step digests).
+uint64_t fake_nccl_alloc(uint64_t (*alloc)(uint64_t), uint64_t n);  // libnccl_fake.so
+static uint64_t mem_alloc_u64(uint64_t n) { return mem_alloc(n); }
+
+static void digest_launches(const char *what, int n, uint64_t x, uint64_t y) {
+  fprintf(mem_out, "%s\n", what);
+  for (int i = 0; i < n; i++) {
+    void *kp[2] = {&x, &y};
+    gp_cuLaunchKernel_params p = {F_EX, 1, 1, 1, 32, 1, 1, 0, (gp_CUstream)0x7000a0, kp, NULL};
+    launch(GP_CBID_cuLaunchKernel, &p, 0, NULL);
+    mem_poll();
+  }
+}
+
+HP_API int hp_digest_scenario(const char *path) {
+  mem_out = fopen(path, "w");
+  if (!mem_out || mem_setup() != 0) return -1;
+  gp_proc.cfg.defer_hashes = 0;
+  gp_mem_defer();
+  gp_proc.cfg.memory_mode = GP_MEM_DIGEST;
+  gp_proc.cfg.digests = 1;
+  gp_proc.cfg.step_every = 3;
+  uint64_t a = mem_alloc(1 << 20), b = mem_alloc(3 << 16), c = mem_alloc(1 << 16);
+  uint64_t lib = fake_nccl_alloc(mem_alloc_u64, 1 << 21);
+  fprintf(mem_out, "-- --memory digest --step-every 3: a (1 MiB), b (192 KiB), c (64 KiB); 2 MiB allocated by libnccl_fake.so\n");
+  digest_launches("launches 1-3, step 0: no memory work", 3, a, b);
+  digest_launches("launch 4 begins step 1: before it, the digest of step 0, of a, b and c (not the library's)", 1, a, b);
+  uint64_t fr[1] = {b};
+  driver_call(GP_CBID_cuMemFree_v2, "cuMemFree_v2", fr);
+  digest_launches("b freed; launches 5-6", 2, a, c);
+  digest_launches("launch 7 begins step 2: a and c", 1, a, c);
+  gp_cuGraphLaunch_params pg = {(gp_CUgraphExec)0xe0e0, (gp_CUstream)0x7000a0};
+  launch(GP_CBID_cuGraphLaunch, &pg, 0, NULL);
+  mem_poll();
+  digest_launches("a graph launch (8), then launch 9", 1, a, c);
+  digest_launches("launch 10 begins step 3", 1, a, c);
+  fprintf(mem_out, "-- --memory hash --hash-steps 4 (digests elsewhere)\n");
+  gp_proc.cfg.memory_mode = GP_MEM_HASH;
+  gp_proc.cfg.write_sets = GP_WRITE_SETS_ALL;
+  gp_proc.cfg.hash_steps = 1;
+  gp_proc.cfg.hash_step_lo = gp_proc.cfg.hash_step_hi = 4;
+  digest_launches("launches 11-12, step 3: not hashed", 2, a, c);
+  digest_launches("launches 13-15, step 4: the digest of step 3, then each launch hashed", 3, a, c);
+  digest_launches("launches 16-18, step 5: the digest of step 4; not hashed", 3, a, c);
+  gp_counters k;
+  gp_read_counters(&k);
+  fprintf(mem_out, "counters: digests %llu, skipped %llu, memory launches %llu, allocations %llu\n",
+          (unsigned long long)k.digests, (unsigned long long)k.digests_skipped,
+          (unsigned long long)k.memory_launches, (unsigned long long)k.allocations);
+  (void)lib;
+  fclose(mem_out);
+  return 0;
+}
+
 // mem_drain_loop is the Go writer's part in hash mode: it takes finished jobs.
 static void *mem_drain_loop(void *arg) {
   (void)arg;
@@ -1077,7 +1134,7 @@ HP_API int hp_alloc_check(long steps) {
       }
     }
     gp_mem_launch_enter(m, (const uint8_t *)words, sizeof words, CTX, (gp_CUstream)0x7000a0, 0, (uint64_t)step + 1,
-                        0, 1, NULL, 0);
+                        0, 1, NULL, 0, 0);
     for (int w = 0; w < 8; w++, lookups++) {
       const interval *want = NULL;
       for (long i = 0; i < n && !want; i++)
@@ -1163,6 +1220,7 @@ int main(int argc, char **argv) {
   int batches = argc > 3 ? atoi(argv[3]) : 300;
   hp_setup(mode);
   if (argc > 5 && strcmp(argv[5], "memory") == 0) return hp_memory_scenario(argv[4]);
+  if (argc > 5 && strcmp(argv[5], "digest") == 0) return hp_digest_scenario(argv[4]);
   if (argc > 5 && strcmp(argv[4], "timing") == 0) return hp_timing_check(argv[5]);
   if (argc > 4 && strcmp(argv[4], "alloccheck") == 0) return hp_alloc_check(n);
   if (argc > 4 && strncmp(argv[4], "membench", 8) == 0)

@@ -25,6 +25,11 @@
 #   --memory-scenario FILE writes, the same way, the hash jobs of a scenario
 #   of hash mode's write sets on a fake driver (memory_scenario.golden).
 #
+#   --digest-scenario FILE writes, the same way, the jobs of step digests
+#   (--memory digest, --step-every) and of --hash-steps, with an allocation
+#   made from a library named libnccl*, which digests leave out
+#   (digest_scenario.golden).
+#
 #   --memory-bench prints hash mode's host cost per launch and per
 #   allocation+free with 100, 1000 and 10000 live allocations (PyTorch under
 #   cudaMallocAsync: each tensor its own allocation), and with 1000 when 2 MiB
@@ -50,6 +55,7 @@ while [ $# -gt 0 ]; do
     --base) base=${2:?--base needs a revision}; shift ;;
     --scenario) scenario=${2:?--scenario needs a file}; shift ;;
     --memory-scenario) scenario=${2:?--memory-scenario needs a file} memory=memory; shift ;;
+    --digest-scenario) scenario=${2:?--digest-scenario needs a file} memory=digest; shift ;;
     --memory-bench) membench=1 ;;
     --alloc-check) alloccheck=1 ;;
     --timing-check) timingcheck=1 ;;
@@ -65,7 +71,7 @@ out=$(mktemp -d "${TMPDIR:-/tmp}/hotpath.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 cflags="-fPIC -pthread -O2 -std=gnu11 -Wall -Wextra -Wno-unused-function -fvisibility=hidden"
 # The agent's C files the hot path needs (fatal.c is signal handling only).
-agent_c="start ring launch nvtx callstack activity memcap probe autograd pystack unwind"
+agent_c="start ring launch nvtx callstack steps activity memcap probe autograd pystack unwind"
 
 build() {  # build NAME AGENT_DIR: libhotpath_NAME.so (for Python) and hotpath_NAME (C only)
     local name=$1 dir=$2 objs="" f
@@ -76,6 +82,11 @@ build() {  # build NAME AGENT_DIR: libhotpath_NAME.so (for Python) and hotpath_N
         gcc $cflags $inc -c "$dir/$f.c" -o "$out/$name/$f.o" || return 1
         objs="$objs $out/$name/$f.o"
     done
+    # A stand-in for NCCL: the digest scenario allocates through it (a library named libnccl*).
+    if [ -f "$dir/testdata/hotpath/fake_nccl.c" ]; then
+        gcc $cflags -shared "$dir/testdata/hotpath/fake_nccl.c" -o "$out/libnccl_fake.so" || return 1
+        objs="$objs $out/libnccl_fake.so -Wl,-rpath,$out"
+    fi
     gcc $cflags -shared $inc "$dir/testdata/hotpath/hotpath.c" $objs -o "$out/libhotpath_$name.so" -ldl -lpthread &&
         gcc $cflags -DHP_MAIN $inc "$dir/testdata/hotpath/hotpath.c" $objs -o "$out/hotpath_$name" -ldl -lpthread
 }
