@@ -281,6 +281,12 @@ type (
 		offset    uint64
 		hash      []byte
 	}
+	// digestRow is an allocation of a step digest; rs and r are nil on the row of a lost one.
+	digestRow struct {
+		st *pb.MemoryState
+		rs *pb.RegionState
+		r  *pb.Region
+	}
 	allocRec struct {
 		id           uint64
 		alloc, freed *pb.Allocation
@@ -377,6 +383,21 @@ func (ps *pass) batch(b *pb.Batch) error {
 		ps.memoryState(st)
 	}
 	ps.probeRecords(b)
+	for _, st := range b.Digests {
+		if !ps.want[digests.id] {
+			break
+		}
+		if st.GetLost() || len(st.GetRegions()) == 0 {
+			emit(ps, digests, &digestRow{st: st})
+		}
+		for i, rs := range st.GetRegions() {
+			r := &digestRow{st: st, rs: rs}
+			if i < len(st.GetDigestRegions()) {
+				r.r = st.GetDigestRegions()[i]
+			}
+			emit(ps, digests, r)
+		}
+	}
 	for _, m := range b.WriteSetMisses {
 		r := &missRec{m: m}
 		if info := ps.kernels[m.GetKernelId()]; info != nil {

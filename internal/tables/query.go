@@ -1,6 +1,7 @@
 package tables
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -60,6 +61,12 @@ var processes = unreadableNull(define("processes", "one row per recorded process
 	memoryConfig("memory_audit_every", Int64, "learned write sets: every Nth launch of a kernel hashed all its regions, to audit them (write_set_misses); 0 otherwise; NULL when off", func(m *pb.MemoryConfig) Value {
 		return Int(m.GetAuditEvery())
 	}),
+	memoryConfig("memory_digests", Boolean, "1 when step digests were taken at each training step boundary (--memory digest, --hash-steps; table digests), NULL when off", func(m *pb.MemoryConfig) Value {
+		return Bool(m.GetDigests())
+	}),
+	memoryConfig("memory_hash_steps", String, "--hash-steps: the training steps whose launches were hashed, K or K-L; empty for all, NULL when off", func(m *pb.MemoryConfig) Value {
+		return Text(m.GetHashSteps())
+	}),
 	torch("torch_version", String, "PyTorch version the agent found, e.g. 2.11.0+cu130 (empty when it could not be read), NULL when no torch was loaded", func(a *pb.AutogradInfo) Value { return Text(a.GetTorchVersion()) }),
 	torch("autograd_linked", Boolean, "1 when the launches carry PyTorch's autograd context (launches.in_backward and the like), NULL when no torch was loaded", func(a *pb.AutogradInfo) Value { return Bool(a.GetLinked()) }),
 	torch("autograd_reason", String, "why they do not, when autograd_linked is 0 (e.g. a torch version whose layout the agent does not know)", func(a *pb.AutogradInfo) Value { return Text(a.GetReason()) }),
@@ -69,6 +76,7 @@ var processes = unreadableNull(define("processes", "one row per recorded process
 	}).null(),
 	c("nvtx", Boolean, "1 when NVTX ranges were recorded (table ranges)", func(_ *pass, r *procRow) Value { return Bool(r.p.GetNvtx()) }),
 	c("step_range", String, "the regular expression whose NVTX ranges number the launches' steps (gpurr record --step-range, or the reader's --step-range); empty for torch.optim optimizer steps", func(ps *pass, _ *procRow) Value { return Text(ps.steps.Range()) }),
+	c("step_every", Int64, "gpurr record --step-every N: steps are runs of N launch calls, used when step_range is empty; 0 for torch.optim optimizer steps", func(_ *pass, r *procRow) Value { return Int(r.p.GetStepEvery()) }),
 	c("nvtx_reason", String, "why not, when nvtx is 0 (e.g. NVTX_INJECTION64_PATH named another tool); NULL otherwise", func(_ *pass, r *procRow) Value {
 		return textOrNull(r.p.GetNvtxReason())
 	}).null(),
@@ -412,6 +420,38 @@ var allocations = define("allocations", "device memory allocations (--memory), w
 	c("free_ns", Int64, "when it was freed, NULL when it was still live at the end of the recording", func(_ *pass, r *allocRec) Value {
 		return nullUnless(r.freed != nil, Int(r.freed.GetHostNs()))
 	}).null(),
+	c("owner", String, "the library that allocated it for its own use (nccl, nvshmem, ucx: its memory differs from run to run by design, and diff, verify, nan and step digests leave it out), or program", func(_ *pass, r *allocRec) Value {
+		return Text(cmp.Or(r.first.GetOwner(), "program"))
+	}),
+	c("callstack_id", Int64, "callstacks.callstack_id of the allocating call, NULL when none was taken (stream-ordered allocations, and recordings before format 1.12)", func(_ *pass, r *allocRec) Value {
+		return idOrNull(r.alloc.GetCallstackId())
+	}).null(),
+)
+
+var digests = define("digests", "step digests (--memory digest, --hash-steps): the state of the program's allocations where each training step ended, hashed on the GPU; one row per allocation hashed", key("process", "step"),
+	processCol[digestRow](),
+	c("step", Int64, "the training step that had just ended (launches.step), from 0", func(_ *pass, r *digestRow) Value { return Int(r.st.GetStep()) }),
+	c("launch_seq", Int64, "launches.seq (or graph_launches.seq) of the next step's first call: the digest was taken on its stream, before it", func(_ *pass, r *digestRow) Value {
+		return Int(r.st.GetLaunchSeq())
+	}),
+	c("of", String, "which allocations: optimizer (those the step's optimizer launches reached: parameters, gradients, the optimizer's state) or all (every live allocation of the program's)", func(_ *pass, r *digestRow) Value {
+		return Text(r.st.GetDigestOf())
+	}),
+	c("allocation_id", Int64, "allocations.allocation_id, NULL on the row of a lost digest", func(_ *pass, r *digestRow) Value {
+		return nullUnless(r.r != nil, Int(r.r.GetAllocationId()))
+	}).null(),
+	c("address", Int64, "allocations.address", func(_ *pass, r *digestRow) Value { return nullUnless(r.r != nil, Int(r.r.GetAddress())) }).null(),
+	c("size", Int64, "allocations.size", func(_ *pass, r *digestRow) Value { return nullUnless(r.r != nil, Int(r.r.GetSize())) }).null(),
+	c("hash", String, "gpurr-h128 of the allocation, 32 hex digits (docs/hash.md), NULL when lost", func(_ *pass, r *digestRow) Value {
+		return nullUnless(r.rs != nil, textOrNull(recording.HashText(r.rs.GetHash())))
+	}).null(),
+	c("nan", Int64, "elements that are NaN read as the first type of processes.memory_nan_scan, NULL when not counted", func(_ *pass, r *digestRow) Value {
+		return nullUnless(len(r.rs.GetNanCount()) > 0, Int(r.rs.GetNanCount()[0]))
+	}).null(),
+	c("inf", Int64, "elements that are +Inf or -Inf as that type, NULL when not counted", func(_ *pass, r *digestRow) Value {
+		return nullUnless(len(r.rs.GetInfCount()) > 0, Int(r.rs.GetInfCount()[0]))
+	}).null(),
+	c("lost", Boolean, "1 when the digest was enqueued but never completed; its row carries no hash", func(_ *pass, r *digestRow) Value { return Bool(r.st.GetLost()) }),
 )
 
 var regions = define("regions", "device memory each launch can reach: whole allocations its parameter words point into (--memory)", key("process", "launch_seq"),
@@ -598,6 +638,8 @@ var statsDocs = map[string]string{
 	"memory_capture_gpu_ns": "GPU time of gpurr's own hash and copy kernels",
 	"flight_dumps":          "flight-recorder dumps written",
 	"memory_stopped":        "why memory capture stopped early, empty when it did not",
+	"digests":               "step digests enqueued (--memory digest, --hash-steps)",
+	"digests_skipped":       "step boundaries whose digest was not taken: a stream capture, memory capture stopped, no room (a loss; see logs)",
 
 	"ranges":         "NVTX ranges recorded",
 	"ranges_dropped": "NVTX ranges lost: ring full, nested deeper than 128 on a thread, or closed without an open the agent saw",
