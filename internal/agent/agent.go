@@ -174,6 +174,13 @@ func configFromEnv() (config, error) {
 			return cfg, fmt.Errorf("%s=%q: want a byte count", agentenv.StagingBytes, s)
 		}
 	}
+	if s := os.Getenv(agentenv.DigestEvery); s != "" {
+		n, err := strconv.ParseUint(s, 10, 32)
+		if err != nil {
+			return cfg, fmt.Errorf("%s=%q: want a step count", agentenv.DigestEvery, s)
+		}
+		cfg.memory.DigestEvery = uint32(n)
+	}
 	if s := os.Getenv(agentenv.StepEvery); s != "" {
 		n, err := strconv.ParseUint(s, 10, 32)
 		if err != nil || n == 0 {
@@ -253,6 +260,7 @@ func (r *recorder) start() error {
 		ccfg.memory_mode = map[string]C.int{"hash": C.GP_MEM_HASH, "snapshot": C.GP_MEM_SNAPSHOT, "digest": C.GP_MEM_DIGEST}[m.Mode]
 		if m.Digests() {
 			ccfg.digests = 1
+			ccfg.digest_every = C.uint32_t(m.DigestEvery)
 		}
 		if m.HashSteps != "" {
 			lo, hi, _ := agentenv.ParseSteps(m.HashSteps) // configFromEnv validated it

@@ -162,6 +162,7 @@ func processInfo(cfg config) *pb.Process {
 		_, info.Memory.NanScan, _ = agentenv.ParseNanScan(m.NanScan)
 		info.Memory.Digests = m.Digests()
 		info.Memory.HashSteps = m.HashSteps
+		info.Memory.DigestEvery = m.DigestEvery
 		if m.Mode == "snapshot" {
 			info.Memory.StagingBytes = m.StagingBytes
 		}

@@ -89,6 +89,7 @@ program to record, so record refuses it.`,
 	f.StringVar(&o.memory.Mode, "memory", "off", "memory capture: off, hash (a hash of every region after every launch), snapshot (contents before and after selected launches), digest (a hash of the program's memory at each training step boundary only: cheap enough to leave on; gpurr diff names the first step that differs, gpurr bisect narrows it to the launch; docs/memory.md)")
 	completeValues(cmd, "memory", "off", "hash", "snapshot", "digest")
 	f.StringVar(&o.memory.HashSteps, "hash-steps", "", "with --memory hash: hash only the launches of these training steps, K or K-L (from 0), and take step digests at the others' boundaries, as --memory digest does")
+	f.Uint32Var(&o.memory.DigestEvery, "digest-every", 1, "with step digests: take the digest of every Nth step only (steps N-1, 2N-1, ...), 1/N the cost; a divergence is then placed within N steps")
 	f.Uint32Var(&o.stepEvery, "step-every", 0, "training steps are runs of N launch calls (launches 1..N are step 0), for programs without torch.optim optimizer steps: step digests, --hash-steps and every report number steps by them")
 	f.StringVar(&o.memory.SnapshotKernels, "snapshot-kernels", "", "with --memory snapshot: snapshot only kernels whose mangled name matches this regular expression")
 	f.StringVar(&o.memory.SnapshotLaunches, "snapshot-launches", "", "with --memory snapshot: snapshot only these launches, e.g. 1-100,250,900- or 1-:10 (every 10th; launch numbers as gpurr info shows them)")

@@ -64,6 +64,9 @@ var processes = unreadableNull(define("processes", "one row per recorded process
 	memoryConfig("memory_digests", Boolean, "1 when step digests were taken at each training step boundary (--memory digest, --hash-steps; table digests), NULL when off", func(m *pb.MemoryConfig) Value {
 		return Bool(m.GetDigests())
 	}),
+	memoryConfig("memory_digest_every", Int64, "--digest-every: step digests of every Nth step only (steps N-1, 2N-1, ...); 0 or 1 every step; NULL when off", func(m *pb.MemoryConfig) Value {
+		return Int(m.GetDigestEvery())
+	}),
 	memoryConfig("memory_hash_steps", String, "--hash-steps: the training steps whose launches were hashed, K or K-L; empty for all, NULL when off", func(m *pb.MemoryConfig) Value {
 		return Text(m.GetHashSteps())
 	}),

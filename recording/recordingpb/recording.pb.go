@@ -887,6 +887,7 @@ type MemoryConfig struct {
 	AuditEvery       uint32                 `protobuf:"varint,10,opt,name=audit_every,json=auditEvery,proto3" json:"audit_every,omitempty"`                 // learned: every Nth launch of a kernel hashes all its regions (1.11)
 	Digests          bool                   `protobuf:"varint,11,opt,name=digests,proto3" json:"digests,omitempty"`                                         // step digests were taken: at each step boundary, a DIGEST MemoryState of the program's allocations (mode digest, or hash with hash_steps; 1.12)
 	HashSteps        string                 `protobuf:"bytes,12,opt,name=hash_steps,json=hashSteps,proto3" json:"hash_steps,omitempty"`                     // --hash-steps: hash mode hashed only the launches of these steps, "K" or "K-L" (inclusive); "" every launch (1.12)
+	DigestEvery      uint32                 `protobuf:"varint,13,opt,name=digest_every,json=digestEvery,proto3" json:"digest_every,omitempty"`              // --digest-every N: a digest of every Nth step only (steps N-1, 2N-1, ...); 0 or 1: every step (1.12)
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -1003,6 +1004,13 @@ func (x *MemoryConfig) GetHashSteps() string {
 		return x.HashSteps
 	}
 	return ""
+}
+
+func (x *MemoryConfig) GetDigestEvery() uint32 {
+	if x != nil {
+		return x.DigestEvery
+	}
+	return 0
 }
 
 type Device struct {
@@ -3774,7 +3782,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\fAutogradInfo\x12#\n" +
 	"\rtorch_version\x18\x01 \x01(\tR\ftorchVersion\x12\x16\n" +
 	"\x06linked\x18\x02 \x01(\bR\x06linked\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"\x96\x03\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xb9\x03\n" +
 	"\fMemoryConfig\x12\x12\n" +
 	"\x04mode\x18\x01 \x01(\tR\x04mode\x12\x1f\n" +
 	"\vchunk_bytes\x18\x02 \x01(\rR\n" +
@@ -3792,7 +3800,8 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"auditEvery\x12\x18\n" +
 	"\adigests\x18\v \x01(\bR\adigests\x12\x1d\n" +
 	"\n" +
-	"hash_steps\x18\f \x01(\tR\thashSteps\"\xdf\x01\n" +
+	"hash_steps\x18\f \x01(\tR\thashSteps\x12!\n" +
+	"\fdigest_every\x18\r \x01(\rR\vdigestEvery\"\xdf\x01\n" +
 	"\x06Device\x12\x18\n" +
 	"\aordinal\x18\x01 \x01(\rR\aordinal\x12\x12\n" +
 	"\x04uuid\x18\x02 \x01(\tR\x04uuid\x12\x12\n" +

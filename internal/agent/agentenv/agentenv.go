@@ -45,6 +45,7 @@ const (
 	WriteSets        = "GPURR_WRITE_SETS"        // proved | learned | all: which regions hash mode may skip
 	DeferHashes      = "GPURR_DEFER_HASHES"      // beside (or on) / stream: hash kernels wait and hash several launches at once, beside the program or on its streams
 	HashSteps        = "GPURR_HASH_STEPS"        // "K" or "K-L": hash mode hashes the launches of these training steps only, with step digests elsewhere
+	DigestEvery      = "GPURR_DIGEST_EVERY"      // N: step digests of every Nth step only
 	// StepEvery is --step-every N: training steps are runs of N launch calls (programs without
 	// optimizer steps), for step digests, --hash-steps and every reader.
 	StepEvery = "GPURR_STEP_EVERY"
@@ -91,6 +92,7 @@ type MemoryConfig struct {
 	WriteSets        string // "", "proved", "learned" or "all" (WriteSetModes)
 	DeferHashes      string // "", "beside" or "stream" (DeferModes): hash mode with write sets, one hash kernel for several launches (docs/memory.md)
 	HashSteps        string // hash mode: "K" or "K-L", the training steps whose launches are hashed (ParseSteps); "" for all
+	DigestEvery      uint32 // step digests of every Nth step only (steps N-1, 2N-1, ...); 0 or 1 for every step
 }
 
 // MemoryModes are the --memory choices.
@@ -158,6 +160,9 @@ var WriteSetModes = map[string]string{
 func (c MemoryConfig) Validate() error {
 	if _, ok := MemoryModes[c.Mode]; !ok && c.Mode != "" {
 		return fmt.Errorf("memory mode %q: want off, hash, snapshot or digest", c.Mode)
+	}
+	if c.DigestEvery > 1 && !c.Digests() {
+		return fmt.Errorf("digest-every needs step digests: memory mode digest, or hash with hash-steps")
 	}
 	if c.HashSteps != "" {
 		if c.Mode != "hash" {
@@ -303,7 +308,8 @@ func Vars(c Config) []string {
 			SnapshotLaunches+"="+m.SnapshotLaunches, OnFull+"="+m.OnFull,
 			StagingBytes+"="+strconv.FormatUint(m.StagingBytes, 10),
 			FlightRecorder+"="+strconv.FormatUint(m.FlightRecorder, 10), NanScan+"="+m.NanScan,
-			WriteSets+"="+m.WriteSets, DeferHashes+"="+cmp.Or(m.DeferHashes, "off"), HashSteps+"="+m.HashSteps)
+			WriteSets+"="+m.WriteSets, DeferHashes+"="+cmp.Or(m.DeferHashes, "off"), HashSteps+"="+m.HashSteps,
+			DigestEvery+"="+strconv.FormatUint(uint64(m.DigestEvery), 10))
 	}
 	return v
 }
