@@ -1,0 +1,190 @@
+package testrec
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/gpurr/gpurr/recording"
+	"github.com/gpurr/gpurr/recording/memhash"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// Trained is a training run the way the agent records it with step digests (gpurr record
+// --memory digest), or with --memory hash --hash-steps (HashSteps): what gpurr bisect reads.
+// Each of Steps steps makes Launches launches on one stream; the last of them is the
+// optimizer's (a Python frame in torch/optim), so readers number steps as the agent did.
+// Launch g (counting from 0 over the run) reads allocation g%Allocs and writes (g+1)%Allocs,
+// with a float scalar parameter lr; the state of each allocation follows from what was
+// written into it, so a difference spreads as it would. Every step boundary gets a digest of
+// the program's allocations; an allocation NCCL made is never in them. Ranks > 1 writes one
+// process per torchrun rank.
+type Trained struct {
+	Steps, Launches, Allocs int // 6, 4 and 3 when 0
+	Ranks                   int // torchrun ranks; 0: one process without a rank
+	// HashSteps, when Hash is set, are the steps whose launches are hashed (inclusive).
+	Hash      bool
+	HashSteps [2]int
+	// Diverge makes launch DivergeLaunch of step DivergeStep of rank DivergeRank write other
+	// bytes (a nondeterministic kernel); -1: never.
+	DivergeStep, DivergeLaunch, DivergeRank int
+	// LR is the lr parameter of every launch (0: 0.001).
+	LR float32
+	// NaN makes that launch of NaNStep write a NaN; -1: never.
+	NaNStep, NaNLaunch int
+	Salt               uint64 // changes what DivergeStep writes: another run of a nondeterministic kernel
+}
+
+// DefaultTrained is a Trained run with no divergence and no NaN.
+func DefaultTrained() Trained {
+	return Trained{DivergeStep: -1, DivergeLaunch: -1, NaNStep: -1, NaNLaunch: -1}
+}
+
+// TrainedScript is the script of a Trained run; its lines name launch i of a step at line
+// TrainedLine(i), the optimizer's inside torch/optim.
+const TrainedScript = "/home/ada/train.py"
+
+// TrainedLine is the line of the script that makes launch i of a step.
+func TrainedLine(i int) uint32 { return 30 + uint32(i) }
+
+// TrainedAllocLine is the line of the script that allocated allocation a.
+func TrainedAllocLine(a int) uint32 { return 10 + uint32(a) }
+
+// WriteTrained writes a Trained run into dir, one process per rank.
+func WriteTrained(dir string, o Trained) error {
+	for r := range max(o.Ranks, 1) {
+		if _, err := writeFrames(dir, r, TrainedBatches(o, r)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TrainedBatches are the batches the agent writes for rank r of a Trained run.
+func TrainedBatches(o Trained, r int) []*pb.Batch {
+	steps, per, nalloc := cmpInt(o.Steps, 6), cmpInt(o.Launches, 4), cmpInt(o.Allocs, 3)
+	lr := o.LR
+	if lr == 0 {
+		lr = 0.001
+	}
+	mem := &pb.MemoryConfig{Mode: "digest", ChunkBytes: memhash.ChunkSize, NanScan: []string{"f32"}, Digests: true}
+	if o.Hash {
+		mem.Mode, mem.HashSteps = "hash", fmt.Sprintf("%d-%d", o.HashSteps[0], o.HashSteps[1])
+		mem.WriteSets = "all"
+	}
+	proc := &pb.Process{Pid: pid(r), Ppid: 4200, Hostname: "gpu-box", Argv: []string{"python", TrainedScript},
+		StartNs: startNS, StartUnixNs: startUnixNS, AgentVersion: "0.1.0", CallstackMode: "auto", Memory: mem}
+	if o.Ranks > 0 {
+		proc.Rank, proc.WorldSize = ptr(int32(r)), ptr(int32(o.Ranks))
+	}
+	first := &pb.Batch{Process: proc}
+	// Callstacks: one per launch of a step, the last in the optimizer's step; one per allocation.
+	var launchStacks []*pb.Callstack
+	for i := range per {
+		frames := []*pb.Frame{py(TrainedScript, TrainedLine(i), "train"), py(TrainedScript, 90, "<module>")}
+		if i == per-1 {
+			frames = append([]*pb.Frame{py("/usr/lib/python3/site-packages/torch/optim/sgd.py", 120, "SGD.step")}, frames...)
+		}
+		launchStacks = append(launchStacks, callstack(frames))
+	}
+	first.Callstacks = append(first.Callstacks, launchStacks...)
+	for i := range per {
+		first.Kernels = append(first.Kernels, &pb.Kernel{Id: uint64(i + 1), Identity: 0x7a00 + uint64(i), Name: fmt.Sprintf("train_kernel_%d", i),
+			Params: []*pb.ParamInfo{{Offset: 0, Size: 8}, {Offset: 8, Size: 8}, {Offset: 16, Size: 4}}, ParamBytes: 20})
+	}
+	base := deviceBase(r)
+	var allocs []*pb.Allocation
+	for a := range nalloc {
+		cs := callstack([]*pb.Frame{py(TrainedScript, TrainedAllocLine(a), "setup"), py(TrainedScript, 90, "<module>")})
+		first.Callstacks = append(first.Callstacks, cs)
+		al := &pb.Allocation{Id: uint64(a + 1), Kind: pb.Allocation_MEM_ALLOC, Address: base + uint64(a)<<24, Size: trainedAllocBytes,
+			HostNs: startNS + uint64(a), CallstackId: cs.GetId()}
+		allocs = append(allocs, al)
+	}
+	nccl := &pb.Allocation{Id: uint64(nalloc + 1), Kind: pb.Allocation_MEM_MAP, Address: base + 0x10_0000_0000, Size: 2 << 20,
+		HostNs: startNS + 99, Owner: recording.OwnerNCCL}
+	first.Allocations = append(allocs, nccl)
+
+	version := make([]uint64, nalloc) // what each allocation holds
+	nan := make([]bool, nalloc)
+	for a := range version {
+		version[a] = uint64(a+1) * 0x9e37
+	}
+	state := func(a int) *pb.RegionState {
+		rs, _ := RegionState(trainedBytes(version[a], nan[a]), nil)
+		rs.NanCount, rs.InfCount = []uint64{0}, []uint64{0}
+		if nan[a] {
+			rs.NanCount[0] = 1
+		}
+		return rs
+	}
+	batches := []*pb.Batch{first}
+	seq := uint64(0)
+	for s := range steps {
+		b := &pb.Batch{}
+		hashed := o.Hash && s >= o.HashSteps[0] && s <= o.HashSteps[1]
+		for i := range per {
+			g := s*per + i
+			in, out := g%nalloc, (g+1)%nalloc
+			seq++
+			if i == 0 && s > 0 { // the digest of the step that ended, before this launch
+				d := &pb.MemoryState{LaunchSeq: seq, Point: pb.MemoryState_DIGEST, Step: uint32(s - 1), DigestOf: "optimizer"}
+				for a := range nalloc {
+					d.Regions = append(d.Regions, state(a))
+					d.DigestRegions = append(d.DigestRegions, &pb.Region{Address: allocs[a].GetAddress(), Size: trainedAllocBytes, AllocationId: allocs[a].GetId()})
+				}
+				b.Digests = append(b.Digests, d)
+			}
+			version[out] = version[out]*31 + version[in] + uint64(g)
+			if s == o.DivergeStep && i == o.DivergeLaunch && r == o.DivergeRank {
+				version[out] += 1 + o.Salt
+			}
+			version[out] += uint64(math.Float32bits(lr)) // lr enters every update
+			nan[out] = nan[in] || s == o.NaNStep && i == o.NaNLaunch
+			params := binary.LittleEndian.AppendUint64(nil, allocs[in].GetAddress()+64)
+			params = binary.LittleEndian.AppendUint64(params, allocs[out].GetAddress())
+			params = binary.LittleEndian.AppendUint32(params, math.Float32bits(lr))
+			l := &pb.Launch{Seq: seq, Tid: pid(r), Device: 0, Stream: 0, KernelId: uint64(i + 1), CallstackId: launchStacks[i].GetId(),
+				HostNs: startNS + seq*launchGapNS, Api: 307, Grid: dim(8, 1, 1), Block: dim(128, 1, 1), Params: params}
+			switch {
+			case hashed:
+				l.Regions = []*pb.Region{
+					{Address: allocs[in].GetAddress(), Size: trainedAllocBytes, ParamOffsets: []uint32{0}, AllocationId: allocs[in].GetId()},
+					{Address: allocs[out].GetAddress(), Size: trainedAllocBytes, ParamOffsets: []uint32{8}, AllocationId: allocs[out].GetId()},
+				}
+				l.Memory = &pb.MemoryPlan{Status: pb.MemoryPlan_HASH}
+				b.Memory = append(b.Memory, &pb.MemoryState{LaunchSeq: seq, Point: pb.MemoryState_AFTER, Regions: []*pb.RegionState{state(in), state(out)}})
+			case o.Hash:
+				l.Memory = &pb.MemoryPlan{Status: pb.MemoryPlan_OUTSIDE_STEPS}
+			}
+			b.Launches = append(b.Launches, l)
+		}
+		batches = append(batches, b)
+	}
+	batches[len(batches)-1].Stats = &pb.Stats{Launches: seq, Digests: uint64(steps - 1)}
+	batches[len(batches)-1].End = &pb.End{EndNs: startNS + (seq+1)*launchGapNS, Reason: "exit"}
+	return batches
+}
+
+// trainedAllocBytes is the size of each allocation of a Trained run: two 64 KiB chunks.
+const trainedAllocBytes = 128 << 10
+
+// trainedBytes are the contents of an allocation of a Trained run that holds version v: a
+// float32 array, its element 3 of the second chunk NaN when nan.
+func trainedBytes(v uint64, nan bool) []byte {
+	data := make([]byte, trainedAllocBytes)
+	for i := 0; i+8 <= len(data); i += 8 {
+		binary.LittleEndian.PutUint64(data[i:], v*0x9e3779b97f4a7c15^uint64(i))
+	}
+	if nan {
+		binary.LittleEndian.PutUint32(data[memhash.ChunkSize+12:], 0x7fc00000)
+	}
+	return data
+}
+
+func cmpInt(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
