@@ -42,10 +42,10 @@ type DigestAlloc struct {
 
 // StepDigest is one step digest of a process.
 type StepDigest struct {
-	Step   uint32        `json:"step"`     // the step that had just ended
-	Seq    uint64        `json:"seq"`      // the launch call it was taken before: the next step's first
-	Of     string        `json:"of"`       // "optimizer" or "all" (MemoryState.digest_of)
-	Lost   bool          `json:"lost"`     // enqueued but never completed: no hashes
+	Step   uint32        `json:"step"` // the step that had just ended
+	Seq    uint64        `json:"seq"`  // the launch call it was taken before: the next step's first
+	Of     string        `json:"of"`   // "optimizer" or "all" (MemoryState.digest_of)
+	Lost   bool          `json:"lost"` // enqueued but never completed: no hashes
 	Allocs []DigestAlloc `json:"allocs,omitempty"`
 }
 
@@ -75,9 +75,9 @@ type DigestRun struct {
 // their allocations: each program allocation's key and the line that made it.
 func ScanDigests(p *recording.Process) (*DigestRun, error) {
 	r := &DigestRun{Process: p, lines: map[uint64]string{}, stacks: map[uint64]uint64{}}
-	keys := map[uint64]AllocKey{}        // program allocation id -> key
-	counts := map[[2]uint64]uint32{}     // (callstack, size) -> allocations made so far
-	var pending []*pb.MemoryState        // digests read before an allocation they name (not expected)
+	keys := map[uint64]AllocKey{}    // program allocation id -> key
+	counts := map[[2]uint64]uint32{} // (callstack, size) -> allocations made so far
+	var pending []*pb.MemoryState    // digests read before an allocation they name (not expected)
 	res, err := p.Scan(func(b *pb.Batch) error {
 		if b.Process != nil {
 			m := b.Process.GetMemory()
