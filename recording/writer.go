@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -291,4 +292,26 @@ func CreateSet(dir string, command []string) error {
 		os.Remove(path)
 	}
 	return err
+}
+
+// SetCommand is the command a recording directory recorded (its recording.json): what gpurr
+// record ran, to run again.
+func SetCommand(dir string) ([]string, error) {
+	path := filepath.Join(dir, SetFile)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	var s setFile
+	if err := json.NewDecoder(io.LimitReader(f, 1<<20)).Decode(&s); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	if len(s.Command) == 0 {
+		return nil, fmt.Errorf("%s names no command", path)
+	}
+	return s.Command, nil
 }
