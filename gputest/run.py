@@ -1081,6 +1081,176 @@ def t_diff_torchrun(h):
     return f"both ranks part ways, rank 1 first, at ddp_diverge.py:{line}"
 
 
+def two_gpus(h, log):
+    gpus = h.sh([h.py, "-c", "import torch; print(torch.cuda.device_count())"], 120, log=log)
+    if gpus.rc != 0 or int(gpus.out.strip() or 0) < 2:
+        raise Skip("needs 2 GPUs (the device tool's nvidia-h200-x2)")
+
+
+def bisect(h, tag, args, timeout=420):
+    """gpurr bisect ARGS with its runs in a new folder of tag's; (result, folder)."""
+    d = h.new_recdir(tag)
+    return h.sh([h.gpurr, "bisect", "-o", d, *args], timeout, log=tag), d
+
+
+@test("digest.agree")
+def t_digest_agree(h):
+    """The deterministic training loop recorded twice with --memory digest: a digest at every
+    step boundary, of the allocations the optimizer reaches, and gpurr diff says the runs agree
+    at every digest (exit 0)."""
+    script = WL / "bisect_train.py"
+    recs = []
+    for i in (1, 2):
+        d = h.new_recdir(f"digest_agree{i}")
+        r = h.sh(h.record_argv(d, [h.py, script], ["--memory", "digest"]), 240, log=f"digest_agree{i}.rec")
+        check(r.rc == 0, f"recording {i}: {r.why()}")
+        recs.append(d)
+    rows = h.query(recs[0], "SELECT step, of, count(*) AS n, sum(size) AS bytes FROM digests GROUP BY step ORDER BY step")
+    check([r["step"] for r in rows] == list(range(5)), f"digests of steps {[r['step'] for r in rows]}, want 0-4 (6 steps)")
+    check(all(r["of"] == "optimizer" for r in rows), f"digests not of the optimizer's allocations: {rows}")
+    r = h.sh([h.gpurr, "diff", *recs], 120, log="digest_agree.diff")
+    check(r.rc == 0 and "agree" in r.out, f"gpurr diff of two deterministic digest runs: {r.why()}\n{r.out[:800]}")
+    return f"{len(rows)} digests of {rows[0]['n']} allocations ({rows[0]['bytes'] / 2**20:.1f} MiB); diff: agree"
+
+
+@test("bisect.scatter")
+def t_bisect_scatter(h):
+    """gpurr bisect of the training loop with a float index_add_ planted from step 2: the
+    digests part ways at step 2, the reruns hashing only step 2's launches name the
+    index_add_ kernel at its line, and call it nondeterministic (same inputs)."""
+    script = WL / "bisect_train.py"
+    line = mark_line(script, "planted-scatter")
+    r, d = bisect(h, "bisect_scatter", ["--", h.py, script, "--plant", "scatter"])
+    check(r.rc == 1, f"gpurr bisect exit {r.rc}, want 1 (the runs part ways): {r.why()}\n{r.out[-1500:]}")
+    check("step 2" in r.out, f"bisect does not name step 2:\n{r.out[-1500:]}")
+    check(f"bisect_train.py:{line}" in r.out, f"bisect does not name bisect_train.py:{line}:\n{r.out[-1500:]}")
+    check("nondeterministic" in r.out, f"bisect does not call the kernel nondeterministic:\n{r.out[-1500:]}")
+    runs = sorted(p.name for p in d.iterdir() if p.is_dir())
+    check(len(runs) >= 4, f"bisect kept {runs}, want its 4 runs' recordings")
+    cost = [l for l in r.out.splitlines() if "runs" in l and "job" in l]
+    return f"step 2, bisect_train.py:{line}, nondeterministic; {cost[-1].strip()[:90] if cost else ''}"
+
+
+@test("bisect.nan")
+def t_bisect_nan(h):
+    """gpurr bisect --nan of the training loop whose loss is the log of a negative at step 3:
+    one digest run finds the first digest with NaN after step 3, one rerun counting NaN after
+    every launch of step 3 names the log kernel and its line, which made it (finite inputs)."""
+    script = WL / "bisect_train.py"
+    line = mark_line(script, "planted-nan")
+    r, d = bisect(h, "bisect_nan", ["--nan", "--", h.py, script, "--plant", "nan"])
+    check(r.rc == 1, f"gpurr bisect --nan exit {r.rc}, want 1 (found): {r.why()}\n{r.out[-1500:]}")
+    check("step 3" in r.out, f"bisect --nan does not name step 3:\n{r.out[-1500:]}")
+    check(f"bisect_train.py:{line}" in r.out, f"bisect --nan does not name bisect_train.py:{line}:\n{r.out[-1500:]}")
+    check("made" in r.out, f"bisect --nan does not say the launch made the NaN:\n{r.out[-1500:]}")
+    return f"step 3 at bisect_train.py:{line}, made there"
+
+
+@test("bisect.agree")
+def t_bisect_agree(h):
+    """gpurr bisect of the deterministic loop: the two digest runs agree at every digest (exit
+    0), and no rerun is made."""
+    r, d = bisect(h, "bisect_agree", ["--", h.py, WL / "bisect_train.py"])
+    check(r.rc == 0 and "agree at every digest" in r.out, f"gpurr bisect of a deterministic loop: {r.why()}\n{r.out[-800:]}")
+    runs = sorted(p.name for p in d.iterdir() if p.is_dir())
+    check(len(runs) == 2, f"bisect made runs {runs}, want the 2 digest runs alone")
+    return "agree at every digest; 2 runs"
+
+
+@test("bisect.lr_ulp")
+def t_bisect_lr_ulp(h):
+    """Two digest recordings of the loop whose learning rates are one float32 ulp apart, given
+    to gpurr bisect: each rerun runs its own recording's command, and the first launch that
+    differs (the optimizer's update, step 0) is explained by that scalar parameter."""
+    script = WL / "bisect_train.py"
+    recs = []
+    for i, lr in enumerate(["0.001", "0.0010000001639127731"]):
+        d = h.new_recdir(f"lr_ulp{i}")
+        r = h.sh(h.record_argv(d, [h.py, script, "--lr", lr], ["--memory", "digest"]), 240, log=f"lr_ulp{i}.rec")
+        check(r.rc == 0, f"recording with --lr {lr}: {r.why()}")
+        recs.append(d)
+    r, _ = bisect(h, "bisect_lr_ulp", [*recs])
+    check(r.rc == 1, f"gpurr bisect A B exit {r.rc}, want 1: {r.why()}\n{r.out[-1500:]}")
+    check("step 0" in r.out, f"bisect does not name step 0:\n{r.out[-1500:]}")
+    params = [l.strip() for l in r.out.splitlines() if "parameter" in l]
+    check(params and "0.001" in params[0], f"bisect does not explain the divergence by the lr parameter:\n{r.out[-1500:]}")
+    return params[0][:100]
+
+
+@test("digest.nccl_owned")
+def t_digest_nccl_owned(h):
+    """A one-rank DistributedDataParallel job (NCCL on one GPU) recorded twice with --memory
+    digest: NCCL's own allocations are recorded as owned by nccl and left out of every digest,
+    and gpurr diff says the two runs agree (exit 0)."""
+    recs = []
+    for i in (1, 2):
+        d = h.new_recdir(f"nccl_owned{i}")
+        r = h.sh(h.record_argv(d, [h.py, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "1",
+                                   WL / "ddp_one.py"], ["--memory", "digest"]), 300, log=f"nccl_owned{i}.rec")
+        check(r.rc == 0, f"recording {i}: {r.why()}")
+        recs.append(d)
+    own = h.one(recs[0], "SELECT count(*) AS n, sum(size) AS bytes FROM allocations WHERE owner = 'nccl'")
+    check(own["n"] > 0, "no allocation owned by nccl in a DDP job")
+    leak = h.n(recs[0], "SELECT count(*) AS n FROM digests d JOIN allocations a ON a.process = d.process AND "
+                        "a.allocation_id = d.allocation_id WHERE a.owner = 'nccl'")
+    check(leak == 0, f"{leak} digest rows of NCCL's allocations")
+    r = h.sh([h.gpurr, "diff", *recs], 120, log="nccl_owned.diff")
+    check(r.rc == 0 and "agree" in r.out, f"gpurr diff of two deterministic one-rank DDP runs: {r.why()}\n{r.out[:800]}")
+    return f"{own['n']} NCCL allocations ({own['bytes'] / 2**20:.0f} MiB) left out; the runs agree"
+
+
+@test("bisect.ddp_scatter")
+def t_bisect_ddp_scatter(h):
+    """2 GPUs: DDP whose rank 1 adds a float index_add_ into its activations: the digests part
+    ways at step 0; bisect names rank 1, the index_add_ line and a nondeterministic kernel, and
+    rank 0 as having followed through the all-reduce."""
+    two_gpus(h, "bisect.ddp_scatter.gpus")
+    script = WL / "ddp_train.py"
+    line = mark_line(script, "planted-scatter")
+    r, _ = bisect(h, "bisect_ddp_scatter", ["--", h.py, "-m", "torch.distributed.run", "--standalone",
+                                            "--nproc-per-node", "2", script, "--plant", "scatter"])
+    check(r.rc == 1, f"gpurr bisect exit {r.rc}, want 1: {r.why()}\n{r.out[-1500:]}")
+    check("rank 1" in r.out and f"ddp_train.py:{line}" in r.out and "nondeterministic" in r.out,
+          f"bisect does not name rank 1, ddp_train.py:{line} and a nondeterministic kernel:\n{r.out[-2000:]}")
+    check(re.search(r"rank 0 followed rank 1 through \S*(AllReduce|all_reduce)", r.out, re.I),
+          f"bisect does not say rank 0 followed through the all-reduce:\n{r.out[-2000:]}")
+    return f"rank 1 at ddp_train.py:{line}; rank 0 followed"
+
+
+@test("bisect.ddp_nan")
+def t_bisect_ddp_nan(h):
+    """2 GPUs: DDP whose rank 0 loss is NaN at step 3: bisect --nan names rank 0, step 3, the
+    log kernel and its line."""
+    two_gpus(h, "bisect.ddp_nan.gpus")
+    script = WL / "ddp_train.py"
+    line = mark_line(script, "planted-nan")
+    r, _ = bisect(h, "bisect_ddp_nan", ["--nan", "--", h.py, "-m", "torch.distributed.run", "--standalone",
+                                        "--nproc-per-node", "2", script, "--plant", "nan"])
+    check(r.rc == 1 and "rank 0" in r.out and "step 3" in r.out and f"ddp_train.py:{line}" in r.out,
+          f"bisect --nan: {r.why()}\n{r.out[-2000:]}")
+    return f"rank 0, step 3, ddp_train.py:{line}"
+
+
+@test("bisect.ddp_agree")
+def t_bisect_ddp_agree(h):
+    """2 GPUs: two deterministic DDP runs: digest diff, hash diff and bisect all say they
+    agree, NCCL's own memory left out."""
+    two_gpus(h, "bisect.ddp_agree.gpus")
+    script = WL / "ddp_train.py"
+    argv = [h.py, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", script]
+    r, _ = bisect(h, "bisect_ddp_agree", ["--", *argv])
+    check(r.rc == 0 and "agree at every digest" in r.out, f"bisect of deterministic DDP: {r.why()}\n{r.out[-1500:]}")
+    recs = []
+    for i in (1, 2):
+        d = h.new_recdir(f"ddp_agree_hash{i}")
+        rr = h.sh(h.record_argv(d, argv, ["--memory", "hash"]), 300, log=f"ddp_agree_hash{i}.rec")
+        check(rr.rc == 0, f"hash recording {i}: {rr.why()}")
+        recs.append(d)
+    r = h.sh([h.gpurr, "diff", *recs], 300, log="ddp_agree.diff")
+    check(r.rc == 0, f"gpurr diff of two deterministic DDP hash recordings: {r.why()}\n{r.out[-1500:]}")
+    return "bisect and diff agree"
+
+
 @test("cudnn")
 def t_cudnn(h):
     script = WL / "conv_cudnn.py"
