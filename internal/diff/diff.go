@@ -57,6 +57,10 @@ type Run struct {
 	// Units are the run's streams, by number (Launch.Stream), as Threads numbers them; nil
 	// for a run not made by Scan (a manifest's).
 	Units []Unit
+	// Library counts the region states left out of the comparison because their memory is a
+	// communication library's own (Allocation.owner, format 1.12: NCCL's channels, flags and
+	// FIFOs differ from run to run by design), by owner; empty with ScanOptions.IncludeLibrary.
+	Library map[string]int
 
 	kernelIDs   []uint64          // the kernel ids its launches name, each once (Launch.kernel)
 	identities  []uint64          // and their Kernel.identity (0 for a kernel not in Kernels)
@@ -108,35 +112,110 @@ func (r *Run) Identity(l Launch) uint64 {
 // Each memory state is folded into its launch as soon as both are read. Launches of several
 // threads reach the recording slightly out of seq order: a late one is put in its place, and
 // a state whose launch has not come yet waits for it.
-func Scan(p *recording.Process) (*Run, error) { return ScanSized(p, 0) }
+func Scan(p *recording.Process) (*Run, error) { return ScanWith(p, ScanOptions{}) }
 
-// ScanSized is Scan, making room for launches launches before it reads any: the count of
-// the run it will be aligned with, since two runs of one program launch about as many.
-// Room made for them all spares the copies that growing Launches takes, and the moment
-// when both the old and the new copy are held; room left over at the end (the run launched
-// fewer) is given back.
+// ScanOptions say how Scan reads a run.
+type ScanOptions struct {
+	// Launches makes room for that many launches before any is read: the count of the run it
+	// will be aligned with, since two runs of one program launch about as many. Room made for
+	// them all spares the copies that growing Launches takes, and the moment when both the old
+	// and the new copy are held; room left over at the end (the run launched fewer) is given
+	// back.
+	Launches int
+	// IncludeLibrary compares the regions of communication libraries' own memory too, which
+	// runs leave out by default (Run.Library).
+	IncludeLibrary bool
+}
+
+// ScanSized is Scan with room made for launches launches (ScanOptions.Launches).
 func ScanSized(p *recording.Process, launches int) (*Run, error) {
-	r, err := scan(p, launches)
+	return ScanWith(p, ScanOptions{Launches: launches})
+}
+
+// ScanWith is Scan as o says.
+func ScanWith(p *recording.Process, o ScanOptions) (*Run, error) {
+	r, err := scan(p, o)
 	if err == nil && cap(r.Launches)-len(r.Launches) > len(r.Launches)/4 {
 		r.Launches = slices.Clone(r.Launches)
 	}
 	return r, err
 }
 
-// stateAfter is an AFTER state reduced to what Launch keeps of it.
+// stateAfter is an AFTER state waiting for its launch.
 type stateAfter struct {
-	seq     uint64
-	digest  [16]byte
-	unknown bool
+	seq uint64
+	s   *pb.MemoryState
+}
+
+// library knows which memory of a run is a communication library's own: its allocations by id
+// and, for memory found by the driver's range query (regions name no allocation id then),
+// by address.
+type library struct {
+	owner   map[uint64]string      // allocation id -> owner
+	byStart map[uint64]string      // address -> owner, of range-query allocations
+	regions map[uint64][]libRegion // launch seq -> its regions that are a library's
+}
+
+type libRegion struct {
+	index int
+	owner string
+}
+
+func (lib *library) add(a *pb.Allocation) {
+	if a.GetOwner() == "" || a.GetFreed() {
+		return
+	}
+	lib.owner[a.GetId()] = a.GetOwner()
+	if a.GetKind() == pb.Allocation_RANGE_QUERY {
+		lib.byStart[a.GetAddress()] = a.GetOwner()
+	}
+}
+
+// launch notes which regions of l are a library's.
+func (lib *library) launch(l *pb.Launch) {
+	var owned []libRegion
+	for i, reg := range l.GetRegions() {
+		if o := lib.ownerOf(reg); o != "" {
+			owned = append(owned, libRegion{i, o})
+		}
+	}
+	if owned != nil {
+		lib.regions[l.GetSeq()] = owned
+	}
+}
+
+func (lib *library) ownerOf(reg *pb.Region) string {
+	if id := reg.GetAllocationId(); id != 0 {
+		return lib.owner[id]
+	}
+	return lib.byStart[reg.GetAddress()]
 }
 
 // scan reads p once, keeping its launches in seq order and giving each AFTER state to its
 // launch, the last one read winning.
-func scan(p *recording.Process, launches int) (*Run, error) {
-	r := &Run{Process: p, Kernels: map[uint64]*pb.Kernel{}, Launches: make([]Launch, 0, launches)}
+func scan(p *recording.Process, o ScanOptions) (*Run, error) {
+	r := &Run{Process: p, Kernels: map[uint64]*pb.Kernel{}, Launches: make([]Launch, 0, o.Launches), Library: map[string]int{}}
 	waiting := map[uint64][]stateAfter{} // states read before their launch, by its seq
 	pruneAt := straysKept                // len(waiting) at which forgetStrays runs next
-	steps, err := recording.NewStepper(p.StepRange)
+	lib := &library{owner: map[uint64]string{}, byStart: map[uint64]string{}, regions: map[uint64][]libRegion{}}
+	// fold gives launch i its state s, leaving out the regions of libraries' memory.
+	fold := func(i int, s *pb.MemoryState) {
+		var skip []bool
+		if !o.IncludeLibrary {
+			for _, lr := range lib.regions[s.GetLaunchSeq()] {
+				if lr.index < len(s.GetRegions()) {
+					if skip == nil {
+						skip = make([]bool, len(s.GetRegions()))
+					}
+					skip[lr.index] = true
+					r.Library[lr.owner]++
+				}
+			}
+		}
+		l := &r.Launches[i]
+		l.State, l.HasState, l.Unknown = stateDigest(s, skip)
+	}
+	steps, err := recording.ProcessStepper(p)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", p.Dir, err)
 	}
@@ -150,6 +229,9 @@ func scan(p *recording.Process, launches int) (*Run, error) {
 			r.Mode, r.WriteSets, r.AuditEvery = mem.GetMode(), mem.GetWriteSets(), mem.GetAuditEvery()
 		}
 		r.Misses = append(r.Misses, b.WriteSetMisses...)
+		for _, a := range b.Allocations {
+			lib.add(a)
+		}
 		for _, k := range b.Kernels {
 			r.Kernels[k.GetId()] = &pb.Kernel{Id: k.GetId(), Identity: k.GetIdentity(), Name: k.GetName(), Demangled: k.GetDemangled()}
 		}
@@ -165,8 +247,9 @@ func scan(p *recording.Process, launches int) (*Run, error) {
 				i, _ = r.find(seq)
 			}
 			r.insert(i, Launch{Seq: seq, Stream: threads.Add(l), Step: int32(step)}, l.GetKernelId())
+			lib.launch(l)
 			for _, s := range waiting[seq] {
-				r.Launches[i].setState(s)
+				fold(i, s.s)
 			}
 			delete(waiting, seq)
 		}, func(g *pb.GraphLaunch) { steps.GraphLaunch(g) })
@@ -174,9 +257,9 @@ func scan(p *recording.Process, launches int) (*Run, error) {
 			if s.GetPoint() != pb.MemoryState_AFTER || s.GetLost() {
 				continue
 			}
-			st := stateAfter{s.GetLaunchSeq(), StateDigest(s), recording.UnknownRegions(s) > 0}
+			st := stateAfter{s.GetLaunchSeq(), s}
 			if i, ok := r.find(st.seq); ok {
-				r.Launches[i].setState(st)
+				fold(i, s)
 			} else {
 				waiting[st.seq] = append(waiting[st.seq], st)
 				if len(waiting) >= pruneAt {
@@ -227,10 +310,6 @@ func forgetStrays(waiting map[uint64][]stateAfter, launches []Launch) {
 func (r *Run) insert(i int, l Launch, kernelID uint64) {
 	l.kernel = r.intern(kernelID)
 	r.Launches = slices.Insert(r.Launches, i, l)
-}
-
-func (l *Launch) setState(s stateAfter) {
-	l.State, l.HasState, l.Unknown = s.digest, true, s.unknown
 }
 
 // Streams numbers streams in the order their handles are first met: a manifest's
@@ -413,11 +492,22 @@ func (r *Run) find(seq uint64) (int, bool) {
 // unknown (recording.UnknownRegions), whose empty hash counts as zeros: such a
 // state compares with none.
 func StateDigest(s *pb.MemoryState) [16]byte {
-	hashes := make([][]byte, len(s.GetRegions()))
+	d, _, _ := stateDigest(s, nil)
+	return d
+}
+
+// stateDigest is StateDigest of the regions of s that skip does not mark, and whether any of
+// them is unknown (recording.UnknownRegions); has is false when skip marks every region.
+func stateDigest(s *pb.MemoryState, skip []bool) (digest [16]byte, has, unknown bool) {
+	hashes := make([][]byte, 0, len(s.GetRegions()))
 	for i, rs := range s.GetRegions() {
-		hashes[i] = rs.GetHash()
+		if i < len(skip) && skip[i] {
+			continue
+		}
+		hashes = append(hashes, rs.GetHash())
+		unknown = unknown || rs.GetUnknown()
 	}
-	return Digest(hashes)
+	return Digest(hashes), len(hashes) > 0 || len(s.GetRegions()) == 0, unknown
 }
 
 // Digest is StateDigest of region hashes given in launch region order; a

@@ -85,3 +85,39 @@ func TestFirstNonFinite(t *testing.T) {
 		t.Fatal("a run without NaN has a non-finite digest")
 	}
 }
+
+// TestLibraryLeftOut: two runs whose only difference is in memory NCCL allocated for itself
+// agree, with those regions counted as left out; compared too (IncludeLibrary), they differ.
+func TestLibraryLeftOut(t *testing.T) {
+	runs := make([]*recording.Process, 2)
+	for i := range runs {
+		o := testrec.DefaultTrained()
+		o.Hash, o.HashSteps, o.NCCL = true, [2]int{0, 5}, uint64(i+1)
+		dir := t.TempDir()
+		if err := testrec.WriteTrained(dir, o); err != nil {
+			t.Fatal(err)
+		}
+		set, err := recording.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs[i] = set.Processes[0]
+	}
+	for _, include := range []bool{false, true} {
+		a, err := diff.ScanWith(runs[0], diff.ScanOptions{IncludeLibrary: include})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := diff.ScanWith(runs[1], diff.ScanOptions{IncludeLibrary: include})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := diff.Align(a, b)
+		switch {
+		case !include && (res.First != nil || a.Library[recording.OwnerNCCL] != 6 || res.Compared != 24):
+			t.Fatalf("library left out: first %v, %d compared, left out %v: want agree, 24 compared, 6 NCCL regions left out", res.First, res.Compared, a.Library)
+		case include && (res.First == nil || a.Launches[res.First.A].Seq != 1 || len(a.Library) != 0):
+			t.Fatalf("library compared: first %v, left out %v: want launch 1 to differ", res.First, a.Library)
+		}
+	}
+}

@@ -45,7 +45,7 @@ func wideScan(t *testing.T, p *recording.Process) ([]wideLaunch, error) {
 		}, func(g *pb.GraphLaunch) { steps.GraphLaunch(g) })
 		for _, s := range b.Memory {
 			if s.GetPoint() == pb.MemoryState_AFTER && !s.GetLost() {
-				states = append(states, stateAfter{s.GetLaunchSeq(), StateDigest(s), recording.UnknownRegions(s) > 0})
+				states = append(states, stateAfter{s.GetLaunchSeq(), s})
 			}
 		}
 		return nil
@@ -61,7 +61,7 @@ func wideScan(t *testing.T, p *recording.Process) ([]wideLaunch, error) {
 	}
 	for _, s := range states {
 		if i, ok := slices.BinarySearchFunc(out, s.seq, func(l wideLaunch, seq uint64) int { return cmp.Compare(l.Seq, seq) }); ok {
-			out[i].State, out[i].HasState, out[i].Unknown = s.digest, true, s.unknown
+			out[i].State, out[i].HasState, out[i].Unknown = StateDigest(s.s), true, recording.UnknownRegions(s.s) > 0
 		}
 	}
 	return out, nil

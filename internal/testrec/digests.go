@@ -33,6 +33,9 @@ type Trained struct {
 	// NaN makes that launch of NaNStep write a NaN; -1: never.
 	NaNStep, NaNLaunch int
 	Salt               uint64 // changes what DivergeStep writes: another run of a nondeterministic kernel
+	// NCCL, when not 0, makes the first launch of each step also reach the allocation NCCL
+	// made for itself, whose bytes depend on NCCL: another run's are other bytes.
+	NCCL uint64
 }
 
 // DefaultTrained is a Trained run with no divergence and no NaN.
@@ -153,7 +156,13 @@ func TrainedBatches(o Trained, r int) []*pb.Batch {
 					{Address: allocs[out].GetAddress(), Size: trainedAllocBytes, ParamOffsets: []uint32{8}, AllocationId: allocs[out].GetId()},
 				}
 				l.Memory = &pb.MemoryPlan{Status: pb.MemoryPlan_HASH}
-				b.Memory = append(b.Memory, &pb.MemoryState{LaunchSeq: seq, Point: pb.MemoryState_AFTER, Regions: []*pb.RegionState{state(in), state(out)}})
+				st := &pb.MemoryState{LaunchSeq: seq, Point: pb.MemoryState_AFTER, Regions: []*pb.RegionState{state(in), state(out)}}
+				if o.NCCL != 0 && i == 0 {
+					l.Regions = append(l.Regions, &pb.Region{Address: nccl.GetAddress(), Size: nccl.GetSize(), ParamOffsets: []uint32{16}, AllocationId: nccl.GetId()})
+					rs, _ := RegionState(trainedBytes(o.NCCL*uint64(seq), false), nil)
+					st.Regions = append(st.Regions, rs)
+				}
+				b.Memory = append(b.Memory, st)
 			case o.Hash:
 				l.Memory = &pb.MemoryPlan{Status: pb.MemoryPlan_OUTSIDE_STEPS}
 			}
