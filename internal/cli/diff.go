@@ -1,11 +1,8 @@
 package cli
 
 import (
-	"cmp"
 	"fmt"
-	"io"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,10 +11,10 @@ import (
 	"github.com/gpurr/gpurr/internal/dtype"
 	"github.com/gpurr/gpurr/internal/info"
 	"github.com/gpurr/gpurr/recording"
-	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
 type diffOptions struct {
+	format    string
 	dtype     string
 	elements  int
 	unmatched int
@@ -35,8 +32,11 @@ the thread they belong to, threads by the order they were created; by kernel) an
 reports the first launch after which a region of device memory differs: the
 kernel, both launches, both callstacks down to the Python line, the regions
 and the first differing chunk. With snapshots on both sides and --dtype, it
-decodes the first differing elements. Launches present in one run only (an
-extra warm-up) are skipped over and listed.
+decodes the first differing elements. It says why the runs part ways there:
+a scalar parameter that differs, a region whose state before the launch
+differs, an NCCL collective, or the same inputs (a nondeterministic kernel).
+Launches present in one run only (an extra warm-up) are skipped over and
+listed. --format json writes one JSON document with all of it (docs/diff.md).
 
 Comparing what the runs computed needs memory capture on both (gpurr record
 --memory hash, or snapshot); without it diff warns and compares what they
@@ -50,6 +50,8 @@ Exit status: 0 when the runs agree, 1 when they part ways, 2 on bad input.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runDiff(cmd, o, args[0], args[1]) },
 	}
 	f := cmd.Flags()
+	f.StringVar(&o.format, "format", "text", "output format: text or json")
+	completeValues(cmd, "format", "text", "json")
 	f.StringVar(&o.dtype, "dtype", "", "decode differing memory as f32, f16, bf16, f64, i8, u8, i16, i32, u32 or i64 (needs snapshots on both sides)")
 	completeValues(cmd, "dtype", dtype.Names()...)
 	f.IntVar(&o.elements, "elements", 8, "differing elements to show per region (with --dtype)")
@@ -61,13 +63,16 @@ Exit status: 0 when the runs agree, 1 when they part ways, 2 on bad input.`,
 
 func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 	out := cmd.OutOrStdout()
+	if err := checkFormat("diff", o.format, "text", "json"); err != nil {
+		return err
+	}
 	if o.elements < 0 || o.unmatched < 0 || o.frames < 0 {
 		return usageErrorf("diff: --elements, --unmatched and --frames take a count of 0 or more")
 	}
-	var dt *dtype.Type
+	do := diff.Options{Elements: o.elements, Frames: o.frames}
 	if o.dtype != "" {
 		var err error
-		if dt, err = dtype.Parse(o.dtype); err != nil {
+		if do.Dtype, err = dtype.Parse(o.dtype); err != nil {
 			return usageErrorf("diff: --dtype: %v", err)
 		}
 	}
@@ -88,88 +93,151 @@ func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 	if len(pairs) == 0 {
 		return noPairs("diff", setA.Dir, procsA, setB.Dir, procsB)
 	}
-	type divergence struct {
-		label string
-		at    int64
-	}
-	var diverged []divergence
-	var unread []string
+	report := &diff.Report{A: pathA, B: pathB}
+	// Each pair's text is written as soon as it is compared; JSON once all are.
+	text := o.format == "text"
+	runsA := map[*diff.PairReport]*diff.Run{} // the pairs that part ways, and their run A
 	for _, ij := range pairs {
 		pp := [2]*recording.Process{setA.Processes[ij[0]], setB.Processes[ij[1]]}
-		a, err := diff.Scan(pp[0])
-		var b *diff.Run
-		if err == nil {
-			b, err = diff.ScanSized(pp[1], len(a.Launches))
-		}
+		pr, a, err := comparePair(cmd, o, do, pp, len(pairs) == 1)
 		if err != nil {
-			// A damaged process does not hide the other pairs: they are compared, and the
-			// command ends with this one's error.
-			if len(pairs) == 1 {
-				return usageErrorf("diff: %v", err)
-			}
-			fmt.Fprintf(out, "%s vs %s: not compared: %v\n", pp[0].Name, pp[1].Name, err)
-			unread = append(unread, fmt.Sprintf("%s vs %s", pp[0].Name, pp[1].Name))
-			continue
+			return err
 		}
-		launchesOnly := false // a run without memory capture: only what was launched is compared
-		for i, r := range []*diff.Run{a, b} {
-			if i == 1 && r.Process.Dir == a.Process.Dir {
-				break // a run compared with itself: its warnings once
-			}
-			if r.Mode == "" {
-				launchesOnly = true
-				warnf(cmd, "%s was recorded without memory capture: comparing what the runs launched, not what they computed (record both with --memory hash for that)", r.Process.Dir)
-			}
-			if !r.Complete {
-				warnf(cmd, "%s is incomplete; comparing what it holds", r.Process.Dir)
-			}
-			if none := r.Steps.NoneMatched(); none != "" {
-				warnf(cmd, "%s: %s", r.Process.Dir, none)
+		report.Pairs = append(report.Pairs, pr)
+		switch pr.Outcome {
+		case "not-compared":
+			report.Unread = append(report.Unread, pr.Label())
+		case "part-ways":
+			report.Parted++
+			runsA[pr] = a
+		}
+		if text {
+			if err := pr.WriteText(out); err != nil {
+				return err
 			}
 		}
-		res := diff.Align(a, b)
-		label := fmt.Sprintf("%s vs %s", pp[0].Name, pp[1].Name)
-		if launchesOnly {
-			if at, parted, err := reportLaunchDivergence(out, o, label, a, b, res); err != nil {
-				return usageErrorf("diff: %v", err)
-			} else if parted {
-				diverged = append(diverged, divergence{rankLabel(pp[0], label), at})
+	}
+	if report.Parted > 1 {
+		// Ranks wait on each other's collectives: the rank that parted ways first in time is
+		// where to look; the others may only have received its bad values.
+		var first *diff.PairReport
+		for _, p := range report.Pairs {
+			if p.Outcome == "part-ways" && (first == nil || wallNs(p) < wallNs(first)) {
+				first = p
 			}
-			writeAlike(out, a, b)
-			reportUnmatched(out, o.unmatched, "A", "B", a, b, res)
-			continue
 		}
-		if res.Compared == 0 {
-			return usageErrorf("diff: %s and %s: no matched launch has memory states on both sides (%d matched)", pp[0].Name, pp[1].Name, res.Matched)
-		}
-		if res.First == nil {
-			fmt.Fprintf(out, "%s: the runs agree: %d launches compared after they ran (%d matched)\n", label, res.Compared, res.Matched)
-			writeCarryNotes(out, res, carrySide{"A", a, 0}, carrySide{"B", b, 0})
-		} else {
-			at, err := reportDivergence(out, o, dt, label, a, b, res)
+		report.FirstInTime = first.RankLabel()
+		for _, p := range report.Pairs {
+			f, err := diff.Follow(first, p, runsA[p])
 			if err != nil {
 				return usageErrorf("diff: %v", err)
 			}
-			writeCarryNotes(out, res, carrySide{"A", a, a.Launches[res.First.A].Seq}, carrySide{"B", b, b.Launches[res.First.B].Seq})
-			diverged = append(diverged, divergence{rankLabel(pp[0], label), at})
+			if f != nil {
+				report.Followed = append(report.Followed, *f)
+			}
 		}
-		writeAlike(out, a, b)
-		reportUnmatched(out, o.unmatched, "A", "B", a, b, res)
 	}
-	if len(diverged) > 1 {
-		// Ranks wait on each other's collectives: the rank that parted ways first in time is
-		// where to look; the others may only have received its bad values.
-		first := slices.MinFunc(diverged, func(x, y divergence) int { return cmp.Compare(x.at, y.at) })
-		fmt.Fprintf(out, "%d of %s part ways; first in time: %s (wall clock of A)\n",
-			len(diverged), info.Count(len(pairs), "pair"), first.label)
+	if text {
+		err = report.WriteTrailer(out)
+	} else {
+		report.Warnings = givenWarnings(cmd)
+		err = report.WriteJSON(out)
 	}
-	if len(unread) > 0 {
-		return usageErrorf("diff: %s could not be read (%s); the others are compared above", info.Count(len(unread), "pair"), fewNames(unread))
+	if err != nil {
+		return err
 	}
-	if len(diverged) > 0 {
+	if len(report.Unread) > 0 {
+		return usageErrorf("diff: %s could not be read (%s); the others are compared above", info.Count(len(report.Unread), "pair"), fewNames(report.Unread))
+	}
+	if report.Parted > 0 {
 		return exitWith(exitFound)
 	}
 	return nil
+}
+
+// wallNs is when the pair's run A made the launch where the runs part ways.
+func wallNs(p *diff.PairReport) int64 {
+	if p.Lone != nil {
+		return p.Lone.WallNs
+	}
+	return p.Divergence.WallNs
+}
+
+// comparePair aligns a pair of processes and reports how they compare, with its run A. A
+// process that cannot be read is a pair not compared, unless it is the only pair: an error.
+func comparePair(cmd *cobra.Command, o diffOptions, do diff.Options, pp [2]*recording.Process, only bool) (*diff.PairReport, *diff.Run, error) {
+	pr := &diff.PairReport{A: pp[0].Name, B: pp[1].Name, Rank: pp[0].Info.Rank, Memory: true}
+	a, err := diff.Scan(pp[0])
+	var b *diff.Run
+	if err == nil {
+		b, err = diff.ScanSized(pp[1], len(a.Launches))
+	}
+	if err != nil {
+		// A damaged process does not hide the other pairs: they are compared, and the
+		// command ends with this one's error.
+		if only {
+			return nil, nil, usageErrorf("diff: %v", err)
+		}
+		pr.Outcome, pr.Error = "not-compared", err.Error()
+		return pr, nil, nil
+	}
+	for i, r := range []*diff.Run{a, b} {
+		if i == 1 && r.Process.Dir == a.Process.Dir {
+			break // a run compared with itself: its warnings once
+		}
+		if r.Mode == "" {
+			pr.Memory = false // only what was launched is compared
+			warnf(cmd, "%s was recorded without memory capture: comparing what the runs launched, not what they computed (record both with --memory hash for that)", r.Process.Dir)
+		}
+		if !r.Complete {
+			warnf(cmd, "%s is incomplete; comparing what it holds", r.Process.Dir)
+		}
+		if none := r.Steps.NoneMatched(); none != "" {
+			warnf(cmd, "%s: %s", r.Process.Dir, none)
+		}
+	}
+	res := diff.Align(a, b)
+	if n := max(a.AlikeThreads(), b.AlikeThreads()); n > 1 {
+		pr.AlikeThreads = n
+	}
+	pr.Matched, pr.Compared, pr.NotCompared, pr.Differ = res.Matched, res.Compared, res.Unknown, res.Differ
+	pr.OnlyA, pr.OnlyB = diff.NewUnmatched(a, res.OnlyA, o.unmatched), diff.NewUnmatched(b, res.OnlyB, o.unmatched)
+	pr.Outcome = "agree"
+	if !pr.Memory {
+		if pr.Lone, err = diff.NewLoneLaunch(a, b, res, o.frames); err != nil {
+			return nil, nil, usageErrorf("diff: %v", err)
+		}
+		if pr.Lone != nil {
+			pr.Outcome = "part-ways"
+		}
+		return pr, a, nil
+	}
+	if res.Compared == 0 {
+		return nil, nil, usageErrorf("diff: %s and %s: no matched launch has memory states on both sides (%d matched)", pp[0].Name, pp[1].Name, res.Matched)
+	}
+	firstA, firstB := uint64(0), uint64(0)
+	if res.First != nil {
+		pr.Outcome = "part-ways"
+		if pr.Divergence, err = diff.NewDivergence(a, b, res, do); err != nil {
+			return nil, nil, usageErrorf("diff: %v", err)
+		}
+		firstA, firstB = pr.Divergence.SeqA, pr.Divergence.SeqB
+	}
+	pr.WriteSets = diff.NewWriteSetNote(res, diff.CarrySide{Name: "A", Run: a, First: firstA}, diff.CarrySide{Name: "B", Run: b, First: firstB})
+	return pr, a, nil
+}
+
+// givenWarnings are the warnings the command has given so far, without their "gpurr: VERB:
+// warning: " prefix: a JSON report lists them too.
+func givenWarnings(cmd *cobra.Command) []string {
+	out := []string{}
+	if w, ok := cmd.Context().Value(warningsKey{}).(*[]string); ok {
+		prefix := fmt.Sprintf("gpurr: %s: warning: ", cmd.Name())
+		for _, line := range *w {
+			out = append(out, strings.TrimPrefix(line, prefix))
+		}
+	}
+	return out
 }
 
 // procName is what pairing needs of a process, of a recording or of a
@@ -331,323 +399,4 @@ func launching(cmd *cobra.Command, set *recording.Set) *recording.Set {
 		kept.Processes = append(kept.Processes, p)
 	}
 	return kept
-}
-
-// reportDivergence describes the first launch where a and b part ways; it returns when A made
-// that launch, in wall-clock nanoseconds, to order the divergences of several ranks.
-// rankLabel names a pair by its rank where it has one.
-func rankLabel(p *recording.Process, label string) string {
-	if r := p.Info.Rank; r != nil {
-		return fmt.Sprintf("rank %d (%s)", *r, label)
-	}
-	return label
-}
-
-// writeStep says in which training step a matched pair of launches ran, when the runs went
-// through steps (optimizer steps, or the ranges --step-range names).
-func writeStep(w io.Writer, a *diff.Run, la diff.Launch, b *diff.Run, lb diff.Launch) {
-	na, nb := a.Steps.Steps(), b.Steps.Steps()
-	unit := a.Steps.Unit()
-	if u := b.Steps.Unit(); u != unit {
-		unit = fmt.Sprintf("A's %s, B's %s", unit, u)
-	}
-	switch {
-	case na == 0 && nb == 0:
-	case la.Step == lb.Step:
-		fmt.Fprintf(w, "  step     %d of A's %d and B's %d (%s ended before it)\n", la.Step, na, nb, unit)
-	default:
-		fmt.Fprintf(w, "  step     %d of A's %d, %d of B's %d (%s ended before it)\n", la.Step, na, lb.Step, nb, unit)
-	}
-}
-
-// writeRange names the NVTX range a launch of each run was made in, by its path; nothing when
-// neither was made in one.
-func writeRange(w io.Writer, a *recording.Process, la *pb.Launch, b *recording.Process, lb *pb.Launch) error {
-	pa, err := recording.RangePath(a, la.GetRangeId())
-	if err != nil {
-		return err
-	}
-	pathB, err := recording.RangePath(b, lb.GetRangeId())
-	if err != nil {
-		return err
-	}
-	switch {
-	case pa == pathB && pa != "":
-		fmt.Fprintf(w, "  range    %s\n", pa)
-	case pa != pathB:
-		fmt.Fprintf(w, "  range    %s in A, %s in B\n", cmp.Or(pa, "(none)"), cmp.Or(pathB, "(none)"))
-	}
-	return nil
-}
-
-// reportLaunchDivergence compares what two runs launched, for recordings without memory
-// states: of the launches one run made and the other did not, the one made earliest into its
-// run, with where it came from. It returns that launch's wall-clock time and whether the runs
-// part ways.
-func reportLaunchDivergence(w io.Writer, o diffOptions, label string, a, b *diff.Run, res *diff.Result) (int64, bool, error) {
-	if len(res.OnlyA) == 0 && len(res.OnlyB) == 0 {
-		fmt.Fprintf(w, "%s: the runs launch the same kernels, stream by stream: %s matched (memory not compared)\n",
-			label, info.Count(res.Matched, "launch"))
-		return 0, false, nil
-	}
-	type lone struct {
-		name, other string
-		run         *diff.Run
-		launch      diff.Launch
-		side        *diff.Side
-		into        int64 // ns since its process started
-	}
-	var first *lone
-	for _, c := range []struct {
-		name, other string
-		run         *diff.Run
-		idx         []int
-	}{{"A", "B", a, res.OnlyA}, {"B", "A", b, res.OnlyB}} {
-		if len(c.idx) == 0 {
-			continue
-		}
-		l := c.run.Launches[c.idx[0]]
-		side, err := diff.ReadLaunch(c.run.Process, l.Seq)
-		if err != nil {
-			return 0, false, err
-		}
-		into := int64(side.Launch.GetHostNs()) - int64(c.run.Process.Info.GetStartNs())
-		if first == nil || into < first.into {
-			first = &lone{c.name, c.other, c.run, l, side, into}
-		}
-	}
-	at := first.run.Process.Info.GetStartUnixNs() + first.into
-	fmt.Fprintf(w, "%s: the runs part ways in what they launch: launch %d of %s has no counterpart in %s\n", label, first.launch.Seq, first.name, first.other)
-	fmt.Fprintf(w, "  kernel   %s (stream %d)\n", first.run.KernelName(first.launch), first.launch.Stream)
-	if n := first.run.Steps.Steps(); n > 0 {
-		fmt.Fprintf(w, "  step     %d of %s's %d (%s ended before it)\n", first.launch.Step, first.name, n, first.run.Steps.Unit())
-	}
-	if path, err := recording.RangePath(first.run.Process, first.side.Launch.GetRangeId()); err != nil {
-		return 0, false, err
-	} else if path != "" {
-		fmt.Fprintf(w, "  range    %s\n", path)
-	}
-	writeOrigin(w, first.name, first.side.Launch, first.side.Callstack, first.side.Forward, o.frames)
-	fmt.Fprintf(w, "  %s matched (memory not compared)\n", info.Count(res.Matched, "launch"))
-	return at, true, nil
-}
-
-func reportDivergence(w io.Writer, o diffOptions, dt *dtype.Type, label string, a, b *diff.Run, res *diff.Result) (int64, error) {
-	la, lb := a.Launches[res.First.A], b.Launches[res.First.B]
-	sa, err := diff.ReadLaunch(a.Process, la.Seq)
-	if err != nil {
-		return 0, err
-	}
-	proc := a.Process.Info
-	at := proc.GetStartUnixNs() + int64(sa.Launch.GetHostNs()) - int64(proc.GetStartNs())
-	sb, err := diff.ReadLaunch(b.Process, lb.Seq)
-	if err != nil {
-		return 0, err
-	}
-	fmt.Fprintf(w, "%s: the runs part ways at launch %d of A and %d of B: the memory after it differs\n", label, la.Seq, lb.Seq)
-	fmt.Fprintf(w, "  kernel   %s (stream %d)\n", a.KernelName(la), la.Stream)
-	writeStep(w, a, la, b, lb)
-	if err := writeRange(w, a.Process, sa.Launch, b.Process, sb.Launch); err != nil {
-		return 0, err
-	}
-	writeOrigin(w, "A", sa.Launch, sa.Callstack, sa.Forward, o.frames)
-	writeOrigin(w, "B", sb.Launch, sb.Callstack, sb.Forward, o.frames)
-	regions, err := diff.Differences(sa, sb, dt, o.elements)
-	if err != nil {
-		return 0, err
-	}
-	for _, r := range regions {
-		fmt.Fprintf(w, "  region %d %s\n", r.Index, regionText(r, "A", "B"))
-		for _, e := range r.Elements {
-			fmt.Fprintf(w, "    [%d] A %s  B %s  abs %.3g  rel %.3g\n", e.Index, elemText(e.A, e.BitsA, e.IsReal), elemText(e.B, e.BitsB, e.IsReal), e.Abs, e.Rel)
-		}
-		if r.Note != "" {
-			fmt.Fprintf(w, "    (%s)\n", r.Note)
-		}
-	}
-	fmt.Fprintf(w, "  %d launches matched, %d compared; %d of them differ after they ran, this one first\n", res.Matched, res.Compared, res.Differ)
-	return at, nil
-}
-
-// regionText describes a region that differs, or whose state is unknown on a side; nameA and
-// nameB name the sides in the report.
-func regionText(r diff.RegionDiff, nameA, nameB string) string {
-	reg := cmp.Or(r.A, r.B)
-	where := ""
-	if reg != nil {
-		where = fmt.Sprintf("(%s, parameter offset %s)", info.FormatBytes(reg.GetSize()), info.JoinOffsets(reg.GetParamOffsets()))
-	}
-	switch {
-	case r.UnknownA || r.UnknownB:
-		side := nameA
-		switch {
-		case r.UnknownA && r.UnknownB:
-			side = "both"
-		case r.UnknownB:
-			side = nameB
-		}
-		return fmt.Sprintf("%s: not compared: its state is unknown in %s (carried from a state that was lost)", where, side)
-	case r.A != nil && r.B != nil && r.A.GetSize() != r.B.GetSize():
-		return fmt.Sprintf("%s: sizes differ, %s %d %s %d bytes; %d of %d chunks differ", where, nameA, r.A.GetSize(), nameB, r.B.GetSize(), r.DifferentChunks, r.Chunks)
-	case r.FirstChunk >= 0:
-		return fmt.Sprintf("%s: %d of %d chunks differ, the first at byte 0x%x (chunk %d)", where, r.DifferentChunks, r.Chunks, r.ElementsOff, r.FirstChunk)
-	}
-	return where
-}
-
-func elemText(v float64, bits uint64, real bool) string {
-	if real {
-		return fmt.Sprintf("%.9g", v)
-	}
-	return fmt.Sprintf("%d (0x%x)", int64(v), bits)
-}
-
-// writeOrigin writes where a launch came from, under label (A, B, at):
-// the Python frames of its callstack, innermost first, at most n. For a
-// launch made inside an autograd node's backward, a first line names the
-// node and the forward line whose backward it computes, and the frames
-// are the forward launch's (forward; nil when the recording has none, and
-// then the launch's own, usually none: autograd's engine thread runs no
-// Python).
-func writeOrigin(w io.Writer, label string, l *pb.Launch, own, forward *pb.Callstack, n int) {
-	var lines []string
-	stack := own
-	if node := l.GetAutograd().GetBackwardNode(); node != "" && forward != nil {
-		lines = append(lines, fmt.Sprintf("backward of %s, forward at %s", node, cmp.Or(recording.Line(forward), "(no Python frame)")))
-		stack = forward
-	} else if node != "" {
-		lines = append(lines, fmt.Sprintf("backward of %s (its forward line was not found)", node))
-	}
-	frames := pythonFrames(stack, n)
-	if len(frames) == 0 {
-		frames = nativeFrames(stack, n) // a C++ or CUDA program's own code
-	}
-	if len(frames) == 0 && n > 0 {
-		frames = []string{"(no callstack recorded)"}
-	}
-	for i, line := range append(lines, frames...) {
-		if i == 0 {
-			fmt.Fprintf(w, "  %-8s %s\n", label, line)
-		} else {
-			fmt.Fprintf(w, "           %s\n", line)
-		}
-	}
-}
-
-// pythonFrames are a callstack's Python frames, innermost first, as text.
-func pythonFrames(c *pb.Callstack, n int) []string {
-	var out []string
-	for _, f := range c.GetFrames() {
-		if f.GetKind() == pb.Frame_PYTHON && len(out) < n {
-			out = append(out, recording.FrameText(f))
-		}
-	}
-	return out
-}
-
-// nativeFrames are a callstack's native frames outside the CUDA driver and NVIDIA's libraries
-// (the program's own code, libtorch), innermost first, as text (library+offset function), at
-// most n.
-func nativeFrames(c *pb.Callstack, n int) []string {
-	var out []string
-	for _, f := range c.GetFrames() {
-		if f.GetKind() != pb.Frame_NATIVE || len(out) == n {
-			continue
-		}
-		if lib := filepath.Base(f.GetFile()); strings.HasPrefix(lib, "libcuda.so") || strings.HasPrefix(lib, "libcudart") ||
-			strings.HasPrefix(lib, "libcupti") || strings.HasPrefix(lib, "libnvidia-") {
-			continue
-		}
-		text := filepath.Base(f.GetFile()) + fmt.Sprintf("+0x%x", f.GetOffset())
-		if f.GetFunction() != "" {
-			text += " " + f.GetFunction()
-		}
-		out = append(out, text)
-	}
-	return out
-}
-
-// carrySide is a run as writeCarryNotes names it, with the launch of it reported as where the
-// runs part ways (0 when they agree).
-type carrySide struct {
-	name  string
-	run   *diff.Run
-	first uint64
-}
-
-// shownMisses is how many write set misses a report names per run.
-const shownMisses = 3
-
-// writeCarryNotes says what a comparison's answer rests on when runs were recorded with write
-// sets (format 1.11), a line each: matched launches not compared because a region's state was
-// unknown; runs whose learned write sets carried regions unhashed; and each audit that found
-// such a region changed where a difference may hide: before the launch reported, or anywhere
-// when the runs agree.
-func writeCarryNotes(w io.Writer, res *diff.Result, sides ...carrySide) {
-	if res.Unknown > 0 {
-		fmt.Fprintf(w, "  %s with states on both sides not compared: a region's state after it is unknown (carried from a state that was lost)\n",
-			info.Count(res.Unknown, "matched launch"))
-	}
-	var learned []string
-	every := uint32(0)
-	for _, s := range sides {
-		if s.run.WriteSets == "learned" {
-			learned = append(learned, s.name)
-			every = max(every, s.run.AuditEvery)
-		}
-	}
-	if len(learned) > 0 {
-		audited := ""
-		if every > 0 {
-			audited = fmt.Sprintf(" (audited every %s launch of a kernel)", info.Ordinal(every))
-		}
-		fmt.Fprintf(w, "  this answer rests on learned write sets (%s): regions a kernel's earlier launches never changed were carried, not hashed%s\n",
-			strings.Join(learned, " and "), audited)
-	}
-	for _, s := range sides {
-		misses := s.run.Uncertain(s.first)
-		for i, m := range misses {
-			if i == shownMisses {
-				fmt.Fprintf(w, "  uncertain: in %s %d more audits found writes unseen (gpurr query: write_set_misses)\n", s.name, len(misses)-shownMisses)
-				break
-			}
-			where := "the first divergence may be in"
-			if s.first == 0 {
-				where = "a difference may hide in"
-			}
-			fmt.Fprintf(w, "  uncertain: in %s an audit at launch %d found a write unseen since launch %d: %s launches %d..%d\n",
-				s.name, m.GetAuditSeq(), m.GetSinceSeq(), where, m.GetSinceSeq()+1, m.GetAuditSeq())
-		}
-	}
-}
-
-// writeAlike says, when threads of a run launch alike (diff.Run.AlikeThreads), that their
-// streams were paired by the order the threads were created, and nothing else.
-func writeAlike(w io.Writer, a, b *diff.Run) {
-	if n := max(a.AlikeThreads(), b.AlikeThreads()); n > 1 {
-		fmt.Fprintf(w, "  %d threads launch alike (same kernel and callstack): paired by the order they were created\n", n)
-	}
-}
-
-// reportUnmatched lists the launches present in one run only, up to limit
-// of each run by name.
-func reportUnmatched(w io.Writer, limit int, nameA, nameB string, a, b *diff.Run, res *diff.Result) {
-	for _, side := range []struct {
-		name string
-		run  *diff.Run
-		idx  []int
-	}{{nameA, a, res.OnlyA}, {nameB, b, res.OnlyB}} {
-		if len(side.idx) == 0 {
-			continue
-		}
-		fmt.Fprintf(w, "  %s only in %s:", info.Count(len(side.idx), "launch"), side.name)
-		for _, i := range side.idx[:min(len(side.idx), limit)] {
-			l := side.run.Launches[i]
-			fmt.Fprintf(w, "\n    %d %s", l.Seq, side.run.KernelName(l))
-		}
-		if len(side.idx) > limit {
-			fmt.Fprintf(w, "\n    ...")
-		}
-		fmt.Fprintln(w)
-	}
 }

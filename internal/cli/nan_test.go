@@ -22,7 +22,7 @@ func TestNan(t *testing.T) {
 		"NaN or Inf first after launch 3 (the 2 launches with snapshots before it hold none)",
 		"kernel   scatter_add_kernel",
 		"at       train.py:30 step",
-		"region 0 (192.0 KiB, parameter offset 0): as f32 1 NaN, 1 Inf (first at byte 0x190)")
+		"region 0 (192.0 KiB, parameter offset 0): as f32 1 NaN, 1 Inf (first at byte 0x190, element 100)")
 	// A type named twice is looked for once: its counts were printed twice.
 	code, out, errs = runCLI("nan", nan, "--dtype", "f32, f32")
 	if code != 1 || strings.Count(out, "as f32") != 1 {
@@ -91,7 +91,7 @@ func TestNanJudgesTheType(t *testing.T) {
 	vs[7] = float32(math.NaN())
 	ls = []fakeLaunch{{kernel: 1, line: 10, after: floats(vs...)}}
 	code, out, errs = runCLI("nan", writeRun(t, "snapshot", ls))
-	expectOutput(t, "f32 NaN", code, 1, out, errs, "region 0 (16.0 KiB, parameter offset 0): as f32 1 NaN, 0 Inf (first at byte 0x1c)\n")
+	expectOutput(t, "f32 NaN", code, 1, out, errs, "region 0 (16.0 KiB, parameter offset 0): as f32 1 NaN, 0 Inf (first at byte 0x1c, element 7)\n")
 	// Named types count every NaN pattern, as asked.
 	code, out, _ = runCLI("nan", writeRun(t, "snapshot", ls), "--dtype", "f16")
 	if code != 1 || !strings.Contains(out, "as f16 ") {
@@ -128,7 +128,7 @@ func TestNanFromGPUCounts(t *testing.T) {
 	code, out, errs = runCLI("nan", writeRun(t, "snapshot+nan-scan", ls), "--dtype", "f32")
 	expectOutput(t, "GPU counts and snapshots", code, 1, out, errs,
 		"NaN or Inf first after launch 3 (the 2 launches counted on the GPU before it hold none)",
-		"as f32 2 NaN, 1 Inf (first at byte 0x190)")
+		"as f32 2 NaN, 1 Inf (first at byte 0x190, element 100)")
 	if code, out, errs := runCLI("info", rec); code != 0 || !strings.Contains(out, "NaN and Inf counted as f32, bf16") {
 		t.Errorf("gpurr info does not say what nan-scan counted: exit %d:\n%s%s", code, out, errs)
 	}

@@ -1,10 +1,6 @@
 package cli
 
 import (
-	"fmt"
-	"io"
-	"strings"
-
 	"github.com/spf13/cobra"
 
 	"github.com/gpurr/gpurr/internal/diff"
@@ -14,6 +10,7 @@ import (
 )
 
 type verifyOptions struct {
+	format    string
 	manifest  string
 	all       bool
 	reference string
@@ -41,7 +38,8 @@ snapshot). A process of it that cannot be read (an empty events file: the
 program was killed before its first write; or a damaged frame) is listed as
 not verified, and the others are verified. Exit status: 0 when it matches
 the manifest, 1 when a launch differs, 2 on bad input, a process that
-cannot be read included.`,
+cannot be read included. --format json writes one JSON document with all of
+it (docs/manifest.md).`,
 		Example: `  gpurr manifest good -o good.json
   gpurr verify run2 --manifest good.json
   gpurr verify run2 --manifest good.json --continue --reference /data/good`,
@@ -49,6 +47,8 @@ cannot be read included.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runVerify(cmd, o, args[0]) },
 	}
 	f := cmd.Flags()
+	f.StringVar(&o.format, "format", "text", "output format: text or json")
+	completeValues(cmd, "format", "text", "json")
 	f.StringVar(&o.manifest, "manifest", "", "the manifest to check against (gpurr manifest REC -o FILE)")
 	f.BoolVar(&o.all, "continue", false, "list every launch that differs, not only the first")
 	f.StringVar(&o.reference, "reference", "", "the recording the manifest was made from, for expected bytes (default: the path in the manifest)")
@@ -62,6 +62,9 @@ func runVerify(cmd *cobra.Command, o verifyOptions, path string) error {
 	out := cmd.OutOrStdout()
 	if o.manifest == "" {
 		return usageErrorf("verify: --manifest FILE is required (gpurr manifest GOOD_REC -o FILE writes one)")
+	}
+	if err := checkFormat("verify", o.format, "text", "json"); err != nil {
+		return err
 	}
 	if o.window < 0 || o.unmatched < 0 || o.frames < 0 {
 		return usageErrorf("verify: --window, --unmatched and --frames take a count of 0 or more")
@@ -87,22 +90,39 @@ func runVerify(cmd *cobra.Command, o verifyOptions, path string) error {
 	if len(pairs) == 0 {
 		return noPairs("verify", set.Dir, procs, "the manifest", mprocs)
 	}
+	report := &manifest.Report{Recording: path, Manifest: o.manifest}
+	text := o.format == "text"
+	// Each process's text is written as it is verified, its mismatches as they are found; JSON
+	// once all are.
+	write := func(p *manifest.ProcessReport) error {
+		report.Processes = append(report.Processes, p)
+		if text {
+			return p.WriteText(out)
+		}
+		return nil
+	}
 	// A process that cannot be read, from its first frame (recording.Set.Damaged) or further
 	// on, does not hide the others, as in diff: they are verified, and the command ends with
 	// an error naming it. Which of the manifest's processes it was cannot be known.
 	unread := unreadable(set.Damaged, nil)
 	for _, e := range unread {
-		fmt.Fprintf(out, "%s: not verified: %v\n", e.Name, e.Err)
+		if err := write(&manifest.ProcessReport{Process: e.Name, Outcome: "not-verified", Error: e.Err.Error()}); err != nil {
+			return err
+		}
 	}
 	differ, verified := false, 0
 	for _, ij := range pairs {
 		p, e := set.Processes[ij[0]], m.Processes[ij[1]]
+		pr := &manifest.ProcessReport{Process: p.Name, Expected: e.Process.Name, All: o.all}
 		run, err := diff.ScanSized(p, len(e.Run.Launches))
 		if err != nil {
 			if len(pairs) == 1 && len(unread) == 0 {
 				return usageErrorf("verify: %s: %v", p.Name, err)
 			}
-			fmt.Fprintf(out, "%s: not verified: %v\n", p.Name, err)
+			pr.Outcome, pr.Error = "not-verified", err.Error()
+			if err := write(pr); err != nil {
+				return err
+			}
 			unread = append(unread, &recording.ProcessError{Name: p.Name, Err: err})
 			continue
 		}
@@ -115,37 +135,45 @@ func runVerify(cmd *cobra.Command, o verifyOptions, path string) error {
 		if !e.Process.Complete {
 			warnf(cmd, "the manifest's process %s was made from an incomplete recording", e.Process.Name)
 		}
-		label := p.Name
-		if p.Name != e.Process.Name {
-			label = fmt.Sprintf("%s (manifest: %s)", p.Name, e.Process.Name)
-		}
-		n := 0
 		res, err := m.Verify(run, e, manifest.Options{All: o.all, Reference: o.reference, Window: o.window}, func(mm *manifest.Mismatch) error {
-			n++
-			reportMismatch(out, o, label, n == 1, run, mm)
+			first := len(pr.Mismatches) == 0
+			frames := o.frames
+			if !first {
+				frames = min(frames, 1)
+			}
+			r := manifest.NewMismatchReport(mm, run.KernelNameOf(mm.Actual.Launch.GetKernelId()), frames)
+			pr.Mismatches = append(pr.Mismatches, r)
+			if text {
+				return r.WriteText(out, pr.Label(), first)
+			}
 			return nil
 		})
 		if err != nil {
 			return usageErrorf("verify: %v", err)
 		}
 		if res.Compared == 0 {
-			return usageErrorf("verify: %s: no launch matched with the manifest has hashes on both sides (%d matched)", label, res.Matched)
+			return usageErrorf("verify: %s: no launch matched with the manifest has hashes on both sides (%d matched)", pr.Label(), res.Matched)
 		}
 		verified++
+		pr.Matched, pr.Compared, pr.NotCompared, pr.Differ = res.Matched, res.Compared, res.Unknown, res.Differ
+		pr.Outcome = "matches"
 		first := uint64(0)
-		if res.First == nil {
-			fmt.Fprintf(out, "%s: matches the manifest: %d launches compared after they ran (%d matched)\n", label, res.Compared, res.Matched)
-		} else {
+		if res.First != nil {
 			differ = true
-			which := "this one first"
-			if o.all {
-				which = "all listed above"
-			}
-			fmt.Fprintf(out, "  %d launches matched, %d compared; %d of them differ from the manifest, %s\n", res.Matched, res.Compared, res.Differ, which)
+			pr.Outcome = "differs"
 			first = run.Launches[res.First.A].Seq
 		}
-		writeCarryNotes(out, res, carrySide{"the recording", run, first}, carrySide{"the manifest", e.Run, 0})
-		reportUnmatched(out, o.unmatched, "the recording", "the manifest", run, e.Run, res)
+		pr.WriteSets = diff.NewWriteSetNote(res, diff.CarrySide{Name: "the recording", Run: run, First: first}, diff.CarrySide{Name: "the manifest", Run: e.Run})
+		pr.OnlyRecording, pr.OnlyManifest = diff.NewUnmatched(run, res.OnlyA, o.unmatched), diff.NewUnmatched(e.Run, res.OnlyB, o.unmatched)
+		if err := write(pr); err != nil {
+			return err
+		}
+	}
+	if !text {
+		report.Warnings = givenWarnings(cmd)
+		if err := report.WriteJSON(out); err != nil {
+			return err
+		}
 	}
 	if len(unread) > 0 {
 		rest := "the others are verified above"
@@ -158,53 +186,4 @@ func runVerify(cmd *cobra.Command, o verifyOptions, path string) error {
 		return exitWith(exitFound)
 	}
 	return nil
-}
-
-// reportMismatch prints one launch that differs from the manifest; the
-// first in full, the others (--continue) with their innermost frame.
-func reportMismatch(w io.Writer, o verifyOptions, label string, first bool, run *diff.Run, mm *manifest.Mismatch) {
-	l := mm.Actual.Launch
-	if first {
-		fmt.Fprintf(w, "%s: launch %d differs from the manifest (its launch %d): the memory after it differs\n", label, l.GetSeq(), mm.Expected.Seq)
-	} else {
-		fmt.Fprintf(w, "launch %d differs from the manifest (its launch %d)\n", l.GetSeq(), mm.Expected.Seq)
-	}
-	fmt.Fprintf(w, "  kernel   %s (stream %d)\n", run.KernelNameOf(l.GetKernelId()), mm.Stream)
-	n := o.frames
-	if !first {
-		n = min(n, 1)
-	}
-	writeOrigin(w, "at", l, mm.Actual.Callstack, mm.Actual.Forward, n)
-	for _, r := range mm.Regions {
-		fmt.Fprintf(w, "  region %d %s\n", r.Index, regionText(r.RegionDiff, "recording", "manifest"))
-		if r.RegionDiff.Note != "" {
-			fmt.Fprintf(w, "    (%s)\n", r.RegionDiff.Note)
-		}
-		if r.Note != "" {
-			fmt.Fprintf(w, "    (%s)\n", r.Note)
-		}
-		if b := r.Bytes; b != nil {
-			fmt.Fprintf(w, "    first differing byte 0x%x\n", b.First)
-			for _, side := range []struct {
-				name string
-				data []byte
-			}{{"expected", b.Expected}, {"actual  ", b.Actual}} {
-				for off := 0; off < len(side.data); off += 16 {
-					name := side.name
-					if off > 0 {
-						name = "        "
-					}
-					fmt.Fprintf(w, "    %s 0x%x  %s\n", name, b.Offset+uint64(off), hexLine(side.data[off:min(off+16, len(side.data))]))
-				}
-			}
-		}
-	}
-}
-
-func hexLine(b []byte) string {
-	parts := make([]string, len(b))
-	for i, c := range b {
-		parts[i] = fmt.Sprintf("%02x", c)
-	}
-	return strings.Join(parts, " ")
 }

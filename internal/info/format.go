@@ -61,6 +61,19 @@ func (t *textWriter) printf(format string, args ...any) {
 	}
 }
 
+// TextWriter is textWriter for the reports of other packages (diff, nan, verify): lines
+// written with Printf, the first write error kept for Err.
+type TextWriter struct{ textWriter }
+
+// NewTextWriter writes lines to w.
+func NewTextWriter(w io.Writer) *TextWriter { return &TextWriter{textWriter{w: w}} }
+
+// Printf writes a formatted line (or part), unless a write has failed.
+func (t *TextWriter) Printf(format string, args ...any) { t.printf(format, args...) }
+
+// Err is the first write error, nil when none.
+func (t *TextWriter) Err() error { return t.err }
+
 func (t *textWriter) field(name, format string, args ...any) {
 	t.printf("  %-12s %s\n", name, fmt.Sprintf(format, args...))
 }

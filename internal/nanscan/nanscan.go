@@ -24,13 +24,16 @@ import (
 
 // Counts are the NaN and Inf elements found as one dtype.
 type Counts struct {
-	Type     string
-	NaN, Inf uint64
-	First    int64 // byte offset in the region of the first NaN or Inf, -1 when none
+	Type  string `json:"type"`
+	NaN   uint64 `json:"nan"`
+	Inf   uint64 `json:"inf"`
+	First int64  `json:"first_byte"` // byte offset in the region of the first NaN or Inf, -1 when none
+	// FirstElement is that element's index (First over the type's size), -1 when none.
+	FirstElement int64 `json:"first_element"`
 	// Decoded from snapshots only: how the bytes fit the type (types.go).
-	Computed uint64 // NaN and Inf with the bit patterns arithmetic makes
-	Finite   uint64 // finite elements
-	Odd      uint64 // finite elements of magnitudes real data of the type does not have
+	Computed uint64 `json:"-"` // NaN and Inf with the bit patterns arithmetic makes
+	Finite   uint64 `json:"-"` // finite elements
+	Odd      uint64 `json:"-"` // finite elements of magnitudes real data of the type does not have
 }
 
 // Region is a region of the found launch with NaN or Inf in it.
@@ -67,6 +70,9 @@ type Finding struct {
 	// the GPU counted at record time (both are in the recording): a fault
 	// in the recording, to report, not to trust.
 	Disagree []string
+	// Inputs says whether the launch made the NaN or passed it on: whether its regions held
+	// NaN or Inf before it.
+	Inputs *Inputs
 }
 
 // Stats says how much was looked at.
@@ -139,6 +145,7 @@ type scanner struct {
 	st       Stats
 	view     *memview.View
 	seen     map[[16]byte][]Counts // counts of the chunks decoded, by hash
+	calls    []uint64              // every launch's seq, ascending (8 bytes a launch): what Inputs reads up to the finding
 }
 
 // fromCounts: one pass for the launches whose AFTER state counts NaN or Inf, then their
@@ -173,6 +180,7 @@ func (s *scanner) fromCounts() (*Finding, Stats, error) {
 	slices.Sort(candidates)
 	candidates = slices.Compact(candidates)
 	var found *Finding
+	var record *recording.LaunchRecord
 	delivered := 0
 	_, err = s.p.Ordered(candidates, func(r *recording.LaunchRecord) error {
 		delivered++
@@ -180,7 +188,7 @@ func (s *scanner) fromCounts() (*Finding, Stats, error) {
 		if err != nil || f == nil {
 			return err
 		}
-		found = f
+		found, record = f, r
 		return recording.ErrStop
 	})
 	last := uint64(math.MaxUint64)
@@ -196,6 +204,9 @@ func (s *scanner) fromCounts() (*Finding, Stats, error) {
 	if err == nil && found == nil && delivered < len(candidates) {
 		err = fmt.Errorf("launches with NaN counts are not in the recording (%d of %d found)", delivered, len(candidates))
 	}
+	if err == nil && found != nil {
+		found.Inputs, err = s.inputs(found, record)
+	}
 	return found, s.st, err
 }
 
@@ -208,9 +219,13 @@ func (s *scanner) scan(fn func(*pb.Batch)) error {
 			stats = b.Stats
 		}
 		ended = ended || b.End != nil
+		for _, l := range b.Launches {
+			s.calls = append(s.calls, l.GetSeq())
+		}
 		fn(b)
 		return nil
 	})
+	slices.Sort(s.calls)
 	for _, w := range []string{recording.Shortfall(s.p.Name, res.Truncated, ended), recording.LossWarning(s.p.Name, stats)} {
 		if w != "" {
 			s.st.Warnings = append(s.st.Warnings, w)
@@ -235,7 +250,7 @@ func (s *scanner) hasGPUCounts(m *pb.MemoryState) bool {
 func (s *scanner) gpuCounts(rs *pb.RegionState) []Counts {
 	out := make([]Counts, len(s.types))
 	for i, t := range s.types {
-		out[i] = Counts{Type: t.Name, First: -1}
+		out[i] = Counts{Type: t.Name, First: -1, FirstElement: -1}
 		out[i].NaN, out[i].Inf, _ = gpuCount(rs, s.index[i])
 	}
 	return out
@@ -272,6 +287,7 @@ func (s *scanner) fromSnapshots() (*Finding, Stats, error) {
 	slices.Sort(seqs)
 	seqs = slices.Compact(seqs)
 	var found *Finding
+	var record *recording.LaunchRecord
 	_, err = s.p.Ordered(seqs, func(r *recording.LaunchRecord) error {
 		if !memview.HasBytes(r.After) {
 			return nil
@@ -281,9 +297,12 @@ func (s *scanner) fromSnapshots() (*Finding, Stats, error) {
 		if err != nil || f == nil {
 			return err
 		}
-		found = f
+		found, record = f, r
 		return recording.ErrStop
 	})
+	if err == nil && found != nil {
+		found.Inputs, err = s.inputs(found, record)
+	}
 	return found, s.st, err
 }
 
@@ -431,7 +450,7 @@ func add(total, c []Counts, off int64) []Counts {
 	if total == nil {
 		total = make([]Counts, len(c))
 		for i := range total {
-			total[i] = Counts{Type: c[i].Type, First: -1}
+			total[i] = Counts{Type: c[i].Type, First: -1, FirstElement: -1}
 		}
 	}
 	for i := range c {
@@ -442,6 +461,7 @@ func add(total, c []Counts, off int64) []Counts {
 		total[i].Odd += c[i].Odd
 		if total[i].First < 0 && c[i].First >= 0 {
 			total[i].First = off + c[i].First
+			total[i].FirstElement = total[i].First / int64(elementSize(c[i].Type))
 		}
 	}
 	return total

@@ -24,10 +24,16 @@ type floatFormat struct{ exponent, mantissa uint }
 
 var formats = map[string]floatFormat{"f64": {11, 52}, "f32": {8, 23}, "bf16": {8, 7}, "f16": {5, 10}}
 
+// elementSize is the bytes of an element of a floating-point type named as formats names it.
+func elementSize(name string) int {
+	f := formats[name]
+	return max(1, int(1+f.exponent+f.mantissa)/8)
+}
+
 // countAs counts b's elements as type t, from the bits alone (no conversion to float64: this
 // loop decodes every distinct snapshotted chunk).
 func countAs(b []byte, t *dtype.Type) Counts {
-	c := Counts{Type: t.Name, First: -1}
+	c := Counts{Type: t.Name, First: -1, FirstElement: -1}
 	f, ok := formats[t.Name]
 	if !ok {
 		return c
@@ -69,7 +75,7 @@ func countAs(b []byte, t *dtype.Type) Counts {
 			c.NaN++
 		}
 		if c.First < 0 {
-			c.First = int64(off)
+			c.First, c.FirstElement = int64(off), int64(off/t.Size)
 		}
 	}
 	return c

@@ -1,0 +1,160 @@
+package diff
+
+import (
+	"math"
+	"testing"
+
+	"github.com/gpurr/gpurr/internal/testrec"
+	"github.com/gpurr/gpurr/recording"
+)
+
+// explainScripts records a and b, aligns them, and explains their first divergence.
+func explainScripts(t *testing.T, a, b testrec.Script) *Explanation {
+	t.Helper()
+	var runs [2]*Run
+	for i, s := range []testrec.Script{a, b} {
+		dir := t.TempDir()
+		if _, err := testrec.WriteScript(dir, s); err != nil {
+			t.Fatal(err)
+		}
+		set, err := recording.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if runs[i], err = Scan(set.Processes[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := Align(runs[0], runs[1])
+	if res.First == nil {
+		t.Fatal("the runs agree")
+	}
+	sa, err := ReadLaunch(runs[0].Process, runs[0].Launches[res.First.A].Seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := ReadLaunch(runs[1].Process, runs[1].Launches[res.First.B].Seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := Explain(runs[0], runs[1], *res.First, sa, sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// sgd is a training step: fill(w), sgd(w, g, lr, n) with the learning rate given, then a read
+// of w. Its allocations start at base, so the pointer parameters of two runs differ.
+func sgd(lr float32, base uint64, sgdOut []byte) testrec.Script {
+	return testrec.Script{Host: "box", Pid: 1, Mode: "hash", AllocBase: base,
+		Kernels: []testrec.ScriptKernel{{Name: "fill", Params: []uint32{8}}, {Name: "sgd", Params: []uint32{8, 8, 4, 4}}},
+		Allocs:  []uint64{4096, 4096},
+		Calls: []testrec.Call{
+			{Kernel: 0, Args: []testrec.Arg{testrec.Ptr(0)}, Writes: map[int][]byte{0: {1, 2, 3}}},
+			{Kernel: 0, Args: []testrec.Arg{testrec.Ptr(1)}, Writes: map[int][]byte{1: {4, 5, 6}}},
+			{Kernel: 1, Args: []testrec.Arg{testrec.Ptr(0), testrec.Ptr(1), testrec.F32(lr), testrec.I32(111)}, Writes: map[int][]byte{0: sgdOut}},
+		}}
+}
+
+// A learning rate one float ulp apart is the parameter that differs, decoded as f32; the
+// pointer parameters, whose addresses differ between the runs, are not.
+func TestExplainParameter(t *testing.T) {
+	lr := float32(0.001)
+	e := explainScripts(t, sgd(lr, 0, []byte{9}), sgd(math.Nextafter32(lr, 1), 0x7e00_0000_0000, []byte{10}))
+	if e.Kind != "parameters" || len(e.Params) != 1 {
+		t.Fatalf("kind %q, parameters %+v; want one parameter", e.Kind, e.Params)
+	}
+	if p := e.Params[0]; p.Index != 2 || p.Type != "f32" || p.A != "0.001" || p.B != "0.0010000002" {
+		t.Errorf("parameter %+v; want parameter 2 as f32, 0.001 vs 0.0010000002", p)
+	}
+	if want := "inputs differ: parameter 2 (f32): 0.001 vs 0.0010000002"; e.Verdict != want {
+		t.Errorf("verdict %q; want %q", e.Verdict, want)
+	}
+	for _, in := range e.Inputs {
+		if in.State != "same" {
+			t.Errorf("region %d: %s; want the same before", in.Region, in.Text())
+		}
+	}
+}
+
+func TestParamDiffs(t *testing.T) {
+	s := sgd(0.5, 0, nil)
+	a, b := s, s
+	a.Calls = append([]testrec.Call(nil), s.Calls...)
+	b.Calls = append([]testrec.Call(nil), s.Calls...)
+	b.Calls[2].Args = []testrec.Arg{testrec.Ptr(0), testrec.Ptr(1), testrec.F32(0.5), testrec.I32(112)}
+	b.Calls[2].Writes = map[int][]byte{0: {7}}
+	e := explainScripts(t, a, b)
+	if len(e.Params) != 1 || e.Params[0].Text() != "parameter 3: 111 vs 112" {
+		t.Errorf("parameters %+v; want parameter 3: 111 vs 112", e.Params)
+	}
+}
+
+// twoStep is fill(x) then use(x, y), after a hashed zero(y) so that y's state before use is
+// known; fill's and use's results are given per run.
+func twoStep(mode string, fillUnhashed bool, x, y []byte, graphX []byte) testrec.Script {
+	s := testrec.Script{Host: "box", Pid: 1, Mode: mode,
+		Kernels: []testrec.ScriptKernel{{Name: "fill", Params: []uint32{8}}, {Name: "use", Params: []uint32{8, 8}}},
+		Allocs:  []uint64{4096, 4096},
+		Calls: []testrec.Call{
+			{Kernel: 0, Args: []testrec.Arg{testrec.Ptr(1)}},
+			{Kernel: 0, Args: []testrec.Arg{testrec.Ptr(0)}, Writes: map[int][]byte{0: x}, Unhashed: fillUnhashed},
+		}}
+	if graphX != nil {
+		s.Calls = append(s.Calls, testrec.Call{Graph: true, Writes: map[int][]byte{0: graphX}})
+	}
+	s.Calls = append(s.Calls, testrec.Call{Kernel: 1, Args: []testrec.Arg{testrec.Ptr(0), testrec.Ptr(1)}, Writes: map[int][]byte{1: y}})
+	return s
+}
+
+// An input written differently by an earlier launch that was not hashed: in hash mode its state
+// before the launch is not recorded, and the verdict says the difference may come from there;
+// with snapshots the states before differ, and the verdict names the launch that reached it.
+func TestExplainUnhashedWriter(t *testing.T) {
+	e := explainScripts(t, twoStep("hash", true, []byte{1}, []byte{1}, nil), twoStep("hash", true, []byte{2}, []byte{2}, nil))
+	want := "same recorded inputs, but region 0's state before the launch was not recorded (launch 2, the last to reach it, was not hashed (skipped_error)): the difference may come from there"
+	if e.Kind != "unrecorded" || e.Verdict != want {
+		t.Errorf("hash mode: %s: %q; want %q", e.Kind, e.Verdict, want)
+	}
+	if in := e.Inputs[1]; in.State != "same" || in.A.From != "launch" || in.A.Seq != 1 {
+		t.Errorf("hash mode, region 1: %+v; want the same, after launch 1", in)
+	}
+	e = explainScripts(t, twoStep("snapshot", true, []byte{1}, []byte{1}, nil), twoStep("snapshot", true, []byte{2}, []byte{2}, nil))
+	want = "inputs differ: region 0's state before the launch differs (last reached by launch 2, fill, which was not hashed)"
+	if e.Kind != "input" || e.Verdict != want {
+		t.Errorf("snapshot mode: %s: %q; want %q", e.Kind, e.Verdict, want)
+	}
+	if in := e.Inputs[0]; in.A.From != "snapshot" || in.State != "differs" {
+		t.Errorf("snapshot mode, region 0: %+v; want differs, from the snapshot", in)
+	}
+}
+
+// The same inputs, known in both runs, and different outputs: a nondeterministic kernel. A CUDA
+// graph replay between the inputs' last hash and the launch makes them unknown instead.
+func TestExplainNondeterministic(t *testing.T) {
+	e := explainScripts(t, twoStep("hash", false, []byte{1}, []byte{1}, nil), twoStep("hash", false, []byte{1}, []byte{2}, nil))
+	if e.Kind != "nondeterministic" || e.Verdict != "same inputs, different outputs: the kernel is nondeterministic (e.g. float atomics)" {
+		t.Errorf("%s: %q; want nondeterministic", e.Kind, e.Verdict)
+	}
+	e = explainScripts(t, twoStep("hash", false, []byte{1}, []byte{1}, []byte{5}), twoStep("hash", false, []byte{1}, []byte{2}, []byte{6}))
+	want := "same recorded inputs, but region 0's state before the launch was not recorded (after launch 2, which last reached it, ran call 3, with no memory state recorded (a CUDA graph replay, or a launch not recorded)): the difference may come from there"
+	if e.Kind != "unrecorded" || e.Verdict != want {
+		t.Errorf("after a graph replay: %s: %q; want %q", e.Kind, e.Verdict, want)
+	}
+}
+
+func TestIsCollective(t *testing.T) {
+	for name, want := range map[string]bool{
+		"ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)":                    true,
+		"ncclKernel_AllGather_RING_LL_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)":              true,
+		"void nccl::reduce_kernel<float>(float*)":                                                      true,
+		"void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float> >(int, ...)": false,
+		"my_kernel(ncclDevComm*)":    false,
+		"triton_poi_fused_add_mul_0": false,
+	} {
+		if got := IsCollective(name); got != want {
+			t.Errorf("IsCollective(%q) = %v; want %v", name, got, want)
+		}
+	}
+}
