@@ -69,8 +69,29 @@ type Memory struct {
 	// Misses are the WriteSetMiss records: where carried states may be stale.
 	Misses []WriteSetMiss `json:"misses,omitempty"`
 
+	// Step digests (format 1.12): taken at each step boundary (--memory digest, --hash-steps),
+	// of every DigestEvery-th step; DigestBytes is the most one hashed, DigestsLost those
+	// enqueued but never completed, DigestsSkipped the boundaries whose digest was not taken.
+	Digests        uint64 `json:"digests,omitempty"`
+	DigestEvery    uint32 `json:"digest_every,omitempty"`
+	DigestBytes    uint64 `json:"digest_bytes,omitempty"`
+	DigestOf       string `json:"digest_of,omitempty"` // optimizer, all, or both ("optimizer, all")
+	DigestsLost    uint64 `json:"digests_lost,omitempty"`
+	DigestsSkipped uint64 `json:"digests_skipped,omitempty"`
+	HashSteps      string `json:"hash_steps,omitempty"`
+	// Library is the memory communication libraries allocated for their own use (format
+	// 1.12), by owner: diff, verify, nan and digests leave it out.
+	Library []LibraryMemory `json:"library,omitempty"`
+
 	statuses map[pb.MemoryPlan_Status]uint64
 	complete bool // the recording has its End: counters are final
+}
+
+// LibraryMemory is the memory one library allocated for its own use.
+type LibraryMemory struct {
+	Owner       string `json:"owner"`
+	Allocations uint64 `json:"allocations"`
+	Bytes       uint64 `json:"bytes"`
 }
 
 // WriteSetMiss is an audit launch that hashed a region a learned write set called read-only
@@ -106,10 +127,16 @@ type memoryCounter struct {
 	chunksMissing uint64
 	unknown       uint64
 	misses        []*pb.WriteSetMiss // every one is reported; an audit finds few
+	digests       uint64
+	digestsLost   uint64
+	digestBytes   uint64
+	digestOf      map[string]bool
+	library       map[string]*LibraryMemory
 }
 
 func newMemoryCounter() *memoryCounter {
-	return &memoryCounter{statuses: map[pb.MemoryPlan_Status]uint64{}, proved: map[uint64][]*pb.ParamInfo{}, reasons: map[string]uint64{}}
+	return &memoryCounter{statuses: map[pb.MemoryPlan_Status]uint64{}, proved: map[uint64][]*pb.ParamInfo{}, reasons: map[string]uint64{},
+		digestOf: map[string]bool{}, library: map[string]*LibraryMemory{}}
 }
 
 func (c *memoryCounter) kernel(k *pb.Kernel) {
@@ -155,6 +182,35 @@ func (c *memoryCounter) launch(l *pb.Launch) {
 	}
 }
 
+// digest counts a step digest.
+func (c *memoryCounter) digest(st *pb.MemoryState) {
+	c.digests++
+	if st.GetLost() {
+		c.digestsLost++
+		return
+	}
+	c.digestOf[st.GetDigestOf()] = true
+	var bytes uint64
+	for _, r := range st.GetDigestRegions() {
+		bytes += r.GetSize()
+	}
+	c.digestBytes = max(c.digestBytes, bytes)
+}
+
+// allocation counts the memory a library allocated for itself.
+func (c *memoryCounter) allocation(a *pb.Allocation) {
+	if a.GetOwner() == "" || a.GetFreed() {
+		return
+	}
+	l := c.library[a.GetOwner()]
+	if l == nil {
+		l = &LibraryMemory{Owner: a.GetOwner()}
+		c.library[a.GetOwner()] = l
+	}
+	l.Allocations++
+	l.Bytes += a.GetSize()
+}
+
 func (c *memoryCounter) state(st *pb.MemoryState) {
 	if st.GetLost() {
 		c.reasons[cmp.Or(st.GetLostReason(), "no reason given")]++
@@ -198,6 +254,12 @@ func (c *memoryCounter) summarize(info *pb.Process, s *pb.Stats, end *pb.End, li
 		}
 		m.Misses = append(m.Misses, WriteSetMiss{Kernel: name, ParamOffsets: w.GetParamOffsets(), AuditSeq: w.GetAuditSeq(),
 			SinceSeq: w.GetSinceSeq(), AllocationID: w.GetAllocationId()})
+	}
+	m.Digests, m.DigestsLost, m.DigestBytes, m.DigestsSkipped = c.digests, c.digestsLost, c.digestBytes, s.GetDigestsSkipped()
+	m.DigestEvery, m.HashSteps = cfg.GetDigestEvery(), cfg.GetHashSteps()
+	m.DigestOf = strings.Join(slices.Sorted(maps.Keys(c.digestOf)), ", ")
+	for _, o := range slices.Sorted(maps.Keys(c.library)) {
+		m.Library = append(m.Library, *c.library[o])
 	}
 	m.complete = end != nil
 	m.statuses = c.statuses
@@ -251,6 +313,7 @@ var why = map[pb.MemoryPlan_Status]string{
 	pb.MemoryPlan_SKIPPED_RING_FULL:      "for which drop-oldest could not make room in the staging ring in time",
 	pb.MemoryPlan_SKIPPED_ERROR:          "where a CUDA call of the agent failed (see the log)",
 	pb.MemoryPlan_SKIPPED_STOPPED:        "after capture stopped",
+	pb.MemoryPlan_OUTSIDE_STEPS:          "in steps --hash-steps leaves unhashed (by design)",
 }
 
 func (m *Memory) writeProblems(t *textWriter) {
@@ -375,6 +438,31 @@ func (m *Memory) write(t *textWriter) {
 	field("staging", "program threads waited %s for %s", formatNS(m.StagingWaitNS), m.waitedFor())
 	if m.FlightRecorder > 0 || m.FlightDumps > 0 {
 		field("flight dumps", "%d", m.FlightDumps)
+	}
+	if m.Digests > 0 || m.DigestsSkipped > 0 || m.Mode == "digest" || m.HashSteps != "" {
+		line := fmt.Sprintf("%d taken at step boundaries", m.Digests)
+		if m.DigestEvery > 1 {
+			line += fmt.Sprintf(" (every %s step)", Ordinal(m.DigestEvery))
+		}
+		if m.DigestOf != "" {
+			line += fmt.Sprintf(", of the %s allocations, %s at most", strings.ReplaceAll(m.DigestOf, "optimizer", "optimizer's"), FormatBytes(m.DigestBytes))
+		}
+		if m.DigestsLost > 0 {
+			line += fmt.Sprintf("; %d lost", m.DigestsLost)
+		}
+		if m.DigestsSkipped > 0 {
+			line += fmt.Sprintf("; %d not taken (see the log)", m.DigestsSkipped)
+		}
+		if m.Digests == 0 && m.DigestsSkipped == 0 {
+			line += ": the program went through no step (record with --step-every N, or --step-range REGEX)"
+		}
+		field("digests", "%s", line)
+	}
+	if m.HashSteps != "" {
+		field("hash steps", "launches of steps %s hashed; %d others not (by design)", m.HashSteps, m.launches(pb.MemoryPlan_OUTSIDE_STEPS))
+	}
+	for _, l := range m.Library {
+		field("library", "%s allocated %s for itself (%s): left out of diff, verify, nan and digests", l.Owner, FormatBytes(l.Bytes), Count(l.Allocations, "allocation"))
 	}
 }
 

@@ -183,3 +183,34 @@ func TestSnapshotSelectedCount(t *testing.T) {
 		}
 	}
 }
+
+// TestDigestsAndLibrary: info counts a recording's step digests, the most bytes one hashed, and
+// the memory NCCL allocated for itself, which the comparisons leave out.
+func TestDigestsAndLibrary(t *testing.T) {
+	dir := t.TempDir()
+	if err := testrec.WriteTrained(dir, testrec.DefaultTrained()); err != nil {
+		t.Fatal(err)
+	}
+	set, err := recording.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Summarize(set, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := r.Processes[0].Memory
+	if m.Digests != 5 || m.DigestBytes != 3*128<<10 || m.DigestOf != "optimizer" || len(m.Library) != 1 || m.Library[0].Bytes != 2<<20 {
+		t.Fatalf("memory summary %+v", m)
+	}
+	var text strings.Builder
+	if err := r.WriteTable(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"digests      5 taken at step boundaries, of the optimizer's allocations, 384.0 KiB at most",
+		"library      nccl allocated 2.0 MiB for itself (1 allocation): left out of diff, verify, nan and digests"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("info lacks %q:\n%s", want, text.String())
+		}
+	}
+}

@@ -160,6 +160,12 @@ func (s *summary) add(b *pb.Batch) error {
 		}
 	}
 	s.memory.misses = append(s.memory.misses, b.WriteSetMisses...)
+	for _, d := range b.Digests {
+		s.memory.digest(d)
+	}
+	for _, a := range b.Allocations {
+		s.memory.allocation(a)
+	}
 	s.probes.add(b)
 	for _, e := range b.Log {
 		if e.GetLevel() == "error" {
