@@ -618,6 +618,74 @@ def rows_timing_ab(b, rounds):
     return rows
 
 
+# The in-process A/B of step digests: a digest of every second step, so that half the timed
+# steps begin with one (bench/NOTES.md's timing A/B, for digests).
+DIGEST_STEPS = 60
+DIGEST_WORKLOADS = [("gpt2 eager", "gpt2_step.py", []), ("gpt2 compiled", "gpt2_step.py", ["--compile"]),
+                    ("train_step (GPU-bound)", "train_step.py", [])]
+
+
+def split_digested(res, digested):
+    """The step times of res split by whether a digest was taken at the step's start: digested
+    holds the recording's steps that began with one; timed step j is step warmup + j."""
+    with_d, without = [], []
+    for j, ms in enumerate(res["steps_ms"]):
+        (with_d if res["warmup"] + j in digested else without).append(ms)
+    return with_d, without
+
+
+def rows_digest(b, rounds):
+    """What step digests cost, measured inside one process: with --digest-every 2 half the steps
+    begin with a digest of the step before, and their times are set against the others'. This is
+    the digest's own cost (its hash kernels, finding what the optimizer reached); what digest
+    mode costs every launch (its callstack taken as the launch begins) is in the second row of
+    each workload, against the default recording, in alternating processes with the spread."""
+    rows = []
+    for label, script, extra in DIGEST_WORKLOADS:
+        ratios, floors, with_all, without_all, gb = [], [], [], [], []
+        for i in range(rounds):
+            name = f"digest_ab.{script}.{i}"
+            d = b.tmp / f"rec-{name}"
+            r = b.variant(name, script, extra + ["--steps", str(DIGEST_STEPS)], True, 600,
+                          ["--memory", "digest", "--digest-every", "2"],
+                          sql="SELECT (SELECT group_concat(s) FROM (SELECT DISTINCT l.step AS s FROM digests g JOIN launches l "
+                              "ON l.process = g.process AND l.seq = g.launch_seq)) AS steps, "
+                              "(SELECT max(b) FROM (SELECT sum(size) AS b FROM digests GROUP BY step)) AS bytes")
+            digested = {int(x) for x in (r["sql"]["steps"] or "").split(",") if x}
+            w, wo = split_digested(r, digested)
+            if len(w) < 10 or len(wo) < 10:
+                raise RuntimeError(f"digest A/B {label}: {len(w)} digested and {len(wo)} plain steps, want 10 of each")
+            with_all += w
+            without_all += wo
+            ratios.append(statistics.median(w) / statistics.median(wo) - 1)
+            floors.append(min(w) / min(wo) - 1)
+            gb.append((r["sql"]["bytes"] or 0) / 1e9)
+        pct = statistics.median(ratios) * 100
+        rows.append({"workload": f"{label}: steps with a digest vs without, one process ({len(with_all)} and "
+                                 f"{len(without_all)} steps, {max(gb):.2f} GB a digest; per round {', '.join(f'{x * 100:+.1f}%' for x in ratios)}; "
+                                 f"fastest {statistics.median(floors) * 100:+.1f}%)",
+                     "baseline": statistics.median(without_all), "under": statistics.median(with_all),
+                     "delta": f"{pct:+.1f}%", "target": "<= 1%" if "GPU-bound" in label else "<= 3%",
+                     "verdict": "ok" if pct <= (1 if "GPU-bound" in label else 3) else "over target",
+                     "samples": {"digested": with_all, "plain": without_all}})
+        if "compiled" in label or "GPU-bound" in label:
+            continue  # the per-launch cost shows on the launch-heavy eager step, and each compile takes a minute
+        # Digest mode's cost on every launch: against the default recording and bare, alternating.
+        got = {"bare": [], "default": [], "digest": []}
+        for i in range(rounds):
+            for key, flags in (("bare", None), ("default", []), ("digest", ["--memory", "digest", "--digest-every", "1000000"])):
+                r = b.variant(f"digest_mode.{script}.{key}.{i}", script, extra + ["--steps", "20"], flags is not None, 600, flags or ())
+                got[key].append(r["ms_per_step"])
+        for key in ("default", "digest"):
+            per = [x / y - 1 for x, y in zip(got[key], got["bare"])]
+            rows.append({"workload": f"{label}: --memory {'digest (no digest taken)' if key == 'digest' else 'off (default)'} vs bare, "
+                                     f"separate processes, {rounds} alternating rounds ({', '.join(f'{x * 100:+.1f}%' for x in per)})",
+                         "baseline": statistics.median(got["bare"]), "under": statistics.median(got[key]),
+                         "delta": f"{statistics.median(per) * 100:+.1f}%", "target": "(report)", "verdict": "measured",
+                         "samples": {"bare": got["bare"], key: got[key]}})
+    return rows
+
+
 def rows_memcap(b, rounds):
     """gpurr's hash and snapshot kernels against a D2D copy and a pinned DtoH of the same bytes,
     timed with CUDA events in one process (internal/kernels BenchmarkMemcap, built by make)."""
@@ -799,13 +867,15 @@ def rows_race(b, rounds):
 BENCHES = {"launch_overhead": rows_launch_overhead, "train_step": rows_train_step,
            "stacks": rows_stacks, "timing": rows_timing, "gpt2_step": rows_gpt2_step, "memcap": rows_memcap,
            "replay": rows_replay, "race": rows_race, "nvtx": rows_nvtx, "probe": rows_probe,
-           "hash_eager": rows_hash_eager, "launch_params": rows_launch_params, "timing_ab": rows_timing_ab}
+           "hash_eager": rows_hash_eager, "launch_params": rows_launch_params, "timing_ab": rows_timing_ab,
+           "digest": rows_digest}
 # Run only when asked for by name: gpt2_step is 14 processes of a minute or more each per mode
 # and round; race builds and records two CUDA programs first, which gpu-check's budget for the
 # default benchmarks leaves no room for (scripts/gpu-check --only bench.race runs it); hash_eager
 # is 9 processes of 220,000 launches for a figure that belongs to the hash-mode work, and so is
-# launch_params, which needs nvcc; timing_ab is a GPT-2 process of 120 steps per mode and round.
-OPT_IN = {"gpt2_step", "race", "hash_eager", "launch_params", "timing_ab"}
+# launch_params, which needs nvcc; timing_ab is a GPT-2 process of 120 steps per mode and round;
+# digest is 3 workloads x (one process of 60 steps + 3 of 20) per round.
+OPT_IN = {"gpt2_step", "race", "hash_eager", "launch_params", "timing_ab", "digest"}
 
 
 def main():
