@@ -73,7 +73,7 @@ def main():
     params = sum(p.numel() for p in model.parameters())
     tokens = a.batch * a.seq
     med = statistics.median(ms)
-    print(json.dumps({"bench": "train_step", "ms_per_step": round(med, 3),
+    print(json.dumps({"bench": "train_step", "ms_per_step": round(med, 3), "steps": a.steps, "warmup": a.warmup,
                       "steps_ms": [round(m, 3) for m in ms], "params": params,
                       "tokens_per_s": round(tokens / med * 1e3), "first_loss": round(losses[0], 4),
                       "last_loss": round(losses[-1], 4)}))

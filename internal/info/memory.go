@@ -445,7 +445,8 @@ func (m *Memory) write(t *textWriter) {
 			line += fmt.Sprintf(" (every %s step)", Ordinal(m.DigestEvery))
 		}
 		if m.DigestOf != "" {
-			line += fmt.Sprintf(", of the %s allocations, %s at most", strings.ReplaceAll(m.DigestOf, "optimizer", "optimizer's"), FormatBytes(m.DigestBytes))
+			of := strings.NewReplacer("optimizer", "the optimizer's", "all", "every live one").Replace(m.DigestOf)
+			line += fmt.Sprintf(", of %s allocations, %s at most", of, FormatBytes(m.DigestBytes))
 		}
 		if m.DigestsLost > 0 {
 			line += fmt.Sprintf("; %d lost", m.DigestsLost)

@@ -431,6 +431,14 @@ var allocations = define("allocations", "device memory allocations (--memory), w
 	}).null(),
 )
 
+// firstCount is the count of the first type counted, NULL when none was.
+func firstCount(counts []uint64) Value {
+	if len(counts) == 0 {
+		return Null
+	}
+	return Int(counts[0])
+}
+
 var digests = define("digests", "step digests (--memory digest, --hash-steps): the state of the program's allocations where each training step ended, hashed on the GPU; one row per allocation hashed", key("process", "step"),
 	processCol[digestRow](),
 	c("step", Int64, "the training step that had just ended (launches.step), from 0", func(_ *pass, r *digestRow) Value { return Int(r.st.GetStep()) }),
@@ -449,10 +457,10 @@ var digests = define("digests", "step digests (--memory digest, --hash-steps): t
 		return nullUnless(r.rs != nil, textOrNull(recording.HashText(r.rs.GetHash())))
 	}).null(),
 	c("nan", Int64, "elements that are NaN read as the first type of processes.memory_nan_scan, NULL when not counted", func(_ *pass, r *digestRow) Value {
-		return nullUnless(len(r.rs.GetNanCount()) > 0, Int(r.rs.GetNanCount()[0]))
+		return firstCount(r.rs.GetNanCount())
 	}).null(),
 	c("inf", Int64, "elements that are +Inf or -Inf as that type, NULL when not counted", func(_ *pass, r *digestRow) Value {
-		return nullUnless(len(r.rs.GetInfCount()) > 0, Int(r.rs.GetInfCount()[0]))
+		return firstCount(r.rs.GetInfCount())
 	}).null(),
 	c("lost", Boolean, "1 when the digest was enqueued but never completed; its row carries no hash", func(_ *pass, r *digestRow) Value { return Bool(r.st.GetLost()) }),
 )

@@ -247,3 +247,23 @@ func TestWriteSets(t *testing.T) {
 		t.Errorf("region_hashes of launch 2 region 0: %v", r)
 	}
 }
+
+// Step digests (format 1.12): a row per allocation of each digest, with its counts when the
+// digest counted NaN; a lost digest, and one that counted nothing, have NULLs there.
+func TestDigests(t *testing.T) {
+	set := testrec.OpenBatches(t, &pb.Batch{Process: &pb.Process{Pid: 1, Memory: &pb.MemoryConfig{Mode: "digest", Digests: true}}},
+		&pb.Batch{Digests: []*pb.MemoryState{
+			{LaunchSeq: 7, Point: pb.MemoryState_DIGEST, Step: 0, DigestOf: "all", Regions: []*pb.RegionState{{Hash: make([]byte, 16)}},
+				DigestRegions: []*pb.Region{{Address: 4096, Size: 64, AllocationId: 3}}},
+			{LaunchSeq: 9, Point: pb.MemoryState_DIGEST, Step: 1, DigestOf: "optimizer", Regions: []*pb.RegionState{{Hash: make([]byte, 16), NanCount: []uint64{2}, InfCount: []uint64{0}}},
+				DigestRegions: []*pb.Region{{Address: 4096, Size: 64, AllocationId: 3}}},
+			{LaunchSeq: 11, Point: pb.MemoryState_DIGEST, Step: 2, Lost: true},
+		}})
+	rows := flatten(t, set.Processes[0])
+	want := []string{"solo 0 7 all 3 4096 64 00000000000000000000000000000000 NULL NULL 0",
+		"solo 1 9 optimizer 3 4096 64 00000000000000000000000000000000 2 0 0",
+		"solo 2 11  NULL NULL NULL NULL NULL NULL 1"}
+	if !slices.Equal(rows[digests.Table], want) {
+		t.Errorf("digests: %q, want %q", rows[digests.Table], want)
+	}
+}
