@@ -7,14 +7,17 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpurr/gpurr/internal/cuda"
 	"github.com/gpurr/gpurr/internal/diff"
 	"github.com/gpurr/gpurr/internal/dtype"
 	"github.com/gpurr/gpurr/internal/info"
+	"github.com/gpurr/gpurr/internal/replay"
 	"github.com/gpurr/gpurr/recording"
 )
 
 type diffOptions struct {
 	format    string
+	replay    int
 	dtype     string
 	elements  int
 	unmatched int
@@ -37,6 +40,10 @@ a scalar parameter that differs, a region whose state before the launch
 differs, an NCCL collective, or the same inputs (a nondeterministic kernel).
 Launches present in one run only (an extra warm-up) are skipped over and
 listed. --format json writes one JSON document with all of it (docs/diff.md).
+--replay N runs the launch N times on a GPU from A's snapshots before it: the
+replays differ among themselves (a nondeterministic kernel), all give A's
+output (B's inputs differ), or agree with each other but not with A (an
+input gpurr did not record, or the hardware).
 
 Comparing what the runs computed needs memory capture on both (gpurr record
 --memory hash, or snapshot); without it diff warns and compares what they
@@ -57,6 +64,7 @@ Exit status: 0 when the runs agree, 1 when they part ways, 2 on bad input.`,
 	f.IntVar(&o.elements, "elements", 8, "differing elements to show per region (with --dtype)")
 	f.IntVar(&o.unmatched, "unmatched", 5, "launches present in one run only to list by name (all are counted)")
 	f.IntVar(&o.frames, "frames", 6, "Python frames of each callstack to show, innermost first")
+	countVar(f, &o.replay, "replay", 0, 0, "replay the launch where the runs part ways this many times on a GPU from A's snapshots before it, to tell a nondeterministic kernel from inputs that differ")
 	addStepRangeFlag(cmd)
 	return cmd
 }
@@ -68,6 +76,12 @@ func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 	}
 	if o.elements < 0 || o.unmatched < 0 || o.frames < 0 {
 		return usageErrorf("diff: --elements, --unmatched and --frames take a count of 0 or more")
+	}
+	if o.replay > 0 {
+		// Said before the recordings are read: replaying needs a GPU here.
+		if err := cuda.Init(); err != nil {
+			return usageErrorf("diff: --replay runs the launch again on a GPU, and this machine has none usable: %v", err)
+		}
 	}
 	do := diff.Options{Elements: o.elements, Frames: o.frames}
 	if o.dtype != "" {
@@ -222,9 +236,33 @@ func comparePair(cmd *cobra.Command, o diffOptions, do diff.Options, pp [2]*reco
 			return nil, nil, usageErrorf("diff: %v", err)
 		}
 		firstA, firstB = pr.Divergence.SeqA, pr.Divergence.SeqB
+		if o.replay > 0 {
+			if pr.Divergence.Replay, err = replayDivergence(a.Process, firstA, o.replay); err != nil {
+				return nil, nil, err
+			}
+		}
 	}
 	pr.WriteSets = diff.NewWriteSetNote(res, diff.CarrySide{Name: "A", Run: a, First: firstA}, diff.CarrySide{Name: "B", Run: b, First: firstB})
 	return pr, a, nil
+}
+
+// replayDivergence replays launch seq of run A n times from its snapshot before it
+// (internal/replay.Repeat).
+func replayDivergence(p *recording.Process, seq uint64, n int) (*diff.Replayed, error) {
+	src, err := replay.Open(p)
+	if err != nil {
+		return nil, usageErrorf("diff: --replay: %v", err)
+	}
+	defer src.Close()
+	c, err := src.Case(seq)
+	if err != nil {
+		return nil, usageErrorf("diff: --replay needs A's snapshots of launch %d: %v", seq, err)
+	}
+	r, err := replay.Repeat(c, n, replay.Options{Device: -1})
+	if err != nil {
+		return nil, &exitError{code: exitFailure, err: fmt.Errorf("diff: --replay: launch %d of %s: %v", seq, p.Name, err)}
+	}
+	return r, nil
 }
 
 // givenWarnings are the warnings the command has given so far, without their "gpurr: VERB:

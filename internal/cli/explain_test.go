@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpurr/gpurr/internal/cuda"
 	"github.com/gpurr/gpurr/internal/diff"
 	"github.com/gpurr/gpurr/internal/manifest"
 	"github.com/gpurr/gpurr/internal/nanscan"
@@ -309,5 +310,18 @@ func TestVerifyJSON(t *testing.T) {
 		{[]string{"verify", "--format", "yaml", good, "--manifest", m}, `verify: unknown --format "yaml" (want text, json)`},
 		{[]string{"diff", "--format", "csv", good, good}, `diff: unknown --format "csv" (want text, json)`},
 		{[]string{"nan", "--format", "table", good}, `nan: unknown --format "table" (want text, json)`},
+	})
+}
+
+// diff --replay runs the launch on a GPU: without one, it says so before reading the
+// recordings, exit 2.
+func TestDiffReplayNeedsGPU(t *testing.T) {
+	if err := cuda.Init(); err == nil {
+		t.Skip("a GPU is here: the message is for machines without one")
+	}
+	a := writeScripts(t, sgdStep(0.001, 0, []byte{9}))
+	expectUsageErrors(t, []usageCase{
+		{[]string{"diff", "--replay", "3", a, a}, "diff: --replay runs the launch again on a GPU, and this machine has none usable: no CUDA driver"},
+		{[]string{"diff", "--replay", "-1", a, a}, `diff: invalid argument "-1" for "--replay" flag: want a whole number from 0 to 100000`},
 	})
 }

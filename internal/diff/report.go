@@ -90,6 +90,20 @@ type Divergence struct {
 	Regions     []RegionReport `json:"regions"` // the first MaxListed
 	RegionsMore int            `json:"regions_more,omitempty"`
 	Explanation *Explanation   `json:"explanation,omitempty"`
+	Replay      *Replayed      `json:"replay,omitempty"` // gpurr diff --replay
+}
+
+// Replayed is what replaying the launch several times from A's recorded inputs on a GPU says
+// (gpurr diff --replay, internal/replay.Repeat).
+type Replayed struct {
+	Runs     int `json:"runs"`
+	Distinct int `json:"distinct"`   // distinct outputs among the replays
+	AsA      int `json:"equal_to_a"` // replays whose output equals A's recorded output
+	// Kind: "nondeterministic" (the replays differ among themselves), "inputs" (every replay
+	// gives A's output: B's inputs differ), "unrecorded" (the replays agree with each other but
+	// not with A's output: an input gpurr did not record, or the hardware).
+	Kind    string `json:"kind"`
+	Verdict string `json:"verdict"`
 }
 
 // Step is the training step of a pair of launches.

@@ -72,6 +72,9 @@ func (p *PairReport) WriteText(w io.Writer) error {
 		d.OriginB.Write(t, "B")
 		writeRegions(t, d.Regions, d.RegionsMore, "A", "B")
 		d.Explanation.write(t)
+		if d.Replay != nil {
+			t.Printf("  replay   %s\n", d.Replay.Verdict)
+		}
 		t.Printf("  %d launches matched, %d compared; %d of them differ after they ran, this one first\n", p.Matched, p.Compared, p.Differ)
 		p.WriteSets.Write(t)
 	}
