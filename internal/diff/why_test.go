@@ -158,3 +158,19 @@ func TestIsCollective(t *testing.T) {
 		}
 	}
 }
+
+// A collective whose regions differ before it (NCCL's own buffers do, run to run) is named a
+// collective, not a launch whose inputs differ; a parameter that differs still comes first.
+func TestVerdictCollectiveFirst(t *testing.T) {
+	const reduce = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+	inputs := []Input{{Region: 0, State: "same"}, {Region: 1, State: "differs", A: Before{Writer: Writer{Seq: 3, Kernel: reduce}}}}
+	if kind, _ := verdict(nil, inputs, reduce); kind != "collective" {
+		t.Errorf("a collective with an input that differs: %s; want collective", kind)
+	}
+	if kind, line := verdict(nil, inputs, "fill"); kind != "input" || line != "inputs differ: region 1's state before the launch differs (last written by launch 3, "+reduce+")" {
+		t.Errorf("a kernel with an input that differs: %s, %q", kind, line)
+	}
+	if kind, _ := verdict([]ParamDiff{{Index: 1, Type: "i32", A: "1", B: "2"}}, inputs, reduce); kind != "parameters" {
+		t.Errorf("a collective with a parameter that differs: %s; want parameters", kind)
+	}
+}
