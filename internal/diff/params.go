@@ -130,8 +130,9 @@ func ParamDiffs(kernel *pb.Kernel, a, b *pb.Launch) []ParamDiff {
 }
 
 // structWords lists the differing words of bytes lo..hi of two parameter buffers: each 8-byte
-// word (aligned in the buffer) as one value when it is a double in both, else by its 4-byte
-// halves; words that point into memory are left out.
+// word (aligned in the buffer) as one value when it is a double in both (both halves differ,
+// and the low one is no small integer: an int and a float side by side read as a plausible
+// double too), else by its 4-byte halves; words that point into memory are left out.
 func structWords(a, b []byte, lo, hi uint32, pointers map[uint32]bool) []WordDiff {
 	var out []WordDiff
 	off := lo
@@ -141,7 +142,7 @@ func structWords(a, b []byte, lo, hi uint32, pointers map[uint32]bool) []WordDif
 			wa, wb := le64(a[off:]), le64(b[off:])
 			switch {
 			case wa == wb || pointers[off] || addressLike(wa) && addressLike(wb):
-			case plausibleF64(wa) && plausibleF64(wb) && uint32(wa) != uint32(wb) && wa>>32 != wb>>32:
+			case plausibleF64(wa) && plausibleF64(wb) && uint32(wa) != uint32(wb) && wa>>32 != wb>>32 && !(smallInt(uint32(wa)) && smallInt(uint32(wb))):
 				out = append(out, readWord(a[off:off+8], b[off:off+8], off-lo, 8))
 			default:
 				for half := uint32(0); half < 8; half += 4 {
@@ -204,6 +205,10 @@ func readWord(a, b []byte, off, size uint32) WordDiff {
 }
 
 func le64(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
+
+// smallInt: a 32-bit word that reads as an integer of magnitude below 2^24, as counts, sizes
+// and strides are; the low half of a double seldom is.
+func smallInt(v uint32) bool { return int32(v) > -1<<24 && int32(v) < 1<<24 }
 
 // addressLike: a 64-bit value in the range the driver hands device addresses out of (above
 // 4 GiB, in the 48-bit user address space), which integers of a program seldom hold.

@@ -1,11 +1,13 @@
 package diff
 
 import (
+	"encoding/binary"
 	"math"
 	"testing"
 
 	"github.com/gpurr/gpurr/internal/testrec"
 	"github.com/gpurr/gpurr/recording"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
 // explainScripts records a and b, aligns them, and explains their first divergence.
@@ -172,5 +174,37 @@ func TestVerdictCollectiveFirst(t *testing.T) {
 	}
 	if kind, _ := verdict([]ParamDiff{{Index: 1, Type: "i32", A: "1", B: "2"}}, inputs, reduce); kind != "parameters" {
 		t.Errorf("a collective with a parameter that differs: %s; want parameters", kind)
+	}
+}
+
+// A struct parameter is listed by the words inside it that differ, with their offsets; the
+// address words inside it, and a double, read as they should.
+func TestParamDiffsStruct(t *testing.T) {
+	kernel := &pb.Kernel{Params: []*pb.ParamInfo{{Offset: 0, Size: 24}, {Offset: 24, Size: 8}, {Offset: 32, Size: 8}}}
+	buf := func(addr uint64, n int32, scale float32, lr float64, dst uint64) []byte {
+		b := binary.LittleEndian.AppendUint64(nil, addr) // struct: a pointer, an int and a float, padding
+		b = binary.LittleEndian.AppendUint32(b, uint32(n))
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(scale))
+		b = binary.LittleEndian.AppendUint64(b, 0)
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(lr))
+		return binary.LittleEndian.AppendUint64(b, dst)
+	}
+	a := &pb.Launch{Params: buf(0x7f00_0000_1000, 3, 0.5, 0.001, 0x7f00_0200_0000)}
+	b := &pb.Launch{Params: buf(0x7e00_0000_1000, 4, 0.25, math.Nextafter(0.001, 1), 0)}
+	got := ParamDiffs(kernel, a, b)
+	want := []string{"parameter 0 (24 bytes): +8: 3 vs 4, +12 (f32): 0.5 vs 0.25", "parameter 1 (f64): 0.001 vs 0.0010000000000000002",
+		"parameter 2: 0x7f0002000000 vs 0x0"}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v; want %q", got, want)
+	}
+	for i := range want {
+		if got[i].Text() != want[i] {
+			t.Errorf("parameter %d: %q; want %q", i, got[i].Text(), want[i])
+		}
+	}
+	// The same word named by a region is a pointer, whatever it holds.
+	a.Regions = []*pb.Region{{ParamOffsets: []uint32{32}}}
+	if got := ParamDiffs(kernel, a, b); len(got) != 2 {
+		t.Errorf("with parameter 2 a region's pointer: %+v; want it left out", got)
 	}
 }
