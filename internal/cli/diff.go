@@ -16,12 +16,13 @@ import (
 )
 
 type diffOptions struct {
-	format    string
-	replay    int
-	dtype     string
-	elements  int
-	unmatched int
-	frames    int
+	format         string
+	replay         int
+	includeLibrary bool // compare communication libraries' own memory too (diff.ScanOptions)
+	dtype          string
+	elements       int
+	unmatched      int
+	frames         int
 }
 
 func newDiffCmd() *cobra.Command {
@@ -70,33 +71,58 @@ Exit status: 0 when the runs agree, 1 when they part ways, 2 on bad input.`,
 }
 
 func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
-	out := cmd.OutOrStdout()
 	if err := checkFormat("diff", o.format, "text", "json"); err != nil {
 		return err
 	}
+	text := o.format == "text"
+	report, err := diffRecordings(cmd, o, pathA, pathB, text)
+	if err != nil {
+		return err
+	}
+	if !text {
+		report.Warnings = givenWarnings(cmd)
+		if err := report.WriteJSON(cmd.OutOrStdout()); err != nil {
+			return err
+		}
+	}
+	if len(report.Unread) > 0 {
+		return usageErrorf("diff: %s could not be read (%s); the others are compared above", info.Count(len(report.Unread), "pair"), fewNames(report.Unread))
+	}
+	if report.Parted > 0 {
+		return exitWith(exitFound)
+	}
+	return nil
+}
+
+// diffRecordings compares two recordings pair of processes by pair and returns the report;
+// with write, each pair's text is written as soon as it is compared, and the lines that
+// follow the pairs at the end. Pairs that could not be read are in it (Report.Unread), not an
+// error.
+func diffRecordings(cmd *cobra.Command, o diffOptions, pathA, pathB string, write bool) (*diff.Report, error) {
+	out := cmd.OutOrStdout()
 	if o.elements < 0 || o.unmatched < 0 || o.frames < 0 {
-		return usageErrorf("diff: --elements, --unmatched and --frames take a count of 0 or more")
+		return nil, usageErrorf("diff: --elements, --unmatched and --frames take a count of 0 or more")
 	}
 	if o.replay > 0 {
 		// Said before the recordings are read: replaying needs a GPU here.
 		if err := cuda.Init(); err != nil {
-			return usageErrorf("diff: --replay runs the launch again on a GPU, and this machine has none usable: %v", err)
+			return nil, usageErrorf("diff: --replay runs the launch again on a GPU, and this machine has none usable: %v", err)
 		}
 	}
 	do := diff.Options{Elements: o.elements, Frames: o.frames}
 	if o.dtype != "" {
 		var err error
 		if do.Dtype, err = dtype.Parse(o.dtype); err != nil {
-			return usageErrorf("diff: --dtype: %v", err)
+			return nil, usageErrorf("diff: --dtype: %v", err)
 		}
 	}
 	setA, err := openRecording(cmd, pathA)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	setB, err := openRecording(cmd, pathB)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	setA, setB = launching(cmd, setA), launching(cmd, setB)
 	procsA, procsB := recordingProcs(setA), recordingProcs(setB)
@@ -105,17 +131,15 @@ func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 		warnf(cmd, "%s", w)
 	}
 	if len(pairs) == 0 {
-		return noPairs("diff", setA.Dir, procsA, setB.Dir, procsB)
+		return nil, noPairs("diff", setA.Dir, procsA, setB.Dir, procsB)
 	}
 	report := &diff.Report{A: pathA, B: pathB}
-	// Each pair's text is written as soon as it is compared; JSON once all are.
-	text := o.format == "text"
 	runsA := map[*diff.PairReport]*diff.Run{} // the pairs that part ways, and their run A
 	for _, ij := range pairs {
 		pp := [2]*recording.Process{setA.Processes[ij[0]], setB.Processes[ij[1]]}
 		pr, a, err := comparePair(cmd, o, do, pp, len(pairs) == 1)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		report.Pairs = append(report.Pairs, pr)
 		switch pr.Outcome {
@@ -125,9 +149,9 @@ func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 			report.Parted++
 			runsA[pr] = a
 		}
-		if text {
+		if write {
 			if err := pr.WriteText(out); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
@@ -144,29 +168,19 @@ func runDiff(cmd *cobra.Command, o diffOptions, pathA, pathB string) error {
 		for _, p := range report.Pairs {
 			f, err := diff.Follow(first, p, runsA[p])
 			if err != nil {
-				return usageErrorf("diff: %v", err)
+				return nil, usageErrorf("diff: %v", err)
 			}
 			if f != nil {
 				report.Followed = append(report.Followed, *f)
 			}
 		}
 	}
-	if text {
-		err = report.WriteTrailer(out)
-	} else {
-		report.Warnings = givenWarnings(cmd)
-		err = report.WriteJSON(out)
+	if write {
+		if err := report.WriteTrailer(out); err != nil {
+			return nil, err
+		}
 	}
-	if err != nil {
-		return err
-	}
-	if len(report.Unread) > 0 {
-		return usageErrorf("diff: %s could not be read (%s); the others are compared above", info.Count(len(report.Unread), "pair"), fewNames(report.Unread))
-	}
-	if report.Parted > 0 {
-		return exitWith(exitFound)
-	}
-	return nil
+	return report, nil
 }
 
 // wallNs is when the pair's run A made the launch where the runs part ways.
@@ -181,10 +195,10 @@ func wallNs(p *diff.PairReport) int64 {
 // process that cannot be read is a pair not compared, unless it is the only pair: an error.
 func comparePair(cmd *cobra.Command, o diffOptions, do diff.Options, pp [2]*recording.Process, only bool) (*diff.PairReport, *diff.Run, error) {
 	pr := &diff.PairReport{A: pp[0].Name, B: pp[1].Name, Rank: pp[0].Info.Rank, Memory: true}
-	a, err := diff.Scan(pp[0])
+	a, err := diff.ScanWith(pp[0], diff.ScanOptions{IncludeLibrary: o.includeLibrary})
 	var b *diff.Run
 	if err == nil {
-		b, err = diff.ScanSized(pp[1], len(a.Launches))
+		b, err = diff.ScanWith(pp[1], diff.ScanOptions{Launches: len(a.Launches), IncludeLibrary: o.includeLibrary})
 	}
 	if err != nil {
 		// A damaged process does not hide the other pairs: they are compared, and the

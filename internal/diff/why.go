@@ -48,9 +48,10 @@ type Before struct {
 const MaxListed = 8
 
 // Explain says why the runs part ways at the launch of pair, read as sa and sb (ReadLaunch):
-// whether a scalar parameter differs, and each region's state before the launch, from the
-// launch's snapshots before it where both runs have them, else from the state after the last
-// earlier launch that reached the region (one more pass over each recording, up to the launch).
+// whether a scalar parameter differs, and each region's state before the launch in each run,
+// from the launch's snapshot before it where the run has one, else from the state after the
+// last earlier launch that reached the region (one more pass over each recording, up to the
+// launch, the two at once).
 func Explain(a, b *Run, pair Pair, sa, sb *Side) (*Explanation, error) {
 	e := &Explanation{Params: ParamDiffs(sa.Kernel, sa.Launch, sb.Launch)}
 	// The two recordings are read at once, each on a goroutine of its own.
