@@ -8,25 +8,24 @@ import (
 	"github.com/gpurr/gpurr/internal/info"
 )
 
-// shownAllocs is how many allocations of a step that differs the text names.
-const shownAllocs = 8
-
 // WriteText writes what bisect found, then the report of its last runs (a report with a
-// WriteText method of its own), then what it cost.
+// WriteText method of its own), then the runs it made.
 func (r *Result) WriteText(w io.Writer) error {
-	t := &writer{w: w}
+	t := info.NewTextWriter(w)
 	if f := r.Digests; f != nil {
 		r.writeDigests(t, f)
 	}
 	for _, n := range r.Notes {
-		t.printf("  note     %s\n", n)
+		t.Printf("  note     %s\n", n)
 	}
-	if r.Report != nil && r.Outcome != "agree" {
+	if r.Report != nil && r.Outcome != "agree" && t.Err() == nil {
 		if win := r.Window; win != nil {
-			t.printf("reruns hashing every launch of %s:\n", stepsWords(win[0], win[1]))
+			t.Printf("reruns hashing every launch of %s:\n", stepsWords(win[0], win[1]))
 		}
-		if rt, ok := r.Report.(interface{ WriteText(io.Writer) error }); ok && t.err == nil {
-			t.err = rt.WriteText(w)
+		if rt, ok := r.Report.(interface{ WriteText(io.Writer) error }); ok {
+			if err := rt.WriteText(w); err != nil {
+				return err
+			}
 		}
 	}
 	made := 0
@@ -35,65 +34,60 @@ func (r *Result) WriteText(w io.Writer) error {
 			made++
 		}
 	}
-	t.printf("bisect: %s in %.1f s: %s\n", info.Count(made, "run"), r.Wall(), r.Made())
-	return t.err
+	if made == 0 {
+		t.Printf("bisect: no run made: the recordings given settle it\n")
+		return t.Err()
+	}
+	t.Printf("bisect: %s in %.1f s:\n", info.Count(made, "run"), r.Wall())
+	for _, run := range r.Runs {
+		if !run.Given {
+			t.Printf("  %-10s %6.1f s, exit %d: %s (%s)\n", run.Name, run.Seconds, run.Exit, run.Purpose, run.Dir)
+		}
+	}
+	return t.Err()
 }
 
-func (r *Result) writeDigests(t *writer, f *DigestFinding) {
+func (r *Result) writeDigests(t *info.TextWriter, f *DigestFinding) {
 	for _, w := range f.Warnings {
-		t.printf("  warning  %s\n", w)
+		t.Printf("  warning  %s\n", w)
 	}
 	if r.Outcome == "nan" || r.Outcome == "finite" || (len(f.Pairs) > 0 && f.Pairs[0].Compare == nil) {
 		if f.Step == nil {
-			t.printf("step digests: no NaN or Inf at any digest (%s)\n", info.Count(f.Steps, "step"))
+			t.Printf("step digests: no NaN or Inf at any digest (%s)\n", info.Count(f.Steps, "step"))
 			return
 		}
 		for _, p := range f.Pairs {
-			if p.NaN == nil || p.NaN.Step != *f.Step {
-				continue
+			if p.NaN != nil && p.NaN.Step == *f.Step {
+				t.Printf("step digests: NaN or Inf first in the digest of step %d (%s): %s\n", p.NaN.Step, pairName(p), nanWords(p))
 			}
-			t.printf("step digests: NaN or Inf first in the digest of step %d (%s): %s\n", p.NaN.Step, pairName(p), nanWords(p))
 		}
 		return
 	}
 	if f.Step == nil {
-		t.printf("step digests: the runs agree at every digest (%s compared)\n", info.Count(f.Steps, "step"))
+		t.Printf("step digests: the runs agree at every digest (%s compared)\n", info.Count(f.Steps, "step"))
 		return
 	}
 	agreed := "no step before it agrees"
-	if f.Agreed >= 0 {
+	switch {
+	case f.Agreed == 0:
+		agreed = "step 0 agrees"
+	case f.Agreed > 0:
 		agreed = fmt.Sprintf("steps 0-%d agree", f.Agreed)
-		if f.Agreed == 0 {
-			agreed = "step 0 agrees"
-		}
 	}
-	t.printf("step digests: the runs part ways in step %d (%s): %s\n", *f.Step, agreed, strings.Join(f.DivergentRanks(*f.Step), ", "))
+	t.Printf("step digests: the runs part ways in step %d (%s): %s\n", *f.Step, agreed, strings.Join(f.DivergentRanks(*f.Step), ", "))
 	for _, p := range f.Pairs {
 		c := p.Compare
 		if c == nil || c.First == nil || c.First.Step != *f.Step {
 			continue
 		}
-		t.printf("  %s: %d of %d allocations differ at the end of step %d\n", pairName(p), len(c.First.Allocs), c.First.Matched, c.First.Step)
-		for i, a := range c.First.Allocs {
-			if i == shownAllocs {
-				t.printf("    ... and %s\n", info.Count(len(c.First.Allocs)-shownAllocs, "more allocation"))
-				break
-			}
-			where := "allocated where no line was recorded"
-			if a.Line != "" {
-				where = "allocated at " + a.Line
-			}
-			chunk := ""
-			if a.Chunk >= 0 {
-				chunk = fmt.Sprintf(": chunk %d differs first", a.Chunk)
-			}
-			t.printf("    %s %s%s\n", info.FormatBytes(a.Size), where, chunk)
-		}
+		t.Printf("  %s: %d of %d allocations differ at the end of step %d\n", pairName(p), len(c.First.Allocs), c.First.Matched, c.First.Step)
+		c.First.WriteAllocs(t, "    ")
 	}
 }
 
 func nanWords(p PairDigest) string {
-	var allocs, nan, inf uint64
+	var allocs int
+	var nan, inf uint64
 	for _, a := range p.NaN.Allocs {
 		if a.NaN+a.Inf > 0 {
 			allocs++
@@ -101,16 +95,5 @@ func nanWords(p PairDigest) string {
 			inf += a.Inf
 		}
 	}
-	return fmt.Sprintf("%s hold %d NaN and %d Inf", info.Count(int(allocs), "allocation"), nan, inf)
-}
-
-type writer struct {
-	w   io.Writer
-	err error
-}
-
-func (t *writer) printf(format string, args ...any) {
-	if t.err == nil {
-		_, t.err = fmt.Fprintf(t.w, format, args...)
-	}
+	return fmt.Sprintf("%s hold %d NaN and %d Inf", info.Count(allocs, "allocation"), nan, inf)
 }

@@ -65,6 +65,7 @@ Exit status: 0 when the runs agree, 1 when they part ways, 2 on bad input.`,
 	f.IntVar(&o.elements, "elements", 8, "differing elements to show per region (with --dtype)")
 	f.IntVar(&o.unmatched, "unmatched", 5, "launches present in one run only to list by name (all are counted)")
 	f.IntVar(&o.frames, "frames", 6, "Python frames of each callstack to show, innermost first")
+	f.BoolVar(&o.includeLibrary, "include-library", false, "compare communication libraries' own memory too (NCCL's channels and buffers), which differs from run to run by design and is left out")
 	countVar(f, &o.replay, "replay", 0, 0, "replay the launch where the runs part ways this many times on a GPU from A's snapshots before it, to tell a nondeterministic kernel from inputs that differ")
 	addStepRangeFlag(cmd)
 	return cmd
@@ -155,12 +156,12 @@ func diffRecordings(cmd *cobra.Command, o diffOptions, pathA, pathB string, writ
 			}
 		}
 	}
-	if report.Parted > 1 {
+	if timed := timedPairs(report); timed > 1 {
 		// Ranks wait on each other's collectives: the rank that parted ways first in time is
 		// where to look; the others may only have received its bad values.
 		var first *diff.PairReport
 		for _, p := range report.Pairs {
-			if p.Outcome == "part-ways" && (first == nil || wallNs(p) < wallNs(first)) {
+			if p.Outcome == "part-ways" && (p.Divergence != nil || p.Lone != nil) && (first == nil || wallNs(p) < wallNs(first)) {
 				first = p
 			}
 		}
@@ -181,6 +182,18 @@ func diffRecordings(cmd *cobra.Command, o diffOptions, pathA, pathB string, writ
 		}
 	}
 	return report, nil
+}
+
+// timedPairs counts the pairs that part ways at a launch, which has a time (digests place a
+// divergence in a step only).
+func timedPairs(r *diff.Report) int {
+	n := 0
+	for _, p := range r.Pairs {
+		if p.Outcome == "part-ways" && (p.Divergence != nil || p.Lone != nil) {
+			n++
+		}
+	}
+	return n
 }
 
 // wallNs is when the pair's run A made the launch where the runs part ways.
@@ -240,6 +253,23 @@ func comparePair(cmd *cobra.Command, o diffOptions, do diff.Options, pp [2]*reco
 		}
 		return pr, a, nil
 	}
+	if len(a.Library) > 0 {
+		pr.Library = a.Library
+	}
+	if pp[0].Info.GetMemory().GetDigests() && pp[1].Info.GetMemory().GetDigests() {
+		if pr.Digests, err = compareDigests(pp); err != nil {
+			return nil, nil, usageErrorf("diff: %v", err)
+		}
+	}
+	if res.Compared == 0 && pr.Digests != nil {
+		if pr.Digests.First != nil {
+			pr.Outcome = "part-ways"
+		}
+		if pr.Digests.Compared == 0 {
+			return nil, nil, usageErrorf("diff: %s and %s: no step digested on both sides (a program that went through no training step: record with --step-every N or --step-range REGEX)", pp[0].Name, pp[1].Name)
+		}
+		return pr, a, nil
+	}
 	if res.Compared == 0 {
 		return nil, nil, usageErrorf("diff: %s and %s: no matched launch has memory states on both sides (%d matched)", pp[0].Name, pp[1].Name, res.Matched)
 	}
@@ -258,6 +288,24 @@ func comparePair(cmd *cobra.Command, o diffOptions, do diff.Options, pp [2]*reco
 	}
 	pr.WriteSets = diff.NewWriteSetNote(res, diff.CarrySide{Name: "A", Run: a, First: firstA}, diff.CarrySide{Name: "B", Run: b, First: firstB})
 	return pr, a, nil
+}
+
+// compareDigests compares a pair of processes' step digests, with the first chunk that differs
+// of each allocation of the first step that differs.
+func compareDigests(pp [2]*recording.Process) (*diff.DigestComparison, error) {
+	a, err := diff.ScanDigests(pp[0])
+	if err != nil {
+		return nil, err
+	}
+	b, err := diff.ScanDigests(pp[1])
+	if err != nil {
+		return nil, err
+	}
+	c := diff.CompareDigests(a, b)
+	if c.First != nil {
+		err = diff.FirstChunks(pp[0], pp[1], c.First)
+	}
+	return c, err
 }
 
 // replayDivergence replays launch seq of run A n times from its snapshot before it

@@ -143,7 +143,7 @@ func TestCountFlagsAndAllocatorFlag(t *testing.T) {
 		{[]string{"diff", "--unmatched", "-1", rec, rec}, "take a count of 0 or more"},
 		{[]string{"nan", "--frames", "-2", rec}, "takes a count of 0 or more"},
 		{[]string{"record", "--keep-pytorch-allocator", "--", "true"}, "--keep-pytorch-allocator only matters with --memory"},
-		{[]string{"record", "--nan-scan", "f32", "--", "true"}, "record: --nan-scan needs memory mode hash or snapshot"},
+		{[]string{"record", "--nan-scan", "f32", "--", "true"}, "record: --nan-scan needs memory mode hash, snapshot or digest"},
 		{[]string{"record", "--memory", "hash", "--nan-scan", "f32,i8", "--", "true"}, `record: --nan-scan f32,i8: "i8" is not a type the GPU counts NaN as (want f32, f64, f16, bf16)`},
 	})
 }

@@ -149,6 +149,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newDemoCmd(),
 		newRewindCmd(),
 		newDiffCmd(),
+		newBisectCmd(),
 		newNanCmd(),
 		newReplayCmd(),
 		newTuneCmd(),

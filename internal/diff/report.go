@@ -52,6 +52,12 @@ type PairReport struct {
 	WriteSets    *WriteSetNote `json:"write_sets,omitempty"`
 	OnlyA        *Unmatched    `json:"only_a,omitempty"`
 	OnlyB        *Unmatched    `json:"only_b,omitempty"`
+	// Library counts, by owner, the region states left out of the comparison because their
+	// memory is a communication library's own (Run.Library); --include-library compares them.
+	Library map[string]int `json:"library_left_out,omitempty"`
+	// Digests compares the runs' step digests, when both have them (format 1.12): the whole
+	// comparison of runs recorded with --memory digest, beside the launches' with --hash-steps.
+	Digests *DigestComparison `json:"digests,omitempty"`
 }
 
 // Label names the pair in the report: "NAME vs NAME".

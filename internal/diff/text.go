@@ -3,6 +3,8 @@ package diff
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/gpurr/gpurr/internal/info"
@@ -54,6 +56,8 @@ func (p *PairReport) WriteText(w io.Writer) error {
 		}
 		l.Origin.Write(t, l.Side)
 		t.Printf("  %s matched (memory not compared)\n", info.Count(p.Matched, "launch"))
+	case p.Compared == 0 && p.Digests != nil:
+		p.Digests.write(t, label)
 	case p.Divergence == nil:
 		t.Printf("%s: the runs agree: %d launches compared after they ran (%d matched)\n", label, p.Compared, p.Matched)
 		p.WriteSets.Write(t)
@@ -78,12 +82,89 @@ func (p *PairReport) WriteText(w io.Writer) error {
 		t.Printf("  %d launches matched, %d compared; %d of them differ after they ran, this one first\n", p.Matched, p.Compared, p.Differ)
 		p.WriteSets.Write(t)
 	}
+	if p.Compared > 0 && p.Digests != nil {
+		if f := p.Digests.First; f != nil {
+			t.Printf("  digests  part ways in step %d (%s)\n", f.Step, p.Digests.agreedText())
+		} else {
+			t.Printf("  digests  agree at %s\n", info.Count(p.Digests.Compared, "step"))
+		}
+	}
+	for _, owner := range slices.Sorted(maps.Keys(p.Library)) {
+		t.Printf("  left out %s of %s own memory (it differs from run to run by design; --include-library compares it)\n",
+			info.Count(p.Library[owner], "region state"), libraryName(owner))
+	}
 	if p.AlikeThreads > 1 {
 		t.Printf("  %d threads launch alike (same kernel and callstack): paired by the order they were created\n", p.AlikeThreads)
 	}
 	p.OnlyA.Write(t, "A")
 	p.OnlyB.Write(t, "B")
 	return t.Err()
+}
+
+// libraryName is an Allocation.owner as a person names the library.
+func libraryName(owner string) string {
+	switch owner {
+	case "nccl":
+		return "NCCL's"
+	case "nvshmem":
+		return "NVSHMEM's"
+	case "ucx":
+		return "UCX's"
+	}
+	return owner + "'s"
+}
+
+// shownDigestAllocs is how many allocations of a step whose digests differ the text names.
+const shownDigestAllocs = 8
+
+func (c *DigestComparison) agreedText() string {
+	switch c.Agreed {
+	case -1:
+		return "no step before it agrees"
+	case 0:
+		return "step 0 agrees"
+	}
+	return fmt.Sprintf("steps 0-%d agree", c.Agreed)
+}
+
+// WriteAllocs writes the allocations that differ, a line each behind prefix, the first
+// shownDigestAllocs of them.
+func (f *StepDiff) WriteAllocs(t *info.TextWriter, prefix string) {
+	for i, a := range f.Allocs {
+		if i == shownDigestAllocs {
+			t.Printf("%s... and %s\n", prefix, info.Count(len(f.Allocs)-shownDigestAllocs, "more allocation"))
+			return
+		}
+		where := "allocated where no line was recorded"
+		if a.Line != "" {
+			where = "allocated at " + a.Line
+		}
+		chunk := ""
+		if a.Chunk >= 0 {
+			chunk = fmt.Sprintf(": chunk %d differs first", a.Chunk)
+		}
+		t.Printf("%s%s %s%s\n", prefix, info.FormatBytes(a.Size), where, chunk)
+	}
+}
+
+// write writes a comparison of two runs by their step digests alone.
+func (c *DigestComparison) write(t *info.TextWriter, label string) {
+	if c.First == nil {
+		t.Printf("%s: the runs agree at every digest: %s compared\n", label, info.Count(c.Compared, "step"))
+		if c.OnlyA+c.OnlyB > 0 {
+			t.Printf("  steps    %d digested in A only, %d in B only (not compared)\n", c.OnlyA, c.OnlyB)
+		}
+		return
+	}
+	f := c.First
+	t.Printf("%s: the runs part ways in step %d (%s): the state at its end differs in %d of %s\n", label, f.Step, c.agreedText(),
+		len(f.Allocs), info.Count(f.Matched, "allocation"))
+	t.Printf("  digest   before launch %d of A and %d of B\n", f.SeqA, f.SeqB)
+	f.WriteAllocs(t, "  alloc    ")
+	if f.Unmatched > 0 {
+		t.Printf("  %s in one run's digest only (not compared)\n", info.Count(f.Unmatched, "allocation"))
+	}
+	t.Printf("  narrow   gpurr bisect A B reruns step %d hashing each launch, and names the one that differs\n", f.Step)
 }
 
 func other(side string) string {

@@ -71,6 +71,9 @@ func TestTablesMatchSchema(t *testing.T) {
 		if table.Name == "write_set_misses" {
 			continue // recorded with --write-sets learned only: TestWriteSetTables
 		}
+		if table.Name == "digests" {
+			continue // recorded with --memory digest only: TestDigestTable
+		}
 		if n := one(t, db, "SELECT count(*) FROM "+table.Name); n == int64(0) {
 			t.Errorf("table %s is empty for the synthetic recording", table.Name)
 		}
@@ -320,5 +323,26 @@ func TestSQLErrorPlain(t *testing.T) {
 	err = db.Query(context.Background(), "WITH x AS (SELECT 1) DELETE FROM launches", &collect{})
 	if !errors.Is(err, ErrNotReading) || strings.Contains(err.Error(), "(23)") {
 		t.Errorf("error %v, want a refusal without SQLite's code", err)
+	}
+}
+
+// A recording with step digests (format 1.12), as SQL sees it: a row per allocation of each
+// digest, joined to the allocation and the line that made it; NCCL's allocation in none.
+func TestDigestTable(t *testing.T) {
+	set := testrec.Open(t, testrec.Digests)
+	db, err := Load(context.Background(), set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if n := one(t, db, "SELECT count(*) FROM digests"); n != int64(5*3) {
+		t.Errorf("%v digest rows, want 15 (5 steps, 3 allocations)", n)
+	}
+	if n := one(t, db, "SELECT count(*) FROM digests d JOIN allocations a USING (process, allocation_id) WHERE a.owner = 'nccl'"); n != int64(0) {
+		t.Errorf("%v digest rows of NCCL's allocation", n)
+	}
+	if n := one(t, db, "SELECT count(DISTINCT c.python_line) FROM digests d JOIN allocations a USING (process, allocation_id) "+
+		"JOIN callstacks c ON c.process = a.process AND c.callstack_id = a.callstack_id"); n != int64(3) {
+		t.Errorf("digested allocations made at %v lines, want 3", n)
 	}
 }

@@ -60,6 +60,12 @@ const (
 	// WriteSetsDiverged is WriteSets where the step kernel of launch 6 computed another
 	// result: gpurr diff of the two parts ways there, after the miss's since launch.
 	WriteSetsDiverged Variant = "write-sets-diverged"
+	// Digests is one process recorded with --memory digest (format 1.12): a training run of
+	// DefaultTrained, with a step digest at each of its 5 step boundaries.
+	Digests Variant = "digests"
+	// DigestsDiverged is Digests where launch 1 of step 2 wrote other bytes: gpurr diff of the two
+	// parts ways in step 2.
+	DigestsDiverged Variant = "digests-diverged"
 )
 
 // StepRangeRecorded is the step range of the StepRange variant.
@@ -67,7 +73,7 @@ const StepRangeRecorded = "^(init|weights)$"
 
 // Variants lists every variant.
 var Variants = []Variant{Good, Lossy, Incomplete, Truncated, Corrupt, Newer, Empty, Memory, Autograd, AutogradDiverged, StepRange, Probe,
-	WriteSets, WriteSetsDiverged}
+	WriteSets, WriteSetsDiverged, Digests, DigestsDiverged}
 
 // Write writes a synthetic recording into dir (created if needed).
 func Write(dir string, v Variant) error {
@@ -75,6 +81,15 @@ func Write(dir string, v Variant) error {
 		return fmt.Errorf("testrec: unknown variant %q", v)
 	}
 	switch v {
+	case Digests, DigestsDiverged:
+		o := DefaultTrained()
+		if v == DigestsDiverged {
+			o.DivergeStep, o.DivergeLaunch = 2, 1
+		}
+		if err := recording.CreateSet(dir, []string{"python", TrainedScript}); err != nil {
+			return err
+		}
+		return WriteTrained(dir, o)
 	case WriteSets, WriteSetsDiverged:
 		o := WriteSetsOptions{}
 		if v == WriteSetsDiverged {
