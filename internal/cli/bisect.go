@@ -318,7 +318,6 @@ func (n bisectNarrower) NaN(dir string) (bisect.Report, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	types, _ := dtype.ParseFloatList("f32,bf16,f16")
 	// Of the processes that hold one, the one whose launch came first by the wall clock:
 	// ranks hand each other their NaN through collectives.
 	var first *nanscan.Report
@@ -326,6 +325,11 @@ func (n bisectNarrower) NaN(dir string) (bisect.Report, bool, error) {
 	for _, p := range set.Processes {
 		if p.Info.GetMemory() == nil { // a launcher (torchrun's) that ran no kernel
 			continue
+		}
+		// The types the rerun counted (bisect asks for the digests' own).
+		types, err := dtype.ParseFloatList(strings.Join(p.Info.GetMemory().GetNanScan(), ","))
+		if err != nil || len(types) == 0 {
+			return nil, false, fmt.Errorf("%s counted no NaN (--nan-scan): %v", p.Dir, err)
 		}
 		found, st, err := nanscan.Scan(p, types, false)
 		if err != nil {

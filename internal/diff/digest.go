@@ -164,6 +164,41 @@ func (r *DigestRun) FirstNonFinite() *StepDigest {
 	return nil
 }
 
+// digestState is an allocation's hash in a step digest.
+type digestState struct {
+	hash []byte
+	seq  uint64
+	step uint32
+}
+
+// lastDigest reads p's step digests taken before launch call seq and returns each program
+// allocation's state in the last one that holds it, by allocation id.
+func lastDigest(p *recording.Process, seq uint64) (map[uint64]digestState, error) {
+	out := map[uint64]digestState{}
+	_, err := p.Scan(func(b *pb.Batch) error {
+		for _, st := range b.Digests {
+			if st.GetLost() || st.GetLaunchSeq() > seq {
+				continue
+			}
+			regions := st.GetDigestRegions()
+			for i, rs := range st.GetRegions() {
+				if i >= len(regions) {
+					break
+				}
+				id := regions[i].GetAllocationId()
+				if prev, ok := out[id]; !ok || prev.seq <= st.GetLaunchSeq() {
+					out[id] = digestState{hash: rs.GetHash(), seq: st.GetLaunchSeq(), step: st.GetStep()}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p.Name, err)
+	}
+	return out, nil
+}
+
 // AllocDiff is an allocation whose state differs between the runs' digests of a step.
 type AllocDiff struct {
 	A     DigestAlloc `json:"a"`

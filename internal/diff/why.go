@@ -40,7 +40,8 @@ type Before struct {
 	From string `json:"from,omitempty"`
 	Seq  uint64 `json:"seq,omitempty"`
 	Writer
-	Unknown string `json:"unknown,omitempty"`
+	Step    *uint32 `json:"digest_step,omitempty"` // From "digest": the step whose digest holds it
+	Unknown string  `json:"unknown,omitempty"`
 	hash    []byte
 }
 
@@ -94,11 +95,21 @@ func Explain(a, b *Run, pair Pair, sa, sb *Side) (*Explanation, error) {
 
 // verdict is the explanation's kind and line: the first cause found, in the order a parameter,
 // a collective, an input, then the same inputs, known or as far as recorded.
+//
+// Only scalar parameters decide: a struct's words that differ may be bytes its kernel never
+// reads (PyTorch's TensorInfo holds 25 sizes and strides and uses as many as the tensor has
+// dimensions, the rest left as they were), so they are listed but do not make the verdict.
 func verdict(params []ParamDiff, inputs []Input, kernel string) (kind, line string) {
-	if len(params) > 0 {
-		line = "inputs differ: " + params[0].Text()
-		if len(params) > 1 {
-			line += fmt.Sprintf(" (and %d more)", len(params)-1)
+	var scalars []ParamDiff
+	for _, p := range params {
+		if p.Type != "struct" {
+			scalars = append(scalars, p)
+		}
+	}
+	if len(scalars) > 0 {
+		line = "inputs differ: " + scalars[0].Text()
+		if len(scalars) > 1 {
+			line += fmt.Sprintf(" (and %d more)", len(scalars)-1)
 		}
 		return "parameters", line
 	}
@@ -139,6 +150,9 @@ func (b Before) writerText() string {
 func (in Input) Text() string {
 	switch in.State {
 	case "same":
+		if in.A.Step != nil && in.B.Step != nil {
+			return fmt.Sprintf("the same in both runs (as step %d's digest holds it; no launch since reached it)", *in.A.Step)
+		}
 		return "the same in both runs"
 	case "differs":
 		text := "differs (" + in.A.writerText()
@@ -177,6 +191,16 @@ func befores(r *Run, s *Side) ([]Before, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A region no earlier launch reached may be in a step digest taken since it was last
+	// written (--hash-steps: the launches before the steps hashed record no regions).
+	var digested map[uint64]digestState
+	for i, p := range prior {
+		if p.State == nil && p.Seq == 0 && regions[i].GetAllocationId() != 0 && digested == nil {
+			if digested, err = lastDigest(r.Process, s.Launch.GetSeq()); err != nil {
+				return nil, err
+			}
+		}
+	}
 	for i := range out {
 		p := prior[i]
 		out[i] = Before{Writer: WriterOf(p)}
@@ -187,6 +211,9 @@ func befores(r *Run, s *Side) ([]Before, error) {
 			out[i].Seq, out[i].Unknown = p.Seq, staleCarry(r, regions[i], p, s.Launch.GetSeq())
 		case p.State != nil:
 			out[i].From, out[i].Seq, out[i].hash = "launch", p.Seq, p.State.GetHash()
+		case p.Seq == 0 && digested[regions[i].GetAllocationId()].hash != nil:
+			d := digested[regions[i].GetAllocationId()]
+			out[i].From, out[i].Seq, out[i].Step, out[i].hash = "digest", d.seq, &d.step, d.hash
 		default:
 			out[i].Seq, out[i].Unknown = p.Seq, p.Unknown
 		}

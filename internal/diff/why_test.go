@@ -3,6 +3,7 @@ package diff
 import (
 	"encoding/binary"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/gpurr/gpurr/internal/testrec"
@@ -206,5 +207,65 @@ func TestParamDiffsStruct(t *testing.T) {
 	a.Regions = []*pb.Region{{ParamOffsets: []uint32{32}}}
 	if got := ParamDiffs(kernel, a, b); len(got) != 2 {
 		t.Errorf("with parameter 2 a region's pointer: %+v; want it left out", got)
+	}
+}
+
+// A struct parameter whose words differ does not make the verdict (they may be bytes its kernel
+// never reads, as the sizes past a TensorInfo's dimensions): a scalar one does, and without one
+// the inputs speak.
+func TestVerdictStructNotDeciding(t *testing.T) {
+	inputs := []Input{{Region: 0, State: "same"}}
+	garbage := ParamDiff{Index: 0, Type: "struct", Size: 216, Words: []WordDiff{{Offset: 24, Size: 4, Type: "i32", A: "254593360", B: "1074419760"}}}
+	if kind, _ := verdict([]ParamDiff{garbage}, inputs, "indexFuncLargeIndex"); kind != "nondeterministic" {
+		t.Errorf("only a struct's words differ, inputs the same: %s; want nondeterministic", kind)
+	}
+	lr := ParamDiff{Index: 3, Type: "f32", A: "-0.001", B: "-0.0010000002"}
+	if kind, line := verdict([]ParamDiff{garbage, lr}, inputs, "multi_tensor_apply_kernel"); kind != "parameters" || line != "inputs differ: parameter 3 (f32): -0.001 vs -0.0010000002" {
+		t.Errorf("a struct and a scalar differ: %s, %q; want the scalar", kind, line)
+	}
+}
+
+// With --hash-steps, a launch's input written before the steps hashed has its state from the
+// last step digest before it: two runs whose one launch of step 2 wrote other bytes are
+// explained as a nondeterministic kernel, its inputs the same as the digest of step 1 holds.
+func TestExplainFromDigest(t *testing.T) {
+	runs := make([]*Run, 2)
+	for i := range runs {
+		o := testrec.DefaultTrained()
+		o.Hash, o.HashSteps = true, [2]int{2, 2}
+		o.DivergeStep, o.DivergeLaunch, o.Salt = 2, 0, uint64(i)
+		dir := t.TempDir()
+		if err := testrec.WriteTrained(dir, o); err != nil {
+			t.Fatal(err)
+		}
+		set, err := recording.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if runs[i], err = Scan(set.Processes[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := Align(runs[0], runs[1])
+	if res.First == nil {
+		t.Fatal("the runs agree")
+	}
+	sa, err := ReadLaunch(runs[0].Process, runs[0].Launches[res.First.A].Seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := ReadLaunch(runs[1].Process, runs[1].Launches[res.First.B].Seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := Explain(runs[0], runs[1], *res.First, sa, sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sa.Launch.GetSeq() != 9 || e.Kind != "nondeterministic" {
+		t.Fatalf("launch %d, %s: %q (inputs %+v); want launch 9, nondeterministic", sa.Launch.GetSeq(), e.Kind, e.Verdict, e.Inputs)
+	}
+	if in := e.Inputs[0]; in.A.From != "digest" || *in.A.Step != 1 || !strings.Contains(in.Text(), "step 1's digest") {
+		t.Errorf("region 0 before: %+v, %q; want step 1's digest", in, in.Text())
 	}
 }
