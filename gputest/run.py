@@ -1172,9 +1172,9 @@ def t_bisect_lr_ulp(h):
     r, _ = bisect(h, "bisect_lr_ulp", [*recs])
     check(r.rc == 1, f"gpurr bisect A B exit {r.rc}, want 1: {r.why()}\n{r.out[-1500:]}")
     check("step 0" in r.out, f"bisect does not name step 0:\n{r.out[-1500:]}")
-    params = [l.strip() for l in r.out.splitlines() if "parameter" in l]
-    check(params and "0.001" in params[0], f"bisect does not explain the divergence by the lr parameter:\n{r.out[-1500:]}")
-    return params[0][:100]
+    why = [l.strip() for l in r.out.splitlines() if l.strip().startswith("why")]
+    check(why and "parameter" in why[0] and "0.001" in why[0], f"bisect does not explain the divergence by the lr parameter:\n{r.out[-1500:]}")
+    return why[0][:100]
 
 
 @test("digest.nccl_owned")

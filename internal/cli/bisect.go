@@ -322,6 +322,7 @@ func (n bisectNarrower) NaN(dir string) (bisect.Report, bool, error) {
 	// ranks hand each other their NaN through collectives.
 	var first *nanscan.Report
 	var firstAt int64
+	firstReceived := false
 	for _, p := range set.Processes {
 		if p.Info.GetMemory() == nil { // a launcher (torchrun's) that ran no kernel
 			continue
@@ -342,9 +343,12 @@ func (n bisectNarrower) NaN(dir string) (bisect.Report, bool, error) {
 		if err != nil {
 			return nil, false, err
 		}
+		// A NaN that first shows in a collective's output was received from another rank: a
+		// rank where a kernel of its own made one comes first, whatever the host clocks say.
+		received := diff.IsCollective(found.Kernel.GetName())
 		at := p.Info.GetStartUnixNs() + int64(found.Launch.GetHostNs()) - int64(p.Info.GetStartNs())
-		if first == nil || at < firstAt {
-			first, firstAt = report, at
+		if first == nil || firstReceived && !received || firstReceived == received && at < firstAt {
+			first, firstAt, firstReceived = report, at, received
 		}
 	}
 	if first == nil {

@@ -164,39 +164,41 @@ func (r *DigestRun) FirstNonFinite() *StepDigest {
 	return nil
 }
 
-// digestState is an allocation's hash in a step digest.
-type digestState struct {
-	hash []byte
-	seq  uint64
-	step uint32
+// DigestState is an allocation's state in a step digest.
+type DigestState struct {
+	State *pb.RegionState // its hash, and NaN counts as MemoryConfig.nan_scan's types
+	Seq   uint64          // the launch call the digest was taken before
+	Step  uint32
 }
 
-// lastDigest reads p's step digests taken before launch call seq and returns each program
-// allocation's state in the last one that holds it, by allocation id.
-func lastDigest(p *recording.Process, seq uint64) (map[uint64]digestState, error) {
-	out := map[uint64]digestState{}
+// LastDigest reads p's step digests taken before launch call seq and returns each program
+// allocation's state in the last one that holds it, by allocation id, and whether there was
+// any digest before seq: then an allocation it does not hold was made after it.
+func LastDigest(p *recording.Process, seq uint64) (map[uint64]DigestState, bool, error) {
+	out, any := map[uint64]DigestState{}, false
 	_, err := p.Scan(func(b *pb.Batch) error {
 		for _, st := range b.Digests {
 			if st.GetLost() || st.GetLaunchSeq() > seq {
 				continue
 			}
+			any = true
 			regions := st.GetDigestRegions()
 			for i, rs := range st.GetRegions() {
 				if i >= len(regions) {
 					break
 				}
 				id := regions[i].GetAllocationId()
-				if prev, ok := out[id]; !ok || prev.seq <= st.GetLaunchSeq() {
-					out[id] = digestState{hash: rs.GetHash(), seq: st.GetLaunchSeq(), step: st.GetStep()}
+				if prev, ok := out[id]; !ok || prev.Seq <= st.GetLaunchSeq() {
+					out[id] = DigestState{State: rs, Seq: st.GetLaunchSeq(), Step: st.GetStep()}
 				}
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", p.Name, err)
+		return nil, false, fmt.Errorf("%s: %w", p.Name, err)
 	}
-	return out, nil
+	return out, any, nil
 }
 
 // AllocDiff is an allocation whose state differs between the runs' digests of a step.

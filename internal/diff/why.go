@@ -193,10 +193,10 @@ func befores(r *Run, s *Side) ([]Before, error) {
 	}
 	// A region no earlier launch reached may be in a step digest taken since it was last
 	// written (--hash-steps: the launches before the steps hashed record no regions).
-	var digested map[uint64]digestState
+	var digested map[uint64]DigestState
 	for i, p := range prior {
 		if p.State == nil && p.Seq == 0 && regions[i].GetAllocationId() != 0 && digested == nil {
-			if digested, err = lastDigest(r.Process, s.Launch.GetSeq()); err != nil {
+			if digested, _, err = LastDigest(r.Process, s.Launch.GetSeq()); err != nil {
 				return nil, err
 			}
 		}
@@ -211,9 +211,9 @@ func befores(r *Run, s *Side) ([]Before, error) {
 			out[i].Seq, out[i].Unknown = p.Seq, staleCarry(r, regions[i], p, s.Launch.GetSeq())
 		case p.State != nil:
 			out[i].From, out[i].Seq, out[i].hash = "launch", p.Seq, p.State.GetHash()
-		case p.Seq == 0 && digested[regions[i].GetAllocationId()].hash != nil:
+		case p.Seq == 0 && digested[regions[i].GetAllocationId()].State != nil:
 			d := digested[regions[i].GetAllocationId()]
-			out[i].From, out[i].Seq, out[i].Step, out[i].hash = "digest", d.seq, &d.step, d.hash
+			out[i].From, out[i].Seq, out[i].Step, out[i].hash = "digest", d.Seq, &d.Step, d.State.GetHash()
 		default:
 			out[i].Seq, out[i].Unknown = p.Seq, p.Unknown
 		}

@@ -27,7 +27,9 @@ type Input struct {
 	Region int    `json:"region"`
 	State  string `json:"state"` // finite, nan (it held NaN or Inf) or unknown
 	// From: "snapshot" (the launch's snapshot before it, decoded), "gpu-counts" (the GPU's
-	// counts of the state after launch Seq, the last earlier launch that reached the region).
+	// counts of the state after launch Seq, the last earlier launch that reached the region),
+	// "digest" (the counts of the step digest taken before launch Seq, --hash-steps), "new"
+	// (allocated since the last step digest, and reached by no launch before this one).
 	From   string   `json:"from,omitempty"`
 	Seq    uint64   `json:"seq,omitempty"`
 	Counts []Counts `json:"counts,omitempty"` // as the types that count for the region
@@ -72,11 +74,29 @@ func (s *scanner) inputs(f *Finding, r *recording.LaunchRecord) (*Inputs, error)
 		if err != nil {
 			return nil, err
 		}
+		// A region no earlier launch reached may be in the last step digest (--hash-steps), or
+		// have been allocated since it: then no kernel wrote it before this one.
+		var digested map[uint64]diff.DigestState
+		anyDigest := false
+		for i, p := range prior {
+			if p.State == nil && p.Seq == 0 && regions[i].GetAllocationId() != 0 && digested == nil {
+				if digested, anyDigest, err = diff.LastDigest(s.p, r.Launch.GetSeq()); err != nil {
+					return nil, err
+				}
+			}
+		}
 		for i := range out {
 			in, p := &out[i], prior[i]
 			in.Writer = diff.WriterOf(p)
+			d, inDigest := digested[regions[i].GetAllocationId()]
 			switch {
 			case in.From != "":
+			case p.State == nil && p.Seq == 0 && inDigest && len(d.State.GetNanCount()) > 0:
+				in.From, in.Seq = "digest", d.Seq
+				in.Counts = s.countsFor(f, i, s.gpuCounts(d.State), hint, false)
+				in.State = finiteOrNaN(in.Counts)
+			case p.State == nil && p.Seq == 0 && anyDigest && !inDigest && regions[i].GetAllocationId() != 0:
+				in.From, in.State = "new", "finite"
 			case p.State == nil:
 				in.Seq, in.Unknown = p.Seq, p.Unknown
 			case p.State.GetUnknown() || len(p.State.GetNanCount()) == 0:
@@ -161,6 +181,10 @@ func (in Input) Text() string {
 		where = "its snapshot before the launch"
 	case "gpu-counts":
 		where = fmt.Sprintf("counted on the GPU after launch %d", in.Seq)
+	case "digest":
+		where = fmt.Sprintf("counted in the step digest taken before launch %d; no launch since reached it", in.Seq)
+	case "new":
+		where = "allocated since the last step digest and reached by no launch before this one"
 	}
 	switch in.State {
 	case "finite":

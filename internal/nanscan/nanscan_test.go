@@ -3,6 +3,7 @@ package nanscan
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/gpurr/gpurr/internal/dtype"
@@ -269,5 +270,32 @@ func TestWriteSetsSnapshots(t *testing.T) {
 	found, st := scanSnapshotsF32(t, set)
 	if found == nil || len(found.Regions) != 1 || found.Regions[0].Index != 1 || !found.Regions[0].Before || st.Unknown != 1 || st.Launches != 1 {
 		t.Errorf("found %+v, %+v; want region 1 of launch 1, there before, 1 unknown", found, st)
+	}
+}
+
+// With --hash-steps, a region no launch of the steps hashed reached before the one that made
+// the NaN has its counts from the last step digest: the launch made it.
+func TestInputsFromDigest(t *testing.T) {
+	o := testrec.DefaultTrained()
+	o.Hash, o.HashSteps = true, [2]int{3, 3}
+	o.NaNStep, o.NaNLaunch = 3, 0 // step 3's first launch: its regions were last written in step 2
+	dir := t.TempDir()
+	if err := testrec.WriteTrained(dir, o); err != nil {
+		t.Fatal(err)
+	}
+	set, err := recording.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	types, _ := dtype.ParseFloatList("f32")
+	f, _, err := Scan(set.Processes[0], types, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f == nil || f.Launch.GetSeq() != 3*4+1 || f.Inputs == nil || f.Inputs.Kind != "made" {
+		t.Fatalf("found %+v; want launch 13, made there", f)
+	}
+	if !slices.ContainsFunc(f.Inputs.Regions, func(in Input) bool { return in.From == "digest" && in.State == "finite" }) {
+		t.Errorf("no input counted from the digest: %+v", f.Inputs.Regions)
 	}
 }
