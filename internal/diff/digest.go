@@ -77,7 +77,6 @@ func ScanDigests(p *recording.Process) (*DigestRun, error) {
 	r := &DigestRun{Process: p, lines: map[uint64]string{}, stacks: map[uint64]uint64{}}
 	keys := map[uint64]AllocKey{}    // program allocation id -> key
 	counts := map[[2]uint64]uint32{} // (callstack, size) -> allocations made so far
-	var pending []*pb.MemoryState    // digests read before an allocation they name (not expected)
 	res, err := p.Scan(func(b *pb.Batch) error {
 		if b.Process != nil {
 			m := b.Process.GetMemory()
@@ -97,11 +96,9 @@ func ScanDigests(p *recording.Process) (*DigestRun, error) {
 			counts[k]++
 			r.stacks[a.GetId()] = a.GetCallstackId()
 		}
-		pending = append(pending, b.Digests...)
-		for _, st := range pending {
+		for _, st := range b.Digests { // its allocations were recorded before it was taken
 			r.add(st, keys)
 		}
-		pending = pending[:0]
 		if b.Stats != nil {
 			r.Skipped, r.Launches = b.Stats.GetDigestsSkipped(), b.Stats.GetLaunches()
 		}

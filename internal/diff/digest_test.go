@@ -13,15 +13,7 @@ import (
 // trainedRun writes a testrec.Trained run and scans rank 0's digests (or those of rank).
 func trainedRun(t *testing.T, o testrec.Trained, rank int) *diff.DigestRun {
 	t.Helper()
-	dir := t.TempDir()
-	if err := testrec.WriteTrained(dir, o); err != nil {
-		t.Fatal(err)
-	}
-	set, err := recording.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := diff.ScanDigests(set.Processes[rank])
+	r, err := diff.ScanDigests(testrec.OpenTrained(t, o))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,15 +85,7 @@ func TestLibraryLeftOut(t *testing.T) {
 	for i := range runs {
 		o := testrec.DefaultTrained()
 		o.Hash, o.HashSteps, o.NCCL = true, [2]int{0, 5}, uint64(i+1)
-		dir := t.TempDir()
-		if err := testrec.WriteTrained(dir, o); err != nil {
-			t.Fatal(err)
-		}
-		set, err := recording.Open(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		runs[i] = set.Processes[0]
+		runs[i] = testrec.OpenTrained(t, o)
 	}
 	for _, include := range []bool{false, true} {
 		a, err := diff.ScanWith(runs[0], diff.ScanOptions{IncludeLibrary: include})

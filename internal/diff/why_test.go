@@ -234,15 +234,8 @@ func TestExplainFromDigest(t *testing.T) {
 		o := testrec.DefaultTrained()
 		o.Hash, o.HashSteps = true, [2]int{2, 2}
 		o.DivergeStep, o.DivergeLaunch, o.Salt = 2, 0, uint64(i)
-		dir := t.TempDir()
-		if err := testrec.WriteTrained(dir, o); err != nil {
-			t.Fatal(err)
-		}
-		set, err := recording.Open(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if runs[i], err = Scan(set.Processes[0]); err != nil {
+		var err error
+		if runs[i], err = Scan(testrec.OpenTrained(t, o)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -279,16 +279,8 @@ func TestInputsFromDigest(t *testing.T) {
 	o := testrec.DefaultTrained()
 	o.Hash, o.HashSteps = true, [2]int{3, 3}
 	o.NaNStep, o.NaNLaunch = 3, 0 // step 3's first launch: its regions were last written in step 2
-	dir := t.TempDir()
-	if err := testrec.WriteTrained(dir, o); err != nil {
-		t.Fatal(err)
-	}
-	set, err := recording.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	types, _ := dtype.ParseFloatList("f32")
-	f, _, err := Scan(set.Processes[0], types, false)
+	f, _, err := Scan(testrec.OpenTrained(t, o), types, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"testing"
 
 	"github.com/gpurr/gpurr/recording"
 	"github.com/gpurr/gpurr/recording/memhash"
@@ -61,6 +62,20 @@ func WriteTrained(dir string, o Trained) error {
 		}
 	}
 	return nil
+}
+
+// OpenTrained writes a Trained run into a temporary folder of tb's and opens rank 0's process.
+func OpenTrained(tb testing.TB, o Trained) *recording.Process {
+	tb.Helper()
+	dir := tb.TempDir()
+	if err := WriteTrained(dir, o); err != nil {
+		tb.Fatal(err)
+	}
+	set, err := recording.Open(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return set.Processes[0]
 }
 
 // TrainedBatches are the batches the agent writes for rank r of a Trained run.
