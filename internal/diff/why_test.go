@@ -28,23 +28,30 @@ func explainScripts(t *testing.T, a, b testrec.Script) *Explanation {
 			t.Fatal(err)
 		}
 	}
-	res := Align(runs[0], runs[1])
+	e, _ := explainRuns(t, runs[0], runs[1])
+	return e
+}
+
+// explainRuns aligns two runs and explains their first divergence, read as side A.
+func explainRuns(t *testing.T, a, b *Run) (*Explanation, *Side) {
+	t.Helper()
+	res := Align(a, b)
 	if res.First == nil {
 		t.Fatal("the runs agree")
 	}
-	sa, err := ReadLaunch(runs[0].Process, runs[0].Launches[res.First.A].Seq)
+	sa, err := ReadLaunch(a.Process, a.Launches[res.First.A].Seq)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb, err := ReadLaunch(runs[1].Process, runs[1].Launches[res.First.B].Seq)
+	sb, err := ReadLaunch(b.Process, b.Launches[res.First.B].Seq)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := Explain(runs[0], runs[1], *res.First, sa, sb)
+	e, err := Explain(a, b, *res.First, sa, sb)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return e
+	return e, sa
 }
 
 // sgd is a training step: fill(w), sgd(w, g, lr, n) with the learning rate given, then a read
@@ -239,22 +246,7 @@ func TestExplainFromDigest(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	res := Align(runs[0], runs[1])
-	if res.First == nil {
-		t.Fatal("the runs agree")
-	}
-	sa, err := ReadLaunch(runs[0].Process, runs[0].Launches[res.First.A].Seq)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := ReadLaunch(runs[1].Process, runs[1].Launches[res.First.B].Seq)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := Explain(runs[0], runs[1], *res.First, sa, sb)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, sa := explainRuns(t, runs[0], runs[1])
 	if sa.Launch.GetSeq() != 9 || e.Kind != "nondeterministic" {
 		t.Fatalf("launch %d, %s: %q (inputs %+v); want launch 9, nondeterministic", sa.Launch.GetSeq(), e.Kind, e.Verdict, e.Inputs)
 	}
