@@ -21,6 +21,7 @@ import (
 	"github.com/gpurr/gpurr/internal/diff"
 	"github.com/gpurr/gpurr/internal/dtype"
 	"github.com/gpurr/gpurr/internal/nanscan"
+	"github.com/gpurr/gpurr/internal/outdir"
 	"github.com/gpurr/gpurr/recording"
 )
 
@@ -144,6 +145,18 @@ func runBisect(cmd *cobra.Command, o bisectOptions, args []string) error {
 	out, err := filepath.Abs(o.out)
 	if err != nil {
 		return usageErrorf("bisect: -o %s: %v", o.out, err)
+	}
+	if err := outdir.Check(out); err != nil {
+		return usageErrorf("bisect: -o %v", err)
+	}
+	var given []string
+	for _, g := range opts.Given {
+		if g != "" {
+			given = append(given, g)
+		}
+	}
+	if err := refuseInputs("bisect", "-o", o.out, out, given); err != nil {
+		return err
 	}
 	if entries, err := os.ReadDir(out); err == nil && len(entries) > 0 {
 		return usageErrorf("bisect: -o %s already exists and is not empty: choose another or remove it", o.out)
