@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"unicode/utf8"
 
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
@@ -15,11 +17,26 @@ const RangeSeparator = " / "
 // Range is an NVTX range with its end applied and its path: the names of
 // the ranges it is nested in, outermost first, then its own, joined by
 // RangeSeparator ("step 5 / forward").
+//
+// A path is bounded, so that ranges nested thousands deep cost memory in
+// proportion to their count: it names at most the PathHead outermost
+// ranges and the PathTail innermost ones, with "… N more …" for those
+// between, and each name cut to PathNameBytes (Ranges.PathWarning says so).
 type Range struct {
 	*pb.Range
 	Path  string
 	Depth int // 0 for a range in no other
+
+	head []string // the path's first names, at most PathHead: its parent's once it has as many
+	tail []string // the names after head, at most PathTail: the innermost
 }
+
+// The bounds of a range's path.
+const (
+	PathHead      = 4   // outermost ranges a path names
+	PathTail      = 8   // innermost ranges a path names, its own last
+	PathNameBytes = 128 // a name longer than this is cut, ending in "…"
+)
 
 // RangeName is what a path calls a range: its message, or "range N" when
 // it has none.
@@ -38,6 +55,9 @@ func RangeName(r *pb.Range) string {
 type Ranges struct {
 	byID   map[uint64]*Range
 	closed []*Range
+
+	deepest  int  // the most ranges a path held, those left out included
+	cutNames bool // a name was cut in a path
 }
 
 // NewRanges returns an empty index.
@@ -46,11 +66,19 @@ func NewRanges() *Ranges { return &Ranges{byID: map[uint64]*Range{}} }
 // Add indexes a batch's ranges and applies its range ends.
 func (rs *Ranges) Add(b *pb.Batch) {
 	for _, r := range b.GetRanges() {
-		x := &Range{Range: r, Path: RangeName(r)}
-		if p := rs.byID[r.GetParentId()]; p != nil && r.GetParentId() != 0 {
-			x.Path = p.Path + RangeSeparator + x.Path
-			x.Depth = p.Depth + 1
+		x := &Range{Range: r}
+		name := rs.pathName(r)
+		switch p := rs.byID[r.GetParentId()]; {
+		case p == nil || r.GetParentId() == 0:
+			x.head = []string{name}
+		case len(p.head) < PathHead:
+			x.head, x.Depth = append(slices.Clip(p.head), name), p.Depth+1
+		default:
+			x.head, x.Depth = p.head, p.Depth+1
+			x.tail = append(slices.Clip(p.tail[max(0, len(p.tail)-PathTail+1):]), name)
 		}
+		x.Path = x.path()
+		rs.deepest = max(rs.deepest, x.Depth+1)
 		rs.byID[r.GetId()] = x
 		if r.GetEndNs() != 0 {
 			rs.closed = append(rs.closed, x)
@@ -62,6 +90,55 @@ func (rs *Ranges) Add(b *pb.Batch) {
 			rs.closed = append(rs.closed, x)
 		}
 	}
+}
+
+// pathName is what r's path calls it: RangeName cut to PathNameBytes.
+func (rs *Ranges) pathName(r *pb.Range) string {
+	name := RangeName(r)
+	if len(name) <= PathNameBytes {
+		return name
+	}
+	rs.cutNames = true
+	cut := PathNameBytes - len("…")
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return name[:cut] + "…"
+}
+
+// path joins the names of x's path, "… N more …" in place of those left out.
+func (x *Range) path() string {
+	if len(x.tail) == 0 {
+		return strings.Join(x.head, RangeSeparator)
+	}
+	var b strings.Builder
+	b.WriteString(strings.Join(x.head, RangeSeparator))
+	if left := x.Depth + 1 - len(x.head) - len(x.tail); left > 0 {
+		fmt.Fprintf(&b, "%s… %d more …", RangeSeparator, left)
+	}
+	for _, name := range x.tail {
+		b.WriteString(RangeSeparator)
+		b.WriteString(name)
+	}
+	return b.String()
+}
+
+// PathWarning says how the paths of process name's ranges read so far were bounded (Range),
+// as a line a reader warns with: "" when none was, else e.g. "rank0: NVTX ranges nest 20000
+// deep: range paths name the outermost 4 and innermost 8 (… N more … between)".
+func (rs *Ranges) PathWarning(name string) string {
+	var parts []string
+	if rs.deepest > PathHead+PathTail {
+		parts = append(parts, fmt.Sprintf("NVTX ranges nest %d deep: range paths name the outermost %d and innermost %d (… N more … between)",
+			rs.deepest, PathHead, PathTail))
+	}
+	if rs.cutNames {
+		parts = append(parts, fmt.Sprintf("range names longer than %d bytes are cut in range paths", PathNameBytes))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return name + ": " + strings.Join(parts, "; ")
 }
 
 // Get is the range with id, nil when unknown (its record was lost, or it

@@ -47,7 +47,8 @@ type Stats struct {
 	Files int
 	// Shortfalls says, one line each, which recordings ended short (recording.Shortfall):
 	// their tables hold what was written before; and which lost or failed to record
-	// something (recording.LossWarning).
+	// something (recording.LossWarning); and whose NVTX range paths were shortened
+	// (recording.Ranges.PathWarning).
 	Shortfalls []string
 }
 
@@ -251,6 +252,9 @@ func exportProcess(dir string, p *recording.Process, st *Stats, alone bool) (err
 	}
 	if lost := recording.LossWarning(p.Name, res.Stats); lost != "" && err == nil {
 		st.Shortfalls = append(st.Shortfalls, lost)
+	}
+	if res.RangePaths != "" && err == nil {
+		st.Shortfalls = append(st.Shortfalls, res.RangePaths)
 	}
 	return err
 }

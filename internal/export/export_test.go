@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -178,6 +179,33 @@ func TestParquetSameProcessTwice(t *testing.T) {
 	}
 	if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("refused, yet %s is there: %v", dir, err)
+	}
+}
+
+// Ranges nested thousands deep cost memory in proportion to their count: paths written whole
+// would hold n²/2 names (2.7 GB for 20000 levels, 150 MB for these 5000). Parquet's buffers
+// take their 32 MB whatever the count.
+func TestParquetNestedRanges(t *testing.T) {
+	const n = 5000
+	set := testrec.OpenBatches(t, testrec.NestedRanges(n)...)
+	dir := filepath.Join(t.TempDir(), "pq")
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	st, err := Parquet(dir, set.Processes)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, limit := after.TotalAlloc-before.TotalAlloc, uint64(32<<20+n*8<<10); got > limit {
+		t.Errorf("exporting %d nested ranges allocated %d bytes, want at most %d", n, got, limit)
+	}
+	launches := read[launchesRow](t, dir, "launches", set.Processes[0])
+	if len(launches) != n || !strings.HasPrefix(launches[n-1].Range, "level 1 / level 2 / level 3 / level 4 / … 4988 more … / ") {
+		t.Errorf("%d launches, the last in %q", len(launches), launches[len(launches)-1].Range)
+	}
+	if !slices.ContainsFunc(st.Shortfalls, func(s string) bool { return strings.Contains(s, "NVTX ranges nest 5000 deep") }) {
+		t.Errorf("no warning of shortened paths: %q", st.Shortfalls)
 	}
 }
 
@@ -372,7 +400,7 @@ func TestParquetOnceAtATime(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		const n = 8
+		const n = 5000
 		won := testrec.AtOnce(n, func() error {
 			_, err := Parquet(out, set.Processes)
 			return err

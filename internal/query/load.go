@@ -102,6 +102,9 @@ func (db *DB) load(ctx context.Context, set *recording.Set, statements []string)
 			if lost := recording.LossWarning(p.Name, res.Stats); lost != "" {
 				db.Warnings = append(db.Warnings, lost)
 			}
+			if res.RangePaths != "" {
+				db.Warnings = append(db.Warnings, res.RangePaths)
+			}
 		}
 		return db.addUnreadable(ins, load)
 	})

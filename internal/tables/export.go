@@ -42,7 +42,7 @@ var exportLaunches = define("launches", "a launch call, or a cuGraphLaunch (grap
 		return Text(ps.lines(r.lines).python)
 	}).dict(),
 	c("range_id", Int64, "the innermost NVTX push/pop range open on its thread (ranges of gpurr query), 0 none", func(_ *pass, r *callRec) Value { return Int(r.rangeID) }),
-	c("range", String, "that range's path, outermost first: step 5 / forward; empty when none", func(ps *pass, r *callRec) Value {
+	c("range", String, "that range's path, outermost first: step 5 / forward (shortened as gpurr query's ranges.path); empty when none", func(ps *pass, r *callRec) Value {
 		return Text(ps.ranges.Path(r.rangeID))
 	}).dict(),
 	stepCol,

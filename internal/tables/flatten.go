@@ -34,6 +34,9 @@ type Result struct {
 	Complete bool
 	// Stats are the process's last counters (empty when it wrote none).
 	Stats *pb.Stats
+	// RangePaths warns that NVTX range paths were shortened (recording.Ranges.PathWarning);
+	// "" when none was.
+	RangePaths string
 }
 
 // Flatten reads one process's recording once, frame by frame, and hands
@@ -71,7 +74,7 @@ func Flatten(p *recording.Process, o Options) (Result, error) {
 	if err != nil {
 		return Result{ScanResult: res}, err
 	}
-	out := Result{ScanResult: res, Complete: ps.end != nil, Stats: cmp.Or(ps.stat, &pb.Stats{})}
+	out := Result{ScanResult: res, Complete: ps.end != nil, Stats: cmp.Or(ps.stat, &pb.Stats{}), RangePaths: ps.ranges.PathWarning(p.Name)}
 	return out, ps.finish(out)
 }
 

@@ -160,6 +160,9 @@ func (tw *writer) process(idx int, p *recording.Process) error {
 	if lost := recording.LossWarning(p.Name, stats); lost != "" {
 		tw.stats.Shortfalls = append(tw.stats.Shortfalls, lost)
 	}
+	if paths := ps.ranges.PathWarning(p.Name); paths != "" {
+		tw.stats.Shortfalls = append(tw.stats.Shortfalls, paths)
+	}
 	return ps.flush()
 }
 

@@ -86,7 +86,8 @@ type Stats struct {
 	Probed       int // launches whose live probes' CTAs are on SM tracks (gpurr record --probe)
 	ProbeCTAs    int // their CTAs
 	// Shortfalls says, one line each, which recordings ended short (recording.Shortfall) and
-	// which lost or failed to record something (recording.LossWarning).
+	// which lost or failed to record something (recording.LossWarning), and whose NVTX range
+	// paths were shortened (recording.Ranges.PathWarning).
 	Shortfalls []string
 	// Selected counts the launch calls and kernels (the program's and gpurr's own) that passed
 	// Kernels and Launches, inside the --time window or not: none means the filters matched

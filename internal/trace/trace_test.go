@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -294,6 +295,23 @@ func TestRanges(t *testing.T) {
 	}
 	if inside != 10 {
 		t.Errorf("%d launch calls inside init, want 10", inside)
+	}
+}
+
+// A timeline of ranges nested thousands deep grows with their count: paths written whole would
+// make it n²/2 names long (2.4 GB for 20000 levels, 150 MB for these 5000).
+func TestNestedRangesBounded(t *testing.T) {
+	const n = 5000
+	set := testrec.OpenBatches(t, testrec.NestedRanges(n)...)
+	out, st := write(t, Chrome, set.Processes, Options{})
+	if limit := n * 1500; len(out) > limit {
+		t.Errorf("the timeline of %d nested ranges is %d bytes, want at most %d", n, len(out), limit)
+	}
+	if st.Ranges != n {
+		t.Errorf("%d ranges written, want %d", st.Ranges, n)
+	}
+	if !slices.ContainsFunc(st.Shortfalls, func(s string) bool { return strings.Contains(s, "NVTX ranges nest 5000 deep") }) {
+		t.Errorf("no warning of shortened paths: %q", st.Shortfalls)
 	}
 }
 
