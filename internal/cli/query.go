@@ -33,7 +33,10 @@ rest in a nameless file in $TMPDIR) and run one SQL statement.
   gpurr query --schema          every column, with its meaning
 
 Every table has a process column, so a recording of several ranks is one
-database. BLOBs print as hex (cut to 32 bytes in the table format).
+database. BLOBs print as hex (cut to 32 bytes in the table format). In
+json, a column name the result repeats (SELECT * over a join) is suffixed
+_2, _3, ...; jsonl, for programs, is a header line naming the columns, then
+a JSON array per row, each value of its own type (docs/query.md).
 
 SQL that opens with a "--" comment is SQL, not a flag, when the comment's
 first line holds a blank or a line break (before any "="); after a lone --
@@ -58,7 +61,7 @@ SELECT 1'.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat("query", format, "table", "csv", "json"); err != nil {
+			if err := checkFormat("query", format, queryFormats...); err != nil {
 				return err
 			}
 			out := bufio.NewWriter(cmd.OutOrStdout())
@@ -81,8 +84,8 @@ SELECT 1'.`,
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "table", "output format: table, csv or json")
-	completeValues(cmd, "format", "table", "csv", "json")
+	cmd.Flags().StringVar(&format, "format", "table", "output format: table, csv, json, or jsonl (typed, for programs: docs/query.md)")
+	completeValues(cmd, "format", queryFormats...)
 	cmd.Flags().BoolVar(&schema, "schema", false, "list every table's columns and what they mean")
 	cmd.Flags().BoolVar(&listTables, "tables", false, "list the tables and what they hold")
 	addStepRangeFlag(cmd)
@@ -135,6 +138,9 @@ func writeSchema(w rowWriter) error {
 	return nil
 }
 
+// queryFormats are query's --format values.
+var queryFormats = []string{"table", "csv", "json", "jsonl"}
+
 // rowWriter is a query.RowWriter for one output format; Flush ends the
 // output once every row has been written.
 type rowWriter interface {
@@ -148,6 +154,8 @@ func newRowWriter(format string, w io.Writer) rowWriter {
 		return &csvRows{w: csv.NewWriter(w)}
 	case "json":
 		return &jsonRows{w: w}
+	case "jsonl":
+		return &jsonlRows{w: w}
 	default:
 		return &tableRows{w: w}
 	}
@@ -249,7 +257,7 @@ type jsonRows struct {
 }
 
 func (j *jsonRows) Columns(names []string) error {
-	for _, n := range names {
+	for _, n := range uniqueNames(names) {
 		k, err := jsonText(n)
 		if err != nil {
 			return err
@@ -305,6 +313,29 @@ func (j *jsonRows) Flush() error {
 	return err
 }
 
+// uniqueNames names each column once, for the formats that key values by
+// name: a name the result repeats (SELECT * over a join) is suffixed _2,
+// _3, ... from its second use on, skipping the names the result has.
+func uniqueNames(names []string) []string {
+	taken := make(map[string]bool, len(names))
+	for _, n := range names {
+		taken[n] = true
+	}
+	out := make([]string, len(names))
+	used := make(map[string]bool, len(names))
+	for i, n := range names {
+		name := n
+		for k := 2; used[name]; k++ {
+			if name = n + "_" + strconv.Itoa(k); taken[name] {
+				name = n // a name of the result's own: try the next suffix
+			}
+		}
+		used[name], taken[name] = true, true
+		out[i] = name
+	}
+	return out
+}
+
 // jsonValue maps a SQLite value to what JSON can hold: BLOBs as hex, and
 // the infinities SQLite can compute as strings.
 func jsonValue(v any) any {
@@ -317,4 +348,74 @@ func jsonValue(v any) any {
 		}
 	}
 	return v
+}
+
+// jsonlRows writes JSON Lines for programs (the Python reader): a header
+// object {"columns":[...]} with the names as json writes them, then one
+// array per row. A value JSON has no type for is an object naming its type:
+// {"blob":HEX}, and {"float":"+Inf"}, "-Inf" or "NaN"; a REAL always has
+// a point or an exponent, so that 1.0 does not read back as an integer.
+type jsonlRows struct {
+	w   io.Writer
+	buf []byte
+}
+
+func (j *jsonlRows) Columns(names []string) error {
+	head, err := jsonText(struct {
+		Columns []string `json:"columns"`
+	}{uniqueNames(names)})
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(j.w, "%s\n", head)
+	return err
+}
+
+func (j *jsonlRows) Row(values []any) error {
+	b := append(j.buf[:0], '[')
+	for i, v := range values {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		switch v := v.(type) {
+		case nil:
+			b = append(b, "null"...)
+		case int64:
+			b = strconv.AppendInt(b, v, 10)
+		case float64:
+			b = appendTypedFloat(b, v)
+		case []byte:
+			b = append(b, `{"blob":"`...)
+			b = hex.AppendEncode(b, v)
+			b = append(b, `"}`...)
+		default:
+			text, err := jsonText(v)
+			if err != nil {
+				return err
+			}
+			b = append(b, text...)
+		}
+	}
+	b = append(b, "]\n"...)
+	j.buf = b
+	_, err := j.w.Write(b)
+	return err
+}
+
+func (j *jsonlRows) Flush() error { return nil }
+
+// appendTypedFloat writes v as a JSON number that reads back as a float,
+// or, for the values JSON has no number for, as {"float":"+Inf"}.
+func appendTypedFloat(b []byte, v float64) []byte {
+	if math.IsInf(v, 0) || math.IsNaN(v) {
+		b = append(b, `{"float":"`...)
+		b = strconv.AppendFloat(b, v, 'g', -1, 64)
+		return append(b, `"}`...)
+	}
+	start := len(b)
+	b = strconv.AppendFloat(b, v, 'g', -1, 64)
+	if !bytes.ContainsAny(b[start:], ".e") {
+		b = append(b, ".0"...)
+	}
+	return b
 }

@@ -73,7 +73,9 @@ func checkStatement(statement string) error {
 	word := strings.ToUpper(firstWord(first))
 	switch word {
 	case "":
-		return errors.New("the SQL statement is empty")
+		if strings.TrimSpace(stripComments(first)) == "" {
+			return errors.New("the SQL statement is empty")
+		}
 	case "INSERT", "UPDATE", "DELETE", "REPLACE", "CREATE", "DROP", "ALTER", "ATTACH", "DETACH", "VACUUM",
 		"REINDEX", "ANALYZE", "BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE":
 		return fmt.Errorf("%s is not allowed: %w (SELECT, WITH, VALUES, EXPLAIN, PRAGMA)", word, ErrNotReading)

@@ -9,7 +9,7 @@ func TestCheckStatement(t *testing.T) {
 	for _, ok := range []string{
 		"SELECT 1", "select ';' AS semi", "SELECT 1;", "SELECT 1; -- done", "SELECT 1; /* done */ ",
 		`SELECT "a;b" FROM launches`, "SELECT [x;y] FROM t", "WITH a AS (SELECT 1) SELECT * FROM a",
-		"(SELECT 1)", "SELECT 'it''s; fine'", "SELEC 1", // a typo is SQLite's to report
+		"(SELECT 1)", "SELECT 'it''s; fine'", "SELEC 1", "-1 AS a", "*", // a typo is SQLite's to report
 	} {
 		if err := checkStatement(ok); err != nil {
 			t.Errorf("%q refused: %v", ok, err)
