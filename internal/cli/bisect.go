@@ -21,7 +21,6 @@ import (
 	"github.com/gpurr/gpurr/internal/diff"
 	"github.com/gpurr/gpurr/internal/dtype"
 	"github.com/gpurr/gpurr/internal/nanscan"
-	"github.com/gpurr/gpurr/internal/outdir"
 	"github.com/gpurr/gpurr/recording"
 )
 
@@ -71,7 +70,7 @@ is kept).`,
 	}
 	cmd.Flags().SetInterspersed(false) // flags after CMD belong to CMD
 	f := cmd.Flags()
-	f.StringVarP(&o.out, "output", "o", "", "folder for every run's recording, made anew (default gpurr-bisect-YYYYMMDD-HHMMSS)")
+	outputVar(f, &o.out, "output", "o", "", "folder for every run's recording, made anew (default gpurr-bisect-YYYYMMDD-HHMMSS)")
 	f.StringVar(&o.format, "format", "text", "output format: text or json")
 	completeValues(cmd, "format", "text", "json")
 	f.BoolVar(&o.nan, "nan", false, "find the first launch that makes NaN or Inf instead of where two runs part ways")
@@ -142,24 +141,18 @@ func runBisect(cmd *cobra.Command, o bisectOptions, args []string) error {
 	if o.out == "" {
 		o.out = "gpurr-bisect-" + time.Now().Format("20060102-150405")
 	}
-	out, err := filepath.Abs(o.out)
-	if err != nil {
-		return usageErrorf("bisect: -o %s: %v", o.out, err)
-	}
-	if err := outdir.Check(out); err != nil {
-		return usageErrorf("bisect: -o %v", err)
-	}
 	var given []string
 	for _, g := range opts.Given {
 		if g != "" {
 			given = append(given, g)
 		}
 	}
-	if err := refuseInputs("bisect", "-o", o.out, out, given); err != nil {
+	if err := checkOutFolder("bisect", "-o", o.out, given); err != nil {
 		return err
 	}
-	if entries, err := os.ReadDir(out); err == nil && len(entries) > 0 {
-		return usageErrorf("bisect: -o %s already exists and is not empty: choose another or remove it", o.out)
+	out, err := filepath.Abs(o.out)
+	if err != nil {
+		return usageErrorf("bisect: -o %s: %v", o.out, err)
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return usageErrorf("bisect: -o %s: %v", o.out, err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,14 +42,16 @@ Without a usable GPU it says why and walks through the recordings of the
 same two runs that ship inside gpurr.
 
 The recordings go into a temporary directory, removed at the end; -o DIR
-keeps them (DIR/a, DIR/b): DIR must not exist or be empty. Interrupted
-(Ctrl-C, SIGTERM, SIGHUP), demo removes its temporary directory, or puts
--o DIR back as it found it, and exits with 128 + the signal's number.
+keeps them (DIR/a, DIR/b): DIR must not exist or be empty. When it fails,
+or is interrupted (Ctrl-C, SIGTERM, SIGHUP), demo removes its temporary
+directory, or puts -o DIR back as it found it, so that the same command can
+run again; interrupted, it exits with 128 + the signal's number.
 
 Exit status: 0 when the demo ran, 1 when the workload, its recording or a
 step of the walk failed, or when there is no GPU and this build carries no
-recording, 2 when -o DIR exists and is not empty, 3 when it cannot write its
-files (its temporary folder, the recordings that ship inside gpurr).`,
+recording, 2 when -o DIR cannot be its folder (it exists and is not empty,
+or is a file or a symlink to nothing), 3 when it cannot write its files
+(its temporary folder, the recordings that ship inside gpurr).`,
 		Example: `  gpurr demo
   gpurr demo -o demo && gpurr diff demo/a demo/b`,
 		Args: positional(0, 0, "no arguments"),
@@ -66,7 +67,7 @@ files (its temporary folder, the recordings that ship inside gpurr).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&out, "output", "o", "", "directory to keep the recordings in, which must not exist or be empty (default: a temporary directory, removed at the end)")
+	outputVar(f, &out, "output", "o", "", "directory to keep the recordings in, which must not exist or be empty (default: a temporary directory, removed at the end)")
 	// --workload is the recorded program: gpurr demo runs
 	// "gpurr record -- gpurr demo --workload [--variant a|b]".
 	f.BoolVar(&workload, "workload", false, "run the demo workload in this process and exit")
@@ -103,19 +104,19 @@ func runWorkload(stdout, stderr io.Writer, v demo.Variant) error {
 // launch, NaN counted on the GPU, snapshots of the saxpys (what rewind and replay need).
 var storyRecordFlags = []string{"--memory", "snapshot", "--snapshot-kernels", "^" + kernels.DemoSaxpy + "$", "--nan-scan", "f32"}
 
-func runDemo(stdout, stderr io.Writer, out string) error {
+func runDemo(stdout, stderr io.Writer, out string) (err error) {
 	dir, release, err := demoDir(out)
 	if err != nil {
 		return err
 	}
-	defer release()
+	defer func() { release(err == nil) }()
 	if out == "" {
 		defer func() {
 			os.RemoveAll(dir)
 			fmt.Fprintf(stdout, "\n(The recordings were in %s, now removed: gpurr demo -o DIR keeps them.)\n", dir)
 		}()
 	}
-	a, b := filepath.Join(dir, demo.StoryRuns[0]), filepath.Join(dir, demo.StoryRuns[1])
+	a, b := argPath(dir, demo.StoryRuns[0]), argPath(dir, demo.StoryRuns[1])
 	sys, err := cuda.Probe()
 	if err != nil {
 		fmt.Fprintf(stdout, "No usable GPU here (%v).\n", err)
@@ -164,7 +165,7 @@ func walkStory(stdout, stderr io.Writer, a, b, work string, gpu bool) error {
 		{"What ran, where the GPU time went, what memory capture kept:", exitOK, []string{"info", a}},
 		{"Every launch is a row: SQL answers the questions info does not.", exitOK,
 			[]string{"query", a, "SELECT name, count(*) AS launches FROM launches GROUP BY name ORDER BY launches DESC"}},
-		{"A timeline to open at https://ui.perfetto.dev:", exitOK, []string{"trace", a, "-o", filepath.Join(work, "a.json")}},
+		{"A timeline to open at https://ui.perfetto.dev:", exitOK, []string{"trace", a, "-o", argPath(work, "a.json")}},
 		{"The runs should be the same. Where do they part ways?", exitFound, []string{"diff", a, b}},
 		{"Where did the first NaN or Inf appear?", exitFound, []string{"nan", a}},
 	}
@@ -179,10 +180,10 @@ func walkStory(stdout, stderr io.Writer, a, b, work string, gpu bool) error {
 	}
 	launch, reg := strconv.FormatUint(seq, 10), strconv.Itoa(region)
 	if err := step("What that launch read, as an array NumPy loads (np.load):", exitOK,
-		"rewind", a, "--launch", launch, "--before", "--region", reg, "--npy", "--dtype", "f32", "-o", filepath.Join(work, "before.npy")); err != nil {
+		"rewind", a, "--launch", launch, "--before", "--region", reg, "--npy", "--dtype", "f32", "-o", argPath(work, "before.npy")); err != nil {
 		return err
 	}
-	manifest := filepath.Join(work, "a-manifest.json")
+	manifest := argPath(work, "a-manifest.json")
 	if err := step("Run A's memory hashes as a manifest, to check later runs against (in CI, say):", exitOK,
 		"manifest", a, "-o", manifest); err != nil {
 		return err
@@ -232,29 +233,40 @@ func showBundled(stdout, stderr io.Writer, dir string) error {
 	return showRecording(stdout, stderr, dir)
 }
 
-// demoDir returns the directory to record into: out, or a new temporary
-// directory. Until release, an interrupt removes the temporary directory, or
-// puts out back as it was, so that gpurr demo -o out can run again.
-func demoDir(out string) (dir string, release func(), err error) {
+// demoDir returns the directory to record into: out, or a new temporary directory. Until
+// release, an interrupt removes the temporary directory, or puts out back as it was, so that
+// gpurr demo -o out can run again; release(false), for a demo that failed, puts out back too.
+func demoDir(out string) (dir string, release func(ok bool), err error) {
 	if out != "" {
 		// Like record's -o: the story's recordings and outputs are never mixed into what
 		// the folder holds (a second gpurr demo -o DIR would fail half way through).
-		entries, err := os.ReadDir(out)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-		case err != nil:
-			return "", nil, usageErrorf("demo: -o %s: %v", out, err)
-		case len(entries) > 0:
-			return "", nil, usageErrorf("demo: -o %s already exists and is not empty: choose another directory or remove it", out)
+		if err := checkOutFolder("demo", "-o", out, nil); err != nil {
+			return "", nil, err
 		}
-		release, _ := outdir.Undoable(func() (func(), error) { return outdir.Track(out), nil })
-		return out, release, nil
+		undo := outdir.Track(out)
+		done, _ := outdir.Undoable(func() (func(), error) { return undo, nil })
+		return out, func(ok bool) {
+			if !ok {
+				undo()
+			}
+			done()
+		}, nil
 	}
-	dir, release, err = tempDir("gpurr-demo-")
+	dir, done, err := tempDir("gpurr-demo-")
 	if err != nil {
 		return "", nil, &exitError{code: exitFailure, err: fmt.Errorf("demo: %w", err)}
 	}
-	return dir, release, nil
+	return dir, func(bool) { done() }, nil
+}
+
+// argPath joins elem into a path to give a verb as an argument: one that would begin with
+// "-" (demo -o -x) begins with "./", so that it is not taken for a flag.
+func argPath(elem ...string) string {
+	p := filepath.Join(elem...)
+	if strings.HasPrefix(p, "-") {
+		p = "." + string(filepath.Separator) + p
+	}
+	return p
 }
 
 // tempDir makes a temporary directory for a verb's own files (pattern as os.MkdirTemp's).

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"errors"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -143,5 +145,30 @@ func TestWalkStory(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(work, "before.npy")); err != nil {
 		t.Errorf("rewind wrote no array: %v", err)
+	}
+}
+
+// A demo that fails puts -o DIR back as it found it, gone or empty, so that the same command
+// can run again (demo -o refuses a folder that is not empty).
+func TestDemoFailureUndoesOutput(t *testing.T) {
+	for _, there := range []bool{false, true} {
+		dir := filepath.Join(t.TempDir(), "demo")
+		if there {
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, release, err := demoDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(got, "a"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		release(false)
+		entries, err := os.ReadDir(dir)
+		if there && (err != nil || len(entries) > 0) || !there && !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("folder there before: %v; after a failed demo: %v, %v", there, entries, err)
+		}
 	}
 }

@@ -11,9 +11,9 @@ import (
 )
 
 func newExportCmd() *cobra.Command {
-	var dir string
+	var dir, parquetDir, format string
 	cmd := &cobra.Command{
-		Use:   "export REC... --parquet DIR",
+		Use:   "export REC... -o DIR [--format parquet]",
 		Short: "Write recordings as Parquet tables for Spark, Trino, DuckDB or pandas",
 		Long: `export writes the recordings given as Parquet tables in DIR, which must not
 exist or be empty: launches, kernels, callstacks (a row per frame),
@@ -22,17 +22,28 @@ gpurr's own memory-capture kernels marked gpurr_own) and, for recordings
 made with --memory, region_hashes. Each table is a folder partitioned by
 host and rank (TABLE/host=H/rank=R/PROCESS.parquet), so the recordings of
 every rank of a large job can be queried together. docs/trace.md lists
-every column.`,
-		Example: `  gpurr export job/rank* --parquet job-pq
+every column. --parquet DIR, the older spelling of -o DIR, still works.`,
+		Example: `  gpurr export job/rank* -o job-pq
   duckdb -c "SELECT rank, python_line, sum(duration_ns)/1e6 AS ms
              FROM read_parquet('job-pq/gpu_activity/*/*/*.parquet', hive_partitioning = true)
              WHERE NOT gpurr_own GROUP BY 1, 2 ORDER BY ms DESC LIMIT 10"`,
 		Args: positional(1, -1, "one or more recordings"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if dir == "" {
-				return usageErrorf("export: --parquet DIR is required")
+			if err := checkFormat("export", format, "parquet"); err != nil {
+				return err
 			}
-			if err := refuseInputs("export", "--parquet", dir, dir, args); err != nil {
+			flag := "-o"
+			if cmd.Flags().Changed("parquet") {
+				if cmd.Flags().Changed("output") {
+					return usageErrorf("export: -o and --parquet both name the folder: give -o alone")
+				}
+				flag, dir = "--parquet", parquetDir
+				warnf(cmd, "--parquet DIR is the older spelling of -o DIR (--format parquet is the default)")
+			}
+			if dir == "" {
+				return usageErrorf("export: -o DIR is required")
+			}
+			if err := checkOutFolder("export", flag, dir, args); err != nil {
 				return err
 			}
 			procs, err := openProcesses(cmd, args)
@@ -54,7 +65,12 @@ every column.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&dir, "parquet", "", "folder to write the Parquet tables into (must not exist or be empty)")
+	f := cmd.Flags()
+	outputVar(f, &dir, "output", "o", "", "folder to write the tables into (must not exist or be empty)")
+	f.StringVar(&format, "format", "parquet", "format of the tables: parquet")
+	completeValues(cmd, "format", "parquet")
+	outputVar(f, &parquetDir, "parquet", "", "", "the older spelling of -o DIR")
+	f.MarkHidden("parquet")
 	addStepRangeFlag(cmd)
 	return cmd
 }

@@ -27,10 +27,7 @@ machine with a suitable GPU, and gpurr info DIR describes it.`,
 			if out == "" {
 				return usageErrorf("extract: -o DIR is required")
 			}
-			if out == "-" {
-				return usageErrorf("extract: -o - : extract writes a directory, not a stream; name one")
-			}
-			if err := refuseInputs("extract", "-o", out, out, args); err != nil {
+			if err := checkOutFolder("extract", "-o", out, args); err != nil {
 				return err
 			}
 			src, err := openReplaySource(cmd, args[0], process)
@@ -53,7 +50,7 @@ machine with a suitable GPU, and gpurr info DIR describes it.`,
 		},
 	}
 	launchVar(cmd.Flags(), &launch, "launch", "launch sequence number (default: the only snapshotted launch)")
-	cmd.Flags().StringVarP(&out, "output", "o", "", "directory to create (must not exist or be empty)")
+	outputVar(cmd.Flags(), &out, "output", "o", "", "directory to create (must not exist or be empty)")
 	cmd.Flags().StringVar(&process, "process", "", "process of a multi-process recording: its directory name, pid or rank")
 	return cmd
 }

@@ -138,3 +138,35 @@ func durationVar(f *pflag.FlagSet, p *time.Duration, name string, value time.Dur
 	*p = value
 	f.Var(duration{p}, name, usage)
 }
+
+// outputPath is a flag naming where a verb writes: a file, a folder, or - for standard
+// output where the verb writes a stream. An empty value is refused rather than taken for
+// the flag left out (a default name, a temporary folder) or for the working directory.
+// /dev/stdout (/dev/fd/1) is -: the verb then keeps its report off standard output, as for -.
+type outputPath struct{ p *string }
+
+func (o outputPath) String() string {
+	if o.p == nil {
+		return ""
+	}
+	return *o.p
+}
+
+func (o outputPath) Set(s string) error {
+	if s == "" {
+		return errors.New("an empty name: give a path")
+	}
+	if fd, ok := descriptorPath(s); ok && fd == 1 {
+		s = "-"
+	}
+	*o.p = s
+	return nil
+}
+
+func (o outputPath) Type() string { return "string" }
+
+// outputVar defines an output flag (outputPath), short its one-letter name or "".
+func outputVar(f *pflag.FlagSet, p *string, name, short, value, usage string) {
+	*p = value
+	f.VarP(outputPath{p}, name, short, usage)
+}

@@ -41,7 +41,7 @@ a difference. docs/manifest.md describes the format.`,
 		Args: positional(1, 1, "one recording"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runManifest(cmd, args[0], out, force) },
 	}
-	cmd.Flags().StringVarP(&out, "output", "o", "", "manifest file to write, - for stdout")
+	outputVar(cmd.Flags(), &out, "output", "o", "", "manifest file to write, - for stdout")
 	cmd.Flags().BoolVar(&force, "force", false, "replace the -o file when it exists")
 	return cmd
 }

@@ -7,7 +7,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/gpurr/gpurr/internal/outdir"
 	"github.com/gpurr/gpurr/recording"
@@ -16,9 +22,10 @@ import (
 // output is where a verb writes its one output file (-o FILE). A new or replaced file is
 // written beside its target and renamed into place when whole, so a failure leaves nothing
 // half-written under the name asked for; it is created 0600. A stream (stdout as "-", a
-// character device such as /dev/null, a FIFO) is written as the bytes come. A symlink is
-// followed. Every verb's -o goes through here, so every verb refuses alike: an existing file
-// without --force, a directory, and any path inside the recordings it reads.
+// descriptor of the process such as /dev/stderr, a character device such as /dev/null, a
+// FIFO) is written as the bytes come, and needs no --force. A symlink is followed. Every
+// verb's -o goes through here, so every verb refuses alike: an existing file without
+// --force, a directory, and any path inside the recordings it reads.
 type output struct {
 	verb    string
 	path    string // as given, for messages
@@ -40,25 +47,29 @@ func createOutput(verb, path string, stdout io.Writer, force bool, inputs ...str
 // createFlagOutput is createOutput for an output file that flag names (tune's --csv).
 func createFlagOutput(verb, flag, path string, stdout io.Writer, force bool, inputs ...string) (*output, error) {
 	o := &output{verb: verb, path: path, target: path, stdout: stdout}
-	if path == "" { // --csv '': "" would resolve to the working directory
+	if path == "" { // a caller's default; the flag itself refuses "" (outputVar)
 		return nil, usageErrorf("%s: %s needs a file name (- for stdout)", verb, flag)
 	}
 	if path == "-" {
 		o.stream = true
 		return o, nil
 	}
-	if resolved, err := filepath.EvalSymlinks(path); err == nil {
-		o.target = resolved
-	} else if link, lerr := os.Readlink(path); lerr == nil {
-		// A dangling symlink: write the file it names.
-		if !filepath.IsAbs(link) {
-			link = filepath.Join(filepath.Dir(path), link)
+	if fd, ok := descriptorPath(path); ok {
+		f, err := openDescriptor(fd, path)
+		if err != nil {
+			return nil, usageErrorf("%s: %s %s: %v", verb, flag, path, err)
 		}
-		o.target = link
+		o.f, o.stream = f, true
+		return o, nil
 	}
-	if err := refuseInputs(verb, flag, path, o.target, inputs); err != nil {
+	if err := refuseInputs(verb, flag, path, inputs); err != nil {
 		return nil, err
 	}
+	target, err := realPath(path)
+	if err != nil {
+		return nil, usageErrorf("%s: %s %s: %v", verb, flag, path, plainError(err))
+	}
+	o.target = target
 	st, err := os.Stat(o.target)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -85,7 +96,7 @@ func createFlagOutput(verb, flag, path string, stdout io.Writer, force bool, inp
 	}
 	// An interrupt removes the temporary file: Commit has not run.
 	o.release, err = outdir.Undoable(func() (func(), error) {
-		f, err := os.CreateTemp(dir, "."+filepath.Base(o.target)+".*.tmp")
+		f, err := os.CreateTemp(dir, outdir.TempPrefix+"*")
 		if err != nil {
 			return nil, err
 		}
@@ -158,9 +169,7 @@ func (o *output) sameFile(p *output) bool {
 	if o.stream || p.stream {
 		return o.path == "-" && p.path == "-"
 	}
-	a, errA := absTarget(o.target)
-	b, errB := absTarget(p.target)
-	if errA == nil && errB == nil && a == b {
+	if o.target == p.target {
 		return true
 	}
 	sa, errA := os.Stat(o.target)
@@ -168,49 +177,138 @@ func (o *output) sameFile(p *output) bool {
 	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }
 
-// absTarget is target as an absolute path with the symlinks of its folder resolved.
-func absTarget(target string) (string, error) {
-	if dir, err := filepath.EvalSymlinks(filepath.Dir(target)); err == nil {
-		target = filepath.Join(dir, filepath.Base(target))
+// maxSymlinks is how many symlinks to nothing realPath follows, one after another, before it
+// takes them for a loop (the kernel's limit, MAXSYMLINKS).
+const maxSymlinks = 40
+
+// realPath is path as the system would write it: an absolute path with every symlink of it
+// resolved as far as it exists. The folders below the nearest one that exists are joined on
+// as written (the verb makes them), and a symlink to nothing is followed to what it names
+// (writing it makes that). "link/.." is the folder above link's target, as the system takes it.
+func realPath(path string) (string, error) {
+	for range maxSymlinks {
+		if !filepath.IsAbs(path) {
+			wd, err := os.Getwd()
+			if err != nil {
+				return "", err
+			}
+			path = wd + string(filepath.Separator) + path
+		}
+		var rest []string // what lies below p, nearest last
+		p := strings.TrimRight(path, string(filepath.Separator))
+		if p == "" {
+			p = string(filepath.Separator)
+		}
+		for {
+			if real, err := filepath.EvalSymlinks(p); err == nil {
+				slices.Reverse(rest)
+				return filepath.Join(append([]string{real}, rest...)...), nil
+			}
+			if link, err := os.Readlink(p); err == nil { // a symlink to nothing
+				if !filepath.IsAbs(link) {
+					link = parent(p) + string(filepath.Separator) + link
+				}
+				slices.Reverse(rest)
+				path = strings.Join(append([]string{link}, rest...), string(filepath.Separator))
+				break
+			}
+			up := parent(p)
+			if up == p {
+				return "", fmt.Errorf("%s: no folder of it can be resolved", path)
+			}
+			rest = append(rest, p[len(up):])
+			p = up
+		}
 	}
-	return filepath.Abs(target)
+	return "", syscall.ELOOP
 }
 
-// refuseInputs refuses an output (given as flag path) that is, or lies inside, one of the
-// inputs.
-func refuseInputs(verb, flag, path, target string, inputs []string) error {
-	abs, err := absTarget(target)
-	if err != nil {
-		return usageErrorf("%s: %s %s: %v", verb, flag, path, err)
+// parent is the folder p is in, taken as written: its last element dropped, without
+// filepath.Dir's cleaning (which would take "link/.." for ".").
+func parent(p string) string {
+	i := strings.LastIndex(p, string(filepath.Separator))
+	if i <= 0 {
+		return string(filepath.Separator)
 	}
-	outInfo, statErr := os.Stat(abs)
+	return p[:i]
+}
+
+// refuseInputs refuses an output (given as flag path) that is, or would be written inside,
+// one of the inputs. A process folder stands for the whole recording it belongs to: the
+// verb reads the recording's modules, and writing over another process of it would change
+// the recording given. Both sides are compared as the system resolves them (realPath), so a
+// symlink into a recording, followed by folders not made yet, is caught too.
+func refuseInputs(verb, flag, path string, inputs []string) error {
+	out, err := realPath(path)
+	if err != nil {
+		return usageErrorf("%s: %s %s: %v", verb, flag, path, plainError(err))
+	}
+	outInfo, outErr := os.Stat(out)
 	for _, in := range inputs {
-		real, err := filepath.EvalSymlinks(in)
+		real, err := realPath(in)
 		if err != nil {
 			continue
 		}
-		if real, err = filepath.Abs(real); err != nil {
+		name := in
+		if _, err := os.Stat(filepath.Join(real, recording.EventsFile)); err == nil {
+			real = filepath.Dir(real)
+			name = fmt.Sprintf("the recording %s is part of (%s)", in, real)
+		}
+		inInfo, err := os.Stat(real)
+		if err != nil {
 			continue
 		}
-		read := map[string]string{real: in}
-		// A process directory given alone reads the module images of the recording it is in.
-		if _, err := os.Stat(filepath.Join(real, recording.EventsFile)); err == nil {
-			modules := filepath.Join(filepath.Dir(real), recording.ModulesDir)
-			read[modules] = filepath.Join(in, "..", recording.ModulesDir)
-		}
-		for real, name := range read {
-			inInfo, err := os.Stat(real)
-			if err != nil {
-				continue
-			}
-			same := statErr == nil && os.SameFile(inInfo, outInfo)
-			inside := inInfo.IsDir() && strings.HasPrefix(abs, real+string(filepath.Separator))
-			if same || inside {
-				return usageErrorf("%s: %s %s would write over %s, which it reads: write elsewhere", verb, flag, path, name)
-			}
+		same := outErr == nil && os.SameFile(inInfo, outInfo)
+		inside := inInfo.IsDir() && within(out, real)
+		if same || inside {
+			return usageErrorf("%s: %s %s would write over %s, which it reads: write elsewhere", verb, flag, path, name)
 		}
 	}
 	return nil
+}
+
+// within reports whether path is dir or lies inside it (both absolute and clean).
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// descriptorPaths are the names of the process's own open files: /dev/stdout, /dev/fd/N.
+var descriptorPaths = regexp.MustCompile(`^/(dev/(stdout|stderr)|dev/fd/([0-9]+)|proc/self/fd/([0-9]+))$`)
+
+// descriptorPath reports whether path names one of the process's open files, and which. Such
+// an output is written through the descriptor, as the shell set it up: a file it redirected
+// to is written at its offset (appended to, for >>), not replaced; a pipe stays a pipe.
+// The flag takes /dev/stdout for - (outputPath), so that the verb's report stays off it.
+func descriptorPath(path string) (int, bool) {
+	m := descriptorPaths.FindStringSubmatch(filepath.Clean(path))
+	switch {
+	case m == nil:
+		return 0, false
+	case m[2] == "stdout":
+		return 1, true
+	case m[2] == "stderr":
+		return 2, true
+	}
+	fd, err := strconv.Atoi(m[3] + m[4])
+	return fd, err == nil
+}
+
+// openDescriptor is a file of its own for descriptor fd, named path, which must be open for
+// writing.
+func openDescriptor(fd int, path string) (*os.File, error) {
+	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil {
+		return nil, errors.New("not open in this process")
+	}
+	if flags&unix.O_ACCMODE == unix.O_RDONLY {
+		return nil, errors.New("open for reading only")
+	}
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(dup), path), nil
 }
 
 // plainError drops the path an *os.PathError carries (it may name a temporary file the user
@@ -228,3 +326,23 @@ func plainError(err error) error {
 }
 
 var _ io.Writer = (*output)(nil)
+
+// checkOutFolder checks the folder a verb writes (flag path) before the verb reads or runs
+// anything: a folder of its own, not a stream; nothing, or an empty folder, where it stands
+// (outdir.Check says what else is there); and outside everything the verb reads. Every verb
+// that writes a folder checks it here, so all refuse alike.
+func checkOutFolder(verb, flag, path string, inputs []string) error {
+	if path == "-" {
+		return usageErrorf("%s: %s -: %s writes a folder, not a stream: name one", verb, flag, verb)
+	}
+	if err := outdir.Check(path); err != nil {
+		return usageErrorf("%s: %s %v", verb, flag, err)
+	}
+	if err := refuseInputs(verb, flag, path, inputs); err != nil {
+		return err
+	}
+	if entries, err := os.ReadDir(path); err == nil && len(entries) > 0 {
+		return usageErrorf("%s: %s %s already exists and is not empty: choose another or remove it", verb, flag, path)
+	}
+	return nil
+}

@@ -71,7 +71,7 @@ launch probed live up, kernel by kernel (--kernels REGEX picks kernels).`,
 	f.IntVar(&o.top, "top", 10, "slowest CTAs to list")
 	f.StringVar(&o.process, "process", "", "process of a multi-process recording: its directory name, pid or rank")
 	unsetIntVar(f, &o.device, "device", "GPU to run on (default: the recorded one)")
-	f.StringVarP(&o.out, "output", "o", "", "also write a timeline, a track per SM and a slice per CTA, as Chrome trace JSON for Perfetto UI")
+	outputVar(f, &o.out, "output", "o", "", "also write a timeline, a track per SM and a slice per CTA, as Chrome trace JSON for Perfetto UI")
 	f.BoolVar(&o.force, "force", false, "replace the -o file when it exists")
 	f.StringVar(&o.count, "count", "", "also count, per CTA, how many times its threads run these instructions: classes ("+classNames()+") or op:REGEX, comma-separated")
 	completeValues(cmd, "count", append(classNameList(), "op:")...)

@@ -76,7 +76,7 @@ program to record, so record refuses it.`,
 	}
 	cmd.Flags().SetInterspersed(false) // flags after CMD belong to CMD
 	f := cmd.Flags()
-	f.StringVarP(&o.out, "output", "o", "", "recording directory to create (default gpurr-YYYYMMDD-HHMMSS)")
+	outputVar(f, &o.out, "output", "o", "", "recording directory to create (default gpurr-YYYYMMDD-HHMMSS)")
 	f.StringVar(&o.kernels, "kernels", "", "record only kernels whose mangled name matches this regular expression")
 	f.StringVar(&o.callstack, "callstack", "auto", "callstacks: auto (Python frames where the thread runs Python, else native), python, native, off")
 	completeValues(cmd, "callstack", "auto", "python", "native", "off")
@@ -227,6 +227,12 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 	case o.hangKill && o.hangTimeout == 0:
 		return usageErrorf("record: --hang-kill goes with --hang-timeout")
 	}
+	if o.out == "" {
+		o.out = "gpurr-" + time.Now().Format("20060102-150405")
+	}
+	if err := checkOutFolder("record", "-o", o.out, nil); err != nil {
+		return err
+	}
 	program, err := exec.LookPath(args[0])
 	if err != nil {
 		return usageErrorf("record: cannot run %q: %v", args[0], unwrapExecError(err))
@@ -241,9 +247,6 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 			return noCUPTIError(err, cuda.Load())
 		}
 		return usageErrorf("record: %v", err)
-	}
-	if o.out == "" {
-		o.out = "gpurr-" + time.Now().Format("20060102-150405")
 	}
 	out, err := filepath.Abs(o.out)
 	if err != nil {

@@ -95,7 +95,7 @@ func TestReplayBadInput(t *testing.T) {
 		{[]string{"tune", rec, "--block", "64", "--search", "random:5x"}, "random:N"},
 		{[]string{"tune", rec, "--block", "64", "--search", "annealing"}, "want grid or random:N"},
 		// Was '--chart  is a directory: name a file'.
-		{[]string{"tune", rec, "--block", "64", "--chart", ""}, "tune: --chart needs a file name (- for stdout)"},
+		{[]string{"tune", rec, "--block", "64", "--chart", ""}, `tune: invalid argument "" for "--chart" flag: an empty name: give a path`},
 		{[]string{"tune", rec, "--launch", "1", "--block", "64"}, "launch 1 has no snapshot"},
 	})
 }

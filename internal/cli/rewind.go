@@ -51,7 +51,7 @@ just before or just after that launch ran, and writes its bytes to FILE
 	unsetIntVar(f, &o.region, "region", "region index of the launch (the regions table lists them)")
 	f.StringVar(&o.addr, "addr", "", "a device address inside one of the launch's regions (hex)")
 	f.Uint64Var(&o.length, "len", 0, "with --addr: bytes to write from the address (default: to the region's end)")
-	f.StringVarP(&o.out, "output", "o", "", "file to write, - for stdout")
+	outputVar(f, &o.out, "output", "o", "", "file to write, - for stdout")
 	f.BoolVar(&o.force, "force", false, "replace the -o file when it exists")
 	f.BoolVar(&o.npy, "npy", false, "write a NumPy .npy file (needs --dtype; --shape, else one dimension)")
 	f.StringVar(&o.dtype, "dtype", "", "with --npy: element type, f32, f64, f16, bf16 (stored as uint16), i8, u8, i16, i32, u32 or i64")

@@ -72,7 +72,7 @@ func TestRewindFlagConflicts(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", c.args, code, stderr, c.want)
 		}
 	}
-	if code, _, stderr := runCLI("extract", rec, "-o", "-"); code != exitUsage || !strings.Contains(stderr, "writes a directory") {
+	if code, _, stderr := runCLI("extract", rec, "-o", "-"); code != exitUsage || !strings.Contains(stderr, "extract writes a folder, not a stream") {
 		t.Errorf("extract -o -: exit %d, stderr %q", code, stderr)
 	}
 }

@@ -50,7 +50,7 @@ https://ui.perfetto.dev. docs/trace.md describes the tracks and arguments.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runTrace(cmd, o, args) },
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.out, "output", "o", "", "file to write (- for stdout, with --format)")
+	outputVar(f, &o.out, "output", "o", "", "file to write (- for stdout, with --format)")
 	f.BoolVar(&o.force, "force", false, "replace the -o file when it exists")
 	f.StringVar(&o.format, "format", "", "chrome or perfetto (default: from the file's name)")
 	completeValues(cmd, "format", "chrome", "perfetto")

@@ -134,7 +134,7 @@ func TestExport(t *testing.T) {
 		t.Error(err)
 	}
 	expectUsageErrors(t, []usageCase{
-		{[]string{"export", rec}, "--parquet DIR is required"},
+		{[]string{"export", rec}, "-o DIR is required"},
 		{[]string{"export", rec, "--parquet", out}, "is not empty"},
 		{[]string{"export", filepath.Join(tmp, "missing"), "--parquet", filepath.Join(tmp, "x")}, "no such file"},
 	})

@@ -1,5 +1,5 @@
 // Package outdir undoes a command's output folder when the command fails part way or is
-// interrupted: the verbs that write a folder of files (export --parquet, extract) leave it as
+// interrupted: the verbs that write a folder of files (export, extract) leave it as
 // they found it, gone or as it was, so that the same command can run again instead of being
 // refused because the folder is not empty. Undoable does the same for an interrupt (Ctrl-C)
 // of any output, the temporary file behind every -o included.
@@ -13,6 +13,12 @@ import (
 	"path/filepath"
 	"syscall"
 )
+
+// TempPrefix begins the name of what a command writes beside its output, to rename into
+// place when whole (a file, a folder), followed by os.CreateTemp's random digits. It is short
+// and of a fixed length, so that any name the file system takes for the output can be
+// written: a name made from the output's own would pass the file system's limit of 255.
+const TempPrefix = ".gpurr-"
 
 // Check refuses dir as a command's output folder when something other than a folder is
 // there: a file, a symlink to nothing or in a loop, a path through a file. A folder, or

@@ -78,7 +78,7 @@ func extractBeside(src *Source, c *Case, dir string) (int64, error) {
 	}
 	var tmp string
 	release, err := outdir.Undoable(func() (func(), error) { // an interrupt removes the folder beside
-		tmp, err = os.MkdirTemp(parent, "."+filepath.Base(abs)+".tmp-")
+		tmp, err = os.MkdirTemp(parent, outdir.TempPrefix+"*")
 		return func() { os.RemoveAll(tmp) }, err
 	})
 	if err != nil {

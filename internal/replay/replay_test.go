@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/gpurr/gpurr/internal/dtype"
+	"github.com/gpurr/gpurr/internal/outdir"
 	"github.com/gpurr/gpurr/internal/testrec"
 	"github.com/gpurr/gpurr/recording"
 	"github.com/gpurr/gpurr/recording/cubin"
@@ -314,14 +315,14 @@ func TestExtractAppearsWhole(t *testing.T) {
 }
 
 // A folder that cannot be made is named as the user gave it, not by the folder beside it
-// that extract writes first ('mkdir /proc/.x.tmp-1797477559: no such file or directory').
+// that extract writes first ('mkdir /proc/.gpurr-1797477559: no such file or directory').
 func TestExtractNamesTheFolderAsked(t *testing.T) {
 	dir := t.TempDir()
 	if _, err := testrec.WriteReplayable(dir); err != nil {
 		t.Fatal(err)
 	}
 	_, err := Extract(openSource(t, dir), 2, "/proc/gpurr-repro") // no folder can be made in /proc
-	if want := "/proc/gpurr-repro: cannot create a folder in /proc: "; err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), ".tmp-") {
+	if want := "/proc/gpurr-repro: cannot create a folder in /proc: "; err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), outdir.TempPrefix) {
 		t.Errorf("Extract into /proc: %v; want %q and no temporary name", err, want)
 	}
 }
