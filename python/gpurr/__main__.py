@@ -2,12 +2,21 @@
 import os
 import sys
 
-from . import binary
+from . import GpurrError, binary
+
+EXIT_USAGE = 2  # gpurr's exit status for an input it cannot use (gpurr --help)
 
 
 def main():
-    exe = binary()
-    os.execv(exe, [exe, *sys.argv[1:]])
+    try:
+        exe = binary()
+        try:
+            os.execv(exe, [exe, *sys.argv[1:]])
+        except (OSError, ValueError) as e:
+            raise GpurrError(f"gpurr: cannot run {exe}: {getattr(e, 'strerror', None) or e}") from None
+    except GpurrError as e:
+        print(e, file=sys.stderr)
+        sys.exit(EXIT_USAGE)
 
 
 if __name__ == "__main__":
