@@ -14,6 +14,7 @@ import (
 	"github.com/gpurr/gpurr/internal/probe"
 	"github.com/gpurr/gpurr/internal/ptx"
 	"github.com/gpurr/gpurr/internal/replay"
+	"github.com/gpurr/gpurr/internal/termsafe"
 )
 
 type probeOptions struct {
@@ -263,7 +264,7 @@ func writeProbe(cmd *cobra.Command, o probeOptions, w *output, p probed) error {
 	if o.out == "-" {
 		out = cmd.ErrOrStderr() // stdout is the timeline's JSON
 	}
-	fmt.Fprintln(out, p.header)
+	termsafe.Fprintln(out, p.header)
 	if derr != nil {
 		warnf(cmd, "%v", derr)
 	}
@@ -282,35 +283,35 @@ func writeProbe(cmd *cobra.Command, o probeOptions, w *output, p probed) error {
 		return err
 	}
 	if o.out != "-" {
-		fmt.Fprintf(out, "  timeline: %s (a track per SM; open it at https://ui.perfetto.dev)\n", o.out)
+		termsafe.Fprintf(out, "  timeline: %s (a track per SM; open it at https://ui.perfetto.dev)\n", o.out)
 	}
 	return nil
 }
 
 // writeProbeCounts says what --count counted: in all, per CTA, and the CTA that ran the most.
 func writeProbeCounts(w io.Writer, s probe.Summary, what string, sites int) {
-	fmt.Fprintf(w, "  count of %s (%s in the kernel): %d run in all; per CTA median %d, max %d (CTA %d)\n",
+	termsafe.Fprintf(w, "  count of %s (%s in the kernel): %d run in all; per CTA median %d, max %d (CTA %d)\n",
 		what, info.Count(sites, "instruction"), s.Counted, s.CountMedian, s.CountMax.Count, s.CountMax.Index)
 }
 
 func writeProbeSummary(w io.Writer, s probe.Summary, grid cuda.Dim3) {
 	us := func(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d)/1e3) }
-	fmt.Fprintf(w, "  %s, span %s; CTA duration median %s, p99 %s, max %s\n", info.Count(s.CTAs, "CTA"), us(s.Span), us(s.Median), us(s.P99), us(s.Max))
-	fmt.Fprintf(w, "  tail: %.0f%% of the span after the median CTA ended\n", 100*s.StragglerFraction)
+	termsafe.Fprintf(w, "  %s, span %s; CTA duration median %s, p99 %s, max %s\n", info.Count(s.CTAs, "CTA"), us(s.Span), us(s.Median), us(s.P99), us(s.Max))
+	termsafe.Fprintf(w, "  tail: %.0f%% of the span after the median CTA ended\n", 100*s.StragglerFraction)
 	var busiest probe.SMLoad
 	for _, l := range s.SMs {
 		if l.Busy > busiest.Busy {
 			busiest = l
 		}
 	}
-	fmt.Fprintf(w, "  SMs: %d used, %.1f waves; imbalance %.2f (busiest SM %d: %s, %s busy)\n",
+	termsafe.Fprintf(w, "  SMs: %d used, %.1f waves; imbalance %.2f (busiest SM %d: %s, %s busy)\n",
 		len(s.SMs), s.Waves, s.Imbalance, busiest.SM, info.Count(busiest.CTAs, "CTA"), us(busiest.Busy))
 	if len(s.Slowest) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "  slowest CTAs:\n  %8s  %-16s  %4s  %s\n", "cta", "(x,y,z)", "SM", "duration")
+	termsafe.Fprintf(w, "  slowest CTAs:\n  %8s  %-16s  %4s  %s\n", "cta", "(x,y,z)", "SM", "duration")
 	for _, c := range s.Slowest {
 		x, y, z := c.Index%int(grid.X), c.Index/int(grid.X)%int(grid.Y), c.Index/(int(grid.X)*int(grid.Y))
-		fmt.Fprintf(w, "  %8d  %-16s  %4d  %s\n", c.Index, fmt.Sprintf("(%d,%d,%d)", x, y, z), c.SM, us(c.Duration()))
+		termsafe.Fprintf(w, "  %8d  %-16s  %4d  %s\n", c.Index, fmt.Sprintf("(%d,%d,%d)", x, y, z), c.SM, us(c.Duration()))
 	}
 }

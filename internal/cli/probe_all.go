@@ -13,6 +13,7 @@ import (
 	"github.com/gpurr/gpurr/internal/info"
 	"github.com/gpurr/gpurr/internal/probe"
 	"github.com/gpurr/gpurr/internal/replay"
+	"github.com/gpurr/gpurr/internal/termsafe"
 )
 
 // liveKernel is what the launches of one kernel probed live add up to.
@@ -116,14 +117,14 @@ func writeLiveKernel(w io.Writer, k *liveKernel) {
 		ctas = fmt.Sprintf("%d–%d", k.ctasMin, k.ctasMax)
 	}
 	if k.launches == 0 {
-		fmt.Fprintf(w, "%s: no launch probed live\n", k.name)
+		termsafe.Fprintf(w, "%s: no launch probed live\n", k.name)
 	} else {
-		fmt.Fprintf(w, "%s: %s probed live, %s CTAs each\n", k.name, info.Count(k.launches, "launch"), ctas)
+		termsafe.Fprintf(w, "%s: %s probed live, %s CTAs each\n", k.name, info.Count(k.launches, "launch"), ctas)
 		slices.Sort(k.spans)
 		slices.Sort(k.medians)
 		slices.Sort(k.tails)
 		slices.Sort(k.imbalances)
-		fmt.Fprintf(w, "  span median %s, max %s; CTA duration median %s; tail median %.0f%%; SM imbalance median %.2f\n",
+		termsafe.Fprintf(w, "  span median %s, max %s; CTA duration median %s; tail median %.0f%%; SM imbalance median %.2f\n",
 			us(k.spans[len(k.spans)/2]), us(k.spans[len(k.spans)-1]), us(k.medians[len(k.medians)/2]),
 			100*k.tails[len(k.tails)/2], k.imbalances[len(k.imbalances)/2])
 		cta, n := -1, 0
@@ -136,10 +137,10 @@ func writeLiveKernel(w io.Writer, k *liveKernel) {
 		if len(k.slowest) > 1 {
 			others = fmt.Sprintf("; %d other CTAs were the slowest of the rest", len(k.slowest)-1)
 		}
-		fmt.Fprintf(w, "  slowest CTA: %d, in %d of %s%s\n", cta, n, info.Count(k.launches, "launch"), others)
+		termsafe.Fprintf(w, "  slowest CTA: %d, in %d of %s%s\n", cta, n, info.Count(k.launches, "launch"), others)
 	}
 	if k.missing > 0 {
-		fmt.Fprintf(w, "  %s with CTAs that left no record (the launch did not finish them)\n", info.Count(k.missing, "launch"))
+		termsafe.Fprintf(w, "  %s with CTAs that left no record (the launch did not finish them)\n", info.Count(k.missing, "launch"))
 	}
 	reasons := make([]string, 0, len(k.skipped))
 	for r := range k.skipped {
@@ -147,6 +148,6 @@ func writeLiveKernel(w io.Writer, k *liveKernel) {
 	}
 	slices.SortFunc(reasons, func(a, b string) int { return cmp.Or(cmp.Compare(k.skipped[b], k.skipped[a]), cmp.Compare(a, b)) })
 	for _, r := range reasons {
-		fmt.Fprintf(w, "  %s ran without probes: %s\n", info.Count(k.skipped[r], "launch"), r)
+		termsafe.Fprintf(w, "  %s ran without probes: %s\n", info.Count(k.skipped[r], "launch"), r)
 	}
 }

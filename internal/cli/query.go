@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpurr/gpurr/internal/info"
 	"github.com/gpurr/gpurr/internal/query"
+	"github.com/gpurr/gpurr/internal/termsafe"
 )
 
 func newQueryCmd() *cobra.Command {
@@ -195,8 +196,8 @@ func (t *tableRows) Flush() error {
 	return tw.Flush()
 }
 
-// tableCell writes a value on one line: the table has no room for a
-// newline or a tab inside a cell.
+// tableCell writes a value on one line, made safe for a terminal: the table has no room for
+// a newline or a tab inside a cell, and a recording's text may hold any byte.
 func tableCell(v any) string {
 	switch v := v.(type) {
 	case nil:
@@ -207,7 +208,7 @@ func tableCell(v any) string {
 		}
 		return hex.EncodeToString(v)
 	case string:
-		return strings.NewReplacer("\n", `\n`, "\t", " ", "\r", `\r`).Replace(v)
+		return termsafe.String(v)
 	default:
 		return scalarText(v)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/gpurr/gpurr/internal/ptx"
 	"github.com/gpurr/gpurr/internal/race"
 	"github.com/gpurr/gpurr/internal/replay"
+	"github.com/gpurr/gpurr/internal/termsafe"
 )
 
 type raceOptions struct {
@@ -149,7 +150,7 @@ func runRace(cmd *cobra.Command, o raceOptions, path string) error {
 		return err
 	}
 	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "launch %d: %s\n  PTX from %s; %s picked by --at %s\n", c.Seq, c.Name, t.from, info.Count(len(t.points), "point"), o.at)
+	termsafe.Fprintf(out, "launch %d: %s\n  PTX from %s; %s picked by --at %s\n", c.Seq, c.Name, t.from, info.Count(len(t.points), "point"), o.at)
 	if o.list {
 		writePoints(out, t.points, nil)
 		return nil
@@ -176,26 +177,26 @@ func runRace(cmd *cobra.Command, o raceOptions, path string) error {
 	writeRecordingMatch(out, replayer)
 	switch {
 	case res.Nondeterministic:
-		fmt.Fprintf(out, "  nondeterministic without any delay: region(s) %s differ between two of %d plain replays (float atomics, or a race that needs no help)\n",
+		termsafe.Fprintf(out, "  nondeterministic without any delay: region(s) %s differ between two of %d plain replays (float atomics, or a race that needs no help)\n",
 			joinInts(res.Varying), replayer.PlainRuns)
 		for _, v := range replayer.Varying {
-			fmt.Fprintf(out, "    %s\n", spreadText(v, "between plain replays"))
+			termsafe.Fprintf(out, "    %s\n", spreadText(v, "between plain replays"))
 		}
 		return exitWith(exitFound)
 	case res.Trials == 0:
-		fmt.Fprintf(out, "  plain replays agree; no trial run (--trials 0)\n")
+		termsafe.Fprintf(out, "  plain replays agree; no trial run (--trials 0)\n")
 		return nil
 	case !res.Found:
-		fmt.Fprintf(out, "  no trial of %d changed the result (seeds %d to %d, %v at %.0f%% of %ss): no witness, which does not prove there is no race\n",
+		termsafe.Fprintf(out, "  no trial of %d changed the result (seeds %d to %d, %v at %.0f%% of %ss): no witness, which does not prove there is no race\n",
 			res.Trials, o.seed, o.seed+uint64(res.Trials)-1, o.delay, 100*o.fraction, o.placement)
 		rate.write(out, res.Runs)
 		return nil
 	}
-	fmt.Fprintf(out, "  RACE: with seed %d, delays at these %s change region(s) %s of the result (%d replays in all):\n",
+	termsafe.Fprintf(out, "  RACE: with seed %d, delays at these %s change region(s) %s of the result (%d replays in all):\n",
 		res.Seed, info.Count(len(res.Points), "point"), joinInts(res.Baseline.Differing(res.Witness)), res.Runs)
 	writePoints(out, t.points, res.Points)
 	writeWitnessBytes(out, runner, replayer, res)
-	fmt.Fprintf(out, "  reproduce: gpurr race %s --launch %d --points %s --seed %d --at %s --delay %v --fraction %g --placement %s\n",
+	termsafe.Fprintf(out, "  reproduce: gpurr race %s --launch %d --points %s --seed %d --at %s --delay %v --fraction %g --placement %s\n",
 		shellQuote(path), c.Seq, joinInts(res.Points), res.Seed, shellQuote(o.at), o.delay, o.fraction, o.placement)
 	rate.write(out, res.Runs)
 	return exitWith(exitFound)
@@ -220,7 +221,7 @@ func (h *huntRate) write(w io.Writer, runs int) {
 		return
 	}
 	rest := h.end.Sub(h.second)
-	fmt.Fprintf(w, "  %d replays in %v, the first (with the session's setup) %v: %.1f per second after it\n",
+	termsafe.Fprintf(w, "  %d replays in %v, the first (with the session's setup) %v: %.1f per second after it\n",
 		runs, h.end.Sub(h.start).Round(time.Millisecond), h.second.Sub(h.start).Round(time.Millisecond), float64(runs-1)/rest.Seconds())
 }
 
@@ -228,18 +229,18 @@ func (h *huntRate) write(w io.Writer, runs int) {
 // run may come out as the plain one (a delay's effect is a matter of timing): then it says so.
 func writeWitnessBytes(w io.Writer, runner race.Runner, replayer *race.ReplayRunner, res *race.Result) {
 	if _, err := runner.Run(res.Points, res.Seed); err != nil {
-		fmt.Fprintf(w, "  (the witness's bytes: running it again failed: %v)\n", err)
+		termsafe.Fprintf(w, "  (the witness's bytes: running it again failed: %v)\n", err)
 		return
 	}
 	spreads, err := replayer.Spreads()
 	switch {
 	case err != nil:
-		fmt.Fprintf(w, "  (the witness's bytes: %v)\n", err)
+		termsafe.Fprintf(w, "  (the witness's bytes: %v)\n", err)
 	case len(spreads) == 0:
-		fmt.Fprintf(w, "  (run again, the witness left the result as the plain replay did)\n")
+		termsafe.Fprintf(w, "  (run again, the witness left the result as the plain replay did)\n")
 	}
 	for _, v := range spreads {
-		fmt.Fprintf(w, "    %s\n", spreadText(v, "from the plain replay"))
+		termsafe.Fprintf(w, "    %s\n", spreadText(v, "from the plain replay"))
 	}
 }
 
@@ -285,7 +286,7 @@ func (t *raceTarget) runners(cmd *cobra.Command, o raceOptions, sel instrument.S
 		Options: replay.Options{Device: o.device}}
 	guard := &race.Guarded{Inner: replayer, Min: 10 * time.Second, Factor: 50,
 		Hung: func(ps []int, seed uint64, waited time.Duration) {
-			fmt.Fprintf(out, "  HANG: launch %d (%s): with seed %d, delays at %s made the kernel run past %v (its first replay's 50x): it may wait on another thread or CTA\n",
+			termsafe.Fprintf(out, "  HANG: launch %d (%s): with seed %d, delays at %s made the kernel run past %v (its first replay's 50x): it may wait on another thread or CTA\n",
 				t.c.Seq, t.c.Name, seed, info.Count(len(ps), "point"), waited.Round(time.Millisecond))
 			writePoints(out, t.points, ps)
 			fmt.Fprintf(cmd.ErrOrStderr(), "gpurr: race: a trial hung; ending the process to stop the kernel\n")
@@ -310,10 +311,10 @@ func writeRecordingMatch(w io.Writer, r *race.ReplayRunner) {
 		return
 	}
 	if len(r.Unlike) == 0 {
-		fmt.Fprintf(w, "  plain replay of the PTX as gpurr prints it: identical to the recording\n")
+		termsafe.Fprintf(w, "  plain replay of the PTX as gpurr prints it: identical to the recording\n")
 		return
 	}
-	fmt.Fprintf(w, "  plain replay of the PTX as gpurr prints it: region(s) %s differ from the recording (trials compare with the plain replay, not the recording)\n",
+	termsafe.Fprintf(w, "  plain replay of the PTX as gpurr prints it: region(s) %s differ from the recording (trials compare with the plain replay, not the recording)\n",
 		joinInts(r.Unlike))
 }
 
@@ -378,10 +379,10 @@ func runRaceMany(cmd *cobra.Command, o raceOptions, sel instrument.Selection, de
 			hunted++
 		}
 		found = found || finding
-		fmt.Fprintf(out, "launch %d  %s: %s\n", seq, launchKernelName(src, seq), verdict)
+		termsafe.Fprintf(out, "launch %d  %s: %s\n", seq, launchKernelName(src, seq), verdict)
 	}
 	progress(len(seqs), 0)
-	fmt.Fprintf(out, "%s hunted of %d (%d trials each, %v at %.0f%% of %ss, --at %s)\n",
+	termsafe.Fprintf(out, "%s hunted of %d (%d trials each, %v at %.0f%% of %ss, --at %s)\n",
 		info.Count(hunted, "launch"), len(seqs), o.trials, o.delay, 100*o.fraction, o.placement, o.at)
 	switch {
 	case found:
@@ -477,10 +478,10 @@ func reproduceRace(w io.Writer, r race.Runner, only []int, seed uint64, points [
 	}
 	writePoints(w, points, only)
 	if got.Equal(base) {
-		fmt.Fprintf(w, "  with seed %d these delays leave the result as it is\n", seed)
+		termsafe.Fprintf(w, "  with seed %d these delays leave the result as it is\n", seed)
 		return nil
 	}
-	fmt.Fprintf(w, "  RACE: with seed %d these delays change region(s) %s of the result\n", seed, joinInts(base.Differing(got)))
+	termsafe.Fprintf(w, "  RACE: with seed %d these delays change region(s) %s of the result\n", seed, joinInts(base.Differing(got)))
 	return exitWith(exitFound)
 }
 
@@ -494,7 +495,7 @@ func writePoints(w io.Writer, points []instrument.Point, which []int) {
 		if class == "" {
 			class = "pattern"
 		}
-		fmt.Fprintf(w, "  %4d  %-28s %-13s %s\n", i, p.Instr.Name(), class, pointWhere(p))
+		termsafe.Fprintf(w, "  %4d  %-28s %-13s %s\n", i, p.Instr.Name(), class, pointWhere(p))
 	}
 }
 

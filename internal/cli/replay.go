@@ -16,6 +16,7 @@ import (
 	"github.com/gpurr/gpurr/internal/dtype"
 	"github.com/gpurr/gpurr/internal/info"
 	"github.com/gpurr/gpurr/internal/replay"
+	"github.com/gpurr/gpurr/internal/termsafe"
 )
 
 type replayOptions struct {
@@ -242,7 +243,7 @@ func runReplay(cmd *cobra.Command, o replayOptions, path string) error {
 		msg := fmt.Sprintf("replay: the fault in launch %d left the CUDA context unusable; %d launches were not replayed: go on with gpurr replay %s --all --from %d",
 			reports[len(reports)-1].Launch, len(rest), path, rest[0])
 		if o.format == "table" {
-			fmt.Fprintln(out, msg)
+			termsafe.Fprintln(out, msg)
 		}
 		fmt.Fprintln(cmd.ErrOrStderr(), msg)
 	}
@@ -426,25 +427,25 @@ func seqList(seqs []uint64, max int) string {
 }
 
 func printReplayReport(w io.Writer, rep launchReport, check replay.Check) {
-	fmt.Fprintf(w, "launch %d: %s\n", rep.Launch, rep.Kernel)
+	termsafe.Fprintf(w, "launch %d: %s\n", rep.Launch, rep.Kernel)
 	switch {
 	case rep.Backward != "" && rep.Line != "":
-		fmt.Fprintf(w, "  at %s (backward of %s)\n", rep.Line, rep.Backward)
+		termsafe.Fprintf(w, "  at %s (backward of %s)\n", rep.Line, rep.Backward)
 	case rep.Backward != "":
-		fmt.Fprintf(w, "  backward of %s\n", rep.Backward)
+		termsafe.Fprintf(w, "  backward of %s\n", rep.Backward)
 	case rep.Line != "":
-		fmt.Fprintf(w, "  at %s\n", rep.Line)
+		termsafe.Fprintf(w, "  at %s\n", rep.Line)
 	}
 	if rep.Status == replay.StatusFailed && rep.Device == "" {
 		return // the error line says it all
 	}
-	fmt.Fprintf(w, "  grid %d,%d,%d  block %d,%d,%d  shared memory %d  on %s\n",
+	termsafe.Fprintf(w, "  grid %d,%d,%d  block %d,%d,%d  shared memory %d  on %s\n",
 		rep.Grid[0], rep.Grid[1], rep.Grid[2], rep.Block[0], rep.Block[1], rep.Block[2], rep.SharedMem, rep.Device)
 	for _, n := range rep.Notes {
-		fmt.Fprintf(w, "  note: %s\n", n)
+		termsafe.Fprintf(w, "  note: %s\n", n)
 	}
 	if rep.Status == replay.StatusFailed {
-		fmt.Fprintf(w, "  failed: %s\n", rep.Why)
+		termsafe.Fprintf(w, "  failed: %s\n", rep.Why)
 		return
 	}
 	for i, r := range rep.results {
@@ -453,19 +454,19 @@ func printReplayReport(w io.Writer, rep launchReport, check replay.Check) {
 		if moved := rep.Regions[i].ReplayedAt; moved != "" {
 			at = " (at " + moved + ")"
 		}
-		fmt.Fprintf(w, "  region %d  0x%x%s  %s  %s\n", r.Index, reg.Address, at, info.FormatBytes(reg.Size), regionVerdict(r, check))
+		termsafe.Fprintf(w, "  region %d  0x%x%s  %s  %s\n", r.Index, reg.Address, at, info.FormatBytes(reg.Size), regionVerdict(r, check))
 		for _, e := range r.Elements {
-			fmt.Fprintf(w, "      [%d] replay %g, recorded %g (abs %g, rel %.3g)\n", e.Index, e.A, e.B, e.Abs, e.Rel)
+			termsafe.Fprintf(w, "      [%d] replay %g, recorded %g (abs %g, rel %.3g)\n", e.Index, e.A, e.B, e.Abs, e.Rel)
 		}
 	}
-	fmt.Fprintf(w, "  kernel time: %.2f µs (median of %d)\n", rep.MedianUs, rep.Repeats)
+	termsafe.Fprintf(w, "  kernel time: %.2f µs (median of %d)\n", rep.MedianUs, rep.Repeats)
 	switch rep.Status {
 	case replay.StatusExact:
-		fmt.Fprintln(w, "result: bit-exact")
+		termsafe.Fprintln(w, "result: bit-exact")
 	case replay.StatusWithin:
-		fmt.Fprintf(w, "result: within tolerance (atol %g, rtol %g)\n", check.Atol, check.Rtol)
+		termsafe.Fprintf(w, "result: within tolerance (atol %g, rtol %g)\n", check.Atol, check.Rtol)
 	default:
-		fmt.Fprintf(w, "result: DIFFERS: %s\n", rep.Why)
+		termsafe.Fprintf(w, "result: DIFFERS: %s\n", rep.Why)
 	}
 }
 
@@ -498,7 +499,7 @@ func printReplayLine(w io.Writer, rep launchReport) {
 	if line == "" {
 		line = "-"
 	}
-	fmt.Fprintf(w, "%6d  %-48.48s  %-28.28s  %s\n", rep.Launch, rep.Kernel, line, what)
+	termsafe.Fprintf(w, "%6d  %-48.48s  %-28.28s  %s\n", rep.Launch, rep.Kernel, line, what)
 }
 
 func printReplaySummary(w io.Writer, reports []launchReport) {
@@ -512,5 +513,5 @@ func printReplaySummary(w io.Writer, reports []launchReport) {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}
 	}
-	fmt.Fprintf(w, "%s replayed: %s\n", info.Count(len(reports), "launch"), strings.Join(parts, ", "))
+	termsafe.Fprintf(w, "%s replayed: %s\n", info.Count(len(reports), "launch"), strings.Join(parts, ", "))
 }

@@ -16,6 +16,8 @@ import (
 	"unicode"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gpurr/gpurr/internal/termsafe"
 )
 
 // Exit codes shared by every verb; exitStatusHelp says them to users, and `gpurr record`
@@ -98,9 +100,10 @@ func exitWith(code int) error { return &exitError{code: code} }
 type warningsKey struct{}
 
 // warnf gives a warning: "gpurr: VERB: warning: ..." on stderr when the command ends, unless
-// it ends with an error, which is then the one line stderr holds.
+// it ends with an error, which is then the one line stderr holds. Its strings may come from
+// a recording: they are made safe for a terminal, as errors are.
 func warnf(cmd *cobra.Command, format string, args ...any) {
-	line := fmt.Sprintf("gpurr: %s: warning: %s", cmd.Name(), fmt.Sprintf(format, args...))
+	line := fmt.Sprintf("gpurr: %s: warning: %s", cmd.Name(), termsafe.String(fmt.Sprintf(format, args...)))
 	if w, ok := cmd.Context().Value(warningsKey{}).(*[]string); ok {
 		*w = append(*w, line)
 		return
@@ -238,12 +241,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if ee != nil {
 		if ee.err != nil {
-			fmt.Fprintf(stderr, "gpurr: %v\n", ee.err)
+			fmt.Fprintf(stderr, "gpurr: %s\n", termsafe.String(ee.err.Error())) // one line, whatever a recording holds
 		}
 		return ee.code
 	}
 	if isWriteFailure(err) {
-		fmt.Fprintf(stderr, "gpurr: %v\n", err)
+		fmt.Fprintf(stderr, "gpurr: %s\n", termsafe.String(err.Error()))
 		return exitFailure
 	}
 	// cobra's own errors (unknown command, bad args) are usage errors; they

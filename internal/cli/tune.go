@@ -16,6 +16,7 @@ import (
 	"github.com/gpurr/gpurr/internal/cuda"
 	"github.com/gpurr/gpurr/internal/dtype"
 	"github.com/gpurr/gpurr/internal/replay"
+	"github.com/gpurr/gpurr/internal/termsafe"
 	"github.com/gpurr/gpurr/internal/tune"
 )
 
@@ -142,7 +143,7 @@ func runTune(cmd *cobra.Command, o tuneOptions, path string) error {
 	for _, n := range s.Notes {
 		fmt.Fprintf(stderr, "tune: note: %s\n", n)
 	}
-	fmt.Fprintf(tuneReport(o, out, stderr), "tune: launch %d: %s, %d shapes on %s (%s)\n", c.Seq, c.Name, len(configs), s.Device.Name, s.Device.Arch())
+	termsafe.Fprintf(tuneReport(o, out, stderr), "tune: launch %d: %s, %d shapes on %s (%s)\n", c.Seq, c.Name, len(configs), s.Device.Name, s.Device.Arch())
 	progress := tuneProgress(len(configs))
 	start := time.Now()
 	trials, runErr := tune.Run(s, configs, o.repeat, check, progress)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/gpurr/gpurr/internal/termsafe"
 )
 
 // WriteJSON writes the report as one indented JSON object.
@@ -49,7 +51,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	return tw.err
 }
 
-// textWriter keeps the first write error, so the report reads as prints.
+// textWriter keeps the first write error, so the report reads as prints. The strings among
+// the arguments of printf come from the recording: they are printed made safe for a
+// terminal (termsafe.Fprintf), as those of the tables are (termsafe.String).
 type textWriter struct {
 	w   io.Writer
 	err error
@@ -57,7 +61,7 @@ type textWriter struct {
 
 func (t *textWriter) printf(format string, args ...any) {
 	if t.err == nil {
-		_, t.err = fmt.Fprintf(t.w, format, args...)
+		_, t.err = termsafe.Fprintf(t.w, format, args...)
 	}
 }
 
@@ -186,7 +190,7 @@ func writeLines(t *textWriter, lines []LineUse) {
 				back = formatNS(u.BackwardGPUTimeNS) + "\t"
 			}
 		}
-		fmt.Fprintf(tab, "    %d\t%s\t%s  %s\n", u.Runs, formatNS(u.GPUTimeNS), back, shortenPath(u.Line, 100))
+		fmt.Fprintf(tab, "    %d\t%s\t%s  %s\n", u.Runs, formatNS(u.GPUTimeNS), back, termsafe.String(shortenPath(u.Line, 100)))
 	}
 	t.err = tab.Flush()
 }
@@ -271,7 +275,7 @@ func writeKernels(t *textWriter, title string, uses []KernelUse) {
 	tab := tabwriter.NewWriter(t.w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tab, "    runs\tlaunches\tGPU time\t  kernel\n")
 	for _, u := range uses {
-		fmt.Fprintf(tab, "    %d\t%d\t%s\t  %s\n", u.Runs, u.Launches, formatNS(u.GPUTimeNS), u.Name)
+		fmt.Fprintf(tab, "    %d\t%d\t%s\t  %s\n", u.Runs, u.Launches, formatNS(u.GPUTimeNS), termsafe.String(u.Name))
 	}
 	t.err = tab.Flush()
 }

@@ -326,3 +326,39 @@ func optimizerSteps(t *testing.T) *recording.Stepper {
 	}
 	return s
 }
+
+// A crafted recording's strings (host, argv, kernel name, NVTX message, Python line, log) reach
+// the text report escaped: no ESC, BEL or CR, and no line of the recording's making.
+func TestTextEscapesControls(t *testing.T) {
+	set := testrec.OpenBatches(t, testrec.HostileBatches()...)
+	r, err := Summarize(set, set.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	if err := r.WriteTable(&text); err != nil {
+		t.Fatal(err)
+	}
+	out := text.String()
+	if strings.ContainsAny(out, "\x1b\x07\r") || strings.Contains(out, "\ngpurr: FORGED") {
+		t.Errorf("controls of the recording reach the report:\n%q", out)
+	}
+	escaped := `\x1b]0;owned\a\r\ngpurr: FORGED\x1b[2J`
+	for _, field := range []string{"on box" + escaped, "python train.py" + escaped, "add_kernel" + escaped, "failed" + escaped,
+		`step\x1b]N;owned\a\r\ngpurr: FORGED\x1b[NJ`} { // range names fold digits to N
+		if !strings.Contains(out, field) {
+			t.Errorf("the report lacks %q:\n%s", field, out)
+		}
+	}
+}
+
+// diff, nan and verify write their text reports through TextWriter: a kernel name or range
+// from the recording prints escaped, the report's own newlines as they are.
+func TestTextWriterEscapes(t *testing.T) {
+	var b strings.Builder
+	tw := NewTextWriter(&b)
+	tw.Printf("  kernel   %s (stream %d)\n", "add"+testrec.Hostile, 7)
+	if want := "  kernel   add\\x1b]0;owned\\a\\r\\ngpurr: FORGED\\x1b[2J (stream 7)\n"; b.String() != want {
+		t.Errorf("%q, want %q", b.String(), want)
+	}
+}

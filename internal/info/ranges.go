@@ -7,6 +7,7 @@ import (
 	"slices"
 	"text/tabwriter"
 
+	"github.com/gpurr/gpurr/internal/termsafe"
 	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
@@ -174,7 +175,7 @@ func (r *Ranges) writeTop(t *textWriter) {
 	tab := tabwriter.NewWriter(t.w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tab, "    ranges\truns\tGPU time\t  range\n")
 	for _, u := range r.Top {
-		fmt.Fprintf(tab, "    %d\t%d\t%s\t  %s\n", u.Ranges, u.Runs, formatNS(u.GPUTimeNS), u.Name)
+		fmt.Fprintf(tab, "    %d\t%d\t%s\t  %s\n", u.Ranges, u.Runs, formatNS(u.GPUTimeNS), termsafe.String(u.Name))
 	}
 	t.err = tab.Flush()
 }
