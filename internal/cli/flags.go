@@ -3,10 +3,16 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/gpurr/gpurr/internal/dtype"
 )
 
 // unsetInt is an integer flag of 0 or more that may be left unset, which its variable holds
@@ -169,4 +175,109 @@ func (o outputPath) Type() string { return "string" }
 func outputVar(f *pflag.FlagSet, p *string, name, short, value, usage string) {
 	*p = value
 	f.VarP(outputPath{p}, name, short, usage)
+}
+
+// size is a flag holding a number of bytes: a plain number or one with its unit, 64MiB (or
+// 64 MiB, powers of 1024) or 64MB (powers of 1000), as go-humanize reads them; help prints
+// the default with its unit. An int64 variable that holds -1 is unset: help prints no
+// default for it (its usage says what leaving it out means).
+type size[T int64 | uint64] struct{ p *T }
+
+func (s size[T]) String() string {
+	switch {
+	case s.p == nil || int64(*s.p) < 0:
+		return ""
+	case *s.p == 0:
+		return "0" // shown as no default
+	}
+	return humanize.IBytes(uint64(*s.p))
+}
+
+func (s size[T]) Set(v string) error {
+	n, err := humanize.ParseBytes(v)
+	switch {
+	case err != nil && strings.Contains(err.Error(), "too large"), err == nil && n > math.MaxInt64:
+		return errors.New("out of range")
+	case err != nil:
+		return errors.New("want a whole number, 0 or more, of bytes or with a unit: 4096, 64KiB, 1GiB")
+	}
+	*s.p = T(n)
+	return nil
+}
+
+func (s size[T]) Type() string { return "size" }
+
+// sizeVar defines a size flag with its default.
+func sizeVar(f *pflag.FlagSet, p *uint64, name string, value uint64, usage string) {
+	*p = value
+	f.Var(size[uint64]{p}, name, usage)
+}
+
+// unsetSizeVar defines a size flag that is -1 until set, and shows no default.
+func unsetSizeVar(f *pflag.FlagSet, p *int64, name, usage string) {
+	*p = -1
+	f.Var(size[int64]{p}, name, usage)
+}
+
+// dtypes is --dtype: the element type memory is decoded or compared as. Where one type is
+// wanted (diff, rewind, replay, tune) a list is refused, saying so; nan takes a
+// comma-separated list of floating-point types, and looks for NaN as each. The names are
+// checked when the flag is read: an empty one is refused, not taken for the flag left out.
+type dtypes struct {
+	p    *string
+	list bool // nan's: floating-point types, comma-separated
+}
+
+func (d dtypes) String() string {
+	if d.p == nil {
+		return ""
+	}
+	return *d.p
+}
+
+func (d dtypes) Set(v string) error {
+	var err error
+	switch {
+	case strings.TrimSpace(v) == "":
+		return fmt.Errorf("an empty type: want %s", d.want())
+	case d.list:
+		_, err = dtype.ParseFloatList(v)
+	case strings.Contains(v, ","):
+		return fmt.Errorf("one type here, not a list (gpurr nan takes a list): want %s", d.want())
+	default:
+		_, err = dtype.Parse(strings.TrimSpace(v))
+	}
+	if err != nil {
+		return err
+	}
+	*d.p = strings.TrimSpace(v)
+	return nil
+}
+
+// want names what the flag takes.
+func (d dtypes) want() string {
+	if d.list {
+		return "floating-point types, comma-separated: f32, f64, f16, bf16"
+	}
+	return "one of " + strings.Join(dtype.Names(), ", ")
+}
+
+func (d dtypes) Type() string {
+	if d.list {
+		return "dtypes"
+	}
+	return "dtype"
+}
+
+// dtypeVar defines --dtype taking one type, with the shell completing the names.
+func dtypeVar(cmd *cobra.Command, p *string, usage string) {
+	cmd.Flags().Var(dtypes{p: p}, "dtype", usage)
+	completeValues(cmd, "dtype", dtype.Names()...)
+}
+
+// dtypeListVar defines nan's --dtype: floating-point types, comma-separated, with a default.
+func dtypeListVar(cmd *cobra.Command, p *string, value, usage string) {
+	*p = value
+	cmd.Flags().Var(dtypes{p: p, list: true}, "dtype", usage)
+	completeValues(cmd, "dtype", "f32", "f64", "f16", "bf16")
 }

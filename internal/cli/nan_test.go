@@ -71,7 +71,7 @@ func TestNan(t *testing.T) {
 		{[]string{"nan", nan, "--dtype", "i32"}, "i32 has no NaN or Inf"},
 		{[]string{"nan", nan, "--dtype", "f32,q"}, "unknown dtype \"q\""},
 		// Only the types nan takes are offered.
-		{[]string{"nan", nan, "--dtype", ""}, "unknown dtype \"\" (want f32, f64, f16, bf16)\n"},
+		{[]string{"nan", nan, "--dtype", ""}, "an empty type: want floating-point types, comma-separated: f32, f64, f16, bf16"},
 	})
 }
 

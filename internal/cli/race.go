@@ -69,7 +69,8 @@ it with cuobjdump -ptx). --list shows the points without a GPU.
 
 Exit status: 0 no witness, 1 a witness, a nondeterministic kernel or a hang,
 2 bad input (no PTX, a PTX this GPU cannot run or without nanosleep, a launch
-without snapshots; with --all, no launch that could be hunted).`,
+without snapshots; with --all, no launch that could be hunted), 3 no usable
+GPU here.`,
 		Example: `  gpurr race run --launch 42 --list
   gpurr race run --launch 42 --at barrier,shared-store,global-store --trials 50
   gpurr race run --launch 42 --points 3,17 --seed 1042     # reproduce a witness

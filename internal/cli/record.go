@@ -85,7 +85,7 @@ program to record, so record refuses it.`,
 	f.Lookup("gpu-timing").NoOptDefVal = "true"
 	completeValues(cmd, "gpu-timing", "true", "serial", "sample", "false")
 	f.StringVar(&o.gpuTimingSample, "gpu-timing-sample", agentenv.DefaultSample, "with --gpu-timing=sample: ON/EVERY, time the kernels launched in the first ON of every EVERY")
-	f.Uint64Var(&o.ringBytes, "ring-bytes", 64<<20, "size of the agent's in-memory record ring per process")
+	sizeVar(f, &o.ringBytes, "ring-bytes", 64<<20, "size of the agent's in-memory record ring per process, at least 1 MiB")
 	f.StringVar(&o.memory.Mode, "memory", "off", "memory capture: off, hash (a hash of every region after every launch), snapshot (contents before and after selected launches), digest (a hash of the program's memory at each training step boundary only: cheap enough to leave on; gpurr diff names the first step that differs, gpurr bisect narrows it to the launch; docs/memory.md)")
 	completeValues(cmd, "memory", "off", "hash", "snapshot", "digest")
 	f.StringVar(&o.memory.HashSteps, "hash-steps", "", "with --memory hash: hash only the launches of these training steps, K or K-L (from 0), and take step digests at the others' boundaries, as --memory digest does")
@@ -95,7 +95,7 @@ program to record, so record refuses it.`,
 	f.StringVar(&o.memory.SnapshotLaunches, "snapshot-launches", "", "with --memory snapshot: snapshot only these launches, e.g. 1-100,250,900- or 1-:10 (every 10th; launch numbers as gpurr info shows them)")
 	f.StringVar(&o.memory.OnFull, "on-full", "backpressure", "when the snapshot staging ring is full: backpressure (the program waits; nothing is lost) or drop-oldest (oldest unsaved snapshots are dropped and counted)")
 	completeValues(cmd, "on-full", "backpressure", "drop-oldest")
-	f.Uint64Var(&o.memory.StagingBytes, "staging-bytes", 256<<20, "pinned host memory per process for snapshot transfers; a launch whose regions do not fit is not snapshotted")
+	sizeVar(f, &o.memory.StagingBytes, "staging-bytes", 256<<20, "pinned host memory per process for snapshot transfers; a launch whose regions do not fit is not snapshotted")
 	f.BoolVar(&o.keepTorchAllocator, "keep-pytorch-allocator", false, "with --memory: leave PyTorch's caching allocator in place instead of its cudaMallocAsync backend (regions become whole cached segments; hashing costs more)")
 	f.StringVar(&o.memory.WriteSets, "write-sets", "proved", "with --memory hash: which regions a launch leaves unhashed, carrying the state of the last launch that hashed them: proved (its PTX proves no store reaches them; exact), learned (also those its earlier launches never changed, audited every 32nd launch), all (hash every region)")
 	f.StringVar(&o.deferHashes, "defer-hashes", "off", "with --memory hash and --write-sets proved or learned: let hash kernels wait until something may write what they hash and hash several launches in one kernel, run beside the program on a stream of its own (beside, what a bare --defer-hashes means) or on the program's stream (stream: fewer driver calls, no overlap); off (see docs/memory.md)")
@@ -178,7 +178,7 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 		o.memory.NanScan = "f32"
 	}
 	if o.ringBytes < 1<<20 {
-		return usageErrorf("record: --ring-bytes %d: want at least 1048576", o.ringBytes)
+		return usageErrorf("record: --ring-bytes %d: want at least 1 MiB", o.ringBytes)
 	}
 	if err := o.memory.Validate(); err != nil {
 		return usageErrorf("record: --%v", err)

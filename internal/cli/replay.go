@@ -55,7 +55,7 @@ kernel of the same name instead of the recorded code: an A/B of a fix on
 the real inputs. --all replays every snapshotted launch, one line each.
 
 Exit status: 0 bit-exact (or within --atol/--rtol with --dtype), 1 the
-result differs, 2 the launch could not be replayed.`,
+result differs, 2 the launch could not be replayed, 3 no usable GPU here.`,
 		Example: `  gpurr replay run1 --launch 42
   gpurr replay run1 --launch 42 --repeat 50 --block 512
   gpurr replay run1 --launch 42 --module fixed.cubin --dtype f32
@@ -71,9 +71,9 @@ result differs, 2 the launch could not be replayed.`,
 	countVar(f, &o.repeat, "repeat", 10, 1, "launches to time; the kernel time printed is their median")
 	f.StringVar(&o.grid, "grid", "", "grid shape X[,Y[,Z]] instead of the recorded one")
 	f.StringVar(&o.block, "block", "", "block shape X[,Y[,Z]] instead of the recorded one")
-	unsetIntVar(f, &o.smem, "smem", "dynamic shared memory bytes instead of the recorded amount")
+	unsetSizeVar(f, &o.smem, "smem", "dynamic shared memory bytes instead of the recorded amount")
 	f.StringVar(&o.module, "module", "", "cubin, PTX or fatbin to run instead of the recorded module")
-	f.StringVar(&o.dtype, "dtype", "", "decode differing regions as f32, f16, bf16, f64, i8, u8, i16, i32, u32 or i64: errors and elements")
+	dtypeVar(cmd, &o.dtype, "decode differing regions as one type: f32, f16, bf16, f64, i8, u8, i16, i32, u32 or i64: errors and elements")
 	f.Float64Var(&o.atol, "atol", 0, "with --dtype: absolute tolerance")
 	f.Float64Var(&o.rtol, "rtol", 0, "with --dtype: relative tolerance (of the recorded value)")
 	f.IntVar(&o.elements, "elements", 5, "with --dtype: differing elements to show per region")
@@ -81,7 +81,6 @@ result differs, 2 the launch could not be replayed.`,
 	f.StringVar(&o.process, "process", "", "process of a multi-process recording: its directory name, pid or rank")
 	f.StringVar(&o.format, "format", "table", "table or json")
 	completeValues(cmd, "format", "table", "json")
-	completeValues(cmd, "dtype", dtype.Names()...)
 	return cmd
 }
 

@@ -82,7 +82,7 @@ func TestReplayBadInput(t *testing.T) {
 		// GPU was looked for.
 		{[]string{"replay", rec, "--launch", "2", "--device", "-2"}, `invalid argument "-2" for "--device" flag: want a whole number, 0 or more`},
 		{[]string{"replay", rec, "--launch", "2", "--smem", "-5"}, `"--smem" flag: want a whole number, 0 or more`},
-		{[]string{"replay", rec, "--launch", "2", "--smem", "1k"}, `"--smem" flag: want a whole number, 0 or more`},
+		{[]string{"replay", rec, "--launch", "2", "--smem", "1q"}, `"--smem" flag: want a whole number, 0 or more, of bytes or with a unit`},
 		{[]string{"tune", rec, "--block", "64", "--device", "-1"}, `"--device" flag: want a whole number, 0 or more`},
 		{[]string{"race", rec, "--device", "-1"}, `"--device" flag: want a whole number, 0 or more`},
 		{[]string{"probe", rec, "--device", "-1"}, `"--device" flag: want a whole number, 0 or more`},

@@ -81,6 +81,9 @@ func runTrace(cmd *cobra.Command, o traceOptions, paths []string) error {
 		}
 		opts.Launches = func(seq uint64) bool { return agentenv.Selects(ranges, seq) }
 	}
+	if cmd.Flags().Changed("time") && strings.TrimSpace(o.window) == "" {
+		return usageErrorf("trace: --time is empty: give a window such as 2s:2.5s, 1.5: or :300ms (or leave the flag out for all)")
+	}
 	if opts.From, opts.To, err = parseWindow(o.window); err != nil {
 		return usageErrorf("trace: --time %q: %v", o.window, err)
 	}
@@ -175,6 +178,9 @@ func parseWindow(s string) (from, to time.Duration, err error) {
 	a, b, ok := strings.Cut(s, ":")
 	if !ok {
 		return 0, 0, fmt.Errorf("want A:B, e.g. 2s:2.5s")
+	}
+	if strings.TrimSpace(a) == "" && strings.TrimSpace(b) == "" {
+		return 0, 0, fmt.Errorf("names no window: give its start, its end or both, e.g. 2s:, :300ms or 2s:2.5s (or leave the flag out for all)")
 	}
 	if from, err = parseOffset(a); err != nil {
 		return 0, 0, err

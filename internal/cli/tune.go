@@ -14,7 +14,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/gpurr/gpurr/internal/cuda"
-	"github.com/gpurr/gpurr/internal/dtype"
 	"github.com/gpurr/gpurr/internal/replay"
 	"github.com/gpurr/gpurr/internal/termsafe"
 	"github.com/gpurr/gpurr/internal/tune"
@@ -66,8 +65,7 @@ combinations (with --seed).`,
 	completeValues(cmd, "search", "grid", "random:")
 	f.Uint64Var(&o.seed, "seed", 1, "with --search random:N: the seed")
 	countVar(f, &o.repeat, "repeat", 10, 1, "timed launches per shape")
-	f.StringVar(&o.dtype, "dtype", "", "compare outputs as elements of this type (needed for --atol/--rtol)")
-	completeValues(cmd, "dtype", dtype.Names()...)
+	dtypeVar(cmd, &o.dtype, "compare outputs as elements of this one type (needed for --atol/--rtol)")
 	f.Float64Var(&o.atol, "atol", 0, "with --dtype: absolute tolerance")
 	f.Float64Var(&o.rtol, "rtol", 0, "with --dtype: relative tolerance (of the recorded value)")
 	outputVar(f, &o.csv, "csv", "", "tune.csv", "CSV file of every shape measured")
@@ -101,6 +99,9 @@ func runTune(cmd *cobra.Command, o tuneOptions, path string) error {
 		}
 	default:
 		return usageErrorf("tune: --search %q: want grid or random:N", o.search)
+	}
+	if cmd.Flags().Changed("seed") && sample == 0 {
+		return usageErrorf("tune: --seed picks the shapes of --search random:N; a grid search measures every shape")
 	}
 	check, err := replayCheck("tune", o.dtype, o.atol, o.rtol, 0)
 	if err != nil {

@@ -69,6 +69,16 @@ func runVerify(cmd *cobra.Command, o verifyOptions, path string) error {
 	if o.window < 0 || o.unmatched < 0 || o.frames < 0 {
 		return usageErrorf("verify: --window, --unmatched and --frames take a count of 0 or more")
 	}
+	// --reference is read only when a launch differs: said now, not at the end of a long
+	// verification that found a difference.
+	if cmd.Flags().Changed("reference") {
+		if o.reference == "" {
+			return usageErrorf("verify: --reference is empty: name the recording the manifest was made from (or leave the flag out for the path in the manifest)")
+		}
+		if _, err := recording.Open(o.reference); err != nil {
+			return usageErrorf("verify: --reference: %v", err)
+		}
+	}
 	set, err := openToCheck(cmd, path)
 	if err != nil {
 		return err

@@ -195,7 +195,7 @@ func (c MemoryConfig) Validate() error {
 		return fmt.Errorf("write-sets %q: want proved, learned or all", c.WriteSets)
 	}
 	if c.StagingBytes != 0 && c.StagingBytes < 1<<20 {
-		return fmt.Errorf("staging-bytes %d: want at least 1048576", c.StagingBytes)
+		return fmt.Errorf("staging-bytes %d: want at least 1 MiB", c.StagingBytes)
 	}
 	return nil
 }
