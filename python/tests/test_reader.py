@@ -124,7 +124,7 @@ class Columns(unittest.TestCase):
         self.assertEqual(list(empty.columns), ["seq"])
 
 
-class Values(unittest.TestCase):
+class Values(TempDir):
     """Each value comes back as the Python type of its SQLite type."""
 
     def test_types(self):
@@ -140,6 +140,14 @@ class Values(unittest.TestCase):
         self.assertEqual(row["text"], "+Inf")
         self.assertEqual(row["hex"], "00ff")
         self.assertIsNone(row["missing"])
+
+    def test_nan(self):
+        # SQLite stores NaN as NULL, so only a program can print it: the reader reads it as jsonl says.
+        exe = self.program("nan", b"""printf '{"columns":["x","y"]}\\n[{"float":"NaN"},{"float":"-Inf"}]\\n'\n""")
+        with mock.patch.dict(os.environ, {"GPURR_BINARY": exe}):
+            (row,) = gpurr.open(KILLED).rows("SELECT 1")
+        self.assertTrue(math.isnan(row["x"]))
+        self.assertEqual(row["y"], -math.inf)
 
     def test_params_are_bytes(self):
         rows, _ = quiet(gpurr.open(KILLED).rows, "SELECT params FROM launches WHERE seq = 1")
@@ -225,6 +233,15 @@ class Parquet(TempDir):
         self.assertEqual(Path(folder), self.tmp / "pq")
         self.assertTrue((self.tmp / "pq" / "launches" / "host=vm" / "rank=-1" / "vm-3995.parquet").is_file())
         self.assertTrue(any("recording incomplete" in s for s in said), said)
+
+    def test_export_before_o(self):
+        # A gpurr from before export -o knows only --parquet DIR.
+        exe = self.program("old-export", b"""[ "$2" = --parquet ] && mkdir "$3" && exit 0
+echo "gpurr: export: unknown shorthand flag: 'o' in -o (see gpurr export --help)" >&2; exit 2
+""")
+        with mock.patch.dict(os.environ, {"GPURR_BINARY": exe}):
+            gpurr.open(KILLED).export(self.tmp / "pq")
+        self.assertTrue((self.tmp / "pq").is_dir())
 
     def test_not_an_export_table(self):
         with self.assertRaisesRegex(gpurr.GpurrError, r"^gpurr: export: no table 'ranges': export writes launches, "):
