@@ -11,17 +11,16 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpurr/gpurr/internal/info"
 	"github.com/gpurr/gpurr/internal/query"
-	"github.com/gpurr/gpurr/internal/termsafe"
 )
 
 func newQueryCmd() *cobra.Command {
 	var format string
+	var wide bool
 	var schema, listTables bool
 	cmd := &cobra.Command{
 		Use:   "query REC 'SQL'",
@@ -34,10 +33,12 @@ rest in a nameless file in $TMPDIR) and run one SQL statement.
   gpurr query --schema          every column, with its meaning
 
 Every table has a process column, so a recording of several ranks is one
-database. BLOBs print as hex (cut to 32 bytes in the table format). In
-json, a column name the result repeats (SELECT * over a join) is suffixed
-_2, _3, ...; jsonl, for programs, is a header line naming the columns, then
-a JSON array per row, each value of its own type (docs/query.md).
+database. BLOBs print as hex (cut to 32 bytes in the table format). The
+table format escapes control characters (\n, \x1b) and, on a terminal,
+cuts cells to fit its width ("…"; --wide keeps them whole). In json, a
+column name the result repeats (SELECT * over a join) is suffixed _2, _3,
+...; jsonl, for programs, is a header line naming the columns, then a JSON
+array per row, each value of its own type (docs/query.md).
 
 SQL that opens with a "--" comment is SQL, not a flag, when the comment's
 first line holds a blank or a line break (before any "="); after a lone --
@@ -66,7 +67,7 @@ SELECT 1'.`,
 				return err
 			}
 			out := bufio.NewWriter(cmd.OutOrStdout())
-			w := newRowWriter(format, out)
+			w := newRowWriter(format, out, terminalWidth(cmd.OutOrStdout(), wide))
 			var err error
 			switch {
 			case listTables:
@@ -89,6 +90,7 @@ SELECT 1'.`,
 	completeValues(cmd, "format", queryFormats...)
 	cmd.Flags().BoolVar(&schema, "schema", false, "list every table's columns and what they mean")
 	cmd.Flags().BoolVar(&listTables, "tables", false, "list the tables and what they hold")
+	cmd.Flags().BoolVar(&wide, "wide", false, "table format on a terminal: cells whole, lines as long as they are, not cut to the terminal's width")
 	addStepRangeFlag(cmd)
 	return cmd
 }
@@ -149,7 +151,9 @@ type rowWriter interface {
 	Flush() error
 }
 
-func newRowWriter(format string, w io.Writer) rowWriter {
+// newRowWriter writes rows in format to w; a table fitted to fit columns when fit is above 0
+// (terminalWidth).
+func newRowWriter(format string, w io.Writer, fit int) rowWriter {
 	switch format {
 	case "csv":
 		return &csvRows{w: csv.NewWriter(w)}
@@ -158,59 +162,7 @@ func newRowWriter(format string, w io.Writer) rowWriter {
 	case "jsonl":
 		return &jsonlRows{w: w}
 	default:
-		return &tableRows{w: w}
-	}
-}
-
-// maxTableBlob is how many bytes of a BLOB the table format shows.
-const maxTableBlob = 32
-
-// tableRows aligns columns under a header. Rows are kept until Flush,
-// since a column's width is known only after its last row.
-type tableRows struct {
-	w     io.Writer
-	names []string
-	rows  [][]string
-}
-
-func (t *tableRows) Columns(names []string) error { t.names = names; return nil }
-
-func (t *tableRows) Row(values []any) error {
-	row := make([]string, len(values))
-	for i, v := range values {
-		row[i] = tableCell(v)
-	}
-	t.rows = append(t.rows, row)
-	return nil
-}
-
-func (t *tableRows) Flush() error {
-	tw := tabwriter.NewWriter(t.w, 0, 0, 2, ' ', 0)
-	writeLine := func(cells []string) {
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
-	}
-	writeLine(t.names)
-	for _, r := range t.rows {
-		writeLine(r)
-	}
-	return tw.Flush()
-}
-
-// tableCell writes a value on one line, made safe for a terminal: the table has no room for
-// a newline or a tab inside a cell, and a recording's text may hold any byte.
-func tableCell(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "NULL"
-	case []byte:
-		if len(v) > maxTableBlob {
-			return hex.EncodeToString(v[:maxTableBlob]) + fmt.Sprintf("...(%d bytes)", len(v))
-		}
-		return hex.EncodeToString(v)
-	case string:
-		return termsafe.String(v)
-	default:
-		return scalarText(v)
+		return newTableRows(w, fit)
 	}
 }
 
