@@ -84,6 +84,8 @@ fuzz:
 	$(GO) test ./internal/instrument -run '^$$' -fuzz FuzzInject -fuzztime 30s
 	$(GO) test ./internal/instrument -run '^$$' -fuzz FuzzLiveProbes -fuzztime 30s
 	$(GO) test ./recording -run '^$$' -fuzz FuzzProbeCTAs -fuzztime 30s
+	$(GO) test ./internal/replay -run '^$$' -fuzz FuzzModuleKind -fuzztime 30s
+	$(GO) test ./internal/cupti/locate -run '^$$' -fuzz FuzzCheckLibrary -fuzztime 30s
 
 # Regenerate the .pb.go files from the committed .proto files (needs protoc).
 proto:

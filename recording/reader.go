@@ -14,7 +14,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/gpurr/gpurr/recording/internal/regular"
+	"github.com/gpurr/gpurr/internal/regular"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 

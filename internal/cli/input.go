@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/gpurr/gpurr/internal/info"
+	"github.com/gpurr/gpurr/internal/regular"
 	"github.com/gpurr/gpurr/recording"
 )
 
@@ -36,6 +38,66 @@ func openRecording(cmd *cobra.Command, path string) (*recording.Set, error) {
 	}
 	showProgress(set, path)
 	return set, nil
+}
+
+// inputFile is a kind of file a flag names for a verb to read. Every such flag opens its file
+// here, as a recording's own files are opened (internal/regular): a regular file only, so that
+// a FIFO cannot hang the verb nor a device stream into memory without end, and no larger than
+// its kind may be.
+type inputFile struct {
+	flag string // "--ptx"
+	what string // what the error calls it: "a PTX file"
+	max  int64  // bytes
+}
+
+var (
+	// A module's PTX is parsed whole, into several times its size.
+	ptxInput = inputFile{"--ptx", "a PTX file", 256 << 20}
+	// A cubin, PTX or fatbin is read whole and handed to the driver; a fatbin holds a
+	// library's kernels for several architectures.
+	moduleInput = inputFile{"--module", "a module", 512 << 20}
+	// A manifest is streamed (a few hundred bytes a launch: 16 GiB is some 50 million
+	// launches); verify keeps about a hundred bytes a launch of it.
+	manifestInput = inputFile{"--manifest", "a manifest", 16 << 30}
+)
+
+// open opens the file path that verb's flag names; the error is an input error naming both.
+func (in inputFile) open(verb, path string) (*os.File, error) {
+	f, err := regular.Open(path)
+	if err != nil {
+		return nil, usageErrorf("%s: %s %s: %v", verb, in.flag, path, plainError(err))
+	}
+	st, err := f.Stat()
+	if err == nil && st.Size() > in.max {
+		err = fmt.Errorf("is %d bytes; %s", st.Size(), in.limit())
+	}
+	if err != nil {
+		f.Close()
+		return nil, usageErrorf("%s: %s %s: %v", verb, in.flag, path, plainError(err))
+	}
+	return f, nil
+}
+
+// read reads the whole file path that verb's flag names (open); one that grew past the
+// limit while it was read is refused too.
+func (in inputFile) read(verb, path string) ([]byte, error) {
+	f, err := in.open(verb, path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, in.max+1))
+	if err == nil && int64(len(b)) > in.max {
+		err = fmt.Errorf("grew while read; %s", in.limit())
+	}
+	if err != nil {
+		return nil, usageErrorf("%s: %s %s: %v", verb, in.flag, path, plainError(err))
+	}
+	return b, nil
+}
+
+func (in inputFile) limit() string {
+	return fmt.Sprintf("%s may be at most %s", in.what, info.FormatBytes(uint64(in.max)))
 }
 
 // stepRangeFlag is the flag of the verbs that number launches by training step: it names the

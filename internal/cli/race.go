@@ -322,9 +322,9 @@ func writeRecordingMatch(w io.Writer, r *race.ReplayRunner) {
 // kernelPTX finds the PTX of the launch's module for verb: --ptx, else the recording's copy.
 func kernelPTX(verb string, src *replay.Source, c *replay.Case, file string) ([]byte, string, error) {
 	if file != "" {
-		b, err := os.ReadFile(file)
+		b, err := ptxInput.read(verb, file)
 		if err != nil {
-			return nil, "", usageErrorf("%s: --ptx %s: %v", verb, file, plainError(err))
+			return nil, "", err
 		}
 		return b, file, nil
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -184,8 +183,8 @@ func runReplay(cmd *cobra.Command, o replayOptions, path string) error {
 	}
 	var module []byte
 	if o.module != "" {
-		if module, err = os.ReadFile(o.module); err != nil {
-			return usageErrorf("replay: --module %s: %v", o.module, plainError(err))
+		if module, err = moduleInput.read("replay", o.module); err != nil {
+			return err
 		}
 		// Said before a GPU is looked for, in words the driver's INVALID_IMAGE does not have.
 		kind := replay.ModuleKind(module)

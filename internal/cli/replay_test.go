@@ -45,6 +45,10 @@ func TestReplayBadInput(t *testing.T) {
 	rec := writeReplayable(t)
 	hashed := writeRun(t, "hash", trainRun(1.5, false))
 	missing := filepath.Join(t.TempDir(), "nope")
+	empty := filepath.Join(t.TempDir(), "empty.cubin")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	expectUsageErrors(t, []usageCase{
 		{[]string{"replay", rec, "--launch", "9"}, "has no launch 9 (launches 1 to 3)"},
 		// --launch 0 was taken for no --launch: the only snapshotted launch was replayed, or
@@ -74,7 +78,7 @@ func TestReplayBadInput(t *testing.T) {
 		{[]string{"tune", rec, "--block", "64", "--dtype", "f32", "--rtol", "nan"}, "--elements, --atol and --rtol take 0 or more"},
 		{[]string{"replay", rec, "--module", missing}, "--module " + missing + ": no such file or directory"},
 		// Found by the driver, after a GPU was looked for; none here: 'no usable GPU', exit 3.
-		{[]string{"replay", rec, "--module", os.DevNull}, "--module /dev/null is no cubin, PTX or fatbin (unknown image, 0 bytes)"},
+		{[]string{"replay", rec, "--module", empty}, "--module " + empty + " is no cubin, PTX or fatbin (unknown image, 0 bytes)"},
 		{[]string{"replay", rec, "--module", os.Args[0]}, "is no cubin, PTX or fatbin (ELF file that is not a cubin"},
 		{[]string{"race", rec, "--ptx", missing}, "--ptx " + missing + ": no such file or directory"},
 		{[]string{"replay", rec, "--format", "xml"}, "unknown --format"},

@@ -83,7 +83,11 @@ func runVerify(cmd *cobra.Command, o verifyOptions, path string) error {
 	if err != nil {
 		return err
 	}
-	m, err := manifest.Open(o.manifest)
+	f, err := manifestInput.open("verify", o.manifest)
+	if err != nil {
+		return err
+	}
+	m, err := manifest.Read(f)
 	if err != nil {
 		return usageErrorf("verify: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/gpurr/gpurr/internal/diff"
+	"github.com/gpurr/gpurr/internal/regular"
 	"github.com/gpurr/gpurr/recording"
 	"github.com/gpurr/gpurr/recording/memhash"
 	"github.com/gpurr/gpurr/recording/memview"
@@ -38,18 +39,25 @@ type Expected struct {
 // span is where launch i's line lies.
 func (e *Expected) span(i int) Span { return Span{Offset: e.offsets[i], Len: e.lens[i]} }
 
-// Open reads the manifest at path. Errors are one line, naming the path.
+// Open reads the manifest at path, a regular file (internal/regular). Errors are one line,
+// naming the path.
 func Open(path string) (*Manifest, error) {
-	f, err := os.Open(path)
+	f, err := regular.Open(path)
 	if err != nil {
 		return nil, err
 	}
+	return Read(f)
+}
+
+// Read reads the manifest f holds, and keeps f to read launches of it again (Close closes
+// it); on an error it closes f. Errors are one line, naming f's path.
+func Read(f *os.File) (*Manifest, error) {
 	m, err := read(f)
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", f.Name(), err)
 	}
-	m.Path, m.f = path, f
+	m.Path, m.f = f.Name(), f
 	return m, nil
 }
 

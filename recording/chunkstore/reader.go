@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/gpurr/gpurr/recording/internal/regular"
+	"github.com/gpurr/gpurr/internal/regular"
 	"github.com/gpurr/gpurr/recording/memhash"
 )
 

@@ -33,6 +33,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/gpurr/gpurr/internal/regular"
 )
 
 // EnvCUPTI names the CUPTI library (or its directory) for gpurr; gpurr
@@ -279,17 +281,19 @@ var machines = map[string]elf.Machine{
 
 // CheckLibrary reports whether path is a 64-bit ELF shared object for this
 // machine's architecture that exports symbol (as a defined dynamic symbol),
-// and returns its DT_SONAME. It reads the file; it does not load it.
+// and returns its DT_SONAME. It reads the file; it does not load it. Only a
+// regular file is read (internal/regular): a FIFO put where a library is
+// looked for would otherwise hang the search until something wrote to it.
 func CheckLibrary(path, symbol string) (soname string, err error) {
-	f, err := elf.Open(path)
+	file, err := regular.Open(path)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			return "", statError(err)
-		}
+		return "", statError(err)
+	}
+	defer file.Close()
+	f, err := elf.NewFile(file)
+	if err != nil {
 		return "", errors.New("not an ELF file")
 	}
-	defer f.Close()
 	if f.Class != elf.ELFCLASS64 {
 		return "", fmt.Errorf("a %v library; gpurr needs 64-bit", f.Class)
 	}

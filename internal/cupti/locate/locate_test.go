@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gpurr/gpurr/internal/cupti/locate"
 	"github.com/gpurr/gpurr/internal/cupti/locate/locatetest"
@@ -261,6 +263,44 @@ func TestCheckLibrary(t *testing.T) {
 	if _, err := locate.CheckLibrary(filepath.Join(dir, "missing"), "x"); err == nil || err.Error() != "does not exist" {
 		t.Errorf("missing file: %v", err)
 	}
+}
+
+// --cupti naming a FIFO (or one put where a library is looked for) is refused at once: a plain
+// open would wait for a writer forever.
+func TestCheckLibraryRefusesFIFO(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "libcupti.so.13")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan locate.Result, 1)
+	go func() { done <- locate.Search(locate.Config{Flag: fifo}) }()
+	select {
+	case r := <-done:
+		if err := r.Err(); err == nil || !strings.Contains(err.Error(), "not a regular file (a FIFO)") {
+			t.Errorf("--cupti FIFO: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("--cupti FIFO: the search still waits for a writer after 10s")
+	}
+}
+
+// FuzzCheckLibrary: any file --cupti or $GPURR_CUPTI names is a library that exports the
+// symbol (with its soname) or an error, never a panic.
+func FuzzCheckLibrary(f *testing.F) {
+	f.Add(locatetest.Bytes(locatetest.Library{Soname: "libcupti.so.13", Exports: []string{locate.CUPTISymbol}}))
+	f.Add(locatetest.Bytes(locatetest.Library{Imports: []string{locate.CUPTISymbol}}))
+	f.Add(locatetest.Bytes(locatetest.Library{Type: elf.ET_EXEC}))
+	f.Add([]byte("\x7fELF"))
+	path := filepath.Join(f.TempDir(), "libcupti.so.13")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		soname, err := locate.CheckLibrary(path, locate.CUPTISymbol)
+		if err != nil && err.Error() == "" {
+			t.Fatalf("an empty error (soname %q)", soname)
+		}
+	})
 }
 
 func machineOf(t *testing.T, path string) elf.Machine {
