@@ -62,9 +62,13 @@ test: build lint
 	$(MAKE) --no-print-directory test-wheel
 	scripts/test-wheel-aarch64
 
-# gofmt, go vet and staticcheck (pinned in go.mod as a tool, so CI needs nothing else).
+# gofmt, go.mod and go.sum as go mod tidy leaves them, go vet and staticcheck (pinned in go.mod
+# as a tool, so CI needs nothing else). Tidy also loads the tests of our dependencies, whose
+# modules a build does not fetch: where the module cache lacks them, it fetches them from the
+# module proxy as the build does (with them cached it needs no network).
 lint:
 	@unformatted=$$(gofmt -l .); test -z "$$unformatted" || { echo "$$unformatted"; echo "gofmt: the files above need formatting"; exit 1; } >&2
+	@$(GO) mod tidy -diff || { echo "go mod tidy: go.mod or go.sum is not tidy (the diff above); run go mod tidy"; exit 1; } >&2
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 
