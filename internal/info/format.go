@@ -139,14 +139,7 @@ func (p *Process) write(t *textWriter) {
 	p.Autograd.write(t)
 	p.Ranges.writeField(t)
 	p.Probes.write(t)
-	if calls := p.Launches + p.Captured + p.GraphLaunches; p.AgentLaunchNS > 0 && calls > 0 {
-		// 1.4: launches apart from module loads and the like, which happen once.
-		t.field("overhead", "agent ran %s on the program's threads: %s per launch, %s in other callbacks (module loads, ...); CUPTI's own work not included",
-			formatNS(p.AgentNS), formatNS(p.AgentLaunchNS/uint64(calls)), formatNS(p.AgentNS-min(p.AgentLaunchNS, p.AgentNS)))
-	} else if p.AgentNS > 0 && calls > 0 {
-		t.field("overhead", "agent ran %s on the program's threads, %s per launch (CUPTI's own work not included)",
-			formatNS(p.AgentNS), formatNS(p.AgentNS/uint64(calls)))
-	}
+	p.writeOverhead(t)
 	// Backpressure is counted as the agent's time, but it is the GPU or the writer being behind,
 	// which a GPU-bound program would have waited for elsewhere anyway.
 	if m := p.Memory; m != nil && p.AgentNS > 0 && m.StagingWaitNS > p.AgentNS/10 {
@@ -165,6 +158,27 @@ func (p *Process) write(t *textWriter) {
 	writeKernels(t, "top kernels by GPU time", p.TopByTime)
 	writeLines(t, p.TopLines)
 	p.Ranges.writeTop(t)
+}
+
+// writeOverhead says what the agent cost the program's threads: a launch's steady cost, and
+// apart from it the one-time work (module loads, which copy megabytes of code, CUDA graph
+// capture's node callbacks, allocations), which a short program's launches would otherwise
+// seem to cost milliseconds each.
+func (p *Process) writeOverhead(t *textWriter) {
+	calls := p.Launches + p.Captured + p.GraphLaunches
+	if calls == 0 || p.AgentNS == 0 {
+		return
+	}
+	if p.AgentLaunchNS > 0 { // format 1.4: launches timed apart
+		t.field("overhead", "%s per launch, steady (launch callbacks, timed on every 16th launch of a thread); %s once, in other callbacks (module loads, CUDA graph capture, ...)",
+			formatNS(p.AgentLaunchNS/uint64(calls)), formatNS(p.AgentNS-min(p.AgentLaunchNS, p.AgentNS)))
+		t.field("", "%s in all on the program's threads; CUPTI's own work not included", formatNS(p.AgentNS))
+		return
+	}
+	t.field("overhead", "agent ran %s on the program's threads in all its callbacks: module loads, CUDA graph capture and other one-time work, with %s (CUPTI's own work not included)",
+		formatNS(p.AgentNS), Count(calls, "launch"))
+	t.field("", "no launch was timed apart (format 1.4 times every 16th launch of a thread), so a launch's steady cost is not known: %s per launch made is an upper bound, one-time work included",
+		formatNS(p.AgentNS/uint64(calls)))
 }
 
 // writeLines writes the top lines; where some ran in backward, with a

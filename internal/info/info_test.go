@@ -362,3 +362,50 @@ func TestTextWriterEscapes(t *testing.T) {
 		t.Errorf("%q, want %q", b.String(), want)
 	}
 }
+
+// The overhead line says what it measures: a launch's steady cost apart from one-time work
+// (module loads, CUDA graph capture) when the agent timed launches apart (format 1.4), and that
+// all the callbacks' time over the launches is an upper bound when it did not: 53 ms over 20
+// launches of a graph recording is not 2.65 ms a launch.
+func TestOverheadSaysWhatItMeasures(t *testing.T) {
+	for _, c := range []struct {
+		stats      *pb.Stats
+		want, lack []string
+	}{
+		{&pb.Stats{AgentCallbackNs: 53_000_000},
+			[]string{"overhead     agent ran 53.00ms on the program's threads in all its callbacks: module loads, CUDA graph capture and other one-time work, with 20 launches",
+				"2.65ms per launch made is an upper bound, one-time work included"},
+			[]string{"2.65ms per launch ("}},
+		{&pb.Stats{AgentCallbackNs: 53_000_000, AgentLaunchNs: 200_000},
+			[]string{"overhead     10.0µs per launch, steady (launch callbacks, timed on every 16th launch of a thread); 52.80ms once, in other callbacks (module loads, CUDA graph capture, ...)",
+				"53.00ms in all on the program's threads"},
+			nil},
+	} {
+		b := &pb.Batch{Process: &pb.Process{Pid: 7}, Kernels: []*pb.Kernel{{Id: 1, Name: "k"}}}
+		for seq := uint64(1); seq <= 12; seq++ {
+			b.Launches = append(b.Launches, &pb.Launch{Seq: seq, KernelId: 1, CorrelationId: uint32(seq), HostNs: 100 * seq, Captured: seq > 8})
+		}
+		for seq := uint64(13); seq <= 20; seq++ {
+			b.GraphLaunches = append(b.GraphLaunches, &pb.GraphLaunch{Seq: seq, CorrelationId: uint32(seq), HostNs: 100 * seq})
+		}
+		set := testrec.OpenBatches(t, b, &pb.Batch{Stats: c.stats, End: &pb.End{EndNs: 5000, Reason: "exit"}})
+		r, err := Summarize(set, set.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var text strings.Builder
+		if err := r.WriteTable(&text); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range c.want {
+			if !strings.Contains(text.String(), want) {
+				t.Errorf("info lacks %q:\n%s", want, text.String())
+			}
+		}
+		for _, lack := range c.lack {
+			if strings.Contains(text.String(), lack) {
+				t.Errorf("info says %q:\n%s", lack, text.String())
+			}
+		}
+	}
+}
