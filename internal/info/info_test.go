@@ -330,16 +330,7 @@ func optimizerSteps(t *testing.T) *recording.Stepper {
 // A crafted recording's strings (host, argv, kernel name, NVTX message, Python line, log) reach
 // the text report escaped: no ESC, BEL or CR, and no line of the recording's making.
 func TestTextEscapesControls(t *testing.T) {
-	set := testrec.OpenBatches(t, testrec.HostileBatches()...)
-	r, err := Summarize(set, set.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var text strings.Builder
-	if err := r.WriteTable(&text); err != nil {
-		t.Fatal(err)
-	}
-	out := text.String()
+	out := tableOf(t, testrec.HostileBatches()...)
 	if strings.ContainsAny(out, "\x1b\x07\r") || strings.Contains(out, "\ngpurr: FORGED") {
 		t.Errorf("controls of the recording reach the report:\n%q", out)
 	}
@@ -388,24 +379,31 @@ func TestOverheadSaysWhatItMeasures(t *testing.T) {
 		for seq := uint64(13); seq <= 20; seq++ {
 			b.GraphLaunches = append(b.GraphLaunches, &pb.GraphLaunch{Seq: seq, CorrelationId: uint32(seq), HostNs: 100 * seq})
 		}
-		set := testrec.OpenBatches(t, b, &pb.Batch{Stats: c.stats, End: &pb.End{EndNs: 5000, Reason: "exit"}})
-		r, err := Summarize(set, set.Dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var text strings.Builder
-		if err := r.WriteTable(&text); err != nil {
-			t.Fatal(err)
-		}
+		text := tableOf(t, b, &pb.Batch{Stats: c.stats, End: &pb.End{EndNs: 5000, Reason: "exit"}})
 		for _, want := range c.want {
-			if !strings.Contains(text.String(), want) {
-				t.Errorf("info lacks %q:\n%s", want, text.String())
+			if !strings.Contains(text, want) {
+				t.Errorf("info lacks %q:\n%s", want, text)
 			}
 		}
 		for _, lack := range c.lack {
-			if strings.Contains(text.String(), lack) {
-				t.Errorf("info says %q:\n%s", lack, text.String())
+			if strings.Contains(text, lack) {
+				t.Errorf("info says %q:\n%s", lack, text)
 			}
 		}
 	}
+}
+
+// tableOf is info's text report of a recording of one process that wrote batches.
+func tableOf(t *testing.T, batches ...*pb.Batch) string {
+	t.Helper()
+	set := testrec.OpenBatches(t, batches...)
+	r, err := Summarize(set, set.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	if err := r.WriteTable(&text); err != nil {
+		t.Fatal(err)
+	}
+	return text.String()
 }
