@@ -298,20 +298,19 @@ func writeProbeSummary(w io.Writer, s probe.Summary, grid cuda.Dim3) {
 	us := func(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d)/1e3) }
 	termsafe.Fprintf(w, "  %s, span %s; CTA duration median %s, p99 %s, max %s\n", info.Count(s.CTAs, "CTA"), us(s.Span), us(s.Median), us(s.P99), us(s.Max))
 	termsafe.Fprintf(w, "  tail: %.0f%% of the span after the median CTA ended\n", 100*s.StragglerFraction)
-	var busiest probe.SMLoad
-	for _, l := range s.SMs {
-		if l.Busy > busiest.Busy {
-			busiest = l
-		}
-	}
 	termsafe.Fprintf(w, "  SMs: %d used, %.1f waves; imbalance %.2f (busiest SM %d: %s, %s busy)\n",
-		len(s.SMs), s.Waves, s.Imbalance, busiest.SM, info.Count(busiest.CTAs, "CTA"), us(busiest.Busy))
+		len(s.SMs), s.Waves, s.Imbalance, s.Busiest.SM, info.Count(s.Busiest.CTAs, "CTA"), us(s.Busiest.Busy))
 	if len(s.Slowest) == 0 {
 		return
 	}
 	termsafe.Fprintf(w, "  slowest CTAs:\n  %8s  %-16s  %4s  %s\n", "cta", "(x,y,z)", "SM", "duration")
 	for _, c := range s.Slowest {
-		x, y, z := c.Index%int(grid.X), c.Index/int(grid.X)%int(grid.Y), c.Index/(int(grid.X)*int(grid.Y))
-		termsafe.Fprintf(w, "  %8d  %-16s  %4d  %s\n", c.Index, fmt.Sprintf("(%d,%d,%d)", x, y, z), c.SM, us(c.Duration()))
+		// A grid recorded with a zero or missing dimension (a damaged record) places no CTA.
+		at := "?"
+		if grid.X > 0 && grid.Y > 0 && grid.Z > 0 {
+			x, y, z := c.XYZ(grid.X, grid.Y)
+			at = fmt.Sprintf("(%d,%d,%d)", x, y, z)
+		}
+		termsafe.Fprintf(w, "  %8d  %-16s  %4d  %s\n", c.Index, at, c.SM, us(c.Duration()))
 	}
 }

@@ -54,6 +54,7 @@ type Summary struct {
 	Median, P99, Max  time.Duration // of CTA durations
 	Slowest           []CTA         // the longest, longest first
 	SMs               []SMLoad      // by SM number
+	Busiest           SMLoad        // the SM busy longest; of those, the one that ran the most CTAs
 	Imbalance         float64       // the busiest SM's busy time over the mean SM's: 1 is even
 	Waves             float64       // CTAs per SM used
 	StragglerFraction float64       // of the span after the median CTA's end: the tail
@@ -98,15 +99,20 @@ func Summarize(ctas []CTA, top int) Summary {
 	byDur := slices.Clone(ctas)
 	slices.SortStableFunc(byDur, func(a, b CTA) int { return int(b.Duration() - a.Duration()) })
 	s.Slowest = byDur[:min(top, len(byDur))]
-	var total, busiest time.Duration
+	var total time.Duration
 	for _, l := range perSM {
 		s.SMs = append(s.SMs, *l)
 		total += l.Busy
-		busiest = max(busiest, l.Busy)
 	}
 	slices.SortFunc(s.SMs, func(a, b SMLoad) int { return int(a.SM) - int(b.SM) })
+	// CTAs break a tie of busy time: with a clock that did not move, all SMs are busy 0 ns.
+	for _, l := range s.SMs {
+		if l.Busy > s.Busiest.Busy || l.Busy == s.Busiest.Busy && l.CTAs > s.Busiest.CTAs {
+			s.Busiest = l
+		}
+	}
 	if mean := float64(total) / float64(len(s.SMs)); mean > 0 {
-		s.Imbalance = float64(busiest) / mean
+		s.Imbalance = float64(s.Busiest.Busy) / mean
 	}
 	s.Waves = float64(len(ctas)) / float64(len(s.SMs))
 	ends := make([]uint64, len(ctas))
