@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gpurr/gpurr/internal/testrec"
+	"github.com/gpurr/gpurr/recording"
 )
 
 // A crafted recording's strings (host, argv, kernel name, NVTX message, Python line, log) reach
@@ -39,5 +40,20 @@ func TestProbeAllEscapesControls(t *testing.T) {
 	writeLiveKernel(&out, &liveKernel{name: "k" + testrec.Hostile, skipped: map[string]int{"why" + testrec.Hostile: 1}})
 	if s := out.String(); strings.ContainsAny(s, "\x1b\x07\r") || strings.Contains(s, "\ngpurr: FORGED") || !strings.Contains(s, `k\x1b]0;owned\a`) {
 		t.Errorf("probe --all's report:\n%q", s)
+	}
+}
+
+// record's summary names the processes it recorded, whose names are their host names.
+func TestRecordSummaryEscapesControls(t *testing.T) {
+	dir := t.TempDir()
+	w, err := recording.Create(dir, "box"+testrec.Hostile+"-1", testrec.HostileBatches()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close() // no End record: the process is incomplete, and the summary says which
+	var out bytes.Buffer
+	summarizeRecording(&out, dir)
+	if s := out.String(); strings.ContainsAny(s, "\x1b\x07\r") || strings.Contains(s, "\ngpurr: FORGED") || !strings.Contains(s, `box\x1b]0;owned\a`) {
+		t.Errorf("record's summary:\n%q", s)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/gpurr/gpurr/internal/cuda"
 	"github.com/gpurr/gpurr/internal/cupti/locate"
 	"github.com/gpurr/gpurr/internal/info"
+	"github.com/gpurr/gpurr/internal/termsafe"
 	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
@@ -444,7 +445,7 @@ func summarizeRecording(w io.Writer, dir string) {
 		problems = append(problems, unmatched+" matched no launch: nothing was snapshotted")
 	}
 	if len(problems) > 0 {
-		fmt.Fprintf(w, "gpurr: record: %s\n", strings.Join(problems, "; "))
+		termsafe.Fprintf(w, "gpurr: record: %s\n", strings.Join(problems, "; ")) // process names are host names
 	}
 }
 
