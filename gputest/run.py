@@ -1093,18 +1093,23 @@ def bisect(h, tag, args, timeout=420):
     return h.sh([h.gpurr, "bisect", "-o", d, *args], timeout, log=tag), d
 
 
+def record_twice(h, tag, argv, flags, timeout=240):
+    """Two recordings of argv with flags, TAG1 and TAG2: their folders; a failed one fails the test."""
+    recs = []
+    for i in (1, 2):
+        d = h.new_recdir(f"{tag}{i}")
+        r = h.sh(h.record_argv(d, argv, flags), timeout, log=f"{tag}{i}.rec")
+        check(r.rc == 0, f"recording {i}: {r.why()}")
+        recs.append(d)
+    return recs
+
+
 @test("digest.agree")
 def t_digest_agree(h):
     """The deterministic training loop recorded twice with --memory digest: a digest at every
     step boundary, of the allocations the optimizer reaches, and gpurr diff says the runs agree
     at every digest (exit 0)."""
-    script = WL / "bisect_train.py"
-    recs = []
-    for i in (1, 2):
-        d = h.new_recdir(f"digest_agree{i}")
-        r = h.sh(h.record_argv(d, [h.py, script], ["--memory", "digest"]), 240, log=f"digest_agree{i}.rec")
-        check(r.rc == 0, f"recording {i}: {r.why()}")
-        recs.append(d)
+    recs = record_twice(h, "digest_agree", [h.py, WL / "bisect_train.py"], ["--memory", "digest"])
     rows = h.query(recs[0], "SELECT step, of, count(*) AS n, sum(size) AS bytes FROM digests GROUP BY step ORDER BY step")
     check([r["step"] for r in rows] == list(range(5)), f"digests of steps {[r['step'] for r in rows]}, want 0-4 (6 steps)")
     check(all(r["of"] == "optimizer" for r in rows), f"digests not of the optimizer's allocations: {rows}")
@@ -1182,13 +1187,8 @@ def t_digest_nccl_owned(h):
     """A one-rank DistributedDataParallel job (NCCL on one GPU) recorded twice with --memory
     digest: NCCL's own allocations are recorded as owned by nccl and left out of every digest,
     and gpurr diff says the two runs agree (exit 0)."""
-    recs = []
-    for i in (1, 2):
-        d = h.new_recdir(f"nccl_owned{i}")
-        r = h.sh(h.record_argv(d, [h.py, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "1",
-                                   WL / "ddp_one.py"], ["--memory", "digest"]), 300, log=f"nccl_owned{i}.rec")
-        check(r.rc == 0, f"recording {i}: {r.why()}")
-        recs.append(d)
+    recs = record_twice(h, "nccl_owned", [h.py, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "1",
+                                          WL / "ddp_one.py"], ["--memory", "digest"], 300)
     own = h.one(recs[0], "SELECT count(*) AS n, sum(size) AS bytes FROM allocations WHERE owner = 'nccl'")
     check(own["n"] > 0, "no allocation owned by nccl in a DDP job")
     leak = h.n(recs[0], "SELECT count(*) AS n FROM digests d JOIN allocations a ON a.process = d.process AND "
@@ -2030,12 +2030,7 @@ def t_writesets_nan(h):
 def diff_scatter(h, tag, flags):
     script = WL / "diff_scatter.py"
     line = mark_line(script, "scatter")
-    recs = []
-    for i in (1, 2):
-        d = h.new_recdir(f"{tag}{i}")
-        r = h.sh(h.record_argv(d, [h.py, script], ["--memory", "hash", *flags]), 240, log=f"{tag}{i}.rec")
-        check(r.rc == 0, f"recording {i}: {r.why()}")
-        recs.append(d)
+    recs = record_twice(h, tag, [h.py, script], ["--memory", "hash", *flags])
     r = h.sh([h.gpurr, "diff", *recs], 120, log=f"{tag}.diff")
     check(r.rc == 1, f"gpurr diff exit {r.rc}, want 1 (the runs part ways): {r.why()} {r.out[:300]}")
     kernel = [l.strip() for l in r.out.splitlines() if l.strip().startswith("kernel")]
@@ -2044,6 +2039,19 @@ def diff_scatter(h, tag, flags):
     same = h.sh([h.gpurr, "diff", recs[0], recs[0]], 120, log=f"{tag}.same")
     check(same.rc == 0 and "agree" in same.out, f"a recording diffed with itself: exit {same.rc}: {same.out[:300]}")
     return f"parts ways at {kernel[0][6:].strip()[:70]} at diff_scatter.py:{line}; a run with itself agrees"
+
+
+@test("diff.leftovers")
+def t_diff_leftovers(h):
+    """A deterministic program half-writes a tensor whose memory the pool took back from a
+    tensor of random bytes: recorded twice with --memory hash, the runs agree, since new
+    allocations are cleared and memory the program never wrote is the same in both."""
+    recs = record_twice(h, "leftovers", [h.py, WL / "leftovers.py"], ["--memory", "hash"])
+    half = h.n(recs[0], "SELECT count(*) AS n FROM launches WHERE name LIKE '%fill%'")
+    check(half >= 3, f"{half} fill launches recorded, want 3")
+    r = h.sh([h.gpurr, "diff", *recs], 120, log="leftovers.diff")
+    check(r.rc == 0 and "agree" in r.out, f"gpurr diff of a program that half-writes reused memory: {r.why()}\n{r.out[:800]}")
+    return "the runs agree: the unwritten half was cleared in both"
 
 
 @test("diff.threads_paired")

@@ -181,6 +181,7 @@ func configFromEnv() (config, error) {
 		}
 		cfg.memory.DigestEvery = uint32(n)
 	}
+	cfg.memory.DigestAll = os.Getenv(agentenv.DigestAll) == "on"
 	if s := os.Getenv(agentenv.StepEvery); s != "" {
 		n, err := strconv.ParseUint(s, 10, 32)
 		if err != nil || n == 0 {
@@ -261,6 +262,9 @@ func (r *recorder) start() error {
 		if m.Digests() {
 			ccfg.digests = 1
 			ccfg.digest_every = C.uint32_t(m.DigestEvery)
+			if m.DigestAll {
+				ccfg.digest_all = 1
+			}
 		}
 		if m.HashSteps != "" {
 			lo, hi, _ := agentenv.ParseSteps(m.HashSteps) // configFromEnv validated it

@@ -80,6 +80,19 @@ typedef struct {
 
 typedef struct {
   uint64_t *dptr;
+  size_t bytesize;
+  gp_CUstream hStream;
+} gp_cuMemAllocAsync_params;
+
+typedef struct {
+  uint64_t *dptr;
+  size_t bytesize;
+  void *pool;
+  gp_CUstream hStream;
+} gp_cuMemAllocFromPoolAsync_params;
+
+typedef struct {
+  uint64_t *dptr;
   size_t *pPitch;
   size_t WidthInBytes;
   size_t Height;

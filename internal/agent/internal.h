@@ -102,6 +102,7 @@ typedef struct {
   gp_CUresult (*memHostGetDevicePointer)(uint64_t *, void *, unsigned);
   gp_CUresult (*memAlloc)(uint64_t *, size_t);
   gp_CUresult (*memsetD8)(uint64_t, unsigned char, size_t);
+  gp_CUresult (*memsetD8Async)(uint64_t, unsigned char, size_t, gp_CUstream);
   gp_CUresult (*streamIsCapturing)(gp_CUstream, int *);
   gp_CUresult (*threadExchangeStreamCaptureMode)(int *);
   gp_CUresult (*getErrorName)(gp_CUresult, const char **);

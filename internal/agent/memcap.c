@@ -289,6 +289,30 @@ int gp_mem_error_callback(uint32_t cbid) {
 }
 
 static void before_free(uint32_t cbid, const gp_CallbackData *cb, uint64_t ptr);
+static gp_CUstream job_stream(gp_CUstream stream, int ptsz);
+
+// zero_fill clears a stream-ordered allocation on its stream, under hash and
+// snapshot modes. A pool hands out memory freed earlier in the process without
+// clearing it, and which freed block a tensor gets depends on when other
+// streams' work completed, so the bytes a program never writes (an output a
+// split-K GEMM leaves to its reduction, padding) would differ from run to run
+// and look like a divergence. The driver clears memory it maps fresh
+// (cuMemAlloc, cuMemCreate), so only pools need it. A capturing stream is left
+// alone: a memset there would become a node of the program's graph.
+static void zero_fill(uint64_t ptr, uint64_t size, gp_CUstream stream) {
+  if (!size || (gp_proc.cfg.memory_mode != GP_MEM_HASH && gp_proc.cfg.memory_mode != GP_MEM_SNAPSHOT)) return;
+  int capturing = 0;
+  gp_in_agent_call(1);
+  gp_CUresult r = gp_cu.streamIsCapturing(stream, &capturing);
+  if (r == 0 && !capturing) r = gp_cu.memsetD8Async(ptr, 0, size, stream);
+  gp_in_agent_call(0);
+  if (r != 0) {
+    static _Atomic int said;
+    if (!atomic_exchange(&said, 1))
+      gp_logf(1, "memory capture: cuMemsetD8Async(new allocation, %llu bytes): %s (%d); memory a program never writes may differ between runs",
+              (unsigned long long)size, cu_error(r), r);
+  }
+}
 
 // gp_mem_on_api tracks allocations: new ones at API exit (when the address
 // is known and the call succeeded), frees at API enter (before the address
@@ -320,10 +344,19 @@ void gp_mem_on_api(uint32_t cbid, const gp_CallbackData *cb) {
     break;
   case GP_CBID_cuMemAllocAsync:
   case GP_CBID_cuMemAllocAsync_ptsz:
+    if (exit) {
+      const gp_cuMemAllocAsync_params *a = p;
+      add_alloc(*a->dptr, a->bytesize, GP_ALLOC_ASYNC, owner, stack);
+      zero_fill(*a->dptr, a->bytesize, job_stream(a->hStream, cbid == GP_CBID_cuMemAllocAsync_ptsz));
+    }
+    break;
   case GP_CBID_cuMemAllocFromPoolAsync:
   case GP_CBID_cuMemAllocFromPoolAsync_ptsz:
-    if (exit) add_alloc(*((const gp_cuMemAlloc_params *)p)->dptr, ((const gp_cuMemAlloc_params *)p)->bytesize,
-                        GP_ALLOC_ASYNC, owner, stack);
+    if (exit) {
+      const gp_cuMemAllocFromPoolAsync_params *a = p;
+      add_alloc(*a->dptr, a->bytesize, GP_ALLOC_ASYNC, owner, stack);
+      zero_fill(*a->dptr, a->bytesize, job_stream(a->hStream, cbid == GP_CBID_cuMemAllocFromPoolAsync_ptsz));
+    }
     break;
   case GP_CBID_cuMemAllocPitch_v2:
     if (exit) {
@@ -1797,7 +1830,7 @@ static void digest_skipped(const char *why) {
 void gp_mem_digest(gp_CUcontext ctx, gp_CUstream stream, int ptsz, uint64_t seq, uint32_t step) {
   // The step's optimizer set is taken, and emptied for the next step, whatever becomes of it.
   gp_spin_lock(&opt_lock);
-  int all = opt_all || !opt_count || gp_proc.cfg.step_every;
+  int all = opt_all || !opt_count || gp_proc.cfg.step_every || gp_proc.cfg.digest_all;
   uint64_t *chosen = all ? NULL : malloc(opt_count * sizeof *chosen);
   uint32_t nchosen = 0;
   for (uint32_t i = 0; chosen && i < OPT_SET; i++)

@@ -67,6 +67,7 @@ static const struct {
     {"cuMemHostGetDevicePointer_v2", GP_NEED_MEMORY},
     {"cuMemAlloc_v2", GP_NEED_MEMORY},
     {"cuMemsetD8_v2", GP_NEED_MEMORY},
+    {"cuMemsetD8Async", GP_NEED_MEMORY},
     {"cuStreamIsCapturing", GP_NEED_MEMORY},
     {"cuThreadExchangeStreamCaptureMode", GP_NEED_MEMORY},
     {"cuGetErrorName", GP_NEED_MEMORY},

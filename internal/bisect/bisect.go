@@ -156,6 +156,11 @@ func programFailed(r *Run) error {
 
 func (b *bisector) digestFlags() []string {
 	f := []string{"--memory", "digest"}
+	if b.o.NaN {
+		// A NaN the optimizer never reaches (a loss whose gradient is finite, a metric) is
+		// still where the run first holds one.
+		f = append(f, "--digest-all")
+	}
 	if b.o.DigestEvery > 1 {
 		f = append(f, "--digest-every", strconv.FormatUint(uint64(b.o.DigestEvery), 10))
 	}

@@ -41,12 +41,15 @@ func (f *fakeRecorder) record(_ context.Context, r *bisect.Run) error {
 			}
 		case "nan":
 			o.NaNStep, o.NaNLaunch = num(1), num(2)
+		case "lossnan":
+			o.LossNaN = true
 		case "lr":
 			v, _ := strconv.ParseFloat(r.Command[i+1], 32)
 			o.LR = float32(v)
 		}
 	}
 	for i, flag := range r.Flags {
+		o.DigestAll = o.DigestAll || flag == "--digest-all"
 		if flag == "--hash-steps" {
 			lo, hi, _ := strings.Cut(r.Flags[i+1], "-")
 			o.Hash = true
@@ -229,6 +232,18 @@ func TestBisectGiven(t *testing.T) {
 func TestBisectNaN(t *testing.T) {
 	res := run(t, bisect.Options{Commands: [2][]string{{"train", "nan", "3", "2"}}, NaN: true}, &fakeRecorder{})
 	if res.Outcome != "nan" || *res.Digests.Step != 3 || !slices.Equal(names(res), []string{"digest", "narrow-1"}) {
+		t.Fatalf("outcome %s, step %v, runs %v", res.Outcome, res.Digests.Step, names(res))
+	}
+	if r := res.Report.(launchReport); r.Seq != 3*4+2+1 {
+		t.Fatalf("report %+v, want launch %d", r, 3*4+2+1)
+	}
+}
+
+// TestBisectNaNOutsideOptimizer: a NaN in a loss the optimizer never reaches (its gradient
+// is finite) is found: bisect --nan's digests hash every live allocation.
+func TestBisectNaNOutsideOptimizer(t *testing.T) {
+	res := run(t, bisect.Options{Commands: [2][]string{{"train", "nan", "3", "2", "lossnan"}}, NaN: true}, &fakeRecorder{})
+	if res.Outcome != "nan" || *res.Digests.Step != 3 {
 		t.Fatalf("outcome %s, step %v, runs %v", res.Outcome, res.Digests.Step, names(res))
 	}
 	if r := res.Report.(launchReport); r.Seq != 3*4+2+1 {

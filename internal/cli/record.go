@@ -90,6 +90,7 @@ program to record, so record refuses it.`,
 	f.StringVar(&o.memory.Mode, "memory", "off", "memory capture: off, hash (a hash of every region after every launch), snapshot (contents before and after selected launches), digest (a hash of the program's memory at each training step boundary only: cheap enough to leave on; gpurr diff names the first step that differs, gpurr bisect narrows it to the launch; docs/memory.md)")
 	completeValues(cmd, "memory", "off", "hash", "snapshot", "digest")
 	f.StringVar(&o.memory.HashSteps, "hash-steps", "", "with --memory hash: hash only the launches of these training steps, K or K-L (from 0), and take step digests at the others' boundaries, as --memory digest does")
+	f.BoolVar(&o.memory.DigestAll, "digest-all", false, "with step digests: hash every live allocation of the program's (a loss, a batch, a cache), not only the parameters, gradients and optimizer state the step's optimizer reached")
 	f.Uint32Var(&o.memory.DigestEvery, "digest-every", 1, "with step digests: take the digest of every Nth step only (steps N-1, 2N-1, ...), 1/N the cost; a divergence is then placed within N steps")
 	f.Uint32Var(&o.stepEvery, "step-every", 0, "training steps are runs of N launch calls (launches 1..N are step 0), for programs without torch.optim optimizer steps: step digests, --hash-steps and every report number steps by them")
 	f.StringVar(&o.memory.SnapshotKernels, "snapshot-kernels", "", "with --memory snapshot: snapshot only kernels whose mangled name matches this regular expression")
@@ -199,7 +200,7 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 		return usageErrorf("record: --write-sets needs --memory hash (snapshots and memory capture off hash nothing to skip)")
 	}
 	if o.keepTorchAllocator && o.memory.Mode == "off" {
-		return usageErrorf("record: --keep-pytorch-allocator only matters with --memory hash or snapshot")
+		return usageErrorf("record: --keep-pytorch-allocator only matters with --memory hash, snapshot or digest")
 	}
 	var timing, serial bool
 	sample := ""
@@ -287,6 +288,7 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 	if prev := os.Getenv("CUDA_INJECTION64_PATH"); prev != "" {
 		fmt.Fprintf(stderr, "gpurr: record: replacing CUDA_INJECTION64_PATH=%s for the recorded program\n", prev)
 	}
+	child.Env = append(child.Env, godebugEnv(os.LookupEnv("GODEBUG")))
 	if add, note := nvtxEnv(agentLib, os.Getenv(agentenv.NVTXInjection)); add != "" {
 		child.Env = append(child.Env, add)
 	} else {
@@ -357,6 +359,23 @@ func nvtxEnv(agent, prev string) (add, note string) {
 	return "", fmt.Sprintf("gpurr: record: warning: %s=%s is kept for the recorded program, so its NVTX ranges are not recorded (unset it to record them)", agentenv.NVTXInjection, prev)
 }
 
+// godebugEnv turns the Go runtime's asynchronous preemption off in the recorded
+// program, where the agent is a Go library: preemption signals (SIGURG) the
+// threads that run Go, and a host program's thread that calls into the agent
+// may have had its signal stack disabled by the program (a torchrun launcher
+// did, one run in three), which the runtime answers with "fatal error: non-Go
+// code disabled sigaltstack". A GODEBUG of the user's own is kept, extended.
+func godebugEnv(prev string, set bool) string {
+	const off = "asyncpreemptoff=1"
+	switch {
+	case !set || prev == "":
+		return "GODEBUG=" + off
+	case strings.Contains(prev, "asyncpreemptoff="):
+		return "GODEBUG=" + prev
+	}
+	return "GODEBUG=" + prev + "," + off
+}
+
 const pytorchAllocConf = "PYTORCH_CUDA_ALLOC_CONF"
 
 // pytorchAllocatorEnv decides how a PyTorch program allocates under memory
@@ -364,14 +383,15 @@ const pytorchAllocConf = "PYTORCH_CUDA_ALLOC_CONF"
 // to gigabytes that the driver sees as one allocation, so every launch would
 // hash whole segments (a GPT training step: 0.48 GB per launch, 8.5x slower).
 // Its cudaMallocAsync backend makes each tensor its own driver allocation, at
-// no measurable cost to the step, so regions are the tensors themselves. A
-// setting of the user's own is kept. It returns the variable to add to the
+// no measurable cost to the step, so regions are the tensors themselves. Step
+// digests need it as much: where the caching allocator places a tensor inside a
+// segment depends on when other streams' events complete (DDP's buckets,
+// NCCL's recordStream), so two runs of a deterministic DDP job would hash
+// segments that differ. A setting of the user's own is kept. It returns the variable to add to the
 // program's environment (or "") and a line for stderr (or "").
 func pytorchAllocatorEnv(memoryMode string, keep bool, conf string, confSet bool) (add, note string) {
 	switch {
-	case memoryMode == "" || memoryMode == "off" || memoryMode == "digest" || keep:
-		// A step digest hashes what the optimizer reaches, whole segments or not, once a step;
-		// stream-ordered allocation would put a driver call under every tensor instead.
+	case memoryMode == "" || memoryMode == "off" || keep:
 		return "", ""
 	case strings.Contains(conf, "cudaMallocAsync"):
 		return "", ""

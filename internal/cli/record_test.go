@@ -73,6 +73,23 @@ func TestSummarizeUnmatchedSelection(t *testing.T) {
 	}
 }
 
+func TestGodebugEnv(t *testing.T) {
+	for _, c := range []struct {
+		prev string
+		set  bool
+		want string
+	}{
+		{"", false, "GODEBUG=asyncpreemptoff=1"},
+		{"", true, "GODEBUG=asyncpreemptoff=1"},
+		{"madvdontneed=1", true, "GODEBUG=madvdontneed=1,asyncpreemptoff=1"},
+		{"asyncpreemptoff=0", true, "GODEBUG=asyncpreemptoff=0"},
+	} {
+		if got := godebugEnv(c.prev, c.set); got != c.want {
+			t.Errorf("godebugEnv(%q, %v) = %q, want %q", c.prev, c.set, got, c.want)
+		}
+	}
+}
+
 func TestPytorchAllocatorEnv(t *testing.T) {
 	for _, c := range []struct {
 		name, mode string
@@ -85,7 +102,9 @@ func TestPytorchAllocatorEnv(t *testing.T) {
 		{name: "memory off", mode: "off"},
 		{name: "hash, unset", mode: "hash", add: "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync", noteHas: "--keep-pytorch-allocator"},
 		{name: "snapshot, unset", mode: "snapshot", add: "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync", noteHas: "each tensor is its own region"},
+		{name: "digest, unset", mode: "digest", add: "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync", noteHas: "each tensor is its own region"},
 		{name: "kept by flag", mode: "hash", keep: true},
+		{name: "digest kept by flag", mode: "digest", keep: true},
 		{name: "user's own setting", mode: "hash", conf: "expandable_segments:True", confSet: true, noteHas: "expandable_segments:True is kept"},
 		{name: "set but empty", mode: "hash", conf: "", confSet: true, noteHas: "is kept"},
 		{name: "user already chose async", mode: "hash", conf: "backend:cudaMallocAsync", confSet: true},

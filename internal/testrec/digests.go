@@ -33,6 +33,9 @@ type Trained struct {
 	LR float32
 	// NaN makes that launch of NaNStep write a NaN; -1: never.
 	NaNStep, NaNLaunch int
+	// LossNaN puts that NaN into a loss: an allocation no launch reads and the optimizer never
+	// reaches, which only digests of every allocation (DigestAll, --digest-all) hold.
+	LossNaN, DigestAll bool
 	Salt               uint64 // changes what DivergeStep writes: another run of a nondeterministic kernel
 	// NCCL, when not 0, makes the first launch of each step also reach the allocation NCCL
 	// made for itself, whose bytes depend on NCCL: another run's are other bytes.
@@ -121,7 +124,18 @@ func TrainedBatches(o Trained, r int) []*pb.Batch {
 	}
 	nccl := &pb.Allocation{Id: uint64(nalloc + 1), Kind: pb.Allocation_MEM_MAP, Address: base + 0x10_0000_0000, Size: 2 << 20,
 		HostNs: startNS + 99, Owner: recording.OwnerNCCL}
-	first.Allocations = append(allocs, nccl)
+	loss := &pb.Allocation{Id: uint64(nalloc + 2), Kind: pb.Allocation_MEM_ALLOC, Address: base + uint64(nalloc)<<24, Size: trainedAllocBytes,
+		HostNs: startNS + 100}
+	first.Allocations = append(allocs, nccl, loss)
+	lossNaN := false
+	lossState := func() *pb.RegionState {
+		rs, _ := RegionState(trainedBytes(7, lossNaN), nil)
+		rs.NanCount, rs.InfCount = []uint64{0}, []uint64{0}
+		if lossNaN {
+			rs.NanCount[0] = 1
+		}
+		return rs
+	}
 
 	version := make([]uint64, nalloc) // what each allocation holds
 	nan := make([]bool, nalloc)
@@ -151,6 +165,11 @@ func TrainedBatches(o Trained, r int) []*pb.Batch {
 					d.Regions = append(d.Regions, state(a))
 					d.DigestRegions = append(d.DigestRegions, &pb.Region{Address: allocs[a].GetAddress(), Size: trainedAllocBytes, AllocationId: allocs[a].GetId()})
 				}
+				if o.DigestAll {
+					d.DigestOf = "all"
+					d.Regions = append(d.Regions, lossState())
+					d.DigestRegions = append(d.DigestRegions, &pb.Region{Address: loss.GetAddress(), Size: trainedAllocBytes, AllocationId: loss.GetId()})
+				}
 				b.Digests = append(b.Digests, d)
 			}
 			version[out] = version[out]*31 + version[in] + uint64(g)
@@ -158,7 +177,9 @@ func TrainedBatches(o Trained, r int) []*pb.Batch {
 				version[out] += 1 + o.Salt
 			}
 			version[out] += uint64(math.Float32bits(lr)) // lr enters every update
-			nan[out] = nan[in] || s == o.NaNStep && i == o.NaNLaunch
+			planted := s == o.NaNStep && i == o.NaNLaunch
+			nan[out] = nan[in] || planted && !o.LossNaN
+			lossNaN = lossNaN || planted && o.LossNaN
 			params := binary.LittleEndian.AppendUint64(nil, allocs[in].GetAddress()+64)
 			params = binary.LittleEndian.AppendUint64(params, allocs[out].GetAddress())
 			params = binary.LittleEndian.AppendUint32(params, math.Float32bits(lr))
@@ -176,6 +197,10 @@ func TrainedBatches(o Trained, r int) []*pb.Batch {
 					l.Regions = append(l.Regions, &pb.Region{Address: nccl.GetAddress(), Size: nccl.GetSize(), ParamOffsets: []uint32{16}, AllocationId: nccl.GetId()})
 					rs, _ := RegionState(trainedBytes(o.NCCL*uint64(seq), false), nil)
 					st.Regions = append(st.Regions, rs)
+				}
+				if planted && o.LossNaN {
+					l.Regions = append(l.Regions, &pb.Region{Address: loss.GetAddress(), Size: trainedAllocBytes, ParamOffsets: []uint32{16}, AllocationId: loss.GetId()})
+					st.Regions = append(st.Regions, lossState())
 				}
 				b.Memory = append(b.Memory, st)
 			case o.Hash:

@@ -46,6 +46,7 @@ const (
 	DeferHashes      = "GPURR_DEFER_HASHES"      // beside (or on) / stream: hash kernels wait and hash several launches at once, beside the program or on its streams
 	HashSteps        = "GPURR_HASH_STEPS"        // "K" or "K-L": hash mode hashes the launches of these training steps only, with step digests elsewhere
 	DigestEvery      = "GPURR_DIGEST_EVERY"      // N: step digests of every Nth step only
+	DigestAll        = "GPURR_DIGEST_ALL"        // on: step digests hash every live allocation of the program's, not only what the optimizer reached
 	// StepEvery is --step-every N: training steps are runs of N launch calls (programs without
 	// optimizer steps), for step digests, --hash-steps and every reader.
 	StepEvery = "GPURR_STEP_EVERY"
@@ -93,6 +94,7 @@ type MemoryConfig struct {
 	DeferHashes      string // "", "beside" or "stream" (DeferModes): hash mode with write sets, one hash kernel for several launches (docs/memory.md)
 	HashSteps        string // hash mode: "K" or "K-L", the training steps whose launches are hashed (ParseSteps); "" for all
 	DigestEvery      uint32 // step digests of every Nth step only (steps N-1, 2N-1, ...); 0 or 1 for every step
+	DigestAll        bool   // step digests hash every live allocation of the program's (a loss, a batch), not only what the optimizer reached
 }
 
 // MemoryModes are the --memory choices.
@@ -163,6 +165,9 @@ func (c MemoryConfig) Validate() error {
 	}
 	if c.DigestEvery > 1 && !c.Digests() {
 		return fmt.Errorf("digest-every needs step digests: memory mode digest, or hash with hash-steps")
+	}
+	if c.DigestAll && !c.Digests() {
+		return fmt.Errorf("digest-all needs step digests: memory mode digest, or hash with hash-steps")
 	}
 	if c.HashSteps != "" {
 		if c.Mode != "hash" {
@@ -309,7 +314,7 @@ func Vars(c Config) []string {
 			StagingBytes+"="+strconv.FormatUint(m.StagingBytes, 10),
 			FlightRecorder+"="+strconv.FormatUint(m.FlightRecorder, 10), NanScan+"="+m.NanScan,
 			WriteSets+"="+m.WriteSets, DeferHashes+"="+cmp.Or(m.DeferHashes, "off"), HashSteps+"="+m.HashSteps,
-			DigestEvery+"="+strconv.FormatUint(uint64(m.DigestEvery), 10))
+			DigestEvery+"="+strconv.FormatUint(uint64(m.DigestEvery), 10), DigestAll+"="+onOff(m.DigestAll))
 	}
 	return v
 }

@@ -32,12 +32,15 @@ func TestParseRanges(t *testing.T) {
 
 func TestMemoryConfigValidate(t *testing.T) {
 	ok := MemoryConfig{Mode: "snapshot", SnapshotKernels: "gemm", SnapshotLaunches: "1-:10", OnFull: "drop-oldest", StagingBytes: 1 << 20, NanScan: "bf16, f32"}
-	if err := ok.Validate(); err != nil {
-		t.Errorf("%+v: %v", ok, err)
+	for _, good := range []MemoryConfig{ok, {Mode: "digest", DigestAll: true}, {Mode: "hash", HashSteps: "3", DigestAll: true}} {
+		if err := good.Validate(); err != nil {
+			t.Errorf("%+v: %v", good, err)
+		}
 	}
 	for _, bad := range []MemoryConfig{
 		{Mode: "full"}, {OnFull: "wait"}, {SnapshotKernels: "("}, {SnapshotLaunches: "x"}, {StagingBytes: 100},
 		{Mode: "hash", NanScan: "f32,i32"}, {Mode: "hash", NanScan: "f32,"}, {Mode: "off", NanScan: "f32"}, {NanScan: "f16"},
+		{Mode: "hash", DigestAll: true}, {Mode: "snapshot", DigestAll: true},
 	} {
 		if err := bad.Validate(); err == nil {
 			t.Errorf("%+v accepted", bad)

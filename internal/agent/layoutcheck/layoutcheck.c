@@ -214,6 +214,15 @@ int main(void) {
   FIELD(gp_cuMemAlloc_params, cuMemAllocManaged_params, bytesize);
   FIELD(gp_cuMemAlloc_params, cuMemAllocAsync_params, bytesize);
   FIELD(gp_cuMemAlloc_params, cuMemAllocFromPoolAsync_params, bytesize);
+  SIZE(gp_cuMemAllocAsync_params, cuMemAllocAsync_params);
+  FIELD(gp_cuMemAllocAsync_params, cuMemAllocAsync_params, dptr);
+  FIELD(gp_cuMemAllocAsync_params, cuMemAllocAsync_params, bytesize);
+  FIELD(gp_cuMemAllocAsync_params, cuMemAllocAsync_params, hStream);
+  SIZE(gp_cuMemAllocFromPoolAsync_params, cuMemAllocFromPoolAsync_params);
+  FIELD(gp_cuMemAllocFromPoolAsync_params, cuMemAllocFromPoolAsync_params, dptr);
+  FIELD(gp_cuMemAllocFromPoolAsync_params, cuMemAllocFromPoolAsync_params, bytesize);
+  FIELD(gp_cuMemAllocFromPoolAsync_params, cuMemAllocFromPoolAsync_params, pool);
+  FIELD(gp_cuMemAllocFromPoolAsync_params, cuMemAllocFromPoolAsync_params, hStream);
   SIZE(gp_cuMemAllocPitch_params, cuMemAllocPitch_v2_params);
   FIELD(gp_cuMemAllocPitch_params, cuMemAllocPitch_v2_params, pPitch);
   FIELD(gp_cuMemAllocPitch_params, cuMemAllocPitch_v2_params, Height);

@@ -582,6 +582,12 @@ static gp_CUresult fake_memAlloc(uint64_t *d, size_t n) {
   return 0;
 }
 static gp_CUresult fake_memsetD8(uint64_t d, unsigned char v, size_t n) { return (void)d, (void)v, (void)n, 0; }
+static gp_CUresult fake_memsetD8Async(uint64_t d, unsigned char v, size_t n, gp_CUstream s) {
+  if (mem_out)
+    fprintf(mem_out, "  cuMemsetD8Async(0x%llx, %u, %zu) on stream 0x%llx\n", (unsigned long long)d, v, n,
+            (unsigned long long)(uintptr_t)s);
+  return 0;
+}
 static gp_CUresult fake_moduleLoadData(void **m, const void *image) { return (void)image, *m = (void *)0x3, 0; }
 static gp_CUresult fake_moduleGetFunction(gp_CUfunction *f, void *m, const char *name) {
   (void)m;
@@ -686,6 +692,18 @@ static uint64_t mem_alloc(size_t n) {
   return d;
 }
 
+// alloc_async reports an allocation of n bytes at d on stream s, as the exit callback of
+// cuMemAllocAsync (or its _ptsz form, cbid) does.
+static void alloc_async(uint32_t cbid, uint64_t d, size_t n, gp_CUstream s) {
+  gp_cuMemAllocAsync_params p = {&d, n, s};
+  gp_CUresult r = 0;
+  gp_CallbackData cb = {.callbackSite = GP_API_EXIT, .functionName = "cuMemAllocAsync", .functionParams = &p,
+                        .functionReturnValue = &r, .context = CTX, .contextUid = 1};
+  gp_on_callback(NULL, GP_CB_DOMAIN_DRIVER_API, cbid, &cb);
+}
+
+static void alloc_at(uint64_t d, size_t n) { alloc_async(GP_CBID_cuMemAllocAsync, d, n, (gp_CUstream)0x7000a0); }
+
 static void mem_poll(void);
 
 // mem_launch_on launches f on (x, y) on stream s and prints the jobs
@@ -726,6 +744,7 @@ static int mem_setup(void) {
   gp_cu.memHostGetDevicePointer = fake_memHostGetDevicePointer;
   gp_cu.memAlloc = fake_memAlloc;
   gp_cu.memsetD8 = fake_memsetD8;
+  gp_cu.memsetD8Async = fake_memsetD8Async;
   gp_cu.moduleLoadData = fake_moduleLoadData;
   gp_cu.moduleGetFunction = fake_moduleGetFunction;
   gp_cu.threadExchangeStreamCaptureMode = fake_captureMode;
@@ -962,9 +981,23 @@ HP_API int hp_digest_scenario(const char *path) {
   mem_poll();
   digest_launches("a graph launch (8), then launch 9", 1, a, c);
   digest_launches("launch 10 begins step 3", 1, a, c);
+  fprintf(mem_out, "cuMemAllocAsync(x, 4 KiB) on stream 0x7000a0: digest mode leaves it as the pool gave it\n");
+  alloc_async(GP_CBID_cuMemAllocAsync, 0x7e8000000000ull, 4096, (gp_CUstream)0x7000a0);
   fprintf(mem_out, "-- --memory hash --hash-steps 4 (digests elsewhere)\n");
   gp_proc.cfg.memory_mode = GP_MEM_HASH;
   gp_proc.cfg.write_sets = GP_WRITE_SETS_ALL;
+  fprintf(mem_out, "cuMemAllocAsync(y, 8 KiB) on stream 0x7000a0: zeroed on its stream\n");
+  alloc_async(GP_CBID_cuMemAllocAsync, 0x7e8000001000ull, 8192, (gp_CUstream)0x7000a0);
+  fprintf(mem_out, "cuMemAllocAsync_ptsz(z, 256 B) on stream 0: zeroed on the per-thread stream\n");
+  alloc_async(GP_CBID_cuMemAllocAsync_ptsz, 0x7e8000003000ull, 256, NULL);
+  fprintf(mem_out, "cuMemAllocAsync(w, 4 KiB) on a capturing stream: left alone (a memset would join the graph)\n");
+  capturing_stream = (gp_CUstream)0x7000b0;
+  alloc_async(GP_CBID_cuMemAllocAsync, 0x7e8000004000ull, 4096, (gp_CUstream)0x7000b0);
+  capturing_stream = NULL;
+  for (uint64_t x = 0x7e8000000000ull; x <= 0x7e8000004000ull; x += 0x1000) {
+    uint64_t f[1] = {x};
+    if (x != 0x7e8000002000ull) driver_call(GP_CBID_cuMemFree_v2, "cuMemFree_v2", f);
+  }
   gp_proc.cfg.hash_steps = 1;
   gp_proc.cfg.hash_step_lo = gp_proc.cfg.hash_step_hi = 4;
   digest_launches("launches 11-12, step 3: not hashed", 2, a, c);
@@ -993,14 +1026,6 @@ static void *mem_drain_loop(void *arg) {
   return NULL;
 }
 
-// alloc_at reports an allocation of n bytes at d, as cuMemAllocAsync's exit callback does.
-static void alloc_at(uint64_t d, size_t n) {
-  gp_cuMemAlloc_params p = {&d, n};
-  gp_CUresult r = 0;
-  gp_CallbackData cb = {.callbackSite = GP_API_EXIT, .functionName = "cuMemAllocAsync", .functionParams = &p,
-                        .functionReturnValue = &r, .context = CTX, .contextUid = 1};
-  gp_on_callback(NULL, GP_CB_DOMAIN_DRIVER_API, GP_CBID_cuMemAllocAsync, &cb);
-}
 
 static uint64_t bench_alloc(size_t n) {
   static uint64_t next = 0x7e0000000000ull;
