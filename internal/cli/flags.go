@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpurr/gpurr/internal/dtype"
+	"github.com/gpurr/gpurr/internal/instrument"
 )
 
 // unsetInt is an integer flag of 0 or more that may be left unset, which its variable holds
@@ -281,3 +282,15 @@ func dtypeListVar(cmd *cobra.Command, p *string, value, usage string) {
 	cmd.Flags().Var(dtypes{p: p, list: true}, "dtype", usage)
 	completeValues(cmd, "dtype", "f32", "f64", "f16", "bf16")
 }
+
+// classNameList is the instruction classes race's --at and probe's --count take.
+func classNameList() []string {
+	var out []string
+	for _, c := range instrument.Classes {
+		out = append(out, string(c))
+	}
+	return out
+}
+
+// classNames lists the instruction classes for a flag's help.
+func classNames() string { return strings.Join(classNameList(), ", ") }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"regexp"
 	"slices"
@@ -99,16 +98,6 @@ GPU here.`,
 	completeValues(cmd, "at", append(classNameList(), "op:")...)
 	return cmd
 }
-
-func classNameList() []string {
-	var out []string
-	for _, c := range instrument.Classes {
-		out = append(out, string(c))
-	}
-	return out
-}
-
-func classNames() string { return strings.Join(classNameList(), ", ") }
 
 func runRace(cmd *cobra.Command, o raceOptions, path string) error {
 	sel, err := instrument.ParseSelection(o.at)
@@ -317,32 +306,6 @@ func writeRecordingMatch(w io.Writer, r *race.ReplayRunner) {
 	}
 	termsafe.Fprintf(w, "  plain replay of the PTX as gpurr prints it: region(s) %s differ from the recording (trials compare with the plain replay, not the recording)\n",
 		joinInts(r.Unlike))
-}
-
-// kernelPTX finds the PTX of the launch's module for verb: --ptx, else the recording's copy.
-func kernelPTX(verb string, src *replay.Source, c *replay.Case, file string) ([]byte, string, error) {
-	if file != "" {
-		b, err := ptxInput.read(verb, file)
-		if err != nil {
-			return nil, "", err
-		}
-		return b, file, nil
-	}
-	b, err := src.Proc.ModulePTX(c.ModuleHash)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, "", usageErrorf("%s: %w", verb, &noPTXError{kernel: c.Name, module: c.ModuleHash})
-	}
-	if err != nil {
-		return nil, "", usageErrorf("%s: %v", verb, err)
-	}
-	return b, "the recording (Triton's cache)", nil
-}
-
-// noPTXError says a launch's module has no PTX in the recording, and the ways to give one.
-type noPTXError struct{ kernel, module string }
-
-func (e *noPTXError) Error() string {
-	return fmt.Sprintf("the recording has no PTX of %s's module (%.12s): only Triton kernels' is kept; give --ptx FILE (nvcc: build with -gencode arch=compute_90,code=compute_90, then cuobjdump -ptx)", e.kernel, e.module)
 }
 
 // runRaceMany hunts in every snapshotted launch (--all) or those whose kernel matches
