@@ -338,7 +338,7 @@ func (n bisectNarrower) NaN(dir string) (bisect.Report, bool, error) {
 		if err != nil || len(types) == 0 {
 			return nil, false, fmt.Errorf("%s counted no NaN (--nan-scan): %v", p.Dir, err)
 		}
-		found, st, err := nanscan.Scan(p, types, false)
+		found, st, err := nanscan.Scan(p, types, nanscan.Options{})
 		if err != nil {
 			return nil, false, err
 		}

@@ -209,7 +209,7 @@ func firstNaN(dir string) (seq uint64, region int, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	found, _, err := nanscan.Scan(set.Processes[0], types, false)
+	found, _, err := nanscan.Scan(set.Processes[0], types, nanscan.Options{})
 	if err != nil {
 		return 0, 0, err
 	}

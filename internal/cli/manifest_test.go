@@ -44,7 +44,7 @@ func TestManifestVerifyUnreadableRank(t *testing.T) {
 			!strings.Contains(lines[1], h.why) || !strings.HasSuffix(lines[1], "; the manifest promises nothing for it\n") {
 			t.Errorf("%s: manifest: exit %d, stdout %q, stderr:\n%s\nwant %q, then one warning %q...%q", name, code, out, errs, wantSummary, wantWarning, h.why)
 		}
-		mf, err := manifest.Open(m)
+		mf, err := manifest.Open(m, manifest.ReadOptions{})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

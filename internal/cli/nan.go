@@ -14,6 +14,8 @@ type nanOptions struct {
 	dtypes  string
 	process string
 	frames  int
+	// includeLibrary looks at communication libraries' own memory too.
+	includeLibrary bool
 }
 
 func newNanCmd() *cobra.Command {
@@ -48,6 +50,7 @@ status: 1 when it finds one, 0 when none, 2 on bad input.`,
 	dtypeListVar(cmd, &o.dtypes, "f32,bf16,f16", "floating-point types to look for NaN as, comma-separated (f32, f64, f16, bf16); default for a --nan-scan recording: the types it counted")
 	f.StringVar(&o.process, "process", "", "process of a multi-process recording: its directory name, pid or rank")
 	f.IntVar(&o.frames, "frames", 6, "Python frames of the callstack to show, innermost first")
+	f.BoolVar(&o.includeLibrary, "include-library", false, "look at communication libraries' own memory too (NCCL's flags and FIFOs, whose bits may read as NaN), which is left out")
 	addStepRangeFlag(cmd)
 	return cmd
 }
@@ -75,7 +78,7 @@ func runNan(cmd *cobra.Command, o nanOptions, path string) error {
 		return usageErrorf("nan: --dtype: %v", err)
 	}
 	explicit := cmd.Flags().Changed("dtype")
-	found, st, err := nanscan.Scan(proc, types, explicit)
+	found, st, err := nanscan.Scan(proc, types, nanscan.Options{Explicit: explicit, IncludeLibrary: o.includeLibrary})
 	if err != nil {
 		return usageErrorf("nan: %v", err)
 	}

@@ -17,6 +17,8 @@ type verifyOptions struct {
 	window    int
 	unmatched int
 	frames    int
+	// includeLibrary compares communication libraries' own memory too.
+	includeLibrary bool
 }
 
 func newVerifyCmd() *cobra.Command {
@@ -55,6 +57,7 @@ it (docs/manifest.md).`,
 	f.IntVar(&o.window, "window", 32, "bytes of each side to show from the 16-byte line of the first differing byte")
 	f.IntVar(&o.unmatched, "unmatched", 5, "launches present on one side only to list by name (all are counted)")
 	f.IntVar(&o.frames, "frames", 6, "Python frames of each callstack to show, innermost first")
+	f.BoolVar(&o.includeLibrary, "include-library", false, "compare communication libraries' own memory too (NCCL's channels and buffers), which differs from run to run by design and is left out")
 	return cmd
 }
 
@@ -87,7 +90,7 @@ func runVerify(cmd *cobra.Command, o verifyOptions, path string) error {
 	if err != nil {
 		return err
 	}
-	m, err := manifest.Read(f)
+	m, err := manifest.Read(f, manifest.ReadOptions{IncludeLibrary: o.includeLibrary})
 	if err != nil {
 		return usageErrorf("verify: %v", err)
 	}
@@ -128,7 +131,7 @@ func runVerify(cmd *cobra.Command, o verifyOptions, path string) error {
 	for _, ij := range pairs {
 		p, e := set.Processes[ij[0]], m.Processes[ij[1]]
 		pr := &manifest.ProcessReport{Process: p.Name, Expected: e.Process.Name, All: o.all}
-		run, err := diff.ScanSized(p, len(e.Run.Launches))
+		run, err := diff.ScanWith(p, diff.ScanOptions{Launches: len(e.Run.Launches), IncludeLibrary: o.includeLibrary})
 		if err != nil {
 			if len(pairs) == 1 && len(unread) == 0 {
 				return usageErrorf("verify: %s: %v", p.Name, err)
@@ -149,7 +152,7 @@ func runVerify(cmd *cobra.Command, o verifyOptions, path string) error {
 		if !e.Process.Complete {
 			warnf(cmd, "the manifest's process %s was made from an incomplete recording", e.Process.Name)
 		}
-		res, err := m.Verify(run, e, manifest.Options{All: o.all, Reference: o.reference, Window: o.window}, func(mm *manifest.Mismatch) error {
+		res, err := m.Verify(run, e, manifest.Options{All: o.all, Reference: o.reference, Window: o.window, IncludeLibrary: o.includeLibrary}, func(mm *manifest.Mismatch) error {
 			first := len(pr.Mismatches) == 0
 			frames := o.frames
 			if !first {
@@ -170,6 +173,9 @@ func runVerify(cmd *cobra.Command, o verifyOptions, path string) error {
 		}
 		verified++
 		pr.Matched, pr.Compared, pr.NotCompared, pr.Differ = res.Matched, res.Compared, res.Unknown, res.Differ
+		if len(run.Library) > 0 {
+			pr.Library = run.Library
+		}
 		pr.Outcome = "matches"
 		first := uint64(0)
 		if res.First != nil {

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpurr/gpurr/internal/testrec"
 )
 
 // writeManifest runs gpurr manifest on rec and returns the manifest's path.
@@ -66,6 +68,29 @@ func TestManifestVerify(t *testing.T) {
 	if strings.Count(out, "differs from the manifest") != 2 {
 		t.Errorf("--continue: want 2 launches listed:\n%s", out)
 	}
+}
+
+// TestVerifyLeavesOutLibraryMemory: two runs whose only difference is in memory NCCL made for
+// itself match by default, saying how much was left out, and differ with --include-library.
+func TestVerifyLeavesOutLibraryMemory(t *testing.T) {
+	run := func(nccl uint64) string {
+		o := testrec.DefaultTrained()
+		o.Hash, o.HashSteps, o.NCCL = true, [2]int{0, 5}, nccl
+		dir := filepath.Join(t.TempDir(), "run")
+		if err := testrec.WriteTrained(dir, o); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	m := writeManifest(t, run(1))
+	other := run(2)
+	code, out, errs := runCLI("verify", other, "--manifest", m)
+	expectOutput(t, "NCCL's memory left out", code, 0, out, errs, "matches the manifest: 24 launches compared",
+		"left out 6 region states of NCCL's own memory (it differs from run to run by design; --include-library compares it)")
+	code, out, errs = runCLI("verify", other, "--manifest", m, "--include-library")
+	expectOutput(t, "--include-library", code, 1, out, errs, "launch 1 differs from the manifest")
+	code, out, errs = runCLI("verify", other, "--manifest", m, "--format", "json")
+	expectOutput(t, "json", code, 0, out, errs, `"library_left_out": {`, `"nccl": 6`)
 }
 
 func TestVerifyBadInput(t *testing.T) {

@@ -150,45 +150,54 @@ type stateAfter struct {
 // library knows which memory of a run is a communication library's own: its allocations by id
 // and, for memory found by the driver's range query (regions name no allocation id then),
 // by address.
-type library struct {
-	owner   map[uint64]string      // allocation id -> owner
-	byStart map[uint64]string      // address -> owner, of range-query allocations
-	regions map[uint64][]libRegion // launch seq -> its regions that are a library's
+// LibraryMemory knows which of a process's allocations a communication library made for its
+// own use (Allocation.owner: NCCL's channels, flags and proxy buffers), whose bytes differ from
+// run to run by design: diff, verify and nan leave their regions out unless asked. Feed it
+// the recording's allocations as they are read (Add), before the launches that reach them.
+type LibraryMemory struct {
+	owner   map[uint64]string // allocation id -> owner
+	byStart map[uint64]string // address -> owner, of range-query allocations
 }
 
-type libRegion struct {
-	index int
-	owner string
+// NewLibraryMemory is a LibraryMemory that knows no allocation yet.
+func NewLibraryMemory() *LibraryMemory {
+	return &LibraryMemory{owner: map[uint64]string{}, byStart: map[uint64]string{}}
 }
 
-func (lib *library) add(a *pb.Allocation) {
+// Add notes an allocation record.
+func (m *LibraryMemory) Add(a *pb.Allocation) {
 	if a.GetOwner() == "" || a.GetFreed() {
 		return
 	}
-	lib.owner[a.GetId()] = a.GetOwner()
+	m.owner[a.GetId()] = a.GetOwner()
 	if a.GetKind() == pb.Allocation_RANGE_QUERY {
-		lib.byStart[a.GetAddress()] = a.GetOwner()
+		m.byStart[a.GetAddress()] = a.GetOwner()
 	}
 }
 
-// launch notes which regions of l are a library's.
-func (lib *library) launch(l *pb.Launch) {
-	var owned []libRegion
+// Owner is the library whose memory a launch's region is ("nccl", ...), "" for the program's.
+func (m *LibraryMemory) Owner(reg *pb.Region) string {
+	if id := reg.GetAllocationId(); id != 0 {
+		return m.owner[id]
+	}
+	return m.byStart[reg.GetAddress()]
+}
+
+// Owned lists the regions of l that are a library's, nil when none is.
+func (m *LibraryMemory) Owned(l *pb.Launch) []OwnedRegion {
+	var owned []OwnedRegion
 	for i, reg := range l.GetRegions() {
-		if o := lib.ownerOf(reg); o != "" {
-			owned = append(owned, libRegion{i, o})
+		if o := m.Owner(reg); o != "" {
+			owned = append(owned, OwnedRegion{i, o})
 		}
 	}
-	if owned != nil {
-		lib.regions[l.GetSeq()] = owned
-	}
+	return owned
 }
 
-func (lib *library) ownerOf(reg *pb.Region) string {
-	if id := reg.GetAllocationId(); id != 0 {
-		return lib.owner[id]
-	}
-	return lib.byStart[reg.GetAddress()]
+// OwnedRegion is a region of a launch, by index, that a library owns.
+type OwnedRegion struct {
+	Index int
+	Owner string
 }
 
 // scan reads p once, keeping its launches in seq order and giving each AFTER state to its
@@ -197,18 +206,19 @@ func scan(p *recording.Process, o ScanOptions) (*Run, error) {
 	r := &Run{Process: p, Kernels: map[uint64]*pb.Kernel{}, Launches: make([]Launch, 0, o.Launches), Library: map[string]int{}}
 	waiting := map[uint64][]stateAfter{} // states read before their launch, by its seq
 	pruneAt := straysKept                // len(waiting) at which forgetStrays runs next
-	lib := &library{owner: map[uint64]string{}, byStart: map[uint64]string{}, regions: map[uint64][]libRegion{}}
+	lib := NewLibraryMemory()
+	owned := map[uint64][]OwnedRegion{} // launch seq -> its regions that are a library's
 	// fold gives launch i its state s, leaving out the regions of libraries' memory.
 	fold := func(i int, s *pb.MemoryState) {
 		var skip []bool
 		if !o.IncludeLibrary {
-			for _, lr := range lib.regions[s.GetLaunchSeq()] {
-				if lr.index < len(s.GetRegions()) {
+			for _, lr := range owned[s.GetLaunchSeq()] {
+				if lr.Index < len(s.GetRegions()) {
 					if skip == nil {
 						skip = make([]bool, len(s.GetRegions()))
 					}
-					skip[lr.index] = true
-					r.Library[lr.owner]++
+					skip[lr.Index] = true
+					r.Library[lr.Owner]++
 				}
 			}
 		}
@@ -230,7 +240,7 @@ func scan(p *recording.Process, o ScanOptions) (*Run, error) {
 		}
 		r.Misses = append(r.Misses, b.WriteSetMisses...)
 		for _, a := range b.Allocations {
-			lib.add(a)
+			lib.Add(a)
 		}
 		for _, k := range b.Kernels {
 			r.Kernels[k.GetId()] = &pb.Kernel{Id: k.GetId(), Identity: k.GetIdentity(), Name: k.GetName(), Demangled: k.GetDemangled()}
@@ -247,7 +257,9 @@ func scan(p *recording.Process, o ScanOptions) (*Run, error) {
 				i, _ = r.find(seq)
 			}
 			r.insert(i, Launch{Seq: seq, Stream: threads.Add(l), Step: int32(step)}, l.GetKernelId())
-			lib.launch(l)
+			if lr := lib.Owned(l); lr != nil {
+				owned[seq] = lr
+			}
 			for _, s := range waiting[seq] {
 				fold(i, s.s)
 			}

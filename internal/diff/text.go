@@ -90,8 +90,7 @@ func (p *PairReport) WriteText(w io.Writer) error {
 		}
 	}
 	for _, owner := range slices.Sorted(maps.Keys(p.Library)) {
-		t.Printf("  left out %s of %s own memory (it differs from run to run by design; --include-library compares it)\n",
-			info.Count(p.Library[owner], "region state"), libraryName(owner))
+		t.Printf("  %s\n", LibraryLine(p.Library[owner], owner))
 	}
 	if p.AlikeThreads > 1 {
 		t.Printf("  %d threads launch alike (same kernel and callstack): paired by the order they were created\n", p.AlikeThreads)
@@ -102,7 +101,15 @@ func (p *PairReport) WriteText(w io.Writer) error {
 }
 
 // libraryName is an Allocation.owner as a person names the library.
-func libraryName(owner string) string {
+// LibraryLine is the line reports print for region states left out of a comparison because
+// owner's library made their memory for its own use.
+func LibraryLine(n int, owner string) string {
+	return fmt.Sprintf("left out %s of %s own memory (it differs from run to run by design; --include-library compares it)",
+		info.Count(n, "region state"), LibraryName(owner))
+}
+
+// LibraryName is how reports name a library as the owner of memory: "NCCL's".
+func LibraryName(owner string) string {
 	switch owner {
 	case "nccl":
 		return "NCCL's"

@@ -50,7 +50,7 @@ func BenchmarkManifestMillion(b *testing.B) {
 		runtime.GC()
 		stop = testrec.PeakLiveHeap()
 		t0 = time.Now()
-		m, err := Open(path)
+		m, err := Open(path, ReadOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -92,6 +92,10 @@ type Region struct {
 	Unknown bool     `json:"unknown,omitempty"`
 	Hash    string   `json:"hash,omitempty"` // 32 hex digits; absent when unknown
 	Chunks  []string `json:"chunks"`         // 32 hex digits each, chunk 0 first
+	// Owner names the communication library that made the region's memory for its own use
+	// (Allocation.owner: nccl, ...), which verify leaves out unless asked; absent for the
+	// program's memory.
+	Owner string `json:"owner,omitempty"`
 
 	hash   []byte
 	chunks [][]byte

@@ -49,7 +49,7 @@ func TestWriteRead(t *testing.T) {
 		t.Fatalf("a manifest is one JSON document: %v", err)
 	}
 
-	m, err := read(bytes.NewReader(text))
+	m, err := read(bytes.NewReader(text), ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestReadErrors(t *testing.T) {
 		{"launches not last", strings.Replace(s, "\n]}", "\n],\"x\":1}", 1), `"x" after its launches`},
 		{"no memory", strings.Replace(s, `"memory":"snapshot"`, `"memory":""`, 1), `memory "", want hash or snapshot`},
 	} {
-		_, err := read(strings.NewReader(c.text))
+		_, err := read(strings.NewReader(c.text), ReadOptions{})
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: error %v, want one line with %q", c.name, err, c.want)
 		}
@@ -145,7 +145,7 @@ func TestReadErrors(t *testing.T) {
 	// Fields added within version 1 are skipped.
 	extra := strings.Replace(s, `"version":1,`, `"version":1,"made_by":{"gpurr":"1.9"},`, 1)
 	extra = strings.Replace(extra, `"complete":`, `"note":[1,2],"complete":`, -1)
-	if _, err := read(strings.NewReader(extra)); err != nil {
+	if _, err := read(strings.NewReader(extra), ReadOptions{}); err != nil {
 		t.Errorf("unknown fields: %v", err)
 	}
 }
@@ -159,7 +159,7 @@ func FuzzRead(f *testing.F) {
 	f.Add([]byte(`{"format":"gpurr-manifest","version":1,"hash":"gpurr-h128","processes":[{"process":"p","memory":"hash","chunk_bytes":1,"write_sets":"learned","kernels":[{"identity":"0000000000000001"}],"launches":[{"seq":1,"stream":0,"identity":"0000000000000001","after":{"regions":[{"size":8,"unknown":true,"chunks":[]}]}}]}]}`))
 	f.Add([]byte(`{"format":"gpurr-manifest","version":1}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := read(bytes.NewReader(b))
+		m, err := read(bytes.NewReader(b), ReadOptions{})
 		if err != nil {
 			if strings.Contains(err.Error(), "\n") {
 				t.Fatalf("error of more than one line: %q", err)
@@ -182,11 +182,11 @@ func TestOpenNames(t *testing.T) {
 	if err := os.WriteFile(p, []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Open(p)
+	_, err := Open(p, ReadOptions{})
 	if err == nil || !strings.HasPrefix(err.Error(), p+": manifest:") {
 		t.Errorf("Open of a bad file: %v, want the path first", err)
 	}
-	if _, err := Open(filepath.Join(t.TempDir(), "none.json")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := Open(filepath.Join(t.TempDir(), "none.json"), ReadOptions{}); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Open of a missing file: %v", err)
 	}
 }

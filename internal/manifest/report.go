@@ -3,6 +3,8 @@ package manifest
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/gpurr/gpurr/internal/diff"
@@ -35,6 +37,10 @@ type ProcessReport struct {
 	WriteSets     *diff.WriteSetNote `json:"write_sets,omitempty"`
 	OnlyRecording *diff.Unmatched    `json:"only_recording,omitempty"`
 	OnlyManifest  *diff.Unmatched    `json:"only_manifest,omitempty"`
+	// Library counts the recording's region states left out because a communication library
+	// made their memory for its own use, by owner (diff.Run.Library); empty with
+	// --include-library.
+	Library map[string]int `json:"library_left_out,omitempty"`
 }
 
 // Label names the process in the report, with its manifest's process when that is named
@@ -157,6 +163,9 @@ func (p *ProcessReport) WriteText(w io.Writer) error {
 			which = "all listed above"
 		}
 		t.Printf("  %d launches matched, %d compared; %d of them differ from the manifest, %s\n", p.Matched, p.Compared, p.Differ, which)
+	}
+	for _, owner := range slices.Sorted(maps.Keys(p.Library)) {
+		t.Printf("  %s\n", diff.LibraryLine(p.Library[owner], owner))
 	}
 	p.WriteSets.Write(t)
 	p.OnlyRecording.Write(t, "the recording")

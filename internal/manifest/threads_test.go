@@ -46,7 +46,7 @@ func TestThreadsManifest(t *testing.T) {
 		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		m, err := Open(path)
+		m, err := Open(path, ReadOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +98,7 @@ func TestThreadsManifest(t *testing.T) {
 		{"[0,1,2,3]", "stream 4, but stream_units names 4 streams"},
 	} {
 		bad := strings.Replace(text, `"stream_units":[0,6,3,8,1,4,7,2,5]`, `"stream_units":`+c.units, 1)
-		if _, err := read(strings.NewReader(bad)); err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+		if _, err := read(strings.NewReader(bad), ReadOptions{}); err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("stream_units %s: %v, want one line with %q", c.units, err, c.want)
 		}
 	}

@@ -39,20 +39,27 @@ type Expected struct {
 // span is where launch i's line lies.
 func (e *Expected) span(i int) Span { return Span{Offset: e.offsets[i], Len: e.lens[i]} }
 
+// ReadOptions say how a manifest's launches are read for verify.
+type ReadOptions struct {
+	// IncludeLibrary keeps the regions of communication libraries' own memory (Region.Owner)
+	// in each launch's state, as diff.ScanOptions.IncludeLibrary does for the recording.
+	IncludeLibrary bool
+}
+
 // Open reads the manifest at path, a regular file (internal/regular). Errors are one line,
 // naming the path.
-func Open(path string) (*Manifest, error) {
+func Open(path string, o ReadOptions) (*Manifest, error) {
 	f, err := regular.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	return Read(f)
+	return Read(f, o)
 }
 
 // Read reads the manifest f holds, and keeps f to read launches of it again (Close closes
 // it); on an error it closes f. Errors are one line, naming f's path.
-func Read(f *os.File) (*Manifest, error) {
-	m, err := read(f)
+func Read(f *os.File, o ReadOptions) (*Manifest, error) {
+	m, err := read(f, o)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", f.Name(), err)
@@ -64,7 +71,7 @@ func Read(f *os.File) (*Manifest, error) {
 // Close closes the manifest's file.
 func (m *Manifest) Close() error { return m.f.Close() }
 
-func read(f io.Reader) (*Manifest, error) {
+func read(f io.Reader, o ReadOptions) (*Manifest, error) {
 	r, err := NewReader(f)
 	if err != nil {
 		return nil, err
@@ -96,12 +103,15 @@ func read(f io.Reader) (*Manifest, error) {
 				dl.Stream = int32(p.StreamUnits[l.Stream])
 			}
 			if l.After != nil {
-				hashes := make([][]byte, len(l.After.Regions))
+				hashes := make([][]byte, 0, len(l.After.Regions))
 				for i := range l.After.Regions {
-					hashes[i] = l.After.Regions[i].hash
+					if l.After.Regions[i].Owner != "" && !o.IncludeLibrary {
+						continue
+					}
+					hashes = append(hashes, l.After.Regions[i].hash)
 					dl.Unknown = dl.Unknown || l.After.Regions[i].Unknown
 				}
-				dl.State, dl.HasState = diff.Digest(hashes), true
+				dl.State, dl.HasState = diff.Digest(hashes), len(hashes) > 0 || len(l.After.Regions) == 0
 			}
 			e.Run.Append(dl, l.ID())
 			e.offsets, e.lens = append(e.offsets, span.Offset), append(e.lens, span.Len)
@@ -126,6 +136,8 @@ type Options struct {
 	// expected bytes are; "" for the path in the manifest's header.
 	Reference string
 	Window    int // bytes of each side to show around the first differing byte
+	// IncludeLibrary compares communication libraries' own memory too (ReadOptions).
+	IncludeLibrary bool
 }
 
 // Mismatch is a launch of the recording whose memory after it differs from
@@ -232,6 +244,9 @@ func compare(r *recording.LaunchRecord, exp *Launch, stream int, chunkBytes uint
 		return nil, err
 	}
 	for _, d := range regions {
+		if d.Index < len(exp.After.Regions) && exp.After.Regions[d.Index].Owner != "" && !o.IncludeLibrary {
+			continue
+		}
 		rm := RegionMismatch{RegionDiff: d}
 		if d.FirstChunk >= 0 && d.FirstChunk < len(exp.After.Regions[d.Index].chunks) &&
 			d.FirstChunk < len(recording.ChunkHashes(r.After.GetRegions()[d.Index])) {

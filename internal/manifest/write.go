@@ -83,16 +83,20 @@ func Write(w io.Writer, set *recording.Set) (Summary, error) {
 // numbers diff aligns them by (Process.StreamUnits).
 //
 // warnings are its Shortfall and LossWarning, when it has them.
-func firstPass(p *recording.Process) (proc Process, seqs []uint64, identity map[uint64]uint64, warnings []string, err error) {
+func firstPass(p *recording.Process) (proc Process, seqs []uint64, identity map[uint64]uint64, lib *diff.LibraryMemory, warnings []string, err error) {
 	proc = Process{Name: p.Name, Rank: p.Info.Rank, Argv: append([]string{}, p.Info.GetArgv()...), Memory: p.Info.GetMemory().GetMode(),
 		ChunkBytes: cmp.Or(p.Info.GetMemory().GetChunkBytes(), memhash.ChunkSize), WriteSets: p.Info.GetMemory().GetWriteSets(), Kernels: []Kernel{}}
 	identity = map[uint64]uint64{} // Kernel.id to identity
 	names := map[uint64]string{}   // identity to name
 	used := map[uint64]bool{}      // Kernel.ids launched
 	threads := diff.NewThreads(p.Info.GetPid())
+	lib = diff.NewLibraryMemory()
 	stats := &pb.Stats{}
 	res, err := p.Scan(func(b *pb.Batch) error {
 		stats = cmp.Or(b.Stats, stats)
+		for _, a := range b.Allocations {
+			lib.Add(a)
+		}
 		for _, k := range b.Kernels {
 			identity[k.GetId()] = k.GetIdentity()
 			names[k.GetIdentity()] = cmp.Or(k.GetDemangled(), recording.Demangle(k.GetName()))
@@ -110,7 +114,7 @@ func firstPass(p *recording.Process) (proc Process, seqs []uint64, identity map[
 		return nil
 	})
 	if err != nil {
-		return proc, nil, nil, nil, err
+		return proc, nil, nil, nil, nil, err
 	}
 	for _, w := range []string{recording.Shortfall(p.Name, res.Truncated, proc.Complete), recording.LossWarning(p.Name, stats)} {
 		if w != "" {
@@ -133,11 +137,11 @@ func firstPass(p *recording.Process) (proc Process, seqs []uint64, identity map[
 		}
 	}
 	slices.SortFunc(proc.Kernels, func(a, b Kernel) int { return cmp.Compare(a.Identity, b.Identity) })
-	return proc, seqs, identity, warnings, nil
+	return proc, seqs, identity, lib, warnings, nil
 }
 
 func writeProcess(bw *bufio.Writer, p *recording.Process, sum *Summary) error {
-	proc, seqs, identity, warnings, err := firstPass(p)
+	proc, seqs, identity, lib, warnings, err := firstPass(p)
 	if err != nil {
 		// The first pass reads the whole file before anything of p is written: p is left out.
 		sum.Unread = append(sum.Unread, &recording.ProcessError{Name: p.Name, Err: err})
@@ -166,6 +170,7 @@ func writeProcess(bw *bufio.Writer, p *recording.Process, sum *Summary) error {
 				reg := &line.After.Regions[ri]
 				if ri < len(l.GetRegions()) {
 					reg.Size = l.GetRegions()[ri].GetSize()
+					reg.Owner = lib.Owner(l.GetRegions()[ri])
 				}
 				if rs.GetUnknown() { // carried from a lost state: no hashes to promise
 					reg.Unknown, reg.Chunks = true, []string{}

@@ -46,7 +46,7 @@ func TestWriteSetsManifest(t *testing.T) {
 	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	m, err := Open(path)
+	m, err := Open(path, ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestWriteSetsManifest(t *testing.T) {
 	}
 
 	bad := strings.Replace(text, `"unknown":true,"chunks":[]`, `"unknown":true,"hash":"00000000000000000000000000000000","chunks":[]`, 1)
-	if _, err := read(strings.NewReader(bad)); err == nil || !strings.Contains(err.Error(), "launch 9 region 0: unknown, but with hashes") {
+	if _, err := read(strings.NewReader(bad), ReadOptions{}); err == nil || !strings.Contains(err.Error(), "launch 9 region 0: unknown, but with hashes") {
 		t.Errorf("an unknown region with a hash: %v", err)
 	}
 }

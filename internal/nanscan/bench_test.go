@@ -49,7 +49,7 @@ func BenchmarkNanMillion(b *testing.B) {
 				runtime.GC()
 				stop := testrec.PeakLiveHeap()
 				t0 := time.Now()
-				found, st, err := Scan(p, types, false)
+				found, st, err := Scan(p, types, Options{Explicit: false})
 				if err != nil || !c.want(found, st) {
 					b.Fatalf("scan: %v, found %+v, %+v", err, found, st)
 				}

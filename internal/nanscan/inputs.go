@@ -25,7 +25,7 @@ type Inputs struct {
 // Input is one region's state before the launch.
 type Input struct {
 	Region int    `json:"region"`
-	State  string `json:"state"` // finite, nan (it held NaN or Inf) or unknown
+	State  string `json:"state"` // finite, nan (it held NaN or Inf), unknown, or library (a library's own memory, left out; From names it)
 	// From: "snapshot" (the launch's snapshot before it, decoded), "gpu-counts" (the GPU's
 	// counts of the state after launch Seq, the last earlier launch that reached the region),
 	// "digest" (the counts of the step digest taken before launch Seq, --hash-steps), "new"
@@ -36,6 +36,7 @@ type Input struct {
 	// Writer is the launch that left the region as it was, where the recording says.
 	diff.Writer
 	Unknown string `json:"unknown,omitempty"`
+	Owner   string `json:"owner,omitempty"` // the library whose own memory the region is (State library)
 }
 
 // inputs reads each region of the found launch r before it: from its snapshot before it where
@@ -57,6 +58,10 @@ func (s *scanner) inputs(f *Finding, r *recording.LaunchRecord) (*Inputs, error)
 	for i := range out {
 		in := &out[i]
 		in.Region, in.State = i, "unknown"
+		if owner := s.library(r.Launch, i); owner != "" {
+			in.State, in.Owner = "library", owner
+			continue
+		}
 		if i >= len(before.GetRegions()) || before.GetRegions()[i].GetUnknown() {
 			needPrior = true
 			continue
@@ -90,7 +95,7 @@ func (s *scanner) inputs(f *Finding, r *recording.LaunchRecord) (*Inputs, error)
 			in.Writer = diff.WriterOf(p)
 			d, inDigest := digested[regions[i].GetAllocationId()]
 			switch {
-			case in.From != "":
+			case in.From != "" || in.Owner != "":
 			case p.State == nil && p.Seq == 0 && inDigest && len(d.State.GetNanCount()) > 0:
 				in.From, in.Seq = "digest", d.Seq
 				in.Counts = s.countsFor(f, i, s.gpuCounts(d.State), hint, false)
@@ -187,6 +192,8 @@ func (in Input) Text() string {
 		where = "allocated since the last step digest and reached by no launch before this one"
 	}
 	switch in.State {
+	case "library":
+		return "left out: " + diff.LibraryName(in.Owner) + " own memory (--include-library looks at it)"
 	case "finite":
 		return "finite (" + where + ")"
 	case "nan":

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpurr/gpurr/internal/diff"
 	"github.com/gpurr/gpurr/internal/dtype"
 	"github.com/gpurr/gpurr/recording"
 	"github.com/gpurr/gpurr/recording/memview"
@@ -92,6 +93,10 @@ type Stats struct {
 	// because they are unknown: carried from a state that was lost (write sets, format 1.11),
 	// they hold neither counts nor bytes.
 	Unknown int
+	// Library counts the region states looked at and left out because a communication library
+	// made their memory for its own use (NCCL's flags and FIFOs hold bit patterns that read as
+	// NaN), by owner; empty with Options.IncludeLibrary.
+	Library map[string]int
 	// Warnings say, a line each, what the recording lacks beyond what was looked at: it ended
 	// short (recording.Shortfall), or lost or failed to record something
 	// (recording.LossWarning). A launch after the end, or a state lost, may be the first with
@@ -99,16 +104,22 @@ type Stats struct {
 	Warnings []string
 }
 
+// Options say how Scan looks.
+type Options struct {
+	// Explicit: the user named the types. Otherwise a snapshotted region counts only as the
+	// type its bytes are (types.go): f32 data is not reported as f16 NaN.
+	Explicit bool
+	// IncludeLibrary looks at communication libraries' own memory too (Allocation.owner),
+	// which is left out by default.
+	IncludeLibrary bool
+}
+
 // Scan finds the first launch of p after which one of its regions holds
 // NaN or Inf as any of types (floating-point types only); nil when none
 // does. It uses the GPU's counts when the recording has them for every
 // type asked, else the snapshots. Both read the recording streamed, so
 // memory does not grow with it.
-//
-// Unless explicit (the user named the types), a snapshotted region counts
-// only as the type its bytes are (types.go): f32 data is not reported as
-// f16 NaN.
-func Scan(p *recording.Process, types []*dtype.Type, explicit bool) (*Finding, Stats, error) {
+func Scan(p *recording.Process, types []*dtype.Type, o Options) (*Finding, Stats, error) {
 	for _, t := range types {
 		if !t.IsFloat() {
 			return nil, Stats{}, fmt.Errorf("%s has no NaN or Inf: want floating-point dtypes", t.Name)
@@ -121,7 +132,8 @@ func Scan(p *recording.Process, types []*dtype.Type, explicit bool) (*Finding, S
 		index[i] = slices.Index(mem.GetNanScan(), t.Name)
 		allCounted = allCounted && index[i] >= 0
 	}
-	s := &scanner{p: p, types: types, index: index, view: memview.New(p), explicit: explicit}
+	s := &scanner{p: p, types: types, index: index, view: memview.New(p), explicit: o.Explicit,
+		includeLibrary: o.IncludeLibrary, lib: diff.NewLibraryMemory()}
 	defer s.view.Close()
 	switch {
 	case allCounted:
@@ -146,6 +158,19 @@ type scanner struct {
 	view     *memview.View
 	seen     map[[16]byte][]Counts // counts of the chunks decoded, by hash
 	calls    []uint64              // every launch's seq, ascending (8 bytes a launch): what Inputs reads up to the finding
+	// lib knows the libraries' own allocations (the first pass reads them), whose regions are
+	// left out unless includeLibrary.
+	lib            *diff.LibraryMemory
+	includeLibrary bool
+}
+
+// library is the owner of region i of launch l when it is a library's memory that is left
+// out, else "".
+func (s *scanner) library(l *pb.Launch, i int) string {
+	if s.includeLibrary || i >= len(l.GetRegions()) {
+		return ""
+	}
+	return s.lib.Owner(l.GetRegions()[i])
 }
 
 // fromCounts: one pass for the launches whose AFTER state counts NaN or Inf, then their
@@ -221,6 +246,9 @@ func (s *scanner) scan(fn func(*pb.Batch)) error {
 		ended = ended || b.End != nil
 		for _, l := range b.Launches {
 			s.calls = append(s.calls, l.GetSeq())
+		}
+		for _, a := range b.Allocations {
+			s.lib.Add(a)
 		}
 		fn(b)
 		return nil
@@ -326,6 +354,13 @@ func (s *scanner) finding(r *recording.LaunchRecord) (*Finding, error) {
 	}
 	unclear := false
 	for i, rs := range after.GetRegions() {
+		if owner := s.library(r.Launch, i); owner != "" {
+			if s.st.Library == nil {
+				s.st.Library = map[string]int{}
+			}
+			s.st.Library[owner]++
+			continue
+		}
 		if rs.GetUnknown() {
 			if s.st.Source == Snapshots { // from the counts, their first pass counted it
 				s.st.Unknown++

@@ -116,7 +116,7 @@ func TestGPUCountsAndSnapshots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	found, st, err := Scan(set.Processes[0], types, true)
+	found, st, err := Scan(set.Processes[0], types, Options{Explicit: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestGPUCountsAndSnapshots(t *testing.T) {
 	if types, err = dtype.ParseList("f32,bf16"); err != nil {
 		t.Fatal(err)
 	}
-	found, _, err = Scan(set.Processes[0], types, true)
+	found, _, err = Scan(set.Processes[0], types, Options{Explicit: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestDamagedGPUCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	found, st, err := Scan(set.Processes[0], types, true)
+	found, st, err := Scan(set.Processes[0], types, Options{Explicit: true})
 	if err != nil || found != nil || st.Launches != 1 {
 		t.Errorf("found %+v, %+v, %v; want no NaN in 1 launch (the bf16 count is damaged)", found, st, err)
 	}
@@ -198,7 +198,7 @@ func scanSnapshotsF32(t *testing.T, set *recording.Set) (*Finding, Stats) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	found, st, err := Scan(set.Processes[0], []*dtype.Type{f32}, true)
+	found, st, err := Scan(set.Processes[0], []*dtype.Type{f32}, Options{Explicit: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestWriteSetsCounts(t *testing.T) {
 		{launches: 8, unknown: 1},
 	} {
 		set := testrec.OpenBatches(t, testrec.WriteSetsBatches(testrec.WriteSetsOptions{NaNAt: c.nanAt})...)
-		found, st, err := Scan(set.Processes[0], []*dtype.Type{f32}, false)
+		found, st, err := Scan(set.Processes[0], []*dtype.Type{f32}, Options{Explicit: false})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -280,7 +280,7 @@ func TestInputsFromDigest(t *testing.T) {
 	o.Hash, o.HashSteps = true, [2]int{3, 3}
 	o.NaNStep, o.NaNLaunch = 3, 0 // step 3's first launch: its regions were last written in step 2
 	types, _ := dtype.ParseFloatList("f32")
-	f, _, err := Scan(testrec.OpenTrained(t, o), types, false)
+	f, _, err := Scan(testrec.OpenTrained(t, o), types, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,5 +289,30 @@ func TestInputsFromDigest(t *testing.T) {
 	}
 	if !slices.ContainsFunc(f.Inputs.Regions, func(in Input) bool { return in.From == "digest" && in.State == "finite" }) {
 		t.Errorf("no input counted from the digest: %+v", f.Inputs.Regions)
+	}
+}
+
+// NaN bit patterns in memory NCCL made for itself (its flags and FIFOs) are no finding: they
+// are left out, counted, unless asked for; a NaN of the program's is found past them, and its
+// inputs list NCCL's region as left out.
+func TestLibraryMemoryLeftOut(t *testing.T) {
+	o := testrec.DefaultTrained()
+	o.Hash, o.HashSteps, o.NCCL, o.NCCLNaN = true, [2]int{0, 5}, 1, true
+	types, _ := dtype.ParseFloatList("f32")
+	f, st, err := Scan(testrec.OpenTrained(t, o), types, Options{})
+	if err != nil || f != nil || st.Library[recording.OwnerNCCL] != 6 {
+		t.Fatalf("found %+v, library left out %v, %v; want none found, 6 of NCCL's states left out", f, st.Library, err)
+	}
+	f, _, err = Scan(testrec.OpenTrained(t, o), types, Options{IncludeLibrary: true})
+	if err != nil || f == nil || f.Launch.GetSeq() != 1 {
+		t.Fatalf("with IncludeLibrary: found %+v, %v; want launch 1 (NCCL's region)", f, err)
+	}
+	o.NaNStep, o.NaNLaunch = 2, 0
+	f, _, err = Scan(testrec.OpenTrained(t, o), types, Options{})
+	if err != nil || f == nil || f.Launch.GetSeq() != 2*4+1 || f.Inputs == nil {
+		t.Fatalf("found %+v, %v; want launch 9", f, err)
+	}
+	if !slices.ContainsFunc(f.Inputs.Regions, func(in Input) bool { return in.State == "library" && in.Owner == recording.OwnerNCCL }) {
+		t.Errorf("NCCL's region not listed as left out among the inputs: %+v", f.Inputs.Regions)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/gpurr/gpurr/internal/diff"
@@ -25,10 +27,13 @@ type Report struct {
 	// NotScanned counts launches with nothing to look at (Stats.NotScanned), UnknownRegions the
 	// region states carried from a lost state, and Unclear the launches with NaN bit patterns in
 	// regions whose type is unclear from their bytes (without --dtype).
-	NotScanned     int      `json:"not_scanned,omitempty"`
-	UnknownRegions int      `json:"unknown_regions,omitempty"`
-	Unclear        int      `json:"unclear,omitempty"`
-	Warnings       []string `json:"warnings"`
+	NotScanned     int `json:"not_scanned,omitempty"`
+	UnknownRegions int `json:"unknown_regions,omitempty"`
+	Unclear        int `json:"unclear,omitempty"`
+	// Library counts the region states left out because a communication library made their
+	// memory for its own use, by owner (Stats.Library).
+	Library  map[string]int `json:"library_left_out,omitempty"`
+	Warnings []string       `json:"warnings"`
 }
 
 // Found is the first launch after which a region holds NaN or Inf.
@@ -66,7 +71,7 @@ type RegionReport struct {
 // matches nothing.
 func NewReport(p *recording.Process, types []*dtype.Type, explicit bool, f *Finding, st Stats, frames int) (*Report, error) {
 	r := &Report{Process: p.Name, Source: "snapshots", Types: []string{}, Launches: st.Launches, NotScanned: st.NotScanned,
-		UnknownRegions: st.Unknown, Warnings: append([]string{}, st.Warnings...)}
+		UnknownRegions: st.Unknown, Library: st.Library, Warnings: append([]string{}, st.Warnings...)}
 	for _, t := range types {
 		r.Types = append(r.Types, t.Name)
 	}
@@ -239,6 +244,9 @@ func (r *Report) unclear(t *info.TextWriter, where string) {
 // notScanned says which launches, and which region states of the others, nan could not look
 // at.
 func (r *Report) notScanned(t *info.TextWriter, consequence string) {
+	for _, owner := range slices.Sorted(maps.Keys(r.Library)) {
+		t.Printf("  (%s)\n", diff.LibraryLine(r.Library[owner], owner))
+	}
 	if r.UnknownRegions > 0 {
 		t.Printf("  (not scanned: %s carried from a lost state (write sets), with neither counts nor bytes%s)\n",
 			info.Count(r.UnknownRegions, "region state"), consequence)

@@ -40,6 +40,9 @@ type Trained struct {
 	// NCCL, when not 0, makes the first launch of each step also reach the allocation NCCL
 	// made for itself, whose bytes depend on NCCL: another run's are other bytes.
 	NCCL uint64
+	// NCCLNaN makes NCCL's memory hold a NaN bit pattern, as its flags and FIFOs may, counted
+	// as f32 like the program's regions.
+	NCCLNaN bool
 }
 
 // DefaultTrained is a Trained run with no divergence and no NaN.
@@ -195,7 +198,11 @@ func TrainedBatches(o Trained, r int) []*pb.Batch {
 				st := &pb.MemoryState{LaunchSeq: seq, Point: pb.MemoryState_AFTER, Regions: []*pb.RegionState{state(in), state(out)}}
 				if o.NCCL != 0 && i == 0 {
 					l.Regions = append(l.Regions, &pb.Region{Address: nccl.GetAddress(), Size: nccl.GetSize(), ParamOffsets: []uint32{16}, AllocationId: nccl.GetId()})
-					rs, _ := RegionState(trainedBytes(o.NCCL*uint64(seq), false), nil)
+					rs, _ := RegionState(trainedBytes(o.NCCL*uint64(seq), o.NCCLNaN), nil)
+					rs.NanCount, rs.InfCount = []uint64{0}, []uint64{0}
+					if o.NCCLNaN {
+						rs.NanCount[0] = 1
+					}
 					st.Regions = append(st.Regions, rs)
 				}
 				if planted && o.LossNaN {
