@@ -1,5 +1,6 @@
 // Package archcheck holds the checks of the code's shape that docs/ARCHITECTURE.md states:
-// the layers and what each may import, and the public Go API.
+// the layers and what each may import, and the public Go API; and that every relative link of
+// README.md, docs/ and bench/ leads to a file and heading of the tree (links_test.go).
 //
 // The public API is the packages under recording/ (the recording format's reader, writer and
 // identities). Every exported name and its type is listed in api/public.txt; the test fails
