@@ -15,6 +15,15 @@ import (
 // HashBytes is the size of a gpurr-h128 hash (docs/hash.md).
 const HashBytes = 16
 
+// Memory capture modes (gpurr record --memory), as MemoryConfig.mode holds them. A process
+// recorded without memory capture has no MemoryConfig: its mode reads "", never MemoryOff.
+const (
+	MemoryOff      = "off"      // no memory capture
+	MemoryHash     = "hash"     // a hash of every region after every launch
+	MemorySnapshot = "snapshot" // the bytes of the selected launches' regions, before and after them
+	MemoryDigest   = "digest"   // a hash of the program's memory at training step boundaries only
+)
+
 // Allocation.owner values (format 1.12): the libraries whose own memory (communication
 // buffers, flags, FIFOs) differs from run to run by design.
 const (

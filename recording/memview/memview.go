@@ -129,7 +129,7 @@ type Error struct {
 	Seq    uint64               // the launch
 	Point  pb.MemoryState_Point // Before or After
 	Err    error
-	Mode   string          // the recording's memory capture mode: "" (off), "hash" or "snapshot"
+	Mode   string          // the recording's memory capture mode: "" (off) or a recording.Memory* mode
 	State  *pb.MemoryState // the state without bytes; nil with ErrNoSnapshots and ErrNoState
 	Region int             // ErrNoRegion and ErrUnknown: the region asked for
 }
@@ -138,7 +138,7 @@ func (e *Error) Error() string {
 	at := recording.EnumText(e.Point)
 	switch e.Err {
 	case ErrNoSnapshots:
-		return fmt.Sprintf("launch %d: the recording holds no snapshots (memory capture %s): record with --memory snapshot", e.Seq, cmp.Or(e.Mode, "off"))
+		return fmt.Sprintf("launch %d: the recording holds no snapshots (memory capture %s): record with --memory snapshot", e.Seq, cmp.Or(e.Mode, recording.MemoryOff))
 	case ErrNoState:
 		return fmt.Sprintf("launch %d has no memory state %s it", e.Seq, at)
 	case ErrLost:
@@ -217,7 +217,7 @@ func (v *View) State(l Launch, p pb.MemoryState_Point) (*pb.MemoryState, error) 
 		return nil, &Error{Seq: l.Launch.GetSeq(), Point: p, Err: why, Mode: v.mode, State: s}
 	}
 	switch {
-	case v.mode != "snapshot":
+	case v.mode != recording.MemorySnapshot:
 		return fail(ErrNoSnapshots, nil)
 	case s == nil:
 		return fail(ErrNoState, nil)
