@@ -2,18 +2,14 @@ package cli
 
 import (
 	"fmt"
-	"io"
 	"regexp"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpurr/gpurr/internal/cuda"
-	"github.com/gpurr/gpurr/internal/info"
 	"github.com/gpurr/gpurr/internal/instrument"
 	"github.com/gpurr/gpurr/internal/probe"
 	"github.com/gpurr/gpurr/internal/ptx"
-	"github.com/gpurr/gpurr/internal/replay"
 	"github.com/gpurr/gpurr/internal/termsafe"
 )
 
@@ -104,12 +100,19 @@ func runProbe(cmd *cobra.Command, o probeOptions, path string) error {
 	}
 	defer src.Close()
 	if o.all {
-		return runProbeAll(cmd, src, kernels)
+		all, err := probe.SumLive(src, kernels)
+		if err != nil {
+			return usageErrorf("probe: %v", err)
+		}
+		for _, k := range all {
+			k.WriteText(cmd.OutOrStdout())
+		}
+		return nil
 	}
 	if !o.replay {
-		if live, err := liveProbe(src, o); live != nil || err != nil {
+		if live, err := probe.Live(src, o.launch, o.ptxFile != "" || o.count != ""); live != nil || err != nil {
 			if err != nil {
-				return err
+				return usageErrorf("probe: %v", err)
 			}
 			return reportProbe(cmd, o, path, live)
 		}
@@ -156,89 +159,16 @@ func runProbe(cmd *cobra.Command, o probeOptions, path string) error {
 	if err := cuda.Init(); err != nil {
 		return &exitError{code: exitFailure, err: fmt.Errorf("probe: no usable GPU: %v", err)}
 	}
-	s, err := replay.NewSession(c, replay.Options{Module: []byte(m.String()), ModuleName: "the probed PTX", Device: o.device})
+	p, err := probe.Replay(c, []byte(m.String()), o.device)
 	if err != nil {
 		return &exitError{code: exitFailure, err: fmt.Errorf("probe: %v", err)}
 	}
-	defer s.Close()
-	cfg := c.Recorded()
-	n := int(cfg.Grid.X) * int(cfg.Grid.Y) * int(cfg.Grid.Z)
-	raw, err := s.Probe(cfg, probe.Fill(n))
-	if err != nil {
-		return &exitError{code: exitFailure, err: fmt.Errorf("probe: %v", err)}
-	}
-	return writeProbe(cmd, o, w, probed{
-		header: fmt.Sprintf("launch %d: %s, grid %dx%dx%d, block %dx%dx%d, on %s (%s)", c.Seq, c.Name,
-			cfg.Grid.X, cfg.Grid.Y, cfg.Grid.Z, cfg.Block.X, cfg.Block.Y, cfg.Block.Z, s.Device.Name, s.Device.Arch()),
-		title: fmt.Sprintf("launch %d: %s", c.Seq, c.Name), raw: raw, grid: cfg.Grid, count: o.count, counted: counted,
-	})
-}
-
-// probed is a launch's probe buffer and what its report says of it.
-type probed struct {
-	header, title string // the report's first line; the timeline's name
-	raw           []byte
-	grid          cuda.Dim3
-	count         string // what was counted, "" for nothing
-	counted       int    // instructions of the kernel counted
-}
-
-// liveProbe is the launch's live probe records (gpurr record --probe) when it has some and
-// probe should read them rather than replay; nil when it has none. It is an error when the
-// launch ran without probes and has no snapshot to replay, or when no launch is named and the
-// process has no snapshotted one to pick but some probed live.
-func liveProbe(src *replay.Source, o probeOptions) (*probed, error) {
-	d, name := src.Data, src.Proc.Name
-	if o.launch == 0 {
-		if live := d.ProbedLaunches(); len(live) > 0 && len(src.Replayable()) == 0 {
-			return nil, usageErrorf("probe: %s has no snapshotted launch to replay; launches probed live when recorded: %s: say --launch SEQ",
-				name, seqList(live, 8))
-		}
-		return nil, nil
-	}
-	r := d.ProbeResult(o.launch)
-	switch {
-	case r == nil:
-		return nil, nil
-	case r.GetSkipped() != "":
-		if _, err := src.Case(o.launch); err != nil {
-			return nil, usageErrorf("probe: launch %d ran without probes when recorded (%s), and cannot be replayed: %v", o.launch, r.GetSkipped(), err)
-		}
-		return nil, nil
-	case o.ptxFile != "" || o.count != "":
-		return nil, usageErrorf("probe: launch %d was probed live when recorded; --ptx and --count are for a replay: add --replay", o.launch)
-	}
-	l := src.Links.Launch(o.launch)
-	if l == nil {
-		return nil, usageErrorf("probe: %s holds launch %d's probe records but not the launch (its record was lost)", name, o.launch)
-	}
-	kernel := fmt.Sprintf("kernel %d", l.GetKernelId())
-	if k := src.Links.Kernel(l.GetKernelId()); k != nil {
-		kernel = src.Links.KernelName(k)
-	}
-	device := fmt.Sprintf("device %d", l.GetDevice())
-	for _, dev := range d.Devices {
-		if dev.GetOrdinal() == l.GetDevice() {
-			device = fmt.Sprintf("%s (sm_%d%d)", dev.GetName(), dev.GetCcMajor(), dev.GetCcMinor())
-		}
-	}
-	g, b := l.GetGrid(), l.GetBlock()
-	p := &probed{
-		header: fmt.Sprintf("launch %d: %s, grid %dx%dx%d, block %dx%dx%d, probed live on %s when recorded", o.launch, kernel,
-			g.GetX(), g.GetY(), g.GetZ(), b.GetX(), b.GetY(), b.GetZ(), device),
-		title: fmt.Sprintf("launch %d: %s (probed live)", o.launch, kernel), raw: r.GetCtas(),
-		grid: cuda.Dim3{X: g.GetX(), Y: g.GetY(), Z: g.GetZ()},
-	}
-	for _, k := range d.ProbeKernels {
-		if k.GetKernelId() == l.GetKernelId() {
-			p.count, p.counted = k.GetCount(), int(k.GetCounted())
-		}
-	}
-	return p, nil
+	p.Count, p.Counted = o.count, counted
+	return writeProbe(cmd, o, w, p)
 }
 
 // reportProbe writes the report of a launch probed live.
-func reportProbe(cmd *cobra.Command, o probeOptions, path string, p *probed) error {
+func reportProbe(cmd *cobra.Command, o probeOptions, path string, p *probe.Probed) error {
 	w, err := probeOutput(cmd, o, path)
 	if err != nil {
 		return err
@@ -246,7 +176,7 @@ func reportProbe(cmd *cobra.Command, o probeOptions, path string, p *probed) err
 	if w != nil {
 		defer w.Abort()
 	}
-	return writeProbe(cmd, o, w, *p)
+	return writeProbe(cmd, o, w, p)
 }
 
 // probeOutput creates the -o file, nil when there is none.
@@ -257,26 +187,22 @@ func probeOutput(cmd *cobra.Command, o probeOptions, path string) (*output, erro
 	return createOutput("probe", o.out, cmd.OutOrStdout(), o.force, path)
 }
 
-// writeProbe prints the summary of a probe buffer, and writes its timeline to w when not nil.
-func writeProbe(cmd *cobra.Command, o probeOptions, w *output, p probed) error {
-	ctas, derr := probe.Decode(p.raw)
+// writeProbe prints the report of a launch's probe records, and writes its timeline to w when
+// not nil.
+func writeProbe(cmd *cobra.Command, o probeOptions, w *output, p *probe.Probed) error {
+	ctas, derr := probe.Decode(p.Raw)
 	out := cmd.OutOrStdout()
 	if o.out == "-" {
 		out = cmd.ErrOrStderr() // stdout is the timeline's JSON
 	}
-	termsafe.Fprintln(out, p.header)
+	p.WriteText(out, ctas, o.top)
 	if derr != nil {
 		warnf(cmd, "%v", derr)
-	}
-	sum := probe.Summarize(ctas, o.top)
-	writeProbeSummary(out, sum, p.grid)
-	if p.count != "" {
-		writeProbeCounts(out, sum, p.count, p.counted)
 	}
 	if w == nil {
 		return nil
 	}
-	if err := probe.WriteChrome(w, ctas, p.title); err != nil {
+	if err := probe.WriteChrome(w, ctas, p.Title); err != nil {
 		return &exitError{code: exitFailure, err: fmt.Errorf("probe: write %s: %v", o.out, plainError(err))}
 	}
 	if err := w.Commit(); err != nil {
@@ -286,31 +212,4 @@ func writeProbe(cmd *cobra.Command, o probeOptions, w *output, p probed) error {
 		termsafe.Fprintf(out, "  timeline: %s (a track per SM; open it at https://ui.perfetto.dev)\n", o.out)
 	}
 	return nil
-}
-
-// writeProbeCounts says what --count counted: in all, per CTA, and the CTA that ran the most.
-func writeProbeCounts(w io.Writer, s probe.Summary, what string, sites int) {
-	termsafe.Fprintf(w, "  count of %s (%s in the kernel): %d run in all; per CTA median %d, max %d (CTA %d)\n",
-		what, info.Count(sites, "instruction"), s.Counted, s.CountMedian, s.CountMax.Count, s.CountMax.Index)
-}
-
-func writeProbeSummary(w io.Writer, s probe.Summary, grid cuda.Dim3) {
-	us := func(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d)/1e3) }
-	termsafe.Fprintf(w, "  %s, span %s; CTA duration median %s, p99 %s, max %s\n", info.Count(s.CTAs, "CTA"), us(s.Span), us(s.Median), us(s.P99), us(s.Max))
-	termsafe.Fprintf(w, "  tail: %.0f%% of the span after the median CTA ended\n", 100*s.StragglerFraction)
-	termsafe.Fprintf(w, "  SMs: %d used, %.1f waves; imbalance %.2f (busiest SM %d: %s, %s busy)\n",
-		len(s.SMs), s.Waves, s.Imbalance, s.Busiest.SM, info.Count(s.Busiest.CTAs, "CTA"), us(s.Busiest.Busy))
-	if len(s.Slowest) == 0 {
-		return
-	}
-	termsafe.Fprintf(w, "  slowest CTAs:\n  %8s  %-16s  %4s  %s\n", "cta", "(x,y,z)", "SM", "duration")
-	for _, c := range s.Slowest {
-		// A grid recorded with a zero or missing dimension (a damaged record) places no CTA.
-		at := "?"
-		if grid.X > 0 && grid.Y > 0 && grid.Z > 0 {
-			x, y, z := c.XYZ(grid.X, grid.Y)
-			at = fmt.Sprintf("(%d,%d,%d)", x, y, z)
-		}
-		termsafe.Fprintf(w, "  %8d  %-16s  %4d  %s\n", c.Index, at, c.SM, us(c.Duration()))
-	}
 }

@@ -1,17 +1,12 @@
 package cli
 
 import (
-	"bytes"
-	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gpurr/gpurr/internal/cuda"
-	"github.com/gpurr/gpurr/internal/instrument"
-	"github.com/gpurr/gpurr/internal/probe"
-	"github.com/gpurr/gpurr/internal/replay"
 	"github.com/gpurr/gpurr/internal/testrec"
 	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
@@ -41,62 +36,6 @@ func TestProbeWithoutGPU(t *testing.T) {
 		{[]string{"probe", dir, "--launch", "2", "--ptx", file, "--count", "bogus"}, "--count: unknown instruction class \"bogus\""},
 		{[]string{"probe", dir, "--launch", "2", "--ptx", file, "--count", "mbarrier"}, "--count mbarrier picks no instruction of saxpy_gridstride"},
 	})
-}
-
-// Launch 2 of the replayable recording ran without live probes when recorded, but has
-// snapshots: probe replays it; launch 3, captured, cannot be replayed, and probe says both why.
-func TestLiveProbeSkipped(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "rec")
-	if _, err := testrec.WriteReplayable(dir); err != nil {
-		t.Fatal(err)
-	}
-	set, err := recording.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := replay.Open(set.Processes[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	if p, err := liveProbe(src, probeOptions{launch: 2}); p != nil || err != nil {
-		t.Errorf("launch 2: %v, %v; want a replay", p, err)
-	}
-	src.Data.ProbeResults = append(src.Data.ProbeResults, &pb.ProbeResult{LaunchSeq: 3, Skipped: "captured"})
-	_, err = liveProbe(src, probeOptions{launch: 3})
-	if err == nil || !strings.Contains(err.Error(), "launch 3 ran without probes when recorded (captured), and cannot be replayed: launch 3 was captured") {
-		t.Errorf("launch 3: %v", err)
-	}
-}
-
-func TestProbeSummaryText(t *testing.T) {
-	buf := probe.Fill(8)
-	for i := range 8 {
-		d := uint64(1000)
-		if i == 5 {
-			d = 9000
-		}
-		r := buf[i*instrument.ProbeRecordBytes:]
-		binary.LittleEndian.PutUint64(r, 100)
-		binary.LittleEndian.PutUint64(r[8:], 100+d)
-		binary.LittleEndian.PutUint32(r[16:], uint32(i%4))
-		binary.LittleEndian.PutUint64(r[24:], uint64(10*i))
-	}
-	ctas, err := probe.Decode(buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	sum := probe.Summarize(ctas, 2)
-	writeProbeSummary(&out, sum, cuda.Dim3{X: 4, Y: 2, Z: 1})
-	writeProbeCounts(&out, sum, "global-store", 3)
-	for _, want := range []string{"8 CTAs, span 9.0 µs; CTA duration median 1.0 µs", "SMs: 4 used, 2.0 waves",
-		"busiest SM 1: 2 CTAs, 10.0 µs busy", "       5  (1,1,0)              1  9.0 µs",
-		"count of global-store (3 instructions in the kernel): 280 run in all; per CTA median 40, max 70 (CTA 7)"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("summary lacks %q:\n%s", want, out.String())
-		}
-	}
 }
 
 // probedRecording is a recording of one launch, 5, probed live with grid as recorded and these

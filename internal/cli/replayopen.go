@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpurr/gpurr/internal/cuda"
 	"github.com/gpurr/gpurr/internal/dtype"
+	"github.com/gpurr/gpurr/internal/info"
 	"github.com/gpurr/gpurr/internal/replay"
 )
 
@@ -84,7 +85,7 @@ func pickLaunches(verb string, src *replay.Source, launch uint64, all bool, from
 	case 0:
 		return nil, usageErrorf("%s: %s has no launch with snapshots before and after it%s", verb, src.Proc.Name, modeHint(src))
 	}
-	return nil, usageErrorf("%s: %s has %d snapshotted launches (%s): say --launch SEQ", verb, src.Proc.Name, len(ok), seqList(ok, 8))
+	return nil, usageErrorf("%s: %s has %d snapshotted launches (%s): say --launch SEQ", verb, src.Proc.Name, len(ok), info.SeqList(ok, 8))
 }
 
 func modeHint(src *replay.Source) string {
@@ -92,18 +93,6 @@ func modeHint(src *replay.Source) string {
 		return " (record with --memory snapshot)"
 	}
 	return " (check --snapshot-kernels/--snapshot-launches)"
-}
-
-func seqList(seqs []uint64, max int) string {
-	var parts []string
-	for i, s := range seqs {
-		if i == max {
-			parts = append(parts, "...")
-			break
-		}
-		parts = append(parts, strconv.FormatUint(s, 10))
-	}
-	return strings.Join(parts, ", ")
 }
 
 // kernelPTX finds the PTX of the launch's module for verb: --ptx, else the recording's copy.

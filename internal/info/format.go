@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -328,6 +329,19 @@ func onOff(b bool) string {
 		return "on"
 	}
 	return "off"
+}
+
+// SeqList writes launch numbers, comma-separated: the first max of them, then "...".
+func SeqList(seqs []uint64, max int) string {
+	var parts []string
+	for i, s := range seqs {
+		if i == max {
+			parts = append(parts, "...")
+			break
+		}
+		parts = append(parts, strconv.FormatUint(s, 10))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Count writes n and the noun, plural unless n is 1: "1 process", "3 launches".

@@ -1,6 +1,8 @@
 // Package probe reads what in-kernel probes (instrument.InjectProbes) leave in their buffer
 // and sums a launch up per CTA: how long each ran, the slowest, how the work spread over the
-// SMs and in how many waves. gpurr probe prints it; the tests feed it synthetic buffers.
+// SMs and in how many waves. It takes the buffer from a replay of the launch with its PTX
+// probed (Replay) or from the recording, where the launch ran with live probes (Live,
+// SumLive), and writes the reports gpurr probe prints; the tests feed it synthetic buffers.
 package probe
 
 import (

@@ -1,4 +1,4 @@
-package cli
+package probe
 
 import (
 	"cmp"
@@ -8,16 +8,13 @@ import (
 	"slices"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/gpurr/gpurr/internal/info"
-	"github.com/gpurr/gpurr/internal/probe"
 	"github.com/gpurr/gpurr/internal/replay"
 	"github.com/gpurr/gpurr/internal/termsafe"
 )
 
-// liveKernel is what the launches of one kernel probed live add up to.
-type liveKernel struct {
+// LiveKernel is what the launches of one kernel probed live add up to.
+type LiveKernel struct {
 	name              string
 	first             uint64 // its first probed launch, for the order of the report
 	launches          int
@@ -29,19 +26,20 @@ type liveKernel struct {
 	skipped           map[string]int
 }
 
-// runProbeAll sums up, kernel by kernel, every launch probed live (gpurr record --probe) whose
-// kernel matches kernels (nil: all): how long the launches' CTAs ran, their tails and SM
-// imbalance, and which CTA was the slowest how often: a CTA that straggles in every launch is
-// the kernel's, not the run's.
-func runProbeAll(cmd *cobra.Command, src *replay.Source, kernels *regexp.Regexp) error {
+// SumLive sums up, kernel by kernel in the order of their first probed launch, every launch
+// of src probed live (gpurr record --probe) whose kernel matches kernels (nil: all): how long
+// the launches' CTAs ran, their tails and SM imbalance, and which CTA was the slowest how
+// often: a CTA that straggles in every launch is the kernel's, not the run's. It is an error
+// when no launch is summed up.
+func SumLive(src *replay.Source, kernels *regexp.Regexp) ([]*LiveKernel, error) {
 	d := src.Data
 	// By kernel identity (its module's code and its name): a module loaded once per thread
 	// gives one kernel handle per load, and they are one kernel.
 	type key struct {
 		identity, id uint64
 	}
-	byKernel := map[key]*liveKernel{}
-	kernelOf := func(seq uint64) (*liveKernel, bool) {
+	byKernel := map[key]*LiveKernel{}
+	kernelOf := func(seq uint64) (*LiveKernel, bool) {
 		l := src.Links.Launch(seq)
 		if l == nil {
 			return nil, false
@@ -58,7 +56,7 @@ func runProbeAll(cmd *cobra.Command, src *replay.Source, kernels *regexp.Regexp)
 			if kernels != nil && !kernels.MatchString(name) {
 				return nil, false
 			}
-			k = &liveKernel{name: name, first: seq, slowest: map[int]int{}, skipped: map[string]int{}}
+			k = &LiveKernel{name: name, first: seq, slowest: map[int]int{}, skipped: map[string]int{}}
 			byKernel[at] = k
 		}
 		return k, true
@@ -72,14 +70,14 @@ func runProbeAll(cmd *cobra.Command, src *replay.Source, kernels *regexp.Regexp)
 			k.skipped[r.GetSkipped()]++
 			continue
 		}
-		ctas, err := probe.Decode(r.GetCtas())
+		ctas, err := Decode(r.GetCtas())
 		if err != nil {
 			k.missing++
 		}
 		if len(ctas) == 0 {
 			continue
 		}
-		s := probe.Summarize(ctas, 1)
+		s := Summarize(ctas, 1)
 		if k.launches == 0 || s.CTAs < k.ctasMin {
 			k.ctasMin = s.CTAs
 		}
@@ -96,22 +94,18 @@ func runProbeAll(cmd *cobra.Command, src *replay.Source, kernels *regexp.Regexp)
 		if kernels != nil {
 			what = fmt.Sprintf("no launch probed live is of a kernel matching --kernels %q", kernels)
 		}
-		return usageErrorf("probe: %s: %s", src.Proc.Name, what)
+		return nil, fmt.Errorf("%s: %s", src.Proc.Name, what)
 	}
-	all := make([]*liveKernel, 0, len(byKernel))
+	all := make([]*LiveKernel, 0, len(byKernel))
 	for _, k := range byKernel {
 		all = append(all, k)
 	}
-	slices.SortFunc(all, func(a, b *liveKernel) int { return cmp.Compare(a.first, b.first) })
-	out := cmd.OutOrStdout()
-	for _, k := range all {
-		writeLiveKernel(out, k)
-	}
-	return nil
+	slices.SortFunc(all, func(a, b *LiveKernel) int { return cmp.Compare(a.first, b.first) })
+	return all, nil
 }
 
-func writeLiveKernel(w io.Writer, k *liveKernel) {
-	us := func(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d)/1e3) }
+// WriteText writes what the kernel's launches add up to, and why launches ran without probes.
+func (k *LiveKernel) WriteText(w io.Writer) {
 	ctas := fmt.Sprint(k.ctasMin)
 	if k.ctasMax != k.ctasMin {
 		ctas = fmt.Sprintf("%d–%d", k.ctasMin, k.ctasMax)
