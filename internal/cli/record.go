@@ -484,11 +484,3 @@ func snapshotSelection(m *pb.MemoryConfig) string {
 	}
 	return strings.Join(flags, " ")
 }
-
-func unwrapExecError(err error) error {
-	var ee *exec.Error
-	if errors.As(err, &ee) {
-		return ee.Err
-	}
-	return err
-}
