@@ -326,19 +326,6 @@ func replayDivergence(p *recording.Process, seq uint64, n int) (*diff.Replayed, 
 	return r, nil
 }
 
-// givenWarnings are the warnings the command has given so far, without their "gpurr: VERB:
-// warning: " prefix: a JSON report lists them too.
-func givenWarnings(cmd *cobra.Command) []string {
-	out := []string{}
-	if w, ok := cmd.Context().Value(warningsKey{}).(*[]string); ok {
-		prefix := fmt.Sprintf("gpurr: %s: warning: ", cmd.Name())
-		for _, line := range *w {
-			out = append(out, strings.TrimPrefix(line, prefix))
-		}
-	}
-	return out
-}
-
 // procName is what pairing needs of a process, of a recording or of a
 // manifest.
 type procName struct {

@@ -1,16 +1,12 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpurr/gpurr/internal/info"
 	"github.com/gpurr/gpurr/internal/manifest"
-	"github.com/gpurr/gpurr/recording"
 )
 
 func newManifestCmd() *cobra.Command {
@@ -83,39 +79,4 @@ func runManifest(cmd *cobra.Command, path, out string, force bool) error {
 	}
 	fmt.Fprintln(cmd.ErrOrStderr())
 	return nil
-}
-
-// openToCheck opens the recording of manifest or verify. Unlike openRecording it does not
-// warn of the process directories it cannot read (recording.Set.Damaged): each verb says
-// what such a process means for what it promises or checks.
-func openToCheck(cmd *cobra.Command, path string) (*recording.Set, error) {
-	set, err := recording.Open(path)
-	if err != nil {
-		return nil, usageErrorf("%s: %v", cmd.Name(), err)
-	}
-	showProgress(set, path)
-	return set, nil
-}
-
-// unreadable lists, by name, the processes of a recording that cannot be read: those Open
-// could not (damaged, each a *recording.ProcessError) and those found damaged later (read).
-func unreadable(damaged []error, read []*recording.ProcessError) []*recording.ProcessError {
-	out := slices.Clone(read)
-	for _, err := range damaged {
-		var pe *recording.ProcessError
-		if errors.As(err, &pe) {
-			out = append(out, pe)
-		}
-	}
-	slices.SortStableFunc(out, func(a, b *recording.ProcessError) int { return strings.Compare(a.Name, b.Name) })
-	return out
-}
-
-// unreadNames names a few of the processes that could not be read.
-func unreadNames(procs []*recording.ProcessError) string {
-	names := make([]string, len(procs))
-	for i, p := range procs {
-		names[i] = p.Name
-	}
-	return fewNames(names)
 }

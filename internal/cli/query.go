@@ -166,24 +166,6 @@ func newRowWriter(format string, w io.Writer, fit int) rowWriter {
 	}
 }
 
-// scalarText writes a number (or anything else SQLite returns) as text.
-func scalarText(v any) string {
-	switch v := v.(type) {
-	case int64:
-		return strconv.FormatInt(v, 10)
-	case float64:
-		return strconv.FormatFloat(v, 'g', -1, 64)
-	case string:
-		return v
-	case []byte:
-		return hex.EncodeToString(v)
-	case nil:
-		return ""
-	default:
-		return fmt.Sprint(v)
-	}
-}
-
 type csvRows struct{ w *csv.Writer }
 
 func (c *csvRows) Columns(names []string) error { return c.w.Write(names) }

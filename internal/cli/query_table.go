@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/rivo/uniseg"
@@ -190,5 +191,23 @@ func tableCell(v any) string {
 		return termsafe.String(v)
 	default:
 		return scalarText(v)
+	}
+}
+
+// scalarText writes a number (or anything else SQLite returns) as text.
+func scalarText(v any) string {
+	switch v := v.(type) {
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	case string:
+		return v
+	case []byte:
+		return hex.EncodeToString(v)
+	case nil:
+		return ""
+	default:
+		return fmt.Sprint(v)
 	}
 }

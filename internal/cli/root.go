@@ -111,6 +111,19 @@ func warnf(cmd *cobra.Command, format string, args ...any) {
 	fmt.Fprintln(cmd.ErrOrStderr(), line)
 }
 
+// givenWarnings are the warnings the command has given so far, without their "gpurr: VERB:
+// warning: " prefix: a JSON report lists them too.
+func givenWarnings(cmd *cobra.Command) []string {
+	out := []string{}
+	if w, ok := cmd.Context().Value(warningsKey{}).(*[]string); ok {
+		prefix := fmt.Sprintf("gpurr: %s: warning: ", cmd.Name())
+		for _, line := range *w {
+			out = append(out, strings.TrimPrefix(line, prefix))
+		}
+	}
+	return out
+}
+
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "gpurr",
