@@ -364,8 +364,8 @@ func (n bisectNarrower) NaN(dir string) (bisect.Report, bool, error) {
 }
 
 func (n bisectNarrower) Pair(a, b *recording.Set) ([][2]*recording.Process, []string) {
-	pa, pb := recordingProcs(a), recordingProcs(b)
-	idx, warnings := pairProcesses(a.Dir, pa, b.Dir, pb)
+	pa, pb := diff.Procs(a), diff.Procs(b)
+	idx, warnings := diff.PairProcesses(a.Dir, pa, b.Dir, pb)
 	out := make([][2]*recording.Process, len(idx))
 	for i, ij := range idx {
 		out[i] = [2]*recording.Process{a.Processes[ij[0]], b.Processes[ij[1]]}

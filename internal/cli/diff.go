@@ -2,8 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -125,13 +123,13 @@ func diffRecordings(cmd *cobra.Command, o diffOptions, pathA, pathB string, writ
 		return nil, err
 	}
 	setA, setB = launching(cmd, setA), launching(cmd, setB)
-	procsA, procsB := recordingProcs(setA), recordingProcs(setB)
-	pairs, warnings := pairProcesses(pathA, procsA, pathB, procsB)
+	procsA, procsB := diff.Procs(setA), diff.Procs(setB)
+	pairs, warnings := diff.PairProcesses(pathA, procsA, pathB, procsB)
 	for _, w := range warnings {
 		warnf(cmd, "%s", w)
 	}
 	if len(pairs) == 0 {
-		return nil, noPairs("diff", setA.Dir, procsA, setB.Dir, procsB)
+		return nil, usageErrorf("diff: %v", &diff.NoPairsError{WhereA: setA.Dir, A: procsA, WhereB: setB.Dir, B: procsB})
 	}
 	report := &diff.Report{A: pathA, B: pathB}
 	runsA := map[*diff.PairReport]*diff.Run{} // the pairs that part ways, and their run A
@@ -324,150 +322,6 @@ func replayDivergence(p *recording.Process, seq uint64, n int) (*diff.Replayed, 
 		return nil, &exitError{code: exitFailure, err: fmt.Errorf("diff: --replay: launch %d of %s: %v", seq, p.Name, err)}
 	}
 	return r, nil
-}
-
-// procName is what pairing needs of a process, of a recording or of a
-// manifest.
-type procName struct {
-	name string
-	rank *int32
-	argv []string
-}
-
-func recordingProcs(set *recording.Set) []procName {
-	out := make([]procName, len(set.Processes))
-	for i, p := range set.Processes {
-		out[i] = procName{p.Name, p.Info.Rank, p.Info.GetArgv()}
-	}
-	return out
-}
-
-// pairProcesses matches the processes of two recordings (or a recording
-// and a manifest), as indices: rank with the same rank, and the processes
-// without a rank in order among themselves; processes that share a rank (a
-// child that inherited its parent's RANK) pair in order within it. It warns
-// when the command lines differ, and names each side's processes that pair
-// with none: they are not compared.
-func pairProcesses(whereA string, a []procName, whereB string, b []procName) (pairs [][2]int, warnings []string) {
-	byRank := map[int32][]int{}
-	var unrankedB []int
-	for j, q := range b {
-		if q.rank != nil {
-			byRank[*q.rank] = append(byRank[*q.rank], j)
-		} else {
-			unrankedB = append(unrankedB, j)
-		}
-	}
-	pairedB := make([]bool, len(b))
-	// Programs of A and B that differ, in the order first met; the warning of the first pair
-	// that ran them, and how many pairs did.
-	var programs [][2]string
-	firstWarning, pairsAlike := map[[2]string]string{}, map[[2]string]int{}
-	var onlyA []procName
-	for i, p := range a {
-		queue := unrankedB
-		if p.rank != nil {
-			queue = byRank[*p.rank]
-		}
-		if len(queue) == 0 {
-			onlyA = append(onlyA, p)
-			continue
-		}
-		j := queue[0]
-		if p.rank != nil {
-			byRank[*p.rank] = queue[1:]
-		} else {
-			unrankedB = queue[1:]
-		}
-		pairedB[j] = true
-		q := b[j]
-		if progA, progB := program(p.argv), program(q.argv); progA != progB {
-			key := [2]string{progA, progB}
-			if _, ok := firstWarning[key]; !ok {
-				programs = append(programs, key)
-				firstWarning[key] = fmt.Sprintf("%s ran %q, %s ran %q: different programs? aligning what can be aligned",
-					p.name, strings.Join(p.argv, " "), q.name, strings.Join(q.argv, " "))
-			}
-			pairsAlike[key]++
-		}
-		pairs = append(pairs, [2]int{i, j})
-	}
-	// Every rank of a job runs the same program: one line for all pairs that differ alike.
-	for _, key := range programs {
-		w := firstWarning[key]
-		if n := pairsAlike[key] - 1; n > 0 {
-			w += fmt.Sprintf(" (and %s alike)", info.Count(n, "more pair"))
-		}
-		warnings = append(warnings, w)
-	}
-	var onlyB []procName
-	for j, q := range b {
-		if !pairedB[j] {
-			onlyB = append(onlyB, q)
-		}
-	}
-	for _, side := range []struct {
-		where, other string
-		procs        []procName
-	}{{whereA, whereB, onlyA}, {whereB, whereA, onlyB}} {
-		if len(side.procs) > 0 {
-			warnings = append(warnings, fmt.Sprintf("%s: %s with no counterpart in %s, not compared: %s",
-				side.where, info.Count(len(side.procs), "process"), side.other, procList(side.procs)))
-		}
-	}
-	return pairs, warnings
-}
-
-// procList names processes with their ranks, as fewNames lists them.
-func procList(procs []procName) string {
-	parts := make([]string, len(procs))
-	for i, p := range procs {
-		rank := "no rank"
-		if p.rank != nil {
-			rank = fmt.Sprintf("rank %d", *p.rank)
-		}
-		parts[i] = fmt.Sprintf("%s (%s)", p.name, rank)
-	}
-	return fewNames(parts)
-}
-
-// noPairs is the error of a diff or verify where no process of one side pairs with one of the
-// other: it names each side's processes and their ranks, and how processes pair.
-func noPairs(verb, whereA string, a []procName, whereB string, b []procName) error {
-	list := func(procs []procName) string {
-		if len(procs) == 0 {
-			return "no process that made kernel launches"
-		}
-		return procList(procs)
-	}
-	return usageErrorf("%s: no processes to compare: %s has %s; %s has %s (processes pair by torchrun rank, those without one in order)",
-		verb, whereA, list(a), whereB, list(b))
-}
-
-// program is what a command line runs, without the arguments it runs it with: the executable,
-// and for a Python interpreter the script or module. Runs of one program with other arguments
-// (a seed, a flag) are what diff is for; different programs deserve a warning.
-func program(argv []string) string {
-	if len(argv) == 0 {
-		return ""
-	}
-	exe := strings.TrimRight(filepath.Base(argv[0]), "0123456789.")
-	if exe != "python" {
-		return argv[0]
-	}
-	for i := 1; i < len(argv); i++ {
-		switch a := argv[i]; {
-		case a == "-m" || a == "-c":
-			if i+1 < len(argv) {
-				return argv[0] + " " + a + " " + argv[i+1]
-			}
-		case a == "-W" || a == "-X": // options with a value
-			i++
-		case !strings.HasPrefix(a, "-"):
-			return argv[0] + " " + a
-		}
-	}
-	return argv[0]
 }
 
 // launching keeps the processes of set that made kernel launches: a

@@ -68,5 +68,5 @@ func problemsError(path string, r *info.Report) error {
 	if len(parts) == 0 {
 		return nil
 	}
-	return &exitError{code: exitFound, err: fmt.Errorf("%s: recording has problems (%s); see the report", path, few(parts, "; "))}
+	return &exitError{code: exitFound, err: fmt.Errorf("%s: recording has problems (%s); see the report", path, info.Few(parts, "; "))}
 }

@@ -245,20 +245,8 @@ func matchProcess(verb string, set *recording.Set, which string) (*recording.Pro
 	return nil, usageErrorf("%s: --process %s is the pid or rank of %d processes (%s): name one by its directory name", verb, which, len(all), fewNames(names))
 }
 
-// namesShown is how many names a message lists (fewNames): a job of thousands of ranks gets
-// a count of the rest, not a line of tens of kilobytes.
-const namesShown = 8
-
-// fewNames joins names with commas, the first namesShown of them and a count of the rest.
-func fewNames(names []string) string { return few(names, ", ") }
-
-// few joins the first namesShown of items with sep, and a count of the rest.
-func few(items []string, sep string) string {
-	if len(items) > namesShown {
-		items = append(items[:namesShown:namesShown], fmt.Sprintf("and %d more", len(items)-namesShown))
-	}
-	return strings.Join(items, sep)
-}
+// fewNames joins names with commas, a few of them and a count of the rest (info.Few).
+func fewNames(names []string) string { return info.Few(names, ", ") }
 
 // positional checks a verb's argument count: at least min and at most max (-1: no limit),
 // naming what it wants ("two recordings") and the usage line when the count is wrong.

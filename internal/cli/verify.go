@@ -95,17 +95,17 @@ func runVerify(cmd *cobra.Command, o verifyOptions, path string) error {
 		return usageErrorf("verify: %v", err)
 	}
 	defer m.Close()
-	var mprocs []procName
+	var mprocs []diff.Proc
 	for _, e := range m.Processes {
-		mprocs = append(mprocs, procName{e.Process.Name, e.Process.Rank, e.Process.Argv})
+		mprocs = append(mprocs, diff.Proc{Name: e.Process.Name, Rank: e.Process.Rank, Argv: e.Process.Argv})
 	}
-	procs := recordingProcs(set)
-	pairs, warnings := pairProcesses(path, procs, "the manifest", mprocs)
+	procs := diff.Procs(set)
+	pairs, warnings := diff.PairProcesses(path, procs, "the manifest", mprocs)
 	for _, w := range warnings {
 		warnf(cmd, "%s", w)
 	}
 	if len(pairs) == 0 {
-		return noPairs("verify", set.Dir, procs, "the manifest", mprocs)
+		return usageErrorf("verify: %v", &diff.NoPairsError{WhereA: set.Dir, A: procs, WhereB: "the manifest", B: mprocs})
 	}
 	report := &manifest.Report{Recording: path, Manifest: o.manifest}
 	text := o.format == "text"

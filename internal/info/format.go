@@ -331,6 +331,18 @@ func onOff(b bool) string {
 	return "off"
 }
 
+// fewShown is how many items Few lists: a job of thousands of ranks gets a count of the
+// rest, not a line of tens of kilobytes.
+const fewShown = 8
+
+// Few joins the first few of items with sep, and a count of the rest: "a, b, c, and 9 more".
+func Few(items []string, sep string) string {
+	if len(items) > fewShown {
+		items = append(items[:fewShown:fewShown], fmt.Sprintf("and %d more", len(items)-fewShown))
+	}
+	return strings.Join(items, sep)
+}
+
 // SeqList writes launch numbers, comma-separated: the first max of them, then "...".
 func SeqList(seqs []uint64, max int) string {
 	var parts []string
