@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -17,10 +16,8 @@ import (
 	"github.com/gpurr/gpurr/recording"
 )
 
-// fakeRecorder "runs" a testrec.Trained program: its command's words say what is planted
-// (diverge STEP LAUNCH: a nondeterministic launch, which writes other bytes in every run, or
-// in the runs listed by early RUN...: there a step earlier; nan STEP LAUNCH; lr X), the flags
-// what gpurr record would record (digests, or --hash-steps).
+// fakeRecorder "runs" a testrec.Trained program as testrec.TrainedRun reads its command and
+// flags.
 type fakeRecorder struct {
 	runs  int
 	early map[int]bool // runs (from 1) in which the planted launch strikes a step earlier
@@ -29,37 +26,7 @@ type fakeRecorder struct {
 
 func (f *fakeRecorder) record(_ context.Context, r *bisect.Run) error {
 	f.runs++
-	o := testrec.DefaultTrained()
-	o.Salt = uint64(f.runs)
-	for i := 0; i < len(r.Command); i++ {
-		num := func(k int) int { n, _ := strconv.Atoi(r.Command[i+k]); return n }
-		switch r.Command[i] {
-		case "diverge":
-			o.DivergeStep, o.DivergeLaunch, o.DivergeRank = num(1), num(2), 0
-			if f.early[f.runs] {
-				o.DivergeStep--
-			}
-		case "nan":
-			o.NaNStep, o.NaNLaunch = num(1), num(2)
-		case "lossnan":
-			o.LossNaN = true
-		case "lr":
-			v, _ := strconv.ParseFloat(r.Command[i+1], 32)
-			o.LR = float32(v)
-		}
-	}
-	for i, flag := range r.Flags {
-		o.DigestAll = o.DigestAll || flag == "--digest-all"
-		if flag == "--hash-steps" {
-			lo, hi, _ := strings.Cut(r.Flags[i+1], "-")
-			o.Hash = true
-			o.HashSteps[0], _ = strconv.Atoi(lo)
-			o.HashSteps[1] = o.HashSteps[0]
-			if hi != "" {
-				o.HashSteps[1], _ = strconv.Atoi(hi)
-			}
-		}
-	}
+	o := testrec.TrainedRun(r.Command, r.Flags, f.runs, f.early)
 	if err := os.MkdirAll(r.Dir, 0o700); err != nil {
 		return err
 	}

@@ -65,6 +65,12 @@ func (r *Result) writeDigests(t *info.TextWriter, f *DigestFinding) {
 	}
 	if f.Step == nil {
 		t.Printf("step digests: the runs agree at every digest (%s compared)\n", info.Count(f.Steps, "step"))
+		for _, p := range f.Pairs {
+			if c := p.Compare; c != nil && c.OnlyA+c.OnlyB > 0 {
+				t.Printf("  %s: %d steps digested in A only, %d in B only, not compared (the runs went through other numbers of steps, or a digest was lost)\n",
+					pairName(p), c.OnlyA, c.OnlyB)
+			}
+		}
 		return
 	}
 	agreed := "no step before it agrees"

@@ -3,12 +3,16 @@ package cli
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -20,8 +24,65 @@ var update = flag.Bool("update", false, "rewrite testdata/golden from the actual
 // TestMain lets the scripts run this test binary as the gpurr command.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"gpurr": func() { os.Exit(Main(os.Args[1:])) },
+		"gpurr": func() {
+			if os.Getenv(fakeRecordEnv) != "" && len(os.Args) > 1 && os.Args[1] == "record" {
+				os.Exit(fakeTrainedRecord(os.Args[2:]))
+			}
+			os.Exit(Main(os.Args[1:]))
+		},
 	})
+}
+
+// fakeRecordEnv, set in a script, makes gpurr record write a synthetic training run
+// (testrec.TrainedRun of its command and flags) instead of running anything, so that gpurr
+// bisect, which runs gpurr record, is tested without a GPU. Two words of the command act
+// here: "steps-at NAME N" gives the run whose folder is NAME N steps, and "interrupt-at NAME"
+// makes that run send SIGINT to its parent (bisect) and wait to be signalled in turn, as a
+// program under a terminal's Ctrl-C would.
+const fakeRecordEnv = "GPURR_TEST_FAKE_RECORD"
+
+func fakeTrainedRecord(args []string) int {
+	var dir string
+	var flags, command []string
+	for i := 0; i < len(args); i++ {
+		switch {
+		case args[i] == "-o" && i+1 < len(args):
+			dir = args[i+1]
+			i++
+		case args[i] == "--":
+			command = args[i+1:]
+			i = len(args)
+		default:
+			flags = append(flags, args[i])
+		}
+	}
+	name := filepath.Base(dir)
+	run := 1
+	for _, c := range name {
+		run = run*31 + int(c)
+	}
+	o := testrec.TrainedRun(command, flags, run, nil)
+	for i, w := range command {
+		switch {
+		case w == "steps-at" && i+2 < len(command) && command[i+1] == name:
+			o.Steps, _ = strconv.Atoi(command[i+2])
+		case w == "interrupt-at" && i+1 < len(command) && command[i+1] == name:
+			sigs := make(chan os.Signal, 1)
+			signal.Notify(sigs, syscall.SIGINT)
+			syscall.Kill(os.Getppid(), syscall.SIGINT)
+			select {
+			case <-sigs:
+				return 128 + int(syscall.SIGINT)
+			case <-time.After(10 * time.Second):
+				return 97 // bisect never passed the interrupt on
+			}
+		}
+	}
+	if err := testrec.WriteTrained(dir, o); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
 }
 
 // realRecordings are the recordings made on a GPU machine by

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/gpurr/gpurr/recording"
@@ -243,4 +245,58 @@ func cmpInt(v, def int) int {
 		return def
 	}
 	return v
+}
+
+// TrainedRun is the Trained run a fake gpurr record makes of a command and its flags, for
+// bisect's tests: the command's words say what is planted (diverge STEP LAUNCH: a
+// nondeterministic launch, which writes other bytes in every run, or in the runs listed by
+// early RUN...: there a step earlier; nan STEP LAUNCH; lossnan: that NaN in a loss only;
+// lr X; steps N; ranks N), the flags what record would record (--hash-steps K[-L],
+// --digest-all). run numbers the runs of a bisect from 1 (a nondeterministic launch writes
+// other bytes in each).
+func TrainedRun(command, flags []string, run int, early map[int]bool) Trained {
+	o := DefaultTrained()
+	o.Salt = uint64(run)
+	for i := 0; i < len(command); i++ {
+		num := func(k int) int {
+			if i+k >= len(command) {
+				return 0
+			}
+			n, _ := strconv.Atoi(command[i+k])
+			return n
+		}
+		switch command[i] {
+		case "diverge":
+			o.DivergeStep, o.DivergeLaunch, o.DivergeRank = num(1), num(2), 0
+			if early[run] {
+				o.DivergeStep--
+			}
+		case "nan":
+			o.NaNStep, o.NaNLaunch = num(1), num(2)
+		case "lossnan":
+			o.LossNaN = true
+		case "lr":
+			if i+1 < len(command) {
+				v, _ := strconv.ParseFloat(command[i+1], 32)
+				o.LR = float32(v)
+			}
+		case "steps":
+			o.Steps = num(1)
+		case "ranks":
+			o.Ranks = num(1)
+		}
+	}
+	for i, flag := range flags {
+		o.DigestAll = o.DigestAll || flag == "--digest-all"
+		if flag == "--hash-steps" && i+1 < len(flags) {
+			lo, hi, _ := strings.Cut(flags[i+1], "-")
+			o.Hash = true
+			o.HashSteps[0], _ = strconv.Atoi(lo)
+			o.HashSteps[1] = o.HashSteps[0]
+			if hi != "" {
+				o.HashSteps[1], _ = strconv.Atoi(hi)
+			}
+		}
+	}
+	return o
 }
