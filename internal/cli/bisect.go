@@ -312,7 +312,7 @@ type bisectNarrower struct {
 
 func (n bisectNarrower) Diff(a, b string) (bisect.Report, bool, error) {
 	do := diffOptions{format: n.o.format, elements: 8, unmatched: 5, frames: n.o.frames, includeLibrary: n.o.includeLibrary}
-	report, err := diffRecordings(n.cmd, do, a, b, false)
+	report, err := compareRecordings(n.cmd, do, a, b, false)
 	if err != nil {
 		return nil, false, err
 	}
