@@ -74,6 +74,9 @@ func FuzzScan(f *testing.F) {
 		for _, m := range d.WriteSetMisses {
 			links.Kernel(m.GetKernelId())
 		}
+		for _, h := range d.Hangs {
+			links.HangReport(h)
+		}
 	})
 }
 

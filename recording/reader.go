@@ -361,7 +361,10 @@ type Data struct {
 	WriteSetMisses []*pb.WriteSetMiss
 	// Digests are the step digests (format 1.12): the state of the program's allocations at
 	// each step boundary, in the order they completed.
-	Digests   []*pb.MemoryState
+	Digests []*pb.MemoryState
+	// Hangs are what gpurr record --hang-timeout reported (format 1.13): a launch the GPU had
+	// not finished past the timeout; HangReport writes each as the agent did.
+	Hangs     []*pb.Hang
 	Stats     *pb.Stats // cumulative, from the last frame that had them
 	End       *pb.End   // nil when the recording is incomplete
 	Truncated bool      // the file ended inside a frame
@@ -410,6 +413,7 @@ func (p *Process) Load() (*Data, error) {
 		d.ProbeKernels = append(d.ProbeKernels, b.ProbeKernels...)
 		d.WriteSetMisses = append(d.WriteSetMisses, b.WriteSetMisses...)
 		d.Digests = append(d.Digests, b.Digests...)
+		d.Hangs = append(d.Hangs, b.Hangs...)
 		if b.Stats != nil {
 			d.Stats = b.Stats
 		}

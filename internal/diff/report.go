@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
-	"strings"
 
 	"github.com/gpurr/gpurr/internal/dtype"
 	"github.com/gpurr/gpurr/recording"
@@ -149,32 +147,10 @@ func NewOrigin(l *pb.Launch, own, forward *pb.Callstack, n int) Origin {
 		}
 	}
 	if len(o.Frames) == 0 {
-		o.Frames = nativeFrames(stack, n) // a C++ or CUDA program's own code
+		o.Frames = recording.NativeFrames(stack, n) // a C++ or CUDA program's own code
 	}
 	o.NoCallstack = len(o.Frames) == 0 && n > 0
 	return o
-}
-
-// nativeFrames are a callstack's native frames outside the CUDA driver and NVIDIA's libraries
-// (the program's own code, libtorch), innermost first, as text (library+offset function), at
-// most n.
-func nativeFrames(c *pb.Callstack, n int) []string {
-	out := []string{}
-	for _, f := range c.GetFrames() {
-		if f.GetKind() != pb.Frame_NATIVE || len(out) == n {
-			continue
-		}
-		if lib := filepath.Base(f.GetFile()); strings.HasPrefix(lib, "libcuda.so") || strings.HasPrefix(lib, "libcudart") ||
-			strings.HasPrefix(lib, "libcupti") || strings.HasPrefix(lib, "libnvidia-") {
-			continue
-		}
-		text := filepath.Base(f.GetFile()) + fmt.Sprintf("+0x%x", f.GetOffset())
-		if f.GetFunction() != "" {
-			text += " " + f.GetFunction()
-		}
-		out = append(out, text)
-	}
-	return out
 }
 
 // RegionReport is a region whose state after the launch differs, or is unknown on a side.

@@ -383,6 +383,7 @@ type Batch struct {
 	ProbeKernels   []*ProbeKernel         `protobuf:"bytes,19,rep,name=probe_kernels,json=probeKernels,proto3" json:"probe_kernels,omitempty"`         // kernels --probe picked: instrumented or why not (1.10)
 	WriteSetMisses []*WriteSetMiss        `protobuf:"bytes,20,rep,name=write_set_misses,json=writeSetMisses,proto3" json:"write_set_misses,omitempty"` // an audit found a region a learned write set called read-only changed (1.11)
 	Digests        []*MemoryState         `protobuf:"bytes,21,rep,name=digests,proto3" json:"digests,omitempty"`                                       // step digests (point DIGEST), kept apart from the launches' states in memory (1.12)
+	Hangs          []*Hang                `protobuf:"bytes,22,rep,name=hangs,proto3" json:"hangs,omitempty"`                                           // gpurr record --hang-timeout found a launch the GPU had not finished (1.13)
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -560,6 +561,13 @@ func (x *Batch) GetWriteSetMisses() []*WriteSetMiss {
 func (x *Batch) GetDigests() []*MemoryState {
 	if x != nil {
 		return x.Digests
+	}
+	return nil
+}
+
+func (x *Batch) GetHangs() []*Hang {
+	if x != nil {
+		return x.Hangs
 	}
 	return nil
 }
@@ -2617,6 +2625,205 @@ func (x *WriteSetMiss) GetAllocationId() uint64 {
 	return 0
 }
 
+// Hang is what gpurr record --hang-timeout reported (1.13): a launch the GPU had not finished
+// that long after it was made, and the other streams' unfinished launches at that time. Each
+// launch is described whole here (kernel, callstack), so that a reader names it without
+// keeping launches; its Launch record came in an earlier frame. recording.HangReport writes
+// it as the agent wrote it on the program's stderr.
+type Hang struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	HostNs        uint64                 `protobuf:"varint,1,opt,name=host_ns,json=hostNs,proto3" json:"host_ns,omitempty"`          // when the agent found it
+	TimeoutNs     uint64                 `protobuf:"varint,2,opt,name=timeout_ns,json=timeoutNs,proto3" json:"timeout_ns,omitempty"` // --hang-timeout
+	Launch        *HangLaunch            `protobuf:"bytes,3,opt,name=launch,proto3" json:"launch,omitempty"`                         // the oldest launch unfinished past the timeout
+	Streams       []*HangLaunch          `protobuf:"bytes,4,rep,name=streams,proto3" json:"streams,omitempty"`                       // every other stream with unfinished launches: its oldest one, which holds the rest (a stream runs in order); oldest first
+	Killed        bool                   `protobuf:"varint,5,opt,name=killed,proto3" json:"killed,omitempty"`                        // --hang-kill: the agent ended the program after it
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Hang) Reset() {
+	*x = Hang{}
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Hang) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Hang) ProtoMessage() {}
+
+func (x *Hang) ProtoReflect() protoreflect.Message {
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Hang.ProtoReflect.Descriptor instead.
+func (*Hang) Descriptor() ([]byte, []int) {
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *Hang) GetHostNs() uint64 {
+	if x != nil {
+		return x.HostNs
+	}
+	return 0
+}
+
+func (x *Hang) GetTimeoutNs() uint64 {
+	if x != nil {
+		return x.TimeoutNs
+	}
+	return 0
+}
+
+func (x *Hang) GetLaunch() *HangLaunch {
+	if x != nil {
+		return x.Launch
+	}
+	return nil
+}
+
+func (x *Hang) GetStreams() []*HangLaunch {
+	if x != nil {
+		return x.Streams
+	}
+	return nil
+}
+
+func (x *Hang) GetKilled() bool {
+	if x != nil {
+		return x.Killed
+	}
+	return false
+}
+
+// HangLaunch is an unfinished launch of a Hang: as its Launch record has it, and how many
+// launches of its stream (itself included) were unfinished.
+type HangLaunch struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	Seq                uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`                           // Launch.seq
+	HostNs             uint64                 `protobuf:"varint,2,opt,name=host_ns,json=hostNs,proto3" json:"host_ns,omitempty"`       // Launch.host_ns
+	KernelId           uint64                 `protobuf:"varint,3,opt,name=kernel_id,json=kernelId,proto3" json:"kernel_id,omitempty"` // Launch.kernel_id
+	Device             uint32                 `protobuf:"varint,4,opt,name=device,proto3" json:"device,omitempty"`
+	StreamId           uint32                 `protobuf:"varint,5,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	Grid               *Dim3                  `protobuf:"bytes,6,opt,name=grid,proto3" json:"grid,omitempty"`
+	Block              *Dim3                  `protobuf:"bytes,7,opt,name=block,proto3" json:"block,omitempty"`
+	CallstackId        uint64                 `protobuf:"varint,8,opt,name=callstack_id,json=callstackId,proto3" json:"callstack_id,omitempty"`                        // Launch.callstack_id
+	ForwardCallstackId uint64                 `protobuf:"varint,9,opt,name=forward_callstack_id,json=forwardCallstackId,proto3" json:"forward_callstack_id,omitempty"` // a launch made in autograd's backward: its forward launch's callstack (Launch.autograd); 0 otherwise
+	Unfinished         uint32                 `protobuf:"varint,10,opt,name=unfinished,proto3" json:"unfinished,omitempty"`                                            // unfinished launches on its stream, itself included
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *HangLaunch) Reset() {
+	*x = HangLaunch{}
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HangLaunch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HangLaunch) ProtoMessage() {}
+
+func (x *HangLaunch) ProtoReflect() protoreflect.Message {
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HangLaunch.ProtoReflect.Descriptor instead.
+func (*HangLaunch) Descriptor() ([]byte, []int) {
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *HangLaunch) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *HangLaunch) GetHostNs() uint64 {
+	if x != nil {
+		return x.HostNs
+	}
+	return 0
+}
+
+func (x *HangLaunch) GetKernelId() uint64 {
+	if x != nil {
+		return x.KernelId
+	}
+	return 0
+}
+
+func (x *HangLaunch) GetDevice() uint32 {
+	if x != nil {
+		return x.Device
+	}
+	return 0
+}
+
+func (x *HangLaunch) GetStreamId() uint32 {
+	if x != nil {
+		return x.StreamId
+	}
+	return 0
+}
+
+func (x *HangLaunch) GetGrid() *Dim3 {
+	if x != nil {
+		return x.Grid
+	}
+	return nil
+}
+
+func (x *HangLaunch) GetBlock() *Dim3 {
+	if x != nil {
+		return x.Block
+	}
+	return nil
+}
+
+func (x *HangLaunch) GetCallstackId() uint64 {
+	if x != nil {
+		return x.CallstackId
+	}
+	return 0
+}
+
+func (x *HangLaunch) GetForwardCallstackId() uint64 {
+	if x != nil {
+		return x.ForwardCallstackId
+	}
+	return 0
+}
+
+func (x *HangLaunch) GetUnfinished() uint32 {
+	if x != nil {
+		return x.Unfinished
+	}
+	return 0
+}
+
 // KernelActivity is one kernel execution on the GPU (CUPTI activity record).
 type KernelActivity struct {
 	state                protoimpl.MessageState `protogen:"open.v1"`
@@ -2640,7 +2847,7 @@ type KernelActivity struct {
 
 func (x *KernelActivity) Reset() {
 	*x = KernelActivity{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[21]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2652,7 +2859,7 @@ func (x *KernelActivity) String() string {
 func (*KernelActivity) ProtoMessage() {}
 
 func (x *KernelActivity) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[21]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2665,7 +2872,7 @@ func (x *KernelActivity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelActivity.ProtoReflect.Descriptor instead.
 func (*KernelActivity) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{21}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *KernelActivity) GetCorrelationId() uint32 {
@@ -2781,7 +2988,7 @@ type GraphNode struct {
 
 func (x *GraphNode) Reset() {
 	*x = GraphNode{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[22]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2793,7 +3000,7 @@ func (x *GraphNode) String() string {
 func (*GraphNode) ProtoMessage() {}
 
 func (x *GraphNode) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[22]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2806,7 +3013,7 @@ func (x *GraphNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GraphNode.ProtoReflect.Descriptor instead.
 func (*GraphNode) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{22}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GraphNode) GetNodeId() uint64 {
@@ -2863,7 +3070,7 @@ type GraphLaunch struct {
 
 func (x *GraphLaunch) Reset() {
 	*x = GraphLaunch{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[23]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2875,7 +3082,7 @@ func (x *GraphLaunch) String() string {
 func (*GraphLaunch) ProtoMessage() {}
 
 func (x *GraphLaunch) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[23]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2888,7 +3095,7 @@ func (x *GraphLaunch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GraphLaunch.ProtoReflect.Descriptor instead.
 func (*GraphLaunch) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{23}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GraphLaunch) GetSeq() uint64 {
@@ -2979,7 +3186,7 @@ type LogEntry struct {
 
 func (x *LogEntry) Reset() {
 	*x = LogEntry{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[24]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2991,7 +3198,7 @@ func (x *LogEntry) String() string {
 func (*LogEntry) ProtoMessage() {}
 
 func (x *LogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[24]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3004,7 +3211,7 @@ func (x *LogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogEntry.ProtoReflect.Descriptor instead.
 func (*LogEntry) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{24}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *LogEntry) GetHostNs() uint64 {
@@ -3093,7 +3300,7 @@ type Stats struct {
 
 func (x *Stats) Reset() {
 	*x = Stats{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[25]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3105,7 +3312,7 @@ func (x *Stats) String() string {
 func (*Stats) ProtoMessage() {}
 
 func (x *Stats) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[25]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3118,7 +3325,7 @@ func (x *Stats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stats.ProtoReflect.Descriptor instead.
 func (*Stats) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{25}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Stats) GetLaunches() uint64 {
@@ -3528,7 +3735,7 @@ type ProbeKernel struct {
 
 func (x *ProbeKernel) Reset() {
 	*x = ProbeKernel{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[26]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3540,7 +3747,7 @@ func (x *ProbeKernel) String() string {
 func (*ProbeKernel) ProtoMessage() {}
 
 func (x *ProbeKernel) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[26]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3553,7 +3760,7 @@ func (x *ProbeKernel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeKernel.ProtoReflect.Descriptor instead.
 func (*ProbeKernel) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{26}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ProbeKernel) GetKernelId() uint64 {
@@ -3606,7 +3813,7 @@ type ProbeResult struct {
 
 func (x *ProbeResult) Reset() {
 	*x = ProbeResult{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[27]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3618,7 +3825,7 @@ func (x *ProbeResult) String() string {
 func (*ProbeResult) ProtoMessage() {}
 
 func (x *ProbeResult) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[27]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3631,7 +3838,7 @@ func (x *ProbeResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeResult.ProtoReflect.Descriptor instead.
 func (*ProbeResult) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{27}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ProbeResult) GetLaunchSeq() uint64 {
@@ -3665,7 +3872,7 @@ type End struct {
 
 func (x *End) Reset() {
 	*x = End{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[28]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3677,7 +3884,7 @@ func (x *End) String() string {
 func (*End) ProtoMessage() {}
 
 func (x *End) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[28]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3690,7 +3897,7 @@ func (x *End) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use End.ProtoReflect.Descriptor instead.
 func (*End) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{28}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *End) GetEndNs() uint64 {
@@ -3711,7 +3918,8 @@ var File_recording_recordingpb_recording_proto protoreflect.FileDescriptor
 
 const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\n" +
-	"%recording/recordingpb/recording.proto\x12\x12gpurr.recording.v1\"\xeb\t\n" +
+	"%recording/recordingpb/recording.proto\x12\x12gpurr.recording.v1\"\x9b\n" +
+	"\n" +
 	"\x05Batch\x125\n" +
 	"\aprocess\x18\x01 \x01(\v2\x1b.gpurr.recording.v1.ProcessR\aprocess\x124\n" +
 	"\adevices\x18\x02 \x03(\v2\x1a.gpurr.recording.v1.DeviceR\adevices\x124\n" +
@@ -3740,7 +3948,8 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x06probes\x18\x12 \x03(\v2\x1f.gpurr.recording.v1.ProbeResultR\x06probes\x12D\n" +
 	"\rprobe_kernels\x18\x13 \x03(\v2\x1f.gpurr.recording.v1.ProbeKernelR\fprobeKernels\x12J\n" +
 	"\x10write_set_misses\x18\x14 \x03(\v2 .gpurr.recording.v1.WriteSetMissR\x0ewriteSetMisses\x129\n" +
-	"\adigests\x18\x15 \x03(\v2\x1f.gpurr.recording.v1.MemoryStateR\adigests\"\x99\a\n" +
+	"\adigests\x18\x15 \x03(\v2\x1f.gpurr.recording.v1.MemoryStateR\adigests\x12.\n" +
+	"\x05hangs\x18\x16 \x03(\v2\x18.gpurr.recording.v1.HangR\x05hangs\"\x99\a\n" +
 	"\aProcess\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\rR\x03pid\x12\x12\n" +
 	"\x04ppid\x18\x02 \x01(\rR\x04ppid\x12\x1a\n" +
@@ -3986,7 +4195,29 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\rparam_offsets\x18\x02 \x03(\rR\fparamOffsets\x12\x1b\n" +
 	"\taudit_seq\x18\x03 \x01(\x04R\bauditSeq\x12\x1b\n" +
 	"\tsince_seq\x18\x04 \x01(\x04R\bsinceSeq\x12#\n" +
-	"\rallocation_id\x18\x05 \x01(\x04R\fallocationId\"\x83\x04\n" +
+	"\rallocation_id\x18\x05 \x01(\x04R\fallocationId\"\xc8\x01\n" +
+	"\x04Hang\x12\x17\n" +
+	"\ahost_ns\x18\x01 \x01(\x04R\x06hostNs\x12\x1d\n" +
+	"\n" +
+	"timeout_ns\x18\x02 \x01(\x04R\ttimeoutNs\x126\n" +
+	"\x06launch\x18\x03 \x01(\v2\x1e.gpurr.recording.v1.HangLaunchR\x06launch\x128\n" +
+	"\astreams\x18\x04 \x03(\v2\x1e.gpurr.recording.v1.HangLaunchR\astreams\x12\x16\n" +
+	"\x06killed\x18\x05 \x01(\bR\x06killed\"\xdc\x02\n" +
+	"\n" +
+	"HangLaunch\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x17\n" +
+	"\ahost_ns\x18\x02 \x01(\x04R\x06hostNs\x12\x1b\n" +
+	"\tkernel_id\x18\x03 \x01(\x04R\bkernelId\x12\x16\n" +
+	"\x06device\x18\x04 \x01(\rR\x06device\x12\x1b\n" +
+	"\tstream_id\x18\x05 \x01(\rR\bstreamId\x12,\n" +
+	"\x04grid\x18\x06 \x01(\v2\x18.gpurr.recording.v1.Dim3R\x04grid\x12.\n" +
+	"\x05block\x18\a \x01(\v2\x18.gpurr.recording.v1.Dim3R\x05block\x12!\n" +
+	"\fcallstack_id\x18\b \x01(\x04R\vcallstackId\x120\n" +
+	"\x14forward_callstack_id\x18\t \x01(\x04R\x12forwardCallstackId\x12\x1e\n" +
+	"\n" +
+	"unfinished\x18\n" +
+	" \x01(\rR\n" +
+	"unfinished\"\x83\x04\n" +
 	"\x0eKernelActivity\x12%\n" +
 	"\x0ecorrelation_id\x18\x01 \x01(\rR\rcorrelationId\x12\x16\n" +
 	"\x06device\x18\x02 \x01(\rR\x06device\x12\x1f\n" +
@@ -4120,7 +4351,7 @@ func file_recording_recordingpb_recording_proto_rawDescGZIP() []byte {
 }
 
 var file_recording_recordingpb_recording_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_recording_recordingpb_recording_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_recording_recordingpb_recording_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_recording_recordingpb_recording_proto_goTypes = []any{
 	(Frame_Kind)(0),          // 0: gpurr.recording.v1.Frame.Kind
 	(Autograd_Link)(0),       // 1: gpurr.recording.v1.Autograd.Link
@@ -4149,14 +4380,16 @@ var file_recording_recordingpb_recording_proto_goTypes = []any{
 	(*MemoryState)(nil),      // 24: gpurr.recording.v1.MemoryState
 	(*RegionState)(nil),      // 25: gpurr.recording.v1.RegionState
 	(*WriteSetMiss)(nil),     // 26: gpurr.recording.v1.WriteSetMiss
-	(*KernelActivity)(nil),   // 27: gpurr.recording.v1.KernelActivity
-	(*GraphNode)(nil),        // 28: gpurr.recording.v1.GraphNode
-	(*GraphLaunch)(nil),      // 29: gpurr.recording.v1.GraphLaunch
-	(*LogEntry)(nil),         // 30: gpurr.recording.v1.LogEntry
-	(*Stats)(nil),            // 31: gpurr.recording.v1.Stats
-	(*ProbeKernel)(nil),      // 32: gpurr.recording.v1.ProbeKernel
-	(*ProbeResult)(nil),      // 33: gpurr.recording.v1.ProbeResult
-	(*End)(nil),              // 34: gpurr.recording.v1.End
+	(*Hang)(nil),             // 27: gpurr.recording.v1.Hang
+	(*HangLaunch)(nil),       // 28: gpurr.recording.v1.HangLaunch
+	(*KernelActivity)(nil),   // 29: gpurr.recording.v1.KernelActivity
+	(*GraphNode)(nil),        // 30: gpurr.recording.v1.GraphNode
+	(*GraphLaunch)(nil),      // 31: gpurr.recording.v1.GraphLaunch
+	(*LogEntry)(nil),         // 32: gpurr.recording.v1.LogEntry
+	(*Stats)(nil),            // 33: gpurr.recording.v1.Stats
+	(*ProbeKernel)(nil),      // 34: gpurr.recording.v1.ProbeKernel
+	(*ProbeResult)(nil),      // 35: gpurr.recording.v1.ProbeResult
+	(*End)(nil),              // 36: gpurr.recording.v1.End
 }
 var file_recording_recordingpb_recording_proto_depIdxs = []int32{
 	7,  // 0: gpurr.recording.v1.Batch.process:type_name -> gpurr.recording.v1.Process
@@ -4165,46 +4398,51 @@ var file_recording_recordingpb_recording_proto_depIdxs = []int32{
 	13, // 3: gpurr.recording.v1.Batch.kernels:type_name -> gpurr.recording.v1.Kernel
 	15, // 4: gpurr.recording.v1.Batch.callstacks:type_name -> gpurr.recording.v1.Callstack
 	17, // 5: gpurr.recording.v1.Batch.launches:type_name -> gpurr.recording.v1.Launch
-	27, // 6: gpurr.recording.v1.Batch.activities:type_name -> gpurr.recording.v1.KernelActivity
-	28, // 7: gpurr.recording.v1.Batch.graph_nodes:type_name -> gpurr.recording.v1.GraphNode
-	29, // 8: gpurr.recording.v1.Batch.graph_launches:type_name -> gpurr.recording.v1.GraphLaunch
-	30, // 9: gpurr.recording.v1.Batch.log:type_name -> gpurr.recording.v1.LogEntry
-	31, // 10: gpurr.recording.v1.Batch.stats:type_name -> gpurr.recording.v1.Stats
-	34, // 11: gpurr.recording.v1.Batch.end:type_name -> gpurr.recording.v1.End
+	29, // 6: gpurr.recording.v1.Batch.activities:type_name -> gpurr.recording.v1.KernelActivity
+	30, // 7: gpurr.recording.v1.Batch.graph_nodes:type_name -> gpurr.recording.v1.GraphNode
+	31, // 8: gpurr.recording.v1.Batch.graph_launches:type_name -> gpurr.recording.v1.GraphLaunch
+	32, // 9: gpurr.recording.v1.Batch.log:type_name -> gpurr.recording.v1.LogEntry
+	33, // 10: gpurr.recording.v1.Batch.stats:type_name -> gpurr.recording.v1.Stats
+	36, // 11: gpurr.recording.v1.Batch.end:type_name -> gpurr.recording.v1.End
 	23, // 12: gpurr.recording.v1.Batch.allocations:type_name -> gpurr.recording.v1.Allocation
 	24, // 13: gpurr.recording.v1.Batch.memory:type_name -> gpurr.recording.v1.MemoryState
-	27, // 14: gpurr.recording.v1.Batch.own_activities:type_name -> gpurr.recording.v1.KernelActivity
+	29, // 14: gpurr.recording.v1.Batch.own_activities:type_name -> gpurr.recording.v1.KernelActivity
 	18, // 15: gpurr.recording.v1.Batch.ranges:type_name -> gpurr.recording.v1.Range
 	19, // 16: gpurr.recording.v1.Batch.range_ends:type_name -> gpurr.recording.v1.RangeEnd
-	33, // 17: gpurr.recording.v1.Batch.probes:type_name -> gpurr.recording.v1.ProbeResult
-	32, // 18: gpurr.recording.v1.Batch.probe_kernels:type_name -> gpurr.recording.v1.ProbeKernel
+	35, // 17: gpurr.recording.v1.Batch.probes:type_name -> gpurr.recording.v1.ProbeResult
+	34, // 18: gpurr.recording.v1.Batch.probe_kernels:type_name -> gpurr.recording.v1.ProbeKernel
 	26, // 19: gpurr.recording.v1.Batch.write_set_misses:type_name -> gpurr.recording.v1.WriteSetMiss
 	24, // 20: gpurr.recording.v1.Batch.digests:type_name -> gpurr.recording.v1.MemoryState
-	9,  // 21: gpurr.recording.v1.Process.memory:type_name -> gpurr.recording.v1.MemoryConfig
-	8,  // 22: gpurr.recording.v1.Process.autograd:type_name -> gpurr.recording.v1.AutogradInfo
-	12, // 23: gpurr.recording.v1.Kernel.params:type_name -> gpurr.recording.v1.ParamInfo
-	0,  // 24: gpurr.recording.v1.Frame.kind:type_name -> gpurr.recording.v1.Frame.Kind
-	14, // 25: gpurr.recording.v1.Callstack.frames:type_name -> gpurr.recording.v1.Frame
-	16, // 26: gpurr.recording.v1.Launch.grid:type_name -> gpurr.recording.v1.Dim3
-	16, // 27: gpurr.recording.v1.Launch.block:type_name -> gpurr.recording.v1.Dim3
-	16, // 28: gpurr.recording.v1.Launch.cluster:type_name -> gpurr.recording.v1.Dim3
-	21, // 29: gpurr.recording.v1.Launch.regions:type_name -> gpurr.recording.v1.Region
-	22, // 30: gpurr.recording.v1.Launch.memory:type_name -> gpurr.recording.v1.MemoryPlan
-	20, // 31: gpurr.recording.v1.Launch.autograd:type_name -> gpurr.recording.v1.Autograd
-	1,  // 32: gpurr.recording.v1.Autograd.link:type_name -> gpurr.recording.v1.Autograd.Link
-	2,  // 33: gpurr.recording.v1.MemoryPlan.status:type_name -> gpurr.recording.v1.MemoryPlan.Status
-	3,  // 34: gpurr.recording.v1.Allocation.kind:type_name -> gpurr.recording.v1.Allocation.Kind
-	4,  // 35: gpurr.recording.v1.MemoryState.point:type_name -> gpurr.recording.v1.MemoryState.Point
-	25, // 36: gpurr.recording.v1.MemoryState.regions:type_name -> gpurr.recording.v1.RegionState
-	21, // 37: gpurr.recording.v1.MemoryState.digest_regions:type_name -> gpurr.recording.v1.Region
-	5,  // 38: gpurr.recording.v1.RegionState.carried:type_name -> gpurr.recording.v1.RegionState.Carried
-	16, // 39: gpurr.recording.v1.KernelActivity.grid:type_name -> gpurr.recording.v1.Dim3
-	16, // 40: gpurr.recording.v1.KernelActivity.block:type_name -> gpurr.recording.v1.Dim3
-	41, // [41:41] is the sub-list for method output_type
-	41, // [41:41] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	27, // 21: gpurr.recording.v1.Batch.hangs:type_name -> gpurr.recording.v1.Hang
+	9,  // 22: gpurr.recording.v1.Process.memory:type_name -> gpurr.recording.v1.MemoryConfig
+	8,  // 23: gpurr.recording.v1.Process.autograd:type_name -> gpurr.recording.v1.AutogradInfo
+	12, // 24: gpurr.recording.v1.Kernel.params:type_name -> gpurr.recording.v1.ParamInfo
+	0,  // 25: gpurr.recording.v1.Frame.kind:type_name -> gpurr.recording.v1.Frame.Kind
+	14, // 26: gpurr.recording.v1.Callstack.frames:type_name -> gpurr.recording.v1.Frame
+	16, // 27: gpurr.recording.v1.Launch.grid:type_name -> gpurr.recording.v1.Dim3
+	16, // 28: gpurr.recording.v1.Launch.block:type_name -> gpurr.recording.v1.Dim3
+	16, // 29: gpurr.recording.v1.Launch.cluster:type_name -> gpurr.recording.v1.Dim3
+	21, // 30: gpurr.recording.v1.Launch.regions:type_name -> gpurr.recording.v1.Region
+	22, // 31: gpurr.recording.v1.Launch.memory:type_name -> gpurr.recording.v1.MemoryPlan
+	20, // 32: gpurr.recording.v1.Launch.autograd:type_name -> gpurr.recording.v1.Autograd
+	1,  // 33: gpurr.recording.v1.Autograd.link:type_name -> gpurr.recording.v1.Autograd.Link
+	2,  // 34: gpurr.recording.v1.MemoryPlan.status:type_name -> gpurr.recording.v1.MemoryPlan.Status
+	3,  // 35: gpurr.recording.v1.Allocation.kind:type_name -> gpurr.recording.v1.Allocation.Kind
+	4,  // 36: gpurr.recording.v1.MemoryState.point:type_name -> gpurr.recording.v1.MemoryState.Point
+	25, // 37: gpurr.recording.v1.MemoryState.regions:type_name -> gpurr.recording.v1.RegionState
+	21, // 38: gpurr.recording.v1.MemoryState.digest_regions:type_name -> gpurr.recording.v1.Region
+	5,  // 39: gpurr.recording.v1.RegionState.carried:type_name -> gpurr.recording.v1.RegionState.Carried
+	28, // 40: gpurr.recording.v1.Hang.launch:type_name -> gpurr.recording.v1.HangLaunch
+	28, // 41: gpurr.recording.v1.Hang.streams:type_name -> gpurr.recording.v1.HangLaunch
+	16, // 42: gpurr.recording.v1.HangLaunch.grid:type_name -> gpurr.recording.v1.Dim3
+	16, // 43: gpurr.recording.v1.HangLaunch.block:type_name -> gpurr.recording.v1.Dim3
+	16, // 44: gpurr.recording.v1.KernelActivity.grid:type_name -> gpurr.recording.v1.Dim3
+	16, // 45: gpurr.recording.v1.KernelActivity.block:type_name -> gpurr.recording.v1.Dim3
+	46, // [46:46] is the sub-list for method output_type
+	46, // [46:46] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_recording_recordingpb_recording_proto_init() }
@@ -4219,7 +4457,7 @@ func file_recording_recordingpb_recording_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_recording_recordingpb_recording_proto_rawDesc), len(file_recording_recordingpb_recording_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   29,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
