@@ -1,5 +1,11 @@
 // Package cli implements the gpurr command line: one file per verb, each
 // a thin layer over the package that owns the capability.
+//
+// A verb file declares its verb's command (newXxxCmd); a shared file declares
+// none (root.go, flags.go, input.go, output.go, replayopen.go, compare.go,
+// workload.go, cmdline.go, ...). A verb file uses its own names, the shared
+// files' and other packages', never another verb file's; a shared file uses
+// no verb file's names but the commands root.go joins (verbfiles_test.go).
 package cli
 
 import (
