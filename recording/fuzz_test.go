@@ -21,6 +21,7 @@ func FuzzScan(f *testing.F) {
 	f.Add(variantEvents(f, testrec.Memory))
 	f.Add(variantEvents(f, testrec.Autograd))
 	f.Add(variantEvents(f, testrec.WriteSets))
+	f.Add(variantEvents(f, testrec.Hang))
 	f.Add(whole[:len(whole)-7])
 	f.Add(whole[:16])
 	f.Add(whole[:40])

@@ -10,6 +10,11 @@ import (
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
+// HangLogPrefix starts the agent's log entries about a Hang: the lines of its report
+// (HangReport), and what the agent did then. Readers that show the Hang record itself leave
+// them out of the log they show.
+const HangLogPrefix = "hang: "
+
 // Where says on one line where the call of callstack c was made, for a message read at once
 // (the hang report): its Line, and after " via " its innermost Python frame when that is
 // another (library code the line called); with no Python frame, its innermost native frames
@@ -46,6 +51,14 @@ func NativeFrames(c *pb.Callstack, n int) []string {
 		out = append(out, text)
 	}
 	return out
+}
+
+// NewHangLaunch is launch l as a Hang names it, with the count of unfinished launches on its
+// stream, itself included.
+func NewHangLaunch(l *pb.Launch, unfinished uint32) *pb.HangLaunch {
+	return &pb.HangLaunch{Seq: l.GetSeq(), HostNs: l.GetHostNs(), KernelId: l.GetKernelId(), Device: l.GetDevice(),
+		StreamId: l.GetStreamId(), Grid: l.GetGrid(), Block: l.GetBlock(), CallstackId: l.GetCallstackId(),
+		ForwardCallstackId: ForwardCallstackID(l), Unfinished: unfinished}
 }
 
 // HangReport writes a Hang as the agent wrote it on the program's stderr, a line each: first

@@ -271,6 +271,7 @@ func (p *Process) writeProblems(t *textWriter) {
 		t.printf("  !! FILE MISSING OR DAMAGED: %s\n", f)
 	}
 	p.Memory.writeProblems(t)
+	p.Hang.write(t)
 	if len(p.Errors) > 0 {
 		t.printf("  !! last errors in the agent's log:\n")
 		for _, e := range p.Errors {

@@ -96,6 +96,9 @@ type Process struct {
 	// module images, chunk packs, chunks of snapshots (checkFiles).
 	Files  []string    `json:"files_damaged,omitempty"`
 	Errors []*LogEntry `json:"last_errors"` // the last error entries of the log
+	// Hang is what gpurr record --hang-timeout found: a launch the GPU did not finish (format
+	// 1.13); nil when it found none or was off.
+	Hang *Hang `json:"hang,omitempty"`
 }
 
 // Device is a GPU the process used.
@@ -180,6 +183,9 @@ func (p *Process) Problems() []string {
 	}
 	if len(p.Files) > 0 {
 		out = append(out, "files_damaged")
+	}
+	if p.Hang != nil {
+		out = append(out, "hang")
 	}
 	return append(out, p.Memory.problems()...)
 }

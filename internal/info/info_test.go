@@ -29,6 +29,7 @@ func TestProblems(t *testing.T) {
 		testrec.Truncated:  "truncated",
 		testrec.Lossy:      "launches_dropped activities_dropped callstacks_failed modules_failed errors ring_bytes_dropped",
 		testrec.Memory:     "errors memory_states_lost memory_stopped skipped_ring_too_small",
+		testrec.Hang:       "incomplete errors hang",
 	} {
 		r := summarizeVariant(t, v)
 		if got := strings.Join(r.Processes[0].Problems(), " "); got != want {

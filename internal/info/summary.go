@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
@@ -39,6 +40,7 @@ type summary struct {
 	modules      []*pb.Module
 	first, last  uint64 // the earliest and latest timestamp read (the process's start and end are added at the end)
 	errors       []*pb.LogEntry
+	hang         *pb.Hang // the first Hang record (the agent writes one)
 	stats        *pb.Stats
 	end          *pb.End
 	graphs, acts int
@@ -167,7 +169,14 @@ func (s *summary) add(b *pb.Batch) error {
 		s.memory.allocation(a)
 	}
 	s.probes.add(b)
+	if s.hang == nil && len(b.Hangs) > 0 {
+		s.hang = b.Hangs[0]
+	}
 	for _, e := range b.Log {
+		// The hang's own entries: Process.Hang shows them.
+		if s.hang != nil && strings.HasPrefix(e.GetMessage(), recording.HangLogPrefix) {
+			continue
+		}
 		if e.GetLevel() == "error" {
 			if len(s.errors) == lastErrors {
 				s.errors = slices.Delete(s.errors, 0, 1)
@@ -311,6 +320,7 @@ func (s *summary) finish(truncated bool) (*Process, error) {
 	for _, e := range s.errors {
 		p.Errors = append(p.Errors, &LogEntry{AtNS: since(info.GetStartNs(), e.GetHostNs()), Level: e.GetLevel(), Message: e.GetMessage()})
 	}
+	p.Hang = newHang(s.hang, s.links, info.GetStartNs())
 	if s.files != nil {
 		p.ModulesMissing, p.Files = s.files.finish(s.modules)
 	}

@@ -161,6 +161,7 @@ type options struct {
 	diverge    bool             // a backward kernel computes another result than in the run without it
 	stepRange  string           // --step-range
 	probe      bool             // --probe ProbeRecorded
+	hang       bool             // --hang-timeout 5s --hang-kill: the program hangs at the end, and is ended (no End record)
 	// storeChunk, with a snapshot memory config, is handed each chunk the agent would write
 	// to the process's chunk store.
 	storeChunk func(hash [16]byte, data []byte)
@@ -352,6 +353,10 @@ func build(rank int, o options) []*pb.Batch {
 
 	if o.autograd != nil {
 		emit(p.trainStep(o.diverge))
+	}
+	if o.hang {
+		emit(p.hang(batches))
+		return batches
 	}
 	emit(&pb.Batch{End: &pb.End{EndNs: p.tick(), Reason: "exit"}})
 	return batches

@@ -66,6 +66,10 @@ const (
 	// DigestsDiverged is Digests where launch 1 of step 2 wrote other bytes: gpurr diff of the two
 	// parts ways in step 2.
 	DigestsDiverged Variant = "digests-diverged"
+	// Hang is the good recording with rank 0 made with --hang-timeout 5s --hang-kill (format
+	// 1.13): at its end a launch never finishes (HangLaunch), and the agent reported it and
+	// ended the program.
+	Hang Variant = "hang"
 )
 
 // StepRangeRecorded is the step range of the StepRange variant.
@@ -73,7 +77,7 @@ const StepRangeRecorded = "^(init|weights)$"
 
 // Variants lists every variant.
 var Variants = []Variant{Good, Lossy, Incomplete, Truncated, Corrupt, Newer, Empty, Memory, Autograd, AutogradDiverged, StepRange, Probe,
-	WriteSets, WriteSetsDiverged, Digests, DigestsDiverged}
+	WriteSets, WriteSetsDiverged, Digests, DigestsDiverged, Hang}
 
 // Write writes a synthetic recording into dir (created if needed).
 func Write(dir string, v Variant) error {
@@ -135,6 +139,8 @@ func variantOptions(v Variant, rank int) options {
 		o.stepRange = StepRangeRecorded
 	case Probe:
 		o.probe = rank == 0
+	case Hang:
+		o.hang = rank == 0
 	}
 	return o
 }
