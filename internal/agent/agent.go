@@ -4,7 +4,7 @@
 // the program's threads and pushes fixed-layout records into a bounded ring
 // (internal.h lists its files by job); its Go half drains the ring on a
 // goroutine and writes the recording. Configuration comes from the
-// environment that `gpurr record` sets (see the Env* constants).
+// environment that `gpurr record` sets (internal/agentcfg).
 package agent
 
 /*
@@ -18,31 +18,28 @@ package agent
 import "C"
 
 import (
-	"cmp"
 	"fmt"
 	"os"
 	"regexp"
 	"runtime/debug"
-	"strconv"
 	"sync"
 	"time"
 	"unsafe"
 
-	"github.com/gpurr/gpurr/internal/agent/agentenv"
+	"github.com/gpurr/gpurr/internal/agentcfg"
 	"github.com/gpurr/gpurr/internal/cuda"
 	"github.com/gpurr/gpurr/internal/kernels"
+	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
-// CallstackModes are the values of agentenv.Callstack, in the C side's order.
+// CallstackModes are the C side's callstack modes, by agentcfg's.
 var CallstackModes = map[string]C.int{
-	"off":    C.GP_STACK_OFF,
-	"auto":   C.GP_STACK_AUTO,
-	"python": C.GP_STACK_PYTHON,
-	"native": C.GP_STACK_NATIVE,
+	agentcfg.CallstackOff:    C.GP_STACK_OFF,
+	agentcfg.CallstackAuto:   C.GP_STACK_AUTO,
+	agentcfg.CallstackPython: C.GP_STACK_PYTHON,
+	agentcfg.CallstackNative: C.GP_STACK_NATIVE,
 }
-
-const defaultRingBytes = 64 << 20
 
 // The process-wide recorder: the agent is a singleton by nature (one per
 // process, created by the driver's single InitializeInjection call).
@@ -66,8 +63,7 @@ func Initialize() (ok int) {
 	if active != nil {
 		return 1
 	}
-	out := os.Getenv(agentenv.Out)
-	if out == "" {
+	if os.Getenv(agentcfg.Out) == "" {
 		return 1 // loaded without `gpurr record`: stay out of the way
 	}
 	cfg, err := configFromEnv()
@@ -75,7 +71,7 @@ func Initialize() (ok int) {
 		fmt.Fprintf(os.Stderr, "gpurr: agent: %v; not recording this process\n", err)
 		return 1
 	}
-	r, err := newRecorder(out, cfg)
+	r, err := newRecorder(cfg.Out, cfg)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "gpurr: agent: %v; not recording this process\n", err)
 		return 1
@@ -90,175 +86,45 @@ func Initialize() (ok int) {
 	return 1
 }
 
-type config struct {
-	cupti     string
-	kernels   string
-	callstack string
-	ringBytes uint64
-	gpuTiming bool
-	serial    bool          // GPU timing in CUPTI's serial kernel mode (GPURR_GPU_TIMING=serial)
-	sample    string        // sampled GPU timing's window, "ON/EVERY" (GPURR_GPU_TIMING=sample); "" for every kernel
-	sampleOn  time.Duration // of it: how long timing is on,
-	sampleAll time.Duration // out of every this long
-	memory    agentenv.MemoryConfig
-	hang      time.Duration // report launches unfinished this long; 0: never
-	hangKill  bool
-	stepRange string // NVTX range messages that are training steps, for readers (GPURR_STEP_RANGE)
-	stepEvery uint32 // training steps are runs of this many launch calls (GPURR_STEP_EVERY); 0: optimizer steps
-	probe     string // --probe (GPURR_PROBE), "" for none
-}
-
-func configFromEnv() (config, error) {
-	cfg := config{
-		cupti:     os.Getenv(agentenv.CUPTI),
-		kernels:   os.Getenv(agentenv.Kernels),
-		callstack: os.Getenv(agentenv.Callstack),
-		ringBytes: defaultRingBytes,
-		stepRange: os.Getenv(agentenv.StepRange),
-		probe:     os.Getenv(agentenv.Probe),
+// configFromEnv reads the configuration gpurr record passed, and compiles its kernel filters.
+func configFromEnv() (agentcfg.Config, error) {
+	cfg, err := agentcfg.Decode(os.LookupEnv)
+	if err != nil {
+		return cfg, err
 	}
-	if cfg.cupti == "" {
-		return cfg, fmt.Errorf("%s is not set (run the program through gpurr record)", agentenv.CUPTI)
+	if cfg.Kernels != "" {
+		kernelFilter = regexp.MustCompile(cfg.Kernels) // Decode validated them
 	}
-	switch os.Getenv(agentenv.GPUTiming) {
-	case "", "on":
-		cfg.gpuTiming = true
-	case "serial":
-		cfg.gpuTiming, cfg.serial = true, true
-	case "sample":
-		cfg.gpuTiming, cfg.sample = true, cmp.Or(os.Getenv(agentenv.GPUTimingSample), agentenv.DefaultSample)
-		var err error
-		if cfg.sampleOn, cfg.sampleAll, err = agentenv.ParseSample(cfg.sample); err != nil {
-			return cfg, fmt.Errorf("%s=%v", agentenv.GPUTimingSample, err)
-		}
-	case "off":
-	default:
-		return cfg, fmt.Errorf("%s=%q: want on, serial, sample or off", agentenv.GPUTiming, os.Getenv(agentenv.GPUTiming))
-	}
-	if s := os.Getenv(agentenv.HangTimeout); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil || d <= 0 {
-			return cfg, fmt.Errorf("%s=%q: want a duration such as 60s", agentenv.HangTimeout, s)
-		}
-		if !cfg.gpuTiming || cfg.sample != "" {
-			return cfg, fmt.Errorf("%s needs GPU timing of every kernel: it tells which launches finished", agentenv.HangTimeout)
-		}
-		cfg.hang, cfg.hangKill = d, os.Getenv(agentenv.HangKill) == "on"
-	}
-	if cfg.callstack == "" {
-		cfg.callstack = "auto"
-	}
-	if _, ok := CallstackModes[cfg.callstack]; !ok {
-		return cfg, fmt.Errorf("%s=%q: want auto, python, native or off", agentenv.Callstack, cfg.callstack)
-	}
-	if s := os.Getenv(agentenv.RingBytes); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil || n < 1<<20 {
-			return cfg, fmt.Errorf("%s=%q: want a byte count of at least 1048576", agentenv.RingBytes, s)
-		}
-		cfg.ringBytes = n
-	}
-	cfg.memory = agentenv.MemoryConfig{
-		Mode:             os.Getenv(agentenv.Memory),
-		SnapshotKernels:  os.Getenv(agentenv.SnapshotKernels),
-		SnapshotLaunches: os.Getenv(agentenv.SnapshotLaunches),
-		OnFull:           os.Getenv(agentenv.OnFull),
-		NanScan:          os.Getenv(agentenv.NanScan),
-		WriteSets:        os.Getenv(agentenv.WriteSets),
-		DeferHashes:      agentenv.DeferMode(os.Getenv(agentenv.DeferHashes)),
-		HashSteps:        os.Getenv(agentenv.HashSteps),
-	}
-	var err error
-	if s := os.Getenv(agentenv.StagingBytes); s != "" {
-		if cfg.memory.StagingBytes, err = strconv.ParseUint(s, 10, 64); err != nil {
-			return cfg, fmt.Errorf("%s=%q: want a byte count", agentenv.StagingBytes, s)
-		}
-	}
-	if s := os.Getenv(agentenv.DigestEvery); s != "" {
-		n, err := strconv.ParseUint(s, 10, 32)
-		if err != nil {
-			return cfg, fmt.Errorf("%s=%q: want a step count", agentenv.DigestEvery, s)
-		}
-		cfg.memory.DigestEvery = uint32(n)
-	}
-	cfg.memory.DigestAll = os.Getenv(agentenv.DigestAll) == "on"
-	if s := os.Getenv(agentenv.StepEvery); s != "" {
-		n, err := strconv.ParseUint(s, 10, 32)
-		if err != nil || n == 0 {
-			return cfg, fmt.Errorf("%s=%q: want a launch count of 1 or more", agentenv.StepEvery, s)
-		}
-		cfg.stepEvery = uint32(n)
-	}
-	if s := os.Getenv(agentenv.FlightRecorder); s != "" {
-		if cfg.memory.FlightRecorder, err = strconv.ParseUint(s, 10, 64); err != nil {
-			return cfg, fmt.Errorf("%s=%q: want a launch count", agentenv.FlightRecorder, s)
-		}
-	}
-	if cfg.memory.Mode == "" {
-		cfg.memory.Mode = "off"
-	}
-	if cfg.memory.WriteSets == "" {
-		cfg.memory.WriteSets = "proved"
-	}
-	if cfg.memory.OnFull == "" {
-		cfg.memory.OnFull = "backpressure"
-	}
-	if cfg.memory.StagingBytes == 0 {
-		cfg.memory.StagingBytes = defaultStagingBytes
-	}
-	if err := cfg.memory.Validate(); err != nil {
-		return cfg, fmt.Errorf("memory capture: %v", err)
-	}
-	if cfg.memory.SnapshotKernels != "" {
-		snapshotFilter = regexp.MustCompile(cfg.memory.SnapshotKernels)
-	}
-	if cfg.kernels != "" {
-		re, err := regexp.Compile(cfg.kernels)
-		if err != nil {
-			return cfg, fmt.Errorf("%s: %v", agentenv.Kernels, err)
-		}
-		kernelFilter = re
-	}
-	if _, err := regexp.Compile(cfg.stepRange); err != nil {
-		return cfg, fmt.Errorf("%s: %v", agentenv.StepRange, err)
-	}
-	if _, err := agentenv.ParseProbe(cfg.probe); cfg.probe != "" && err != nil {
-		return cfg, fmt.Errorf("%s: %v", agentenv.Probe, err)
+	if cfg.Memory.SnapshotKernels != "" {
+		snapshotFilter = regexp.MustCompile(cfg.Memory.SnapshotKernels)
 	}
 	return cfg, nil
 }
 
 // start configures and starts the C side, then the writer goroutine.
 func (r *recorder) start() error {
-	cupti := C.CString(r.cfg.cupti)
+	cupti := C.CString(r.cfg.CUPTI)
 	defer C.free(unsafe.Pointer(cupti))
 	ccfg := C.gp_config{
 		cupti_path:     cupti,
-		ring_bytes:     C.uint64_t(r.cfg.ringBytes),
-		callstack_mode: CallstackModes[r.cfg.callstack],
+		ring_bytes:     C.uint64_t(r.cfg.RingBytes),
+		callstack_mode: CallstackModes[r.cfg.Callstack],
 	}
 	if kernelFilter != nil {
 		ccfg.has_kernel_filter = 1
 	}
-	if r.cfg.gpuTiming {
-		ccfg.gpu_timing = C.GP_TIMING_CONCURRENT
-		if r.cfg.serial {
-			ccfg.gpu_timing = C.GP_TIMING_SERIAL
-		}
-		if r.cfg.sample != "" {
-			ccfg.gpu_timing = C.GP_TIMING_SAMPLED
-		}
-		if r.cfg.hang > 0 {
-			ccfg.gpu_timing_from_start = 1
-		}
+	ccfg.gpu_timing = map[string]C.int{agentcfg.TimingOn: C.GP_TIMING_CONCURRENT, agentcfg.TimingSerial: C.GP_TIMING_SERIAL,
+		agentcfg.TimingSample: C.GP_TIMING_SAMPLED, agentcfg.TimingOff: C.GP_TIMING_OFF}[r.cfg.GPUTiming]
+	if r.cfg.HangTimeout > 0 {
+		ccfg.gpu_timing_from_start = 1
 	}
-	if m := r.cfg.memory; m.Mode != "off" {
+	if m := r.cfg.Memory; m.Mode != recording.MemoryOff {
 		mem, err := newMemoryCapture(r)
 		if err != nil {
 			return fmt.Errorf("memory capture: %w", err)
 		}
 		r.mem = mem
-		ccfg.memory_mode = map[string]C.int{"hash": C.GP_MEM_HASH, "snapshot": C.GP_MEM_SNAPSHOT, "digest": C.GP_MEM_DIGEST}[m.Mode]
+		ccfg.memory_mode = map[string]C.int{recording.MemoryHash: C.GP_MEM_HASH, recording.MemorySnapshot: C.GP_MEM_SNAPSHOT, recording.MemoryDigest: C.GP_MEM_DIGEST}[m.Mode]
 		if m.Digests() {
 			ccfg.digests = 1
 			ccfg.digest_every = C.uint32_t(m.DigestEvery)
@@ -267,10 +133,10 @@ func (r *recorder) start() error {
 			}
 		}
 		if m.HashSteps != "" {
-			lo, hi, _ := agentenv.ParseSteps(m.HashSteps) // configFromEnv validated it
+			lo, hi, _ := agentcfg.ParseSteps(m.HashSteps) // Decode validated it
 			ccfg.hash_steps, ccfg.hash_step_lo, ccfg.hash_step_hi = 1, C.uint32_t(lo), C.uint32_t(hi)
 		}
-		if m.OnFull == "drop-oldest" {
+		if m.OnFull == agentcfg.OnFullDropOldest {
 			ccfg.on_full = C.GP_ON_FULL_DROP_OLDEST
 		}
 		// Both stay allocated for the life of the process: C keeps them.
@@ -278,21 +144,22 @@ func (r *recorder) start() error {
 		ccfg.memcap_ptx = (*C.char)(C.CBytes(ptx))
 		ccfg.results_bytes = defaultResultsBytes
 		ccfg.staging_bytes = C.uint64_t(m.StagingBytes)
-		mask, _, _ := agentenv.ParseNanScan(m.NanScan) // configFromEnv validated it
+		mask, _, _ := agentcfg.ParseNanScan(m.NanScan) // Decode validated it
 		ccfg.nan_dtypes = C.uint32_t(mask)
-		if m.Mode == "hash" && m.WriteSets != "all" {
+		if m.Mode == recording.MemoryHash && m.WriteSets != agentcfg.WriteSetsAll {
 			startLoadedWriteSets()
 		}
-		if m.Mode == "hash" {
-			ccfg.write_sets = map[string]C.int{"all": C.GP_WRITE_SETS_ALL, "proved": C.GP_WRITE_SETS_PROVED, "learned": C.GP_WRITE_SETS_LEARNED}[m.WriteSets]
+		if m.Mode == recording.MemoryHash {
+			ccfg.write_sets = map[string]C.int{agentcfg.WriteSetsAll: C.GP_WRITE_SETS_ALL, agentcfg.WriteSetsProved: C.GP_WRITE_SETS_PROVED,
+				agentcfg.WriteSetsLearned: C.GP_WRITE_SETS_LEARNED}[m.WriteSets]
 			ccfg.audit_every = auditEvery
-			ccfg.defer_hashes = map[string]C.int{"beside": C.GP_DEFER_BESIDE, "stream": C.GP_DEFER_STREAM}[m.DeferHashes]
+			ccfg.defer_hashes = map[string]C.int{agentcfg.DeferBeside: C.GP_DEFER_BESIDE, agentcfg.DeferStream: C.GP_DEFER_STREAM}[m.DeferHashes]
 		}
 		if m.FlightRecorder > 0 {
 			ccfg.flight_recorder = 1
 			r.watchDumpSignal()
 		}
-		ranges, _ := agentenv.ParseRanges(m.SnapshotLaunches)
+		ranges, _ := agentcfg.ParseRanges(m.SnapshotLaunches)
 		if len(ranges) > 0 {
 			arr := (*[1 << 20]C.uint64_t)(C.malloc(C.size_t(24 * len(ranges))))
 			for i, rg := range ranges {
@@ -302,9 +169,9 @@ func (r *recorder) start() error {
 			ccfg.nsnapshot_ranges = C.int(len(ranges))
 		}
 	}
-	ccfg.step_every = C.uint32_t(r.cfg.stepEvery)
-	if r.cfg.probe != "" {
-		p, err := newLiveProbes(r.cfg.probe)
+	ccfg.step_every = C.uint32_t(r.cfg.StepEvery)
+	if r.cfg.Probe != "" {
+		p, err := newLiveProbes(r.cfg.Probe)
 		if err != nil {
 			return err
 		}

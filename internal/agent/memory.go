@@ -17,7 +17,9 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gpurr/gpurr/internal/agentcfg"
 	"github.com/gpurr/gpurr/internal/kernels"
+	"github.com/gpurr/gpurr/recording"
 	"github.com/gpurr/gpurr/recording/chunkstore"
 	"github.com/gpurr/gpurr/recording/memhash"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
@@ -25,8 +27,7 @@ import (
 
 // Memory-capture defaults (docs/memory.md).
 const (
-	defaultResultsBytes = 32 << 20  // chunk hashes in flight: 2M chunks, 128 GiB of regions
-	defaultStagingBytes = 256 << 20 // pinned snapshot staging
+	defaultResultsBytes = 32 << 20 // chunk hashes in flight: 2M chunks, 128 GiB of regions
 	exitWait            = 10 * time.Second
 	// Learned write sets: a parameter word is learned read-only after
 	// learnAfter launches left what it points to unchanged and none changed
@@ -84,8 +85,8 @@ type regionKey struct{ addr, size uint64 }
 
 func newMemoryCapture(r *recorder) (*memoryCapture, error) {
 	m := &memoryCapture{pending: map[pointKey]*pendingPoint{}}
-	if r.cfg.memory.Mode != "snapshot" {
-		if ws := r.cfg.memory.WriteSets; ws != "all" {
+	if r.cfg.Memory.Mode != recording.MemorySnapshot {
+		if ws := r.cfg.Memory.WriteSets; ws != agentcfg.WriteSetsAll {
 			m.writeSets = ws
 			m.last = map[uint64]allocState{}
 			m.kernels = map[uint64]*kernelWords{}
@@ -100,7 +101,7 @@ func newMemoryCapture(r *recorder) (*memoryCapture, error) {
 	if err := r.holdDiskReserve(); err != nil {
 		r.logf("warn", "could not hold %d MiB back for the launch log (%v): if snapshots fill the disk, the recording ends there", diskReserveBytes>>20, err)
 	}
-	if n := r.cfg.memory.FlightRecorder; n > 0 {
+	if n := r.cfg.Memory.FlightRecorder; n > 0 {
 		m.flight = newFlightRecorder(int(n))
 	}
 	return m, nil
@@ -327,7 +328,7 @@ func (m *memoryCapture) finishAll(r *recorder, reason string) {
 		r.logf("warn", "%d memory jobs never finished on the GPU (a fault, or the process ended first)", n)
 	}
 	r.drain()
-	if sel := r.cfg.memory; sel.Mode == "snapshot" && m.snapshotSelected == 0 && (sel.SnapshotKernels != "" || sel.SnapshotLaunches != "") {
+	if sel := r.cfg.Memory; sel.Mode == recording.MemorySnapshot && m.snapshotSelected == 0 && (sel.SnapshotKernels != "" || sel.SnapshotLaunches != "") {
 		r.logf("warn", "no launch matched the snapshot selection (--snapshot-kernels %q, --snapshot-launches %q): nothing was snapshotted", sel.SnapshotKernels, sel.SnapshotLaunches)
 	}
 	if m.flight != nil {

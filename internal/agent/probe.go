@@ -17,7 +17,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/gpurr/gpurr/internal/agent/agentenv"
+	"github.com/gpurr/gpurr/internal/agentcfg"
 	"github.com/gpurr/gpurr/internal/cuda"
 	"github.com/gpurr/gpurr/internal/instrument"
 	"github.com/gpurr/gpurr/internal/ptx"
@@ -30,7 +30,7 @@ import (
 // --probe picks is instrumented (instrument.InjectLiveProbes) and JITted into the launching
 // context, and its launches from then on run that copy.
 type liveProbes struct {
-	spec    agentenv.ProbeSpec
+	spec    agentcfg.ProbeSpec
 	mu      sync.Mutex
 	modules map[uintptr]probeModule // by CUmodule handle
 	kernels []*pb.ProbeKernel       // decided since the writer last took them (and logs them: it alone may)
@@ -46,9 +46,9 @@ type probeModule struct {
 var probes *liveProbes
 
 func newLiveProbes(spec string) (*liveProbes, error) {
-	s, err := agentenv.ParseProbe(spec)
+	s, err := agentcfg.ParseProbe(spec)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", agentenv.Probe, err)
+		return nil, fmt.Errorf("%s: %v", agentcfg.Probe, err)
 	}
 	return &liveProbes{spec: s, modules: map[uintptr]probeModule{}}, nil
 }

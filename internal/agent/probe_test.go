@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpurr/gpurr/internal/agent/agentenv"
+	"github.com/gpurr/gpurr/internal/agentcfg"
 )
 
 // What a loaded module offers live probes, by what the program passed: PTX text is kept; a
@@ -93,7 +93,7 @@ func TestProbeInstrumentRefuses(t *testing.T) {
 	if _, _, err := p.instrument(3, "k", 2); err == nil || !strings.Contains(err.Error(), "declares 1 parameters, the driver 2") {
 		t.Errorf("parameter count mismatch: %v", err)
 	}
-	if _, err := newLiveProbes("k"); err == nil || !strings.Contains(err.Error(), agentenv.Probe) {
+	if _, err := newLiveProbes("k"); err == nil || !strings.Contains(err.Error(), agentcfg.Probe) {
 		t.Errorf("bad spec: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gpurr/gpurr/internal/agentcfg"
 	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
@@ -20,7 +21,7 @@ import (
 // file in the first's directory and went unrecorded.
 func TestRecorderNameTaken(t *testing.T) {
 	out := t.TempDir()
-	cfg := config{callstack: "auto"}
+	cfg := agentcfg.Config{Callstack: agentcfg.CallstackAuto}
 	first, err := newRecorder(out, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +87,7 @@ func TestRecordersRaceForName(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			r, err := newRecorder(out, config{callstack: "auto"})
+			r, err := newRecorder(out, agentcfg.Config{Callstack: agentcfg.CallstackAuto})
 			if err != nil {
 				t.Error(err)
 				return

@@ -10,7 +10,7 @@ import (
 	"os"
 	"unsafe"
 
-	"github.com/gpurr/gpurr/internal/agent/agentenv"
+	"github.com/gpurr/gpurr/internal/agentcfg"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
@@ -34,13 +34,13 @@ func newNvtxState() *nvtxState {
 // sets it to the agent's library (the one CUDA_INJECTION64_PATH names)
 // unless the user set it to another tool's.
 func nvtxEnabled() (bool, string) {
-	path := os.Getenv(agentenv.NVTXInjection)
+	path := os.Getenv(agentcfg.NVTXInjection)
 	if path == "" {
-		return false, agentenv.NVTXInjection + " is not set (gpurr record sets it to gpurr's agent)"
+		return false, agentcfg.NVTXInjection + " is not set (gpurr record sets it to gpurr's agent)"
 	}
-	agent := os.Getenv(agentenv.Injection)
-	if agent == "" || !agentenv.SameLibrary(path, agent) {
-		return false, fmt.Sprintf("%s names %s, not gpurr's agent (%s)", agentenv.NVTXInjection, path, agent)
+	agent := os.Getenv(agentcfg.Injection)
+	if agent == "" || !agentcfg.SameLibrary(path, agent) {
+		return false, fmt.Sprintf("%s names %s, not gpurr's agent (%s)", agentcfg.NVTXInjection, path, agent)
 	}
 	return true, ""
 }

@@ -23,7 +23,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/gpurr/gpurr/internal/agent/agentenv"
+	"github.com/gpurr/gpurr/internal/agentcfg"
 	"github.com/gpurr/gpurr/internal/ptx"
 	"github.com/gpurr/gpurr/internal/symtab"
 	"github.com/gpurr/gpurr/internal/version"
@@ -53,7 +53,7 @@ const (
 // recorder owns one process's recording: it drains the C ring, turns raw
 // records into recording messages and appends frames.
 type recorder struct {
-	cfg  config
+	cfg  agentcfg.Config
 	info *pb.Process
 	w    *recording.Writer
 	log  *os.File
@@ -90,7 +90,7 @@ type moduleInfo struct {
 	names  map[string]bool
 }
 
-func newRecorder(out string, cfg config) (*recorder, error) {
+func newRecorder(out string, cfg agentcfg.Config) (*recorder, error) {
 	info := processInfo(cfg)
 	name := processDirName(info)
 	// The Process frame is written once the agent has started and filled
@@ -120,12 +120,12 @@ func newRecorder(out string, cfg config) (*recorder, error) {
 		links:   newForwardLinks(),
 		nvtx:    newNvtxState(),
 		triton:  newTritonCache(),
-		hang:    newHangWatch(cfg.hang),
+		hang:    newHangWatch(cfg.HangTimeout),
 		stop:    make(chan struct{}),
 	}, nil
 }
 
-func processInfo(cfg config) *pb.Process {
+func processInfo(cfg agentcfg.Config) *pb.Process {
 	host, _ := os.Hostname()
 	info := &pb.Process{
 		Pid:             uint32(os.Getpid()),
@@ -134,17 +134,17 @@ func processInfo(cfg config) *pb.Process {
 		Argv:            cmdline(),
 		StartUnixNs:     time.Now().UnixNano(),
 		AgentVersion:    version.Version,
-		CuptiPath:       cfg.cupti,
-		CallstackMode:   cfg.callstack,
-		KernelFilter:    cfg.kernels,
-		StepRange:       cfg.stepRange,
-		Probe:           cfg.probe,
-		GpuTiming:       cfg.gpuTiming,
-		GpuTimingSerial: cfg.serial,
-		GpuTimingSample: cfg.sample,
+		CuptiPath:       cfg.CUPTI,
+		CallstackMode:   cfg.Callstack,
+		KernelFilter:    cfg.Kernels,
+		StepRange:       cfg.StepRange,
+		Probe:           cfg.Probe,
+		GpuTiming:       cfg.GPUTiming != agentcfg.TimingOff,
+		GpuTimingSerial: cfg.GPUTiming == agentcfg.TimingSerial,
+		GpuTimingSample: cfg.GPUTimingSample,
 	}
-	info.StepEvery = cfg.stepEvery
-	if m := cfg.memory; m.Mode == "hash" || m.Mode == "snapshot" || m.Mode == "digest" {
+	info.StepEvery = cfg.StepEvery
+	if m := cfg.Memory; m.Mode == recording.MemoryHash || m.Mode == recording.MemorySnapshot || m.Mode == recording.MemoryDigest {
 		info.Memory = &pb.MemoryConfig{
 			Mode:             m.Mode,
 			ChunkBytes:       memhash.ChunkSize,
@@ -153,17 +153,17 @@ func processInfo(cfg config) *pb.Process {
 			OnFull:           m.OnFull,
 			FlightRecorder:   m.FlightRecorder,
 		}
-		if m.Mode == "hash" { // snapshot mode hashes every region
+		if m.Mode == recording.MemoryHash { // snapshot mode hashes every region
 			info.Memory.WriteSets = m.WriteSets
-			if m.WriteSets == "learned" {
+			if m.WriteSets == agentcfg.WriteSetsLearned {
 				info.Memory.AuditEvery = auditEvery
 			}
 		}
-		_, info.Memory.NanScan, _ = agentenv.ParseNanScan(m.NanScan)
+		_, info.Memory.NanScan, _ = agentcfg.ParseNanScan(m.NanScan)
 		info.Memory.Digests = m.Digests()
 		info.Memory.HashSteps = m.HashSteps
 		info.Memory.DigestEvery = m.DigestEvery
-		if m.Mode == "snapshot" {
+		if m.Mode == recording.MemorySnapshot {
 			info.Memory.StagingBytes = m.StagingBytes
 		}
 	}
@@ -283,7 +283,7 @@ func (r *recorder) checkHang() {
 	}
 	r.writeFrame()
 	r.w.Sync()
-	if r.cfg.hangKill {
+	if r.cfg.HangKill {
 		r.logf("error", "hang: gpurr ends the program (--hang-kill)")
 		r.writeFrame()
 		r.w.Sync()

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/gpurr/gpurr/internal/agentcfg"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
@@ -20,7 +21,7 @@ import (
 // memory capture's Go side on, as in a --memory recording.
 func testRecorder(t *testing.T) *recorder {
 	t.Helper()
-	r, err := newRecorder(t.TempDir(), config{callstack: "auto"})
+	r, err := newRecorder(t.TempDir(), agentcfg.Config{Callstack: agentcfg.CallstackAuto})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,10 @@
 package agent
 
-import "time"
+import (
+	"time"
+
+	"github.com/gpurr/gpurr/internal/agentcfg"
+)
 
 // timingSampler runs sampled GPU timing (--gpu-timing=sample): from the writer's loop it keeps
 // CUPTI's kernel activity on for the first ON of every EVERY and off for the rest, so that the
@@ -15,11 +19,12 @@ type timingSampler struct {
 }
 
 // newTimingSampler returns nil unless cfg samples GPU timing.
-func newTimingSampler(cfg config, now time.Time, set func(on bool) bool) *timingSampler {
-	if cfg.sample == "" {
+func newTimingSampler(cfg agentcfg.Config, now time.Time, set func(on bool) bool) *timingSampler {
+	if cfg.GPUTiming != agentcfg.TimingSample {
 		return nil
 	}
-	return &timingSampler{on: cfg.sampleOn, every: cfg.sampleAll, start: now, timing: true, set: set}
+	on, every, _ := agentcfg.ParseSample(cfg.GPUTimingSample) // Decode validated it
+	return &timingSampler{on: on, every: every, start: now, timing: true, set: set}
 }
 
 // tick turns timing on or off as the window at now wants it.

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpurr/gpurr/internal/agent/agentenv"
+	"github.com/gpurr/gpurr/internal/agentcfg"
 )
 
 func TestTimingSampler(t *testing.T) {
@@ -16,7 +16,7 @@ func TestTimingSampler(t *testing.T) {
 		calls = append(calls, on)
 		return !refuse
 	}
-	cfg := config{sample: "20ms/100ms", sampleOn: 20 * time.Millisecond, sampleAll: 100 * time.Millisecond}
+	cfg := agentcfg.Config{GPUTiming: agentcfg.TimingSample, GPUTimingSample: "20ms/100ms"}
 	s := newTimingSampler(cfg, t0, set)
 	// Ticks every 2 ms for three periods: off at 20 ms into each, on again at each period's start.
 	for ms := 0; ms <= 300; ms += 2 {
@@ -40,7 +40,7 @@ func TestTimingSampler(t *testing.T) {
 	if len(calls) != 1 {
 		t.Errorf("after CUPTI refused, turned %v; want one try", calls)
 	}
-	if newTimingSampler(config{}, t0, set) != nil {
+	if newTimingSampler(agentcfg.Config{GPUTiming: agentcfg.TimingOn}, t0, set) != nil {
 		t.Error("a sampler without sampled timing")
 	}
 	var none *timingSampler
@@ -48,18 +48,18 @@ func TestTimingSampler(t *testing.T) {
 }
 
 func TestConfigSampledTiming(t *testing.T) {
-	t.Setenv(agentenv.CUPTI, "/nonexistent/libcupti.so")
-	t.Setenv(agentenv.GPUTiming, "sample")
+	t.Setenv(agentcfg.CUPTI, "/nonexistent/libcupti.so")
+	t.Setenv(agentcfg.GPUTiming, "sample")
 	cfg, err := configFromEnv()
-	if err != nil || !cfg.gpuTiming || cfg.sample != agentenv.DefaultSample || cfg.sampleOn != 20*time.Millisecond {
+	if err != nil || cfg.GPUTiming != agentcfg.TimingSample || cfg.GPUTimingSample != agentcfg.DefaultSample {
 		t.Fatalf("GPURR_GPU_TIMING=sample: %+v, %v", cfg, err)
 	}
-	t.Setenv(agentenv.GPUTimingSample, "5ms")
-	if _, err := configFromEnv(); err == nil || !strings.Contains(err.Error(), agentenv.GPUTimingSample) {
+	t.Setenv(agentcfg.GPUTimingSample, "5ms")
+	if _, err := configFromEnv(); err == nil || !strings.Contains(err.Error(), agentcfg.GPUTimingSample) {
 		t.Errorf("a bad window: %v", err)
 	}
-	t.Setenv(agentenv.GPUTimingSample, "10ms/50ms")
-	t.Setenv(agentenv.HangTimeout, "5s")
+	t.Setenv(agentcfg.GPUTimingSample, "10ms/50ms")
+	t.Setenv(agentcfg.HangTimeout, "5s")
 	if _, err := configFromEnv(); err == nil || !strings.Contains(err.Error(), "every kernel") {
 		t.Errorf("a hang watch on sampled timing: %v", err)
 	}

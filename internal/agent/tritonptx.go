@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpurr/gpurr/internal/agent/agentenv"
+	"github.com/gpurr/gpurr/internal/agentcfg"
 )
 
 // tritonCache finds the PTX a Triton kernel was compiled from. Triton keeps each compiled
@@ -102,12 +102,12 @@ func (c *tritonCache) holdsAny() bool {
 	return len(c.byName) > 0
 }
 
-// refresh lists the cache folders not seen yet, in every root (agentenv.TritonCacheDirs);
+// refresh lists the cache folders not seen yet, in every root (agentcfg.TritonCacheDirs);
 // false when there were none. A root folder whose modification time has not moved has no new
 // folder: most modules (cuBLAS, PyTorch's own) cost a stat per root.
 func (c *tritonCache) refresh() bool {
 	added := false
-	for _, root := range agentenv.TritonCacheDirs() {
+	for _, root := range agentcfg.TritonCacheDirs() {
 		if c.refreshRoot(root) {
 			added = true
 		}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpurr/gpurr/internal/agent/agentenv"
+	"github.com/gpurr/gpurr/internal/agentcfg"
 	"github.com/gpurr/gpurr/internal/cuda"
 	"github.com/gpurr/gpurr/internal/demo"
 	"github.com/gpurr/gpurr/internal/dtype"
@@ -79,7 +79,7 @@ func runWorkload(stdout, stderr io.Writer, v demo.Variant) error {
 	if err != nil {
 		err = fmt.Errorf("demo workload: %w", err)
 	}
-	if os.Getenv(agentenv.Injection) != "" {
+	if os.Getenv(agentcfg.Injection) != "" {
 		// A Go program skips atexit handlers on exit, and the injected
 		// agent writes the end of the recording in one: leave through
 		// the C library.

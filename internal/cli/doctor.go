@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpurr/gpurr/internal/agent/agentenv"
+	"github.com/gpurr/gpurr/internal/agentcfg"
 	"github.com/gpurr/gpurr/internal/agentpath"
 	"github.com/gpurr/gpurr/internal/cuda"
 	"github.com/gpurr/gpurr/internal/cupti/locate"
@@ -95,10 +95,10 @@ func runDoctor(stdout io.Writer, cuptiFlag string) error {
 	agentPath := checkAgent(r)
 	agentOK := agentPath != ""
 	if agentOK {
-		checkNVTX(r, agentPath, os.Getenv(agentenv.NVTXInjection))
+		checkNVTX(r, agentPath, os.Getenv(agentcfg.NVTXInjection))
 	}
-	checkTritonCache(r, agentenv.TritonCacheDir())
-	checkInductorCaches(r, agentenv.InductorTritonCacheDirs())
+	checkTritonCache(r, agentcfg.TritonCacheDir())
+	checkInductorCaches(r, agentcfg.InductorTritonCacheDirs())
 
 	var missing []string
 	for _, m := range []struct {
@@ -228,8 +228,8 @@ func checkNVTX(r *report, agent, prev string) {
 		r.note("NVTX", "ranges will not be recorded: %s has no %s (an agent from an older build; run make)", agent, agentpath.NVTXEntryPoint)
 		return
 	}
-	if prev != "" && !agentenv.SameLibrary(prev, agent) {
-		r.note("NVTX", "ranges will not be recorded: %s=%s names another tool, which gpurr record keeps (unset it to record them)", agentenv.NVTXInjection, prev)
+	if prev != "" && !agentcfg.SameLibrary(prev, agent) {
+		r.note("NVTX", "ranges will not be recorded: %s=%s names another tool, which gpurr record keeps (unset it to record them)", agentcfg.NVTXInjection, prev)
 		return
 	}
 	r.ok("NVTX", "ranges will be recorded (gpurr record makes the agent NVTX's tool)")

@@ -8,16 +8,16 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
-	"github.com/gpurr/gpurr/internal/agent/agentenv"
+	"github.com/gpurr/gpurr/internal/agentcfg"
 	"github.com/gpurr/gpurr/internal/agentpath"
 	"github.com/gpurr/gpurr/internal/cuda"
 	"github.com/gpurr/gpurr/internal/cupti/locate"
@@ -27,24 +27,18 @@ import (
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
+// recordOptions are record's flags: most are fields of the recording configuration, the rest
+// are spelled otherwise there (see config) or are record's own.
 type recordOptions struct {
+	cfg             agentcfg.Config
 	out             string
-	kernels         string
-	callstack       string
 	cupti           string
-	ringBytes       uint64
-	gpuTiming       string
+	gpuTiming       string // --gpu-timing as given: true, serial, sample or false (or on, off)
 	gpuTimingSample string
-	memory          agentenv.MemoryConfig
+	deferHashes     string // --defer-hashes as given: beside, stream or off (true and false as a bool flag took them)
 	// keepTorchAllocator leaves PyTorch's caching allocator in place under
 	// --memory (see pytorchAllocatorEnv).
 	keepTorchAllocator bool
-	deferHashes        string // --defer-hashes as given: beside, stream or off (true and false as a bool flag took them)
-	hangTimeout        time.Duration
-	hangKill           bool
-	stepRange          string
-	stepEvery          uint32
-	probe              string
 }
 
 func newRecordCmd() *cobra.Command {
@@ -72,44 +66,55 @@ program to record, so record refuses it.`,
 			if err := valueAfterBareFlag(cmd, args); err != nil {
 				return err
 			}
-			return runRecord(cmd, o, args)
+			cfg, err := o.config(cmd.Flags())
+			if err != nil {
+				return err
+			}
+			return runRecord(cmd, o, cfg, args)
 		},
 	}
 	cmd.Flags().SetInterspersed(false) // flags after CMD belong to CMD
+	o.define(cmd)
+	return cmd
+}
+
+// define defines record's flags on cmd, the recording configuration's with agentcfg's defaults.
+func (o *recordOptions) define(cmd *cobra.Command) {
+	o.cfg = agentcfg.Default()
+	d := o.cfg
 	f := cmd.Flags()
 	outputVar(f, &o.out, "output", "o", "", "recording directory to create (default gpurr-YYYYMMDD-HHMMSS)")
-	f.StringVar(&o.kernels, "kernels", "", "record only kernels whose mangled name matches this regular expression")
-	f.StringVar(&o.callstack, "callstack", "auto", "callstacks: auto (Python frames where the thread runs Python, else native), python, native, off")
-	completeValues(cmd, "callstack", "auto", "python", "native", "off")
+	f.StringVar(&o.cfg.Kernels, "kernels", d.Kernels, "record only kernels whose mangled name matches this regular expression")
+	f.StringVar(&o.cfg.Callstack, "callstack", d.Callstack, "callstacks: auto (Python frames where the thread runs Python, else native), python, native, off")
+	completeValues(cmd, "callstack", agentcfg.CallstackAuto, agentcfg.CallstackPython, agentcfg.CallstackNative, agentcfg.CallstackOff)
 	f.StringVar(&o.cupti, "cupti", "", "path of libcupti.so to use (default: search; also $"+locate.EnvCUPTI+")")
 	f.StringVar(&o.gpuTiming, "gpu-timing", "true", "record each kernel's start and end on the GPU (CUPTI activity): true; serial (CUPTI's serial kernel mode: no code added to kernels, but kernels run one at a time across streams); sample (only kernels launched in windows, --gpu-timing-sample; CUPTI's cost on the GPU is paid there only); false")
 	f.Lookup("gpu-timing").NoOptDefVal = "true"
 	completeValues(cmd, "gpu-timing", "true", "serial", "sample", "false")
-	f.StringVar(&o.gpuTimingSample, "gpu-timing-sample", agentenv.DefaultSample, "with --gpu-timing=sample: ON/EVERY, time the kernels launched in the first ON of every EVERY")
-	sizeVar(f, &o.ringBytes, "ring-bytes", 64<<20, "size of the agent's in-memory record ring per process, at least 1 MiB")
-	f.StringVar(&o.memory.Mode, "memory", "off", "memory capture: off, hash (a hash of every region after every launch), snapshot (contents before and after selected launches), digest (a hash of the program's memory at each training step boundary only: cheap enough to leave on; gpurr diff names the first step that differs, gpurr bisect narrows it to the launch; docs/memory.md)")
-	completeValues(cmd, "memory", "off", "hash", "snapshot", "digest")
-	f.StringVar(&o.memory.HashSteps, "hash-steps", "", "with --memory hash: hash only the launches of these training steps, K or K-L (from 0), and take step digests at the others' boundaries, as --memory digest does")
-	f.BoolVar(&o.memory.DigestAll, "digest-all", false, "with step digests: hash every live allocation of the program's (a loss, a batch, a cache), not only the parameters, gradients and optimizer state the step's optimizer reached")
-	f.Uint32Var(&o.memory.DigestEvery, "digest-every", 1, "with step digests: take the digest of every Nth step only (steps N-1, 2N-1, ...), 1/N the cost; a divergence is then placed within N steps")
-	f.Uint32Var(&o.stepEvery, "step-every", 0, "training steps are runs of N launch calls (launches 1..N are step 0), for programs without torch.optim optimizer steps: step digests, --hash-steps and every report number steps by them")
-	f.StringVar(&o.memory.SnapshotKernels, "snapshot-kernels", "", "with --memory snapshot: snapshot only kernels whose mangled name matches this regular expression")
-	f.StringVar(&o.memory.SnapshotLaunches, "snapshot-launches", "", "with --memory snapshot: snapshot only these launches, e.g. 1-100,250,900- or 1-:10 (every 10th; launch numbers as gpurr info shows them)")
-	f.StringVar(&o.memory.OnFull, "on-full", "backpressure", "when the snapshot staging ring is full: backpressure (the program waits; nothing is lost) or drop-oldest (oldest unsaved snapshots are dropped and counted)")
-	completeValues(cmd, "on-full", "backpressure", "drop-oldest")
-	sizeVar(f, &o.memory.StagingBytes, "staging-bytes", 256<<20, "pinned host memory per process for snapshot transfers; a launch whose regions do not fit is not snapshotted")
+	f.StringVar(&o.gpuTimingSample, "gpu-timing-sample", agentcfg.DefaultSample, "with --gpu-timing=sample: ON/EVERY, time the kernels launched in the first ON of every EVERY")
+	sizeVar(f, &o.cfg.RingBytes, "ring-bytes", d.RingBytes, "size of the agent's in-memory record ring per process, at least 1 MiB")
+	f.StringVar(&o.cfg.Memory.Mode, "memory", d.Memory.Mode, "memory capture: off, hash (a hash of every region after every launch), snapshot (contents before and after selected launches), digest (a hash of the program's memory at each training step boundary only: cheap enough to leave on; gpurr diff names the first step that differs, gpurr bisect narrows it to the launch; docs/memory.md)")
+	completeValues(cmd, "memory", recording.MemoryOff, recording.MemoryHash, recording.MemorySnapshot, recording.MemoryDigest)
+	f.StringVar(&o.cfg.Memory.HashSteps, "hash-steps", d.Memory.HashSteps, "with --memory hash: hash only the launches of these training steps, K or K-L (from 0), and take step digests at the others' boundaries, as --memory digest does")
+	f.BoolVar(&o.cfg.Memory.DigestAll, "digest-all", d.Memory.DigestAll, "with step digests: hash every live allocation of the program's (a loss, a batch, a cache), not only the parameters, gradients and optimizer state the step's optimizer reached")
+	f.Uint32Var(&o.cfg.Memory.DigestEvery, "digest-every", d.Memory.DigestEvery, "with step digests: take the digest of every Nth step only (steps N-1, 2N-1, ...), 1/N the cost; a divergence is then placed within N steps")
+	f.Uint32Var(&o.cfg.StepEvery, "step-every", d.StepEvery, "training steps are runs of N launch calls (launches 1..N are step 0), for programs without torch.optim optimizer steps: step digests, --hash-steps and every report number steps by them")
+	f.StringVar(&o.cfg.Memory.SnapshotKernels, "snapshot-kernels", d.Memory.SnapshotKernels, "with --memory snapshot: snapshot only kernels whose mangled name matches this regular expression")
+	f.StringVar(&o.cfg.Memory.SnapshotLaunches, "snapshot-launches", d.Memory.SnapshotLaunches, "with --memory snapshot: snapshot only these launches, e.g. 1-100,250,900- or 1-:10 (every 10th; launch numbers as gpurr info shows them)")
+	f.StringVar(&o.cfg.Memory.OnFull, "on-full", d.Memory.OnFull, "when the snapshot staging ring is full: backpressure (the program waits; nothing is lost) or drop-oldest (oldest unsaved snapshots are dropped and counted)")
+	completeValues(cmd, "on-full", agentcfg.OnFullBackpressure, agentcfg.OnFullDropOldest)
+	sizeVar(f, &o.cfg.Memory.StagingBytes, "staging-bytes", d.Memory.StagingBytes, "pinned host memory per process for snapshot transfers; a launch whose regions do not fit is not snapshotted")
 	f.BoolVar(&o.keepTorchAllocator, "keep-pytorch-allocator", false, "with --memory: leave PyTorch's caching allocator in place instead of its cudaMallocAsync backend (regions become whole cached segments; hashing costs more)")
-	f.StringVar(&o.memory.WriteSets, "write-sets", "proved", "with --memory hash: which regions a launch leaves unhashed, carrying the state of the last launch that hashed them: proved (its PTX proves no store reaches them; exact), learned (also those its earlier launches never changed, audited every 32nd launch), all (hash every region)")
+	f.StringVar(&o.cfg.Memory.WriteSets, "write-sets", d.Memory.WriteSets, "with --memory hash: which regions a launch leaves unhashed, carrying the state of the last launch that hashed them: proved (its PTX proves no store reaches them; exact), learned (also those its earlier launches never changed, audited every 32nd launch), all (hash every region)")
 	f.StringVar(&o.deferHashes, "defer-hashes", "off", "with --memory hash and --write-sets proved or learned: let hash kernels wait until something may write what they hash and hash several launches in one kernel, run beside the program on a stream of its own (beside, what a bare --defer-hashes means) or on the program's stream (stream: fewer driver calls, no overlap); off (see docs/memory.md)")
 	f.Lookup("defer-hashes").NoOptDefVal = "beside"
-	completeValues(cmd, "defer-hashes", "beside", "stream", "off")
-	f.StringVar(&o.memory.NanScan, "nan-scan", "", "with --memory: count NaN and Inf on the GPU in every region after every launch (and in step digests), as each of these types (f32, f64, f16, bf16, comma-separated), for gpurr nan without snapshots; --memory digest counts f32 unless given")
-	f.DurationVar(&o.hangTimeout, "hang-timeout", 0, "report a launch the GPU has not finished after this long (e.g. 5m): kernel, shape, stream, callstack and what waits behind it, on stderr and in the recording, with everything written out")
-	f.BoolVar(&o.hangKill, "hang-kill", false, "with --hang-timeout: then end the program (SIGKILL), the recording complete up to the hang")
-	f.StringVar(&o.probe, "probe", "", "run the kernels whose name matches REGEX with in-kernel probes: each CTA's start, end and SM (and counts of CLASSES, as gpurr probe --count takes them), per launch: 'REGEX:entry,exit[,CLASSES]'; needs the kernel's PTX (Triton kernels, modules loaded from PTX)")
-	f.StringVar(&o.stepRange, "step-range", "", "training steps are the NVTX ranges whose message matches this regular expression (e.g. '^train_step'), for programs without torch.optim: every report (diff, nan, info, query's step columns) numbers launches by them; default: torch.optim optimizer steps")
-	f.Uint64Var(&o.memory.FlightRecorder, "flight-recorder", 0, "with --memory snapshot: keep only the last N launches' snapshots in memory and write them at exit, on SIGUSR2 or when a CUDA call fails")
-	return cmd
+	completeValues(cmd, "defer-hashes", agentcfg.DeferBeside, agentcfg.DeferStream, "off")
+	f.StringVar(&o.cfg.Memory.NanScan, "nan-scan", d.Memory.NanScan, "with --memory: count NaN and Inf on the GPU in every region after every launch (and in step digests), as each of these types (f32, f64, f16, bf16, comma-separated), for gpurr nan without snapshots; --memory digest counts f32 unless given")
+	f.DurationVar(&o.cfg.HangTimeout, "hang-timeout", d.HangTimeout, "report a launch the GPU has not finished after this long (e.g. 5m): kernel, shape, stream, callstack and what waits behind it, on stderr and in the recording, with everything written out")
+	f.BoolVar(&o.cfg.HangKill, "hang-kill", d.HangKill, "with --hang-timeout: then end the program (SIGKILL), the recording complete up to the hang")
+	f.StringVar(&o.cfg.Probe, "probe", d.Probe, "run the kernels whose name matches REGEX with in-kernel probes: each CTA's start, end and SM (and counts of CLASSES, as gpurr probe --count takes them), per launch: 'REGEX:entry,exit[,CLASSES]'; needs the kernel's PTX (Triton kernels, modules loaded from PTX)")
+	f.StringVar(&o.cfg.StepRange, "step-range", d.StepRange, "training steps are the NVTX ranges whose message matches this regular expression (e.g. '^train_step'), for programs without torch.optim: every report (diff, nan, info, query's step columns) numbers launches by them; default: torch.optim optimizer steps")
+	f.Uint64Var(&o.cfg.Memory.FlightRecorder, "flight-recorder", d.Memory.FlightRecorder, "with --memory snapshot: keep only the last N launches' snapshots in memory and write them at exit, on SIGUSR2 or when a CUDA call fails")
 }
 
 // optionalValues are record's flags whose value is optional, with the values they take.
@@ -138,97 +143,61 @@ func valueAfterBareFlag(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// deferMode is --defer-hashes' value as agentenv.DeferModes names it, "" when off; true, as the
+// deferMode is --defer-hashes' value as the configuration words it, "" when off; true, as the
 // bool flag it once was took it, is beside.
 func deferMode(v string) (string, error) {
 	switch v {
-	case "beside", "stream":
+	case agentcfg.DeferBeside, agentcfg.DeferStream:
 		return v, nil
 	case "true":
-		return "beside", nil
+		return agentcfg.DeferBeside, nil
 	case "off", "false":
 		return "", nil
 	}
 	return "", fmt.Errorf("--defer-hashes=%s: want beside, stream or off", v)
 }
 
-func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
-	stderr := cmd.ErrOrStderr()
-	switch o.callstack {
-	case "auto", "python", "native", "off":
-	default:
-		return usageErrorf("record: --callstack %q: want auto, python, native or off", o.callstack)
-	}
-	if o.kernels != "" {
-		if _, err := regexp.Compile(o.kernels); err != nil {
-			return usageErrorf("record: --kernels: %v", err)
-		}
-	}
-	if _, err := agentenv.ParseProbe(o.probe); o.probe != "" && err != nil {
-		return usageErrorf("record: --probe: %v", err)
-	}
-	if _, err := recording.CompileStepRange(o.stepRange); o.stepRange != "" && err != nil {
-		return usageErrorf("record: --step-range: %v", err)
-	}
-	if o.stepEvery > 0 && o.stepRange != "" {
-		return usageErrorf("record: --step-every and --step-range each say what a training step is: give one")
-	}
-	if cmd.Flags().Changed("step-every") && o.stepEvery == 0 {
-		return usageErrorf("record: --step-every 0: want a launch count of 1 or more")
-	}
-	if o.memory.Mode == "digest" && !cmd.Flags().Changed("nan-scan") {
-		o.memory.NanScan = "f32"
-	}
-	if o.ringBytes < 1<<20 {
-		return usageErrorf("record: --ring-bytes %d: want at least 1 MiB", o.ringBytes)
-	}
-	if err := o.memory.Validate(); err != nil {
-		return usageErrorf("record: --%v", err)
-	}
-	if o.memory.Mode != "snapshot" && (o.memory.SnapshotKernels != "" || o.memory.SnapshotLaunches != "" || o.memory.FlightRecorder != 0) {
-		return usageErrorf("record: --snapshot-kernels, --snapshot-launches and --flight-recorder need --memory snapshot")
-	}
-	mode, err := deferMode(o.deferHashes)
-	if err != nil {
-		return usageErrorf("record: %v", err)
-	}
-	o.memory.DeferHashes = mode
-	if o.memory.DeferHashes != "" && (o.memory.Mode != "hash" || o.memory.WriteSets == "all") {
-		return usageErrorf("record: --defer-hashes needs --memory hash with write sets (proved or learned): they say when a hash may wait")
-	}
-	if cmd.Flags().Changed("write-sets") && o.memory.Mode != "hash" {
-		return usageErrorf("record: --write-sets needs --memory hash (snapshots and memory capture off hash nothing to skip)")
-	}
-	if o.keepTorchAllocator && o.memory.Mode == "off" {
-		return usageErrorf("record: --keep-pytorch-allocator only matters with --memory hash, snapshot or digest")
-	}
-	var timing, serial bool
-	sample := ""
+// config is the recording configuration the flags ask for, validated. Two flags are spelled
+// otherwise in it (--gpu-timing's true and false, --defer-hashes' off); the rules Validate
+// cannot check are about flags given where they change nothing, which a configuration does not
+// tell from flags left out.
+func (o recordOptions) config(flags *pflag.FlagSet) (agentcfg.Config, error) {
+	c := o.cfg
 	switch o.gpuTiming {
 	case "true", "on":
-		timing = true
-	case "serial":
-		timing, serial = true, true
-	case "sample":
-		timing, sample = true, o.gpuTimingSample
-		if _, _, err := agentenv.ParseSample(sample); err != nil {
-			return usageErrorf("record: --gpu-timing-sample %v", err)
-		}
+		c.GPUTiming = agentcfg.TimingOn
+	case "serial", "sample":
+		c.GPUTiming = o.gpuTiming
 	case "false", "off":
+		c.GPUTiming = agentcfg.TimingOff
 	default:
-		return usageErrorf("record: --gpu-timing=%s: want true, serial, sample or false", o.gpuTiming)
+		return c, usageErrorf("record: --gpu-timing=%s: want true, serial, sample or false", o.gpuTiming)
 	}
-	if cmd.Flags().Changed("gpu-timing-sample") && sample == "" {
-		return usageErrorf("record: --gpu-timing-sample goes with --gpu-timing=sample")
+	if flags.Changed("gpu-timing-sample") {
+		c.GPUTimingSample = o.gpuTimingSample
+	}
+	var err error
+	if c.Memory.DeferHashes, err = deferMode(o.deferHashes); err != nil {
+		return c, usageErrorf("record: %v", err)
+	}
+	c.ModeDefaults(flags.Changed("nan-scan"))
+	if err := c.Validate(); err != nil {
+		return c, usageErrorf("record: %v", err)
 	}
 	switch {
-	case o.hangTimeout < 0:
-		return usageErrorf("record: --hang-timeout %v: want a positive duration such as 5m", o.hangTimeout)
-	case o.hangTimeout > 0 && (!timing || sample != ""):
-		return usageErrorf("record: --hang-timeout needs GPU timing of every kernel (it tells which launches finished): leave out --gpu-timing=%s", o.gpuTiming)
-	case o.hangKill && o.hangTimeout == 0:
-		return usageErrorf("record: --hang-kill goes with --hang-timeout")
+	case flags.Changed("step-every") && c.StepEvery == 0:
+		return c, usageErrorf("record: --step-every 0: want a launch count of 1 or more")
+	case flags.Changed("write-sets") && c.Memory.Mode != recording.MemoryHash:
+		return c, usageErrorf("record: --write-sets needs --memory hash (snapshots and memory capture off hash nothing to skip)")
+	case o.keepTorchAllocator && c.Memory.Mode == recording.MemoryOff:
+		return c, usageErrorf("record: --keep-pytorch-allocator only matters with --memory hash, snapshot or digest")
 	}
+	return c, nil
+}
+
+// runRecord records args under cfg.
+func runRecord(cmd *cobra.Command, o recordOptions, cfg agentcfg.Config, args []string) error {
+	stderr := cmd.ErrOrStderr()
 	if o.out == "" {
 		o.out = "gpurr-" + time.Now().Format("20060102-150405")
 	}
@@ -261,25 +230,10 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 	child := exec.Command(program, args[1:]...)
 	child.Args[0] = args[0]
 	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
-	child.Env = append(os.Environ(), agentenv.Vars(agentenv.Config{
-		Out:             out,
-		Agent:           agentLib,
-		CUPTI:           cuptiLib,
-		Kernels:         o.kernels,
-		Callstack:       o.callstack,
-		RingBytes:       o.ringBytes,
-		GPUTiming:       timing,
-		GPUTimingSerial: serial,
-		GPUTimingSample: sample,
-		Memory:          o.memory,
-		HangTimeout:     o.hangTimeout,
-		HangKill:        o.hangKill,
-		StepRange:       o.stepRange,
-		StepEvery:       o.stepEvery,
-		Probe:           o.probe,
-	})...)
+	cfg.Out, cfg.Agent, cfg.CUPTI = out, agentLib, cuptiLib
+	child.Env = append(os.Environ(), agentcfg.Encode(cfg)...)
 	conf, confSet := os.LookupEnv(pytorchAllocConf)
-	if add, note := pytorchAllocatorEnv(o.memory.Mode, o.keepTorchAllocator, conf, confSet); add != "" || note != "" {
+	if add, note := pytorchAllocatorEnv(cfg.Memory.Mode, o.keepTorchAllocator, conf, confSet); add != "" || note != "" {
 		if add != "" {
 			child.Env = append(child.Env, add)
 		}
@@ -289,7 +243,7 @@ func runRecord(cmd *cobra.Command, o recordOptions, args []string) error {
 		fmt.Fprintf(stderr, "gpurr: record: replacing CUDA_INJECTION64_PATH=%s for the recorded program\n", prev)
 	}
 	child.Env = append(child.Env, godebugEnv(os.LookupEnv("GODEBUG")))
-	if add, note := nvtxEnv(agentLib, os.Getenv(agentenv.NVTXInjection)); add != "" {
+	if add, note := nvtxEnv(agentLib, os.Getenv(agentcfg.NVTXInjection)); add != "" {
 		child.Env = append(child.Env, add)
 	} else {
 		fmt.Fprintln(stderr, note)
@@ -353,10 +307,10 @@ func noCUPTIError(cuptiErr, driverErr error) error {
 // calls reach it directly. A library the user named already (another
 // tool's) is kept: then ranges are not recorded, and note says so.
 func nvtxEnv(agent, prev string) (add, note string) {
-	if prev == "" || agentenv.SameLibrary(prev, agent) {
-		return agentenv.NVTXInjection + "=" + agent, ""
+	if prev == "" || agentcfg.SameLibrary(prev, agent) {
+		return agentcfg.NVTXInjection + "=" + agent, ""
 	}
-	return "", fmt.Sprintf("gpurr: record: warning: %s=%s is kept for the recorded program, so its NVTX ranges are not recorded (unset it to record them)", agentenv.NVTXInjection, prev)
+	return "", fmt.Sprintf("gpurr: record: warning: %s=%s is kept for the recorded program, so its NVTX ranges are not recorded (unset it to record them)", agentcfg.NVTXInjection, prev)
 }
 
 // godebugEnv turns the Go runtime's asynchronous preemption off in the recorded
@@ -391,7 +345,7 @@ const pytorchAllocConf = "PYTORCH_CUDA_ALLOC_CONF"
 // program's environment (or "") and a line for stderr (or "").
 func pytorchAllocatorEnv(memoryMode string, keep bool, conf string, confSet bool) (add, note string) {
 	switch {
-	case memoryMode == "" || memoryMode == "off" || keep:
+	case memoryMode == recording.MemoryOff || keep:
 		return "", ""
 	case strings.Contains(conf, "cudaMallocAsync"):
 		return "", ""
@@ -472,7 +426,7 @@ func summarizeRecording(w io.Writer, dir string) {
 // snapshotSelection is the snapshot selection a recording asked for, as
 // its flags, or "" when it asked for none.
 func snapshotSelection(m *pb.MemoryConfig) string {
-	if m.GetMode() != "snapshot" {
+	if m.GetMode() != recording.MemorySnapshot {
 		return ""
 	}
 	var flags []string

@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
+	"github.com/gpurr/gpurr/internal/agentcfg"
 	"github.com/gpurr/gpurr/internal/agentpath"
 	"github.com/gpurr/gpurr/internal/cuda"
 	"github.com/gpurr/gpurr/internal/cupti/locate"
@@ -206,6 +210,45 @@ func TestRecordWithoutDriver(t *testing.T) {
 	for _, p := range []string{out, ran} {
 		if _, err := os.Stat(p); err == nil {
 			t.Errorf("%s exists: record went ahead", p)
+		}
+	}
+}
+
+// TestRecordConfigIsDecodes: record's flags left out are the agent's variables left out. The
+// configuration record makes of its flags is what the agent decodes from the variables of the
+// flags given only: the two sides apply the same defaults.
+func TestRecordConfigIsDecodes(t *testing.T) {
+	for _, c := range []struct {
+		flags []string
+		env   []string
+	}{
+		{nil, nil},
+		{[]string{"--memory", "digest"}, []string{agentcfg.Memory + "=digest"}},
+		{[]string{"--memory", "digest", "--nan-scan", ""}, []string{agentcfg.Memory + "=digest", agentcfg.NanScan + "="}},
+		{[]string{"--memory", "snapshot", "--snapshot-kernels", "gemm"}, []string{agentcfg.Memory + "=snapshot", agentcfg.SnapshotKernels + "=gemm"}},
+		{[]string{"--memory", "hash", "--defer-hashes"}, []string{agentcfg.Memory + "=hash", agentcfg.DeferHashes + "=beside"}},
+		{[]string{"--gpu-timing=sample"}, []string{agentcfg.GPUTiming + "=sample"}},
+		{[]string{"--gpu-timing=false", "--callstack", "python"}, []string{agentcfg.GPUTiming + "=off", agentcfg.Callstack + "=python"}},
+	} {
+		var o recordOptions
+		cmd := &cobra.Command{}
+		o.define(cmd)
+		if err := cmd.ParseFlags(c.flags); err != nil {
+			t.Fatal(err)
+		}
+		got, err := o.config(cmd.Flags())
+		if err != nil {
+			t.Fatalf("%v: %v", c.flags, err)
+		}
+		got.CUPTI = "/c/libcupti.so"
+		env := map[string]string{agentcfg.CUPTI: got.CUPTI}
+		for _, kv := range c.env {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = v
+		}
+		want, err := agentcfg.Decode(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("record %v makes\n%+v\nthe agent decodes %v as\n%+v, %v", c.flags, got, c.env, want, err)
 		}
 	}
 }

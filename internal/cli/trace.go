@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpurr/gpurr/internal/agent/agentenv"
+	"github.com/gpurr/gpurr/internal/agentcfg"
 	"github.com/gpurr/gpurr/internal/info"
 	"github.com/gpurr/gpurr/internal/trace"
 )
@@ -75,11 +75,11 @@ func runTrace(cmd *cobra.Command, o traceOptions, paths []string) error {
 		return usageErrorf("trace: --launches is empty: give launch numbers such as 1-100,250 (or leave the flag out for all)")
 	}
 	if o.launches != "" {
-		ranges, err := agentenv.ParseRanges(o.launches)
+		ranges, err := agentcfg.ParseRanges(o.launches)
 		if err != nil {
 			return usageErrorf("trace: --launches: %v", err)
 		}
-		opts.Launches = func(seq uint64) bool { return agentenv.Selects(ranges, seq) }
+		opts.Launches = func(seq uint64) bool { return agentcfg.Selects(ranges, seq) }
 	}
 	if cmd.Flags().Changed("time") && strings.TrimSpace(o.window) == "" {
 		return usageErrorf("trace: --time is empty: give a window such as 2s:2.5s, 1.5: or :300ms (or leave the flag out for all)")
