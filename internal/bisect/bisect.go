@@ -155,7 +155,7 @@ func programFailed(r *Run) error {
 }
 
 func (b *bisector) digestFlags() []string {
-	f := []string{"--memory", "digest"}
+	f := []string{"--memory", recording.MemoryDigest}
 	if b.o.NaN {
 		// A NaN the optimizer never reaches (a loss whose gradient is finite, a metric) is
 		// still where the run first holds one.
@@ -205,7 +205,7 @@ func (b *bisector) diverge(ctx context.Context) error {
 	lo, hi := uint32(f.Agreed+1), *f.Step
 	for round := 1; ; round++ {
 		b.res.Window = &[2]uint32{lo, hi}
-		flags := []string{"--memory", "hash", "--hash-steps", stepsText(lo, hi)}
+		flags := []string{"--memory", recording.MemoryHash, "--hash-steps", stepsText(lo, hi)}
 		purpose := "hashing every launch of " + stepsWords(lo, hi) + ", step digests elsewhere"
 		var narrow [2]*Run
 		for side := range 2 {
@@ -341,7 +341,7 @@ func (b *bisector) nan(ctx context.Context) error {
 	f.Agreed = int(lo) - 1
 	for round := 1; round <= 2; round++ {
 		b.res.Window = &[2]uint32{lo, hi}
-		flags := []string{"--memory", "hash", "--hash-steps", stepsText(lo, hi), "--nan-scan", strings.Join(types, ",")}
+		flags := []string{"--memory", recording.MemoryHash, "--hash-steps", stepsText(lo, hi), "--nan-scan", strings.Join(types, ",")}
 		r, err := b.record(ctx, fmt.Sprintf("narrow-%d", round), "counting NaN and Inf after every launch of "+stepsWords(lo, hi), 0, flags)
 		if err != nil {
 			return err

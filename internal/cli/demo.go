@@ -98,7 +98,7 @@ func runWorkload(stdout, stderr io.Writer, v demo.Variant) error {
 
 // storyRecordFlags are the memory capture the story's runs are recorded with: hashes of every
 // launch, NaN counted on the GPU, snapshots of the saxpys (what rewind and replay need).
-var storyRecordFlags = []string{"--memory", "snapshot", "--snapshot-kernels", "^" + kernels.DemoSaxpy + "$", "--nan-scan", "f32"}
+var storyRecordFlags = []string{"--memory", recording.MemorySnapshot, "--snapshot-kernels", "^" + kernels.DemoSaxpy + "$", "--nan-scan", "f32"}
 
 func runDemo(stdout, stderr io.Writer, out string) (err error) {
 	dir, release, err := demoDir(out)

@@ -13,6 +13,7 @@ import (
 	"github.com/gpurr/gpurr/internal/dtype"
 	"github.com/gpurr/gpurr/internal/info"
 	"github.com/gpurr/gpurr/internal/replay"
+	"github.com/gpurr/gpurr/recording"
 )
 
 // What the verbs that run a recorded launch again (replay, extract, race, probe, tune)
@@ -89,7 +90,7 @@ func pickLaunches(verb string, src *replay.Source, launch uint64, all bool, from
 }
 
 func modeHint(src *replay.Source) string {
-	if src.Data.Process.GetMemory().GetMode() != "snapshot" {
+	if src.Data.Process.GetMemory().GetMode() != recording.MemorySnapshot {
 		return " (record with --memory snapshot)"
 	}
 	return " (check --snapshot-kernels/--snapshot-launches)"

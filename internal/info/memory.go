@@ -419,14 +419,14 @@ func (m *Memory) write(t *textWriter) {
 			m.SideBatches, m.SideStreamWaits, m.SideHostWaits)
 	}
 	field("GPU time", "%s in gpurr's hash and copy kernels", formatNS(m.CaptureGPUNS))
-	if m.Mode == "snapshot" {
+	if m.Mode == recording.MemorySnapshot {
 		selected := launchCount(m.SnapshotSelected) + " selected for snapshots"
 		if m.complete && m.SnapshotSelected == 0 && (m.SnapshotKernels != "" || m.SnapshotLaunches != "") {
 			selected += ": the selection matched nothing"
 		}
 		field("selected", "%s", selected)
 	}
-	if m.Mode == "snapshot" || m.Snapshots > 0 {
+	if m.Mode == recording.MemorySnapshot || m.Snapshots > 0 {
 		field("snapshots", "%d states with contents stored", m.Snapshots)
 		chunks := fmt.Sprintf("%d of %d transferred (%s), the others were stored already", m.ChunksTransferred, m.ChunksTotal, percent(m.ChunksTransferred, m.ChunksTotal))
 		if m.ChunksMissing > 0 {
@@ -439,7 +439,7 @@ func (m *Memory) write(t *textWriter) {
 	if m.FlightRecorder > 0 || m.FlightDumps > 0 {
 		field("flight dumps", "%d", m.FlightDumps)
 	}
-	if m.Digests > 0 || m.DigestsSkipped > 0 || m.Mode == "digest" || m.HashSteps != "" {
+	if m.Digests > 0 || m.DigestsSkipped > 0 || m.Mode == recording.MemoryDigest || m.HashSteps != "" {
 		line := fmt.Sprintf("%d taken at step boundaries", m.Digests)
 		if m.DigestEvery > 1 {
 			line += fmt.Sprintf(" (every %s step)", Ordinal(m.DigestEvery))
@@ -524,7 +524,7 @@ func Ordinal(n uint32) string {
 // configText is how memory capture was asked for, in one line.
 func (m *Memory) configText() string {
 	parts := []string{m.Mode + " mode"}
-	if m.Mode == "snapshot" {
+	if m.Mode == recording.MemorySnapshot {
 		var which []string
 		if m.SnapshotKernels != "" {
 			which = append(which, fmt.Sprintf("kernels matching %q", m.SnapshotKernels))

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+
+	"github.com/gpurr/gpurr/recording"
 )
 
 // Span is where a launch's line lies in the manifest file, to read it
@@ -248,7 +250,7 @@ func (p *Process) check(kernels map[uint64]bool) error {
 	if p.Name == "" {
 		return errors.New(`a process has no "process" name`)
 	}
-	if p.Memory != "hash" && p.Memory != "snapshot" {
+	if p.Memory != recording.MemoryHash && p.Memory != recording.MemorySnapshot {
 		return fmt.Errorf("process %s: memory %.40q, want hash or snapshot", p.Name, p.Memory)
 	}
 	if p.ChunkBytes == 0 {

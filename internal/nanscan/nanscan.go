@@ -138,7 +138,7 @@ func Scan(p *recording.Process, types []*dtype.Type, o Options) (*Finding, Stats
 	switch {
 	case allCounted:
 		return s.fromCounts()
-	case mem.GetMode() == "snapshot":
+	case mem.GetMode() == recording.MemorySnapshot:
 		return s.fromSnapshots()
 	case len(mem.GetNanScan()) > 0:
 		return nil, Stats{}, fmt.Errorf("%s: the GPU counted NaN as %s only and there are no snapshots to decode: ask for --dtype %s, or record with --nan-scan %s",

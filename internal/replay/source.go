@@ -32,7 +32,7 @@ func Open(proc *recording.Process) (*Source, error) {
 		return nil, err
 	}
 	s := &Source{Proc: proc, Data: data, Links: data.Links(), view: memview.New(proc)}
-	if data.Process.GetMemory().GetMode() == "snapshot" {
+	if data.Process.GetMemory().GetMode() == recording.MemorySnapshot {
 		if _, err := s.view.Store(); err != nil {
 			return nil, err
 		}
@@ -99,7 +99,7 @@ func (s *Source) Case(seq uint64) (*Case, error) {
 		return nil, fmt.Errorf("launch %d was captured into a CUDA graph and ran only inside graph replays, which have no snapshots", seq)
 	}
 	mode := s.Data.Process.GetMemory().GetMode()
-	if mode != "snapshot" {
+	if mode != recording.MemorySnapshot {
 		have := "without --memory"
 		if mode != "" {
 			have = "with --memory " + mode

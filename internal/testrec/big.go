@@ -49,9 +49,9 @@ const (
 // kernels, BigCallstacks Python callstacks.
 func WriteBig(dir string, o Big) (*recording.Process, error) {
 	const start = 1_000_000_000
-	mode := "hash"
+	mode := recording.MemoryHash
 	if o.Snapshot {
-		mode = "snapshot"
+		mode = recording.MemorySnapshot
 	}
 	memory := &pb.MemoryConfig{Mode: mode, ChunkBytes: memhash.ChunkSize}
 	if o.NanAt > 0 {

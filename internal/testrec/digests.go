@@ -93,9 +93,9 @@ func TrainedBatches(o Trained, r int) []*pb.Batch {
 	if lr == 0 {
 		lr = 0.001
 	}
-	mem := &pb.MemoryConfig{Mode: "digest", ChunkBytes: memhash.ChunkSize, NanScan: []string{"f32"}, Digests: true}
+	mem := &pb.MemoryConfig{Mode: recording.MemoryDigest, ChunkBytes: memhash.ChunkSize, NanScan: []string{"f32"}, Digests: true}
 	if o.Hash {
-		mem.Mode, mem.HashSteps = "hash", fmt.Sprintf("%d-%d", o.HashSteps[0], o.HashSteps[1])
+		mem.Mode, mem.HashSteps = recording.MemoryHash, fmt.Sprintf("%d-%d", o.HashSteps[0], o.HashSteps[1])
 		mem.WriteSets = "all"
 	}
 	proc := &pb.Process{Pid: pid(r), Ppid: 4200, Hostname: "gpu-box", Argv: []string{"python", TrainedScript},

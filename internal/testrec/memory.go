@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 
+	"github.com/gpurr/gpurr/recording"
 	"github.com/gpurr/gpurr/recording/chunkstore"
 	"github.com/gpurr/gpurr/recording/memhash"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
@@ -153,7 +154,7 @@ func (p *program) describeMemory(l *pb.Launch, kernel string) {
 	}
 	regions, allocs := m.regions(l.Params)
 	l.Regions = regions
-	plan := &pb.MemoryPlan{SnapshotSelected: m.config.Mode == "snapshot" && m.snapshot.MatchString(kernel)}
+	plan := &pb.MemoryPlan{SnapshotSelected: m.config.Mode == recording.MemorySnapshot && m.snapshot.MatchString(kernel)}
 	l.Memory = plan
 	var size uint64
 	for _, r := range regions {

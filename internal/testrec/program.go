@@ -3,6 +3,7 @@ package testrec
 import (
 	"google.golang.org/protobuf/proto"
 
+	"github.com/gpurr/gpurr/recording"
 	"github.com/gpurr/gpurr/recording/memhash"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
@@ -169,11 +170,11 @@ type options struct {
 
 // Memory capture configurations of the Memory variant.
 func snapshotConfig() *pb.MemoryConfig {
-	return &pb.MemoryConfig{Mode: "snapshot", ChunkBytes: memhash.ChunkSize, SnapshotKernels: "gemm", OnFull: "backpressure", StagingBytes: 2 << 20, NanScan: []string{"bf16"}}
+	return &pb.MemoryConfig{Mode: recording.MemorySnapshot, ChunkBytes: memhash.ChunkSize, SnapshotKernels: "gemm", OnFull: "backpressure", StagingBytes: 2 << 20, NanScan: []string{"bf16"}}
 }
 
 func hashConfig() *pb.MemoryConfig {
-	return &pb.MemoryConfig{Mode: "hash", ChunkBytes: memhash.ChunkSize, OnFull: "backpressure", StagingBytes: 64 << 20, NanScan: []string{"bf16"}}
+	return &pb.MemoryConfig{Mode: recording.MemoryHash, ChunkBytes: memhash.ChunkSize, OnFull: "backpressure", StagingBytes: 64 << 20, NanScan: []string{"bf16"}}
 }
 
 // Device memory of the program: its kernels' pointer parameters (see

@@ -38,7 +38,7 @@ func WriteReplayable(dir string) (Replayable, error) {
 		return r, err
 	}
 	proc := &pb.Process{Hostname: "box", Pid: 9, Argv: []string{"python", "saxpy.py"},
-		Memory: &pb.MemoryConfig{Mode: "snapshot", ChunkBytes: memhash.ChunkSize, SnapshotKernels: "saxpy"}, Probe: "saxpy:entry,exit", GpuTiming: true}
+		Memory: &pb.MemoryConfig{Mode: recording.MemorySnapshot, ChunkBytes: memhash.ChunkSize, SnapshotKernels: "saxpy"}, Probe: "saxpy:entry,exit", GpuTiming: true}
 	w, err := recording.Create(dir, r.Process, &pb.Batch{Process: proc,
 		Devices: []*pb.Device{{Ordinal: 0, Name: "NVIDIA H100 80GB HBM3", CcMajor: 9, CcMinor: 0}}})
 	if err != nil {

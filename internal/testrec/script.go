@@ -102,7 +102,7 @@ func WriteScript(dir string, s Script) (string, error) {
 		return "", err
 	}
 	var store *chunkstore.Writer
-	if s.Mode == "snapshot" {
+	if s.Mode == recording.MemorySnapshot {
 		if store, err = chunkstore.Create(w.Dir(), chunkstore.Options{}); err != nil {
 			return "", err
 		}

@@ -49,7 +49,7 @@ func ThreadedBatches(o Threaded) (batches []*pb.Batch, seqs [][]uint64) {
 		}
 	}
 	proc := &pb.Process{Hostname: "gpu-box", Pid: pid(0), Argv: []string{"python", threadsScript}, StartNs: startNS, StartUnixNs: startUnixNS,
-		Memory: &pb.MemoryConfig{Mode: "hash", ChunkBytes: memhash.ChunkSize}}
+		Memory: &pb.MemoryConfig{Mode: recording.MemoryHash, ChunkBytes: memhash.ChunkSize}}
 	first := &pb.Batch{Process: proc, Callstacks: []*pb.Callstack{csThreadInit, csThreadWork},
 		Kernels: []*pb.Kernel{{Id: kThreadInit, Identity: 0x1a17, Name: "init_kernel"}, {Id: kThreadFill, Identity: 0xf111, Name: "fill_kernel"}}}
 	seq := uint64(0)

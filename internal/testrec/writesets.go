@@ -88,7 +88,7 @@ func WriteSetsBatches(o WriteSetsOptions) []*pb.Batch {
 	learned := mode == "learned"
 	const start = startNS
 	rank := int32(0)
-	cfg := &pb.MemoryConfig{Mode: "hash", ChunkBytes: memhash.ChunkSize, OnFull: "backpressure", StagingBytes: 64 << 20,
+	cfg := &pb.MemoryConfig{Mode: recording.MemoryHash, ChunkBytes: memhash.ChunkSize, OnFull: "backpressure", StagingBytes: 64 << 20,
 		NanScan: []string{"f32"}, WriteSets: mode}
 	if learned {
 		cfg.AuditEvery = 3
