@@ -253,19 +253,25 @@ def t_sigterm(h):
 @test("hang")
 def t_hang(h):
     """gpurr record --hang-timeout 5s --hang-kill on a kernel spinning on a flag nobody sets: the
-    watchdog names it on stderr and in the recording's log, writes what it holds, and ends the
-    program; the launches before it are recorded."""
+    watchdog names it and the Python line that launched it on stderr, in the recording's log and
+    in info, writes what it holds, and ends the program; the launches before it are recorded."""
     script = WL / "hang.py"
+    line = mark_line(script, "spin")
     bare = h.sh([h.py, script, "--bare"], 120, log="hang.bare")
     if bare.rc != 0:
         raise Skip(f"the bare run cannot run here (cupy?): {bare.why()}")
     d = h.new_recdir("hang")
     r = h.sh(h.record_argv(d, [h.py, script], ["--hang-timeout", "5s", "--hang-kill"]), 120, log="hang.rec")
     check(r.rc in (128 + signal.SIGKILL, -signal.SIGKILL), f"gpurr record exited {r.rc}, want 137 (--hang-kill): {r.why()}")
-    check("has not finished on the GPU after 5s" in r.err and "gpurr_hang_spin" in r.err,
-          f"no hang report on stderr: {r.err[-600:]}")
-    logged = h.n(d, "SELECT count(*) AS n FROM log WHERE level = 'error' AND message LIKE 'hang: launch %gpurr_hang_spin%'")
-    check(logged == 1, "the recording's log has no hang report")
+    report = next((l for l in r.err.splitlines() if "has not finished on the GPU after 5s" in l), "")
+    check("gpurr_hang_spin" in report, f"no hang report on stderr: {r.err[-600:]}")
+    check(re.search(rf"; launched at \S*hang\.py:{line} main( via |;|$)", report),
+          f"the hang report does not name hang.py:{line} main: {report}")
+    logged = h.n(d, "SELECT count(*) AS n FROM log WHERE level = 'error' AND message LIKE "
+                    f"'hang: launch %gpurr_hang_spin%launched at %hang.py:{line} main%'")
+    check(logged == 1, "the recording's log has no hang report naming the line")
+    info = h.save_info("hang", d)
+    check("!! HANG at" in info.out and f"hang.py:{line} main" in info.out, f"info does not show the hang's line: {info.out[:1500]}")
     ticks = h.n(d, "SELECT count(*) AS n FROM launches WHERE name = 'gpurr_hang_tick'")
     check(ticks == 10, f"{ticks} of the 10 launches before the hang recorded")
-    return next((l for l in r.err.splitlines() if "has not finished" in l), "")[:200]
+    return report[:300]

@@ -25,7 +25,7 @@ def main():
         print(json.dumps({"workload": "hang", "ticks": 10}))
         return
     flag = cp.zeros(1, dtype=cp.int32)
-    spin((1,), (1,), (flag,))
+    spin((1,), (1,), (flag,))  # MARK: spin
     cp.cuda.runtime.deviceSynchronize()  # never returns
     print("hang: the spinning kernel finished", file=sys.stderr)
     sys.exit(1)

@@ -1,11 +1,14 @@
 package agent
 
 import (
+	"cmp"
 	"fmt"
+	"os"
+	"slices"
 	"sort"
-	"strings"
 	"time"
 
+	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
@@ -24,13 +27,15 @@ type hangWatch struct {
 	max     int                   // entries kept: past it the oldest are forgotten (dropped activity records)
 	Lost    int                   // launches forgotten that way
 	suspect bool                  // the last check found launches overdue and asked for a forced flush
+	where   map[uint64]string     // recording.Where of every callstack met, by id
 }
 
 func newHangWatch(timeout time.Duration) *hangWatch {
 	if timeout <= 0 {
 		return nil
 	}
-	return &hangWatch{timeout: timeout, pending: map[uint32]*pb.Launch{}, early: map[uint32]bool{}, max: 1 << 20}
+	return &hangWatch{timeout: timeout, pending: map[uint32]*pb.Launch{}, early: map[uint32]bool{}, max: 1 << 20,
+		where: map[uint64]string{}}
 }
 
 func (h *hangWatch) launch(l *pb.Launch) {
@@ -110,20 +115,57 @@ func (h *hangWatch) check(nowNs uint64) (stuck []*pb.Launch, forceFlush bool) {
 	return stuck, false
 }
 
-// report says, in one line, which launch hangs and what waits behind it.
-func (h *hangWatch) report(stuck []*pb.Launch, name func(kernelID uint64) string) string {
-	l := stuck[0]
-	perStream := map[uint32]int{}
+// callstack keeps where the call of a callstack the agent met was made (recording.Where),
+// for the report to name launches by their lines: the text only, not the frames.
+func (h *hangWatch) callstack(c *pb.Callstack) {
+	if h != nil {
+		h.where[c.GetId()] = recording.Where(c)
+	}
+}
+
+// hangRecord is the record of a hang found at nowNs: stuck's oldest launch, and the oldest
+// unfinished launch of every other stream, which holds the rest of its stream (a stream runs
+// its launches in order), with how many each stream has.
+func (h *hangWatch) hangRecord(stuck []*pb.Launch, nowNs uint64, kill bool) *pb.Hang {
+	type stream struct {
+		device, id uint32
+	}
+	oldest := map[stream]*pb.HangLaunch{}
 	for _, p := range h.pending {
-		perStream[p.GetStreamId()]++
+		k := stream{p.GetDevice(), p.GetStreamId()}
+		o := oldest[k]
+		if o == nil || p.GetSeq() < o.GetSeq() {
+			o = recording.NewHangLaunch(p, o.GetUnfinished())
+			oldest[k] = o
+		}
+		o.Unfinished++
 	}
-	var streams []string
-	for s, n := range perStream {
-		streams = append(streams, fmt.Sprintf("stream %d: %d", s, n))
+	l := stuck[0]
+	hang := &pb.Hang{HostNs: nowNs, TimeoutNs: uint64(h.timeout.Nanoseconds()), Killed: kill}
+	for k, o := range oldest {
+		if k == (stream{l.GetDevice(), l.GetStreamId()}) {
+			hang.Launch = o // the oldest of its stream: stuck's, which is overdue
+		} else {
+			hang.Streams = append(hang.Streams, o)
+		}
 	}
-	sort.Strings(streams)
-	g, b := l.GetGrid(), l.GetBlock()
-	return fmt.Sprintf("launch %d (%s, grid %dx%dx%d, block %dx%dx%d, device %d, stream %d, callstack %d) has not finished on the GPU after %v; unfinished launches: %s",
-		l.GetSeq(), name(l.GetKernelId()), g.GetX(), g.GetY(), g.GetZ(), b.GetX(), b.GetY(), b.GetZ(), l.GetDevice(), l.GetStreamId(),
-		l.GetCallstackId(), h.timeout, strings.Join(streams, ", "))
+	slices.SortFunc(hang.Streams, func(a, b *pb.HangLaunch) int { return cmp.Compare(a.GetSeq(), b.GetSeq()) })
+	return hang
+}
+
+// reportHang writes the hang found at nowNs: its Hang record, and its report, a line each, in
+// the recording's log and on the program's stderr, each launch named by the line that made it.
+func (r *recorder) reportHang(stuck []*pb.Launch, nowNs uint64) {
+	hang := r.hang.hangRecord(stuck, nowNs, r.cfg.HangKill)
+	r.batch.Hangs = append(r.batch.Hangs, hang)
+	r.added()
+	name := func(id uint64) string { return r.kernels[id].GetDemangled() }
+	where := func(id uint64) (string, bool) {
+		text, ok := r.hang.where[id]
+		return text, ok
+	}
+	for _, line := range recording.HangReport(hang, name, where) {
+		r.logf("error", "%s%s", recording.HangLogPrefix, line)
+		fmt.Fprintf(os.Stderr, "gpurr: %s\n", line)
+	}
 }

@@ -254,7 +254,8 @@ func (r *recorder) loop() {
 // recording's log and on the program's stderr, with everything the agent holds written out
 // (the launch log, the flight recorder's window); with --hang-kill it then ends the program.
 func (r *recorder) checkHang() {
-	stuck, forceFlush := r.hang.check(uint64(C.gp_timestamp()))
+	now := uint64(C.gp_timestamp())
+	stuck, forceFlush := r.hang.check(now)
 	if forceFlush && r.forcing.CompareAndSwap(false, true) {
 		// On a thread of its own: if CUPTI waits for the hung kernel, the
 		// loop still reports it at the next check.
@@ -267,14 +268,7 @@ func (r *recorder) checkHang() {
 		return
 	}
 	r.hung = true
-	line := r.hang.report(stuck, func(id uint64) string {
-		if k := r.kernels[id]; k != nil {
-			return k.GetDemangled()
-		}
-		return fmt.Sprintf("kernel %d", id)
-	})
-	r.logf("error", "hang: %s", line)
-	fmt.Fprintf(os.Stderr, "gpurr: %s\n", line)
+	r.reportHang(stuck, now)
 	if m := r.mem; m != nil {
 		m.drain(r)
 		if m.flight != nil {
@@ -284,7 +278,7 @@ func (r *recorder) checkHang() {
 	r.writeFrame()
 	r.w.Sync()
 	if r.cfg.HangKill {
-		r.logf("error", "hang: gpurr ends the program (--hang-kill)")
+		r.logf("error", "%sgpurr ends the program (--hang-kill)", recording.HangLogPrefix)
 		r.writeFrame()
 		r.w.Sync()
 		fmt.Fprintf(os.Stderr, "gpurr: ending the program (--hang-kill); the recording holds everything up to here\n")
@@ -701,6 +695,7 @@ func (r *recorder) stack(s *C.gp_stack_rec, raw []byte) {
 		cs.Frames = append(cs.Frames, frame)
 		off += (int(unsafe.Sizeof(*f)) + fl + gl + 7) &^ 7
 	}
+	r.hang.callstack(cs)
 	r.batch.Callstacks = append(r.batch.Callstacks, cs)
 	r.stats.Callstacks++
 	r.added()
