@@ -16,17 +16,17 @@ func newExportCmd() *cobra.Command {
 		Use:   "export REC... -o DIR [--format parquet]",
 		Short: "Write recordings as Parquet tables for Spark, Trino, DuckDB or pandas",
 		Long: `export writes the recordings given as Parquet tables in DIR, which must not
-exist or be empty: launches, kernels, callstacks (a row per frame),
-gpu_activity (joined to launches, graph replays to their capture-time launch;
-gpurr's own memory-capture kernels marked gpurr_own) and, for recordings
-made with --memory, region_hashes. Each table is a folder partitioned by
-host and rank (TABLE/host=H/rank=R/PROCESS.parquet), so the recordings of
-every rank of a large job can be queried together. docs/trace.md lists
-every column. --parquet DIR, the older spelling of -o DIR, still works.`,
+exist or be empty: the tables of gpurr query, with the same names, columns,
+types, NULLs and rows (gpurr query --schema, docs/query.md), so SQL written
+for one runs on the other. Each table is a folder partitioned by host and
+rank (TABLE/host=H/rank=R/PROCESS.parquet), which engines add as the
+columns host and rank, so the recordings of every rank of a large job can
+be queried together. --parquet DIR, the older spelling of -o DIR, still
+works.`,
 		Example: `  gpurr export job/rank* -o job-pq
   duckdb -c "SELECT rank, python_line, sum(duration_ns)/1e6 AS ms
              FROM read_parquet('job-pq/gpu_activity/*/*/*.parquet', hive_partitioning = true)
-             WHERE NOT gpurr_own GROUP BY 1, 2 ORDER BY ms DESC LIMIT 10"`,
+             GROUP BY 1, 2 ORDER BY ms DESC LIMIT 10"`,
 		Args: positional(1, -1, "one or more recordings"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat("export", format, "parquet"); err != nil {
@@ -46,11 +46,11 @@ every column. --parquet DIR, the older spelling of -o DIR, still works.`,
 			if err := checkOutFolder("export", flag, dir, args); err != nil {
 				return err
 			}
-			procs, err := openProcesses(cmd, args)
+			procs, unreadable, err := openProcessesAndUnreadable(cmd, args)
 			if err != nil {
 				return err
 			}
-			st, err := export.Parquet(dir, procs)
+			st, err := export.Parquet(dir, procs, unreadable...)
 			if err != nil {
 				return usageErrorf("export: %v", err)
 			}
@@ -59,7 +59,12 @@ every column. --parquet DIR, the older spelling of -o DIR, still works.`,
 			}
 			var parts []string
 			for _, t := range export.Tables {
-				parts = append(parts, fmt.Sprintf("%s %d", t, st.Rows[t]))
+				if st.Rows[t] > 0 { // every table has its files; those without rows go unnamed
+					parts = append(parts, fmt.Sprintf("%s %d", t, st.Rows[t]))
+				}
+			}
+			if len(parts) == 0 {
+				parts = []string{"none"}
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %s, %d files; rows: %s\n", dir, info.Count(len(procs), "process"), st.Files, strings.Join(parts, ", "))
 			return nil

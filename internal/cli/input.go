@@ -160,27 +160,38 @@ func checkFormat(verb, format string, formats ...string) error {
 // process given twice (a recording and a process directory inside it) is
 // an input error: it would be counted twice.
 func openProcesses(cmd *cobra.Command, paths []string) ([]*recording.Process, error) {
+	procs, _, err := openProcessesAndUnreadable(cmd, paths)
+	return procs, err
+}
+
+// openProcessesAndUnreadable is openProcesses, and the names of the processes whose events
+// file cannot be read at all (recording.Set.Damaged; openRecording warns of each).
+func openProcessesAndUnreadable(cmd *cobra.Command, paths []string) (procs []*recording.Process, unreadable []string, err error) {
 	verb := cmd.Name()
-	var procs []*recording.Process
 	seen := map[string]string{}
 	for _, path := range paths {
 		set, err := openRecording(cmd, path)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, p := range set.Processes {
 			dir, err := filepath.Abs(p.Dir)
 			if err != nil {
-				return nil, usageErrorf("%s: %v", verb, err)
+				return nil, nil, usageErrorf("%s: %v", verb, err)
 			}
 			if first, ok := seen[dir]; ok {
-				return nil, usageErrorf("%s: process %s is in both %s and %s: give each recording once", verb, p.Name, first, path)
+				return nil, nil, usageErrorf("%s: process %s is in both %s and %s: give each recording once", verb, p.Name, first, path)
 			}
 			seen[dir] = path
 			procs = append(procs, p)
 		}
+		for _, d := range set.Damaged {
+			if pe := (*recording.ProcessError)(nil); errors.As(d, &pe) {
+				unreadable = append(unreadable, pe.Name)
+			}
+		}
 	}
-	return procs, nil
+	return procs, unreadable, nil
 }
 
 // pickProcess chooses the process verb works on: the only one, or the one --process names by

@@ -133,7 +133,7 @@ func writeSchema(w rowWriter) error {
 	}
 	for _, t := range query.Schema() {
 		for _, c := range t.Columns {
-			if err := w.Row([]any{t.Name, c.Name, c.Type.SQL(), c.Doc}); err != nil {
+			if err := w.Row([]any{t.Name, c.Name, c.TypeText(), c.Doc}); err != nil {
 				return err
 			}
 		}

@@ -11,7 +11,7 @@ import (
 )
 
 // BenchmarkExportMillion exports a generated hash-mode recording of 1
-// million launches with their kernels and region hashes. It reports
+// million launches with their kernels and memory states. It reports
 // seconds per export (wall and CPU: the CPU time varies less on a shared
 // machine) and the largest live heap seen while exporting, which must not
 // grow with the recording.
@@ -33,7 +33,7 @@ func BenchmarkExportMillion(b *testing.B) {
 		}
 		secs, cpu := time.Since(t0).Seconds(), (testrec.CPUTime() - c0).Seconds()
 		peak := stop()
-		if st.Rows["launches"] != n || st.Rows["gpu_activity"] != n || st.Rows["region_hashes"] != 2*n {
+		if st.Rows["launches"] != n || st.Rows["gpu_activity"] != n || st.Rows["memory_states"] != 2*n {
 			b.Fatalf("rows %v", st.Rows)
 		}
 		b.ReportMetric(secs, "s/export")

@@ -2,13 +2,14 @@
 // Trino, DuckDB or pandas can query the recordings of a job larger than
 // one machine can load (gpurr query reads one recording into SQLite).
 //
-// Each table is a folder; inside it, files are partitioned by host and
-// rank the way Hive lays out tables (table/host=H/rank=R/PROCESS.parquet),
-// so engines prune by host and rank and add both as columns. The tables
-// are tables.Export: their descriptions are the Parquet schemas, and
-// docs/trace.md lists every column from them. Unsigned 64-bit values of
-// the recording (ids, handles) are stored as signed 64-bit integers with
-// the same bits, as gpurr query stores them.
+// The tables are gpurr query's, tables.Query: the same names, columns,
+// types, null rules and rows, so that SQL written for one runs on the other
+// (docs/query.md lists every column). Each table is a folder; inside it,
+// files are partitioned by host and rank the way Hive lays out tables
+// (table/host=H/rank=R/PROCESS.parquet), so engines prune by host and rank
+// and add both as columns: the only columns gpurr query has not. Every
+// process has a file in every table, empty or not, so that every table
+// can be read by name.
 //
 // Parquet reads each process's recording once, streaming (tables.Flatten),
 // and writes each table's rows in row groups as they come. The Go row
@@ -32,10 +33,10 @@ import (
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
-// Tables names the tables, in the order Parquet writes them.
+// Tables names the tables, in the order Parquet writes them: gpurr query's.
 var Tables = func() []string {
 	var names []string
-	for _, t := range tables.Export {
+	for _, t := range tables.Query {
 		names = append(names, t.Name)
 	}
 	return names
@@ -72,14 +73,17 @@ func Partition(p *pb.Process) string {
 }
 
 // Parquet writes the processes' recordings into dir, which must not exist
-// or be empty. An error (reading a recording, which it names, or writing)
-// leaves dir as it found it, so the same command can run again.
-func Parquet(dir string, procs []*recording.Process) (Stats, error) {
+// or be empty, and the processes row of each process named in unreadable,
+// whose events file cannot be read at all (recording.Set.Damaged), as
+// gpurr query has it (tables.Unreadable). An error (reading a recording,
+// which it names, or writing) leaves dir as it found it, so the same
+// command can run again.
+func Parquet(dir string, procs []*recording.Process, unreadable ...string) (Stats, error) {
 	st := Stats{Rows: map[string]int64{}}
 	if err := outdir.Check(dir); err != nil {
 		return st, err
 	}
-	if err := oneFileEach(procs); err != nil {
+	if err := oneFileEach(procs, unreadable); err != nil {
 		return st, err
 	}
 	undo := outdir.Track(dir)
@@ -99,25 +103,41 @@ func Parquet(dir string, procs []*recording.Process) (Stats, error) {
 			return st, err
 		}
 	}
+	for _, name := range unreadable {
+		if err := exportUnreadable(dir, name, &st); err != nil {
+			undo()
+			return st, err
+		}
+	}
 	return st, os.Remove(claimed)
 }
 
 // processFile is where a process's rows go below each table's folder.
-func processFile(p *recording.Process) string {
-	return filepath.Join(Partition(p.Info), p.Name+".parquet")
+func processFile(info *pb.Process, name string) string {
+	return filepath.Join(Partition(info), name+".parquet")
 }
 
 // oneFileEach refuses processes that would write the same files: processes of two recordings
 // with one name, host and rank (two runs of a job in containers, where pids repeat). The
 // second would replace the first's files, and their rows could not be told apart.
-func oneFileEach(procs []*recording.Process) error {
-	seen := make(map[string]*recording.Process, len(procs))
-	for _, p := range procs {
-		file := processFile(p)
-		if q, ok := seen[file]; ok {
-			return fmt.Errorf("%s and %s would write the same files (TABLE/%s): export them into separate folders", q.Dir, p.Dir, file)
+func oneFileEach(procs []*recording.Process, unreadable []string) error {
+	seen := make(map[string]string, len(procs)+len(unreadable))
+	add := func(file, dir string) error {
+		if first, ok := seen[file]; ok {
+			return fmt.Errorf("%s and %s would write the same files (TABLE/%s): export them into separate folders", first, dir, file)
 		}
-		seen[file] = p
+		seen[file] = dir
+		return nil
+	}
+	for _, p := range procs {
+		if err := add(processFile(p.Info, p.Name), p.Dir); err != nil {
+			return err
+		}
+	}
+	for _, name := range unreadable {
+		if err := add(processFile(tables.NameInfo(name), name), name); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -188,7 +208,7 @@ var createFile = func(path string) (f *os.File, err error) {
 	return f, err
 }
 
-// exportProcess writes one process's tables. Its recording is read and
+// exportProcess writes one process's tables, a file in each. Its recording is read and
 // flattened on this goroutine while another writes the rows (Parquet's
 // encoding and compression take as long as the reading): batches of rows
 // go from one to the other through a short queue, so memory stays bounded.
@@ -196,9 +216,9 @@ var createFile = func(path string) (f *os.File, err error) {
 // leaves its tables with what came before the damage and a shortfall: one
 // damaged rank does not hide the others. Alone, it is an error.
 func exportProcess(dir string, p *recording.Process, st *Stats, alone bool) (err error) {
-	files := make(map[*tables.Table]tableFile, len(tables.Export))
-	for _, t := range tables.Export {
-		files[t] = newTableFile(t, filepath.Join(dir, t.Name, processFile(p)), st)
+	files := make(map[*tables.Table]tableFile, len(tables.Query))
+	for _, t := range tables.Query {
+		files[t] = newTableFile(t, filepath.Join(dir, t.Name, processFile(p.Info, p.Name)), st)
 	}
 	defer func() {
 		if err != nil {
@@ -209,7 +229,7 @@ func exportProcess(dir string, p *recording.Process, st *Stats, alone bool) (err
 	}()
 	w := startWriter()
 	sendFailed := false
-	res, ferr := tables.Flatten(p, tables.Options{Tables: tables.Export, Row: func(t *tables.Table, values []tables.Value) error {
+	res, ferr := tables.Flatten(p, tables.Options{Tables: tables.Query, Row: func(t *tables.Table, values []tables.Value) error {
 		if write := files[t].add(values); write != nil {
 			if err := w.send(write); err != nil {
 				sendFailed = true
@@ -223,7 +243,7 @@ func exportProcess(dir string, p *recording.Process, st *Stats, alone bool) (err
 		damaged = fmt.Sprintf("%s: damaged (%v); its tables hold what came before", p.Name, ferr)
 		ferr = nil
 	}
-	for _, t := range tables.Export {
+	for _, t := range tables.Query {
 		if ferr != nil {
 			break
 		}
@@ -238,7 +258,7 @@ func exportProcess(dir string, p *recording.Process, st *Stats, alone bool) (err
 		return ferr
 	}
 	// The first failure only: the same cause (a full disk) fails every table alike.
-	for _, t := range tables.Export {
+	for _, t := range tables.Query {
 		if cerr := files[t].close(); err == nil {
 			err = cerr
 		}
@@ -255,6 +275,28 @@ func exportProcess(dir string, p *recording.Process, st *Stats, alone bool) (err
 	}
 	if res.RangePaths != "" && err == nil {
 		st.Shortfalls = append(st.Shortfalls, res.RangePaths)
+	}
+	return err
+}
+
+// exportUnreadable writes the row gpurr query has of a process whose events file cannot be read
+// at all: its processes row, in a file of the partition its directory name gives. Its other
+// tables have no file: the process has no rows there, and the other processes' files say
+// what their columns are.
+func exportUnreadable(dir, name string, st *Stats) error {
+	var f tableFile
+	err := tables.Unreadable(name, tables.Options{Tables: tables.Query, Row: func(t *tables.Table, values []tables.Value) error {
+		f = newTableFile(t, filepath.Join(dir, t.Name, processFile(tables.NameInfo(name), name)), st)
+		f.add(values)
+		return nil
+	}})
+	if err == nil && f != nil {
+		if err = f.take()(); err == nil {
+			err = f.close()
+		}
+	}
+	if err != nil && f != nil {
+		f.abort()
 	}
 	return err
 }
@@ -320,7 +362,8 @@ type tableFile interface {
 	add(values []tables.Value) (write func() error)
 	// take returns the write of the rows buffered, nil when none are.
 	take() (write func() error)
-	// close ends the file, once every write ran.
+	// close ends the file, once every write ran; a file without rows is
+	// created then, holding its schema alone.
 	close() error
 	// abort closes the file after an error.
 	abort()
@@ -390,16 +433,25 @@ func (f *file[T, P]) take() func() error {
 	}
 }
 
+// open creates the file, once.
+func (f *file[T, P]) open() error {
+	if f.w != nil {
+		return nil
+	}
+	out, err := createFile(f.path)
+	if err != nil {
+		return err
+	}
+	f.f = out
+	f.w = parquet.NewGenericWriter[T](out, f.schema(), parquet.Compression(&parquet.Zstd),
+		parquet.MaxRowsPerRowGroup(rowGroup), parquet.CreatedBy("gpurr export", "", ""))
+	f.st.Files++
+	return nil
+}
+
 func (f *file[T, P]) write(rows []T) error {
-	if f.w == nil {
-		out, err := createFile(f.path)
-		if err != nil {
-			return err
-		}
-		f.f = out
-		f.w = parquet.NewGenericWriter[T](out, f.schema(), parquet.Compression(&parquet.Zstd),
-			parquet.MaxRowsPerRowGroup(rowGroup), parquet.CreatedBy("gpurr export", "", ""))
-		f.st.Files++
+	if err := f.open(); err != nil {
+		return err
 	}
 	if _, err := f.w.Write(rows); err != nil {
 		return fmt.Errorf("%s: %w", f.path, err)
@@ -409,8 +461,8 @@ func (f *file[T, P]) write(rows []T) error {
 }
 
 func (f *file[T, P]) close() error {
-	if f.w == nil {
-		return nil
+	if err := f.open(); err != nil {
+		return err
 	}
 	if err := f.w.Close(); err != nil {
 		f.f.Close()

@@ -53,13 +53,13 @@ func one(t *testing.T, db *DB, q string) any {
 func TestTablesMatchSchema(t *testing.T) {
 	db := load(t, testrec.Memory) // everything the good one holds, and memory capture
 	for _, table := range Schema() {
-		c := run(t, db, "SELECT name, type FROM pragma_table_info('"+table.Name+"')")
+		c := run(t, db, "SELECT name, type, \"notnull\" FROM pragma_table_info('"+table.Name+"')")
 		if len(c.rows) != len(table.Columns) {
 			t.Fatalf("%s has %d columns, schema says %d", table.Name, len(c.rows), len(table.Columns))
 		}
 		for i, col := range table.Columns {
-			if c.rows[i][0] != col.Name || c.rows[i][1] != col.Type.SQL() {
-				t.Errorf("%s column %d is %v %v, schema says %s %s", table.Name, i, c.rows[i][0], c.rows[i][1], col.Name, col.Type.SQL())
+			if c.rows[i][0] != col.Name || c.rows[i][1] != col.Type.SQL() || c.rows[i][2] != map[bool]int64{false: 1, true: 0}[col.Null] {
+				t.Errorf("%s column %d is %v %v (not null %v), schema says %s %s", table.Name, i, c.rows[i][0], c.rows[i][1], c.rows[i][2], col.Name, col.TypeText())
 			}
 			if col.Doc == "" {
 				t.Errorf("%s.%s has no description", table.Name, col.Name)

@@ -11,7 +11,8 @@
 // 2^63 (callstack ids are hashes, so half of them are) are stored with the
 // same bits and read back negative. They still join and compare for
 // equality; kernel identities are given as hex text instead, as gpurr
-// prints them.
+// prints them. A column that never holds NULL is declared NOT NULL, as
+// its Parquet column (gpurr export) is required.
 package query
 
 import (
@@ -32,6 +33,9 @@ func createSQL(t *tables.Table) string {
 			b.WriteString(", ")
 		}
 		fmt.Fprintf(&b, "%q %s", c.Name, c.Type.SQL())
+		if !c.Null {
+			b.WriteString(" NOT NULL")
+		}
 	}
 	b.WriteString(")")
 	return b.String()

@@ -52,16 +52,16 @@ func (cs cols[R]) dict() cols[R] {
 
 // dims are the x, y and z columns of a Dim3: prefix_x "what x" and so on,
 // 0 when the record has none.
-func dims[R any](prefix, what string, typ Type, get func(*R) *pb.Dim3) cols[R] {
+func dims[R any](prefix, what string, get func(*R) *pb.Dim3) cols[R] {
 	axis := func(name string, of func(*pb.Dim3) uint32) cols[R] {
-		return c(prefix+"_"+name, typ, what+" "+name, func(_ *pass, r *R) Value { return Int(of(get(r))) })
+		return c(prefix+"_"+name, Int64, what+" "+name, func(_ *pass, r *R) Value { return Int(of(get(r))) })
 	}
 	return append(append(axis("x", (*pb.Dim3).GetX), axis("y", (*pb.Dim3).GetY)...), axis("z", (*pb.Dim3).GetZ)...)
 }
 
 // optionalDims are dims, NULL when the record has none.
 func optionalDims[R any](prefix, what string, get func(*R) *pb.Dim3) cols[R] {
-	out := dims(prefix, what, Int64, get).null()
+	out := dims(prefix, what, get).null()
 	for i := range out {
 		of := out[i].get
 		out[i].get = func(p *pass, r *R) Value {
@@ -74,15 +74,9 @@ func optionalDims[R any](prefix, what string, get func(*R) *pb.Dim3) cols[R] {
 	return out
 }
 
-// processCol is the first column of every Query table.
+// processCol is the first column of every table.
 func processCol[R any]() cols[R] {
-	return c("process", String, "the process's directory name in the recording", func(p *pass, _ *R) Value { return Text(p.name) })
-}
-
-// exportCols are the first columns of every Export table.
-func exportCols[R any]() cols[R] {
-	return append(c("process", String, "the process's directory name in the recording, e.g. rank0-node7-4242", func(p *pass, _ *R) Value { return Text(p.name) }).dict(),
-		c("pid", Int32, "process id", func(p *pass, _ *R) Value { return Int(p.info.GetPid()) })...)
+	return c("process", String, "the process's directory name in the recording", func(p *pass, _ *R) Value { return Text(p.name) }).dict()
 }
 
 // textOrNull is s, or NULL when s is empty.

@@ -5,11 +5,10 @@ import (
 	"strings"
 )
 
-// Markdown describes tables in Markdown, as docs/query.md and
-// docs/trace.md list them: for each table a heading, what a row is, and a
-// table of its columns (name, type, meaning). typeName names a column's
-// type: Column.Type.SQL for the SQLite tables, ParquetType for Parquet.
-func Markdown(ts []*Table, typeName func(Column) string) string {
+// Markdown describes tables in Markdown, as docs/query.md lists them: for
+// each table a heading, what a row is, and a table of its columns (name,
+// type and null rule, meaning).
+func Markdown(ts []*Table) string {
 	var b strings.Builder
 	for i, t := range ts {
 		if i > 0 {
@@ -17,23 +16,11 @@ func Markdown(ts []*Table, typeName func(Column) string) string {
 		}
 		fmt.Fprintf(&b, "### `%s`\n\n%s.\n\n| column | type | meaning |\n|---|---|---|\n", t.Name, markdownText(upperFirst(t.Doc)))
 		for _, c := range t.Columns {
-			fmt.Fprintf(&b, "| `%s` | %s | %s |\n", c.Name, typeName(c), markdownText(c.Doc))
+			fmt.Fprintf(&b, "| `%s` | %s | %s |\n", c.Name, c.TypeText(), markdownText(c.Doc))
 		}
 	}
 	return b.String()
 }
-
-// ParquetType names a column's type as Parquet holds it: int32, int64,
-// bool, string or binary, "(null)" after one that may be null.
-func ParquetType(c Column) string {
-	if c.Null {
-		return c.Type.String() + " (null)"
-	}
-	return c.Type.String()
-}
-
-// SQLType names a column's SQLite type.
-func SQLType(c Column) string { return c.Type.SQL() }
 
 func upperFirst(s string) string {
 	if s == "" {

@@ -17,10 +17,8 @@ func TestDocs(t *testing.T) {
 		file   string
 		set    string
 		tables []*Table
-		typ    func(Column) string
 	}{
-		{"../../docs/query.md", "Query", Query, SQLType},
-		{"../../docs/trace.md", "Export", Export, ParquetType},
+		{"../../docs/query.md", "Query", Query},
 	} {
 		text, err := os.ReadFile(d.file)
 		if err != nil {
@@ -32,7 +30,7 @@ func TestDocs(t *testing.T) {
 		if i < 0 || j < i {
 			t.Fatalf("%s: no %q ... %q lines", d.file, strings.TrimSpace(begin), strings.TrimSpace(end))
 		}
-		want := "\n" + Markdown(d.tables, d.typ) + "\n"
+		want := "\n" + Markdown(d.tables) + "\n"
 		got := string(text[i+len(begin) : j])
 		if got == want {
 			continue

@@ -14,8 +14,7 @@ import (
 
 // Options say which tables Flatten fills and where their rows go.
 type Options struct {
-	// Tables are the tables to fill, of either set; records no table
-	// needs are skipped.
+	// Tables are the tables to fill; records no table needs are skipped.
 	Tables []*Table
 	// Row receives each row, values in the order of t.Columns. values is
 	// reused for the next row: copy what you keep. An error ends the pass.
@@ -89,9 +88,7 @@ type pass struct {
 	frames int
 
 	name string
-	info *pb.Process // the process as the first frame describes it (Process.Info)
 	proc *pb.Process // the last Process record (they do not change)
-	wall int64       // add to a recording-clock time for the wall clock; 0 when unknown
 	end  *pb.End
 	stat *pb.Stats
 
@@ -101,7 +98,6 @@ type pass struct {
 	kernels   map[uint64]*kernelInfo
 	lineCache map[uint64]lineText
 	steps     *recording.Stepper
-	stacks    map[uint64]bool  // callstacks written to the Export table
 	held      map[uint64]*held // launches whose memory states are still to come
 	allocs    *allocationIndex // nil when the allocations table is not filled
 	probes    *recording.Probes
@@ -123,23 +119,20 @@ func newPass(p *recording.Process, o Options) (*pass, error) {
 		return nil, fmt.Errorf("%s: %v", p.Dir, err)
 	}
 	ps := bare(p.Name, o)
-	ps.info, ps.links, ps.ranges, ps.kernels, ps.lineCache = p.Info, recording.NewLinks(), recording.NewRanges(), map[uint64]*kernelInfo{}, map[uint64]lineText{}
-	ps.stacks, ps.held, ps.steps, ps.probes = map[uint64]bool{}, map[uint64]*held{}, steps, recording.NewProbes()
-	if ps.wants(gpuActivity.Table, exportActivity.Table) {
+	ps.links, ps.ranges, ps.kernels, ps.lineCache = recording.NewLinks(), recording.NewRanges(), map[uint64]*kernelInfo{}, map[uint64]lineText{}
+	ps.held, ps.steps, ps.probes = map[uint64]*held{}, steps, recording.NewProbes()
+	if ps.wants(gpuActivity.Table) {
 		ps.join = recording.NewJoin(ps.kernelRun, nil)
 	}
 	if ps.wants(allocations.Table) {
 		ps.allocs = &allocationIndex{allocated: map[uint64]*pb.Allocation{}, freed: map[uint64]*pb.Allocation{}}
-	}
-	if p.Info.GetStartUnixNs() != 0 {
-		ps.wall = p.Info.GetStartUnixNs() - int64(p.Info.GetStartNs())
 	}
 	return ps, nil
 }
 
 // bare is a pass of process name that reads no records.
 func bare(name string, o Options) *pass {
-	ps := &pass{o: o, want: make([]bool, len(all)), vals: make([]Value, maxColumns), name: name}
+	ps := &pass{o: o, want: make([]bool, len(Query)), vals: make([]Value, maxColumns), name: name}
 	for _, t := range o.Tables {
 		ps.want[t.id] = true
 	}
@@ -155,6 +148,10 @@ func Unreadable(name string, o Options) error {
 	emit(ps, processes, unreadableRow(name))
 	return ps.err
 }
+
+// NameInfo is what a process directory's name gives of the process whose events file cannot
+// be read (Unreadable): its host name, pid and rank, where the name gives them.
+func NameInfo(name string) *pb.Process { return unreadableRow(name).p }
 
 // unreadableRow reads a process directory's name, [rank<R>-]<hostname>-<pid>[+<n>].
 func unreadableRow(name string) *procRow {
@@ -262,7 +259,6 @@ type (
 		hasLaunch bool
 		replay    uint64 // graph kernels: the replay that ran it, when hasReplay
 		hasReplay bool
-		own       bool // one of gpurr's own memory-capture kernels
 	}
 	// stateRow is a region of a memory state: i is -1, and rs and r nil,
 	// on a row that stands for a state without regions.
@@ -373,9 +369,7 @@ func (ps *pass) batch(b *pb.Batch) error {
 		}
 	}
 	for _, a := range b.OwnActivities {
-		r := &ps.scratch.run
-		*r = run{a: a, own: true}
-		emit(ps, exportActivity, r)
+		emit(ps, gpurrActivity, a)
 	}
 	if ps.allocs != nil {
 		for _, a := range b.Allocations {
@@ -464,7 +458,6 @@ func (ps *pass) kernel(k *pb.Kernel) {
 	for i, p := range k.GetParams() {
 		emit(ps, kernelParams, &paramRec{k: k, i: i, p: p})
 	}
-	emit(ps, exportKernels, info)
 }
 
 func (ps *pass) callstack(c *pb.Callstack) {
@@ -478,13 +471,6 @@ func (ps *pass) callstack(c *pb.Callstack) {
 			emit(ps, frames, &frameRec{c: c, i: i, f: f})
 		}
 		emit(ps, callstacks, &stackRec{c: c, text: text.String()})
-	}
-	// Export writes a callstack once, however often it is described.
-	if ps.wants(exportCallstacks.Table) && !ps.stacks[c.GetId()] {
-		ps.stacks[c.GetId()] = true
-		for i, f := range c.GetFrames() {
-			emit(ps, exportCallstacks, &frameRec{c: c, i: i, f: f})
-		}
 	}
 }
 
@@ -508,7 +494,6 @@ func (ps *pass) launch(l *pb.Launch) {
 		device: l.GetDevice(), streamID: l.GetStreamId(), correlationID: l.GetCorrelationId(), result: l.GetResult(),
 		rangeID: l.GetRangeId(), step: ps.steps.Launch(l)}
 	emit(ps, launches, r)
-	emit(ps, exportLaunches, r)
 	for i, region := range l.GetRegions() {
 		rr := &ps.scratch.region
 		*rr = regionRec{l: l, i: i, r: region}
@@ -517,7 +502,7 @@ func (ps *pass) launch(l *pb.Launch) {
 	if ps.join != nil && !l.GetCaptured() {
 		ps.fail(ps.join.Call(l.GetCorrelationId(), callRef{seq: l.GetSeq(), lines: r.lines, kernel: l.GetKernelId()}, false))
 	}
-	if ps.wants(memoryStates.Table, exportRegions.Table) {
+	if ps.wants(memoryStates.Table) {
 		// Its states come in later frames: keep its regions until they do.
 		switch plan := l.GetMemory(); {
 		case plan.GetStatus() == pb.MemoryPlan_HASH,
@@ -536,7 +521,6 @@ func (ps *pass) graphLaunch(g *pb.GraphLaunch) {
 		device: g.GetDevice(), streamID: g.GetStreamId(), correlationID: g.GetCorrelationId(), result: g.GetResult(),
 		rangeID: g.GetRangeId(), step: ps.steps.GraphLaunch(g)}
 	emit(ps, graphLaunches, r)
-	emit(ps, exportLaunches, r)
 	if ps.join != nil {
 		ps.fail(ps.join.Call(g.GetCorrelationId(), callRef{seq: g.GetSeq(), lines: g.GetCallstackId(), replay: true}, true))
 	}
@@ -558,7 +542,6 @@ func (ps *pass) kernelRun(a *pb.KernelActivity, call callRef, ok bool) error {
 		r.replay, r.hasReplay = call.seq, ok && call.replay
 	}
 	emit(ps, gpuActivity, r)
-	emit(ps, exportActivity, r)
 	return ps.err
 }
 
@@ -574,11 +557,10 @@ func (a *allocationIndex) add(r *pb.Allocation) {
 	}
 }
 
-// memoryState writes a memory state's rows. Query's memory_states has a
-// row per region of the state; a state that holds no region states (it
-// was lost) gets a row per region of its launch, or one row when the
-// launch's regions are unknown. Export's region_hashes has a row per
-// region state, and one row with region -1 for a lost state.
+// memoryState writes a memory state's rows. memory_states has a row per
+// region of the state; a state that holds no region states (it was lost)
+// gets a row per region of its launch, or one row when the launch's
+// regions are unknown.
 func (ps *pass) memoryState(st *pb.MemoryState) {
 	h := ps.held[st.GetLaunchSeq()]
 	var launchRegions []*pb.Region
@@ -625,13 +607,6 @@ func (ps *pass) memoryState(st *pb.MemoryState) {
 				emit(ps, memoryChunks, c)
 			}
 		}
-	}
-	if st.GetLost() {
-		ps.stateRow(exportRegions, stateRow{st: st, i: -1})
-		return
-	}
-	for i, rs := range st.GetRegions() {
-		ps.stateRow(exportRegions, stateRow{st: st, i: i, rs: rs, r: region(i)})
 	}
 }
 

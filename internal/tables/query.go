@@ -3,7 +3,6 @@ package tables
 import (
 	"cmp"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -184,11 +183,11 @@ var launches = define("launches", "kernel launches made by the program, in order
 	c("stream", Int64, "CUstream handle (0: legacy default stream)", func(_ *pass, r *callRec) Value { return Int(r.l.GetStream()) }),
 	c("stream_id", Int64, "CUPTI stream id", func(_ *pass, r *callRec) Value { return Int(r.l.GetStreamId()) }),
 	c("kernel_id", Int64, "kernels.kernel_id", func(_ *pass, r *callRec) Value { return Int(r.l.GetKernelId()) }),
-	c("identity", String, "kernels.identity", func(_ *pass, r *callRec) Value { return r.kernel(func(k *kernelInfo) string { return k.identity }) }).null(),
-	c("name", String, "mangled kernel name", func(_ *pass, r *callRec) Value { return r.kernel(func(k *kernelInfo) string { return k.k.GetName() }) }).null(),
-	c("demangled", String, "readable kernel name", func(_ *pass, r *callRec) Value { return r.kernel(func(k *kernelInfo) string { return k.demangled }) }).null(),
-	dims("grid", "grid blocks in", Int64, func(r *callRec) *pb.Dim3 { return r.l.GetGrid() }),
-	dims("block", "block threads in", Int64, func(r *callRec) *pb.Dim3 { return r.l.GetBlock() }),
+	c("identity", String, "kernels.identity", func(_ *pass, r *callRec) Value { return r.kernel(func(k *kernelInfo) string { return k.identity }) }).null().dict(),
+	c("name", String, "mangled kernel name", func(_ *pass, r *callRec) Value { return r.kernel(func(k *kernelInfo) string { return k.k.GetName() }) }).null().dict(),
+	c("demangled", String, "readable kernel name", func(_ *pass, r *callRec) Value { return r.kernel(func(k *kernelInfo) string { return k.demangled }) }).null().dict(),
+	dims("grid", "grid blocks in", func(r *callRec) *pb.Dim3 { return r.l.GetGrid() }),
+	dims("block", "block threads in", func(r *callRec) *pb.Dim3 { return r.l.GetBlock() }),
 	optionalDims("cluster", "cluster blocks in (NULL: none named)", func(r *callRec) *pb.Dim3 { return r.l.GetCluster() }),
 	c("shared_mem_bytes", Int64, "dynamic shared memory", func(_ *pass, r *callRec) Value { return Int(r.l.GetSharedMemBytes()) }),
 	c("params", Binary, "raw parameter buffer (kernel_params lays it out)", func(_ *pass, r *callRec) Value { return Blob(r.l.GetParams()) }),
@@ -204,14 +203,14 @@ var launches = define("launches", "kernel launches made by the program, in order
 	c("result", Int64, "CUresult of the call (0: success)", func(_ *pass, r *callRec) Value { return Int(r.l.GetResult()) }),
 	c("python_line", String, "innermost Python frame as file:line function, NULL when none; for a backward launch with forward_callstack_id, the forward launch's: the model line whose backward it computes", func(ps *pass, r *callRec) Value {
 		return textOrNull(ps.lines(r.lines).python)
-	}).null(),
+	}).null().dict(),
 	c("user_line", String, "innermost Python frame outside installed packages, the standard library and code PyTorch generates (Inductor, FX), NULL when none; for a backward launch, the forward launch's, as python_line", func(ps *pass, r *callRec) Value {
 		return textOrNull(ps.lines(r.lines).user)
-	}).null(),
+	}).null().dict(),
 	rangeCols(),
 	stepCol,
 	autograd("in_backward", Boolean, "1 when made inside a PyTorch autograd node's backward, 0 in forward; NULL when the launch carries no autograd context (processes.autograd_linked)", inBackward),
-	autograd("backward_node", String, "the autograd node whose backward made the launch, e.g. MmBackward0; NULL in forward", func(ag *pb.Autograd) Value { return textOrNull(ag.GetBackwardNode()) }),
+	autograd("backward_node", String, "the autograd node whose backward made the launch, e.g. MmBackward0; NULL in forward", func(ag *pb.Autograd) Value { return textOrNull(ag.GetBackwardNode()) }).dict(),
 	autograd("autograd_thread", Int64, "PyTorch's forward thread id: the launching thread's in forward, the node's forward thread in backward; NULL without autograd context", autogradThread),
 	autograd("autograd_seq", Int64, "autograd sequence number: in forward the thread's next one, in backward the node's (AccumulateGrad's is 2^64-1, read as -1); NULL without autograd context", autogradSeq),
 	autograd("forward_callstack_id", Int64, "backward launches: callstacks.callstack_id of the forward launch of the op that created the node; NULL in forward and when none was found", func(ag *pb.Autograd) Value {
@@ -219,11 +218,11 @@ var launches = define("launches", "kernel launches made by the program, in order
 	}),
 	autograd("forward_link", String, "how that forward launch was found: next_launch (the op's own launch) or later_launch (the op launched nothing: a later op's); NULL when none", func(ag *pb.Autograd) Value {
 		return textOrNull(recording.EnumText(ag.GetLink()))
-	}),
+	}).dict(),
 	c("memory_status", String, "memory capture of the launch: hash, snapshot, or why skipped (skipped_capture, skipped_no_regions, skipped_ring_too_small, skipped_ring_full, skipped_error, skipped_stopped); NULL when memory capture was off", func(_ *pass, r *callRec) Value {
 		plan := r.l.GetMemory()
 		return nullUnless(plan != nil, Text(recording.EnumText(plan.GetStatus())))
-	}).null(),
+	}).null().dict(),
 	c("snapshot_selected", Boolean, "1 when --snapshot-kernels/--snapshot-launches selected it, NULL when memory capture was off", func(_ *pass, r *callRec) Value {
 		plan := r.l.GetMemory()
 		return nullUnless(plan != nil, Bool(plan.GetSnapshotSelected()))
@@ -241,7 +240,7 @@ func rangeCols() cols[callRec] {
 	}).null(),
 		c("range", String, "that range's path (ranges.path), e.g. step 5 / forward; NULL when none or unknown (its record was lost)", func(ps *pass, r *callRec) Value {
 			return textOrNull(ps.ranges.Path(r.rangeID))
-		}).null()...)
+		}).null().dict()...)
 }
 
 // kernel is a text about the launch's kernel, NULL when the kernel is
@@ -294,8 +293,8 @@ var gpuActivity = define("gpu_activity", "kernel executions on the GPU, joined t
 	c("stream_id", Int64, "CUPTI stream id", func(_ *pass, r *run) Value { return Int(r.a.GetStreamId()) }),
 	c("start_ns", Int64, "kernel start, recording clock", func(_ *pass, r *run) Value { return Int(r.a.GetStartNs()) }),
 	c("end_ns", Int64, "kernel end", func(_ *pass, r *run) Value { return Int(r.a.GetEndNs()) }),
-	c("duration_ns", Int64, "end_ns - start_ns", func(_ *pass, r *run) Value { return Int(r.duration()) }),
-	c("name", String, "mangled kernel name", func(_ *pass, r *run) Value { return Text(r.a.GetName()) }),
+	c("duration_ns", Int64, "end_ns - start_ns", func(_ *pass, r *run) Value { return Int(duration(r.a)) }),
+	c("name", String, "mangled kernel name", func(_ *pass, r *run) Value { return Text(r.a.GetName()) }).dict(),
 	c("demangled", String, "readable kernel name", func(ps *pass, r *run) Value {
 		// The launch's kernel's name, when it is this one: the agent's
 		// demangling, which knows more than the Go demangler.
@@ -303,7 +302,7 @@ var gpuActivity = define("gpu_activity", "kernel executions on the GPU, joined t
 			return Text(k.demangled)
 		}
 		return Text(ps.links.Demangle(r.a.GetName()))
-	}),
+	}).dict(),
 	c("graph_id", Int64, "executable graph id, 0 for eager kernels", func(_ *pass, r *run) Value { return Int(r.a.GetGraphId()) }),
 	c("graph_node_id", Int64, "executable graph node, 0 for eager kernels", func(_ *pass, r *run) Value { return Int(r.a.GetGraphNodeId()) }),
 	c("launch_seq", Int64, "launches.seq of its launch (the capturing launch for graph kernels), NULL when unknown", func(_ *pass, r *run) Value {
@@ -315,33 +314,36 @@ var gpuActivity = define("gpu_activity", "kernel executions on the GPU, joined t
 	}).null(),
 	c("python_line", String, "python_line of launch_seq: for a kernel launched in an autograd node's backward, its forward line", func(ps *pass, r *run) Value {
 		return nullUnless(r.hasLaunch, textOrNull(ps.lines(r.launch.lines).python))
-	}).null(),
+	}).null().dict(),
 	c("user_line", String, "user_line of launch_seq", func(ps *pass, r *run) Value {
 		return nullUnless(r.hasLaunch, textOrNull(ps.lines(r.launch.lines).user))
-	}).null(),
-	runShape(Int64),
+	}).null().dict(),
+	dims("grid", "grid blocks in", func(r *run) *pb.Dim3 { return r.a.GetGrid() }),
+	dims("block", "block threads in", func(r *run) *pb.Dim3 { return r.a.GetBlock() }),
+	c("registers_per_thread", Int64, "registers per thread", func(_ *pass, r *run) Value { return Int(r.a.GetRegistersPerThread()) }),
+	c("shared_mem_bytes", Int64, "dynamic shared memory", func(_ *pass, r *run) Value { return Int(r.a.GetSharedMemBytes()) }),
+	c("static_shared_mem_bytes", Int64, "static shared memory", func(_ *pass, r *run) Value { return Int(r.a.GetStaticSharedMemBytes()) }),
 )
 
-// runShape are the columns of how a kernel execution ran, as CUPTI reports
-// it, in both sets (typ: their integer type).
-func runShape(typ Type) cols[run] {
-	return slices.Concat(
-		dims("grid", "grid blocks in", typ, func(r *run) *pb.Dim3 { return r.a.GetGrid() }),
-		dims("block", "block threads in", typ, func(r *run) *pb.Dim3 { return r.a.GetBlock() }),
-		c("registers_per_thread", typ, "registers per thread", func(_ *pass, r *run) Value { return Int(r.a.GetRegistersPerThread()) }),
-		c("shared_mem_bytes", typ, "dynamic shared memory", func(_ *pass, r *run) Value { return Int(r.a.GetSharedMemBytes()) }),
-		c("static_shared_mem_bytes", typ, "static shared memory", func(_ *pass, r *run) Value { return Int(r.a.GetStaticSharedMemBytes()) }),
-	)
-}
+var gpurrActivity = define("gpurr_activity", "gpurr's own memory-capture kernels (--memory: hashing, snapshot copies) as they ran on the GPU, beside the program's; gpu_activity holds the program's only", nil,
+	processCol[pb.KernelActivity](),
+	c("device", Int64, "device ordinal", func(_ *pass, a *pb.KernelActivity) Value { return Int(a.GetDevice()) }),
+	c("context_uid", Int64, "CUPTI context id", func(_ *pass, a *pb.KernelActivity) Value { return Int(a.GetContextUid()) }),
+	c("stream_id", Int64, "CUPTI stream id of the stream it ran on", func(_ *pass, a *pb.KernelActivity) Value { return Int(a.GetStreamId()) }),
+	c("start_ns", Int64, "kernel start, recording clock", func(_ *pass, a *pb.KernelActivity) Value { return Int(a.GetStartNs()) }),
+	c("end_ns", Int64, "kernel end", func(_ *pass, a *pb.KernelActivity) Value { return Int(a.GetEndNs()) }),
+	c("duration_ns", Int64, "end_ns - start_ns", func(_ *pass, a *pb.KernelActivity) Value { return Int(duration(a)) }),
+	c("name", String, "kernel name, e.g. gpurr_memcap", func(_ *pass, a *pb.KernelActivity) Value { return Text(a.GetName()) }).dict(),
+)
 
 // duration is end minus start, negative when the clock went backwards
 // (unsigned, it would be huge).
-func (r *run) duration() int64 { return int64(r.a.GetEndNs()) - int64(r.a.GetStartNs()) }
+func duration(a *pb.KernelActivity) int64 { return int64(a.GetEndNs()) - int64(a.GetStartNs()) }
 
 var callstacks = define("callstacks", "host callstacks, stored once and referenced by id", key("process", "callstack_id"),
 	processCol[stackRec](),
 	c("callstack_id", Int64, "hash of the frames", func(_ *pass, r *stackRec) Value { return Int(r.c.GetId()) }),
-	c("source", String, "python, native or python+native", func(_ *pass, r *stackRec) Value { return Text(r.c.GetSource()) }),
+	c("source", String, "python, native or python+native", func(_ *pass, r *stackRec) Value { return Text(r.c.GetSource()) }).dict(),
 	c("depth", Int64, "number of frames", func(_ *pass, r *stackRec) Value { return Int(len(r.c.GetFrames())) }),
 	c("python_line", String, "innermost Python frame, NULL when none", func(ps *pass, r *stackRec) Value { return textOrNull(ps.lines(r.c.GetId()).python) }).null(),
 	c("user_line", String, "innermost Python frame outside installed packages, the standard library and code PyTorch generates (Inductor, FX), NULL when none", func(ps *pass, r *stackRec) Value {
@@ -362,10 +364,10 @@ var frames = define("frames", "the frames of each callstack", key("process", "ca
 			return Text("python")
 		}
 		return Text("native")
-	}),
-	c("file", String, "Python source file, or native shared object", func(_ *pass, r *frameRec) Value { return Text(r.f.GetFile()) }),
+	}).dict(),
+	c("file", String, "Python source file, or native shared object", func(_ *pass, r *frameRec) Value { return Text(r.f.GetFile()) }).dict(),
 	c("line", Int64, "Python line, NULL for native frames", func(_ *pass, r *frameRec) Value { return nullUnless(r.python(), Int(r.f.GetLine())) }).null(),
-	c("function", String, "Python qualified name, or demangled native symbol", func(_ *pass, r *frameRec) Value { return Text(r.f.GetFunction()) }),
+	c("function", String, "Python qualified name, or demangled native symbol", func(_ *pass, r *frameRec) Value { return Text(r.f.GetFunction()) }).dict(),
 	c("pc", Int64, "native program counter, NULL for Python frames", func(_ *pass, r *frameRec) Value { return nullUnless(!r.python(), Int(r.f.GetPc())) }).null(),
 	c("offset", Int64, "pc minus the object's load address, NULL for Python frames", func(_ *pass, r *frameRec) Value {
 		return nullUnless(!r.python(), Int(r.f.GetOffset()))
@@ -395,10 +397,10 @@ var graphLaunches = define("graph_launches", "CUDA graph replays (cuGraphLaunch)
 	c("callstack_id", Int64, "callstacks.callstack_id, NULL when none was taken", func(_ *pass, r *callRec) Value { return idOrNull(r.g.GetCallstackId()) }).null(),
 	c("device", Int64, "device ordinal", func(_ *pass, r *callRec) Value { return Int(r.g.GetDevice()) }),
 	c("result", Int64, "CUresult of the call", func(_ *pass, r *callRec) Value { return Int(r.g.GetResult()) }),
-	c("python_line", String, "innermost Python frame, NULL when none", func(ps *pass, r *callRec) Value { return textOrNull(ps.lines(r.lines).python) }).null(),
+	c("python_line", String, "innermost Python frame, NULL when none", func(ps *pass, r *callRec) Value { return textOrNull(ps.lines(r.lines).python) }).null().dict(),
 	c("user_line", String, "innermost Python frame outside installed packages, the standard library and code PyTorch generates (Inductor, FX), NULL when none", func(ps *pass, r *callRec) Value {
 		return textOrNull(ps.lines(r.lines).user)
-	}).null(),
+	}).null().dict(),
 	rangeCols(),
 	stepCol,
 )
@@ -414,7 +416,7 @@ var allocations = define("allocations", "device memory allocations (--memory), w
 	c("allocation_id", Int64, "per-process id; regions.allocation_id refers to it", func(_ *pass, r *allocRec) Value { return Int(r.id) }),
 	c("kind", String, "mem_alloc, mem_alloc_pitch, mem_alloc_async (stream-ordered pool), mem_map (cuMemMap), mem_alloc_managed or range_query (found by cuMemGetAddressRange for a launch)", func(_ *pass, r *allocRec) Value {
 		return Text(recording.EnumText(r.first.GetKind()))
-	}),
+	}).dict(),
 	c("device", Int64, "device ordinal", func(_ *pass, r *allocRec) Value { return Int(r.first.GetDevice()) }),
 	c("address", Int64, "start address (printf('0x%x', address) shows it in hex)", func(_ *pass, r *allocRec) Value { return Int(r.first.GetAddress()) }),
 	c("size", Int64, "bytes", func(_ *pass, r *allocRec) Value { return Int(r.first.GetSize()) }),
@@ -426,7 +428,7 @@ var allocations = define("allocations", "device memory allocations (--memory), w
 	}).null(),
 	c("owner", String, "the library that allocated it for its own use (nccl, nvshmem, ucx: its memory differs from run to run by design, and diff, verify, nan and step digests leave it out), or program", func(_ *pass, r *allocRec) Value {
 		return Text(cmp.Or(r.first.GetOwner(), "program"))
-	}),
+	}).dict(),
 	c("callstack_id", Int64, "callstacks.callstack_id of the allocating call, NULL when none was taken (stream-ordered allocations, and recordings before format 1.12)", func(_ *pass, r *allocRec) Value {
 		return idOrNull(r.alloc.GetCallstackId())
 	}).null(),
@@ -448,7 +450,7 @@ var digests = define("digests", "step digests (--memory digest, --hash-steps): t
 	}),
 	c("of", String, "which allocations: optimizer (those the step's optimizer launches reached: parameters, gradients, the optimizer's state) or all (every live allocation of the program's)", func(_ *pass, r *digestRow) Value {
 		return Text(r.st.GetDigestOf())
-	}),
+	}).dict(),
 	c("allocation_id", Int64, "allocations.allocation_id, NULL on the row of a lost digest", func(_ *pass, r *digestRow) Value {
 		return nullUnless(r.r != nil, Int(r.r.GetAllocationId()))
 	}).null(),
@@ -492,7 +494,7 @@ func joinOffsets(offsets []uint32) string {
 var memoryStates = define("memory_states", "hash (and snapshot) of each launch's regions before or after it ran, computed on the GPU in stream order (--memory)", key("process", "launch_seq"),
 	processCol[stateRow](),
 	c("launch_seq", Int64, "launches.seq", func(_ *pass, r *stateRow) Value { return Int(r.st.GetLaunchSeq()) }),
-	c("point", String, "before or after the launch", func(_ *pass, r *stateRow) Value { return Text(recording.EnumText(r.st.GetPoint())) }),
+	c("point", String, "before or after the launch", func(_ *pass, r *stateRow) Value { return Text(recording.EnumText(r.st.GetPoint())) }).dict(),
 	c("region", Int64, "regions.region, NULL for a lost state of a launch whose regions are unknown", func(_ *pass, r *stateRow) Value { return nullUnless(r.i >= 0, Int(r.i)) }).null(),
 	c("address", Int64, "regions.address", func(_ *pass, r *stateRow) Value { return nullUnless(r.r != nil, Int(r.r.GetAddress())) }).null(),
 	c("size", Int64, "regions.size", func(_ *pass, r *stateRow) Value { return nullUnless(r.r != nil, Int(r.r.GetSize())) }).null(),
@@ -512,10 +514,10 @@ var memoryStates = define("memory_states", "hash (and snapshot) of each launch's
 	c("lost", Boolean, "1 when the state was enqueued but never completed or was dropped; its region rows carry no hash", func(_ *pass, r *stateRow) Value { return Bool(r.st.GetLost()) }),
 	c("lost_reason", String, "why it was lost, NULL when not lost", func(_ *pass, r *stateRow) Value {
 		return nullUnless(r.st.GetLost(), Text(r.st.GetLostReason()))
-	}).null(),
+	}).null().dict(),
 	c("carried", String, "write sets (processes.memory_write_sets): proved or learned when the launch could not write the region and its state was carried from launch carried_from, not hashed; empty when hashed after this launch; NULL on a row without a region state", func(_ *pass, r *stateRow) Value {
 		return nullUnless(r.rs != nil, Text(recording.CarriedText(r.rs.GetCarried())))
-	}).null(),
+	}).null().dict(),
 	c("carried_from", Int64, "launches.seq whose state after it this carried state is (the last launch that hashed the region), NULL when not carried or unknown", func(_ *pass, r *stateRow) Value {
 		return nullUnless(r.known() && r.rs.GetCarried() != pb.RegionState_NOT_CARRIED, Int(r.rs.GetCarriedFrom()))
 	}).null(),
@@ -543,7 +545,7 @@ var nanCounts = define("nan_counts", "NaN and Inf elements the GPU counted in a 
 	processCol[nanRec](),
 	c("launch_seq", Int64, "launches.seq", func(_ *pass, r *nanRec) Value { return Int(r.st.GetLaunchSeq()) }),
 	c("region", Int64, "regions.region", func(_ *pass, r *nanRec) Value { return Int(r.i) }),
-	c("dtype", String, "the type the region's bytes were read as (processes.memory_nan_scan)", func(_ *pass, r *nanRec) Value { return Text(r.dtype) }),
+	c("dtype", String, "the type the region's bytes were read as (processes.memory_nan_scan)", func(_ *pass, r *nanRec) Value { return Text(r.dtype) }).dict(),
 	c("nan", Int64, "elements that are NaN as that type", func(_ *pass, r *nanRec) Value { return Int(r.nan) }),
 	c("inf", Int64, "elements that are +Inf or -Inf as that type", func(_ *pass, r *nanRec) Value { return Int(r.inf) }),
 )
@@ -556,7 +558,7 @@ var probeLaunches = define("probe_launches", "launches of the kernels gpurr reco
 	}).null(),
 	c("ctas", Int64, "CTA records written: the launch's grid CTAs, 0 when skipped", func(_ *pass, r *probeLaunchRec) Value { return Int(r.ctas) }),
 	c("missing", Int64, "of them, records the probes left untouched: CTAs that did not run (the launch faulted or was cut short)", func(_ *pass, r *probeLaunchRec) Value { return Int(r.missing) }),
-	c("skipped", String, "why the launch ran without probes, NULL when it ran with them", func(_ *pass, r *probeLaunchRec) Value { return textOrNull(r.p.GetSkipped()) }).null(),
+	c("skipped", String, "why the launch ran without probes, NULL when it ran with them", func(_ *pass, r *probeLaunchRec) Value { return textOrNull(r.p.GetSkipped()) }).null().dict(),
 )
 
 var probeCTAs = define("probe_ctas", "what the live probes of a launch (gpurr record --probe) noted of each CTA that ran: when, how long, on which SM; times are the GPU's %globaltimer, a clock apart from the recording's", key("process", "launch_seq"),
@@ -586,7 +588,7 @@ var probeKernels = define("probe_kernels", "each kernel whose name gpurr record 
 var memoryChunks = define("memory_chunks", "hash of each chunk of each region state: where two states of a region differ; a snapshot's chunks are stored under these hashes in the chunk store (--memory; filled the first time a statement names it)", key("process", "launch_seq"),
 	processCol[chunkRec](),
 	c("launch_seq", Int64, "memory_states.launch_seq", func(_ *pass, r *chunkRec) Value { return Int(r.st.GetLaunchSeq()) }),
-	c("point", String, "memory_states.point", func(_ *pass, r *chunkRec) Value { return Text(recording.EnumText(r.st.GetPoint())) }),
+	c("point", String, "memory_states.point", func(_ *pass, r *chunkRec) Value { return Text(recording.EnumText(r.st.GetPoint())) }).dict(),
 	c("region", Int64, "memory_states.region", func(_ *pass, r *chunkRec) Value { return Int(r.region) }),
 	c("chunk", Int64, "index in the region, from 0", func(_ *pass, r *chunkRec) Value { return Int(r.n) }),
 	c("offset", Int64, "byte offset in the region: chunk × processes.memory_chunk_bytes", func(_ *pass, r *chunkRec) Value { return Int(r.offset) }),
@@ -596,7 +598,7 @@ var memoryChunks = define("memory_chunks", "hash of each chunk of each region st
 var logs = define("log", "the agent's log: what went wrong or was skipped while recording", nil,
 	processCol[pb.LogEntry](),
 	c("host_ns", Int64, "when", func(_ *pass, e *pb.LogEntry) Value { return Int(e.GetHostNs()) }),
-	c("level", String, "info, warn or error", func(_ *pass, e *pb.LogEntry) Value { return Text(e.GetLevel()) }),
+	c("level", String, "info, warn or error", func(_ *pass, e *pb.LogEntry) Value { return Text(e.GetLevel()) }).dict(),
 	c("message", String, "what happened", func(_ *pass, e *pb.LogEntry) Value { return Text(e.GetMessage()) }),
 )
 
@@ -672,7 +674,7 @@ var statsDocs = map[string]string{
 
 // statsColumns are a column per field of Stats: an integer counter, or
 // text (why memory capture stopped). A field of another kind added later
-// reads as NULL rather than failing.
+// reads as NULL rather than failing (its column may be NULL).
 func statsColumns() cols[pb.Stats] {
 	fields := (&pb.Stats{}).ProtoReflect().Descriptor().Fields()
 	var out cols[pb.Stats]
@@ -687,7 +689,11 @@ func statsColumns() cols[pb.Stats] {
 		if fd.Kind() == protoreflect.StringKind {
 			typ = String
 		}
-		out = append(out, c(name, typ, doc, func(_ *pass, s *pb.Stats) Value { return statValue(s.ProtoReflect(), fd) })...)
+		col := c(name, typ, doc, func(_ *pass, s *pb.Stats) Value { return statValue(s.ProtoReflect(), fd) })
+		if statValue((&pb.Stats{}).ProtoReflect(), fd).IsNull() {
+			col = col.null()
+		}
+		out = append(out, col...)
 	}
 	return out
 }

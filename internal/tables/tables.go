@@ -1,24 +1,21 @@
 // Package tables is gpurr's table model: the tables a recording flattens
 // into, described once (each table's name and meaning, each column's name,
-// type and meaning), and the one streaming pass that fills them (Flatten).
+// type, null rule and meaning), and the one streaming pass that fills them
+// (Flatten).
 //
-// Two sets of tables are described here. Query are the tables gpurr query
-// loads into SQLite: a table per kind of record, NULL where a value is
-// absent. Export are the tables gpurr export writes as Parquet for engines
-// that read many recordings at once: fewer, wider tables (a launch row
-// carries its kernel's name; graph launches are launches), zero where a
-// value is absent except in the few columns that may be null. Both are
-// filled by the same pass over the records, with the same joins
-// (recording.Join pairs kernels with the calls that ran them,
+// gpurr query loads them into SQLite and gpurr export writes them as
+// Parquet: one set of tables, so that SQL written for one runs on the
+// other. Both are filled by the same pass over the records, with the same
+// joins (recording.Join pairs kernels with the calls that ran them,
 // recording.Links resolves ids and graph nodes), so a value such as a
 // launch's Python line or a kernel's launch is computed in one place.
-// `gpurr query --schema`, the Parquet schemas and the column lists of
-// docs/query.md and docs/trace.md are all made from the descriptions
-// (Markdown renders them).
+// `gpurr query --schema`, the SQLite and Parquet schemas and the column
+// lists of docs/query.md are all made from the descriptions (Markdown
+// renders them).
 //
 // Unsigned 64-bit values of the recording (ids, handles) are stored as
-// signed 64-bit integers with the same bits in both sets: SQLite's
-// integers and Parquet's int64 are signed.
+// signed 64-bit integers with the same bits: SQLite's integers and
+// Parquet's int64 are signed.
 package tables
 
 import "unsafe"
@@ -26,19 +23,20 @@ import "unsafe"
 // Type is the type of a column's values.
 type Type uint8
 
-// The column types. Integer types hold values of that width in Parquet;
-// SQLite stores every integer and Boolean as INTEGER.
+// The column types, each as SQLite declares it and as Parquet holds it
+// (docs/query.md, Types).
 const (
-	Int32 Type = iota + 1
-	Int64
-	Boolean
-	String
-	Binary
+	Int64   Type = iota + 1 // INTEGER; Parquet int64
+	Boolean                 // BOOLEAN, 1 or 0 (SQLite stores them as integers); Parquet boolean
+	String                  // TEXT; Parquet string (UTF-8 byte array)
+	Binary                  // BLOB; Parquet binary (byte array)
 )
 
-// SQL is the SQLite column type: INTEGER, TEXT or BLOB.
+// SQL is the SQLite column type: INTEGER, BOOLEAN, TEXT or BLOB.
 func (t Type) SQL() string {
 	switch t {
+	case Boolean:
+		return "BOOLEAN"
 	case String:
 		return "TEXT"
 	case Binary:
@@ -47,35 +45,28 @@ func (t Type) SQL() string {
 	return "INTEGER"
 }
 
-// String is the type's name in Parquet and in the docs: int32, int64,
-// bool, string or binary.
-func (t Type) String() string {
-	switch t {
-	case Int32:
-		return "int32"
-	case Int64:
-		return "int64"
-	case Boolean:
-		return "bool"
-	case String:
-		return "string"
-	case Binary:
-		return "binary"
-	}
-	return "invalid"
-}
-
 // Column is one column of a table.
 type Column struct {
 	Name string
 	Type Type
 	// Null says the column may hold NULL (a Parquet optional column). A
-	// column without it never does.
+	// column without it never does: SQLite declares it NOT NULL, Parquet
+	// requires it.
 	Null bool
 	// Dict says the column holds few distinct values, so Parquet
 	// dictionary-encodes it.
 	Dict bool
 	Doc  string
+}
+
+// TypeText is the column's type as docs/query.md and gpurr query --schema
+// give it: INTEGER, BOOLEAN, TEXT or BLOB, "or NULL" after one that may be
+// NULL.
+func (c Column) TypeText() string {
+	if c.Null {
+		return c.Type.SQL() + " or NULL"
+	}
+	return c.Type.SQL()
 }
 
 // Table is one table: its name, what a row is, and its columns in order.
@@ -89,11 +80,11 @@ type Table struct {
 	id int // index in all
 }
 
-// Query are the tables gpurr query loads into SQLite, in the order they
-// are created and listed. MemoryChunks is among them.
+// Query are the tables, in the order gpurr query creates and lists them
+// and gpurr export writes them. MemoryChunks is among them.
 var Query = []*Table{
 	processes.Table, devices.Table, modules.Table, kernels.Table, kernelParams.Table, launches.Table,
-	gpuActivity.Table, rangesTable.Table, callstacks.Table, frames.Table, graphNodes.Table, graphLaunches.Table,
+	gpuActivity.Table, gpurrActivity.Table, rangesTable.Table, callstacks.Table, frames.Table, graphNodes.Table, graphLaunches.Table,
 	allocations.Table, regions.Table, memoryStates.Table, nanCounts.Table, MemoryChunks, writeSetMisses.Table, digests.Table,
 	probeKernels.Table, probeLaunches.Table, probeCTAs.Table, logs.Table, stats.Table,
 }
@@ -103,21 +94,11 @@ var Query = []*Table{
 // it only for a statement that names it.
 var MemoryChunks = memoryChunks.Table
 
-// Export are the tables gpurr export writes as Parquet, in the order it
-// writes them.
-var Export = []*Table{
-	exportLaunches.Table, exportKernels.Table, exportCallstacks.Table, exportActivity.Table, exportRegions.Table,
-}
-
-// all are the tables of both sets; a table's id is its index here.
-var all []*Table
-
 // maxColumns is the most columns a table has.
 var maxColumns int
 
 func init() {
-	all = append(append(all, Query...), Export...)
-	for i, t := range all {
+	for i, t := range Query {
 		t.id = i
 		maxColumns = max(maxColumns, len(t.Columns))
 	}
@@ -197,6 +178,9 @@ func (v Value) Any() any {
 	case text:
 		return v.s
 	case blob:
+		if v.s == "" {
+			return []byte{} // an empty BLOB: nil would be NULL
+		}
 		return v.Bytes()
 	}
 	return nil

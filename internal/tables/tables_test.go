@@ -11,38 +11,30 @@ import (
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
-// Every table is described whole: a name unique in its set, what a row
-// is, columns with unique names, a type and a meaning, the process column
-// first, and keys that name its columns.
+// Every table is described whole: a unique name, what a row is, columns
+// with unique names, a type and a meaning, the process column first, and
+// keys that name its columns.
 func TestDescriptions(t *testing.T) {
-	for set, tables := range map[string][]*Table{"Query": Query, "Export": Export} {
-		names := map[string]bool{}
-		for _, tb := range tables {
-			if names[tb.Name] || tb.Name == "" || tb.Doc == "" {
-				t.Errorf("%s: table %q: a second one of the name, or no name or description", set, tb.Name)
+	names := map[string]bool{}
+	for _, tb := range Query {
+		if names[tb.Name] || tb.Name == "" || tb.Doc == "" {
+			t.Errorf("table %q: a second one of the name, or no name or description", tb.Name)
+		}
+		names[tb.Name] = true
+		columns := map[string]bool{}
+		for _, c := range tb.Columns {
+			if columns[c.Name] || c.Doc == "" || c.Type < Int64 || c.Type > Binary {
+				t.Errorf("%s.%s: a second column of the name, or no description or type", tb.Name, c.Name)
 			}
-			names[tb.Name] = true
-			columns := map[string]bool{}
-			for _, c := range tb.Columns {
-				if columns[c.Name] || c.Doc == "" || c.Type.String() == "invalid" {
-					t.Errorf("%s.%s.%s: a second column of the name, or no description or type", set, tb.Name, c.Name)
-				}
-				columns[c.Name] = true
+			columns[c.Name] = true
+		}
+		for _, k := range tb.Key {
+			if !columns[k] {
+				t.Errorf("%s: key %s is no column", tb.Name, k)
 			}
-			for _, k := range tb.Key {
-				if !columns[k] {
-					t.Errorf("%s.%s: key %s is no column", set, tb.Name, k)
-				}
-			}
-			first := []string{"process"}
-			if set == "Export" {
-				first = append(first, "pid")
-			}
-			for i, name := range first {
-				if tb.Columns[i].Name != name {
-					t.Errorf("%s.%s: column %d is %s, want %s", set, tb.Name, i, tb.Columns[i].Name, name)
-				}
-			}
+		}
+		if tb.Columns[0].Name != "process" {
+			t.Errorf("%s: column 0 is %s, want process", tb.Name, tb.Columns[0].Name)
 		}
 	}
 	if !slices.Contains(Query, MemoryChunks) {
@@ -50,12 +42,12 @@ func TestDescriptions(t *testing.T) {
 	}
 }
 
-// flatten fills every table of both sets from a process and returns the
+// flatten fills every table from a process and returns the
 // rows, each as its values written with %v, NULL as "NULL".
 func flatten(t *testing.T, p *recording.Process) map[*Table][]string {
 	t.Helper()
 	rows := map[*Table][]string{}
-	_, err := Flatten(p, Options{Tables: all, Row: func(tb *Table, values []Value) error {
+	_, err := Flatten(p, Options{Tables: Query, Row: func(tb *Table, values []Value) error {
 		if len(values) != len(tb.Columns) {
 			t.Fatalf("%s: %d values for %d columns", tb.Name, len(values), len(tb.Columns))
 		}
@@ -78,8 +70,8 @@ func flatten(t *testing.T, p *recording.Process) map[*Table][]string {
 	return rows
 }
 
-// A column holds NULL only where its description says it may: the SQLite
-// tables would not mind, but the Parquet columns are optional only there.
+// A column holds NULL only where its description says it may: SQLite
+// declares the others NOT NULL, and Parquet requires them.
 func TestNullsAsDescribed(t *testing.T) {
 	for _, v := range []testrec.Variant{testrec.Good, testrec.Lossy, testrec.Incomplete, testrec.Truncated, testrec.Memory, testrec.Autograd, testrec.Probe, testrec.WriteSets} {
 		for _, p := range testrec.Open(t, v).Processes {
@@ -134,10 +126,8 @@ func TestStreamingJoins(t *testing.T) {
 	}{
 		{gpuActivity.Table, "launch_seq", []string{"1", "2"}}, // in the order their calls came
 		{gpuActivity.Table, "graph_launch_seq", []string{"NULL", "3"}},
-		{exportActivity.Table, "launch_seq", []string{"1", "2"}},
 		{memoryStates.Table, "address", []string{"4096", "4096"}},
-		{exportRegions.Table, "address", []string{"4096", "4096"}},
-		{exportRegions.Table, "point", []string{"after", "before"}},
+		{memoryStates.Table, "point", []string{"after", "before"}},
 	} {
 		if got := column(rows, c.tb, c.col); !slices.Equal(got, c.want) {
 			t.Errorf("%s.%s = %v, want %v", c.tb.Name, c.col, got, c.want)
@@ -184,7 +174,7 @@ func TestWriteSets(t *testing.T) {
 	p := testrec.Open(t, testrec.WriteSets).Processes[0]
 	flatten(t, p) // NULLs as described
 	rows := map[*Table][]map[string]string{}
-	_, err := Flatten(p, Options{Tables: all, Row: func(tb *Table, values []Value) error {
+	_, err := Flatten(p, Options{Tables: Query, Row: func(tb *Table, values []Value) error {
 		row := map[string]string{}
 		for i, v := range values {
 			row[tb.Columns[i].Name] = fmt.Sprint(v.Any())
@@ -235,16 +225,6 @@ func TestWriteSets(t *testing.T) {
 	}
 	if r := rows[processes.Table][0]; r["memory_write_sets"] != "learned" || r["memory_audit_every"] != "3" {
 		t.Errorf("processes: write sets %s, audit every %s", r["memory_write_sets"], r["memory_audit_every"])
-	}
-	rh := rows[exportRegions.Table]
-	for i, want := range []string{`"proved" 0 1 0`, `"" 0 0 32`} { // launch 9's regions
-		r := rh[len(rh)-2+i]
-		if got := fmt.Sprintf("%q %s %s %d", r["carried"], r["carried_from"], r["unknown"], len(r["hash"])); got != want {
-			t.Errorf("region_hashes of launch 9 region %d: %s, want %s", i, got, want)
-		}
-	}
-	if r := rh[1]; r["carried"] != "proved" || r["carried_from"] != "1" {
-		t.Errorf("region_hashes of launch 2 region 0: %v", r)
 	}
 }
 

@@ -10,7 +10,7 @@
 This is not a second reader of the recording format: every call runs the gpurr binary that
 ships in this package (`gpurr query --format jsonl`, `gpurr export`), so what Python sees is
 what `gpurr query` shows, with the same tables and columns (`gpurr query --schema`,
-docs/query.md). What gpurr warns of (a recording cut short, damaged or lossy) comes as a
+docs/query.md), whether it comes through SQL or through Parquet. What gpurr warns of (a recording cut short, damaged or lossy) comes as a
 GpurrWarning and in the result's warnings; what fails raises GpurrError with gpurr's line.
 """
 import json
@@ -25,9 +25,12 @@ __all__ = ["open", "table", "read_export", "Recording", "Rows", "GpurrError", "G
 
 __version__ = "@VERSION@"
 
-# The tables gpurr export writes, in its order (internal/export's Tables; a Go test keeps the two
-# the same).
-EXPORT_TABLES = ("launches", "kernels", "callstacks", "gpu_activity", "region_hashes")
+# The tables gpurr export writes, in its order: gpurr query's, with the same columns
+# (internal/export's Tables; a Go test keeps the two the same).
+EXPORT_TABLES = ("processes", "devices", "modules", "kernels", "kernel_params", "launches", "gpu_activity",
+                 "gpurr_activity", "ranges", "callstacks", "frames", "graph_nodes", "graph_launches", "allocations",
+                 "regions", "memory_states", "nan_counts", "memory_chunks", "write_set_misses", "digests",
+                 "probe_kernels", "probe_launches", "probe_ctas", "log", "stats")
 
 
 class GpurrError(Exception):
@@ -173,8 +176,8 @@ class Recording:
         return self.query(f"SELECT * FROM {name}")
 
     def export(self, folder):
-        """Writes the recording's export tables as Parquet into folder (gpurr export -o: it must
-        not exist or be empty) and returns its path; read_export(folder, name) reads one."""
+        """Writes the recording's tables as Parquet into folder (gpurr export -o: it must not
+        exist or be empty) and returns its path; read_export(folder, name) reads one."""
         folder = os.fspath(folder)
         _warn(self._export(folder))
         return folder
@@ -189,9 +192,9 @@ class Recording:
         return _run("export", ["--parquet", folder], [self.path])[1]  # a gpurr from before -o
 
     def arrow(self, name):
-        """An export table (EXPORT_TABLES; docs/trace.md lists their columns and types) as a
-        pyarrow.Table, read from gpurr export's Parquet: for tables too large to come through
-        gpurr query. Needs pyarrow; .to_pandas() makes a DataFrame. gpurr's warnings are also
+        """A table (EXPORT_TABLES: gpurr query's; docs/query.md lists their columns and types)
+        as a pyarrow.Table, read from gpurr export's Parquet: for tables too large to come
+        through gpurr query. Needs pyarrow; .to_pandas() makes a DataFrame. gpurr's warnings are also
         in its schema's metadata, b"gpurr.warnings" (a JSON list)."""
         _pyarrow(name)
         with tempfile.TemporaryDirectory(prefix="gpurr-export-") as tmp:
@@ -233,8 +236,8 @@ class Recording:
 def _pyarrow(name):
     """pyarrow, once name is known to be an export table; GpurrError when it is not installed."""
     if name not in EXPORT_TABLES:
-        raise GpurrError(f"gpurr: export: no table {name!r}: export writes {', '.join(EXPORT_TABLES)} "
-                         "(gpurr query's other tables: Recording.query)")
+        raise GpurrError(f"gpurr: export: no table {name!r}: export writes gpurr query's tables "
+                         "(gpurr query --tables lists them)")
     try:
         import pyarrow
         import pyarrow.dataset
@@ -246,18 +249,21 @@ def _pyarrow(name):
 
 def read_export(folder, name):
     """The table name of a folder gpurr export wrote, as a pyarrow.Table with the Parquet
-    files' column types, and host (string) and rank (int32, -1 without RANK) from the
-    partition folders. A table export wrote no rows of has no files: it reads as a Table
-    without rows or columns."""
+    files' column types (gpurr query's columns), and host (string) and rank (int32, -1
+    without RANK) from the partition folders, where the table has no column of the name
+    (processes keeps its own rank, NULL without RANK). A table without rows has its
+    columns; one the folder lacks (written by a gpurr that exported fewer tables) reads as a
+    Table without rows or columns."""
     pa = _pyarrow(name)
     path = os.path.join(os.fspath(folder), name)
     if not os.path.isdir(os.fspath(folder)):
         raise GpurrError(f"gpurr: export: {os.fspath(folder)}: not a directory (the folder gpurr export -o wrote)")
     if not os.path.isdir(path):
         return pa.table({})
-    partitioning = pa.dataset.HivePartitioning(pa.schema([("host", pa.string()), ("rank", pa.int32())]),
-                                               segment_encoding="none")
     try:
+        columns = pa.dataset.dataset(path, format="parquet").schema.names
+        keys = [(k, t) for k, t in (("host", pa.string()), ("rank", pa.int32())) if k not in columns]
+        partitioning = pa.dataset.HivePartitioning(pa.schema(keys), segment_encoding="none")
         return pa.dataset.dataset(path, format="parquet", partitioning=partitioning).to_table()
     except (OSError, pa.ArrowException) as e:
         raise GpurrError(f"gpurr: export: {path}: {_clip(str(e), 200)}") from None

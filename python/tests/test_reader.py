@@ -244,8 +244,8 @@ echo "gpurr: export: unknown shorthand flag: 'o' in -o (see gpurr export --help)
         self.assertTrue((self.tmp / "pq").is_dir())
 
     def test_not_an_export_table(self):
-        with self.assertRaisesRegex(gpurr.GpurrError, r"^gpurr: export: no table 'ranges': export writes launches, "):
-            gpurr.table(KILLED, "ranges")
+        with self.assertRaisesRegex(gpurr.GpurrError, r"^gpurr: export: no table 'region_hashes': export writes gpurr query's tables"):
+            gpurr.table(KILLED, "region_hashes")
 
     @unittest.skipIf(HAVE_PYARROW, "pyarrow is installed: test_table reads with it")
     def test_without_pyarrow(self):
@@ -258,19 +258,36 @@ echo "gpurr: export: unknown shorthand flag: 'o' in -o (see gpurr export --help)
         t, said = quiet(gpurr.table, str(KILLED), "launches")
         self.assertEqual(t.num_rows, 501)
         self.assertEqual(t.schema.field("seq").type, pa.int64())
-        self.assertEqual(t.schema.field("pid").type, pa.int32())
-        self.assertEqual(t.schema.field("graph_launch").type, pa.bool_())
+        self.assertEqual(t.schema.field("captured").type, pa.bool_())
+        self.assertEqual(t.schema.field("params").type, pa.binary())
         self.assertEqual(t.schema.field("host").type, pa.string())
         self.assertEqual(t.schema.field("rank").type, pa.int32())
         self.assertEqual(set(t.column("rank").to_pylist()), {-1})
         self.assertIn(b"gpurr.warnings", t.schema.metadata)
         self.assertTrue(any("recording incomplete" in s for s in said), said)
-        hashes, _ = quiet(gpurr.table, KILLED, "region_hashes")  # recorded without --memory: no rows
-        self.assertEqual(hashes.num_rows, 0)
+        states, _ = quiet(gpurr.table, KILLED, "memory_states")  # recorded without --memory: no rows
+        self.assertEqual(states.num_rows, 0)
+        self.assertIn("launch_seq", states.schema.names)
         folder, _ = quiet(gpurr.open(KILLED).export, self.tmp / "pq")
         self.assertEqual(gpurr.read_export(folder, "kernels").num_rows, 2)
         if HAVE_PANDAS:
             self.assertEqual(len(t.to_pandas()), 501)
+
+    @unittest.skipUnless(HAVE_PYARROW, "pyarrow is not installed")
+    def test_same_as_query(self):
+        # Every column of a table, and its rows, are those gpurr query gives: one schema.
+        rec = gpurr.open(KILLED)
+        folder, _ = quiet(rec.export, self.tmp / "pq")
+        for name in gpurr.EXPORT_TABLES:
+            rows, _ = quiet(rec.rows, f"SELECT * FROM {name}")
+            t = gpurr.read_export(folder, name)
+            self.assertEqual(t.schema.names[:len(rows.columns)], rows.columns, name)
+            partitions = [k for k in ("host", "rank") if k not in rows.columns]  # processes has its own rank
+            self.assertEqual(t.schema.names[len(rows.columns):], partitions, name)
+            self.assertEqual(t.num_rows, len(rows), name)
+        (launch,), _ = quiet(rec.rows, "SELECT seq, captured, python_line, identity FROM launches WHERE seq = 1")
+        (got,) = [r for r in gpurr.read_export(folder, "launches").to_pylist() if r["seq"] == 1]
+        self.assertEqual({k: got[k] for k in launch}, dict(launch, captured=bool(launch["captured"])))
 
 
 if __name__ == "__main__":
