@@ -11,8 +11,18 @@ all: build
 
 build: bin/gpurr bin/libgpurr.so bin/kernels.test bin/cgolaunch
 
-bin/gpurr: FORCE
-	$(GO) build -buildvcs=auto -o $@ ./cmd/gpurr
+# gpurr and its agent run on glibc 2.17 and later, not only on the glibc that builds them (the
+# wheel's manylinux tag; scripts/check-wheel checks it): they link against stand-ins of the old
+# libpthread and libdl (scripts/glibc-stubs), cmd/gpurr/start.c starts the program as glibc 2.33
+# did, and the CLI resolves names with Go's own resolver (netgo), which needs nothing of libc.
+# $(call portable,DIR): the go build flags that link against the stand-ins in DIR.
+portable = -tags netgo -ldflags="-extldflags '-L$(CURDIR)/$(1) -Wl,--push-state,--no-as-needed -lpthread -ldl -Wl,--pop-state'"
+
+bin/glibc/libpthread.so: scripts/glibc-stubs
+	scripts/glibc-stubs $(CC) $(@D)
+
+bin/gpurr: bin/glibc/libpthread.so FORCE
+	$(GO) build -buildvcs=auto $(call portable,bin/glibc) -o $@ ./cmd/gpurr
 
 # The memory-capture kernel's GPU test and benchmark, run on the GPU machine
 # by scripts/gpu-check (which has no Go).
@@ -23,8 +33,8 @@ bin/kernels.test: FORCE
 bin/cgolaunch: FORCE
 	$(GO) build -o $@ ./gputest/workloads/cgolaunch
 
-bin/libgpurr.so: FORCE
-	$(GO) build -buildvcs=auto -buildmode=c-shared -o $@ ./cmd/libgpurr
+bin/libgpurr.so: bin/glibc/libpthread.so FORCE
+	$(GO) build -buildvcs=auto $(call portable,bin/glibc) -buildmode=c-shared -o $@ ./cmd/libgpurr
 	rm -f bin/libgpurr.h
 
 # The installed layout agentpath looks for: PREFIX/bin/gpurr beside PREFIX/lib/gpurr/libgpurr.so.
@@ -41,12 +51,14 @@ wheel: bin/gpurr bin/libgpurr.so
 # The aarch64 wheel (Grace Hopper), cross-built on x86-64 (Debian: apt-get install
 # gcc-aarch64-linux-gnu; qemu-user to test it).
 AARCH64_CC ?= aarch64-linux-gnu-gcc
-wheel-aarch64:
-	mkdir -p bin/aarch64
-	CC=$(AARCH64_CC) GOARCH=arm64 $(GO) build -buildvcs=auto -o bin/aarch64/gpurr ./cmd/gpurr
-	CC=$(AARCH64_CC) GOARCH=arm64 $(GO) build -buildvcs=auto -buildmode=c-shared -o bin/aarch64/libgpurr.so ./cmd/libgpurr
+wheel-aarch64: bin/aarch64/glibc/libpthread.so
+	CC=$(AARCH64_CC) GOARCH=arm64 $(GO) build -buildvcs=auto $(call portable,bin/aarch64/glibc) -o bin/aarch64/gpurr ./cmd/gpurr
+	CC=$(AARCH64_CC) GOARCH=arm64 $(GO) build -buildvcs=auto $(call portable,bin/aarch64/glibc) -buildmode=c-shared -o bin/aarch64/libgpurr.so ./cmd/libgpurr
 	rm -f bin/aarch64/libgpurr.h
 	OBJDUMP=aarch64-linux-gnu-objdump scripts/build-wheel --bin bin/aarch64 --arch aarch64
+
+bin/aarch64/glibc/libpthread.so: scripts/glibc-stubs
+	scripts/glibc-stubs $(AARCH64_CC) $(@D)
 
 # Builds the aarch64 wheel and runs its gpurr under qemu-user, and the agent's aarch64 stack
 # walk; skips, saying so, without the cross compiler or qemu (scripts/test-wheel-aarch64).
