@@ -55,7 +55,7 @@ wheel-aarch64: bin/aarch64/glibc/libpthread.so
 	CC=$(AARCH64_CC) GOARCH=arm64 $(GO) build -buildvcs=auto $(call portable,bin/aarch64/glibc) -o bin/aarch64/gpurr ./cmd/gpurr
 	CC=$(AARCH64_CC) GOARCH=arm64 $(GO) build -buildvcs=auto $(call portable,bin/aarch64/glibc) -buildmode=c-shared -o bin/aarch64/libgpurr.so ./cmd/libgpurr
 	rm -f bin/aarch64/libgpurr.h
-	OBJDUMP=aarch64-linux-gnu-objdump scripts/build-wheel --bin bin/aarch64 --arch aarch64
+	scripts/build-wheel --bin bin/aarch64 --arch aarch64
 
 bin/aarch64/glibc/libpthread.so: scripts/glibc-stubs
 	scripts/glibc-stubs $(AARCH64_CC) $(@D)
