@@ -9,7 +9,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "_cgo_export.h"
@@ -17,10 +16,9 @@
 #include "internal.h"
 #include "probe.h"
 
-// ---- per-thread state ----
+// ---- the launch in flight on this thread (thread.h has what other files read) ----
 
 static GP_TLS struct {
-  pid_t tid;
   int in_launch;           // between ENTER and EXIT of a recorded launch
   uint64_t seq, host_ns;   // of that launch
   uint64_t graph_node_id;  // node built by that launch during stream capture
@@ -29,11 +27,8 @@ static GP_TLS struct {
   uint32_t stream_id, stream_epoch;
   int stream_ptsz;
   uint32_t callbacks;        // on this thread, for sampling the agent's own time
-  int sample_launch;         // the launch in flight is sampled
   const void *launch_func;  // func_entry of the launch in flight
-  int in_agent;             // inside the agent's own CUDA calls: ignore their callbacks
   uint32_t params_len;      // memory capture: parameters already copied at ENTER
-  gp_thread_scratch *scratch;  // the thread's heap buffers (internal.h), freed at its exit
   // Steps (steps.c): the call's callstack and autograd context, taken at ENTER (have_stack),
   // and whether hash mode leaves it unhashed (--hash-steps).
   int have_stack, outside_steps;
@@ -41,35 +36,6 @@ static GP_TLS struct {
   gp_autograd ag;
   uint64_t graph_seq;  // seq of the graph launch in flight, given at its ENTER
 } tls;
-
-int gp_in_agent_call(int enter) { return tls.in_agent = enter; }
-
-static pthread_key_t scratch_key;
-
-static void free_scratch(void *p) {
-  gp_thread_scratch *s = p;
-  free(s->stack);
-  free(s);
-}
-
-void gp_launch_init(void) { pthread_key_create(&scratch_key, free_scratch); }
-
-static inline gp_thread_scratch *scratch(void) {
-  if (!tls.scratch) {
-    tls.scratch = calloc(1, sizeof *tls.scratch);
-    if (tls.scratch) pthread_setspecific(scratch_key, tls.scratch);
-  }
-  return tls.scratch;
-}
-
-gp_thread_scratch *gp_scratch(void) { return scratch(); }
-
-static inline pid_t thread_id(void) {
-  if (!tls.tid) tls.tid = (pid_t)syscall(SYS_gettid);
-  return tls.tid;
-}
-
-pid_t gp_thread_id(void) { return thread_id(); }
 
 // ---- kernels: one description per CUfunction, found without locks ----
 
@@ -398,16 +364,14 @@ static uint32_t stream_id_of(gp_CUcontext ctx, gp_CUstream stream, uint32_t cbid
 // swamp the launches' figure.
 enum { TIMING_SAMPLE = GP_TIMING_SAMPLE };
 
-int gp_timing_this_launch(void) { return tls.sample_launch; }
-
 // TIMED runs stmt and, when the launch in flight is one of those sampled
 // for the agent's time (gp_on_callback), adds its cycles, scaled as
 // launch_callback_cycles is, to counter: where that time goes.
 #define TIMED(counter, stmt)                                        \
   do {                                                              \
-    uint64_t timed_t0 = tls.sample_launch ? gp_cycles() : 0;          \
+    uint64_t timed_t0 = gp_thread.sample_launch ? gp_cycles() : 0;          \
     stmt;                                                           \
-    if (tls.sample_launch) GP_COUNT(counter, (gp_cycles() - timed_t0) * TIMING_SAMPLE); \
+    if (gp_thread.sample_launch) GP_COUNT(counter, (gp_cycles() - timed_t0) * TIMING_SAMPLE); \
   } while (0)
 
 // take_stack takes the launch call's autograd context and callstack into tls,
@@ -472,7 +436,7 @@ static void on_launch_enter(uint32_t cbid, const gp_CallbackData *cb) {
                    !tls.outside_steps;
   int note = in_opt && gp_proc.cfg.memory_mode == GP_MEM_DIGEST;
   if (!per_launch && !note && !gp_proc.cfg.probes) return;
-  gp_thread_scratch *s = scratch();
+  gp_thread_scratch *s = gp_scratch();
   if (!s) return;
   if (note) {  // what the step's digest hashes: the memory its optimizer reaches
     launch_view v;
@@ -503,7 +467,7 @@ static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
   launch_view v;
   view_launch(cbid, cb->functionParams, &v);
   const func_entry *fe = tls.launch_func;
-  gp_thread_scratch *s = scratch();
+  gp_thread_scratch *s = gp_scratch();
   if (!s) {
     GP_COUNT(launches_dropped, 1);
     return;
@@ -524,7 +488,7 @@ static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
   rec->snapshot_selected = 0;
   rec->untimed = atomic_load_explicit(&gp_timing_paused, memory_order_relaxed);
   rec->nregions = rec->npointers = 0;
-  rec->tid = thread_id();
+  rec->tid = gp_thread_id();
   rec->context_uid = cb->contextUid;
   rec->device = device_of(cb->contextUid);
   rec->stream_id = stream_id_of(cb->context, v.stream, cbid);
@@ -588,7 +552,7 @@ static void on_graph_launch(uint32_t cbid, const gp_CallbackData *cb) {
   rec.host_ns = gp_clock();
   rec.graph_exec = (uint64_t)(uintptr_t)p->hGraph;
   rec.stream = (uint64_t)(uintptr_t)p->hStream;
-  rec.tid = thread_id();
+  rec.tid = gp_thread_id();
   rec.device = device_of(cb->contextUid);
   rec.stream_id = stream_id_of(cb->context, p->hStream, cbid);
   rec.correlation_id = cb->correlationId;
@@ -673,12 +637,12 @@ static void dispatch(int domain, uint32_t cbid, const void *data);
 
 void gp_on_callback(void *userdata, int domain, uint32_t cbid, const void *data) {
   (void)userdata;
-  if (gp_proc.forked_child || tls.in_agent) return;
+  if (gp_proc.forked_child || gp_thread.in_agent) return;
   uint64_t t0;
   if (domain == GP_CB_DOMAIN_DRIVER_API && is_launch(cbid)) {
     if (((const gp_CallbackData *)data)->callbackSite == GP_API_ENTER)
-      tls.sample_launch = ++tls.callbacks % TIMING_SAMPLE == 0;
-    if (!tls.sample_launch) {
+      gp_thread.sample_launch = ++tls.callbacks % TIMING_SAMPLE == 0;
+    if (!gp_thread.sample_launch) {
       dispatch(domain, cbid, data);
       return;
     }

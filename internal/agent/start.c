@@ -1,7 +1,7 @@
-// Start-up: gp_start takes the configuration, loads CUPTI, checks the driver
-// functions the Go side bound, prepares the stack walkers and subscribes to
-// exactly the callbacks the agent needs. Also the fork guard, the clock, the
-// exit handler and the versions Go reads.
+// Start-up: gp_start takes the configuration (process.c), loads CUPTI, checks
+// the driver functions the Go side bound, prepares the stack walkers and
+// subscribes to exactly the callbacks the agent needs. Also the exit handler
+// and the driver's version Go reads.
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -15,92 +15,8 @@
 #include "internal.h"
 #include "probe.h"
 
-gp_process gp_proc __attribute__((aligned(64)));
-gp_cupti_api gp_cupti;
-gp_CUptiResult (*gp_cupti_callback_name)(int, uint32_t, const char **);
-gp_cu_api gp_cu;
-
 static gp_CUpti_SubscriberHandle subscriber;
-static uint32_t cupti_version;
 static int driver_version;
-
-// ---- fork guard: no work, and never Go, in a forked child ----
-
-static void on_fork_child(void) { gp_proc.forked_child = 1; }
-
-int gp_is_forked_child(void) { return gp_proc.forked_child; }
-
-// ---- the clock ----
-
-// TSC frequency, measured against CLOCK_MONOTONIC between gp_start and now.
-static uint64_t tsc_start, ns_start;
-
-double gp_tsc_ns_per_cycle(void) {
-  uint64_t cycles = gp_cycles() - tsc_start, ns = gp_monotonic_ns() - ns_start;
-  return cycles ? (double)ns / (double)cycles : 0;
-}
-
-uint64_t gp_timestamp(void) { return gp_clock(); }
-
-// ---- the driver's functions ----
-
-// In gp_cu's slot order. Memory capture's are needed only when it is on
-// (gp_mem_start checks them); older drivers lack the optional one.
-static const struct {
-  const char *name;
-  int need;
-} driver_symbols[] = {
-    {"cuFuncGetParamInfo", GP_NEED_ALWAYS},
-    {"cuKernelGetParamInfo", GP_NEED_OPTIONAL},
-    {"cuFuncGetName", GP_NEED_ALWAYS},
-    {"cuCtxGetDevice", GP_NEED_ALWAYS},
-    {"cuDeviceGetName", GP_NEED_ALWAYS},
-    {"cuDeviceGetUuid_v2", GP_NEED_ALWAYS},
-    {"cuDeviceGetAttribute", GP_NEED_ALWAYS},
-    {"cuDeviceTotalMem_v2", GP_NEED_ALWAYS},
-    {"cuDriverGetVersion", GP_NEED_ALWAYS},
-    {"cuMemGetAddressRange_v2", GP_NEED_MEMORY},
-    {"cuModuleLoadData", GP_NEED_MEMORY},
-    {"cuModuleGetFunction", GP_NEED_MEMORY},
-    {"cuLaunchKernel", GP_NEED_MEMORY},
-    {"cuMemHostAlloc", GP_NEED_MEMORY},
-    {"cuMemHostGetDevicePointer_v2", GP_NEED_MEMORY},
-    {"cuMemAlloc_v2", GP_NEED_MEMORY},
-    {"cuMemsetD8_v2", GP_NEED_MEMORY},
-    {"cuMemsetD8Async", GP_NEED_MEMORY},
-    {"cuStreamIsCapturing", GP_NEED_MEMORY},
-    {"cuThreadExchangeStreamCaptureMode", GP_NEED_MEMORY},
-    {"cuGetErrorName", GP_NEED_MEMORY},
-    {"cuFuncGetModule", GP_NEED_PROBE},
-    {"cuMemsetD32Async", GP_NEED_PROBE},
-    {"cuMemcpyDtoHAsync_v2", GP_NEED_PROBE},
-    {"cuEventCreate", GP_NEED_PROBE},
-    {"cuEventRecord", GP_NEED_PROBE},
-    {"cuEventQuery", GP_NEED_PROBE},
-    {"cuFuncGetAttribute", GP_NEED_PROBE},
-    {"cuFuncSetAttribute", GP_NEED_PROBE},
-    {"cuCtxPushCurrent_v2", GP_NEED_OPTIONAL},
-    {"cuCtxPopCurrent_v2", GP_NEED_OPTIONAL},
-    {"cuStreamCreate", GP_NEED_OPTIONAL},
-    {"cuStreamWaitEvent", GP_NEED_OPTIONAL},
-    {"cuEventSynchronize", GP_NEED_OPTIONAL},
-};
-_Static_assert(sizeof driver_symbols / sizeof *driver_symbols == sizeof(gp_cu_api) / sizeof(void *),
-               "driver_symbols names every slot of gp_cu_api, in order");
-
-const char *gp_driver_symbol(size_t i) {
-  return i < sizeof driver_symbols / sizeof *driver_symbols ? driver_symbols[i].name : NULL;
-}
-
-void gp_driver_bind(size_t i, uintptr_t fn) {
-  if (i < sizeof driver_symbols / sizeof *driver_symbols) ((void **)&gp_cu)[i] = (void *)fn;
-}
-
-const char *gp_driver_missing(int need) {
-  for (size_t i = 0; i < sizeof driver_symbols / sizeof *driver_symbols; i++)
-    if (driver_symbols[i].need == need && !((void **)&gp_cu)[i]) return driver_symbols[i].name;
-  return NULL;
-}
 
 // ---- exit ----
 
@@ -141,15 +57,9 @@ static int load_cupti(const char *path, char *err, size_t errcap) {
       return 0;
     }
   }
-  gp_cupti.getVersion(&cupti_version);
+  gp_cupti_version();
   gp_cupti_callback_name = (gp_CUptiResult(*)(int, uint32_t, const char **))dlsym(lib, "cuptiGetCallbackName");
   return 1;
-}
-
-const char *gp_cupti_error(gp_CUptiResult r) {
-  const char *s = NULL;
-  if (gp_cupti.getResultString && gp_cupti.getResultString(r, &s) == 0 && s) return s;
-  return "unknown CUPTI error";
 }
 
 static int enable(uint32_t domain, const uint32_t *cbids, size_t n, char *err, size_t errcap) {
@@ -162,15 +72,6 @@ static int enable(uint32_t domain, const uint32_t *cbids, size_t n, char *err, s
     }
   }
   return 1;
-}
-
-void gp_start_process(const gp_config *cfg) {
-  gp_proc.cfg = *cfg;
-  gp_proc.agent_pid = getpid();
-  tsc_start = gp_cycles();
-  ns_start = gp_monotonic_ns();
-  gp_launch_init();
-  pthread_atfork(NULL, NULL, on_fork_child);
 }
 
 // ring_alloc maps the ring, in huge pages where the kernel gives them (a
@@ -268,8 +169,4 @@ int gp_start(const gp_config *cfg, char *err, size_t errcap) {
   return 1;
 }
 
-uint32_t gp_cupti_version(void) {
-  if (!cupti_version && gp_cupti.getVersion) gp_cupti.getVersion(&cupti_version);  // gp_start's, or a harness's CUPTI
-  return cupti_version;
-}
 int gp_driver_version(void) { return driver_version; }

@@ -70,15 +70,20 @@ py=${PYTHON:-/root/.pyenv/versions/3.12.1/bin/python3}
 out=$(mktemp -d "${TMPDIR:-/tmp}/hotpath.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 cflags="-fPIC -pthread -O2 -std=gnu11 -Wall -Wextra -Wno-unused-function -fvisibility=hidden"
-# The agent's C files the hot path needs (fatal.c is signal handling only).
-agent_c="start ring launch nvtx callstack steps activity memcap probe autograd pystack unwind"
+# The agent's C files the hot path needs: all but fatal.c (signal handling only).
+agent_c() {  # agent_c DIR
+    local c
+    for c in "$1"/*.c; do
+        c=$(basename "$c" .c)
+        [ "$c" = fatal ] || echo "$c"
+    done
+}
 
 build() {  # build NAME AGENT_DIR: libhotpath_NAME.so (for Python) and hotpath_NAME (C only)
     local name=$1 dir=$2 objs="" f
     local inc="-I$dir/testdata/hotpath/stub -I$dir"
     mkdir -p "$out/$name"
-    for f in $agent_c; do
-        [ -f "$dir/$f.c" ] || continue # an older tree (--base) may lack one
+    for f in $(agent_c "$dir"); do
         gcc $cflags $inc -c "$dir/$f.c" -o "$out/$name/$f.o" || return 1
         objs="$objs $out/$name/$f.o"
     done
