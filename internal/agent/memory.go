@@ -328,6 +328,7 @@ func (m *memoryCapture) finishAll(r *recorder, reason string) {
 		r.logf("warn", "%d memory jobs never finished on the GPU (a fault, or the process ended first)", n)
 	}
 	r.drain()
+	m.abandonPending(r)
 	if sel := r.cfg.Memory; sel.Mode == recording.MemorySnapshot && m.snapshotSelected == 0 && (sel.SnapshotKernels != "" || sel.SnapshotLaunches != "") {
 		r.logf("warn", "no launch matched the snapshot selection (--snapshot-kernels %q, --snapshot-launches %q): nothing was snapshotted", sel.SnapshotKernels, sel.SnapshotLaunches)
 	}
@@ -338,6 +339,30 @@ func (m *memoryCapture) finishAll(r *recorder, reason string) {
 		if err := m.store.Close(); err != nil {
 			m.stop(r, fmt.Sprintf("chunk store: %v", err))
 		}
+	}
+}
+
+// abandonPending records as lost the points some of whose jobs were never enqueued: a step
+// digest of more allocations than one job holds whose later part found no room in the rings
+// (the C side counts it in digests_skipped), or a launch's regions likewise. Once every job
+// has come back, nothing else can complete them, and a point left pending would be lost
+// without a word.
+func (m *memoryCapture) abandonPending(r *recorder) {
+	keys := make([]pointKey, 0, len(m.pending))
+	for k := range m.pending {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i].seq < keys[j].seq || keys[i].seq == keys[j].seq && keys[i].point < keys[j].point
+	})
+	for _, k := range keys {
+		p := m.pending[k]
+		if !p.state.Lost {
+			p.state.Lost = true
+			p.state.LostReason = fmt.Sprintf("only %d of its %d memory jobs were enqueued: no room for the rest", p.received, p.njobs)
+		}
+		p.received = p.njobs
+		m.finish(r, k, p)
 	}
 }
 

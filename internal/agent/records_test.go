@@ -432,3 +432,24 @@ func BenchmarkWriterLaunches(b *testing.B) {
 		})
 	}
 }
+
+// A step digest two of whose three jobs came back, the third never enqueued (no room), is
+// recorded as lost when the recording ends, not dropped without a word; a launch's point
+// likewise.
+func TestPendingPointsRecordedLost(t *testing.T) {
+	r := testRecorder(t)
+	digest := pointKey{seq: 40, point: uint32(pb.MemoryState_DIGEST)}
+	p := r.mem.point(digest, 3)
+	p.received = 2
+	p.state.Step = 4
+	after := pointKey{seq: 12, point: uint32(pb.MemoryState_AFTER)}
+	r.mem.point(after, 2).received = 1
+	r.mem.abandonPending(r)
+	if len(r.mem.pending) != 0 {
+		t.Fatalf("%d points still pending", len(r.mem.pending))
+	}
+	equal(t, "digest", &pb.Batch{Digests: r.batch.Digests}, &pb.Batch{Digests: []*pb.MemoryState{{LaunchSeq: 40, Point: pb.MemoryState_DIGEST,
+		Step: 4, Lost: true, LostReason: "only 2 of its 3 memory jobs were enqueued: no room for the rest"}}})
+	equal(t, "launch state", &pb.Batch{Memory: r.batch.Memory}, &pb.Batch{Memory: []*pb.MemoryState{{LaunchSeq: 12, Point: pb.MemoryState_AFTER,
+		Lost: true, LostReason: "only 1 of its 2 memory jobs were enqueued: no room for the rest"}}})
+}
