@@ -24,17 +24,7 @@ enum { GP_CB_DOMAIN_DRIVER_API = 1, GP_CB_DOMAIN_RESOURCE = 3 };
 // CUpti_ApiCallbackSite
 enum { GP_API_ENTER = 0, GP_API_EXIT = 1 };
 
-// CUpti_driver_api_trace_cbid values the agent enables.
-enum {
-  GP_CBID_cuLaunchKernel = 307,
-  GP_CBID_cuLaunchKernel_ptsz = 442,
-  GP_CBID_cuLaunchCooperativeKernel = 477,
-  GP_CBID_cuLaunchCooperativeKernel_ptsz = 478,
-  GP_CBID_cuGraphLaunch = 514,
-  GP_CBID_cuGraphLaunch_ptsz = 515,
-  GP_CBID_cuLaunchKernelEx = 652,
-  GP_CBID_cuLaunchKernelEx_ptsz = 653,
-};
+// The launch APIs' CUpti_driver_api_trace_cbid values are launchapi.h's table.
 
 // Allocation callbacks (memory capture) and the calls that report a
 // failed kernel (flight recorder).

@@ -18,10 +18,11 @@
 //   fatal.c      fatal signals (fatal.h)
 //
 // agent.h is the contract with the Go writer (record layouts, configuration,
-// the calls Go makes) and cabi.h the hand-declared CUDA and CUPTI ABI. Every
-// name declared here starts with gp_ and stays inside libgpurr.so (hidden
-// visibility, so a use from another file is a direct call or a PC-relative
-// access, as within one file); what one file alone uses is static there.
+// the calls Go makes), cabi.h the hand-declared CUDA and CUPTI ABI and
+// launchapi.h the table of launch APIs. Every name declared here starts with
+// gp_ and stays inside libgpurr.so (hidden visibility, so a use from another
+// file is a direct call or a PC-relative access, as within one file); what
+// one file alone uses is static there.
 #ifndef GPURR_INTERNAL_H
 #define GPURR_INTERNAL_H
 
@@ -39,6 +40,7 @@
 
 #include "agent.h"
 #include "cabi.h"
+#include "launchapi.h"
 #include "memcap.h"
 #include "process.h"
 #include "thread.h"

@@ -234,74 +234,8 @@ static uint32_t device_of(uint32_t ctx_uid) {
 
 static _Atomic uint64_t launch_seq;
 
-static int is_launch(uint32_t cbid) {
-  switch (cbid) {
-  case GP_CBID_cuLaunchKernel:
-  case GP_CBID_cuLaunchKernel_ptsz:
-  case GP_CBID_cuLaunchCooperativeKernel:
-  case GP_CBID_cuLaunchCooperativeKernel_ptsz:
-  case GP_CBID_cuLaunchKernelEx:
-  case GP_CBID_cuLaunchKernelEx_ptsz:
-    return 1;
-  }
-  return 0;
-}
-
-static int is_ptsz(uint32_t cbid) {
-  return cbid == GP_CBID_cuLaunchKernel_ptsz || cbid == GP_CBID_cuLaunchCooperativeKernel_ptsz ||
-         cbid == GP_CBID_cuLaunchKernelEx_ptsz || cbid == GP_CBID_cuGraphLaunch_ptsz;
-}
-
-// launch_view is what every launch API says, whatever its parameter struct.
-typedef struct {
-  gp_CUfunction f;
-  unsigned grid[3], block[3], cluster[3], smem;
-  gp_CUstream stream;
-  void **kernel_params, **extra;
-} launch_view;
-
-static void view_launch(uint32_t cbid, const void *params, launch_view *v) {
-  memset(v, 0, sizeof *v);
-  if (cbid == GP_CBID_cuLaunchKernelEx || cbid == GP_CBID_cuLaunchKernelEx_ptsz) {
-    const gp_cuLaunchKernelEx_params *p = params;
-    const gp_CUlaunchConfig *c = p->config;
-    v->f = p->f;
-    v->kernel_params = p->kernelParams;
-    v->extra = p->extra;
-    if (!c) return;
-    v->grid[0] = c->gridDimX, v->grid[1] = c->gridDimY, v->grid[2] = c->gridDimZ;
-    v->block[0] = c->blockDimX, v->block[1] = c->blockDimY, v->block[2] = c->blockDimZ;
-    v->smem = c->sharedMemBytes;
-    v->stream = c->hStream;
-    for (unsigned i = 0; c->attrs && i < c->numAttrs; i++) {
-      if (c->attrs[i].id == GP_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
-        v->cluster[0] = c->attrs[i].value.clusterDim.x;
-        v->cluster[1] = c->attrs[i].value.clusterDim.y;
-        v->cluster[2] = c->attrs[i].value.clusterDim.z;
-      }
-    }
-    return;
-  }
-  const gp_cuLaunchKernel_params *p = params;
-  v->f = p->f;
-  v->grid[0] = p->gridDimX, v->grid[1] = p->gridDimY, v->grid[2] = p->gridDimZ;
-  v->block[0] = p->blockDimX, v->block[1] = p->blockDimY, v->block[2] = p->blockDimZ;
-  v->smem = p->sharedMemBytes;
-  v->stream = p->hStream;
-  v->kernel_params = p->kernelParams;
-  // cuLaunchCooperativeKernel_params has no `extra` member.
-  if (cbid == GP_CBID_cuLaunchKernel || cbid == GP_CBID_cuLaunchKernel_ptsz) v->extra = p->extra;
-}
-
-// launch_func is view_launch's f alone: all that ENTER needs.
-static inline gp_CUfunction launch_func(uint32_t cbid, const void *params) {
-  if (cbid == GP_CBID_cuLaunchKernelEx || cbid == GP_CBID_cuLaunchKernelEx_ptsz)
-    return ((const gp_cuLaunchKernelEx_params *)params)->f;
-  return ((const gp_cuLaunchKernel_params *)params)->f;
-}
-
 // copy_params assembles the parameter buffer the kernel will see.
-static uint32_t copy_params(const func_entry *fe, const launch_view *v, uint8_t *dst, uint32_t cap) {
+static uint32_t copy_params(const func_entry *fe, const gp_launch_view *v, uint8_t *dst, uint32_t cap) {
   if (v->kernel_params && fe->layout) {
     uint32_t n = fe->param_bytes < cap ? fe->param_bytes : cap;
     memset(dst, 0, n);
@@ -342,7 +276,7 @@ static _Atomic uint32_t stream_epoch = 1;
 
 static uint32_t stream_id_of(gp_CUcontext ctx, gp_CUstream stream, uint32_t cbid) {
   uint32_t epoch = atomic_load_explicit(&stream_epoch, memory_order_acquire);
-  int ptsz = is_ptsz(cbid);
+  int ptsz = gp_launch_ptsz(cbid);
   if (tls.stream_epoch == epoch && tls.stream == stream && tls.stream_ctx == ctx && tls.stream_ptsz == ptsz)
     return tls.stream_id;
   uint32_t id = 0;
@@ -402,15 +336,15 @@ static int step_enter(gp_CUcontext ctx, gp_CUstream stream, int ptsz, uint64_t s
 
 static void on_launch_enter(uint32_t cbid, const gp_CallbackData *cb) {
   gp_activity_first_launch();  // before the launch is enqueued: it is timed
-  gp_CUfunction f = launch_func(cbid, cb->functionParams);
+  gp_CUfunction f = gp_launch_func(cbid, cb->functionParams);
   func_entry *fe = func_find((uint64_t)(uintptr_t)f);
   if (!fe) fe = func_describe(f, cb->symbolName);
   if (!fe->selected) {
     GP_COUNT(launches_filtered, 1);
     if (gp_proc.cfg.memory_mode != GP_MEM_OFF) {  // it runs, unhashed
-      launch_view v;
-      view_launch(cbid, cb->functionParams, &v);
-      gp_mem_before_unhashed(cb->context, v.stream, is_ptsz(cbid));
+      gp_launch_view v;
+      gp_view_launch(cbid, cb->functionParams, &v);
+      gp_mem_before_unhashed(cb->context, v.stream, gp_launch_ptsz(cbid));
       gp_mem_unhashed_write();
     }
     return;
@@ -424,11 +358,11 @@ static void on_launch_enter(uint32_t cbid, const gp_CallbackData *cb) {
   tls.have_stack = tls.outside_steps = 0;
   int in_opt = 0;
   if (gp_steps_on()) {
-    launch_view v;
-    view_launch(cbid, cb->functionParams, &v);
-    in_opt = step_enter(cb->context, v.stream, is_ptsz(cbid), tls.seq);
+    gp_launch_view v;
+    gp_view_launch(cbid, cb->functionParams, &v);
+    in_opt = step_enter(cb->context, v.stream, gp_launch_ptsz(cbid), tls.seq);
     if (tls.outside_steps && gp_proc.cfg.memory_mode == GP_MEM_HASH) {  // it runs, unhashed
-      gp_mem_before_unhashed(cb->context, v.stream, is_ptsz(cbid));
+      gp_mem_before_unhashed(cb->context, v.stream, gp_launch_ptsz(cbid));
       gp_mem_unhashed_write();
     }
   }
@@ -439,24 +373,27 @@ static void on_launch_enter(uint32_t cbid, const gp_CallbackData *cb) {
   gp_thread_scratch *s = gp_scratch();
   if (!s) return;
   if (note) {  // what the step's digest hashes: the memory its optimizer reaches
-    launch_view v;
-    view_launch(cbid, cb->functionParams, &v);
+    gp_launch_view v;
+    gp_view_launch(cbid, cb->functionParams, &v);
     TIMED(memory_cycles, gp_mem_note_optimizer(s->launch.tail, copy_params(fe, &v, s->launch.tail, GP_PARAMS_CAP)));
   }
   if (per_launch) {
-    launch_view v;
-    view_launch(cbid, cb->functionParams, &v);
+    gp_launch_view v;
+    gp_view_launch(cbid, cb->functionParams, &v);
     tls.params_len = copy_params(fe, &v, s->launch.tail, GP_PARAMS_CAP);
     const gp_readonly *ro = atomic_load_explicit(&fe->readonly, memory_order_acquire);
     int audit = 0;
     if (ro && gp_proc.cfg.write_sets == GP_WRITE_SETS_LEARNED && gp_proc.cfg.audit_every)
       audit = (atomic_fetch_add_explicit(&fe->launches, 1, memory_order_relaxed) + 1) % gp_proc.cfg.audit_every == 0;
     TIMED(memory_cycles, gp_mem_launch_enter(&s->mem, s->launch.tail, tls.params_len, cb->context, v.stream,
-                                             is_ptsz(cbid), tls.seq, fe->snapshot, fe->id, ro, audit, fe->library));
+                                             gp_launch_ptsz(cbid), tls.seq, fe->snapshot, fe->id, ro, audit, fe->library));
   }
   // Last: it may swap the launch's function and parameters for the instrumented ones.
-  if (gp_proc.cfg.probes && fe->layout)
-    gp_probe_enter(&fe->probe, f, cbid, cb, is_ptsz(cbid), fe->nparams, fe->id, tls.seq, s->probe_args);
+  if (gp_proc.cfg.probes && fe->layout) {
+    gp_launch_view v;
+    gp_view_launch(cbid, cb->functionParams, &v);
+    gp_probe_enter(&fe->probe, cbid, &v, cb, gp_launch_ptsz(cbid), fe->nparams, fe->id, tls.seq, s->probe_args);
+  }
 }
 
 
@@ -464,8 +401,8 @@ static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
   if (!tls.in_launch) return;
   tls.in_launch = 0;
   if (gp_proc.cfg.probes) gp_probe_exit(cb);
-  launch_view v;
-  view_launch(cbid, cb->functionParams, &v);
+  gp_launch_view v;
+  gp_view_launch(cbid, cb->functionParams, &v);
   const func_entry *fe = tls.launch_func;
   gp_thread_scratch *s = gp_scratch();
   if (!s) {
@@ -514,7 +451,7 @@ static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
     gp_mem_launch *m = &s->mem;
     rec->params_len = tls.params_len;
     const gp_readonly *ro = fe ? atomic_load_explicit(&fe->readonly, memory_order_acquire) : NULL;
-    TIMED(memory_cycles, gp_mem_launch_exit(m, cb->context, v.stream, is_ptsz(cbid), tls.seq, rec->captured,
+    TIMED(memory_cycles, gp_mem_launch_exit(m, cb->context, v.stream, gp_launch_ptsz(cbid), tls.seq, rec->captured,
                                             rec->result, ro && ro->writes_anywhere));
     rec->mem_status = m->status;
     rec->snapshot_selected = m->snapshot;
@@ -537,7 +474,7 @@ static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
 static void on_graph_enter(uint32_t cbid, const gp_CallbackData *cb) {
   const gp_cuGraphLaunch_params *p = cb->functionParams;
   tls.graph_seq = atomic_fetch_add_explicit(&launch_seq, 1, memory_order_relaxed) + 1;
-  if (step_enter(cb->context, p->hStream, is_ptsz(cbid), tls.graph_seq) && gp_proc.cfg.memory_mode == GP_MEM_DIGEST)
+  if (step_enter(cb->context, p->hStream, gp_launch_ptsz(cbid), tls.graph_seq) && gp_proc.cfg.memory_mode == GP_MEM_DIGEST)
     gp_mem_note_optimizer_all();
 }
 
@@ -639,7 +576,7 @@ void gp_on_callback(void *userdata, int domain, uint32_t cbid, const void *data)
   (void)userdata;
   if (gp_proc.forked_child || gp_thread.in_agent) return;
   uint64_t t0;
-  if (domain == GP_CB_DOMAIN_DRIVER_API && is_launch(cbid)) {
+  if (domain == GP_CB_DOMAIN_DRIVER_API && gp_launch_is_kernel(cbid)) {
     if (((const gp_CallbackData *)data)->callbackSite == GP_API_ENTER)
       gp_thread.sample_launch = ++tls.callbacks % TIMING_SAMPLE == 0;
     if (!gp_thread.sample_launch) {
@@ -661,12 +598,12 @@ void gp_on_callback(void *userdata, int domain, uint32_t cbid, const void *data)
 static void dispatch(int domain, uint32_t cbid, const void *data) {
   if (domain == GP_CB_DOMAIN_DRIVER_API) {
     const gp_CallbackData *cb = data;
-    if (is_launch(cbid)) {
+    if (gp_launch_is_kernel(cbid)) {
       if (cb->callbackSite == GP_API_ENTER)
         on_launch_enter(cbid, cb);
       else
         on_launch_exit(cbid, cb);
-    } else if (cbid == GP_CBID_cuGraphLaunch || cbid == GP_CBID_cuGraphLaunch_ptsz) {
+    } else if (gp_launch_is_graph(cbid)) {
       if (cb->callbackSite == GP_API_ENTER) {
         gp_activity_first_launch();
         tls.have_stack = 0;
@@ -677,7 +614,7 @@ static void dispatch(int domain, uint32_t cbid, const void *data) {
         on_graph_launch(cbid, cb);
       else if (gp_proc.cfg.memory_mode != GP_MEM_OFF)  // its kernels may write what waits to be hashed
         gp_mem_before_unhashed(cb->context, ((const gp_cuGraphLaunch_params *)cb->functionParams)->hStream,
-                               is_ptsz(cbid));
+                               gp_launch_ptsz(cbid));
     } else if (gp_proc.cfg.probes && cbid >= GP_CBID_cuModuleLoadData && cbid <= GP_CBID_cuModuleUnload) {
       if (cbid == GP_CBID_cuModuleUnload && cb->callbackSite == GP_API_ENTER) forget_module(cb);
       gp_probe_module_api(cbid, cb);

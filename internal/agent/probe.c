@@ -202,43 +202,28 @@ static uint32_t take(pool *p, uint64_t seq, uint64_t bytes) {
   return slot;
 }
 
-int gp_probe_enter(gp_probe_fn *pf, gp_CUfunction f, uint32_t cbid, const gp_CallbackData *cb, int ptsz,
+int gp_probe_enter(gp_probe_fn *pf, uint32_t cbid, const gp_launch_view *v, const gp_CallbackData *cb, int ptsz,
                    uint32_t nparams, uint64_t kernel_id, uint64_t seq, void **args) {
   cur.p = NULL;
   int st = atomic_load_explicit(&pf->state, memory_order_acquire);
-  if (st == GP_PROBE_UNKNOWN) st = resolve(pf, f, nparams, kernel_id);
+  if (st == GP_PROBE_UNKNOWN) st = resolve(pf, v->f, nparams, kernel_id);
   if (st != GP_PROBE_YES) return 0;
 
-  int ex = cbid == GP_CBID_cuLaunchKernelEx || cbid == GP_CBID_cuLaunchKernelEx_ptsz;
-  gp_cuLaunchKernelEx_params *pe = (void *)cb->functionParams;
-  gp_cuLaunchKernel_params *pk = (void *)cb->functionParams;
-  void **kparams = ex ? pe->kernelParams : pk->kernelParams;
-  void **extra = NULL;  // packed parameters: no room to add one
-  if (ex)
-    extra = pe->extra;
-  else if (cbid == GP_CBID_cuLaunchKernel || cbid == GP_CBID_cuLaunchKernel_ptsz)
-    extra = pk->extra;
-  gp_CUstream stream = ex ? (pe->config ? pe->config->hStream : NULL) : pk->hStream;
-  uint64_t ctas = ex ? (pe->config ? (uint64_t)pe->config->gridDimX * pe->config->gridDimY * pe->config->gridDimZ : 0)
-                     : (uint64_t)pk->gridDimX * pk->gridDimY * pk->gridDimZ;
+  gp_CUstream stream = v->stream;
+  uint64_t ctas = (uint64_t)v->grid[0] * v->grid[1] * v->grid[2];
   if (ptsz && !stream) stream = (gp_CUstream)(uintptr_t)CU_STREAM_PER_THREAD;
-  uint64_t threads = ex ? (pe->config ? (uint64_t)pe->config->blockDimX * pe->config->blockDimY * pe->config->blockDimZ : 0)
-                        : (uint64_t)pk->blockDimX * pk->blockDimY * pk->blockDimZ;
-  unsigned smem = ex ? (pe->config ? pe->config->sharedMemBytes : 0) : pk->sharedMemBytes;
-  if (threads > (uint64_t)pf->max_threads || smem > (unsigned)pf->max_dynamic_smem) {
+  uint64_t threads = (uint64_t)v->block[0] * v->block[1] * v->block[2];
+  if (threads > (uint64_t)pf->max_threads || v->smem > (unsigned)pf->max_dynamic_smem) {
     skip(seq, GP_PROBE_SKIP_RESOURCES);
     return 0;
   }
-  (void)extra;  // the driver takes kernelParams when both are given
-  int cooperative = cbid == GP_CBID_cuLaunchCooperativeKernel || cbid == GP_CBID_cuLaunchCooperativeKernel_ptsz;
-  for (unsigned i = 0; ex && pe->config && pe->config->attrs && i < pe->config->numAttrs; i++)
-    if (pe->config->attrs[i].id == GP_LAUNCH_ATTRIBUTE_COOPERATIVE && pe->config->attrs[i].value.cooperative)
-      cooperative = 1;
-  if (cooperative) {
+  // Packed parameters (`extra`) leave no room to add one; the driver takes kernelParams when
+  // both are given.
+  if (v->cooperative) {
     skip(seq, GP_PROBE_SKIP_COOPERATIVE);
     return 0;
   }
-  if (!kparams) {
+  if (!v->kernel_params) {
     skip(seq, GP_PROBE_SKIP_EXTRA);
     return 0;
   }
@@ -275,20 +260,13 @@ int gp_probe_enter(gp_probe_fn *pf, gp_CUfunction f, uint32_t cbid, const gp_Cal
     skip(seq, GP_PROBE_SKIP_CUDA_ERROR);
     return 0;
   }
-  memcpy(args, kparams, nparams * sizeof *args);
+  memcpy(args, v->kernel_params, nparams * sizeof *args);
   cur.arg = at;
   args[nparams] = &cur.arg;
   cur.p = p;
   cur.slot = slot;
   cur.stream = stream;
-  // The driver reads the launch's function and parameters from this struct after ENTER.
-  if (ex) {
-    pe->f = pf->fn;
-    pe->kernelParams = args;
-  } else {
-    pk->f = pf->fn;
-    pk->kernelParams = args;
-  }
+  gp_launch_set_kernel(cbid, (void *)cb->functionParams, pf->fn, args);
   return 1;
 }
 

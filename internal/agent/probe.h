@@ -11,6 +11,7 @@
 
 #include "agent.h"
 #include "cabi.h"
+#include "launchapi.h"
 
 // gp_probe_fn.state
 enum { GP_PROBE_UNKNOWN = 0, GP_PROBE_NO = 1, GP_PROBE_YES = 2 };
@@ -38,7 +39,8 @@ void gp_probe_module_api(uint32_t cbid, const gp_CallbackData *cb);
 // gp_probe_enter, at a launch's ENTER, decides pf at the kernel's first launch and, for a
 // probed kernel, puts the instrumented copy and its records' address into the launch's
 // parameters. args has room for nparams + 1 pointers. 1 when the launch is probed.
-int gp_probe_enter(gp_probe_fn *pf, gp_CUfunction f, uint32_t cbid, const gp_CallbackData *cb, int ptsz,
+// v is the launch's view (launchapi.h); cbid says where its parameters take the copy.
+int gp_probe_enter(gp_probe_fn *pf, uint32_t cbid, const gp_launch_view *v, const gp_CallbackData *cb, int ptsz,
                    uint32_t nparams, uint64_t kernel_id, uint64_t seq, void **args);
 
 // gp_probe_exit, at that launch's EXIT, queues the copy of its records behind it.

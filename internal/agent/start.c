@@ -121,9 +121,9 @@ int gp_start(const gp_config *cfg, char *err, size_t errcap) {
   }
   // Only the callbacks we need: the whole driver domain costs µs per call.
   static const uint32_t driver_cbids[] = {
-      GP_CBID_cuLaunchKernel,         GP_CBID_cuLaunchKernel_ptsz,    GP_CBID_cuLaunchCooperativeKernel,
-      GP_CBID_cuLaunchCooperativeKernel_ptsz, GP_CBID_cuLaunchKernelEx, GP_CBID_cuLaunchKernelEx_ptsz,
-      GP_CBID_cuGraphLaunch,          GP_CBID_cuGraphLaunch_ptsz,
+#define LAUNCH_CBID(name, cbid, ptsz, shape) cbid,
+      GP_LAUNCH_APIS(LAUNCH_CBID)
+#undef LAUNCH_CBID
   };
   static const uint32_t resource_cbids[] = {
       GP_CBID_RESOURCE_MODULE_LOADED,

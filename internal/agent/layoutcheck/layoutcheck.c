@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "../cabi.h"
+#include "../launchapi.h"
 #include "check.h"
 
 static int failures, checks;
@@ -188,14 +189,10 @@ int main(void) {
   check_nvtx();
   VALUE(GP_API_ENTER, CUPTI_API_ENTER);
   VALUE(GP_API_EXIT, CUPTI_API_EXIT);
-  VALUE(GP_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel);
-  VALUE(GP_CBID_cuLaunchKernel_ptsz, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz);
-  VALUE(GP_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel);
-  VALUE(GP_CBID_cuLaunchCooperativeKernel_ptsz, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz);
-  VALUE(GP_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch);
-  VALUE(GP_CBID_cuGraphLaunch_ptsz, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz);
-  VALUE(GP_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx);
-  VALUE(GP_CBID_cuLaunchKernelEx_ptsz, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz);
+  // Every row of launchapi.h's table.
+#define LAUNCH_API_VALUE(name, cbid, ptsz, shape) VALUE(GP_CBID_##name, CUPTI_DRIVER_TRACE_CBID_##name);
+  GP_LAUNCH_APIS(LAUNCH_API_VALUE)
+#undef LAUNCH_API_VALUE
   VALUE(GP_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
   VALUE(GP_CBID_RESOURCE_STREAM_DESTROY_STARTING, CUPTI_CBID_RESOURCE_STREAM_DESTROY_STARTING);
   VALUE(GP_CBID_RESOURCE_MODULE_LOADED, CUPTI_CBID_RESOURCE_MODULE_LOADED);

@@ -1,0 +1,41 @@
+package recording
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+)
+
+// TestLaunchAPIsMatchAgentTable holds launchAPIs to the agent's table of
+// launch APIs (internal/agent/launchapi.h), the one place a launch API is
+// added: every row's callback id and name, and no other.
+func TestLaunchAPIsMatchAgentTable(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "internal", "agent", "launchapi.h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := regexp.MustCompile(`(?m)^\s*X\((\w+), (\d+), [01], GP_SHAPE_\w+\)`).FindAllSubmatch(src, -1)
+	if len(rows) == 0 {
+		t.Fatal("launchapi.h: no rows of GP_LAUNCH_APIS")
+	}
+	table := map[uint32]string{}
+	for _, r := range rows {
+		cbid, err := strconv.ParseUint(string(r[2]), 10, 32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		table[uint32(cbid)] = string(r[1])
+	}
+	for cbid, name := range table {
+		if got := launchAPIs[cbid]; got != name {
+			t.Errorf("callback id %d: launchapi.h names %s, launchAPIs %q", cbid, name, got)
+		}
+	}
+	for cbid, name := range launchAPIs {
+		if _, ok := table[cbid]; !ok {
+			t.Errorf("launchAPIs has %d (%s), which launchapi.h's table lacks", cbid, name)
+		}
+	}
+}
