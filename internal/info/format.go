@@ -272,6 +272,7 @@ func (p *Process) writeProblems(t *textWriter) {
 	}
 	p.Memory.writeProblems(t)
 	p.Hang.write(t)
+	p.Chunks.write(t)
 	if len(p.Errors) > 0 {
 		t.printf("  !! last errors in the agent's log:\n")
 		for _, e := range p.Errors {

@@ -99,6 +99,9 @@ type Process struct {
 	// Hang is what gpurr record --hang-timeout found: a launch the GPU did not finish (format
 	// 1.13); nil when it found none or was off.
 	Hang *Hang `json:"hang,omitempty"`
+	// Chunks is what reading every chunk of the chunk store found (gpurr info --check); nil
+	// when not checked or the process has no store.
+	Chunks *ChunkCheck `json:"chunk_check,omitempty"`
 }
 
 // Device is a GPU the process used.
@@ -186,6 +189,9 @@ func (p *Process) Problems() []string {
 	}
 	if p.Hang != nil {
 		out = append(out, "hang")
+	}
+	if p.Chunks != nil && len(p.Chunks.Bad) > 0 {
+		out = append(out, "chunks_damaged")
 	}
 	return append(out, p.Memory.problems()...)
 }

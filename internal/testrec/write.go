@@ -31,6 +31,10 @@ const (
 	// staging ring and capture stopped near the end (disk full), losing a
 	// state; rank 1 in hash mode, nothing lost.
 	Memory Variant = "memory"
+	// CorruptChunk is Memory where one chunk of rank 0's store holds other bytes than those its
+	// name hashes, as when they changed between hashing and copying: its entry's CRC is right,
+	// its hash is not (CorruptChunkIndex names it).
+	CorruptChunk Variant = "corrupt-chunk"
 	// Autograd is a PyTorch training step after the good recording's
 	// program, both ranks recorded with --memory hash --nan-scan bf16.
 	// Rank 0's agent read PyTorch's autograd state: every launch carries
@@ -76,7 +80,7 @@ const (
 const StepRangeRecorded = "^(init|weights)$"
 
 // Variants lists every variant.
-var Variants = []Variant{Good, Lossy, Incomplete, Truncated, Corrupt, Newer, Empty, Memory, Autograd, AutogradDiverged, StepRange, Probe,
+var Variants = []Variant{Good, Lossy, Incomplete, Truncated, Corrupt, Newer, Empty, Memory, CorruptChunk, Autograd, AutogradDiverged, StepRange, Probe,
 	WriteSets, WriteSetsDiverged, Digests, DigestsDiverged, Hang}
 
 // Write writes a synthetic recording into dir (created if needed).
@@ -124,7 +128,7 @@ func variantOptions(v Variant, rank int) options {
 	switch v {
 	case Lossy:
 		o.lossy = rank == 0
-	case Memory:
+	case Memory, CorruptChunk:
 		o.memory = hashConfig()
 		if rank == 0 {
 			o.memory, o.stopMemory = snapshotConfig(), true
@@ -191,7 +195,11 @@ func writeVariant(dir string, v Variant) error {
 		if err != nil {
 			return err
 		}
-		for _, c := range chunks {
+		for i, c := range chunks {
+			if v == CorruptChunk && i == CorruptChunkIndex {
+				c.data = slices.Clone(c.data)
+				c.data[len(c.data)/2] ^= 0x01
+			}
 			if err := store.Put(c.hash, c.data); err != nil {
 				return errors.Join(err, store.Close())
 			}
@@ -214,6 +222,10 @@ func writeVariant(dir string, v Variant) error {
 	}
 	return nil
 }
+
+// CorruptChunkIndex is which chunk the CorruptChunk variant alters, in the order the agent wrote
+// them: the second, the first chunk stored of the AFTER state of the first gemm.
+const CorruptChunkIndex = 1
 
 // corruptOffset is the byte the Corrupt variant flips: the middle of the
 // second frame's payload, given the file size after each frame.
