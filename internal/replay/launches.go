@@ -97,11 +97,12 @@ func (src *Source) Replay(seq uint64, c *Case, r Request) (o Outcome) {
 	case res.Within(r.Check):
 		o.Status = StatusWithin
 	default:
-		o.Status, o.Why = StatusDiffers, "the replay is repeatable but differs from the recording: the kernel may read memory outside its regions, or depend on state replay does not restore"
+		o.Status = StatusDiffers
 		again, err := s.Run(o.Config, 1, Check{})
 		if err == nil && !sameOutputs(res, again) {
-			o.Status, o.Why = StatusNondeterministic, "two replays disagree with each other: the kernel is not deterministic (float atomics, races)"
+			o.Status = StatusNondeterministic
 		}
+		o.Why = ExplainDiffers(c.Kernel.GetName(), src.kernelPTX(c), o.Status == StatusDiffers)
 	}
 	return o
 }
