@@ -155,6 +155,8 @@ func comparePair(o CompareOptions, pp [2]*recording.Process, only bool) (*PairRe
 	if len(a.Library) > 0 {
 		pr.Library = a.Library
 	}
+	pr.TornA, pr.TornB = a.Torn[:min(len(a.Torn), MaxListed)], b.Torn[:min(len(b.Torn), MaxListed)]
+	pr.TornMore = len(a.Torn) + len(b.Torn) - len(pr.TornA) - len(pr.TornB)
 	if pp[0].Info.GetMemory().GetDigests() && pp[1].Info.GetMemory().GetDigests() {
 		if pr.Digests, err = compareDigests(pp); err != nil {
 			return nil, nil, err

@@ -38,6 +38,9 @@ type Launch struct {
 	// Unknown: a region of that state is unknown (carried from a state that was lost, format
 	// 1.11), so the launch is compared with none: neither equal nor different.
 	Unknown bool
+	// Torn: the state was taken while a kernel of another stream that reaches the same memory
+	// ran (recording.Timeline), so its bytes may be part old, part new: compared with none.
+	Torn bool
 }
 
 // Run is one process of a recording, reduced for alignment.
@@ -61,10 +64,19 @@ type Run struct {
 	// communication library's own (Allocation.owner, format 1.12: NCCL's channels, flags and
 	// FIFOs differ from run to run by design), by owner; empty with ScanOptions.IncludeLibrary.
 	Library map[string]int
+	// Torn lists the launches whose state after them was torn (Launch.Torn), by seq, with the
+	// kernels of other streams that ran while it was taken.
+	Torn []TornLaunch
 
 	kernelIDs   []uint64          // the kernel ids its launches name, each once (Launch.kernel)
 	identities  []uint64          // and their Kernel.identity (0 for a kernel not in Kernels)
 	kernelIndex map[uint64]uint32 // and where each is in kernelIDs
+}
+
+// TornLaunch is a launch whose state after it another stream's kernels may have torn.
+type TornLaunch struct {
+	Seq   uint64   `json:"seq"`
+	Tears []string `json:"tears"` // recording.Tear.String of each
 }
 
 // Append adds a launch of kernel kernelID (Kernel.id) to r.Launches. The kernel's identity
@@ -233,10 +245,17 @@ func scan(p *recording.Process, o ScanOptions) (*Run, error) {
 	// Streams are numbered as launches reach the recording, and renumbered by thread at the
 	// end, when every thread that launched is known.
 	threads := NewThreads(p.Info.GetPid())
+	var timeline *recording.Timeline // which states other streams' kernels may have torn
 	res, err := p.Scan(func(b *pb.Batch) error {
 		if b.Process != nil {
 			mem := b.Process.GetMemory()
 			r.Mode, r.WriteSets, r.AuditEvery = mem.GetMode(), mem.GetWriteSets(), mem.GetAuditEvery()
+			if r.Mode == recording.MemoryHash || r.Mode == recording.MemorySnapshot {
+				timeline = recording.NewTimeline()
+			}
+		}
+		if timeline != nil {
+			timeline.Add(b)
 		}
 		r.Misses = append(r.Misses, b.WriteSetMisses...)
 		for _, a := range b.Allocations {
@@ -291,6 +310,9 @@ func scan(p *recording.Process, o ScanOptions) (*Run, error) {
 	if res.Truncated {
 		r.Complete = false
 	}
+	if timeline != nil {
+		r.markTorn(timeline.Torn())
+	}
 	var number []int32
 	r.Units, number = threads.Units()
 	r.renumber(number)
@@ -298,6 +320,27 @@ func scan(p *recording.Process, o ScanOptions) (*Run, error) {
 		r.identities[k] = r.Kernels[id].GetIdentity()
 	}
 	return r, nil
+}
+
+// markTorn marks the launches whose state after them was torn, which alignment then compares
+// with none, and lists them.
+func (r *Run) markTorn(torn map[recording.StateKey][]recording.Tear) {
+	for k, tears := range torn {
+		if k.Point != pb.MemoryState_AFTER {
+			continue // alignment compares the states after launches only
+		}
+		i, ok := r.find(k.Seq)
+		if !ok {
+			continue
+		}
+		r.Launches[i].Torn = true
+		t := TornLaunch{Seq: k.Seq}
+		for _, tear := range tears {
+			t.Tears = append(t.Tears, tear.String())
+		}
+		r.Torn = append(r.Torn, t)
+	}
+	slices.SortFunc(r.Torn, func(a, b TornLaunch) int { return cmp.Compare(a.Seq, b.Seq) })
 }
 
 // straysKept bounds the states scan keeps waiting for their launch: past it, those of a seq
@@ -555,7 +598,8 @@ type Pair struct{ A, B int }
 type Result struct {
 	Matched  int   // launches matched between the runs
 	Compared int   // matched launches with memory states on both sides
-	Unknown  int   // matched launches with states on both sides not compared: a region's state unknown (Launch.Unknown)
+	Unknown  int   // matched launches with states on both sides not compared: a region's state unknown (Launch.Unknown), or torn
+	Torn     int   // of those, the launches with a torn state on a side (Launch.Torn)
 	Differ   int   // compared launches whose states differ
 	First    *Pair // the earliest (in run A's order) whose states differ; nil when none
 	OnlyA    []int // launches of A with no counterpart in B, in order
@@ -658,8 +702,11 @@ func (res *Result) match(a, b *Run, ia, ib int) {
 	if !la.HasState || !lb.HasState {
 		return
 	}
-	if la.Unknown || lb.Unknown {
+	if la.Unknown || lb.Unknown || la.Torn || lb.Torn {
 		res.Unknown++
+		if la.Torn || lb.Torn {
+			res.Torn++
+		}
 		return
 	}
 	res.Compared++

@@ -53,6 +53,12 @@ type PairReport struct {
 	// Library counts, by owner, the region states left out of the comparison because their
 	// memory is a communication library's own (Run.Library); --include-library compares them.
 	Library map[string]int `json:"library_left_out,omitempty"`
+	// TornA and TornB list the launches of each run whose state after them was torn: taken
+	// while another stream's kernel that reaches the same memory ran (Run.Torn), not compared;
+	// the first MaxListed, TornMore counting the rest of both.
+	TornA    []TornLaunch `json:"torn_a,omitempty"`
+	TornB    []TornLaunch `json:"torn_b,omitempty"`
+	TornMore int          `json:"torn_more,omitempty"`
 	// Digests compares the runs' step digests, when both have them (format 1.12): the whole
 	// comparison of runs recorded with --memory digest, beside the launches' with --hash-steps.
 	Digests *DigestComparison `json:"digests,omitempty"`
@@ -269,7 +275,7 @@ type CarrySide struct {
 
 // NewWriteSetNote is what a comparison's answer rests on; nil when nothing needs saying.
 func NewWriteSetNote(res *Result, sides ...CarrySide) *WriteSetNote {
-	n := &WriteSetNote{unknown: res.Unknown}
+	n := &WriteSetNote{unknown: res.Unknown - res.Torn}
 	for _, s := range sides {
 		if s.Run.WriteSets == "learned" {
 			n.Learned = append(n.Learned, s.Name)

@@ -92,6 +92,17 @@ func (p *PairReport) WriteText(w io.Writer) error {
 	for _, owner := range slices.Sorted(maps.Keys(p.Library)) {
 		t.Printf("  %s\n", LibraryLine(p.Library[owner], owner))
 	}
+	for _, side := range []struct {
+		name string
+		torn []TornLaunch
+	}{{"A", p.TornA}, {"B", p.TornB}} {
+		for _, l := range side.torn {
+			t.Printf("  torn     launch %d of %s, not compared: %s\n", l.Seq, side.name, strings.Join(l.Tears, "; "))
+		}
+	}
+	if p.TornMore > 0 {
+		t.Printf("           ... and %s\n", info.Count(p.TornMore, "more torn launch"))
+	}
 	if p.AlikeThreads > 1 {
 		t.Printf("  %d threads launch alike (same kernel and callstack): paired by the order they were created\n", p.AlikeThreads)
 	}
