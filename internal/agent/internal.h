@@ -127,10 +127,6 @@ void gp_on_callback(void *userdata, int domain, uint32_t cbid, const void *data)
 
 // ---- nvtx.c ----
 
-// The innermost NVTX push/pop range open on this thread, 0 none: what a
-// launch record names (one TLS read on the launch path).
-extern GP_TLS uint64_t gp_range_current;
-
 // gp_nvtx_inject fills the core and core2 slots of one NVTX instance with
 // the agent's functions (what InitializeInjectionNvtx2 does); 0 when its
 // export table is not what the agent knows.

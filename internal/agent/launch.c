@@ -16,27 +16,6 @@
 #include "internal.h"
 #include "probe.h"
 
-// ---- the launch in flight on this thread (thread.h has what other files read) ----
-
-static GP_TLS struct {
-  int in_launch;           // between ENTER and EXIT of a recorded launch
-  uint64_t seq, host_ns;   // of that launch
-  uint64_t graph_node_id;  // node built by that launch during stream capture
-  gp_CUstream stream;      // the last stream id looked up, valid for stream_epoch
-  gp_CUcontext stream_ctx;
-  uint32_t stream_id, stream_epoch;
-  int stream_ptsz;
-  uint32_t callbacks;        // on this thread, for sampling the agent's own time
-  const void *launch_func;  // func_entry of the launch in flight
-  uint32_t params_len;      // memory capture: parameters already copied at ENTER
-  // Steps (steps.c): the call's callstack and autograd context, taken at ENTER (have_stack),
-  // and whether hash mode leaves it unhashed (--hash-steps).
-  int have_stack, outside_steps;
-  uint64_t stack_id;
-  gp_autograd ag;
-  uint64_t graph_seq;  // seq of the graph launch in flight, given at its ENTER
-} tls;
-
 // ---- kernels: one description per CUfunction, found without locks ----
 
 enum { MAX_PARAMS = 1024, FUNC_TABLE = 1 << 14 };
@@ -277,15 +256,15 @@ static _Atomic uint32_t stream_epoch = 1;
 static uint32_t stream_id_of(gp_CUcontext ctx, gp_CUstream stream, uint32_t cbid) {
   uint32_t epoch = atomic_load_explicit(&stream_epoch, memory_order_acquire);
   int ptsz = gp_launch_ptsz(cbid);
-  if (tls.stream_epoch == epoch && tls.stream == stream && tls.stream_ctx == ctx && tls.stream_ptsz == ptsz)
-    return tls.stream_id;
+  if (gp_thread.stream_epoch == epoch && gp_thread.stream == stream && gp_thread.stream_ctx == ctx && gp_thread.stream_ptsz == ptsz)
+    return gp_thread.stream_id;
   uint32_t id = 0;
   if (gp_cupti.getStreamIdEx) gp_cupti.getStreamIdEx(ctx, stream, ptsz, &id);
-  tls.stream_epoch = epoch;
-  tls.stream = stream;
-  tls.stream_ctx = ctx;
-  tls.stream_ptsz = ptsz;
-  tls.stream_id = id;
+  gp_thread.stream_epoch = epoch;
+  gp_thread.stream = stream;
+  gp_thread.stream_ctx = ctx;
+  gp_thread.stream_ptsz = ptsz;
+  gp_thread.stream_id = id;
   return id;
 }
 
@@ -308,14 +287,14 @@ enum { TIMING_SAMPLE = GP_TIMING_SAMPLE };
     if (gp_thread.sample_launch) GP_COUNT(counter, (gp_cycles() - timed_t0) * TIMING_SAMPLE); \
   } while (0)
 
-// take_stack takes the launch call's autograd context and callstack into tls,
+// take_stack takes the launch call's autograd context and callstack into gp_thread,
 // and returns whether it was made inside an optimizer step.
 static int take_stack(void) {
   int in_opt = 0;
-  TIMED(autograd_cycles, gp_autograd_take(&tls.ag));
+  TIMED(autograd_cycles, gp_autograd_take(&gp_thread.ag));
   // AccumulateGrad nodes have no forward op: their number is UINT64_MAX.
-  TIMED(stack_cycles, tls.stack_id = gp_callstack_take(tls.ag.node_class != 0 && tls.ag.sequence_nr != UINT64_MAX, &in_opt));
-  tls.have_stack = 1;
+  TIMED(stack_cycles, gp_thread.stack_id = gp_callstack_take(gp_thread.ag.node_class != 0 && gp_thread.ag.sequence_nr != UINT64_MAX, &in_opt));
+  gp_thread.have_stack = 1;
   return in_opt;
 }
 
@@ -330,7 +309,7 @@ static int step_enter(gp_CUcontext ctx, gp_CUstream stream, int ptsz, uint64_t s
   uint32_t every = gp_proc.cfg.digest_every ? gp_proc.cfg.digest_every : 1;
   if (began && gp_proc.cfg.digests && step % every == 0)
     TIMED(memory_cycles, gp_mem_digest(ctx, stream, ptsz, seq, step - 1));
-  tls.outside_steps = !gp_step_hashed(step);
+  gp_thread.outside_steps = !gp_step_hashed(step);
   return in_opt;
 }
 
@@ -349,25 +328,25 @@ static void on_launch_enter(uint32_t cbid, const gp_CallbackData *cb) {
     }
     return;
   }
-  tls.in_launch = 1;
-  tls.launch_func = fe;
-  tls.seq = atomic_fetch_add_explicit(&launch_seq, 1, memory_order_relaxed) + 1;
-  tls.host_ns = gp_clock();
-  tls.graph_node_id = 0;
-  tls.params_len = 0;
-  tls.have_stack = tls.outside_steps = 0;
+  gp_thread.in_launch = 1;
+  gp_thread.launch_func = fe;
+  gp_thread.seq = atomic_fetch_add_explicit(&launch_seq, 1, memory_order_relaxed) + 1;
+  gp_thread.host_ns = gp_clock();
+  gp_thread.graph_node_id = 0;
+  gp_thread.params_len = 0;
+  gp_thread.have_stack = gp_thread.outside_steps = 0;
   int in_opt = 0;
   if (gp_steps_on()) {
     gp_launch_view v;
     gp_view_launch(cbid, cb->functionParams, &v);
-    in_opt = step_enter(cb->context, v.stream, gp_launch_ptsz(cbid), tls.seq);
-    if (tls.outside_steps && gp_proc.cfg.memory_mode == GP_MEM_HASH) {  // it runs, unhashed
+    in_opt = step_enter(cb->context, v.stream, gp_launch_ptsz(cbid), gp_thread.seq);
+    if (gp_thread.outside_steps && gp_proc.cfg.memory_mode == GP_MEM_HASH) {  // it runs, unhashed
       gp_mem_before_unhashed(cb->context, v.stream, gp_launch_ptsz(cbid));
       gp_mem_unhashed_write();
     }
   }
   int per_launch = (gp_proc.cfg.memory_mode == GP_MEM_HASH || gp_proc.cfg.memory_mode == GP_MEM_SNAPSHOT) &&
-                   !tls.outside_steps;
+                   !gp_thread.outside_steps;
   int note = in_opt && gp_proc.cfg.memory_mode == GP_MEM_DIGEST;
   if (!per_launch && !note && !gp_proc.cfg.probes) return;
   gp_thread_scratch *s = gp_scratch();
@@ -380,30 +359,30 @@ static void on_launch_enter(uint32_t cbid, const gp_CallbackData *cb) {
   if (per_launch) {
     gp_launch_view v;
     gp_view_launch(cbid, cb->functionParams, &v);
-    tls.params_len = copy_params(fe, &v, s->launch.tail, GP_PARAMS_CAP);
+    gp_thread.params_len = copy_params(fe, &v, s->launch.tail, GP_PARAMS_CAP);
     const gp_readonly *ro = atomic_load_explicit(&fe->readonly, memory_order_acquire);
     int audit = 0;
     if (ro && gp_proc.cfg.write_sets == GP_WRITE_SETS_LEARNED && gp_proc.cfg.audit_every)
       audit = (atomic_fetch_add_explicit(&fe->launches, 1, memory_order_relaxed) + 1) % gp_proc.cfg.audit_every == 0;
-    TIMED(memory_cycles, gp_mem_launch_enter(&s->mem, s->launch.tail, tls.params_len, cb->context, v.stream,
-                                             gp_launch_ptsz(cbid), tls.seq, fe->snapshot, fe->id, ro, audit, fe->library));
+    TIMED(memory_cycles, gp_mem_launch_enter(&s->mem, s->launch.tail, gp_thread.params_len, cb->context, v.stream,
+                                             gp_launch_ptsz(cbid), gp_thread.seq, fe->snapshot, fe->id, ro, audit, fe->library));
   }
   // Last: it may swap the launch's function and parameters for the instrumented ones.
   if (gp_proc.cfg.probes && fe->layout) {
     gp_launch_view v;
     gp_view_launch(cbid, cb->functionParams, &v);
-    gp_probe_enter(&fe->probe, cbid, &v, cb, gp_launch_ptsz(cbid), fe->nparams, fe->id, tls.seq, s->probe_args);
+    gp_probe_enter(&fe->probe, cbid, &v, cb, gp_launch_ptsz(cbid), fe->nparams, fe->id, gp_thread.seq, s->probe_args);
   }
 }
 
 
 static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
-  if (!tls.in_launch) return;
-  tls.in_launch = 0;
+  if (!gp_thread.in_launch) return;
+  gp_thread.in_launch = 0;
   if (gp_proc.cfg.probes) gp_probe_exit(cb);
   gp_launch_view v;
   gp_view_launch(cbid, cb->functionParams, &v);
-  const func_entry *fe = tls.launch_func;
+  const func_entry *fe = gp_thread.launch_func;
   gp_thread_scratch *s = gp_scratch();
   if (!s) {
     GP_COUNT(launches_dropped, 1);
@@ -414,13 +393,13 @@ static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
   // calloc) nor read.
   gp_launch_rec *rec = &s->launch.r;
   rec->h.type = GP_REC_LAUNCH;
-  rec->seq = tls.seq;
-  rec->host_ns = tls.host_ns;
+  rec->seq = gp_thread.seq;
+  rec->host_ns = gp_thread.host_ns;
   rec->kernel_id = fe ? fe->id : 0;
   rec->context = (uint64_t)(uintptr_t)cb->context;
   rec->stream = (uint64_t)(uintptr_t)v.stream;
-  rec->graph_node_id = tls.graph_node_id;
-  rec->captured = tls.graph_node_id != 0;
+  rec->graph_node_id = gp_thread.graph_node_id;
+  rec->captured = gp_thread.graph_node_id != 0;
   rec->mem_status = 0;
   rec->snapshot_selected = 0;
   rec->untimed = atomic_load_explicit(&gp_timing_paused, memory_order_relaxed);
@@ -436,22 +415,22 @@ static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
   memcpy(rec->block, v.block, sizeof v.block);
   memcpy(rec->cluster, v.cluster, sizeof v.cluster);
   rec->shared_mem = v.smem;
-  if (!tls.have_stack) take_stack();
-  rec->callstack_id = tls.stack_id;
-  rec->ag_thread = tls.ag.thread;
-  rec->ag_seq = tls.ag.sequence_nr;
-  rec->ag_class = tls.ag.node_class;
-  rec->ag_present = tls.ag.present;
-  rec->range_id = gp_range_current;
-  if (gp_proc.cfg.memory_mode == GP_MEM_OFF || gp_proc.cfg.memory_mode == GP_MEM_DIGEST || tls.outside_steps) {
+  if (!gp_thread.have_stack) take_stack();
+  rec->callstack_id = gp_thread.stack_id;
+  rec->ag_thread = gp_thread.ag.thread;
+  rec->ag_seq = gp_thread.ag.sequence_nr;
+  rec->ag_class = gp_thread.ag.node_class;
+  rec->ag_present = gp_thread.ag.present;
+  rec->range_id = gp_thread.range_current;
+  if (gp_proc.cfg.memory_mode == GP_MEM_OFF || gp_proc.cfg.memory_mode == GP_MEM_DIGEST || gp_thread.outside_steps) {
     rec->params_len = fe ? copy_params(fe, &v, s->launch.tail, GP_PARAMS_CAP) : 0;
     rec->h.size = gp_pad8(sizeof *rec + rec->params_len);
-    if (tls.outside_steps && gp_proc.cfg.memory_mode == GP_MEM_HASH) rec->mem_status = GP_PLAN_OUTSIDE_STEPS;
+    if (gp_thread.outside_steps && gp_proc.cfg.memory_mode == GP_MEM_HASH) rec->mem_status = GP_PLAN_OUTSIDE_STEPS;
   } else {
     gp_mem_launch *m = &s->mem;
-    rec->params_len = tls.params_len;
+    rec->params_len = gp_thread.params_len;
     const gp_readonly *ro = fe ? atomic_load_explicit(&fe->readonly, memory_order_acquire) : NULL;
-    TIMED(memory_cycles, gp_mem_launch_exit(m, cb->context, v.stream, gp_launch_ptsz(cbid), tls.seq, rec->captured,
+    TIMED(memory_cycles, gp_mem_launch_exit(m, cb->context, v.stream, gp_launch_ptsz(cbid), gp_thread.seq, rec->captured,
                                             rec->result, ro && ro->writes_anywhere));
     rec->mem_status = m->status;
     rec->snapshot_selected = m->snapshot;
@@ -473,8 +452,8 @@ static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
 // digest not knowing what its kernels reach: it hashes every allocation.
 static void on_graph_enter(uint32_t cbid, const gp_CallbackData *cb) {
   const gp_cuGraphLaunch_params *p = cb->functionParams;
-  tls.graph_seq = atomic_fetch_add_explicit(&launch_seq, 1, memory_order_relaxed) + 1;
-  if (step_enter(cb->context, p->hStream, gp_launch_ptsz(cbid), tls.graph_seq) && gp_proc.cfg.memory_mode == GP_MEM_DIGEST)
+  gp_thread.graph_seq = atomic_fetch_add_explicit(&launch_seq, 1, memory_order_relaxed) + 1;
+  if (step_enter(cb->context, p->hStream, gp_launch_ptsz(cbid), gp_thread.graph_seq) && gp_proc.cfg.memory_mode == GP_MEM_DIGEST)
     gp_mem_note_optimizer_all();
 }
 
@@ -484,8 +463,8 @@ static void on_graph_launch(uint32_t cbid, const gp_CallbackData *cb) {
   memset(&rec, 0, sizeof rec);
   rec.h.type = GP_REC_GRAPHLAUNCH;
   rec.h.size = gp_pad8(sizeof rec);
-  rec.seq = tls.graph_seq ? tls.graph_seq : atomic_fetch_add_explicit(&launch_seq, 1, memory_order_relaxed) + 1;
-  tls.graph_seq = 0;
+  rec.seq = gp_thread.graph_seq ? gp_thread.graph_seq : atomic_fetch_add_explicit(&launch_seq, 1, memory_order_relaxed) + 1;
+  gp_thread.graph_seq = 0;
   rec.host_ns = gp_clock();
   rec.graph_exec = (uint64_t)(uintptr_t)p->hGraph;
   rec.stream = (uint64_t)(uintptr_t)p->hStream;
@@ -494,9 +473,9 @@ static void on_graph_launch(uint32_t cbid, const gp_CallbackData *cb) {
   rec.stream_id = stream_id_of(cb->context, p->hStream, cbid);
   rec.correlation_id = cb->correlationId;
   rec.result = cb->functionReturnValue ? *(gp_CUresult *)cb->functionReturnValue : 0;
-  rec.callstack_id = tls.have_stack ? tls.stack_id : gp_callstack_take(0, NULL);
-  tls.have_stack = 0;
-  rec.range_id = gp_range_current;
+  rec.callstack_id = gp_thread.have_stack ? gp_thread.stack_id : gp_callstack_take(0, NULL);
+  gp_thread.have_stack = 0;
+  rec.range_id = gp_thread.range_current;
   if (gp_proc.cfg.memory_mode != GP_MEM_OFF && rec.result == 0) gp_mem_unhashed_write();  // its kernels and copies go unhashed
   if (gp_ring_push(&rec)) GP_COUNT(graph_launches, 1);
 }
@@ -547,10 +526,10 @@ static void on_graph_node(uint32_t cbid, const gp_ResourceData *rd) {
   if (g->graph && gp_cupti.getGraphId) gp_cupti.getGraphId(g->graph, &rec.graph_id);
   if (cbid == GP_CBID_RESOURCE_GRAPHNODE_CLONED) {
     if (!g->originalNode || gp_cupti.getGraphNodeId(g->originalNode, &rec.original_node_id) != 0) return;
-  } else if (tls.in_launch) {
+  } else if (gp_thread.in_launch) {
     // A node created inside a launch call is that launch, captured.
-    rec.launch_seq = tls.seq;
-    tls.graph_node_id = rec.node_id;
+    rec.launch_seq = gp_thread.seq;
+    gp_thread.graph_node_id = rec.node_id;
   } else {
     return;  // built with the graph API, not by a recorded launch
   }
@@ -578,7 +557,7 @@ void gp_on_callback(void *userdata, int domain, uint32_t cbid, const void *data)
   uint64_t t0;
   if (domain == GP_CB_DOMAIN_DRIVER_API && gp_launch_is_kernel(cbid)) {
     if (((const gp_CallbackData *)data)->callbackSite == GP_API_ENTER)
-      gp_thread.sample_launch = ++tls.callbacks % TIMING_SAMPLE == 0;
+      gp_thread.sample_launch = ++gp_thread.callbacks % TIMING_SAMPLE == 0;
     if (!gp_thread.sample_launch) {
       dispatch(domain, cbid, data);
       return;
@@ -606,8 +585,8 @@ static void dispatch(int domain, uint32_t cbid, const void *data) {
     } else if (gp_launch_is_graph(cbid)) {
       if (cb->callbackSite == GP_API_ENTER) {
         gp_activity_first_launch();
-        tls.have_stack = 0;
-        tls.graph_seq = 0;
+        gp_thread.have_stack = 0;
+        gp_thread.graph_seq = 0;
         if (gp_steps_on()) on_graph_enter(cbid, cb);
       }
       if (cb->callbackSite == GP_API_EXIT)

@@ -39,34 +39,36 @@ enum {
 enum { GP_LAUNCH_APIS(GP_LAUNCH_API_CBID) };
 #undef GP_LAUNCH_API_CBID
 
-// gp_launch_row is cbid's row as one value: its shape, plus GP_ROW_PTSZ for
-// a per-thread-stream variant; GP_SHAPE_NONE when it is no launch API.
-enum { GP_ROW_PTSZ = 0x10 };
-static inline int gp_launch_row(uint32_t cbid) {
-  switch (cbid) {
-#define GP_LAUNCH_API_ROW(name, cbid, ptsz, shape) \
-  case cbid:                                       \
-    return shape | (ptsz ? GP_ROW_PTSZ : 0);
-    GP_LAUNCH_APIS(GP_LAUNCH_API_ROW)
-#undef GP_LAUNCH_API_ROW
-  }
-  return GP_SHAPE_NONE;
-}
-
-// gp_launch_shape is cbid's parameter shape, GP_SHAPE_NONE when it is no launch API.
-static inline int gp_launch_shape(uint32_t cbid) { return gp_launch_row(cbid) & ~GP_ROW_PTSZ; }
+// Tests on a callback id, each an `||` of one comparison per row that the
+// compiler folds as it did the hand-written lists.
 
 // gp_launch_is_kernel: cbid launches one kernel (not a graph).
 static inline int gp_launch_is_kernel(uint32_t cbid) {
-  int s = gp_launch_shape(cbid);
-  return s == GP_SHAPE_KERNEL || s == GP_SHAPE_COOPERATIVE || s == GP_SHAPE_EX;
+#define GP_ROW(name, id, ptsz, shape) || (cbid == id && shape != GP_SHAPE_GRAPH)
+  return 0 GP_LAUNCH_APIS(GP_ROW);
+#undef GP_ROW
 }
 
 // gp_launch_is_graph: cbid launches a graph.
-static inline int gp_launch_is_graph(uint32_t cbid) { return gp_launch_shape(cbid) == GP_SHAPE_GRAPH; }
+static inline int gp_launch_is_graph(uint32_t cbid) {
+#define GP_ROW(name, id, ptsz, shape) || (cbid == id && shape == GP_SHAPE_GRAPH)
+  return 0 GP_LAUNCH_APIS(GP_ROW);
+#undef GP_ROW
+}
 
 // gp_launch_ptsz: cbid's stream 0 is the per-thread default stream.
-static inline int gp_launch_ptsz(uint32_t cbid) { return (gp_launch_row(cbid) & GP_ROW_PTSZ) != 0; }
+static inline int gp_launch_ptsz(uint32_t cbid) {
+#define GP_ROW(name, id, ptsz, shape) || (cbid == id && ptsz)
+  return 0 GP_LAUNCH_APIS(GP_ROW);
+#undef GP_ROW
+}
+
+// gp_launch_has_shape: cbid passes parameters of shape.
+static inline int gp_launch_has_shape(uint32_t cbid, int shape_) {
+#define GP_ROW(name, id, ptsz, shape) || (cbid == id && shape == shape_)
+  return 0 GP_LAUNCH_APIS(GP_ROW);
+#undef GP_ROW
+}
 
 // gp_launch_view is what every kernel launch API says, whatever its parameter struct.
 typedef struct {
@@ -74,14 +76,12 @@ typedef struct {
   unsigned grid[3], block[3], cluster[3], smem;
   gp_CUstream stream;
   void **kernel_params, **extra;
-  int cooperative;  // launched as a cooperative kernel (by its API or an attribute)
 } gp_launch_view;
 
 // gp_view_launch reads a kernel launch's parameters, params, into v.
 static inline void gp_view_launch(uint32_t cbid, const void *params, gp_launch_view *v) {
   memset(v, 0, sizeof *v);
-  int shape = gp_launch_shape(cbid);
-  if (shape == GP_SHAPE_EX) {
+  if (gp_launch_has_shape(cbid, GP_SHAPE_EX)) {
     const gp_cuLaunchKernelEx_params *p = params;
     const gp_CUlaunchConfig *c = p->config;
     v->f = p->f;
@@ -98,7 +98,6 @@ static inline void gp_view_launch(uint32_t cbid, const void *params, gp_launch_v
         v->cluster[1] = c->attrs[i].value.clusterDim.y;
         v->cluster[2] = c->attrs[i].value.clusterDim.z;
       }
-      if (c->attrs[i].id == GP_LAUNCH_ATTRIBUTE_COOPERATIVE && c->attrs[i].value.cooperative) v->cooperative = 1;
     }
     return;
   }
@@ -110,20 +109,30 @@ static inline void gp_view_launch(uint32_t cbid, const void *params, gp_launch_v
   v->stream = p->hStream;
   v->kernel_params = p->kernelParams;
   // cuLaunchCooperativeKernel_params has no `extra` member.
-  if (shape == GP_SHAPE_KERNEL) v->extra = p->extra;
-  v->cooperative = shape == GP_SHAPE_COOPERATIVE;
+  if (gp_launch_has_shape(cbid, GP_SHAPE_KERNEL)) v->extra = p->extra;
+}
+
+// gp_launch_cooperative: the launch runs as a cooperative kernel, by its API
+// or by a launch attribute.
+static inline int gp_launch_cooperative(uint32_t cbid, const void *params) {
+  if (gp_launch_has_shape(cbid, GP_SHAPE_COOPERATIVE)) return 1;
+  if (!gp_launch_has_shape(cbid, GP_SHAPE_EX)) return 0;
+  const gp_CUlaunchConfig *c = ((const gp_cuLaunchKernelEx_params *)params)->config;
+  for (unsigned i = 0; c && c->attrs && i < c->numAttrs; i++)
+    if (c->attrs[i].id == GP_LAUNCH_ATTRIBUTE_COOPERATIVE && c->attrs[i].value.cooperative) return 1;
+  return 0;
 }
 
 // gp_launch_func is gp_view_launch's f alone: all that a launch's ENTER needs.
 static inline gp_CUfunction gp_launch_func(uint32_t cbid, const void *params) {
-  if (gp_launch_shape(cbid) == GP_SHAPE_EX) return ((const gp_cuLaunchKernelEx_params *)params)->f;
+  if (gp_launch_has_shape(cbid, GP_SHAPE_EX)) return ((const gp_cuLaunchKernelEx_params *)params)->f;
   return ((const gp_cuLaunchKernel_params *)params)->f;
 }
 
 // gp_launch_set_kernel swaps the function and kernelParams a launch passes,
 // in its parameters (the driver reads them after ENTER).
 static inline void gp_launch_set_kernel(uint32_t cbid, void *params, gp_CUfunction f, void **kernel_params) {
-  if (gp_launch_shape(cbid) == GP_SHAPE_EX) {
+  if (gp_launch_has_shape(cbid, GP_SHAPE_EX)) {
     gp_cuLaunchKernelEx_params *p = params;
     p->f = f;
     p->kernelParams = kernel_params;

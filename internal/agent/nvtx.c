@@ -2,7 +2,7 @@
 // names it), so nvtxRangePushA and the rest call the functions below
 // directly on the program's threads, with no profiler in between. Each
 // thread keeps its open push/pop ranges as a stack (in its scratch), so a
-// launch names the innermost one with a single TLS read (gp_range_current).
+// launch names the innermost one with a single TLS read (gp_thread.range_current).
 // Every open and close becomes a ring record; the Go writer pairs them and
 // names domains and registered strings from their own records.
 //
@@ -20,8 +20,6 @@
 #include <string.h>
 
 #include "internal.h"
-
-GP_TLS uint64_t gp_range_current;
 
 static _Atomic uint64_t next_range_id;
 
@@ -147,8 +145,8 @@ static int range_push(uint64_t domain, const message *m) {
   s->ranges[s->range_depth].domain = domain;
   s->range_depth++;
   // Launches name it even when its record is lost: the reader says the range is unknown.
-  if (!push_open(id, gp_range_current, domain, 0, 1, m)) GP_COUNT(ranges_dropped, 1);
-  gp_range_current = id;
+  if (!push_open(id, gp_thread.range_current, domain, 0, 1, m)) GP_COUNT(ranges_dropped, 1);
+  gp_thread.range_current = id;
   return level(s, s->range_depth - 1, domain);
 }
 
@@ -171,7 +169,7 @@ static int range_pop(uint64_t domain) {
   uint64_t id = s->ranges[i - 1].id;
   memmove(&s->ranges[i - 1], &s->ranges[i], (s->range_depth - i) * sizeof s->ranges[0]);
   s->range_depth--;
-  gp_range_current = s->range_depth ? s->ranges[s->range_depth - 1].id : 0;
+  gp_thread.range_current = s->range_depth ? s->ranges[s->range_depth - 1].id : 0;
   push_end(id, 0, domain);
   return level(s, i - 1, domain);
 }
@@ -180,7 +178,7 @@ static int range_pop(uint64_t domain) {
 // returns to the program (NVTX's nvtxRangeId_t) names it to its end.
 static uint64_t range_start(uint64_t domain, const message *m) {
   uint64_t id = atomic_fetch_add_explicit(&next_range_id, 1, memory_order_relaxed) + 1;
-  if (!push_open(id, gp_range_current, domain, id, 0, m)) GP_COUNT(ranges_dropped, 1);
+  if (!push_open(id, gp_thread.range_current, domain, id, 0, m)) GP_COUNT(ranges_dropped, 1);
   return id;
 }
 

@@ -219,7 +219,7 @@ int gp_probe_enter(gp_probe_fn *pf, uint32_t cbid, const gp_launch_view *v, cons
   }
   // Packed parameters (`extra`) leave no room to add one; the driver takes kernelParams when
   // both are given.
-  if (v->cooperative) {
+  if (gp_launch_cooperative(cbid, cb->functionParams)) {
     skip(seq, GP_PROBE_SKIP_COOPERATIVE);
     return 0;
   }

@@ -9,6 +9,8 @@
 #include <sys/types.h>
 
 #include "agent.h"
+#include "autograd.h"
+#include "cabi.h"
 #include "memcap.h"
 
 #pragma GCC visibility push(hidden)
@@ -53,14 +55,33 @@ typedef struct {
 // gp_timing_this_launch says whether the launch in flight is one.
 enum { GP_TIMING_SAMPLE = 16 };
 
-// The calling thread's state that more than one file reads. What one file
-// alone keeps per thread (launch.c's launch in flight, probe.c's probed
-// launch) is static TLS there.
+// The calling thread's state: one TLS block, in one place, so a launch
+// touches as few cache lines of it as it can (the fields are in the order
+// the launch path reads them). Large buffers are in its scratch, on the heap.
 typedef struct {
-  pid_t tid;                   // the Linux thread id, 0 until asked
+  pid_t tid;               // the Linux thread id, 0 until asked (gp_thread_id)
+  int in_launch;           // launch.c: between ENTER and EXIT of a recorded launch
+  uint64_t seq, host_ns;   // of that launch
+  uint64_t graph_node_id;  // node built by that launch during stream capture
+  gp_CUstream stream;      // the last stream id looked up, valid for stream_epoch
+  gp_CUcontext stream_ctx;
+  uint32_t stream_id, stream_epoch;
+  int stream_ptsz;
+  uint32_t callbacks;          // on this thread, for sampling the agent's own time
+  int sample_launch;           // the launch in flight is sampled (gp_timing_this_launch)
+  const void *launch_func;     // launch.c's func_entry of the launch in flight
   int in_agent;                // inside the agent's own CUDA calls: ignore their callbacks
-  int sample_launch;           // the launch in flight is sampled for the agent's time
-  gp_thread_scratch *scratch;  // the thread's heap buffers, freed at its exit
+  uint32_t params_len;         // memory capture: parameters already copied at ENTER
+  gp_thread_scratch *scratch;  // the thread's heap buffers (gp_scratch), freed at its exit
+  // Steps (steps.c): the call's callstack and autograd context, taken at ENTER (have_stack),
+  // and whether hash mode leaves it unhashed (--hash-steps).
+  int have_stack, outside_steps;
+  uint64_t stack_id;
+  gp_autograd ag;
+  uint64_t graph_seq;  // seq of the graph launch in flight, given at its ENTER
+  // nvtx.c: the innermost NVTX push/pop range open on this thread, 0 none: what a launch
+  // record names.
+  uint64_t range_current;
 } gp_thread_state;
 extern GP_TLS gp_thread_state gp_thread;
 

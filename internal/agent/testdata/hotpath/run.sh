@@ -131,7 +131,9 @@ if [ -n "$scenario" ]; then
 fi
 if [ -n "$base" ]; then
     mkdir -p "$out/base_tree"
-    git -C "$src" archive "$base:./" | tar -x -C "$out/base_tree" || exit 1
+    # From the top: run in a subfolder, git archive also filters by that folder's path.
+    git -C "$(git -C "$src" rev-parse --show-toplevel)" archive "$base:$(git -C "$src" rev-parse --show-prefix)" |
+        tar -x -C "$out/base_tree" || exit 1
     if [ ! -f "$out/base_tree/testdata/hotpath/hotpath.c" ]; then
         echo "$base has no testdata/hotpath/hotpath.c to build it with" >&2
         exit 1
