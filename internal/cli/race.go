@@ -22,6 +22,7 @@ import (
 	"github.com/gpurr/gpurr/internal/race"
 	"github.com/gpurr/gpurr/internal/replay"
 	"github.com/gpurr/gpurr/internal/termsafe"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
 type raceOptions struct {
@@ -40,17 +41,26 @@ type raceOptions struct {
 	list      bool
 	process   string
 	device    int
+	budget    time.Duration
+	// fixed says which of --delay, --fraction and --placement were given: those the
+	// escalating schedule keeps as given (with --delay, there is no escalation).
+	fixed map[string]bool
 }
 
 func newRaceCmd() *cobra.Command {
 	var o raceOptions
 	cmd := &cobra.Command{
-		Use:   "race REC --launch SEQ|--all|--kernels REGEX [--at CLASSES] [--delay 2us] [--trials N] [--list]",
+		Use:   "race REC --launch SEQ|--all|--kernels REGEX [--at CLASSES] [--delay 2us] [--trials N] [--budget 10s] [--list]",
 		Short: "Hunt a data race in a recorded launch: replay it with delays injected, find and shrink a witness",
 		Long: `race replays a snapshotted launch on its recorded inputs, first as it is,
 --plain-runs times (a kernel that is nondeterministic already, such as one
 summing floats with atomics, is reported as such), then with delays injected
-before the instructions --at names, in the threads a seed picks. A trial whose
+before the instructions --at names, in the threads a seed picks. The delays
+climb, step by step, from 2us to the launch's GPU time as recorded (100us
+where the recording has none), with a growing share of warps, then of
+threads, then of CTAs, --trials trials a step, within --budget (10s a
+launch), as the first line of the hunt says; --delay fixes one delay, and
+--fraction and --placement fix theirs. A trial whose
 result differs is a race witness; race shrinks it, with the same seed, to a
 minimal set of delay points that still changes the result, names those
 instructions with their source lines, and says which bytes they change. It also says whether the plain replay
@@ -76,15 +86,22 @@ GPU here.`,
   gpurr race run --kernels '^_attn' --placement cta        # every launch of matching kernels
   gpurr race run --launch 42 --ptx k.ptx --trials 0         # does gpurr's printed PTX replay exactly?`,
 		Args: positional(1, 1, "one recording"),
-		RunE: func(cmd *cobra.Command, args []string) error { return runRace(cmd, o, args[0]) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.fixed = map[string]bool{}
+			for _, name := range []string{"delay", "fraction", "placement"} {
+				o.fixed[name] = cmd.Flags().Changed(name)
+			}
+			return runRace(cmd, o, args[0])
+		},
 	}
 	f := cmd.Flags()
 	launchVar(f, &o.launch, "launch", "launch sequence number (default: the only snapshotted launch)")
 	f.StringVar(&o.at, "at", "barrier,shared-load,shared-store,global-load,global-store,atomic", "where to delay: instruction classes ("+classNames()+") or op:REGEX, comma-separated")
-	durationVar(f, &o.delay, "delay", 2*time.Microsecond, "how long a chosen thread sleeps at a point (1ns to 1ms)")
-	f.Float64Var(&o.fraction, "fraction", 0.25, "share of the placement's units (threads, warps, CTAs) that sleep at each point")
-	f.StringVar(&o.placement, "placement", "warp", "who shares a decision: thread, warp, cta, or cluster (one CTA of each)")
-	countVar(f, &o.trials, "trials", 20, 0, "seeded trials, each with every point delayed (0: the plain replays only)")
+	durationVar(f, &o.delay, "delay", 2*time.Microsecond, "how long a chosen thread sleeps at a point (1ns to 1ms); left out, the hunt climbs from 2us to the launch's recorded GPU time, and --points takes the default")
+	f.Float64Var(&o.fraction, "fraction", 0.25, "share of the placement's units (threads, warps, CTAs) that sleep at each point; left out, the hunt grows it from 0.25 to 0.5 with the delay; --delay and --points take the default")
+	f.StringVar(&o.placement, "placement", "warp", "who shares a decision: thread, warp, cta, or cluster (one CTA of each); left out, the hunt tries warp, thread and cta in turn; --delay and --points take the default")
+	countVar(f, &o.trials, "trials", 20, 0, "seeded trials of each delay, each with every point delayed (0: the plain replays only)")
+	durationVar(f, &o.budget, "budget", 10*time.Second, "how long the trials may take, per launch: no trial starts after it")
 	countVar(f, &o.plainRuns, "plain-runs", 3, 2, "replays without delays first, to catch a kernel that is nondeterministic already")
 	f.BoolVar(&o.all, "all", false, "hunt in every snapshotted launch, one line each")
 	f.StringVar(&o.kernels, "kernels", "", "hunt in every snapshotted launch whose kernel name matches this regular expression")
@@ -110,6 +127,9 @@ func runRace(cmd *cobra.Command, o raceOptions, path string) error {
 	}
 	if err := delay.Check(); err != nil {
 		return usageErrorf("race: %v", err)
+	}
+	if o.budget <= 0 {
+		return usageErrorf("race: --budget %v: want a time more than 0, such as 30s", o.budget)
 	}
 	only, err := parsePoints(o.points)
 	if err != nil {
@@ -150,6 +170,9 @@ func runRace(cmd *cobra.Command, o raceOptions, path string) error {
 			return usageErrorf("race: --points: no point %d (the kernel has %d; --list shows them)", p, len(t.points))
 		}
 	}
+	if only == nil && o.trials > 0 {
+		termsafe.Fprintf(out, "  %s\n", t.plan.text(o))
+	}
 	if err := cuda.Init(); err != nil {
 		return &exitError{code: exitFailure, err: fmt.Errorf("race: no usable GPU: %v", err)}
 	}
@@ -159,7 +182,7 @@ func runRace(cmd *cobra.Command, o raceOptions, path string) error {
 		return reproduceRace(out, runner, only, o.seed, t.points)
 	}
 	var rate huntRate
-	res, err := race.Hunt(runner, len(t.points), race.Options{Baselines: o.plainRuns, Trials: o.trials, Seed: o.seed, Progress: rate.note})
+	res, err := race.Hunt(runner, len(t.points), t.options(o, replayer, rate.note))
 	if err != nil {
 		return huntError(err)
 	}
@@ -177,19 +200,60 @@ func runRace(cmd *cobra.Command, o raceOptions, path string) error {
 		termsafe.Fprintf(out, "  plain replays agree; no trial run (--trials 0)\n")
 		return nil
 	case !res.Found:
-		termsafe.Fprintf(out, "  no trial of %d changed the result (seeds %d to %d, %v at %.0f%% of %ss): no witness, which does not prove there is no race\n",
-			res.Trials, o.seed, o.seed+uint64(res.Trials)-1, o.delay, 100*o.fraction, o.placement)
+		termsafe.Fprintf(out, "  no trial of %d changed the result (seeds %d to %d, %s): no witness, which does not prove there is no race\n",
+			res.Trials, o.seed, o.seed+uint64(res.Trials)-1, delaysText(res.Steps))
+		writeSteps(out, res, o.budget)
 		rate.write(out, res.Runs)
 		return nil
 	}
-	termsafe.Fprintf(out, "  RACE: with seed %d, delays at these %s change region(s) %s of the result (%d replays in all):\n",
-		res.Seed, info.Count(len(res.Points), "point"), joinInts(res.Baseline.Differing(res.Witness)), res.Runs)
+	witness := res.Steps[len(res.Steps)-1].Delay
+	termsafe.Fprintf(out, "  RACE: with seed %d and %s, delays at these %s change region(s) %s of the result (%d replays in all):\n",
+		res.Seed, race.Step{Delay: witness}, info.Count(len(res.Points), "point"), joinInts(res.Baseline.Differing(res.Witness)), res.Runs)
 	writePoints(out, t.points, res.Points)
 	writeWitnessBytes(out, runner, replayer, res)
-	termsafe.Fprintf(out, "  reproduce: gpurr race %s --launch %d --points %s --seed %d --at %s --delay %v --fraction %g --placement %s\n",
-		shellQuote(path), c.Seq, joinInts(res.Points), res.Seed, shellQuote(o.at), o.delay, o.fraction, o.placement)
+	termsafe.Fprintf(out, "  reproduce: gpurr race %s --launch %d --points %s --seed %d --at %s %s\n",
+		shellQuote(path), c.Seq, joinInts(res.Points), res.Seed, shellQuote(o.at), delayFlags(witness))
+	writeSteps(out, res, o.budget)
 	rate.write(out, res.Runs)
 	return exitWith(exitFound)
+}
+
+// delayFlags are the flags that give a hunt delay d.
+func delayFlags(d instrument.Delay) string {
+	return fmt.Sprintf("--delay %v --fraction %g --placement %s", time.Duration(d.Nanoseconds), d.Fraction, d.Placement)
+}
+
+// delaysText says in a few words which delays a hunt's steps had: the one step's, or the range.
+func delaysText(steps []race.StepRun) string {
+	switch len(steps) {
+	case 0:
+		return "no delay"
+	case 1:
+		return steps[0].String()
+	}
+	lo, hi := steps[0].Delay.Nanoseconds, steps[0].Delay.Nanoseconds
+	for _, s := range steps {
+		lo, hi = min(lo, s.Delay.Nanoseconds), max(hi, s.Delay.Nanoseconds)
+	}
+	return fmt.Sprintf("delays from %v to %v in %d steps", time.Duration(lo), time.Duration(hi), len(steps))
+}
+
+// writeSteps says, for an escalating hunt, how many trials each step ran, a line per
+// placement, and whether the budget ran out.
+func writeSteps(w io.Writer, res *race.Result, budget time.Duration) {
+	if len(res.Steps) > 1 {
+		var line []string
+		for i, s := range res.Steps {
+			line = append(line, fmt.Sprintf("%d at %v (%.0f%%)", s.Ran, time.Duration(s.Delay.Nanoseconds), 100*s.Delay.Fraction))
+			if i == len(res.Steps)-1 || res.Steps[i+1].Delay.Placement != s.Delay.Placement {
+				termsafe.Fprintf(w, "  trials with %ss: %s\n", s.Delay.Placement, strings.Join(line, ", "))
+				line = nil
+			}
+		}
+	}
+	if res.OutOfBudget {
+		termsafe.Fprintf(w, "  the budget of %v ran out after %s: --budget gives more\n", budget, info.Count(res.Trials, "trial"))
+	}
 }
 
 // huntRate times a hunt's replays apart from its first, which also maps the regions, copies
@@ -240,6 +304,7 @@ type raceTarget struct {
 	text   []byte
 	from   string // where the PTX came from, for messages
 	points []instrument.Point
+	plan   huntPlan
 }
 
 // prepareRace finds and checks the PTX of c's kernel and picks its points; every error is one
@@ -264,7 +329,82 @@ func prepareRace(src *replay.Source, c *replay.Case, o raceOptions, sel instrume
 	if len(t.points) == 0 && !o.list {
 		return nil, usageErrorf("race: --at %s picks no instruction of %s", o.at, c.Name)
 	}
+	t.plan = planHunt(src, c, o, len(t.points))
 	return t, nil
+}
+
+const (
+	// replayOverhead is what a trial costs besides the kernel and restoring its regions:
+	// 8,684 trials a second on a small kernel on an H100 (bench/README.md) is 115 µs a trial.
+	replayOverhead = 100 * time.Microsecond
+	// restoreRate is how fast a trial restores the regions from their copies on the GPU,
+	// in bytes a second: a device copy reads and writes each byte.
+	restoreRate = 1.5e12
+)
+
+// huntPlan is the steps of a hunt in one launch: the one --delay fixes, or those
+// race.Schedule climbs up to the launch's recorded GPU time.
+type huntPlan struct {
+	steps   []race.Step
+	gpuTime time.Duration // the launch's recorded GPU time, 0 where the recording has none
+	longest time.Duration // the longest delay, 0 with --delay
+}
+
+func planHunt(src *replay.Source, c *replay.Case, o raceOptions, points int) huntPlan {
+	if o.fixed["delay"] {
+		d := instrument.Delay{Nanoseconds: uint32(o.delay.Nanoseconds()), Fraction: o.fraction, Placement: instrument.Placement(o.placement)}
+		return huntPlan{steps: []race.Step{{Delay: d, Trials: o.trials}}}
+	}
+	p := race.Plan{Kernel: launchGPUTime(src, c), Budget: o.budget, Overhead: replayOverhead, Points: points, Trials: o.trials}
+	for _, r := range c.Regions {
+		p.Overhead += time.Duration(float64(r.Size) / restoreRate * float64(time.Second))
+	}
+	if o.fixed["placement"] {
+		p.Placement = instrument.Placement(o.placement)
+	}
+	if o.fixed["fraction"] {
+		p.Fraction = o.fraction
+	}
+	return huntPlan{steps: race.Schedule(p), gpuTime: p.Kernel, longest: p.Longest()}
+}
+
+// launchGPUTime is how long launch c ran on the GPU, as the recording timed it; 0 where it
+// has no timing of it (recorded with GPU timing off, or the record lost).
+func launchGPUTime(src *replay.Source, c *replay.Case) time.Duration {
+	var d time.Duration
+	_ = src.Data.JoinKernels(src.Links, func(a *pb.KernelActivity, l *pb.Launch, replay *pb.GraphLaunch) error {
+		if l == c.Launch && replay == nil && a.GetEndNs() > a.GetStartNs() {
+			d = max(d, time.Duration(a.GetEndNs()-a.GetStartNs()))
+		}
+		return nil
+	})
+	return d
+}
+
+// text is the line that says the plan, before the hunt.
+func (h huntPlan) text(o raceOptions) string {
+	trials := race.Planned(h.steps)
+	if h.longest == 0 {
+		return fmt.Sprintf("hunting with %v (--delay), budget %v: %s", h.steps[0], o.budget, info.Count(trials, "trial"))
+	}
+	why := fmt.Sprintf("the launch ran %v on the GPU", h.gpuTime)
+	if h.gpuTime == 0 {
+		why = fmt.Sprintf("the recording has no GPU time of this launch, so up to %v; --delay sets one", race.UntimedLongest)
+	}
+	var places []string
+	for _, s := range h.steps {
+		if p := string(s.Delay.Placement); !slices.Contains(places, p) {
+			places = append(places, p)
+		}
+	}
+	return fmt.Sprintf("hunting up to %v delays (%s), budget %v: %s (%s), %s at most",
+		h.longest, why, o.budget, info.Count(len(h.steps), "step"), strings.Join(places, ", "), info.Count(trials, "trial"))
+}
+
+// options are the hunt's: its steps, each set on replayer before its trials, and its budget.
+func (t *raceTarget) options(o raceOptions, replayer *race.ReplayRunner, progress func(done, total int)) race.Options {
+	return race.Options{Baselines: o.plainRuns, Steps: t.plan.steps, Budget: o.budget, Seed: o.seed, Progress: progress,
+		SetStep: func(s race.Step) error { replayer.Delay = s.Delay; return nil }}
 }
 
 // runners builds the replay runner of t and the hang guard around it. A delay that makes the
@@ -276,8 +416,8 @@ func (t *raceTarget) runners(cmd *cobra.Command, o raceOptions, sel instrument.S
 		Options: replay.Options{Device: o.device}}
 	guard := &race.Guarded{Inner: replayer, Min: 10 * time.Second, Factor: 50,
 		Hung: func(ps []int, seed uint64, waited time.Duration) {
-			termsafe.Fprintf(out, "  HANG: launch %d (%s): with seed %d, delays at %s made the kernel run past %v (its first replay's 50x): it may wait on another thread or CTA\n",
-				t.c.Seq, t.c.Name, seed, info.Count(len(ps), "point"), waited.Round(time.Millisecond))
+			termsafe.Fprintf(out, "  HANG: launch %d (%s): with seed %d and %s, delays at %s made the kernel run past %v (its first replay's 50x): it may wait on another thread or CTA (a shorter --delay tells a slow kernel from one that waits)\n",
+				t.c.Seq, t.c.Name, seed, race.Step{Delay: replayer.Delay}, info.Count(len(ps), "point"), waited.Round(time.Millisecond))
 			writePoints(out, t.points, ps)
 			fmt.Fprintf(cmd.ErrOrStderr(), "gpurr: race: a trial hung; ending the process to stop the kernel\n")
 			os.Exit(exitFound)
@@ -346,8 +486,8 @@ func runRaceMany(cmd *cobra.Command, o raceOptions, sel instrument.Selection, de
 		termsafe.Fprintf(out, "launch %d  %s: %s\n", seq, launchKernelName(src, seq), verdict)
 	}
 	progress(len(seqs), 0)
-	termsafe.Fprintf(out, "%s hunted of %d (%d trials each, %v at %.0f%% of %ss, --at %s)\n",
-		info.Count(hunted, "launch"), len(seqs), o.trials, o.delay, 100*o.fraction, o.placement, o.at)
+	termsafe.Fprintf(out, "%s hunted of %d (%s, budget %v each, --at %s)\n",
+		info.Count(hunted, "launch"), len(seqs), manyPlanText(o), o.budget, o.at)
 	switch {
 	case found:
 		return exitWith(exitFound)
@@ -381,7 +521,7 @@ func raceOne(cmd *cobra.Command, o raceOptions, sel instrument.Selection, delay 
 	}
 	replayer, runner := t.runners(cmd, o, sel, delay)
 	defer replayer.Close()
-	res, err := race.Hunt(runner, len(t.points), race.Options{Baselines: o.plainRuns, Trials: o.trials, Seed: o.seed})
+	res, err := race.Hunt(runner, len(t.points), t.options(o, replayer, nil))
 	switch {
 	case errors.Is(err, race.ErrCannotRun):
 		return err.Error(), false, false, nil
@@ -398,10 +538,24 @@ func raceOne(cmd *cobra.Command, o raceOptions, sel instrument.Selection, delay 
 		for _, p := range res.Points {
 			where = append(where, pointText(t.points[p]))
 		}
-		return fmt.Sprintf("RACE at %s (seed %d; reproduce with --launch %d --points %s --seed %d): %s",
-			info.Count(len(res.Points), "point"), res.Seed, seq, joinInts(res.Points), res.Seed, strings.Join(where, "; ")), true, true, nil
+		witness := res.Steps[len(res.Steps)-1].Delay
+		return fmt.Sprintf("RACE at %s (seed %d, %s; reproduce with --launch %d --points %s --seed %d %s): %s",
+			info.Count(len(res.Points), "point"), res.Seed, race.Step{Delay: witness}, seq, joinInts(res.Points), res.Seed, delayFlags(witness),
+			strings.Join(where, "; ")), true, true, nil
 	}
-	return fmt.Sprintf("no race in %s at %s", info.Count(res.Trials, "trial"), info.Count(len(t.points), "point")), true, false, nil
+	verdict = fmt.Sprintf("no race in %s at %s (%s)", info.Count(res.Trials, "trial"), info.Count(len(t.points), "point"), delaysText(res.Steps))
+	if res.OutOfBudget {
+		verdict += fmt.Sprintf("; the budget of %v ran out", o.budget)
+	}
+	return verdict, true, false, nil
+}
+
+// manyPlanText says the delays of --all and --kernels in a few words.
+func manyPlanText(o raceOptions) string {
+	if o.fixed["delay"] {
+		return fmt.Sprintf("%d trials each, %v at %.0f%% of %ss", o.trials, o.delay, 100*o.fraction, o.placement)
+	}
+	return fmt.Sprintf("up to %d trials a delay, delays up to each launch's GPU time", o.trials)
 }
 
 // launchKernelName is the demangled name of launch seq's kernel, "" when the recording lacks it.

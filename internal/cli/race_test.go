@@ -149,3 +149,52 @@ func TestCountFlags(t *testing.T) {
 		}
 	}
 }
+
+// withPTX writes a replayable recording (timed or not) whose module has saxpyPTX beside it.
+func withPTX(t *testing.T, write func(string) (testrec.Replayable, error)) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "rec")
+	r, err := write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(r.Module)
+	if err := recording.PutModulePTX(dir, hex.EncodeToString(sum[:]), []byte(saxpyPTX)); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// The hunt's plan is printed before it starts, which needs a GPU: the delays climb to the
+// launch's recorded GPU time, or a fallback said so; --delay fixes one. Without a GPU the
+// command then stops (exit 3); with one it hunts, so only the plan is checked.
+func TestRacePlan(t *testing.T) {
+	timed, untimed := withPTX(t, testrec.WriteReplayable), withPTX(t, testrec.WriteReplayableUntimed)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{timed}, "  hunting up to 2µs delays (the launch ran 400ns on the GPU), budget 10s: 3 steps (warp, thread, cta), 60 trials at most\n"},
+		{[]string{untimed, "--trials", "5", "--budget", "1m"},
+			"  hunting up to 100µs delays (the recording has no GPU time of this launch, so up to 100µs; --delay sets one), budget 1m0s: 18 steps (warp, thread, cta), 90 trials at most\n"},
+		{[]string{untimed, "--placement", "cta", "--fraction", "0.5"}, "budget 10s: 6 steps (cta), 120 trials at most\n"},
+		{[]string{timed, "--delay", "20us", "--trials", "7"}, "  hunting with 20µs at 25% of warps (--delay), budget 10s: 7 trials\n"},
+		{[]string{timed, "--delay", "1ms", "--placement", "thread", "--budget", "3s"}, "  hunting with 1ms at 25% of threads (--delay), budget 3s: 20 trials\n"},
+	} {
+		code, stdout, stderr := runCLI(append([]string{"race", "--launch", "2", "--at", "global-store"}, c.args...)...)
+		if !strings.Contains(stdout, c.want) || code == 0 && !strings.Contains(stdout, "trial") {
+			t.Errorf("%v: exit %d, want the plan %q:\n%s%s", c.args, code, c.want, stdout, stderr)
+		}
+	}
+	// No plan where no trial runs.
+	for _, args := range [][]string{{"--trials", "0"}, {"--list"}} {
+		if _, stdout, _ := runCLI(append([]string{"race", timed, "--launch", "2"}, args...)...); strings.Contains(stdout, "hunting") {
+			t.Errorf("%v: a plan printed:\n%s", args, stdout)
+		}
+	}
+	expectUsageErrors(t, []usageCase{
+		{[]string{"race", timed, "--launch", "2", "--budget", "0"}, "race: --budget 0s: want a time more than 0, such as 30s"},
+		{[]string{"race", timed, "--launch", "2", "--budget", "-5s"}, "race: --budget -5s: want a time more than 0"},
+		{[]string{"race", timed, "--launch", "2", "--budget", "10"}, `invalid argument "10" for "--budget" flag: want a time with its unit`},
+	})
+}

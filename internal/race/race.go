@@ -40,10 +40,24 @@ type Runner interface {
 
 // Options shape a hunt.
 type Options struct {
-	Baselines int    // uninstrumented runs first, to find a kernel that is nondeterministic already (at least 2)
-	Trials    int    // seeded trials with every point delayed
-	Seed      uint64 // the first trial's seed; trial k uses Seed+k
-	Progress  func(done, total int)
+	Baselines int // uninstrumented runs first, to find a kernel that is nondeterministic already (at least 2)
+	// Steps are the trials, each with every point delayed, in stages; SetStep, when set, is
+	// called before a stage's first trial, to give the runner the stage's delay.
+	Steps   []Step
+	SetStep func(Step) error
+	// Budget, when more than 0, is how long the trials may take: once it is spent, no further
+	// trial starts (the reduction of a witness still runs). Clock reads the time (time.Now
+	// when nil).
+	Budget   time.Duration
+	Clock    func() time.Time
+	Seed     uint64 // the first trial's seed; trial k (counted over all steps) uses Seed+k
+	Progress func(done, total int)
+}
+
+// StepRun is a step of a hunt and how many of its trials ran.
+type StepRun struct {
+	Step
+	Ran int
 }
 
 // Result is what a hunt found.
@@ -53,24 +67,41 @@ type Result struct {
 	// that needs no delay): Varying lists the regions that changed, and no trial ran.
 	Nondeterministic bool
 	Varying          []int
-	Trials           int    // trials run
-	Found            bool   // a trial changed the result
-	Seed             uint64 // the witnessing trial's seed
-	Points           []int  // the minimal set of points whose delays still change the result
-	Witness          Output // the output with those points delayed
-	Runs             int    // runs in all, reduction included
+	Trials           int       // trials run
+	Steps            []StepRun // the steps begun, in order; with Found, the last holds the witness
+	OutOfBudget      bool      // the budget ran out before every step's trials had run
+	Found            bool      // a trial changed the result
+	Seed             uint64    // the witnessing trial's seed
+	Points           []int     // the minimal set of points whose delays still change the result
+	Witness          Output    // the output with those points delayed
+	Runs             int       // runs in all, reduction included
 }
 
-// Hunt runs the baselines, then trials until one changes the result, then reduces it.
+// Planned is how many trials steps hold in all.
+func Planned(steps []Step) int {
+	n := 0
+	for _, s := range steps {
+		n += s.Trials
+	}
+	return n
+}
+
+// Hunt runs the baselines, then the steps' trials until one changes the result or the budget
+// is spent, then reduces the witness.
 func Hunt(r Runner, points int, o Options) (*Result, error) {
 	if o.Baselines < 2 {
 		o.Baselines = 2
 	}
+	clock := o.Clock
+	if clock == nil {
+		clock = time.Now
+	}
 	res := &Result{}
+	total := o.Baselines + Planned(o.Steps)
 	run := func(ps []int, seed uint64) (Output, error) {
 		res.Runs++
 		if o.Progress != nil {
-			o.Progress(res.Runs, o.Baselines+o.Trials)
+			o.Progress(res.Runs, total)
 		}
 		return r.Run(ps, seed)
 	}
@@ -93,34 +124,64 @@ func Hunt(r Runner, points int, o Options) (*Result, error) {
 	for i := range all {
 		all[i] = i
 	}
-	for k := range o.Trials {
-		seed := o.Seed + uint64(k)
-		out, err := run(all, seed)
-		if err != nil {
-			return nil, fmt.Errorf("trial with seed %d: %w", seed, err)
-		}
-		res.Trials++
-		if out.Equal(res.Baseline) {
+	deadline := clock().Add(o.Budget)
+	for _, step := range o.Steps {
+		if step.Trials == 0 {
 			continue
 		}
-		res.Found, res.Seed, res.Witness = true, seed, out
-		differs := func(ps []int) (bool, error) {
-			out, err := run(ps, seed)
+		if o.Budget > 0 && !clock().Before(deadline) {
+			res.OutOfBudget = true
+			break
+		}
+		if o.SetStep != nil {
+			if err := o.SetStep(step); err != nil {
+				return nil, fmt.Errorf("step %v: %w", step, err)
+			}
+		}
+		res.Steps = append(res.Steps, StepRun{Step: step})
+		sr := &res.Steps[len(res.Steps)-1]
+		for range step.Trials {
+			if o.Budget > 0 && sr.Ran > 0 && !clock().Before(deadline) {
+				res.OutOfBudget = true
+				return res, nil
+			}
+			seed := o.Seed + uint64(res.Trials)
+			out, err := run(all, seed)
 			if err != nil {
-				return false, err
+				return nil, fmt.Errorf("trial with seed %d: %w", seed, err)
 			}
+			res.Trials++
+			sr.Ran++
 			if !out.Equal(res.Baseline) {
-				res.Witness = out
-				return true, nil
+				if err := reduce(res, all, seed, out, run); err != nil {
+					return nil, err
+				}
+				return res, nil
 			}
-			return false, nil
 		}
-		if res.Points, err = minimize(all, differs); err != nil {
-			return nil, fmt.Errorf("reducing the witness of seed %d: %w", seed, err)
-		}
-		return res, nil
 	}
 	return res, nil
+}
+
+// reduce records the witness of seed and shrinks its points.
+func reduce(res *Result, all []int, seed uint64, out Output, run func([]int, uint64) (Output, error)) error {
+	res.Found, res.Seed, res.Witness = true, seed, out
+	differs := func(ps []int) (bool, error) {
+		out, err := run(ps, seed)
+		if err != nil {
+			return false, err
+		}
+		if !out.Equal(res.Baseline) {
+			res.Witness = out
+			return true, nil
+		}
+		return false, nil
+	}
+	var err error
+	if res.Points, err = minimize(all, differs); err != nil {
+		return fmt.Errorf("reducing the witness of seed %d: %w", seed, err)
+	}
+	return nil
 }
 
 // minimize is delta debugging (ddmin): a smallest subset of set, as far as removing any one

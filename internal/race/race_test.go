@@ -29,7 +29,7 @@ func (m *model) Run(points []int, seed uint64) (Output, error) {
 
 func TestHuntReducesToTheRacingPair(t *testing.T) {
 	m := &model{a: 17, b: 42}
-	res, err := Hunt(m, 60, Options{Trials: 8, Seed: 10})
+	res, err := Hunt(m, 60, Options{Steps: []Step{{Trials: 8}}, Seed: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestHuntReducesToTheRacingPair(t *testing.T) {
 }
 
 func TestHuntAlreadyNondeterministic(t *testing.T) {
-	res, err := Hunt(&model{noisy: true}, 10, Options{Trials: 5})
+	res, err := Hunt(&model{noisy: true}, 10, Options{Steps: []Step{{Trials: 5}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestHuntAlreadyNondeterministic(t *testing.T) {
 }
 
 func TestHuntNothing(t *testing.T) {
-	res, err := Hunt(&model{a: 1, b: 2}, 1, Options{Trials: 4, Seed: 1})
+	res, err := Hunt(&model{a: 1, b: 2}, 1, Options{Steps: []Step{{Trials: 4}}, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

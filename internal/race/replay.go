@@ -49,7 +49,7 @@ type ReplayRunner struct {
 // kernel under r.Selection). Runs with the same points share one JIT: the seed is set in the
 // module's variable, not written into its code.
 func (r *ReplayRunner) Run(points []int, seed uint64) (Output, error) {
-	key := fmt.Sprint(points)
+	key := fmt.Sprint(points, r.Delay) // a step of an escalating hunt changes the delay
 	if r.session == nil || key != r.loaded {
 		module, err := r.module(points)
 		if err != nil {

@@ -27,7 +27,13 @@ type Replayable struct {
 
 // WriteReplayable writes a small snapshot-mode recording into dir, for the
 // tests of replay and extract, which need no GPU to load launches.
-func WriteReplayable(dir string) (Replayable, error) {
+func WriteReplayable(dir string) (Replayable, error) { return writeReplayable(dir, true) }
+
+// WriteReplayableUntimed writes WriteReplayable's recording as recorded with GPU timing
+// off: no launch has a kernel run, nor a duration.
+func WriteReplayableUntimed(dir string) (Replayable, error) { return writeReplayable(dir, false) }
+
+func writeReplayable(dir string, timed bool) (Replayable, error) {
 	r := Replayable{Process: "box-9", X: 0x7f3a_0020_0000, Y: 0x7f3a_0040_0000,
 		Module: []byte("\x7fELF fake cubin of saxpy_gridstride")}
 	if err := recording.CreateSet(dir, []string{"python", "saxpy.py"}); err != nil {
@@ -38,7 +44,7 @@ func WriteReplayable(dir string) (Replayable, error) {
 		return r, err
 	}
 	proc := &pb.Process{Hostname: "box", Pid: 9, Argv: []string{"python", "saxpy.py"},
-		Memory: &pb.MemoryConfig{Mode: recording.MemorySnapshot, ChunkBytes: memhash.ChunkSize, SnapshotKernels: "saxpy"}, Probe: "saxpy:entry,exit", GpuTiming: true}
+		Memory: &pb.MemoryConfig{Mode: recording.MemorySnapshot, ChunkBytes: memhash.ChunkSize, SnapshotKernels: "saxpy"}, Probe: "saxpy:entry,exit", GpuTiming: timed}
 	w, err := recording.Create(dir, r.Process, &pb.Batch{Process: proc,
 		Devices: []*pb.Device{{Ordinal: 0, Name: "NVIDIA H100 80GB HBM3", CcMajor: 9, CcMinor: 0}}})
 	if err != nil {
@@ -92,8 +98,10 @@ func WriteReplayable(dir string) (Replayable, error) {
 		},
 	}
 	// Each eager launch ran on the GPU (the captured one only built a graph node).
-	b.Activities = []*pb.KernelActivity{{CorrelationId: 101, StartNs: 1500, EndNs: 1800, Name: "saxpy_gridstride"},
-		{CorrelationId: 102, StartNs: 2500, EndNs: 2900, Name: "saxpy_gridstride"}}
+	if timed {
+		b.Activities = []*pb.KernelActivity{{CorrelationId: 101, StartNs: 1500, EndNs: 1800, Name: "saxpy_gridstride"},
+			{CorrelationId: 102, StartNs: 2500, EndNs: 2900, Name: "saxpy_gridstride"}}
+	}
 	b.ProbeKernels = []*pb.ProbeKernel{{KernelId: 1, Instrumented: true}}
 	b.Probes = []*pb.ProbeResult{{LaunchSeq: 2, Skipped: "probe buffers all in use"}}
 	b.Memory = []*pb.MemoryState{
