@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -42,6 +43,7 @@ type raceOptions struct {
 	process   string
 	device    int
 	budget    time.Duration
+	format    string
 	// fixed says which of --delay, --fraction and --placement were given: those the
 	// escalating schedule keeps as given (with --delay, there is no escalation).
 	fixed map[string]bool
@@ -102,6 +104,8 @@ GPU here.`,
 	f.StringVar(&o.placement, "placement", "warp", "who shares a decision: thread, warp, cta, or cluster (one CTA of each); left out, the hunt tries warp, thread and cta in turn; --delay and --points take the default")
 	countVar(f, &o.trials, "trials", 20, 0, "seeded trials of each delay, each with every point delayed (0: the plain replays only)")
 	durationVar(f, &o.budget, "budget", 10*time.Second, "how long the trials may take, per launch: no trial starts after it")
+	f.StringVar(&o.format, "format", "text", "output format of a hunt in one launch: text or json")
+	completeValues(cmd, "format", "text", "json")
 	countVar(f, &o.plainRuns, "plain-runs", 3, 2, "replays without delays first, to catch a kernel that is nondeterministic already")
 	f.BoolVar(&o.all, "all", false, "hunt in every snapshotted launch, one line each")
 	f.StringVar(&o.kernels, "kernels", "", "hunt in every snapshotted launch whose kernel name matches this regular expression")
@@ -131,6 +135,9 @@ func runRace(cmd *cobra.Command, o raceOptions, path string) error {
 	if o.budget <= 0 {
 		return usageErrorf("race: --budget %v: want a time more than 0, such as 30s", o.budget)
 	}
+	if err := checkFormat("race", o.format, "text", "json"); err != nil {
+		return err
+	}
 	only, err := parsePoints(o.points)
 	if err != nil {
 		return err
@@ -147,6 +154,8 @@ func runRace(cmd *cobra.Command, o raceOptions, path string) error {
 			return usageErrorf("race: --launch picks one launch; --all and --kernels pick many: give one or the other")
 		case o.list || only != nil:
 			return usageErrorf("race: --list and --points work on one launch: give --launch SEQ instead of --all/--kernels")
+		case o.format == "json":
+			return usageErrorf("race: --format json reports a hunt in one launch: give --launch SEQ instead of --all/--kernels")
 		}
 		return runRaceMany(cmd, o, sel, delay, kernels, path)
 	}
@@ -160,6 +169,18 @@ func runRace(cmd *cobra.Command, o raceOptions, path string) error {
 		return err
 	}
 	out := cmd.OutOrStdout()
+	var rep *raceReport // --format json's, written at the end instead of the text
+	if o.format == "json" {
+		if o.list || only != nil {
+			return usageErrorf("race: --format json reports a hunt: --list and --points print text")
+		}
+		rep, out = t.report(o), io.Discard
+		defer func() {
+			if rep.Outcome != "" {
+				writeJSON(cmd.OutOrStdout(), rep)
+			}
+		}()
+	}
 	termsafe.Fprintf(out, "launch %d: %s\n  PTX from %s; %s picked by --at %s\n", c.Seq, c.Name, t.from, info.Count(len(t.points), "point"), o.at)
 	if o.list {
 		writePoints(out, t.points, nil)
@@ -176,7 +197,7 @@ func runRace(cmd *cobra.Command, o raceOptions, path string) error {
 	if err := cuda.Init(); err != nil {
 		return &exitError{code: exitFailure, err: fmt.Errorf("race: no usable GPU: %v", err)}
 	}
-	replayer, runner := t.runners(cmd, o, sel, delay)
+	replayer, runner := t.runners(cmd, o, sel, delay, out, rep)
 	defer replayer.Close()
 	if only != nil {
 		return reproduceRace(out, runner, only, o.seed, t.points)
@@ -188,6 +209,7 @@ func runRace(cmd *cobra.Command, o raceOptions, path string) error {
 	}
 	rate.end = time.Now()
 	writeRecordingMatch(out, replayer)
+	rep.add(res, replayer)
 	switch {
 	case res.Nondeterministic:
 		termsafe.Fprintf(out, "  nondeterministic without any delay: region(s) %s differ between two of %d plain replays (float atomics, or a race that needs no help)\n",
@@ -210,12 +232,138 @@ func runRace(cmd *cobra.Command, o raceOptions, path string) error {
 	termsafe.Fprintf(out, "  RACE: with seed %d and %s, delays at these %s change region(s) %s of the result (%d replays in all):\n",
 		res.Seed, race.Step{Delay: witness}, info.Count(len(res.Points), "point"), joinInts(res.Baseline.Differing(res.Witness)), res.Runs)
 	writePoints(out, t.points, res.Points)
-	writeWitnessBytes(out, runner, replayer, res)
-	termsafe.Fprintf(out, "  reproduce: gpurr race %s --launch %d --points %s --seed %d --at %s %s\n",
+	changed := writeWitnessBytes(out, runner, replayer, res)
+	reproduce := fmt.Sprintf("gpurr race %s --launch %d --points %s --seed %d --at %s %s",
 		shellQuote(path), c.Seq, joinInts(res.Points), res.Seed, shellQuote(o.at), delayFlags(witness))
+	termsafe.Fprintf(out, "  reproduce: %s\n", reproduce)
+	rep.addWitness(t.points, res, changed, reproduce)
 	writeSteps(out, res, o.budget)
 	rate.write(out, res.Runs)
 	return exitWith(exitFound)
+}
+
+// raceReport is race's --format json: the launch, the hunt's plan, the trials each step ran,
+// and what they found.
+type raceReport struct {
+	Launch    uint64 `json:"launch"`
+	Kernel    string `json:"kernel"`
+	PTX       string `json:"ptx"` // where the PTX came from
+	Points    int    `json:"points"`
+	GPUTimeNs int64  `json:"gpu_time_ns"` // the launch's, as recorded; 0 where the recording has none
+	// LongestNs is the longest delay the schedule climbs to; 0 when --delay fixes the delay.
+	LongestNs int64 `json:"longest_delay_ns"`
+	BudgetNs  int64 `json:"budget_ns"`
+	// Outcome is no_witness, race, nondeterministic, plain_only (--trials 0) or hang.
+	Outcome string `json:"outcome"`
+	// Steps are the planned steps, in order, each with the trials it ran.
+	Steps       []raceStep    `json:"steps"`
+	Trials      int           `json:"trials"`
+	OutOfBudget bool          `json:"out_of_budget"`
+	Runs        int           `json:"runs"` // replays in all: plain, trials and the reduction
+	Unlike      []int         `json:"regions_unlike_recording"`
+	Varying     []race.Spread `json:"varying,omitempty"` // nondeterministic: where plain replays differ
+	Witness     *raceWitness  `json:"witness,omitempty"`
+	Hang        *raceHang     `json:"hang,omitempty"`
+}
+
+type raceStep struct {
+	DelayNs   uint32  `json:"delay_ns"`
+	Fraction  float64 `json:"fraction"`
+	Placement string  `json:"placement"`
+	Planned   int     `json:"planned"`
+	Ran       int     `json:"ran"`
+}
+
+type racePoint struct {
+	Index       int    `json:"index"`
+	Instruction string `json:"instruction"`
+	Class       string `json:"class"`
+	Source      string `json:"source,omitempty"` // file:line:column, where the PTX has .loc lines
+	PTXLine     int    `json:"ptx_line"`
+}
+
+type raceWitness struct {
+	Seed      uint64        `json:"seed"`
+	Step      raceStep      `json:"step"` // the delay it was found with
+	Points    []racePoint   `json:"points"`
+	Regions   []int         `json:"regions"` // the regions it changes
+	Changed   []race.Spread `json:"changed"` // their bytes, as a run again left them
+	Reproduce string        `json:"reproduce"`
+}
+
+type raceHang struct {
+	Seed     uint64      `json:"seed"`
+	Step     raceStep    `json:"step"`
+	Points   []racePoint `json:"points"`
+	WaitedNs int64       `json:"waited_ns"`
+}
+
+// report is the start of t's --format json: the launch and the plan.
+func (t *raceTarget) report(o raceOptions) *raceReport {
+	r := &raceReport{Launch: t.c.Seq, Kernel: t.c.Name, PTX: t.from, Points: len(t.points), GPUTimeNs: t.plan.gpuTime.Nanoseconds(),
+		LongestNs: t.plan.longest.Nanoseconds(), BudgetNs: o.budget.Nanoseconds(), Steps: []raceStep{}}
+	for _, s := range t.plan.steps {
+		r.Steps = append(r.Steps, stepReport(race.StepRun{Step: s}))
+	}
+	return r
+}
+
+func stepReport(s race.StepRun) raceStep {
+	return raceStep{DelayNs: s.Delay.Nanoseconds, Fraction: s.Delay.Fraction, Placement: string(s.Delay.Placement), Planned: s.Trials, Ran: s.Ran}
+}
+
+func pointReports(points []instrument.Point, which []int) []racePoint {
+	out := []racePoint{}
+	for _, i := range which {
+		p := points[i]
+		rp := racePoint{Index: i, Instruction: p.Instr.Name(), Class: string(p.Class), PTXLine: p.Instr.Line}
+		if p.Instr.Pos.Line > 0 {
+			rp.Source = p.Instr.Pos.String()
+		}
+		out = append(out, rp)
+	}
+	return out
+}
+
+// add puts a hunt's result into r (nil: text): the trials each step ran, and the outcome
+// short of a witness's details.
+func (r *raceReport) add(res *race.Result, replayer *race.ReplayRunner) {
+	if r == nil {
+		return
+	}
+	for i, s := range res.Steps { // the steps begun are the first of those planned
+		r.Steps[i].Ran = s.Ran
+	}
+	r.Trials, r.OutOfBudget, r.Runs, r.Unlike = res.Trials, res.OutOfBudget, res.Runs, append([]int{}, replayer.Unlike...)
+	switch {
+	case res.Nondeterministic:
+		r.Outcome, r.Varying = "nondeterministic", replayer.Varying
+	case res.Trials == 0:
+		r.Outcome = "plain_only"
+	case res.Found:
+		r.Outcome = "race"
+	default:
+		r.Outcome = "no_witness"
+	}
+}
+
+// addWitness puts the witness of res into r (nil: text).
+func (r *raceReport) addWitness(points []instrument.Point, res *race.Result, changed []race.Spread, reproduce string) {
+	if r == nil {
+		return
+	}
+	r.Witness = &raceWitness{Seed: res.Seed, Step: stepReport(res.Steps[len(res.Steps)-1]), Points: pointReports(points, res.Points),
+		Regions: res.Baseline.Differing(res.Witness), Changed: changed, Reproduce: reproduce}
+	if r.Witness.Changed == nil {
+		r.Witness.Changed = []race.Spread{}
+	}
+}
+
+// writeJSON writes v indented, as the verbs' --format json do.
+func writeJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
 }
 
 // delayFlags are the flags that give a hunt delay d.
@@ -281,10 +429,10 @@ func (h *huntRate) write(w io.Writer, runs int) {
 
 // writeWitnessBytes runs the witness once more and says which bytes its delays changed. The
 // run may come out as the plain one (a delay's effect is a matter of timing): then it says so.
-func writeWitnessBytes(w io.Writer, runner race.Runner, replayer *race.ReplayRunner, res *race.Result) {
+func writeWitnessBytes(w io.Writer, runner race.Runner, replayer *race.ReplayRunner, res *race.Result) []race.Spread {
 	if _, err := runner.Run(res.Points, res.Seed); err != nil {
 		termsafe.Fprintf(w, "  (the witness's bytes: running it again failed: %v)\n", err)
-		return
+		return nil
 	}
 	spreads, err := replayer.Spreads()
 	switch {
@@ -296,6 +444,7 @@ func writeWitnessBytes(w io.Writer, runner race.Runner, replayer *race.ReplayRun
 	for _, v := range spreads {
 		termsafe.Fprintf(w, "    %s\n", spreadText(v, "from the plain replay"))
 	}
+	return spreads
 }
 
 // raceTarget is one launch ready to hunt: its kernel's PTX, parsed, and the points --at picks.
@@ -410,8 +559,7 @@ func (t *raceTarget) options(o raceOptions, replayer *race.ReplayRunner, progres
 // runners builds the replay runner of t and the hang guard around it. A delay that makes the
 // kernel hang (a spin-wait on another CTA) is a finding too, and a hung kernel cannot be
 // stopped from this process: the guard says what hung, then ends the process.
-func (t *raceTarget) runners(cmd *cobra.Command, o raceOptions, sel instrument.Selection, delay instrument.Delay) (*race.ReplayRunner, race.Runner) {
-	out := cmd.OutOrStdout()
+func (t *raceTarget) runners(cmd *cobra.Command, o raceOptions, sel instrument.Selection, delay instrument.Delay, out io.Writer, rep *raceReport) (*race.ReplayRunner, race.Runner) {
 	replayer := &race.ReplayRunner{Case: t.c, PTX: t.text, Kernel: t.c.Kernel.GetName(), Selection: sel, Delay: delay,
 		Options: replay.Options{Device: o.device}}
 	guard := &race.Guarded{Inner: replayer, Min: 10 * time.Second, Factor: 50,
@@ -419,6 +567,11 @@ func (t *raceTarget) runners(cmd *cobra.Command, o raceOptions, sel instrument.S
 			termsafe.Fprintf(out, "  HANG: launch %d (%s): with seed %d and %s, delays at %s made the kernel run past %v (its first replay's 50x): it may wait on another thread or CTA (a shorter --delay tells a slow kernel from one that waits)\n",
 				t.c.Seq, t.c.Name, seed, race.Step{Delay: replayer.Delay}, info.Count(len(ps), "point"), waited.Round(time.Millisecond))
 			writePoints(out, t.points, ps)
+			if rep != nil {
+				rep.Outcome, rep.Hang = "hang", &raceHang{Seed: seed, Step: stepReport(race.StepRun{Step: race.Step{Delay: replayer.Delay}}),
+					Points: pointReports(t.points, ps), WaitedNs: waited.Nanoseconds()}
+				writeJSON(cmd.OutOrStdout(), rep)
+			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "gpurr: race: a trial hung; ending the process to stop the kernel\n")
 			os.Exit(exitFound)
 		}}
@@ -519,7 +672,7 @@ func raceOne(cmd *cobra.Command, o raceOptions, sel instrument.Selection, delay 
 		}
 		*gpuReady = true
 	}
-	replayer, runner := t.runners(cmd, o, sel, delay)
+	replayer, runner := t.runners(cmd, o, sel, delay, cmd.OutOrStdout(), nil)
 	defer replayer.Close()
 	res, err := race.Hunt(runner, len(t.points), t.options(o, replayer, nil))
 	switch {

@@ -7,7 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/gpurr/gpurr/internal/instrument"
+	"github.com/gpurr/gpurr/internal/race"
 	"github.com/gpurr/gpurr/internal/testrec"
 	"github.com/gpurr/gpurr/recording"
 )
@@ -196,5 +199,86 @@ func TestRacePlan(t *testing.T) {
 		{[]string{"race", timed, "--launch", "2", "--budget", "0"}, "race: --budget 0s: want a time more than 0, such as 30s"},
 		{[]string{"race", timed, "--launch", "2", "--budget", "-5s"}, "race: --budget -5s: want a time more than 0"},
 		{[]string{"race", timed, "--launch", "2", "--budget", "10"}, `invalid argument "10" for "--budget" flag: want a time with its unit`},
+	})
+}
+
+// --format json holds the plan's steps with the trials each ran, and the witness with its
+// step, points and reproduce command (the hunt itself needs a GPU: here a result as it
+// returns one).
+func TestRaceJSON(t *testing.T) {
+	dir := withPTX(t, testrec.WriteReplayable)
+	src, err := openReplaySource(newRaceCmd(), dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	c, err := src.Case(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel, _ := instrument.ParseSelection("global-load,global-store")
+	o := raceOptions{at: "global-load,global-store", trials: 4, budget: 5 * time.Second, fixed: map[string]bool{}}
+	tg, err := prepareRace(src, c, o, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := tg.report(o)
+	steps := tg.plan.steps
+	res := &race.Result{Baseline: race.Output{1, 2}, Witness: race.Output{1, 3}, Found: true, Seed: 6, Points: []int{2}, Trials: 6, Runs: 14,
+		Steps: []race.StepRun{{Step: steps[0], Ran: 4}, {Step: steps[1], Ran: 2}}}
+	rep.add(res, &race.ReplayRunner{})
+	rep.addWitness(tg.points, res, []race.Spread{{Region: 1, First: 8, Bytes: 4, Size: 64}}, "gpurr race rec --launch 2 --points 2 --seed 6")
+	var b strings.Builder
+	writeJSON(&b, rep)
+	for _, want := range []string{
+		`"launch": 2,`, `"gpu_time_ns": 400,`, `"longest_delay_ns": 2000,`, `"budget_ns": 5000000000,`, `"outcome": "race",`,
+		`"trials": 6,`, `"regions_unlike_recording": [],`,
+		// The steps: the first two ran, the third did not.
+		`{
+      "delay_ns": 2000,
+      "fraction": 0.25,
+      "placement": "warp",
+      "planned": 4,
+      "ran": 4
+    },
+    {
+      "delay_ns": 2000,
+      "fraction": 0.25,
+      "placement": "thread",
+      "planned": 4,
+      "ran": 2
+    },
+    {
+      "delay_ns": 2000,
+      "fraction": 0.25,
+      "placement": "cta",
+      "planned": 4,
+      "ran": 0
+    }`,
+		`"seed": 6,`, `"placement": "thread",`, `"instruction": "st.global.f32",`, `"source": "saxpy.py:14:9",`, `"ptx_line": 27`,
+		`"regions": [
+      1
+    ]`, `"changed": [
+      {
+        "region": 1,
+        "first": 8,
+        "bytes": 4,
+        "size": 64
+      }
+    ]`, `"reproduce": "gpurr race rec --launch 2 --points 2 --seed 6"`,
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("no %s in\n%s", want, b.String())
+		}
+	}
+	// Bad input; and nothing on standard output before the hunt's end.
+	code, stdout, _ := runCLI("race", dir, "--launch", "2", "--format", "json")
+	if code == 0 || code == exitFailure && stdout != "" {
+		t.Errorf("--format json without a GPU: exit %d, stdout %q", code, stdout)
+	}
+	expectUsageErrors(t, []usageCase{
+		{[]string{"race", dir, "--launch", "2", "--format", "yaml"}, `race: unknown --format "yaml" (want text, json)`},
+		{[]string{"race", dir, "--all", "--format", "json"}, "--format json reports a hunt in one launch"},
+		{[]string{"race", dir, "--launch", "2", "--list", "--format", "json"}, "--list and --points print text"},
 	})
 }

@@ -89,9 +89,10 @@ func (r *ReplayRunner) Run(points []int, seed uint64) (Output, error) {
 
 // Spread is where two runs' bytes of a region differ.
 type Spread struct {
-	Region      int
-	First       int64 // the first differing byte's offset
-	Bytes, Size int64 // how many bytes differ, of how many
+	Region int   `json:"region"`
+	First  int64 `json:"first"` // the first differing byte's offset
+	Bytes  int64 `json:"bytes"` // how many bytes differ
+	Size   int64 `json:"size"`  // of how many
 }
 
 // notePlain keeps what the plain runs show: how the first compares with the recording, and
