@@ -39,6 +39,8 @@ func newTableFile(t *tables.Table, path string, st *Stats) tableFile {
 		return newFile[regionsRow](t, path, st)
 	case "memory_states":
 		return newFile[memoryStatesRow](t, path, st)
+	case "torn_states":
+		return newFile[tornStatesRow](t, path, st)
 	case "nan_counts":
 		return newFile[nanCountsRow](t, path, st)
 	case "memory_chunks":
@@ -1074,6 +1076,29 @@ func (r *memoryStatesRow) set(v []tables.Value) {
 		r.CarriedFrom = &x
 	}
 	r.Unknown = v[15].Int64() != 0
+}
+
+// tornStatesRow is a row of the torn_states table: memory states gpurr took
+// while a kernel of another stream that reaches the same allocation ran (found
+// from the GPU timeline: needs GPU timing of every kernel): their bytes may be
+// part old, part new, and diff and verify compare those launches with none; one
+// row per such kernel.
+type tornStatesRow struct {
+	Process     string `parquet:"process,dict"`
+	LaunchSeq   int64  `parquet:"launch_seq"`
+	Point       string `parquet:"point,dict"`
+	StreamID    int64  `parquet:"stream_id"`
+	OtherSeq    int64  `parquet:"other_seq"`
+	OtherKernel string `parquet:"other_kernel"`
+}
+
+func (r *tornStatesRow) set(v []tables.Value) {
+	r.Process = v[0].Str()
+	r.LaunchSeq = v[1].Int64()
+	r.Point = v[2].Str()
+	r.StreamID = v[3].Int64()
+	r.OtherSeq = v[4].Int64()
+	r.OtherKernel = v[5].Str()
 }
 
 // nanCountsRow is a row of the nan_counts table: NaN and Inf elements the GPU

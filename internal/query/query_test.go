@@ -346,3 +346,25 @@ func TestDigestTable(t *testing.T) {
 		t.Errorf("digested allocations made at %v lines, want 3", n)
 	}
 }
+
+// torn_states lists the state a kernel of another stream, reaching the same allocation, ran
+// beside while gpurr took it: none when nothing overlapped.
+func TestTornStatesTable(t *testing.T) {
+	for _, overlap := range []bool{true, false} {
+		db, err := Load(context.Background(), testrec.OpenBatches(t, testrec.TornBatches(overlap)...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := int64(0)
+		if overlap {
+			want = 1
+			if got := one(t, db, "SELECT launch_seq || ' ' || point || ' ' || other_seq FROM torn_states"); got != "1 after 2" {
+				t.Errorf("torn state %v, want launch 1's after state, torn by launch 2", got)
+			}
+		}
+		if n := one(t, db, "SELECT count(*) FROM torn_states"); n != want {
+			t.Errorf("overlap %v: %v torn states, want %d", overlap, n, want)
+		}
+		db.Close()
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -101,6 +103,7 @@ type pass struct {
 	held      map[uint64]*held // launches whose memory states are still to come
 	allocs    *allocationIndex // nil when the allocations table is not filled
 	probes    *recording.Probes
+	timeline  *recording.Timeline // nil when torn_states is not filled
 
 	// The records of the most frequent rows, reused row after row rather
 	// than allocated for each (Row copies what it keeps).
@@ -126,6 +129,9 @@ func newPass(p *recording.Process, o Options) (*pass, error) {
 	}
 	if ps.wants(allocations.Table) {
 		ps.allocs = &allocationIndex{allocated: map[uint64]*pb.Allocation{}, freed: map[uint64]*pb.Allocation{}}
+	}
+	if ps.wants(tornStates.Table) {
+		ps.timeline = recording.NewTimeline()
 	}
 	return ps, nil
 }
@@ -342,6 +348,9 @@ func (ps *pass) batch(b *pb.Batch) error {
 		ps.proc = b.Process
 	}
 	ps.links.Add(b, false)
+	if ps.timeline != nil {
+		ps.timeline.Add(b)
+	}
 	for _, d := range b.Devices {
 		emit(ps, devices, d)
 	}
@@ -437,6 +446,17 @@ func (ps *pass) finish(res Result) error {
 	}
 	for _, r := range ps.ranges.Open() {
 		emit(ps, rangesTable, r)
+	}
+	if ps.timeline != nil {
+		torn := ps.timeline.Torn()
+		keys := slices.SortedFunc(maps.Keys(torn), func(a, b recording.StateKey) int {
+			return cmp.Or(cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.Point, b.Point))
+		})
+		for _, k := range keys {
+			for _, t := range torn[k] {
+				emit(ps, tornStates, &tornRec{key: k, tear: t})
+			}
+		}
 	}
 	p := ps.proc
 	if p == nil {

@@ -541,6 +541,21 @@ var writeSetMisses = define("write_set_misses", "audits that found a region a le
 	c("allocation_id", Int64, "allocations.allocation_id of the region", func(_ *pass, r *missRec) Value { return idOrNull(r.m.GetAllocationId()) }).null(),
 )
 
+// tornRec is one kernel of another stream that ran while gpurr took a launch's state.
+type tornRec struct {
+	key  recording.StateKey
+	tear recording.Tear
+}
+
+var tornStates = define("torn_states", "memory states gpurr took while a kernel of another stream that reaches the same allocation ran (found from the GPU timeline: needs GPU timing of every kernel): their bytes may be part old, part new, and diff and verify compare those launches with none; one row per such kernel", key("process", "launch_seq"),
+	processCol[tornRec](),
+	c("launch_seq", Int64, "memory_states.launch_seq of the torn state", func(_ *pass, r *tornRec) Value { return Int(r.key.Seq) }),
+	c("point", String, "memory_states.point: before or after", func(_ *pass, r *tornRec) Value { return Text(recording.EnumText(r.key.Point)) }).dict(),
+	c("stream_id", Int64, "CUPTI stream id of the kernel that ran meanwhile", func(_ *pass, r *tornRec) Value { return Int(r.tear.Stream) }),
+	c("other_seq", Int64, "launches.seq of that kernel's launch", func(_ *pass, r *tornRec) Value { return Int(r.tear.Launch) }),
+	c("other_kernel", String, "its kernel's mangled name, as the GPU timeline has it", func(_ *pass, r *tornRec) Value { return Text(r.tear.Kernel) }),
+)
+
 var nanCounts = define("nan_counts", "NaN and Inf elements the GPU counted in a launch's regions after it ran (--nan-scan): one row per region and type with at least one", key("process", "launch_seq"),
 	processCol[nanRec](),
 	c("launch_seq", Int64, "launches.seq", func(_ *pass, r *nanRec) Value { return Int(r.st.GetLaunchSeq()) }),
