@@ -74,6 +74,9 @@ func TestTablesMatchSchema(t *testing.T) {
 		if table.Name == "digests" {
 			continue // recorded with --memory digest only: TestDigestTable
 		}
+		if table.Name == "torn_states" {
+			continue // holds rows only where streams overlapped gpurr's kernels: TestTornStatesTable
+		}
 		if n := one(t, db, "SELECT count(*) FROM "+table.Name); n == int64(0) {
 			t.Errorf("table %s is empty for the synthetic recording", table.Name)
 		}
