@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -186,5 +187,41 @@ func TestProc(t *testing.T) {
 	}
 	if p := Proc("gpurrNoSuchFunction"); p != 0 {
 		t.Errorf("Proc(gpurrNoSuchFunction) = %#x", p)
+	}
+}
+
+// A launch goes through cuLaunchKernel unless it needs attributes; a
+// cooperative one passes cuLaunchKernelEx's cooperative attribute (the
+// parameter buffer rules out cuLaunchCooperativeKernel), and a cluster
+// its dimension, both when it is both.
+func TestLaunchAttributes(t *testing.T) {
+	shape := LaunchConfig{Grid: Dim3{X: 132, Y: 1, Z: 1}, Block: Dim3{X: 256, Y: 1, Z: 1}}
+	coop, cluster, both := shape, shape, shape
+	coop.Cooperative = true
+	cluster.Cluster = Dim3{X: 2, Y: 1, Z: 1}
+	both.Cooperative, both.Cluster = true, cluster.Cluster
+	for _, c := range []struct {
+		cfg   LaunchConfig
+		call  string
+		attrs []launchAttr
+		names string
+	}{
+		{shape, "cuLaunchKernel", nil, ""},
+		{coop, "cuLaunchKernelEx", []launchAttr{{attrCooperative, [3]uint32{1}}}, "cooperative"},
+		{cluster, "cuLaunchKernelEx", []launchAttr{{attrCluster, [3]uint32{2, 1, 1}}}, "cluster 2x1x1"},
+		{both, "cuLaunchKernelEx", []launchAttr{{attrCluster, [3]uint32{2, 1, 1}}, {attrCooperative, [3]uint32{1}}}, "cluster 2x1x1, cooperative"},
+	} {
+		if got := c.cfg.Call(); got != c.call {
+			t.Errorf("%+v: call %s, want %s", c.cfg, got, c.call)
+		}
+		if got := c.cfg.attributes(); !slices.Equal(got, c.attrs) {
+			t.Errorf("%+v: attributes %v, want %v", c.cfg, got, c.attrs)
+		}
+		if got := strings.Join(c.cfg.Attributes(), ", "); got != c.names {
+			t.Errorf("%+v: named %q, want %q", c.cfg, got, c.names)
+		}
+	}
+	if attrCooperative != 2 || attrCluster != 4 {
+		t.Errorf("CUlaunchAttributeID cooperative %d, cluster %d; cuda.h has 2 and 4", attrCooperative, attrCluster)
 	}
 }

@@ -50,10 +50,15 @@ typedef struct {
 		struct {
 			unsigned int x, y, z;
 		} clusterDim;
+		int cooperative;
 	} value;
 } gp_CUlaunchAttribute;
 
-enum { GP_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4 };
+// CUlaunchAttributeID values replay passes.
+enum {
+	GP_LAUNCH_ATTRIBUTE_COOPERATIVE = 2,
+	GP_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
+};
 
 // CUlaunchConfig
 typedef struct {
@@ -76,6 +81,7 @@ enum {
 	GP_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1,
 	GP_FUNC_ATTRIBUTE_NUM_REGS = 4,
 	GP_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+	GP_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14,
 };
 
 // CUjit_option values: the JIT's error log, so a PTX that fails says why.
