@@ -84,23 +84,25 @@ result differs, 2 the launch could not be replayed, 3 no usable GPU here.`,
 
 // launchReport is one launch's replay, as --format json writes it.
 type launchReport struct {
-	Launch    uint64        `json:"launch"`
-	Kernel    string        `json:"kernel"`
-	Line      string        `json:"line,omitempty"`
-	Backward  string        `json:"backward_node,omitempty"` // the autograd node whose backward made the launch; Line is then its forward line
-	Status    replay.Status `json:"status"`                  // bit-exact | within-tolerance | differs | nondeterministic | failed
-	Why       string        `json:"why,omitempty"`
-	Grid      [3]uint32     `json:"grid"`
-	Block     [3]uint32     `json:"block"`
-	SharedMem uint32        `json:"shared_mem"`
-	Device    string        `json:"device,omitempty"`
-	Relocated int           `json:"relocated_regions"`
-	Notes     []string      `json:"notes,omitempty"`
-	MedianUs  float64       `json:"median_us"`
-	Repeats   int           `json:"repeats"`
-	Regions   []regionJSON  `json:"regions,omitempty"`
-	regionsOf *replay.Case
-	results   []replay.RegionResult
+	Launch     uint64        `json:"launch"`
+	Kernel     string        `json:"kernel"`
+	Line       string        `json:"line,omitempty"`
+	Backward   string        `json:"backward_node,omitempty"` // the autograd node whose backward made the launch; Line is then its forward line
+	Status     replay.Status `json:"status"`                  // bit-exact | within-tolerance | differs | nondeterministic | failed
+	Why        string        `json:"why,omitempty"`
+	Grid       [3]uint32     `json:"grid"`
+	Block      [3]uint32     `json:"block"`
+	SharedMem  uint32        `json:"shared_mem"`
+	LaunchAs   []string      `json:"attributes,omitempty"` // how it was launched beyond its shape: "cooperative", "cluster 2x1x1"
+	Unhonoured []string      `json:"unhonoured,omitempty"` // how the program launched that the recording does not say, so replay could not follow
+	Device     string        `json:"device,omitempty"`
+	Relocated  int           `json:"relocated_regions"`
+	Notes      []string      `json:"notes,omitempty"`
+	MedianUs   float64       `json:"median_us"`
+	Repeats    int           `json:"repeats"`
+	Regions    []regionJSON  `json:"regions,omitempty"`
+	regionsOf  *replay.Case
+	results    []replay.RegionResult
 }
 
 // regionJSON is a region's outcome in --format json. Errors are strings
@@ -132,6 +134,7 @@ func newLaunchReport(oc replay.Outcome, check replay.Check) launchReport {
 		rep.Grid = [3]uint32{cfg.Grid.X, cfg.Grid.Y, cfg.Grid.Z}
 		rep.Block = [3]uint32{cfg.Block.X, cfg.Block.Y, cfg.Block.Z}
 		rep.SharedMem = cfg.SharedMem
+		rep.LaunchAs, rep.Unhonoured = cfg.Attributes(), oc.Unhonoured
 	}
 	if res := oc.Result; res != nil {
 		rep.results, rep.Regions, rep.Repeats = res.Regions, regionsJSON(oc.Case, oc.Addresses, res.Regions, check), len(res.Times)
@@ -312,8 +315,12 @@ func printReplayReport(w io.Writer, rep launchReport, check replay.Check) {
 	if rep.Status == replay.StatusFailed && rep.Device == "" {
 		return // the error line says it all
 	}
-	termsafe.Fprintf(w, "  grid %d,%d,%d  block %d,%d,%d  shared memory %d  on %s\n",
-		rep.Grid[0], rep.Grid[1], rep.Grid[2], rep.Block[0], rep.Block[1], rep.Block[2], rep.SharedMem, rep.Device)
+	how := ""
+	if len(rep.LaunchAs) > 0 {
+		how = "  " + strings.Join(rep.LaunchAs, ", ")
+	}
+	termsafe.Fprintf(w, "  grid %d,%d,%d  block %d,%d,%d  shared memory %d%s  on %s\n",
+		rep.Grid[0], rep.Grid[1], rep.Grid[2], rep.Block[0], rep.Block[1], rep.Block[2], rep.SharedMem, how, rep.Device)
 	for _, n := range rep.Notes {
 		termsafe.Fprintf(w, "  note: %s\n", n)
 	}

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/gpurr/gpurr/internal/cuda"
 )
@@ -21,11 +22,12 @@ const (
 // Outcome is one recorded launch replayed and judged.
 type Outcome struct {
 	Launch      uint64
-	Kernel      string // demangled name, when known
-	Case        *Case  // nil when the recording lacks what a replay needs (Why says what)
-	Config      cuda.LaunchConfig
-	Device      string   // the GPU it ran on: "NVIDIA H100 (sm_90)"
-	Addresses   []uint64 // where each region lived in the replay
+	Kernel      string            // demangled name, when known
+	Case        *Case             // nil when the recording lacks what a replay needs (Why says what)
+	Config      cuda.LaunchConfig // as replayed: the recorded shape and how it was launched, or the Request's Shape
+	Unhonoured  []string          // how the program launched that replay could not follow (Case.Unhonoured)
+	Device      string            // the GPU it ran on: "NVIDIA H100 (sm_90)"
+	Addresses   []uint64          // where each region lived in the replay
 	Relocated   int
 	Notes       []string
 	Result      *Result // nil unless it ran
@@ -62,7 +64,7 @@ func (src *Source) Replay(seq uint64, c *Case, r Request) (o Outcome) {
 		o.Case = c
 	}
 	o.Kernel = c.Name
-	o.Config = c.Recorded()
+	o.Config, o.Unhonoured = c.Recorded(), c.Unhonoured()
 	if r.Shape != nil {
 		o.Config = r.Shape(o.Config)
 	}
@@ -83,11 +85,7 @@ func (src *Source) Replay(seq uint64, c *Case, r Request) (o Outcome) {
 	}
 	res, err := s.Run(o.Config, r.Repeat, r.Check)
 	if err != nil {
-		o.Why = err.Error()
-		if cuda.ContextLost(err) {
-			o.Why += "; the kernel may read memory outside its recorded regions (pointers held in device memory)"
-			o.ContextLost = true
-		}
+		o.Why, o.ContextLost = runFailed(c, err)
 		return o
 	}
 	o.Result = res
@@ -105,6 +103,20 @@ func (src *Source) Replay(seq uint64, c *Case, r Request) (o Outcome) {
 		o.Why = ExplainDiffers(c.Kernel.GetName(), src.kernelPTX(c), o.Status == StatusDiffers)
 	}
 	return o
+}
+
+// runFailed says why a run of c failed with err, and whether the fault lost
+// the CUDA context. It names what replay could not launch as the program
+// did, the likelier cause of a fault where there is such a thing.
+func runFailed(c *Case, err error) (why string, lost bool) {
+	why, lost = err.Error(), cuda.ContextLost(err)
+	if u := c.Unhonoured(); len(u) > 0 {
+		why += "; replayed without " + strings.Join(u, ", ")
+	}
+	if lost {
+		why += "; the kernel may read memory outside its recorded regions (pointers held in device memory)"
+	}
+	return why, lost
 }
 
 func sameOutputs(a, b *Result) bool {

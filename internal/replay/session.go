@@ -86,20 +86,6 @@ func (r *Result) Median() time.Duration {
 	return t[len(t)/2]
 }
 
-// Recorded is the launch shape the recording holds.
-func (c *Case) Recorded() cuda.LaunchConfig {
-	l := c.Launch
-	cfg := cuda.LaunchConfig{
-		Grid:      cuda.Dim3{X: l.GetGrid().GetX(), Y: l.GetGrid().GetY(), Z: l.GetGrid().GetZ()},
-		Block:     cuda.Dim3{X: l.GetBlock().GetX(), Y: l.GetBlock().GetY(), Z: l.GetBlock().GetZ()},
-		SharedMem: l.SharedMemBytes,
-	}
-	if cl := l.GetCluster(); cl != nil {
-		cfg.Cluster = cuda.Dim3{X: cl.X, Y: cl.Y, Z: cl.Z}
-	}
-	return cfg
-}
-
 // NewSession prepares c on the GPU. On error it releases what it made.
 func NewSession(c *Case, o Options) (s *Session, err error) {
 	if err := cuda.Init(); err != nil {
@@ -188,9 +174,9 @@ func (s *Session) load(replacement []byte) error {
 			return err
 		}
 	}
-	if smem := c.Launch.SharedMemBytes; smem > 48<<10 {
-		if err := s.fn.SetAttribute(cuda.FuncMaxDynamicSharedBytes, int(smem)); err != nil {
-			return fmt.Errorf("allow %d bytes of dynamic shared memory: %w", smem, err)
+	for _, a := range c.funcAttributes() {
+		if err := s.fn.SetAttribute(a.attr, a.value); err != nil {
+			return fmt.Errorf("%s: %w", a.why, err)
 		}
 	}
 	return nil

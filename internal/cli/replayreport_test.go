@@ -1,0 +1,34 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpurr/gpurr/internal/replay"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// The report says how a launch was replayed beyond its shape, and what the
+// recording did not say of how the program launched it.
+func TestReplayReportNamesHowLaunched(t *testing.T) {
+	c := &replay.Case{Seq: 4, Name: "grid_sync", Launch: &pb.Launch{Api: 477, Grid: &pb.Dim3{X: 132, Y: 1, Z: 1}, Block: &pb.Dim3{X: 256, Y: 1, Z: 1}}}
+	oc := replay.Outcome{Launch: 4, Kernel: c.Name, Case: c, Config: c.Recorded(), Unhonoured: c.Unhonoured(),
+		Device: "NVIDIA H200 (sm_90)", Status: replay.StatusExact, Result: &replay.Result{Times: []time.Duration{time.Microsecond}}}
+	var out bytes.Buffer
+	printReplayReport(&out, newLaunchReport(oc, replay.Check{}), replay.Check{})
+	if !strings.Contains(out.String(), "grid 132,1,1  block 256,1,1  shared memory 0  cooperative  on NVIDIA H200") {
+		t.Errorf("a cooperative launch's report:\n%s", out.String())
+	}
+	c.Launch.Api, c.Launch.Cluster = 652, &pb.Dim3{X: 2, Y: 1, Z: 1}
+	oc.Config, oc.Unhonoured = c.Recorded(), c.Unhonoured()
+	j, err := json.Marshal(newLaunchReport(oc, replay.Check{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"attributes":["cluster 2x1x1"],"unhonoured":["cuLaunchKernelEx's cooperative attribute, which the recording does not hold"]`; !strings.Contains(string(j), want) {
+		t.Errorf("cuLaunchKernelEx's report:\n%s\nwant %s", j, want)
+	}
+}
