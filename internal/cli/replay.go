@@ -98,6 +98,8 @@ type launchReport struct {
 	Device     string        `json:"device,omitempty"`
 	Relocated  int           `json:"relocated_regions"`
 	Notes      []string      `json:"notes,omitempty"`
+	Fresh      bool          `json:"fresh_context,omitempty"` // it faulted and lost the CUDA context; the launches after it ran in a fresh one
+	After      uint64        `json:"after_fault,omitempty"`   // it ran in a fresh context after this launch's fault
 	MedianUs   float64       `json:"median_us"`
 	Repeats    int           `json:"repeats"`
 	Regions    []regionJSON  `json:"regions,omitempty"`
@@ -127,7 +129,7 @@ type regionJSON struct {
 // newLaunchReport describes a replay's outcome for the table and --format json.
 func newLaunchReport(oc replay.Outcome, check replay.Check) launchReport {
 	rep := launchReport{Launch: oc.Launch, Kernel: oc.Kernel, Status: oc.Status, Why: oc.Why, Device: oc.Device,
-		Relocated: oc.Relocated, Notes: oc.Notes, regionsOf: oc.Case}
+		Relocated: oc.Relocated, Notes: oc.Notes, Fresh: oc.FreshContext, After: oc.AfterFault, regionsOf: oc.Case}
 	if c := oc.Case; c != nil {
 		rep.Line, rep.Backward = c.Line, c.Launch.GetAutograd().GetBackwardNode()
 		cfg := oc.Config
@@ -232,6 +234,13 @@ func runReplay(cmd *cobra.Command, o replayOptions, path string) error {
 				printReplayReport(out, rep, check)
 			}
 		}
+		if oc.FreshContext {
+			msg := freshContextMessage(oc)
+			if o.format == "table" {
+				termsafe.Fprintln(out, msg)
+			}
+			fmt.Fprintln(cmd.ErrOrStderr(), msg)
+		}
 	}
 	var rest []uint64
 	if first != nil {
@@ -240,7 +249,7 @@ func runReplay(cmd *cobra.Command, o replayOptions, path string) error {
 		rest = src.ReplayAll(seqs, req, report)
 	}
 	if len(rest) > 0 {
-		msg := fmt.Sprintf("replay: the fault in launch %d left the CUDA context unusable; %d launches were not replayed: go on with gpurr replay %s --all --from %d",
+		msg := fmt.Sprintf("replay: the fault in launch %d left the CUDA context unusable and no fresh one could be made; %d launches were not replayed: go on with gpurr replay %s --all --from %d",
 			reports[len(reports)-1].Launch, len(rest), path, rest[0])
 		if o.format == "table" {
 			termsafe.Fprintln(out, msg)
@@ -260,6 +269,12 @@ func runReplay(cmd *cobra.Command, o replayOptions, path string) error {
 		return usageErrorf("replay: launch %d: %s", reports[0].Launch, reports[0].Why)
 	}
 	return exitWith(exit)
+}
+
+// freshContextMessage says that launch oc faulted, losing the CUDA context,
+// and that the launches after it go on in a fresh one.
+func freshContextMessage(oc replay.Outcome) string {
+	return fmt.Sprintf("replay: launch %d faulted and left the CUDA context unusable; the launches after it run in a fresh context", oc.Launch)
 }
 
 // shapeOverride is what --grid, --block and --smem change.

@@ -32,3 +32,25 @@ func TestReplayReportNamesHowLaunched(t *testing.T) {
 		t.Errorf("cuLaunchKernelEx's report:\n%s\nwant %s", j, want)
 	}
 }
+
+// A launch that faulted and lost the context is said to have; the ones
+// after it say which fault they ran after, in a fresh context.
+func TestReplayReportFreshContext(t *testing.T) {
+	faulted := replay.Outcome{Launch: 7, Kernel: "grid_sync", Status: replay.StatusFailed, ContextLost: true, FreshContext: true,
+		Why: "cuEventSynchronize: CUDA_ERROR_LAUNCH_FAILED"}
+	if got, want := freshContextMessage(faulted), "replay: launch 7 faulted and left the CUDA context unusable; the launches after it run in a fresh context"; got != want {
+		t.Errorf("message %q\nwant %q", got, want)
+	}
+	for _, c := range []struct {
+		oc   replay.Outcome
+		want string
+	}{
+		{faulted, `"fresh_context":true`},
+		{replay.Outcome{Launch: 8, Status: replay.StatusExact, AfterFault: 7, Result: &replay.Result{}}, `"after_fault":7`},
+	} {
+		j, err := json.Marshal(newLaunchReport(c.oc, replay.Check{}))
+		if err != nil || !strings.Contains(string(j), c.want) {
+			t.Errorf("launch %d: %v %s, want %s", c.oc.Launch, err, j, c.want)
+		}
+	}
+}

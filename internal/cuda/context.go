@@ -67,6 +67,40 @@ func (c *Context) Close() error {
 	return errors.Join(err, check("cuDevicePrimaryCtxRelease_v2", C.gpurr_cuDevicePrimaryCtxRelease(C.CUdevice(c.dev))))
 }
 
+// ResetContexts destroys every device's primary context with all it holds
+// (cuDevicePrimaryCtxReset_v2) and checks that a fresh one works: after a
+// fault (an illegal address, a launch failure) the old context refuses all
+// work, and work can go on only in a new one. Call it when no Context is
+// open. The driver does not promise that a fresh context recovers from
+// every fault; an error says this one did not, and the process must end.
+func ResetContexts() error {
+	n, err := DeviceCount()
+	if err != nil {
+		return err
+	}
+	for i := range n {
+		d, err := DeviceGet(i)
+		if err != nil {
+			return err
+		}
+		if err := check("cuDevicePrimaryCtxReset_v2", C.gpurr_cuDevicePrimaryCtxReset(C.CUdevice(d))); err != nil {
+			return fmt.Errorf("device %d: %w", i, err)
+		}
+		ctx, err := d.PrimaryContext()
+		if err != nil {
+			return fmt.Errorf("device %d: %w", i, err)
+		}
+		p, err := ctx.MemAlloc(256)
+		if err == nil {
+			err = errors.Join(MemsetD8(p, 0, 256), ctx.Synchronize(), ctx.MemFree(p))
+		}
+		if err = errors.Join(err, ctx.Close()); err != nil {
+			return fmt.Errorf("device %d: a fresh context: %w", i, err)
+		}
+	}
+	return nil
+}
+
 // Module is a loaded CUmodule.
 type Module struct{ h C.CUmodule }
 

@@ -81,6 +81,9 @@ func TestWithoutDriver(t *testing.T) {
 	if _, err := DeviceCount(); !errors.Is(err, ErrorNotInitialized) {
 		t.Errorf("DeviceCount without a driver = %v", err)
 	}
+	if err := ResetContexts(); !errors.Is(err, ErrorNotInitialized) {
+		t.Errorf("ResetContexts without a driver = %v", err)
+	}
 }
 
 func TestLaunchRefusesUnsizedArguments(t *testing.T) {

@@ -16,6 +16,7 @@ static CUresult (*p_cuDeviceGetAttribute)(int *, int, CUdevice);
 static CUresult (*p_cuDeviceTotalMem)(size_t *, CUdevice);
 static CUresult (*p_cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
 static CUresult (*p_cuDevicePrimaryCtxRelease)(CUdevice);
+static CUresult (*p_cuDevicePrimaryCtxReset)(CUdevice);
 static CUresult (*p_cuCtxSetCurrent)(CUcontext);
 static CUresult (*p_cuCtxSynchronize)(void);
 static CUresult (*p_cuModuleLoadDataEx)(CUmodule *, const void *, unsigned int, int *, void **);
@@ -80,6 +81,7 @@ static const struct sym syms[] = {
 	{SLOT(p_cuDeviceTotalMem), "cuDeviceTotalMem_v2", NULL},
 	{SLOT(p_cuDevicePrimaryCtxRetain), "cuDevicePrimaryCtxRetain", NULL},
 	{SLOT(p_cuDevicePrimaryCtxRelease), "cuDevicePrimaryCtxRelease_v2", NULL},
+	{SLOT(p_cuDevicePrimaryCtxReset), "cuDevicePrimaryCtxReset_v2", NULL},
 	{SLOT(p_cuCtxSetCurrent), "cuCtxSetCurrent", NULL},
 	{SLOT(p_cuCtxSynchronize), "cuCtxSynchronize", NULL},
 	{SLOT(p_cuModuleLoadDataEx), "cuModuleLoadDataEx", NULL},
@@ -180,6 +182,7 @@ CUresult gpurr_cuDeviceGetAttribute(int *v, int a, CUdevice d) { return CALL(p_c
 CUresult gpurr_cuDeviceTotalMem(size_t *b, CUdevice d) { return CALL(p_cuDeviceTotalMem, b, d); }
 CUresult gpurr_cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) { return CALL(p_cuDevicePrimaryCtxRetain, c, d); }
 CUresult gpurr_cuDevicePrimaryCtxRelease(CUdevice d) { return CALL(p_cuDevicePrimaryCtxRelease, d); }
+CUresult gpurr_cuDevicePrimaryCtxReset(CUdevice d) { return CALL(p_cuDevicePrimaryCtxReset, d); }
 CUresult gpurr_cuCtxSetCurrent(CUcontext c) { return CALL(p_cuCtxSetCurrent, c); }
 CUresult gpurr_cuCtxSynchronize(void) { return p_cuCtxSynchronize == NULL ? GPURR_CUDA_NOT_LOADED : p_cuCtxSynchronize(); }
 CUresult gpurr_cuModuleLoadData(CUmodule *m, const void *image, char *log, unsigned int size) {

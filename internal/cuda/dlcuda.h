@@ -47,6 +47,7 @@ CUresult gpurr_cuDeviceGetAttribute(int *value, int attr, CUdevice dev);
 CUresult gpurr_cuDeviceTotalMem(size_t *bytes, CUdevice dev);
 CUresult gpurr_cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev);
 CUresult gpurr_cuDevicePrimaryCtxRelease(CUdevice dev);
+CUresult gpurr_cuDevicePrimaryCtxReset(CUdevice dev);
 CUresult gpurr_cuCtxSetCurrent(CUcontext ctx);
 CUresult gpurr_cuCtxSynchronize(void);
 // gpurr_cuModuleLoadData loads image with cuModuleLoadDataEx, the JIT's error

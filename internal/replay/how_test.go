@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -76,5 +77,38 @@ func TestRunFailedNamesUnhonoured(t *testing.T) {
 	why, lost = runFailed(launchCase(477, nil, 0), fault)
 	if !lost || strings.Contains(why, "replayed without") {
 		t.Errorf("a cooperative launch's fault: lost %v, %q", lost, why)
+	}
+}
+
+// A fault that loses the context does not take the later launches with it:
+// they run after fresh contexts are made, and say so; where none can be
+// made, the loop ends and returns the launches it did not replay.
+func TestReplayAllGoesOnAfterAFault(t *testing.T) {
+	one := func(seq uint64) Outcome {
+		o := Outcome{Launch: seq, Status: StatusExact}
+		if seq == 2 {
+			o.Status, o.ContextLost, o.Why = StatusFailed, true, "cuEventSynchronize: CUDA_ERROR_LAUNCH_FAILED"
+		}
+		return o
+	}
+	var got []Outcome
+	resets := 0
+	rest := replayAll([]uint64{1, 2, 3, 4}, one, func() error { resets++; return nil }, func(o Outcome) { got = append(got, o) })
+	if len(rest) != 0 || len(got) != 4 || resets != 1 {
+		t.Fatalf("not replayed %v, %d outcomes, %d resets", rest, len(got), resets)
+	}
+	for i, want := range []struct {
+		fresh bool
+		after uint64
+	}{{false, 0}, {true, 0}, {false, 2}, {false, 2}} {
+		if got[i].FreshContext != want.fresh || got[i].AfterFault != want.after || got[i].Status != one(got[i].Launch).Status {
+			t.Errorf("launch %d: fresh %v, after fault %d, %s", got[i].Launch, got[i].FreshContext, got[i].AfterFault, got[i].Status)
+		}
+	}
+	got = nil
+	rest = replayAll([]uint64{1, 2, 3, 4}, one, func() error { return errors.New("cuCtxSynchronize: CUDA_ERROR_LAUNCH_FAILED") }, func(o Outcome) { got = append(got, o) })
+	if !slices.Equal(rest, []uint64{3, 4}) || len(got) != 2 || got[1].FreshContext ||
+		!slices.Contains(got[1].Notes, "no fresh CUDA context could be made after the fault: cuCtxSynchronize: CUDA_ERROR_LAUNCH_FAILED") {
+		t.Errorf("no fresh context: not replayed %v, outcomes %+v", rest, got)
 	}
 }

@@ -21,19 +21,21 @@ const (
 
 // Outcome is one recorded launch replayed and judged.
 type Outcome struct {
-	Launch      uint64
-	Kernel      string            // demangled name, when known
-	Case        *Case             // nil when the recording lacks what a replay needs (Why says what)
-	Config      cuda.LaunchConfig // as replayed: the recorded shape and how it was launched, or the Request's Shape
-	Unhonoured  []string          // how the program launched that replay could not follow (Case.Unhonoured)
-	Device      string            // the GPU it ran on: "NVIDIA H100 (sm_90)"
-	Addresses   []uint64          // where each region lived in the replay
-	Relocated   int
-	Notes       []string
-	Result      *Result // nil unless it ran
-	Status      Status
-	Why         string
-	ContextLost bool // a fault left this process's CUDA context unusable: no later replay can run
+	Launch       uint64
+	Kernel       string            // demangled name, when known
+	Case         *Case             // nil when the recording lacks what a replay needs (Why says what)
+	Config       cuda.LaunchConfig // as replayed: the recorded shape and how it was launched, or the Request's Shape
+	Unhonoured   []string          // how the program launched that replay could not follow (Case.Unhonoured)
+	Device       string            // the GPU it ran on: "NVIDIA H100 (sm_90)"
+	Addresses    []uint64          // where each region lived in the replay
+	Relocated    int
+	Notes        []string
+	Result       *Result // nil unless it ran
+	Status       Status
+	Why          string
+	ContextLost  bool   // a fault left this process's CUDA context unusable
+	FreshContext bool   // after ContextLost, the launches after this one run in a fresh context
+	AfterFault   uint64 // the launch whose fault this one ran after, in a fresh context; 0 none
 }
 
 // Request says how to replay: the session's options, a change to the recorded launch shape
@@ -129,15 +131,29 @@ func sameOutputs(a, b *Result) bool {
 }
 
 // ReplayAll replays seqs in order, handing each outcome to each as it ends. A fault that loses
-// the CUDA context ends the loop: the launches not replayed are returned, so the caller can
-// say how to go on from the first of them in a new process.
+// the CUDA context does not take the later launches with it: they run in fresh contexts
+// (cuda.ResetContexts), and the outcomes say so. Where no fresh context works the loop ends:
+// the launches not replayed are returned, so the caller can say how to go on from the first of
+// them in a new process.
 func (src *Source) ReplayAll(seqs []uint64, r Request, each func(Outcome)) (notReplayed []uint64) {
+	return replayAll(seqs, func(seq uint64) Outcome { return src.Replay(seq, nil, r) }, cuda.ResetContexts, each)
+}
+
+// replayAll is ReplayAll's loop: one replays a launch, fresh makes new contexts after a fault.
+func replayAll(seqs []uint64, one func(uint64) Outcome, fresh func() error, each func(Outcome)) []uint64 {
+	var faulted uint64
 	for i, seq := range seqs {
-		o := src.Replay(seq, nil, r)
-		each(o)
+		o := one(seq)
+		o.AfterFault = faulted
 		if o.ContextLost {
-			return seqs[i+1:]
+			if err := fresh(); err != nil {
+				o.Notes = append(o.Notes, "no fresh CUDA context could be made after the fault: "+err.Error())
+				each(o)
+				return seqs[i+1:]
+			}
+			o.FreshContext, faulted = true, seq
 		}
+		each(o)
 	}
 	return nil
 }
