@@ -221,7 +221,7 @@ typedef struct {
   uint32_t nan_dtypes;  // nan-scan: gpurr_job.nan_dtypes bits counted after each launch, 0 for none
   int write_sets;       // GP_WRITE_SETS_* (memcap.h): which regions hash mode may carry instead of hashing
   uint32_t audit_every; // learned write sets: every Nth launch of a kernel hashes all its regions
-  int defer_hashes;     // hash mode with write sets: batch hash jobs (memcap.c, deferred hash kernels): GP_DEFER_*
+  int defer_hashes;     // hash mode with write sets: batch hash jobs (memjobs.c, deferred hash kernels): GP_DEFER_*
   int nvtx;  // record NVTX ranges (the agent is NVTX's injection library)
   int probes;  // --probe: gpurrProbeFunction decides, at each kernel's first launch
   const char *driver_error;  // why internal/cuda could not open libcuda.so.1 (gp_driver_bind), NULL when it did

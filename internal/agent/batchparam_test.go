@@ -10,7 +10,7 @@ import (
 	"github.com/gpurr/gpurr/internal/kernels"
 )
 
-// batchParamC fills the agent's gp_batch_param field by field, by name, as memcap.c does, and
+// batchParamC fills the agent's gp_batch_param field by field, by name, as memjobs.c does, and
 // writes its bytes.
 const batchParamC = `#include <stdio.h>
 #include <string.h>

@@ -204,7 +204,7 @@ typedef struct {
 } gp_cuLaunchKernelEx_params;
 
 // Where CUPTI's parameter structs of driver calls name the stream (byte
-// offsets): memcap.c makes that stream wait for hashes beside the program.
+// offsets): memjobs.c makes that stream wait for hashes beside the program.
 enum {
   GP_STREAM_AT_STREAM_CALL = 0,      // cuStreamSynchronize, cuStreamDestroy, cuStreamWriteValue32, cuStreamBatchMemOp
   GP_STREAM_AT_EVENT_RECORD = 8,     // cuEventRecord, cuEventRecordWithFlags: (hEvent, hStream)

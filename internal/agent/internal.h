@@ -10,7 +10,9 @@
 //   callstack.c  each launch's callstack, each distinct stack described once
 //   steps.c      training steps as the program runs (step digests, --hash-steps)
 //   activity.c   GPU timing: CUPTI's activity buffers into activity records
-//   memcap.c     memory capture (memcap.h)
+//   mem*.c       memory capture (memcap.h), one file per job, listed in
+//                memcap_internal.h: memctx.c, memalloc.c, memregions.c,
+//                memjobs.c, memdigest.c, memcap.c
 //   nvtx.c       NVTX ranges (the agent as NVTX's injection library) and the range a launch is in
 //   autograd.c   PyTorch's autograd context of a launch (autograd.h)
 //   pystack.c    the calling thread's Python frames (pystack.h)
@@ -115,7 +117,7 @@ static inline int gp_spin_stuck(gp_spinlock *l) {
 }
 
 // gp_ring_stuck and gp_mem_stuck: a lock the Go writer needs (ring.c,
-// memcap.c) is held by the interrupted thread (gp_spin_stuck), so a signal
+// memjobs.c) is held by the interrupted thread (gp_spin_stuck), so a signal
 // handler must not wait for the writer.
 int gp_ring_stuck(void);
 int gp_mem_stuck(void);

@@ -143,7 +143,7 @@ typedef struct {
   gp_pointer_rec pointers[GP_MAX_POINTERS];
 } gp_mem_launch;
 
-// Implemented in memcap.c.
+// Implemented in the mem*.c files (memcap_internal.h lists them by job).
 int gp_mem_start(const gp_config *cfg, char *err, size_t errcap);
 // Step digests: gp_mem_note_optimizer adds the allocations a launch made
 // inside an optimizer step can reach to what the step's digest hashes (all
@@ -168,7 +168,7 @@ int gp_mem_write_callback(uint32_t cbid);
 void gp_kernel_readonly(uint64_t kernel_id, gp_readonly *ro);
 void gp_mem_on_write(uint32_t cbid, const gp_CallbackData *cb);
 void gp_mem_unhashed_write(void);
-// Deferred hash kernels (memcap.c): gp_mem_defer turns them on once the
+// Deferred hash kernels (memjobs.c): gp_mem_defer turns them on once the
 // calls that write memory are watched; gp_mem_before_unhashed launches the
 // waiting ones, and makes stream wait for those running, before something
 // runs on it that may write anything (a graph, a filtered kernel);

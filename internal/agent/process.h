@@ -67,7 +67,7 @@ typedef struct {
   gp_CUresult (*deviceGetAttribute)(int *, int, gp_CUdevice);
   gp_CUresult (*deviceTotalMem)(size_t *, gp_CUdevice);
   gp_CUresult (*driverGetVersion)(int *);
-  // memory capture (memcap.c), needed only when it is on
+  // memory capture (mem*.c), needed only when it is on
   gp_CUresult (*memGetAddressRange)(uint64_t *, size_t *, uint64_t);
   gp_CUresult (*moduleLoadData)(void **, const void *);
   gp_CUresult (*moduleGetFunction)(gp_CUfunction *, void *, const char *);
@@ -90,10 +90,10 @@ typedef struct {
   gp_CUresult (*eventQuery)(void *);
   gp_CUresult (*funcGetAttribute)(int *, int, gp_CUfunction);
   gp_CUresult (*funcSetAttribute)(gp_CUfunction, int, int);
-  // hash mode's deferred hash kernels (memcap.c): launched from any thread
+  // hash mode's deferred hash kernels (memjobs.c): launched from any thread
   gp_CUresult (*ctxPushCurrent)(gp_CUcontext);
   gp_CUresult (*ctxPopCurrent)(gp_CUcontext *);
-  // ... and the stream they run on beside the program's (memcap.c)
+  // ... and the stream they run on beside the program's (memjobs.c)
   gp_CUresult (*streamCreate)(gp_CUstream *, unsigned);
   gp_CUresult (*streamWaitEvent)(gp_CUstream, void *, unsigned);
   gp_CUresult (*eventSynchronize)(void *);

@@ -104,7 +104,7 @@ int main(void) {
   FIELD(gp_GraphData, CUpti_GraphData, dependency);
   FIELD(gp_GraphData, CUpti_GraphData, graphExec);
 
-  // Where memcap.c finds the stream of calls that must wait for hashes beside the program.
+  // Where memjobs.c finds the stream of calls that must wait for hashes beside the program.
   VALUE(GP_STREAM_AT_STREAM_CALL, offsetof(cuStreamSynchronize_params, hStream));
   VALUE(GP_STREAM_AT_STREAM_CALL, offsetof(cuStreamDestroy_v2_params, hStream));
   VALUE(GP_STREAM_AT_STREAM_CALL, offsetof(cuStreamWriteValue32_v2_params, stream));

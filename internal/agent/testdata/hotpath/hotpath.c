@@ -945,7 +945,7 @@ HP_API int hp_memory_scenario(const char *path) {
   return 0;
 }
 
-// The digest scenario: step digests and --hash-steps (steps.c, memcap.c's step digests).
+// The digest scenario: step digests and --hash-steps (steps.c, memdigest.c).
 uint64_t fake_nccl_alloc(uint64_t (*alloc)(uint64_t), uint64_t n);  // libnccl_fake.so
 static uint64_t mem_alloc_u64(uint64_t n) { return mem_alloc(n); }
 
