@@ -62,6 +62,8 @@ typedef struct {
   uint32_t shared_mem, params_len;
   uint8_t captured, mem_status, snapshot_selected;
   uint8_t untimed;  // made while sampled GPU timing was between windows (gp_activity_sample)
+  uint8_t cooperative;  // a cooperative launch (gp_launch_cooperative)
+  uint8_t pad[3];
   uint32_t nregions, npointers;
   uint64_t ag_thread, ag_seq;     // PyTorch autograd context (autograd.h), when ag_present
   uint32_t ag_class, ag_present;

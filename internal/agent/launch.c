@@ -388,9 +388,8 @@ static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
     GP_COUNT(launches_dropped, 1);
     return;
   }
-  // Every field is written below, so no memset: pad[] is set explicitly and
-  // the 4 padding bytes before ag_thread are never written (zero since
-  // calloc) nor read.
+  // Every field is written below, so no memset: pad[] is set explicitly, and
+  // the record has no padding the compiler adds.
   gp_launch_rec *rec = &s->launch.r;
   rec->h.type = GP_REC_LAUNCH;
   rec->seq = gp_thread.seq;
@@ -403,6 +402,8 @@ static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
   rec->mem_status = 0;
   rec->snapshot_selected = 0;
   rec->untimed = atomic_load_explicit(&gp_timing_paused, memory_order_relaxed);
+  rec->cooperative = (uint8_t)gp_launch_cooperative(cbid, cb->functionParams);
+  memset(rec->pad, 0, sizeof rec->pad);
   rec->nregions = rec->npointers = 0;
   rec->tid = gp_thread_id();
   rec->context_uid = cb->contextUid;

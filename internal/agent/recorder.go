@@ -482,6 +482,7 @@ func (r *recorder) record(raw []byte) {
 			Api:            uint32(l.api),
 			Result:         int32(l.result),
 			Untimed:        l.untimed != 0,
+			Cooperative:    l.cooperative != 0,
 			RangeId:        uint64(l.range_id),
 		}
 		if l.cluster[0] != 0 {

@@ -466,6 +466,7 @@ type launchesRow struct {
 	Untimed            bool    `parquet:"untimed"`
 	GraphNodeID        *int64  `parquet:"graph_node_id,optional"`
 	API                int64   `parquet:"api"`
+	Cooperative        bool    `parquet:"cooperative"`
 	Result             int64   `parquet:"result"`
 	PythonLine         *string `parquet:"python_line,optional,dict"`
 	UserLine           *string `parquet:"user_line,optional,dict"`
@@ -545,71 +546,72 @@ func (r *launchesRow) set(v []tables.Value) {
 		r.GraphNodeID = &x
 	}
 	r.API = v[28].Int64()
-	r.Result = v[29].Int64()
+	r.Cooperative = v[29].Int64() != 0
+	r.Result = v[30].Int64()
 	r.PythonLine = nil
-	if !v[30].IsNull() {
-		x := v[30].Str()
+	if !v[31].IsNull() {
+		x := v[31].Str()
 		r.PythonLine = &x
 	}
 	r.UserLine = nil
-	if !v[31].IsNull() {
-		x := v[31].Str()
+	if !v[32].IsNull() {
+		x := v[32].Str()
 		r.UserLine = &x
 	}
 	r.RangeID = nil
-	if !v[32].IsNull() {
-		x := v[32].Int64()
+	if !v[33].IsNull() {
+		x := v[33].Int64()
 		r.RangeID = &x
 	}
 	r.Range = nil
-	if !v[33].IsNull() {
-		x := v[33].Str()
+	if !v[34].IsNull() {
+		x := v[34].Str()
 		r.Range = &x
 	}
-	r.Step = v[34].Int64()
+	r.Step = v[35].Int64()
 	r.InBackward = nil
-	if !v[35].IsNull() {
-		x := v[35].Int64() != 0
+	if !v[36].IsNull() {
+		x := v[36].Int64() != 0
 		r.InBackward = &x
 	}
 	r.BackwardNode = nil
-	if !v[36].IsNull() {
-		x := v[36].Str()
+	if !v[37].IsNull() {
+		x := v[37].Str()
 		r.BackwardNode = &x
 	}
 	r.AutogradThread = nil
-	if !v[37].IsNull() {
-		x := v[37].Int64()
+	if !v[38].IsNull() {
+		x := v[38].Int64()
 		r.AutogradThread = &x
 	}
 	r.AutogradSeq = nil
-	if !v[38].IsNull() {
-		x := v[38].Int64()
+	if !v[39].IsNull() {
+		x := v[39].Int64()
 		r.AutogradSeq = &x
 	}
 	r.ForwardCallstackID = nil
-	if !v[39].IsNull() {
-		x := v[39].Int64()
+	if !v[40].IsNull() {
+		x := v[40].Int64()
 		r.ForwardCallstackID = &x
 	}
 	r.ForwardLink = nil
-	if !v[40].IsNull() {
-		x := v[40].Str()
+	if !v[41].IsNull() {
+		x := v[41].Str()
 		r.ForwardLink = &x
 	}
 	r.MemoryStatus = nil
-	if !v[41].IsNull() {
-		x := v[41].Str()
+	if !v[42].IsNull() {
+		x := v[42].Str()
 		r.MemoryStatus = &x
 	}
 	r.SnapshotSelected = nil
-	if !v[42].IsNull() {
-		x := v[42].Int64() != 0
+	if !v[43].IsNull() {
+		x := v[43].Int64() != 0
 		r.SnapshotSelected = &x
 	}
 	r.RegionCount = nil
-	if !v[43].IsNull() {
-		x := v[43].Int64()
+	if !v[44].IsNull() {
+		x := v[44].Int64()
 		r.RegionCount = &x
 	}
 }

@@ -10,7 +10,8 @@ import (
 
 // How a recorded launch was made, beyond its shape. Replay launches as the
 // program did where the recording says how: a cluster shape (Launch.cluster)
-// and a cooperative launch call (Launch.api) it passes on; the attributes
+// and a cooperative launch (Launch.cooperative, format 1.14; before it, a
+// cooperative launch call in Launch.api) it passes on; the attributes
 // that only schedule the kernel (priority, programmatic stream
 // serialization, memory sync domain) change no result of a launch run
 // alone, and replay leaves them out.
@@ -22,7 +23,7 @@ func (c *Case) Recorded() cuda.LaunchConfig {
 		Grid:        cuda.Dim3{X: l.GetGrid().GetX(), Y: l.GetGrid().GetY(), Z: l.GetGrid().GetZ()},
 		Block:       cuda.Dim3{X: l.GetBlock().GetX(), Y: l.GetBlock().GetY(), Z: l.GetBlock().GetZ()},
 		SharedMem:   l.SharedMemBytes,
-		Cooperative: strings.HasPrefix(c.launchCall(), "cuLaunchCooperativeKernel"),
+		Cooperative: l.GetCooperative() || strings.HasPrefix(c.launchCall(), "cuLaunchCooperativeKernel"),
 	}
 	if cl := l.GetCluster(); cl != nil {
 		cfg.Cluster = cuda.Dim3{X: cl.X, Y: cl.Y, Z: cl.Z}
@@ -35,11 +36,15 @@ func (c *Case) Recorded() cuda.LaunchConfig {
 func (c *Case) launchCall() string { return recording.LaunchAPIName(c.Launch.GetApi()) }
 
 // Unhonoured names what replay cannot do as the program did because the
-// recording does not say it: whether a cuLaunchKernelEx launch passed the
-// cooperative attribute (the recording keeps only its cluster shape), or,
-// for a launch whose call the recording does not name, whether it was
-// cooperative at all. nil when replay launches as the program did.
+// recording does not say it: in a recording older than Launch.cooperative
+// (format 1.14), whether a cuLaunchKernelEx launch passed the cooperative
+// attribute, or, for a launch whose call the recording does not name,
+// whether it was cooperative at all. nil when replay launches as the
+// program did.
 func (c *Case) Unhonoured() []string {
+	if c.CooperativeRecorded {
+		return nil
+	}
 	switch call := strings.TrimSuffix(c.launchCall(), "_ptsz"); call {
 	case "cuLaunchKernel", "cuLaunchCooperativeKernel":
 		return nil

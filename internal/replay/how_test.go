@@ -15,6 +15,13 @@ func launchCase(api uint32, cluster *pb.Dim3, smem uint32) *Case {
 		Cluster: cluster, SharedMemBytes: smem}}
 }
 
+// recordedCase is a launch of a recording that says whether each launch was cooperative.
+func recordedCase(api uint32, cooperative bool) *Case {
+	c := launchCase(api, nil, 0)
+	c.Launch.Cooperative, c.CooperativeRecorded = cooperative, true
+	return c
+}
+
 // A launch replays through the call and with the attributes its recording
 // says the program used, and names what the recording does not say.
 func TestHowRecordedLaunchesReplay(t *testing.T) {
@@ -34,6 +41,8 @@ func TestHowRecordedLaunchesReplay(t *testing.T) {
 			"cuLaunchKernelEx's cooperative attribute, which the recording does not hold"},
 		{"no call recorded", launchCase(0, nil, 0), "cuLaunchKernel", "",
 			"a cooperative launch, if it was one: the recording names its call as launch (cbid 0)"},
+		{"cuLaunchKernelEx, cooperative, format 1.14", recordedCase(652, true), "cuLaunchKernelEx", "cooperative", ""},
+		{"cuLaunchKernelEx, not cooperative, format 1.14", recordedCase(652, false), "cuLaunchKernel", "", ""},
 	} {
 		cfg := c.c.Recorded()
 		if got := cfg.Call(); got != c.call {

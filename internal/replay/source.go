@@ -71,6 +71,9 @@ type Case struct {
 	Line       string // the user's Python line that launched it (for a backward launch, its forward line: Links.LineCallstack), "" when unknown
 	Device     *pb.Device
 	Regions    []Region
+	// CooperativeRecorded: the recording says of every launch whether it was cooperative
+	// (Launch.cooperative, format 1.14), cuLaunchKernelEx's attribute included.
+	CooperativeRecorded bool
 }
 
 // Region is one region of the launch with its recorded contents.
@@ -122,7 +125,8 @@ func (s *Source) Case(seq uint64) (*Case, error) {
 	if k == nil {
 		return nil, fmt.Errorf("launch %d names kernel id %d, which the recording lacks", seq, l.KernelId)
 	}
-	c := &Case{Seq: seq, Process: s.Proc.Name, Kernel: k, Name: s.Links.KernelName(k), Launch: l, Line: s.Links.UserLine(s.Links.LineCallstack(l))}
+	c := &Case{Seq: seq, Process: s.Proc.Name, Kernel: k, Name: s.Links.KernelName(k), Launch: l, Line: s.Links.UserLine(s.Links.LineCallstack(l)),
+		CooperativeRecorded: s.Proc.Version.Major > 1 || s.Proc.Version.Minor >= 14}
 	for _, d := range s.Data.Devices {
 		if d.Ordinal == l.Device {
 			c.Device = d

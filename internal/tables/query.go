@@ -200,6 +200,9 @@ var launches = define("launches", "kernel launches made by the program, in order
 		return nullUnless(r.l.GetCaptured(), Int(r.l.GetGraphNodeId()))
 	}).null(),
 	c("api", Int64, "CUPTI driver callback id: 307 cuLaunchKernel, 652 cuLaunchKernelEx, ...", func(_ *pass, r *callRec) Value { return Int(r.l.GetApi()) }),
+	c("cooperative", Boolean, "1 for a cooperative launch: cuLaunchCooperativeKernel, or cuLaunchKernelEx with the cooperative attribute (recorded from format 1.14; before it, cuLaunchCooperativeKernel only)", func(_ *pass, r *callRec) Value {
+		return Bool(r.l.GetCooperative() || strings.HasPrefix(recording.LaunchAPIName(r.l.GetApi()), "cuLaunchCooperativeKernel"))
+	}),
 	c("result", Int64, "CUresult of the call (0: success)", func(_ *pass, r *callRec) Value { return Int(r.l.GetResult()) }),
 	c("python_line", String, "innermost Python frame as file:line function, NULL when none; for a backward launch with forward_callstack_id, the forward launch's: the model line whose backward it computes", func(ps *pass, r *callRec) Value {
 		return textOrNull(ps.lines(r.lines).python)

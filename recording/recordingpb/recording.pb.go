@@ -1624,6 +1624,7 @@ type Launch struct {
 	Autograd       *Autograd              `protobuf:"bytes,23,opt,name=autograd,proto3" json:"autograd,omitempty"`                             // PyTorch autograd context (1.4); unset when Process.autograd is not linked
 	Untimed        bool                   `protobuf:"varint,24,opt,name=untimed,proto3" json:"untimed,omitempty"`                              // made between sampled GPU timing's windows (Process.gpu_timing_sample): no kernel record is expected (1.6)
 	RangeId        uint64                 `protobuf:"varint,25,opt,name=range_id,json=rangeId,proto3" json:"range_id,omitempty"`               // Range.id of the innermost NVTX push/pop range open on the launching thread; 0 none (1.7)
+	Cooperative    bool                   `protobuf:"varint,26,opt,name=cooperative,proto3" json:"cooperative,omitempty"`                      // a cooperative launch: cuLaunchCooperativeKernel, or cuLaunchKernelEx with the cooperative attribute (1.14)
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -1831,6 +1832,13 @@ func (x *Launch) GetRangeId() uint64 {
 		return x.RangeId
 	}
 	return 0
+}
+
+func (x *Launch) GetCooperative() bool {
+	if x != nil {
+		return x.Cooperative
+	}
+	return false
 }
 
 // Range is an NVTX range (1.7). Push/pop ranges (pushed) nest on their
@@ -4065,7 +4073,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x04Dim3\x12\f\n" +
 	"\x01x\x18\x01 \x01(\rR\x01x\x12\f\n" +
 	"\x01y\x18\x02 \x01(\rR\x01y\x12\f\n" +
-	"\x01z\x18\x03 \x01(\rR\x01z\"\xcf\x06\n" +
+	"\x01z\x18\x03 \x01(\rR\x01z\"\xf1\x06\n" +
 	"\x06Launch\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x10\n" +
 	"\x03tid\x18\x02 \x01(\rR\x03tid\x12\x16\n" +
@@ -4093,7 +4101,8 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x06memory\x18\x16 \x01(\v2\x1e.gpurr.recording.v1.MemoryPlanR\x06memory\x128\n" +
 	"\bautograd\x18\x17 \x01(\v2\x1c.gpurr.recording.v1.AutogradR\bautograd\x12\x18\n" +
 	"\auntimed\x18\x18 \x01(\bR\auntimed\x12\x19\n" +
-	"\brange_id\x18\x19 \x01(\x04R\arangeId\"\xde\x01\n" +
+	"\brange_id\x18\x19 \x01(\x04R\arangeId\x12 \n" +
+	"\vcooperative\x18\x1a \x01(\bR\vcooperative\"\xde\x01\n" +
 	"\x05Range\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\x04R\bparentId\x12\x10\n" +

@@ -512,6 +512,10 @@ HP_API int hp_scenario(const char *path) {
   launch(GP_CBID_cuLaunchKernelEx_ptsz, &pe, 0, "_Z9ex_kernelll");
   lc.numAttrs = 1;
   launch(GP_CBID_cuLaunchKernelEx, &pe, 0, "_Z9ex_kernelll");
+  // And with the cooperative attribute: recorded as a cooperative launch.
+  attrs[0].id = GP_LAUNCH_ATTRIBUTE_COOPERATIVE;
+  attrs[0].value.cooperative = 1;
+  launch(GP_CBID_cuLaunchKernelEx, &pe, 0, "_Z9ex_kernelll");
 
   // A launch captured into a graph: the node is created between ENTER and EXIT.
   atomic_fetch_add(&correlation, 1);
