@@ -52,8 +52,10 @@ produce the recorded result); --module runs a cubin, PTX or fatbin holding a
 kernel of the same name instead of the recorded code: an A/B of a fix on
 the real inputs. --all replays every snapshotted launch, one line each.
 
-Exit status: 0 bit-exact (or within --atol/--rtol with --dtype), 1 the
-result differs, 2 the launch could not be replayed, 3 no usable GPU here.`,
+Exit status: 0 bit-exact (or within --atol/--rtol with --dtype, or torn:
+differing from a recorded state another stream's kernel wrote while it was
+taken), 1 the result differs, 2 the launch could not be replayed, 3 no
+usable GPU here.`,
 		Example: `  gpurr replay run1 --launch 42
   gpurr replay run1 --launch 42 --repeat 50 --block 512
   gpurr replay run1 --launch 42 --module fixed.cubin --dtype f32
@@ -88,7 +90,7 @@ type launchReport struct {
 	Kernel     string        `json:"kernel"`
 	Line       string        `json:"line,omitempty"`
 	Backward   string        `json:"backward_node,omitempty"` // the autograd node whose backward made the launch; Line is then its forward line
-	Status     replay.Status `json:"status"`                  // bit-exact | within-tolerance | differs | nondeterministic | failed
+	Status     replay.Status `json:"status"`                  // bit-exact | within-tolerance | torn | differs | nondeterministic | failed
 	Why        string        `json:"why,omitempty"`
 	Grid       [3]uint32     `json:"grid"`
 	Block      [3]uint32     `json:"block"`
@@ -221,12 +223,7 @@ func runReplay(cmd *cobra.Command, o replayOptions, path string) error {
 	report := func(oc replay.Outcome) {
 		rep := newLaunchReport(oc, check)
 		reports = append(reports, rep)
-		switch oc.Status {
-		case replay.StatusFailed:
-			exit = max(exit, exitUsage) // docs/replay.md: a launch that cannot run is exit 2
-		case replay.StatusDiffers, replay.StatusNondeterministic:
-			exit = max(exit, exitFound)
-		}
+		exit = max(exit, statusExit(oc.Status))
 		if o.format == "table" {
 			if o.all {
 				printReplayLine(out, rep)
@@ -269,6 +266,18 @@ func runReplay(cmd *cobra.Command, o replayOptions, path string) error {
 		return usageErrorf("replay: launch %d: %s", reports[0].Launch, reports[0].Why)
 	}
 	return exitWith(exit)
+}
+
+// statusExit is the exit status a launch's replay calls for (docs/replay.md's table): a
+// launch that cannot run is exit 2, one that differs 1; a torn one is not judged.
+func statusExit(s replay.Status) int {
+	switch s {
+	case replay.StatusFailed:
+		return exitUsage
+	case replay.StatusDiffers, replay.StatusNondeterministic:
+		return exitFound
+	}
+	return exitOK
 }
 
 // freshContextMessage says that launch oc faulted, losing the CUDA context,
@@ -360,6 +369,8 @@ func printReplayReport(w io.Writer, rep launchReport, check replay.Check) {
 		termsafe.Fprintln(w, "result: bit-exact")
 	case replay.StatusWithin:
 		termsafe.Fprintf(w, "result: within tolerance (atol %g, rtol %g)\n", check.Atol, check.Rtol)
+	case replay.StatusTorn:
+		termsafe.Fprintf(w, "result: torn, not judged: %s\n", rep.Why)
 	default:
 		termsafe.Fprintf(w, "result: DIFFERS: %s\n", rep.Why)
 	}
@@ -403,7 +414,7 @@ func printReplaySummary(w io.Writer, reports []launchReport) {
 		counts[r.Status]++
 	}
 	var parts []string
-	for _, s := range []replay.Status{replay.StatusExact, replay.StatusWithin, replay.StatusDiffers, replay.StatusNondeterministic, replay.StatusFailed} {
+	for _, s := range []replay.Status{replay.StatusExact, replay.StatusWithin, replay.StatusTorn, replay.StatusDiffers, replay.StatusNondeterministic, replay.StatusFailed} {
 		if counts[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}

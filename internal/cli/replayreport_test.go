@@ -54,3 +54,32 @@ func TestReplayReportFreshContext(t *testing.T) {
 		}
 	}
 }
+
+// A launch that differs from a torn recorded state is torn, not differing: it exits 0, its
+// report says why, and --all's summary counts it apart.
+func TestReplayReportTorn(t *testing.T) {
+	why := "the recorded state after it is torn: stream 5's kernel k (launch 4) ran while it was taken; the replay was compared with bytes the launch may not have left: its difference is not the kernel's"
+	c := &replay.Case{Seq: 2, Name: "saxpy", Launch: &pb.Launch{Grid: &pb.Dim3{X: 1, Y: 1, Z: 1}, Block: &pb.Dim3{X: 32, Y: 1, Z: 1}}}
+	oc := replay.Outcome{Launch: 2, Kernel: c.Name, Case: c, Config: c.Recorded(), Device: "NVIDIA H200 (sm_90)",
+		Status: replay.StatusTorn, Why: why, Result: &replay.Result{Times: []time.Duration{time.Microsecond}}}
+	rep := newLaunchReport(oc, replay.Check{})
+	var out bytes.Buffer
+	printReplayReport(&out, rep, replay.Check{})
+	if !strings.Contains(out.String(), "result: torn, not judged: "+why+"\n") {
+		t.Errorf("report:\n%s", out.String())
+	}
+	if j, err := json.Marshal(rep); err != nil || !strings.Contains(string(j), `"status":"torn","why":"the recorded state after it is torn`) {
+		t.Errorf("json %v %s", err, j)
+	}
+	out.Reset()
+	printReplaySummary(&out, []launchReport{rep, {Status: replay.StatusExact}, {Status: replay.StatusDiffers}})
+	if want := "3 launches replayed: 1 bit-exact, 1 torn, 1 differs\n"; out.String() != want {
+		t.Errorf("summary %q, want %q", out.String(), want)
+	}
+	for s, want := range map[replay.Status]int{replay.StatusTorn: exitOK, replay.StatusExact: exitOK, replay.StatusDiffers: exitFound,
+		replay.StatusNondeterministic: exitFound, replay.StatusFailed: exitUsage} {
+		if got := statusExit(s); got != want {
+			t.Errorf("%s: exit %d, want %d", s, got, want)
+		}
+	}
+}

@@ -14,6 +14,7 @@ type Status string
 const (
 	StatusExact            Status = "bit-exact"        // every compared byte equals the recording
 	StatusWithin           Status = "within-tolerance" // every element within the Check's tolerances
+	StatusTorn             Status = "torn"             // differs from a recorded state that is torn (judgeTorn)
 	StatusDiffers          Status = "differs"          // repeatable, but not the recording
 	StatusNondeterministic Status = "nondeterministic" // two replays disagree with each other
 	StatusFailed           Status = "failed"           // it could not run
@@ -49,9 +50,14 @@ type Request struct {
 
 // Replay runs launch seq (its Case c when the caller built it already, else nil) as r asks and
 // judges it. A result that differs from the recording is replayed once more, to tell a kernel
-// that reads state replay does not restore from one that is not deterministic.
+// that reads state replay does not restore from one that is not deterministic; one that differs
+// from a torn state is StatusTorn.
 func (src *Source) Replay(seq uint64, c *Case, r Request) (o Outcome) {
 	o = Outcome{Launch: seq, Status: StatusFailed, Case: c}
+	defer func() {
+		before, after := src.Tears(seq)
+		judgeTorn(&o, before, after)
+	}()
 	if c == nil {
 		var err error
 		if c, err = src.Case(seq); err != nil {

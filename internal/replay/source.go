@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"sync"
 
 	"github.com/gpurr/gpurr/internal/info"
 	"github.com/gpurr/gpurr/recording"
@@ -23,6 +24,7 @@ type Source struct {
 	Data  *recording.Data
 	Links *recording.Links
 	view  *memview.View
+	torn  func() map[recording.StateKey][]recording.Tear // Data.TornStates, once
 }
 
 // Open reads a process recording for replay.
@@ -31,7 +33,7 @@ func Open(proc *recording.Process) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Source{Proc: proc, Data: data, Links: data.Links(), view: memview.New(proc)}
+	s := &Source{Proc: proc, Data: data, Links: data.Links(), view: memview.New(proc), torn: sync.OnceValue(data.TornStates)}
 	if data.Process.GetMemory().GetMode() == recording.MemorySnapshot {
 		if _, err := s.view.Store(); err != nil {
 			return nil, err

@@ -27,13 +27,27 @@ type Replayable struct {
 
 // WriteReplayable writes a small snapshot-mode recording into dir, for the
 // tests of replay and extract, which need no GPU to load launches.
-func WriteReplayable(dir string) (Replayable, error) { return writeReplayable(dir, true) }
+func WriteReplayable(dir string) (Replayable, error) { return writeReplayable(dir, true, false) }
 
 // WriteReplayableUntimed writes WriteReplayable's recording as recorded with GPU timing
 // off: no launch has a kernel run, nor a duration.
-func WriteReplayableUntimed(dir string) (Replayable, error) { return writeReplayable(dir, false) }
+func WriteReplayableUntimed(dir string) (Replayable, error) {
+	return writeReplayable(dir, false, false)
+}
 
-func writeReplayable(dir string, timed bool) (Replayable, error) {
+// Launch 4 of WriteReplayableTorn, on stream TornStream, tears launch 2's state after it.
+const (
+	TornLaunch = 4
+	TornStream = 5
+)
+
+// WriteReplayableTorn writes WriteReplayable's recording with one more launch, TornLaunch, on
+// stream TornStream: it reaches launch 2's region Y, and its kernel ran while gpurr's kernel
+// took launch 2's state after it, on launch 2's stream (0), which is therefore torn. Its state
+// before it was taken alone.
+func WriteReplayableTorn(dir string) (Replayable, error) { return writeReplayable(dir, true, true) }
+
+func writeReplayable(dir string, timed, torn bool) (Replayable, error) {
 	r := Replayable{Process: "box-9", X: 0x7f3a_0020_0000, Y: 0x7f3a_0040_0000,
 		Module: []byte("\x7fELF fake cubin of saxpy_gridstride")}
 	if err := recording.CreateSet(dir, []string{"python", "saxpy.py"}); err != nil {
@@ -101,6 +115,14 @@ func writeReplayable(dir string, timed bool) (Replayable, error) {
 	if timed {
 		b.Activities = []*pb.KernelActivity{{CorrelationId: 101, StartNs: 1500, EndNs: 1800, Name: "saxpy_gridstride"},
 			{CorrelationId: 102, StartNs: 2500, EndNs: 2900, Name: "saxpy_gridstride"}}
+	}
+	if torn {
+		b.Launches = append(b.Launches, &pb.Launch{Seq: TornLaunch, KernelId: 1, CorrelationId: 104, StreamId: TornStream, HostNs: 4000,
+			Grid: &pb.Dim3{X: 1, Y: 1, Z: 1}, Block: &pb.Dim3{X: 64, Y: 1, Z: 1}, Params: r.ParamsLaunch2, Regions: regions[1:],
+			Memory: &pb.MemoryPlan{Status: pb.MemoryPlan_HASH}})
+		b.Activities = append(b.Activities, &pb.KernelActivity{CorrelationId: 104, StreamId: TornStream, StartNs: 2950, EndNs: 3050, Name: "saxpy_gridstride"})
+		// gpurr's kernels: launch 2's state before it, alone; after it, beside launch 4's kernel.
+		b.OwnActivities = []*pb.KernelActivity{{StartNs: 2300, EndNs: 2400, Name: "gpurr_memcap"}, {StartNs: 2910, EndNs: 3000, Name: "gpurr_memcap"}}
 	}
 	b.ProbeKernels = []*pb.ProbeKernel{{KernelId: 1, Instrumented: true}}
 	b.Probes = []*pb.ProbeResult{{LaunchSeq: 2, Skipped: "probe buffers all in use"}}
