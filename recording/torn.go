@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
@@ -26,6 +27,15 @@ type Tear struct {
 // String says it as the verbs do: "stream 7's kernel K (launch 12) ran while it was taken".
 func (t Tear) String() string {
 	return fmt.Sprintf("stream %d's kernel %s (launch %d) ran while it was taken", t.Stream, t.Kernel, t.Launch)
+}
+
+// JoinTears says every tear of a state, as String does, in order, joined by "; ".
+func JoinTears(tears []Tear) string {
+	parts := make([]string, len(tears))
+	for i, t := range tears {
+		parts[i] = t.String()
+	}
+	return strings.Join(parts, "; ")
 }
 
 // Timeline finds torn memory states from the GPU timeline: a state is taken by gpurr's own

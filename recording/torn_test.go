@@ -36,6 +36,10 @@ func TestTornStates(t *testing.T) {
 	if s := (recording.Tear{Stream: 9, Launch: 2, Kernel: "k"}).String(); s != "stream 9's kernel k (launch 2) ran while it was taken" {
 		t.Errorf("Tear.String: %q", s)
 	}
+	tears := []recording.Tear{{Stream: 9, Launch: 2, Kernel: "k"}, {Stream: 11, Launch: 3, Kernel: "m"}}
+	if s, want := recording.JoinTears(tears), "stream 9's kernel k (launch 2) ran while it was taken; stream 11's kernel m (launch 3) ran while it was taken"; s != want {
+		t.Errorf("JoinTears: %q, want %q", s, want)
+	}
 }
 
 // A state whose hash kernel cannot be placed (GPU timing off: no kernel records) is not torn.

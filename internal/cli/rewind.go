@@ -111,6 +111,10 @@ func runRewind(cmd *cobra.Command, o rewindOptions, path string) error {
 	if err != nil {
 		return usageErrorf("rewind: %v", err)
 	}
+	if len(res.Tears) > 0 {
+		warnf(cmd, "the state %s launch %d is torn: %s; its bytes may be part from before, part from after their writes",
+			recording.EnumText(req.Point), o.launch, recording.JoinTears(res.Tears))
+	}
 	buf := res.Data
 	if o.npy {
 		if buf, err = t.NPY(buf, shape); err != nil {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpurr/gpurr/internal/testrec"
 )
 
 func TestRewindNPY(t *testing.T) {
@@ -74,5 +76,27 @@ func TestRewindFlagConflicts(t *testing.T) {
 	}
 	if code, _, stderr := runCLI("extract", rec, "-o", "-"); code != exitUsage || !strings.Contains(stderr, "extract writes a folder, not a stream") {
 		t.Errorf("extract -o -: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// A torn state is written all the same, with one warning line that names what tore it.
+func TestRewindTornWarns(t *testing.T) {
+	rec := t.TempDir()
+	want, err := testrec.WriteReplayableTorn(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "y.bin")
+	code, _, errs := runCLI("rewind", rec, "--launch", "2", "--after", "--region", "1", "-o", out)
+	warning := "gpurr: rewind: warning: the state after launch 2 is torn: stream 5's kernel saxpy_gridstride (launch 4) ran while it was taken; its bytes may be part from before, part from after their writes\n"
+	if code != 0 || strings.Count(errs, "gpurr: ") != 1 || !strings.Contains(errs, warning) {
+		t.Errorf("exit %d, stderr %q; want 0 and %q", code, errs, warning)
+	}
+	if b, err := os.ReadFile(out); err != nil || !bytes.Equal(b, want.YAfter) {
+		t.Errorf("wrote %d bytes (%v), want the state after launch 2", len(b), err)
+	}
+	code, _, errs = runCLI("rewind", rec, "--launch", "2", "--before", "--region", "1", "-o", out, "--force")
+	if code != 0 || strings.Contains(errs, "warning") {
+		t.Errorf("the state before launch 2, taken alone: exit %d, stderr %q", code, errs)
 	}
 }

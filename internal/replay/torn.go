@@ -19,11 +19,7 @@ func (s *Source) Tears(seq uint64) (before, after []recording.Tear) {
 // TornState says that the state at point ("before", "after") is torn, and by which kernels:
 // "the recorded state after it is torn: stream 9's kernel K (launch 4) ran while it was taken".
 func TornState(point string, tears []recording.Tear) string {
-	parts := make([]string, len(tears))
-	for i, t := range tears {
-		parts[i] = t.String()
-	}
-	return fmt.Sprintf("the recorded state %s it is torn: %s", point, strings.Join(parts, "; "))
+	return fmt.Sprintf("the recorded state %s it is torn: %s", point, recording.JoinTears(tears))
 }
 
 // judgeTorn revises o's verdict where a state it was replayed from (before) or compared with

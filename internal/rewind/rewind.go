@@ -36,6 +36,10 @@ type Result struct {
 	Data   []byte
 	Index  int        // the region's index in the launch
 	Region *pb.Region // its address and size
+	// Tears lists the kernels of other streams, reaching the same memory, that ran while gpurr
+	// took the state (recording.Timeline): its bytes may be part from before they wrote, part
+	// from after. Empty when none did, or the recording has no GPU timeline to tell.
+	Tears []recording.Tear
 }
 
 // Rewind reads process p's recording and rebuilds the bytes r names. Every
@@ -113,8 +117,35 @@ func Rewind(p *recording.Process, r Request) (*Result, error) {
 	case len(missing) > 0:
 		return nil, fmt.Errorf("region %d: %d of its chunks in this range %s; first chunk %d", idx, len(missing), memview.MissingWhy(p), missing[0])
 	}
-	region := regions[idx]
-	return &Result{Data: buf, Index: idx, Region: region}, nil
+	tears, err := tearsOf(p, recording.StateKey{Seq: r.Launch, Point: r.Point})
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Data: buf, Index: idx, Region: regions[idx], Tears: tears}, nil
+}
+
+// tearsOf finds what tore state key (Result.Tears). The GPU timeline comes after the launch
+// in the recording, so this is one more pass over all of it, keeping every launch with regions
+// and every kernel run: made only where there is a timeline (Process.gpu_timing).
+func tearsOf(p *recording.Process, key recording.StateKey) ([]recording.Tear, error) {
+	if !p.Info.GetGpuTiming() {
+		return nil, nil
+	}
+	t := recording.NewTimeline()
+	_, err := p.Scan(func(b *pb.Batch) error {
+		var state []*pb.MemoryState
+		for _, s := range b.GetMemory() {
+			if s.GetLaunchSeq() == key.Seq && s.GetPoint() == key.Point {
+				state = append(state, s)
+			}
+		}
+		t.Add(&pb.Batch{Launches: b.GetLaunches(), Activities: b.GetActivities(), OwnActivities: b.GetOwnActivities(), Memory: state})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t.Torn()[key], nil
 }
 
 // findLaunch reads p's launch seq and the states taken around it; the error says, when p has

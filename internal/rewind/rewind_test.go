@@ -15,9 +15,11 @@ import (
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
-func TestRewind(t *testing.T) {
+// open writes a recording with write and opens its process.
+func open(t *testing.T, write func(dir string) (testrec.Replayable, error)) (*recording.Process, testrec.Replayable) {
+	t.Helper()
 	dir := t.TempDir()
-	want, err := testrec.WriteReplayable(dir)
+	want, err := write(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +27,11 @@ func TestRewind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := set.Processes[0]
+	return set.Processes[0], want
+}
+
+func TestRewind(t *testing.T) {
+	p, want := open(t, testrec.WriteReplayable)
 	for _, c := range []struct {
 		name   string
 		req    Request
@@ -152,5 +158,23 @@ func TestFindLaunchStreams(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// The state after launch 2 of WriteReplayableTorn was taken while launch 4's kernel, on
+// another stream, wrote the same region: its bytes are rebuilt all the same, with the tear.
+func TestRewindTorn(t *testing.T) {
+	p, want := open(t, testrec.WriteReplayableTorn)
+	res, err := Rewind(p, Request{Launch: 2, Point: memview.After, Region: 1})
+	tear := recording.Tear{Stream: testrec.TornStream, Launch: testrec.TornLaunch, Kernel: "saxpy_gridstride"}
+	if err != nil || !bytes.Equal(res.Data, want.YAfter) || len(res.Tears) != 1 || res.Tears[0] != tear {
+		t.Fatalf("after launch 2: %v, tears %v; want its bytes and %v", err, res.Tears, tear)
+	}
+	res, err = Rewind(p, Request{Launch: 2, Point: memview.Before, Region: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Tears) != 0 {
+		t.Errorf("before launch 2, taken alone: tears %v; want none", res.Tears)
 	}
 }
