@@ -54,8 +54,8 @@ the real inputs. --all replays every snapshotted launch, one line each.
 
 Exit status: 0 bit-exact (or within --atol/--rtol with --dtype, or torn:
 differing from a recorded state another stream's kernel wrote while it was
-taken), 1 the result differs, 2 the launch could not be replayed, 3 no
-usable GPU here.`,
+taken), 1 the result differs, 2 the launch could not be replayed,
+3 no usable GPU here.`,
 		Example: `  gpurr replay run1 --launch 42
   gpurr replay run1 --launch 42 --repeat 50 --block 512
   gpurr replay run1 --launch 42 --module fixed.cubin --dtype f32
