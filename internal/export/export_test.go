@@ -1,13 +1,16 @@
 package export
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -144,29 +147,45 @@ func TestParquetSameProcessTwice(t *testing.T) {
 }
 
 // Ranges nested thousands deep cost memory in proportion to their count: paths written whole
-// would hold n²/2 names (2.7 GB for 20000 levels, 150 MB for these 5000). Parquet's buffers,
-// a writer for each of the tables, take up to 64 MB whatever the count.
+// would hold n²/2 names (2.7 GB for 20000 levels, 193 MB for these 5000). What an export
+// allocates beyond a small recording's (a writer per table, their buffers) must grow with the
+// ranges, not their square. The bytes are counted in a process of their own: TotalAlloc is the
+// whole process's, and other tests' goroutines would add to it.
 func TestParquetNestedRanges(t *testing.T) {
-	// What an export allocates beyond a small recording's (a writer per table, their
-	// buffers) must grow with the ranges, not with their square.
-	export := func(n int) (uint64, *recording.Set, string, Stats) {
+	if s := os.Getenv(allocEnv); s != "" {
+		n, _ := strconv.Atoi(s)
 		set := testrec.OpenBatches(t, testrec.NestedRanges(n)...)
-		dir := filepath.Join(t.TempDir(), "pq")
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		st, err := Parquet(dir, set.Processes)
+		_, err := Parquet(filepath.Join(t.TempDir(), "pq"), set.Processes)
 		runtime.ReadMemStats(&after)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return after.TotalAlloc - before.TotalAlloc, set, dir, st
+		fmt.Printf("allocated %d\n", after.TotalAlloc-before.TotalAlloc)
+		return
+	}
+	allocated := func(n int) uint64 {
+		cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
+		cmd.Env = append(os.Environ(), allocEnv+"="+strconv.Itoa(n))
+		out, err := cmd.CombinedOutput()
+		var b uint64
+		if _, serr := fmt.Sscanf(string(out[bytes.Index(out, []byte("allocated ")):]), "allocated %d", &b); err != nil || serr != nil {
+			t.Fatalf("export of %d ranges in a process of its own: %v %v\n%s", n, err, serr, out)
+		}
+		return b
 	}
 	const small, n = 100, 5000
-	base, _, _, _ := export(small)
-	got, set, dir, st := export(n)
+	base, got := allocated(small), allocated(n)
 	if limit := base + uint64(16<<20+(n-small)*8<<10); got > limit {
 		t.Errorf("exporting %d nested ranges allocated %d bytes, %d of them more than %d ranges, want at most %d", n, got, got-base, small, limit)
+	}
+	set := testrec.OpenBatches(t, testrec.NestedRanges(n)...)
+	dir := filepath.Join(t.TempDir(), "pq")
+	st, err := Parquet(dir, set.Processes)
+	if err != nil {
+		t.Fatal(err)
 	}
 	launches := read[launchesRow](t, dir, "launches", set.Processes[0])
 	if len(launches) != n || !strings.HasPrefix(*launches[n-1].Range, "level 1 / level 2 / level 3 / level 4 / … 4988 more … / ") {
@@ -176,6 +195,10 @@ func TestParquetNestedRanges(t *testing.T) {
 		t.Errorf("no warning of shortened paths: %q", st.Shortfalls)
 	}
 }
+
+// allocEnv, in the process TestParquetNestedRanges starts, is the count of nested ranges to
+// export and report the bytes allocated of.
+const allocEnv = "GPURR_TEST_EXPORT_ALLOC"
 
 // The Parquet schemas of the row types made from tables.Query are those of
 // testdata/schema.golden (go test -run TestSchemasUnchanged -update
