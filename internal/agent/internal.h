@@ -169,6 +169,12 @@ int gp_library_kernel(const char *name);
 // is the first call of a step after the first.
 uint32_t gp_step_call(uint64_t seq, int in_optimizer, int *began);
 
+// gp_step_where notes the launch call seq on stream of ctx, the last so far;
+// gp_step_final_digest, at exit, takes the digest of the step the last call
+// was in (step digests only), which no next step's first call took.
+void gp_step_where(gp_CUcontext ctx, gp_CUstream stream, int ptsz, uint64_t seq);
+void gp_step_final_digest(void);
+
 // gp_steps_on: the configuration needs steps while the program runs.
 static inline int gp_steps_on(void) { return gp_proc.cfg.digests || gp_proc.cfg.hash_steps; }
 

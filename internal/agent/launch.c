@@ -306,6 +306,7 @@ static int take_stack(void) {
 static int step_enter(gp_CUcontext ctx, gp_CUstream stream, int ptsz, uint64_t seq) {
   int in_opt = take_stack(), began = 0;
   uint32_t step = gp_step_call(seq, in_opt, &began);
+  gp_step_where(ctx, stream, ptsz, seq);
   uint32_t every = gp_proc.cfg.digest_every ? gp_proc.cfg.digest_every : 1;
   if (began && gp_proc.cfg.digests && step % every == 0)
     TIMED(memory_cycles, gp_mem_digest(ctx, stream, ptsz, seq, step - 1));

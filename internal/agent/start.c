@@ -25,7 +25,10 @@ static int driver_version;
 static void on_exit_flush(void) {
   if (gp_proc.forked_child || getpid() != gp_proc.agent_pid) return;
   gp_autograd_stop();
-  if (gp_proc.cfg.memory_mode != GP_MEM_OFF) gp_mem_flush_batch();  // before the writer waits for them
+  if (gp_proc.cfg.memory_mode != GP_MEM_OFF) {
+    gp_step_final_digest();  // the last step's, which no next step began
+    gp_mem_flush_batch();    // before the writer waits for them
+  }
   gpurrAtExit();
 }
 

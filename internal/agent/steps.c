@@ -14,6 +14,41 @@
 static atomic_int in_optimizer;  // the last call was made inside an optimizer step
 static _Atomic uint32_t ended;   // steps ended so far
 
+// The last launch call: where the digest of the last step goes at exit.
+static _Atomic(gp_CUcontext) last_ctx;
+static _Atomic(gp_CUstream) last_stream;
+static atomic_int last_ptsz;
+static _Atomic uint64_t last_seq;
+
+void gp_step_where(gp_CUcontext ctx, gp_CUstream stream, int ptsz, uint64_t seq) {
+  atomic_store_explicit(&last_ctx, ctx, memory_order_relaxed);
+  atomic_store_explicit(&last_stream, stream, memory_order_relaxed);
+  atomic_store_explicit(&last_ptsz, ptsz, memory_order_relaxed);
+  atomic_store_explicit(&last_seq, seq, memory_order_relaxed);
+}
+
+// The last step's digest would be taken before the next step's first call, which never
+// comes: it is taken at exit instead, on the stream of the last call, after its work, and
+// named as taken before the call after the last one (seq + 1), which no launch has.
+void gp_step_final_digest(void) {
+  uint64_t seq = atomic_load_explicit(&last_seq, memory_order_relaxed);
+  if (!gp_proc.cfg.digests || !seq) return;
+  uint32_t every = gp_proc.cfg.step_every;
+  uint32_t step = every ? (uint32_t)((seq - 1) / every) : atomic_load_explicit(&ended, memory_order_relaxed);
+  gp_CUcontext ctx = atomic_load_explicit(&last_ctx, memory_order_relaxed);
+  gp_in_agent_call(1);
+  int pushed = gp_cu.ctxPushCurrent && gp_cu.ctxPushCurrent(ctx) == 0;
+  gp_in_agent_call(0);
+  gp_mem_digest(ctx, atomic_load_explicit(&last_stream, memory_order_relaxed),
+                atomic_load_explicit(&last_ptsz, memory_order_relaxed), seq + 1, step);
+  if (pushed) {
+    gp_CUcontext popped;
+    gp_in_agent_call(1);
+    gp_cu.ctxPopCurrent(&popped);
+    gp_in_agent_call(0);
+  }
+}
+
 uint32_t gp_step_call(uint64_t seq, int in_opt, int *began) {
   *began = 0;
   uint32_t every = gp_proc.cfg.step_every;

@@ -229,6 +229,9 @@ type StepDiff struct {
 	Matched   int         `json:"matched"`   // allocations in both digests
 	Unmatched int         `json:"unmatched"` // allocations in one only (not compared)
 	Allocs    []AllocDiff `json:"differ"`    // matched allocations that differ, largest first
+	// AtEnd: the digests were taken as the runs ended (the last step's, which no next step's
+	// first call took: SeqA and SeqB are one past their last launch calls).
+	AtEnd bool `json:"at_end,omitempty"`
 }
 
 // CompareDigests compares two runs' digests step by step, each allocation with the one of the
@@ -275,7 +278,7 @@ func btoi(b bool) int {
 }
 
 func compareStep(a *DigestRun, da, db *StepDigest) *StepDiff {
-	d := &StepDiff{Step: da.Step, SeqA: da.Seq, SeqB: db.Seq}
+	d := &StepDiff{Step: da.Step, SeqA: da.Seq, SeqB: db.Seq, AtEnd: a.Launches > 0 && da.Seq > a.Launches}
 	byKey := make(map[AllocKey]*DigestAlloc, len(db.Allocs))
 	for k := range db.Allocs {
 		byKey[db.Allocs[k].Key] = &db.Allocs[k]

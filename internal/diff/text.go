@@ -177,7 +177,11 @@ func (c *DigestComparison) write(t *info.TextWriter, label string) {
 	f := c.First
 	t.Printf("%s: the runs part ways in step %d (%s): the state at its end differs in %d of %s\n", label, f.Step, c.agreedText(),
 		len(f.Allocs), info.Count(f.Matched, "allocation"))
-	t.Printf("  digest   before launch %d of A and %d of B\n", f.SeqA, f.SeqB)
+	if f.AtEnd {
+		t.Printf("  digest   as the runs ended (the last step's)\n")
+	} else {
+		t.Printf("  digest   before launch %d of A and %d of B\n", f.SeqA, f.SeqB)
+	}
 	f.WriteAllocs(t, "  alloc    ")
 	if f.Unmatched > 0 {
 		t.Printf("  %s in one run's digest only (not compared)\n", info.Count(f.Unmatched, "allocation"))

@@ -1007,6 +1007,9 @@ HP_API int hp_digest_scenario(const char *path) {
   digest_launches("launches 11-12, step 3: not hashed", 2, a, c);
   digest_launches("launches 13-15, step 4: the digest of step 3, then each launch hashed", 3, a, c);
   digest_launches("launches 16-18, step 5: the digest of step 4; not hashed", 3, a, c);
+  fprintf(mem_out, "exit: the digest of step 5, the last, on the last launch's stream, named before launch 19\n");
+  gp_step_final_digest();
+  mem_poll();
   gp_counters k;
   gp_read_counters(&k);
   fprintf(mem_out, "counters: digests %llu, skipped %llu, memory launches %llu, allocations %llu\n",
