@@ -152,6 +152,13 @@ func runVerify(cmd *cobra.Command, o verifyOptions, path string) error {
 		if !e.Process.Complete {
 			warnf(cmd, "the manifest's process %s was made from an incomplete recording", e.Process.Name)
 		}
+		// A torn state matters only where a launch differs: read the recording again for them
+		// then alone.
+		if diff.Align(run, e.Run).Differ > 0 {
+			if err := run.MarkTorn(); err != nil {
+				return usageErrorf("verify: %s: %v", p.Name, err)
+			}
+		}
 		res, err := m.Verify(run, e, manifest.Options{All: o.all, Reference: o.reference, Window: o.window, IncludeLibrary: o.includeLibrary}, func(mm *manifest.Mismatch) error {
 			first := len(pr.Mismatches) == 0
 			frames := o.frames

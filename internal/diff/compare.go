@@ -136,7 +136,10 @@ func comparePair(o CompareOptions, pp [2]*recording.Process, only bool) (*PairRe
 			o.Warn(r.Process.Dir + ": " + none)
 		}
 	}
-	res := Align(a, b)
+	res, err := AlignTorn(a, b)
+	if err != nil {
+		return nil, nil, err
+	}
 	if n := max(a.AlikeThreads(), b.AlikeThreads()); n > 1 {
 		pr.AlikeThreads = n
 	}

@@ -245,17 +245,10 @@ func scan(p *recording.Process, o ScanOptions) (*Run, error) {
 	// Streams are numbered as launches reach the recording, and renumbered by thread at the
 	// end, when every thread that launched is known.
 	threads := NewThreads(p.Info.GetPid())
-	var timeline *recording.Timeline // which states other streams' kernels may have torn
 	res, err := p.Scan(func(b *pb.Batch) error {
 		if b.Process != nil {
 			mem := b.Process.GetMemory()
 			r.Mode, r.WriteSets, r.AuditEvery = mem.GetMode(), mem.GetWriteSets(), mem.GetAuditEvery()
-			if r.Mode == recording.MemoryHash || r.Mode == recording.MemorySnapshot {
-				timeline = recording.NewTimeline()
-			}
-		}
-		if timeline != nil {
-			timeline.Add(b)
 		}
 		r.Misses = append(r.Misses, b.WriteSetMisses...)
 		for _, a := range b.Allocations {
@@ -310,9 +303,6 @@ func scan(p *recording.Process, o ScanOptions) (*Run, error) {
 	if res.Truncated {
 		r.Complete = false
 	}
-	if timeline != nil {
-		r.markTorn(timeline.Torn())
-	}
 	var number []int32
 	r.Units, number = threads.Units()
 	r.renumber(number)
@@ -322,9 +312,39 @@ func scan(p *recording.Process, o ScanOptions) (*Run, error) {
 	return r, nil
 }
 
-// markTorn marks the launches whose state after them was torn, which alignment then compares
-// with none, and lists them.
+// MarkTorn marks the launches whose state after them was torn (recording.Timeline), which
+// alignment then compares with none, and lists them in Torn. It reads the recording once
+// more, holding its launches: callers do it only when launches differ, since a torn state
+// matters only there (AlignTorn).
+func (r *Run) MarkTorn() error {
+	if r.Process == nil || r.Mode != recording.MemoryHash && r.Mode != recording.MemorySnapshot {
+		return nil
+	}
+	t := recording.NewTimeline()
+	if _, err := r.Process.Scan(func(b *pb.Batch) error { t.Add(b); return nil }); err != nil {
+		return err
+	}
+	r.markTorn(t.Torn())
+	return nil
+}
+
+// AlignTorn is Align, where a launch whose states differ is compared again with torn states
+// marked (MarkTorn): runs that agree pay no second read.
+func AlignTorn(a, b *Run) (*Result, error) {
+	res := Align(a, b)
+	if res.Differ == 0 {
+		return res, nil
+	}
+	for _, r := range []*Run{a, b} {
+		if err := r.MarkTorn(); err != nil {
+			return nil, err
+		}
+	}
+	return Align(a, b), nil
+}
+
 func (r *Run) markTorn(torn map[recording.StateKey][]recording.Tear) {
+	r.Torn = r.Torn[:0]
 	for k, tears := range torn {
 		if k.Point != pb.MemoryState_AFTER {
 			continue // alignment compares the states after launches only
