@@ -175,6 +175,11 @@ uint32_t gp_step_call(uint64_t seq, int in_optimizer, int *began);
 void gp_step_where(gp_CUcontext ctx, gp_CUstream stream, int ptsz, uint64_t seq);
 void gp_step_final_digest(void);
 
+// gp_step_forget: a context ended (cuCtxDestroy, a primary context's release
+// or reset): the last call's stream and memory may be gone, so no digest is
+// taken at exit unless another call comes.
+void gp_step_forget(void);
+
 // gp_steps_on: the configuration needs steps while the program runs.
 static inline int gp_steps_on(void) { return gp_proc.cfg.digests || gp_proc.cfg.hash_steps; }
 

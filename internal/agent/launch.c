@@ -602,7 +602,10 @@ static void dispatch(int domain, uint32_t cbid, const void *data) {
     } else if (gp_mem_alloc_callback(cbid)) {
       gp_mem_on_api(cbid, cb);
     } else {
-      if (gp_mem_write_callback(cbid)) gp_mem_on_write(cbid, cb);
+      if (gp_mem_write_callback(cbid)) {
+        if (cb->callbackSite == GP_API_ENTER && gp_mem_teardown_call(cbid)) gp_step_forget();
+        gp_mem_on_write(cbid, cb);
+      }
       if (gp_mem_error_callback(cbid) && cb->callbackSite == GP_API_EXIT && cb->functionReturnValue) {
       gp_CUresult r = *(gp_CUresult *)cb->functionReturnValue;
       if (r != 0 && r != 600 && !gp_proc.forked_child && getpid() == gp_proc.agent_pid)  // 600: CUDA_ERROR_NOT_READY

@@ -164,6 +164,11 @@ void gp_mem_launch_enter(gp_mem_launch *m, const uint8_t *params, uint32_t param
 // launch whose memory ops were skipped. Regions they may reach are hashed
 // again at their next launch rather than carried.
 int gp_mem_write_callback(uint32_t cbid);
+
+// gp_mem_teardown_call: of those, a call that ends a context (cuCtxDestroy,
+// cuDevicePrimaryCtxRelease and Reset), after which its streams and memory
+// are gone.
+int gp_mem_teardown_call(uint32_t cbid);
 // gp_kernel_readonly publishes ro (malloc'd, kept for the process's life) for kernel_id (launch.c).
 void gp_kernel_readonly(uint64_t kernel_id, gp_readonly *ro);
 void gp_mem_on_write(uint32_t cbid, const gp_CallbackData *cb);

@@ -257,3 +257,7 @@ size_t gp_mem_write_cbids(uint32_t *out, size_t cap) {
 }
 
 int gp_mem_write_callback(uint32_t cbid) { return cbid < GP_MAX_WRITE_CBID && gp_call_write_class[cbid]; }
+
+int gp_mem_teardown_call(uint32_t cbid) {
+  return cbid < GP_MAX_WRITE_CBID && gp_call_order[cbid] == GP_ORDER_HOST && !gp_call_stream_at[cbid];
+}

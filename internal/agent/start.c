@@ -155,6 +155,14 @@ int gp_start(const gp_config *cfg, char *err, size_t errcap) {
       if (!enable(GP_CB_DOMAIN_DRIVER_API, write_cbids, n, err, errcap)) return 0;
       gp_mem_defer();
     }
+    if (cfg->digests) {
+      // A context's end takes the last step's stream with it: no digest at exit then.
+      uint32_t calls[256], teardown[8];
+      size_t n = gp_mem_write_cbids(calls, sizeof calls / sizeof *calls), k = 0;
+      for (size_t i = 0; i < n && k < sizeof teardown / sizeof *teardown; i++)
+        if (gp_mem_teardown_call(calls[i])) teardown[k++] = calls[i];
+      if (!enable(GP_CB_DOMAIN_DRIVER_API, teardown, k, err, errcap)) return 0;
+    }
     for (uint32_t cbid = 1; cfg->flight_recorder && cbid < 1024; cbid++)
       if (gp_mem_error_callback(cbid) && !enable(GP_CB_DOMAIN_DRIVER_API, &cbid, 1, err, errcap)) return 0;
   }

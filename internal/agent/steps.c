@@ -27,6 +27,8 @@ void gp_step_where(gp_CUcontext ctx, gp_CUstream stream, int ptsz, uint64_t seq)
   atomic_store_explicit(&last_seq, seq, memory_order_relaxed);
 }
 
+void gp_step_forget(void) { atomic_store_explicit(&last_seq, 0, memory_order_relaxed); }
+
 // The last step's digest would be taken before the next step's first call, which never
 // comes: it is taken at exit instead, on the stream of the last call, after its work, and
 // named as taken before the call after the last one (seq + 1), which no launch has.

@@ -1010,6 +1010,11 @@ HP_API int hp_digest_scenario(const char *path) {
   fprintf(mem_out, "exit: the digest of step 5, the last, on the last launch's stream, named before launch 19\n");
   gp_step_final_digest();
   mem_poll();
+  fprintf(mem_out, "cuCtxDestroy, then exit: no digest (the last launch's stream and memory are gone)\n");
+  uint64_t ctx_param = (uint64_t)(uintptr_t)CTX;
+  driver_call(CB_CTX_DESTROY, "cuCtxDestroy_v2", &ctx_param);
+  gp_step_final_digest();
+  mem_poll();
   gp_counters k;
   gp_read_counters(&k);
   fprintf(mem_out, "counters: digests %llu, skipped %llu, memory launches %llu, allocations %llu\n",
