@@ -53,7 +53,7 @@ TUNE_MIN_RATE_RATIO = 10.0
 RACE_MIN_TRIALS_PER_S = 100.0
 # From the PyTorch-users issue: recording an NVTX range adds at most 0.5 us on the eager loop.
 NVTX_MAX_US_PER_RANGE = 0.5
-PROBE_MAX_MATMUL = 0.10  # live entry/exit probes on a Triton matmul of realistic size (issue 18)
+PROBE_MAX_MATMUL = 0.10  # live entry/exit probes on a Triton matmul of realistic size
 
 
 # Every variant runs on the same four cores: the machine's other tenants and the scheduler's
