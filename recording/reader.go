@@ -364,7 +364,13 @@ type Data struct {
 	Digests []*pb.MemoryState
 	// Hangs are what gpurr record --hang-timeout reported (format 1.13): a launch the GPU had
 	// not finished past the timeout; HangReport writes each as the agent did.
-	Hangs     []*pb.Hang
+	Hangs []*pb.Hang
+	// Copies, Syncs and HostCalls (format 1.15) are the memory copies and memsets the GPU
+	// ran, the times the host waited for it, and the program's calls that made them,
+	// joined by correlation id; none in older recordings.
+	Copies    []*pb.Copy
+	Syncs     []*pb.Sync
+	HostCalls []*pb.HostCall
 	Stats     *pb.Stats // cumulative, from the last frame that had them
 	End       *pb.End   // nil when the recording is incomplete
 	Truncated bool      // the file ended inside a frame
@@ -414,6 +420,9 @@ func (p *Process) Load() (*Data, error) {
 		d.WriteSetMisses = append(d.WriteSetMisses, b.WriteSetMisses...)
 		d.Digests = append(d.Digests, b.Digests...)
 		d.Hangs = append(d.Hangs, b.Hangs...)
+		d.Copies = append(d.Copies, b.Copies...)
+		d.Syncs = append(d.Syncs, b.Syncs...)
+		d.HostCalls = append(d.HostCalls, b.HostCalls...)
 		if b.Stats != nil {
 			d.Stats = b.Stats
 		}

@@ -358,6 +358,61 @@ func (RegionState_Carried) EnumDescriptor() ([]byte, []int) {
 	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{19, 0}
 }
 
+type Sync_Type int32
+
+const (
+	Sync_TYPE_UNSPECIFIED    Sync_Type = 0
+	Sync_EVENT_SYNCHRONIZE   Sync_Type = 1 // cuEventSynchronize: the host waited for an event
+	Sync_STREAM_WAIT_EVENT   Sync_Type = 2 // cuStreamWaitEvent: a stream was made to wait (the host returns at once)
+	Sync_STREAM_SYNCHRONIZE  Sync_Type = 3 // cuStreamSynchronize
+	Sync_CONTEXT_SYNCHRONIZE Sync_Type = 4 // cuCtxSynchronize (cudaDeviceSynchronize)
+)
+
+// Enum value maps for Sync_Type.
+var (
+	Sync_Type_name = map[int32]string{
+		0: "TYPE_UNSPECIFIED",
+		1: "EVENT_SYNCHRONIZE",
+		2: "STREAM_WAIT_EVENT",
+		3: "STREAM_SYNCHRONIZE",
+		4: "CONTEXT_SYNCHRONIZE",
+	}
+	Sync_Type_value = map[string]int32{
+		"TYPE_UNSPECIFIED":    0,
+		"EVENT_SYNCHRONIZE":   1,
+		"STREAM_WAIT_EVENT":   2,
+		"STREAM_SYNCHRONIZE":  3,
+		"CONTEXT_SYNCHRONIZE": 4,
+	}
+)
+
+func (x Sync_Type) Enum() *Sync_Type {
+	p := new(Sync_Type)
+	*p = x
+	return p
+}
+
+func (x Sync_Type) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Sync_Type) Descriptor() protoreflect.EnumDescriptor {
+	return file_recording_recordingpb_recording_proto_enumTypes[6].Descriptor()
+}
+
+func (Sync_Type) Type() protoreflect.EnumType {
+	return &file_recording_recordingpb_recording_proto_enumTypes[6]
+}
+
+func (x Sync_Type) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Sync_Type.Descriptor instead.
+func (Sync_Type) EnumDescriptor() ([]byte, []int) {
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{24, 0}
+}
+
 // Batch is the payload of one frame. A frame holds any mix of records;
 // records reference only records written in the same or an earlier frame.
 type Batch struct {
@@ -384,6 +439,9 @@ type Batch struct {
 	WriteSetMisses []*WriteSetMiss        `protobuf:"bytes,20,rep,name=write_set_misses,json=writeSetMisses,proto3" json:"write_set_misses,omitempty"` // an audit found a region a learned write set called read-only changed (1.11)
 	Digests        []*MemoryState         `protobuf:"bytes,21,rep,name=digests,proto3" json:"digests,omitempty"`                                       // step digests (point DIGEST), kept apart from the launches' states in memory (1.12)
 	Hangs          []*Hang                `protobuf:"bytes,22,rep,name=hangs,proto3" json:"hangs,omitempty"`                                           // gpurr record --hang-timeout found a launch the GPU had not finished (1.13)
+	Copies         []*Copy                `protobuf:"bytes,23,rep,name=copies,proto3" json:"copies,omitempty"`                                         // memory copies and memsets on the GPU (1.15)
+	Syncs          []*Sync                `protobuf:"bytes,24,rep,name=syncs,proto3" json:"syncs,omitempty"`                                           // host waits for the GPU (1.15)
+	HostCalls      []*HostCall            `protobuf:"bytes,25,rep,name=host_calls,json=hostCalls,proto3" json:"host_calls,omitempty"`                  // the program's copy, memset and synchronization calls on the host (1.15)
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -568,6 +626,27 @@ func (x *Batch) GetDigests() []*MemoryState {
 func (x *Batch) GetHangs() []*Hang {
 	if x != nil {
 		return x.Hangs
+	}
+	return nil
+}
+
+func (x *Batch) GetCopies() []*Copy {
+	if x != nil {
+		return x.Copies
+	}
+	return nil
+}
+
+func (x *Batch) GetSyncs() []*Sync {
+	if x != nil {
+		return x.Syncs
+	}
+	return nil
+}
+
+func (x *Batch) GetHostCalls() []*HostCall {
+	if x != nil {
+		return x.HostCalls
 	}
 	return nil
 }
@@ -1625,6 +1704,7 @@ type Launch struct {
 	Untimed        bool                   `protobuf:"varint,24,opt,name=untimed,proto3" json:"untimed,omitempty"`                              // made between sampled GPU timing's windows (Process.gpu_timing_sample): no kernel record is expected (1.6)
 	RangeId        uint64                 `protobuf:"varint,25,opt,name=range_id,json=rangeId,proto3" json:"range_id,omitempty"`               // Range.id of the innermost NVTX push/pop range open on the launching thread; 0 none (1.7)
 	Cooperative    bool                   `protobuf:"varint,26,opt,name=cooperative,proto3" json:"cooperative,omitempty"`                      // a cooperative launch: cuLaunchCooperativeKernel, or cuLaunchKernelEx with the cooperative attribute (1.14)
+	EndNs          uint64                 `protobuf:"varint,27,opt,name=end_ns,json=endNs,proto3" json:"end_ns,omitempty"`                     // when the launch call returned to the program: end_ns - host_ns is the call's host time (1.15); 0 before
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -1839,6 +1919,13 @@ func (x *Launch) GetCooperative() bool {
 		return x.Cooperative
 	}
 	return false
+}
+
+func (x *Launch) GetEndNs() uint64 {
+	if x != nil {
+		return x.EndNs
+	}
+	return 0
 }
 
 // Range is an NVTX range (1.7). Push/pop ranges (pushed) nest on their
@@ -2832,6 +2919,370 @@ func (x *HangLaunch) GetUnfinished() uint32 {
 	return 0
 }
 
+// Copy is one memory copy or memset as the GPU ran it (CUPTI's memcpy and
+// memset activity records; 1.15). HostCall with the same correlation_id is
+// the program's call that made it.
+type Copy struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Memset        bool                   `protobuf:"varint,1,opt,name=memset,proto3" json:"memset,omitempty"`                     // a memset; else a memory copy
+	CopyKind      uint32                 `protobuf:"varint,2,opt,name=copy_kind,json=copyKind,proto3" json:"copy_kind,omitempty"` // CUpti_ActivityMemcpyKind: 1 HtoD, 2 DtoH, 3 HtoA, 4 AtoH, 5 AtoA, 6 AtoD, 7 DtoA, 8 DtoD, 9 HtoH, 10 PtoP; 0 unknown or a memset
+	SrcKind       uint32                 `protobuf:"varint,3,opt,name=src_kind,json=srcKind,proto3" json:"src_kind,omitempty"`    // CUpti_ActivityMemoryKind of the source: 1 pageable, 2 pinned, 3 device, 4 array, 5 managed, 6 device static, 7 managed static; 0 unknown or a memset
+	DstKind       uint32                 `protobuf:"varint,4,opt,name=dst_kind,json=dstKind,proto3" json:"dst_kind,omitempty"`    // ... of the destination (a memset's: the memory it set)
+	Bytes         uint64                 `protobuf:"varint,5,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Value         uint32                 `protobuf:"varint,6,opt,name=value,proto3" json:"value,omitempty"` // memset: the value set
+	Async         bool                   `protobuf:"varint,7,opt,name=async,proto3" json:"async,omitempty"` // made by an asynchronous call (CUPTI's MEMCPY_ASYNC / MEMSET_ASYNC flag)
+	Device        uint32                 `protobuf:"varint,8,opt,name=device,proto3" json:"device,omitempty"`
+	ContextUid    uint32                 `protobuf:"varint,9,opt,name=context_uid,json=contextUid,proto3" json:"context_uid,omitempty"`
+	StreamId      uint32                 `protobuf:"varint,10,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	CorrelationId uint32                 `protobuf:"varint,11,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
+	StartNs       uint64                 `protobuf:"varint,12,opt,name=start_ns,json=startNs,proto3" json:"start_ns,omitempty"` // on the GPU; start_ns = end_ns = 0 when CUPTI could not time it
+	EndNs         uint64                 `protobuf:"varint,13,opt,name=end_ns,json=endNs,proto3" json:"end_ns,omitempty"`
+	GraphId       uint32                 `protobuf:"varint,14,opt,name=graph_id,json=graphId,proto3" json:"graph_id,omitempty"` // 0 unless a graph ran it
+	GraphNodeId   uint64                 `protobuf:"varint,15,opt,name=graph_node_id,json=graphNodeId,proto3" json:"graph_node_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Copy) Reset() {
+	*x = Copy{}
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Copy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Copy) ProtoMessage() {}
+
+func (x *Copy) ProtoReflect() protoreflect.Message {
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Copy.ProtoReflect.Descriptor instead.
+func (*Copy) Descriptor() ([]byte, []int) {
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *Copy) GetMemset() bool {
+	if x != nil {
+		return x.Memset
+	}
+	return false
+}
+
+func (x *Copy) GetCopyKind() uint32 {
+	if x != nil {
+		return x.CopyKind
+	}
+	return 0
+}
+
+func (x *Copy) GetSrcKind() uint32 {
+	if x != nil {
+		return x.SrcKind
+	}
+	return 0
+}
+
+func (x *Copy) GetDstKind() uint32 {
+	if x != nil {
+		return x.DstKind
+	}
+	return 0
+}
+
+func (x *Copy) GetBytes() uint64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *Copy) GetValue() uint32 {
+	if x != nil {
+		return x.Value
+	}
+	return 0
+}
+
+func (x *Copy) GetAsync() bool {
+	if x != nil {
+		return x.Async
+	}
+	return false
+}
+
+func (x *Copy) GetDevice() uint32 {
+	if x != nil {
+		return x.Device
+	}
+	return 0
+}
+
+func (x *Copy) GetContextUid() uint32 {
+	if x != nil {
+		return x.ContextUid
+	}
+	return 0
+}
+
+func (x *Copy) GetStreamId() uint32 {
+	if x != nil {
+		return x.StreamId
+	}
+	return 0
+}
+
+func (x *Copy) GetCorrelationId() uint32 {
+	if x != nil {
+		return x.CorrelationId
+	}
+	return 0
+}
+
+func (x *Copy) GetStartNs() uint64 {
+	if x != nil {
+		return x.StartNs
+	}
+	return 0
+}
+
+func (x *Copy) GetEndNs() uint64 {
+	if x != nil {
+		return x.EndNs
+	}
+	return 0
+}
+
+func (x *Copy) GetGraphId() uint32 {
+	if x != nil {
+		return x.GraphId
+	}
+	return 0
+}
+
+func (x *Copy) GetGraphNodeId() uint64 {
+	if x != nil {
+		return x.GraphNodeId
+	}
+	return 0
+}
+
+// Sync is a time the host waited for the GPU (CUPTI's synchronization
+// activity record; 1.15): start_ns to end_ns on the host clock.
+type Sync struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Type          Sync_Type              `protobuf:"varint,1,opt,name=type,proto3,enum=gpurr.recording.v1.Sync_Type" json:"type,omitempty"`
+	StartNs       uint64                 `protobuf:"varint,2,opt,name=start_ns,json=startNs,proto3" json:"start_ns,omitempty"`
+	EndNs         uint64                 `protobuf:"varint,3,opt,name=end_ns,json=endNs,proto3" json:"end_ns,omitempty"`
+	CorrelationId uint32                 `protobuf:"varint,4,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
+	ContextUid    uint32                 `protobuf:"varint,5,opt,name=context_uid,json=contextUid,proto3" json:"context_uid,omitempty"`
+	StreamId      *uint32                `protobuf:"varint,6,opt,name=stream_id,json=streamId,proto3,oneof" json:"stream_id,omitempty"` // unset for context and event synchronization
+	EventId       *uint32                `protobuf:"varint,7,opt,name=event_id,json=eventId,proto3,oneof" json:"event_id,omitempty"`    // CUPTI's event id; unset for context and stream synchronization
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Sync) Reset() {
+	*x = Sync{}
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Sync) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Sync) ProtoMessage() {}
+
+func (x *Sync) ProtoReflect() protoreflect.Message {
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Sync.ProtoReflect.Descriptor instead.
+func (*Sync) Descriptor() ([]byte, []int) {
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *Sync) GetType() Sync_Type {
+	if x != nil {
+		return x.Type
+	}
+	return Sync_TYPE_UNSPECIFIED
+}
+
+func (x *Sync) GetStartNs() uint64 {
+	if x != nil {
+		return x.StartNs
+	}
+	return 0
+}
+
+func (x *Sync) GetEndNs() uint64 {
+	if x != nil {
+		return x.EndNs
+	}
+	return 0
+}
+
+func (x *Sync) GetCorrelationId() uint32 {
+	if x != nil {
+		return x.CorrelationId
+	}
+	return 0
+}
+
+func (x *Sync) GetContextUid() uint32 {
+	if x != nil {
+		return x.ContextUid
+	}
+	return 0
+}
+
+func (x *Sync) GetStreamId() uint32 {
+	if x != nil && x.StreamId != nil {
+		return *x.StreamId
+	}
+	return 0
+}
+
+func (x *Sync) GetEventId() uint32 {
+	if x != nil && x.EventId != nil {
+		return *x.EventId
+	}
+	return 0
+}
+
+// HostCall is one copy, memset or synchronization call of the program, as
+// the host made it (1.15): Copy and Sync records with its correlation_id are
+// what it did on the GPU and how long the host waited.
+type HostCall struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Api           string                 `protobuf:"bytes,1,opt,name=api,proto3" json:"api,omitempty"` // the driver call, e.g. cuMemcpyHtoD_v2, cuStreamSynchronize
+	CorrelationId uint32                 `protobuf:"varint,2,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
+	Tid           uint32                 `protobuf:"varint,3,opt,name=tid,proto3" json:"tid,omitempty"`
+	StartNs       uint64                 `protobuf:"varint,4,opt,name=start_ns,json=startNs,proto3" json:"start_ns,omitempty"`             // the call entered
+	EndNs         uint64                 `protobuf:"varint,5,opt,name=end_ns,json=endNs,proto3" json:"end_ns,omitempty"`                   // the call returned
+	CallstackId   uint64                 `protobuf:"varint,6,opt,name=callstack_id,json=callstackId,proto3" json:"callstack_id,omitempty"` // as Launch.callstack_id; 0 none
+	Result        int32                  `protobuf:"varint,7,opt,name=result,proto3" json:"result,omitempty"`                              // CUresult
+	RangeId       uint64                 `protobuf:"varint,8,opt,name=range_id,json=rangeId,proto3" json:"range_id,omitempty"`             // as Launch.range_id
+	Device        uint32                 `protobuf:"varint,9,opt,name=device,proto3" json:"device,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostCall) Reset() {
+	*x = HostCall{}
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostCall) ProtoMessage() {}
+
+func (x *HostCall) ProtoReflect() protoreflect.Message {
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostCall.ProtoReflect.Descriptor instead.
+func (*HostCall) Descriptor() ([]byte, []int) {
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *HostCall) GetApi() string {
+	if x != nil {
+		return x.Api
+	}
+	return ""
+}
+
+func (x *HostCall) GetCorrelationId() uint32 {
+	if x != nil {
+		return x.CorrelationId
+	}
+	return 0
+}
+
+func (x *HostCall) GetTid() uint32 {
+	if x != nil {
+		return x.Tid
+	}
+	return 0
+}
+
+func (x *HostCall) GetStartNs() uint64 {
+	if x != nil {
+		return x.StartNs
+	}
+	return 0
+}
+
+func (x *HostCall) GetEndNs() uint64 {
+	if x != nil {
+		return x.EndNs
+	}
+	return 0
+}
+
+func (x *HostCall) GetCallstackId() uint64 {
+	if x != nil {
+		return x.CallstackId
+	}
+	return 0
+}
+
+func (x *HostCall) GetResult() int32 {
+	if x != nil {
+		return x.Result
+	}
+	return 0
+}
+
+func (x *HostCall) GetRangeId() uint64 {
+	if x != nil {
+		return x.RangeId
+	}
+	return 0
+}
+
+func (x *HostCall) GetDevice() uint32 {
+	if x != nil {
+		return x.Device
+	}
+	return 0
+}
+
 // KernelActivity is one kernel execution on the GPU (CUPTI activity record).
 type KernelActivity struct {
 	state                protoimpl.MessageState `protogen:"open.v1"`
@@ -2855,7 +3306,7 @@ type KernelActivity struct {
 
 func (x *KernelActivity) Reset() {
 	*x = KernelActivity{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[23]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2867,7 +3318,7 @@ func (x *KernelActivity) String() string {
 func (*KernelActivity) ProtoMessage() {}
 
 func (x *KernelActivity) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[23]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2880,7 +3331,7 @@ func (x *KernelActivity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelActivity.ProtoReflect.Descriptor instead.
 func (*KernelActivity) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{23}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *KernelActivity) GetCorrelationId() uint32 {
@@ -2996,7 +3447,7 @@ type GraphNode struct {
 
 func (x *GraphNode) Reset() {
 	*x = GraphNode{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[24]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3008,7 +3459,7 @@ func (x *GraphNode) String() string {
 func (*GraphNode) ProtoMessage() {}
 
 func (x *GraphNode) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[24]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3021,7 +3472,7 @@ func (x *GraphNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GraphNode.ProtoReflect.Descriptor instead.
 func (*GraphNode) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{24}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GraphNode) GetNodeId() uint64 {
@@ -3078,7 +3529,7 @@ type GraphLaunch struct {
 
 func (x *GraphLaunch) Reset() {
 	*x = GraphLaunch{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[25]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3090,7 +3541,7 @@ func (x *GraphLaunch) String() string {
 func (*GraphLaunch) ProtoMessage() {}
 
 func (x *GraphLaunch) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[25]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3103,7 +3554,7 @@ func (x *GraphLaunch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GraphLaunch.ProtoReflect.Descriptor instead.
 func (*GraphLaunch) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{25}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GraphLaunch) GetSeq() uint64 {
@@ -3194,7 +3645,7 @@ type LogEntry struct {
 
 func (x *LogEntry) Reset() {
 	*x = LogEntry{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[26]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3206,7 +3657,7 @@ func (x *LogEntry) String() string {
 func (*LogEntry) ProtoMessage() {}
 
 func (x *LogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[26]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3219,7 +3670,7 @@ func (x *LogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogEntry.ProtoReflect.Descriptor instead.
 func (*LogEntry) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{26}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *LogEntry) GetHostNs() uint64 {
@@ -3302,13 +3753,17 @@ type Stats struct {
 	SideHostWaits         uint64                 `protobuf:"varint,54,opt,name=side_host_waits,json=sideHostWaits,proto3" json:"side_host_waits,omitempty"`                         // ... times the host waited for them (calls naming no stream, teardown) (1.11)
 	Digests               uint64                 `protobuf:"varint,55,opt,name=digests,proto3" json:"digests,omitempty"`                                                            // step digests enqueued (1.12)
 	DigestsSkipped        uint64                 `protobuf:"varint,56,opt,name=digests_skipped,json=digestsSkipped,proto3" json:"digests_skipped,omitempty"`                        // step boundaries whose digest was not taken: a stream capture, memory capture stopped, no room (see the log) (1.12)
+	Copies                uint64                 `protobuf:"varint,57,opt,name=copies,proto3" json:"copies,omitempty"`                                                              // Copy records (1.15)
+	Syncs                 uint64                 `protobuf:"varint,58,opt,name=syncs,proto3" json:"syncs,omitempty"`                                                                // Sync records (1.15)
+	HostCalls             uint64                 `protobuf:"varint,59,opt,name=host_calls,json=hostCalls,proto3" json:"host_calls,omitempty"`                                       // HostCall records (1.15)
+	HostCallsDropped      uint64                 `protobuf:"varint,60,opt,name=host_calls_dropped,json=hostCallsDropped,proto3" json:"host_calls_dropped,omitempty"`                // HostCall records lost: agent ring full (1.15)
 	unknownFields         protoimpl.UnknownFields
 	sizeCache             protoimpl.SizeCache
 }
 
 func (x *Stats) Reset() {
 	*x = Stats{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[27]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3320,7 +3775,7 @@ func (x *Stats) String() string {
 func (*Stats) ProtoMessage() {}
 
 func (x *Stats) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[27]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3333,7 +3788,7 @@ func (x *Stats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stats.ProtoReflect.Descriptor instead.
 func (*Stats) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{27}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Stats) GetLaunches() uint64 {
@@ -3728,6 +4183,34 @@ func (x *Stats) GetDigestsSkipped() uint64 {
 	return 0
 }
 
+func (x *Stats) GetCopies() uint64 {
+	if x != nil {
+		return x.Copies
+	}
+	return 0
+}
+
+func (x *Stats) GetSyncs() uint64 {
+	if x != nil {
+		return x.Syncs
+	}
+	return 0
+}
+
+func (x *Stats) GetHostCalls() uint64 {
+	if x != nil {
+		return x.HostCalls
+	}
+	return 0
+}
+
+func (x *Stats) GetHostCallsDropped() uint64 {
+	if x != nil {
+		return x.HostCallsDropped
+	}
+	return 0
+}
+
 // ProbeKernel says what became of a kernel whose name --probe's expression matched, at its
 // first launch (1.10).
 type ProbeKernel struct {
@@ -3743,7 +4226,7 @@ type ProbeKernel struct {
 
 func (x *ProbeKernel) Reset() {
 	*x = ProbeKernel{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[28]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3755,7 +4238,7 @@ func (x *ProbeKernel) String() string {
 func (*ProbeKernel) ProtoMessage() {}
 
 func (x *ProbeKernel) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[28]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3768,7 +4251,7 @@ func (x *ProbeKernel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeKernel.ProtoReflect.Descriptor instead.
 func (*ProbeKernel) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{28}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ProbeKernel) GetKernelId() uint64 {
@@ -3821,7 +4304,7 @@ type ProbeResult struct {
 
 func (x *ProbeResult) Reset() {
 	*x = ProbeResult{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[29]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3833,7 +4316,7 @@ func (x *ProbeResult) String() string {
 func (*ProbeResult) ProtoMessage() {}
 
 func (x *ProbeResult) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[29]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3846,7 +4329,7 @@ func (x *ProbeResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeResult.ProtoReflect.Descriptor instead.
 func (*ProbeResult) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{29}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ProbeResult) GetLaunchSeq() uint64 {
@@ -3880,7 +4363,7 @@ type End struct {
 
 func (x *End) Reset() {
 	*x = End{}
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[30]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3892,7 +4375,7 @@ func (x *End) String() string {
 func (*End) ProtoMessage() {}
 
 func (x *End) ProtoReflect() protoreflect.Message {
-	mi := &file_recording_recordingpb_recording_proto_msgTypes[30]
+	mi := &file_recording_recordingpb_recording_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3905,7 +4388,7 @@ func (x *End) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use End.ProtoReflect.Descriptor instead.
 func (*End) Descriptor() ([]byte, []int) {
-	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{30}
+	return file_recording_recordingpb_recording_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *End) GetEndNs() uint64 {
@@ -3926,8 +4409,7 @@ var File_recording_recordingpb_recording_proto protoreflect.FileDescriptor
 
 const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\n" +
-	"%recording/recordingpb/recording.proto\x12\x12gpurr.recording.v1\"\x9b\n" +
-	"\n" +
+	"%recording/recordingpb/recording.proto\x12\x12gpurr.recording.v1\"\xba\v\n" +
 	"\x05Batch\x125\n" +
 	"\aprocess\x18\x01 \x01(\v2\x1b.gpurr.recording.v1.ProcessR\aprocess\x124\n" +
 	"\adevices\x18\x02 \x03(\v2\x1a.gpurr.recording.v1.DeviceR\adevices\x124\n" +
@@ -3957,7 +4439,11 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\rprobe_kernels\x18\x13 \x03(\v2\x1f.gpurr.recording.v1.ProbeKernelR\fprobeKernels\x12J\n" +
 	"\x10write_set_misses\x18\x14 \x03(\v2 .gpurr.recording.v1.WriteSetMissR\x0ewriteSetMisses\x129\n" +
 	"\adigests\x18\x15 \x03(\v2\x1f.gpurr.recording.v1.MemoryStateR\adigests\x12.\n" +
-	"\x05hangs\x18\x16 \x03(\v2\x18.gpurr.recording.v1.HangR\x05hangs\"\x99\a\n" +
+	"\x05hangs\x18\x16 \x03(\v2\x18.gpurr.recording.v1.HangR\x05hangs\x120\n" +
+	"\x06copies\x18\x17 \x03(\v2\x18.gpurr.recording.v1.CopyR\x06copies\x12.\n" +
+	"\x05syncs\x18\x18 \x03(\v2\x18.gpurr.recording.v1.SyncR\x05syncs\x12;\n" +
+	"\n" +
+	"host_calls\x18\x19 \x03(\v2\x1c.gpurr.recording.v1.HostCallR\thostCalls\"\x99\a\n" +
 	"\aProcess\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\rR\x03pid\x12\x12\n" +
 	"\x04ppid\x18\x02 \x01(\rR\x04ppid\x12\x1a\n" +
@@ -4073,7 +4559,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x04Dim3\x12\f\n" +
 	"\x01x\x18\x01 \x01(\rR\x01x\x12\f\n" +
 	"\x01y\x18\x02 \x01(\rR\x01y\x12\f\n" +
-	"\x01z\x18\x03 \x01(\rR\x01z\"\xf1\x06\n" +
+	"\x01z\x18\x03 \x01(\rR\x01z\"\x88\a\n" +
 	"\x06Launch\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x10\n" +
 	"\x03tid\x18\x02 \x01(\rR\x03tid\x12\x16\n" +
@@ -4102,7 +4588,8 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\bautograd\x18\x17 \x01(\v2\x1c.gpurr.recording.v1.AutogradR\bautograd\x12\x18\n" +
 	"\auntimed\x18\x18 \x01(\bR\auntimed\x12\x19\n" +
 	"\brange_id\x18\x19 \x01(\x04R\arangeId\x12 \n" +
-	"\vcooperative\x18\x1a \x01(\bR\vcooperative\"\xde\x01\n" +
+	"\vcooperative\x18\x1a \x01(\bR\vcooperative\x12\x15\n" +
+	"\x06end_ns\x18\x1b \x01(\x04R\x05endNs\"\xde\x01\n" +
 	"\x05Range\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1b\n" +
 	"\tparent_id\x18\x02 \x01(\x04R\bparentId\x12\x10\n" +
@@ -4226,7 +4713,53 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\n" +
 	"unfinished\x18\n" +
 	" \x01(\rR\n" +
-	"unfinished\"\x83\x04\n" +
+	"unfinished\"\xa1\x03\n" +
+	"\x04Copy\x12\x16\n" +
+	"\x06memset\x18\x01 \x01(\bR\x06memset\x12\x1b\n" +
+	"\tcopy_kind\x18\x02 \x01(\rR\bcopyKind\x12\x19\n" +
+	"\bsrc_kind\x18\x03 \x01(\rR\asrcKind\x12\x19\n" +
+	"\bdst_kind\x18\x04 \x01(\rR\adstKind\x12\x14\n" +
+	"\x05bytes\x18\x05 \x01(\x04R\x05bytes\x12\x14\n" +
+	"\x05value\x18\x06 \x01(\rR\x05value\x12\x14\n" +
+	"\x05async\x18\a \x01(\bR\x05async\x12\x16\n" +
+	"\x06device\x18\b \x01(\rR\x06device\x12\x1f\n" +
+	"\vcontext_uid\x18\t \x01(\rR\n" +
+	"contextUid\x12\x1b\n" +
+	"\tstream_id\x18\n" +
+	" \x01(\rR\bstreamId\x12%\n" +
+	"\x0ecorrelation_id\x18\v \x01(\rR\rcorrelationId\x12\x19\n" +
+	"\bstart_ns\x18\f \x01(\x04R\astartNs\x12\x15\n" +
+	"\x06end_ns\x18\r \x01(\x04R\x05endNs\x12\x19\n" +
+	"\bgraph_id\x18\x0e \x01(\rR\agraphId\x12\"\n" +
+	"\rgraph_node_id\x18\x0f \x01(\x04R\vgraphNodeId\"\x8d\x03\n" +
+	"\x04Sync\x121\n" +
+	"\x04type\x18\x01 \x01(\x0e2\x1d.gpurr.recording.v1.Sync.TypeR\x04type\x12\x19\n" +
+	"\bstart_ns\x18\x02 \x01(\x04R\astartNs\x12\x15\n" +
+	"\x06end_ns\x18\x03 \x01(\x04R\x05endNs\x12%\n" +
+	"\x0ecorrelation_id\x18\x04 \x01(\rR\rcorrelationId\x12\x1f\n" +
+	"\vcontext_uid\x18\x05 \x01(\rR\n" +
+	"contextUid\x12 \n" +
+	"\tstream_id\x18\x06 \x01(\rH\x00R\bstreamId\x88\x01\x01\x12\x1e\n" +
+	"\bevent_id\x18\a \x01(\rH\x01R\aeventId\x88\x01\x01\"{\n" +
+	"\x04Type\x12\x14\n" +
+	"\x10TYPE_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11EVENT_SYNCHRONIZE\x10\x01\x12\x15\n" +
+	"\x11STREAM_WAIT_EVENT\x10\x02\x12\x16\n" +
+	"\x12STREAM_SYNCHRONIZE\x10\x03\x12\x17\n" +
+	"\x13CONTEXT_SYNCHRONIZE\x10\x04B\f\n" +
+	"\n" +
+	"_stream_idB\v\n" +
+	"\t_event_id\"\xf5\x01\n" +
+	"\bHostCall\x12\x10\n" +
+	"\x03api\x18\x01 \x01(\tR\x03api\x12%\n" +
+	"\x0ecorrelation_id\x18\x02 \x01(\rR\rcorrelationId\x12\x10\n" +
+	"\x03tid\x18\x03 \x01(\rR\x03tid\x12\x19\n" +
+	"\bstart_ns\x18\x04 \x01(\x04R\astartNs\x12\x15\n" +
+	"\x06end_ns\x18\x05 \x01(\x04R\x05endNs\x12!\n" +
+	"\fcallstack_id\x18\x06 \x01(\x04R\vcallstackId\x12\x16\n" +
+	"\x06result\x18\a \x01(\x05R\x06result\x12\x19\n" +
+	"\brange_id\x18\b \x01(\x04R\arangeId\x12\x16\n" +
+	"\x06device\x18\t \x01(\rR\x06device\"\x83\x04\n" +
 	"\x0eKernelActivity\x12%\n" +
 	"\x0ecorrelation_id\x18\x01 \x01(\rR\rcorrelationId\x12\x16\n" +
 	"\x06device\x18\x02 \x01(\rR\x06device\x12\x1f\n" +
@@ -4268,7 +4801,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\bLogEntry\x12\x17\n" +
 	"\ahost_ns\x18\x01 \x01(\x04R\x06hostNs\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\tR\x05level\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\xbc\x11\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xb7\x12\n" +
 	"\x05Stats\x12\x1a\n" +
 	"\blaunches\x18\x01 \x01(\x04R\blaunches\x12+\n" +
 	"\x11launches_filtered\x18\x02 \x01(\x04R\x10launchesFiltered\x12)\n" +
@@ -4331,7 +4864,12 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x11side_stream_waits\x185 \x01(\x04R\x0fsideStreamWaits\x12&\n" +
 	"\x0fside_host_waits\x186 \x01(\x04R\rsideHostWaits\x12\x18\n" +
 	"\adigests\x187 \x01(\x04R\adigests\x12'\n" +
-	"\x0fdigests_skipped\x188 \x01(\x04R\x0edigestsSkipped\"\x96\x01\n" +
+	"\x0fdigests_skipped\x188 \x01(\x04R\x0edigestsSkipped\x12\x16\n" +
+	"\x06copies\x189 \x01(\x04R\x06copies\x12\x14\n" +
+	"\x05syncs\x18: \x01(\x04R\x05syncs\x12\x1d\n" +
+	"\n" +
+	"host_calls\x18; \x01(\x04R\thostCalls\x12,\n" +
+	"\x12host_calls_dropped\x18< \x01(\x04R\x10hostCallsDropped\"\x96\x01\n" +
 	"\vProbeKernel\x12\x1b\n" +
 	"\tkernel_id\x18\x01 \x01(\x04R\bkernelId\x12\"\n" +
 	"\finstrumented\x18\x02 \x01(\bR\finstrumented\x12\x16\n" +
@@ -4359,8 +4897,8 @@ func file_recording_recordingpb_recording_proto_rawDescGZIP() []byte {
 	return file_recording_recordingpb_recording_proto_rawDescData
 }
 
-var file_recording_recordingpb_recording_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_recording_recordingpb_recording_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_recording_recordingpb_recording_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
+var file_recording_recordingpb_recording_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_recording_recordingpb_recording_proto_goTypes = []any{
 	(Frame_Kind)(0),          // 0: gpurr.recording.v1.Frame.Kind
 	(Autograd_Link)(0),       // 1: gpurr.recording.v1.Autograd.Link
@@ -4368,90 +4906,98 @@ var file_recording_recordingpb_recording_proto_goTypes = []any{
 	(Allocation_Kind)(0),     // 3: gpurr.recording.v1.Allocation.Kind
 	(MemoryState_Point)(0),   // 4: gpurr.recording.v1.MemoryState.Point
 	(RegionState_Carried)(0), // 5: gpurr.recording.v1.RegionState.Carried
-	(*Batch)(nil),            // 6: gpurr.recording.v1.Batch
-	(*Process)(nil),          // 7: gpurr.recording.v1.Process
-	(*AutogradInfo)(nil),     // 8: gpurr.recording.v1.AutogradInfo
-	(*MemoryConfig)(nil),     // 9: gpurr.recording.v1.MemoryConfig
-	(*Device)(nil),           // 10: gpurr.recording.v1.Device
-	(*Module)(nil),           // 11: gpurr.recording.v1.Module
-	(*ParamInfo)(nil),        // 12: gpurr.recording.v1.ParamInfo
-	(*Kernel)(nil),           // 13: gpurr.recording.v1.Kernel
-	(*Frame)(nil),            // 14: gpurr.recording.v1.Frame
-	(*Callstack)(nil),        // 15: gpurr.recording.v1.Callstack
-	(*Dim3)(nil),             // 16: gpurr.recording.v1.Dim3
-	(*Launch)(nil),           // 17: gpurr.recording.v1.Launch
-	(*Range)(nil),            // 18: gpurr.recording.v1.Range
-	(*RangeEnd)(nil),         // 19: gpurr.recording.v1.RangeEnd
-	(*Autograd)(nil),         // 20: gpurr.recording.v1.Autograd
-	(*Region)(nil),           // 21: gpurr.recording.v1.Region
-	(*MemoryPlan)(nil),       // 22: gpurr.recording.v1.MemoryPlan
-	(*Allocation)(nil),       // 23: gpurr.recording.v1.Allocation
-	(*MemoryState)(nil),      // 24: gpurr.recording.v1.MemoryState
-	(*RegionState)(nil),      // 25: gpurr.recording.v1.RegionState
-	(*WriteSetMiss)(nil),     // 26: gpurr.recording.v1.WriteSetMiss
-	(*Hang)(nil),             // 27: gpurr.recording.v1.Hang
-	(*HangLaunch)(nil),       // 28: gpurr.recording.v1.HangLaunch
-	(*KernelActivity)(nil),   // 29: gpurr.recording.v1.KernelActivity
-	(*GraphNode)(nil),        // 30: gpurr.recording.v1.GraphNode
-	(*GraphLaunch)(nil),      // 31: gpurr.recording.v1.GraphLaunch
-	(*LogEntry)(nil),         // 32: gpurr.recording.v1.LogEntry
-	(*Stats)(nil),            // 33: gpurr.recording.v1.Stats
-	(*ProbeKernel)(nil),      // 34: gpurr.recording.v1.ProbeKernel
-	(*ProbeResult)(nil),      // 35: gpurr.recording.v1.ProbeResult
-	(*End)(nil),              // 36: gpurr.recording.v1.End
+	(Sync_Type)(0),           // 6: gpurr.recording.v1.Sync.Type
+	(*Batch)(nil),            // 7: gpurr.recording.v1.Batch
+	(*Process)(nil),          // 8: gpurr.recording.v1.Process
+	(*AutogradInfo)(nil),     // 9: gpurr.recording.v1.AutogradInfo
+	(*MemoryConfig)(nil),     // 10: gpurr.recording.v1.MemoryConfig
+	(*Device)(nil),           // 11: gpurr.recording.v1.Device
+	(*Module)(nil),           // 12: gpurr.recording.v1.Module
+	(*ParamInfo)(nil),        // 13: gpurr.recording.v1.ParamInfo
+	(*Kernel)(nil),           // 14: gpurr.recording.v1.Kernel
+	(*Frame)(nil),            // 15: gpurr.recording.v1.Frame
+	(*Callstack)(nil),        // 16: gpurr.recording.v1.Callstack
+	(*Dim3)(nil),             // 17: gpurr.recording.v1.Dim3
+	(*Launch)(nil),           // 18: gpurr.recording.v1.Launch
+	(*Range)(nil),            // 19: gpurr.recording.v1.Range
+	(*RangeEnd)(nil),         // 20: gpurr.recording.v1.RangeEnd
+	(*Autograd)(nil),         // 21: gpurr.recording.v1.Autograd
+	(*Region)(nil),           // 22: gpurr.recording.v1.Region
+	(*MemoryPlan)(nil),       // 23: gpurr.recording.v1.MemoryPlan
+	(*Allocation)(nil),       // 24: gpurr.recording.v1.Allocation
+	(*MemoryState)(nil),      // 25: gpurr.recording.v1.MemoryState
+	(*RegionState)(nil),      // 26: gpurr.recording.v1.RegionState
+	(*WriteSetMiss)(nil),     // 27: gpurr.recording.v1.WriteSetMiss
+	(*Hang)(nil),             // 28: gpurr.recording.v1.Hang
+	(*HangLaunch)(nil),       // 29: gpurr.recording.v1.HangLaunch
+	(*Copy)(nil),             // 30: gpurr.recording.v1.Copy
+	(*Sync)(nil),             // 31: gpurr.recording.v1.Sync
+	(*HostCall)(nil),         // 32: gpurr.recording.v1.HostCall
+	(*KernelActivity)(nil),   // 33: gpurr.recording.v1.KernelActivity
+	(*GraphNode)(nil),        // 34: gpurr.recording.v1.GraphNode
+	(*GraphLaunch)(nil),      // 35: gpurr.recording.v1.GraphLaunch
+	(*LogEntry)(nil),         // 36: gpurr.recording.v1.LogEntry
+	(*Stats)(nil),            // 37: gpurr.recording.v1.Stats
+	(*ProbeKernel)(nil),      // 38: gpurr.recording.v1.ProbeKernel
+	(*ProbeResult)(nil),      // 39: gpurr.recording.v1.ProbeResult
+	(*End)(nil),              // 40: gpurr.recording.v1.End
 }
 var file_recording_recordingpb_recording_proto_depIdxs = []int32{
-	7,  // 0: gpurr.recording.v1.Batch.process:type_name -> gpurr.recording.v1.Process
-	10, // 1: gpurr.recording.v1.Batch.devices:type_name -> gpurr.recording.v1.Device
-	11, // 2: gpurr.recording.v1.Batch.modules:type_name -> gpurr.recording.v1.Module
-	13, // 3: gpurr.recording.v1.Batch.kernels:type_name -> gpurr.recording.v1.Kernel
-	15, // 4: gpurr.recording.v1.Batch.callstacks:type_name -> gpurr.recording.v1.Callstack
-	17, // 5: gpurr.recording.v1.Batch.launches:type_name -> gpurr.recording.v1.Launch
-	29, // 6: gpurr.recording.v1.Batch.activities:type_name -> gpurr.recording.v1.KernelActivity
-	30, // 7: gpurr.recording.v1.Batch.graph_nodes:type_name -> gpurr.recording.v1.GraphNode
-	31, // 8: gpurr.recording.v1.Batch.graph_launches:type_name -> gpurr.recording.v1.GraphLaunch
-	32, // 9: gpurr.recording.v1.Batch.log:type_name -> gpurr.recording.v1.LogEntry
-	33, // 10: gpurr.recording.v1.Batch.stats:type_name -> gpurr.recording.v1.Stats
-	36, // 11: gpurr.recording.v1.Batch.end:type_name -> gpurr.recording.v1.End
-	23, // 12: gpurr.recording.v1.Batch.allocations:type_name -> gpurr.recording.v1.Allocation
-	24, // 13: gpurr.recording.v1.Batch.memory:type_name -> gpurr.recording.v1.MemoryState
-	29, // 14: gpurr.recording.v1.Batch.own_activities:type_name -> gpurr.recording.v1.KernelActivity
-	18, // 15: gpurr.recording.v1.Batch.ranges:type_name -> gpurr.recording.v1.Range
-	19, // 16: gpurr.recording.v1.Batch.range_ends:type_name -> gpurr.recording.v1.RangeEnd
-	35, // 17: gpurr.recording.v1.Batch.probes:type_name -> gpurr.recording.v1.ProbeResult
-	34, // 18: gpurr.recording.v1.Batch.probe_kernels:type_name -> gpurr.recording.v1.ProbeKernel
-	26, // 19: gpurr.recording.v1.Batch.write_set_misses:type_name -> gpurr.recording.v1.WriteSetMiss
-	24, // 20: gpurr.recording.v1.Batch.digests:type_name -> gpurr.recording.v1.MemoryState
-	27, // 21: gpurr.recording.v1.Batch.hangs:type_name -> gpurr.recording.v1.Hang
-	9,  // 22: gpurr.recording.v1.Process.memory:type_name -> gpurr.recording.v1.MemoryConfig
-	8,  // 23: gpurr.recording.v1.Process.autograd:type_name -> gpurr.recording.v1.AutogradInfo
-	12, // 24: gpurr.recording.v1.Kernel.params:type_name -> gpurr.recording.v1.ParamInfo
-	0,  // 25: gpurr.recording.v1.Frame.kind:type_name -> gpurr.recording.v1.Frame.Kind
-	14, // 26: gpurr.recording.v1.Callstack.frames:type_name -> gpurr.recording.v1.Frame
-	16, // 27: gpurr.recording.v1.Launch.grid:type_name -> gpurr.recording.v1.Dim3
-	16, // 28: gpurr.recording.v1.Launch.block:type_name -> gpurr.recording.v1.Dim3
-	16, // 29: gpurr.recording.v1.Launch.cluster:type_name -> gpurr.recording.v1.Dim3
-	21, // 30: gpurr.recording.v1.Launch.regions:type_name -> gpurr.recording.v1.Region
-	22, // 31: gpurr.recording.v1.Launch.memory:type_name -> gpurr.recording.v1.MemoryPlan
-	20, // 32: gpurr.recording.v1.Launch.autograd:type_name -> gpurr.recording.v1.Autograd
-	1,  // 33: gpurr.recording.v1.Autograd.link:type_name -> gpurr.recording.v1.Autograd.Link
-	2,  // 34: gpurr.recording.v1.MemoryPlan.status:type_name -> gpurr.recording.v1.MemoryPlan.Status
-	3,  // 35: gpurr.recording.v1.Allocation.kind:type_name -> gpurr.recording.v1.Allocation.Kind
-	4,  // 36: gpurr.recording.v1.MemoryState.point:type_name -> gpurr.recording.v1.MemoryState.Point
-	25, // 37: gpurr.recording.v1.MemoryState.regions:type_name -> gpurr.recording.v1.RegionState
-	21, // 38: gpurr.recording.v1.MemoryState.digest_regions:type_name -> gpurr.recording.v1.Region
-	5,  // 39: gpurr.recording.v1.RegionState.carried:type_name -> gpurr.recording.v1.RegionState.Carried
-	28, // 40: gpurr.recording.v1.Hang.launch:type_name -> gpurr.recording.v1.HangLaunch
-	28, // 41: gpurr.recording.v1.Hang.streams:type_name -> gpurr.recording.v1.HangLaunch
-	16, // 42: gpurr.recording.v1.HangLaunch.grid:type_name -> gpurr.recording.v1.Dim3
-	16, // 43: gpurr.recording.v1.HangLaunch.block:type_name -> gpurr.recording.v1.Dim3
-	16, // 44: gpurr.recording.v1.KernelActivity.grid:type_name -> gpurr.recording.v1.Dim3
-	16, // 45: gpurr.recording.v1.KernelActivity.block:type_name -> gpurr.recording.v1.Dim3
-	46, // [46:46] is the sub-list for method output_type
-	46, // [46:46] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	8,  // 0: gpurr.recording.v1.Batch.process:type_name -> gpurr.recording.v1.Process
+	11, // 1: gpurr.recording.v1.Batch.devices:type_name -> gpurr.recording.v1.Device
+	12, // 2: gpurr.recording.v1.Batch.modules:type_name -> gpurr.recording.v1.Module
+	14, // 3: gpurr.recording.v1.Batch.kernels:type_name -> gpurr.recording.v1.Kernel
+	16, // 4: gpurr.recording.v1.Batch.callstacks:type_name -> gpurr.recording.v1.Callstack
+	18, // 5: gpurr.recording.v1.Batch.launches:type_name -> gpurr.recording.v1.Launch
+	33, // 6: gpurr.recording.v1.Batch.activities:type_name -> gpurr.recording.v1.KernelActivity
+	34, // 7: gpurr.recording.v1.Batch.graph_nodes:type_name -> gpurr.recording.v1.GraphNode
+	35, // 8: gpurr.recording.v1.Batch.graph_launches:type_name -> gpurr.recording.v1.GraphLaunch
+	36, // 9: gpurr.recording.v1.Batch.log:type_name -> gpurr.recording.v1.LogEntry
+	37, // 10: gpurr.recording.v1.Batch.stats:type_name -> gpurr.recording.v1.Stats
+	40, // 11: gpurr.recording.v1.Batch.end:type_name -> gpurr.recording.v1.End
+	24, // 12: gpurr.recording.v1.Batch.allocations:type_name -> gpurr.recording.v1.Allocation
+	25, // 13: gpurr.recording.v1.Batch.memory:type_name -> gpurr.recording.v1.MemoryState
+	33, // 14: gpurr.recording.v1.Batch.own_activities:type_name -> gpurr.recording.v1.KernelActivity
+	19, // 15: gpurr.recording.v1.Batch.ranges:type_name -> gpurr.recording.v1.Range
+	20, // 16: gpurr.recording.v1.Batch.range_ends:type_name -> gpurr.recording.v1.RangeEnd
+	39, // 17: gpurr.recording.v1.Batch.probes:type_name -> gpurr.recording.v1.ProbeResult
+	38, // 18: gpurr.recording.v1.Batch.probe_kernels:type_name -> gpurr.recording.v1.ProbeKernel
+	27, // 19: gpurr.recording.v1.Batch.write_set_misses:type_name -> gpurr.recording.v1.WriteSetMiss
+	25, // 20: gpurr.recording.v1.Batch.digests:type_name -> gpurr.recording.v1.MemoryState
+	28, // 21: gpurr.recording.v1.Batch.hangs:type_name -> gpurr.recording.v1.Hang
+	30, // 22: gpurr.recording.v1.Batch.copies:type_name -> gpurr.recording.v1.Copy
+	31, // 23: gpurr.recording.v1.Batch.syncs:type_name -> gpurr.recording.v1.Sync
+	32, // 24: gpurr.recording.v1.Batch.host_calls:type_name -> gpurr.recording.v1.HostCall
+	10, // 25: gpurr.recording.v1.Process.memory:type_name -> gpurr.recording.v1.MemoryConfig
+	9,  // 26: gpurr.recording.v1.Process.autograd:type_name -> gpurr.recording.v1.AutogradInfo
+	13, // 27: gpurr.recording.v1.Kernel.params:type_name -> gpurr.recording.v1.ParamInfo
+	0,  // 28: gpurr.recording.v1.Frame.kind:type_name -> gpurr.recording.v1.Frame.Kind
+	15, // 29: gpurr.recording.v1.Callstack.frames:type_name -> gpurr.recording.v1.Frame
+	17, // 30: gpurr.recording.v1.Launch.grid:type_name -> gpurr.recording.v1.Dim3
+	17, // 31: gpurr.recording.v1.Launch.block:type_name -> gpurr.recording.v1.Dim3
+	17, // 32: gpurr.recording.v1.Launch.cluster:type_name -> gpurr.recording.v1.Dim3
+	22, // 33: gpurr.recording.v1.Launch.regions:type_name -> gpurr.recording.v1.Region
+	23, // 34: gpurr.recording.v1.Launch.memory:type_name -> gpurr.recording.v1.MemoryPlan
+	21, // 35: gpurr.recording.v1.Launch.autograd:type_name -> gpurr.recording.v1.Autograd
+	1,  // 36: gpurr.recording.v1.Autograd.link:type_name -> gpurr.recording.v1.Autograd.Link
+	2,  // 37: gpurr.recording.v1.MemoryPlan.status:type_name -> gpurr.recording.v1.MemoryPlan.Status
+	3,  // 38: gpurr.recording.v1.Allocation.kind:type_name -> gpurr.recording.v1.Allocation.Kind
+	4,  // 39: gpurr.recording.v1.MemoryState.point:type_name -> gpurr.recording.v1.MemoryState.Point
+	26, // 40: gpurr.recording.v1.MemoryState.regions:type_name -> gpurr.recording.v1.RegionState
+	22, // 41: gpurr.recording.v1.MemoryState.digest_regions:type_name -> gpurr.recording.v1.Region
+	5,  // 42: gpurr.recording.v1.RegionState.carried:type_name -> gpurr.recording.v1.RegionState.Carried
+	29, // 43: gpurr.recording.v1.Hang.launch:type_name -> gpurr.recording.v1.HangLaunch
+	29, // 44: gpurr.recording.v1.Hang.streams:type_name -> gpurr.recording.v1.HangLaunch
+	17, // 45: gpurr.recording.v1.HangLaunch.grid:type_name -> gpurr.recording.v1.Dim3
+	17, // 46: gpurr.recording.v1.HangLaunch.block:type_name -> gpurr.recording.v1.Dim3
+	6,  // 47: gpurr.recording.v1.Sync.type:type_name -> gpurr.recording.v1.Sync.Type
+	17, // 48: gpurr.recording.v1.KernelActivity.grid:type_name -> gpurr.recording.v1.Dim3
+	17, // 49: gpurr.recording.v1.KernelActivity.block:type_name -> gpurr.recording.v1.Dim3
+	50, // [50:50] is the sub-list for method output_type
+	50, // [50:50] is the sub-list for method input_type
+	50, // [50:50] is the sub-list for extension type_name
+	50, // [50:50] is the sub-list for extension extendee
+	0,  // [0:50] is the sub-list for field type_name
 }
 
 func init() { file_recording_recordingpb_recording_proto_init() }
@@ -4460,13 +5006,14 @@ func file_recording_recordingpb_recording_proto_init() {
 		return
 	}
 	file_recording_recordingpb_recording_proto_msgTypes[1].OneofWrappers = []any{}
+	file_recording_recordingpb_recording_proto_msgTypes[24].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_recording_recordingpb_recording_proto_rawDesc), len(file_recording_recordingpb_recording_proto_rawDesc)),
-			NumEnums:      6,
-			NumMessages:   31,
+			NumEnums:      7,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
