@@ -90,6 +90,7 @@ fuzz:
 	$(GO) test ./recording/chunkstore -run '^$$' -fuzz FuzzPack -fuzztime 30s
 	$(GO) test ./recording/chunkstore -run '^$$' -fuzz FuzzIndex -fuzztime 30s
 	$(GO) test ./recording/cubin -run '^$$' -fuzz FuzzParse -fuzztime 30s
+	$(GO) test ./recording/internal/xla -run '^$$' -fuzz FuzzParse -fuzztime 30s
 	$(GO) test ./internal/fatbin -run '^$$' -fuzz FuzzPTXs -fuzztime 30s
 	$(GO) test ./internal/manifest -run '^$$' -fuzz FuzzRead -fuzztime 30s
 	$(GO) test ./internal/trace -run '^$$' -fuzz FuzzValidateChrome -fuzztime 30s
