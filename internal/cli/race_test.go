@@ -65,7 +65,7 @@ func TestRaceList(t *testing.T) {
 	}
 	code, stdout, stderr := runCLI("race", dir, "--launch", "2", "--list", "--at", "global-store,barrier,global-load")
 	expectOutput(t, "race --list", code, 0, stdout, stderr,
-		"launch 2: saxpy_gridstride\n  PTX from the recording (Triton's cache); 4 points picked",
+		"launch 2: saxpy_gridstride\n  PTX from the recording; 4 points picked",
 		"     0  ld.global.f32                global-load   saxpy.py:13:9, PTX line 23",
 		"     2  st.global.f32                global-store  saxpy.py:14:9, PTX line 27",
 		"     3  bar.sync                     barrier       saxpy.py:14:9, PTX line 28")
@@ -281,4 +281,29 @@ func TestRaceJSON(t *testing.T) {
 		{[]string{"race", dir, "--all", "--format", "json"}, "--format json reports a hunt in one launch"},
 		{[]string{"race", dir, "--launch", "2", "--list", "--format", "json"}, "--list and --points print text"},
 	})
+}
+
+// A module image that is a fat binary gives its PTX entry (the newest for the recorded GPU),
+// or says what it lacks.
+func TestRaceFatbinModule(t *testing.T) {
+	for _, c := range []struct{ fixture, want string }{
+		// The fixture's kernel is another: the error names where the PTX came from.
+		{"plain.fatbin", "race: the PTX (the recorded fat binary's PTX for sm_80) has no kernel saxpy_gridstride"},
+		{"lz4.fatbin", "the recorded fat binary's PTX for sm_80"},
+		{"noptx.fatbin", "no PTX in the module of saxpy_gridstride"},
+		{"newer.fatbin", "race: saxpy_gridstride: the fat binary's PTX is for sm_100 and newer, the GPU is sm_90: rebuild with an older compute_NN, or pass --ptx"},
+	} {
+		b, err := os.ReadFile(filepath.Join("..", "fatbin", "testdata", c.fixture))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := filepath.Join(t.TempDir(), "rec")
+		if _, err := testrec.WriteReplayableModule(dir, b); err != nil {
+			t.Fatal(err)
+		}
+		code, _, stderr := runCLI("race", dir, "--launch", "2", "--list")
+		if code != exitUsage || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%s: exit %d, stderr %q; want %q", c.fixture, code, stderr, c.want)
+		}
+	}
 }

@@ -170,7 +170,7 @@ func TestExtractKeepsPTX(t *testing.T) {
 		t.Fatalf("extract: exit %d: %s", code, errs)
 	}
 	code, stdout, stderr := runCLI("race", out, "--list")
-	expectOutput(t, "race --list of the reproducer", code, 0, stdout, stderr, "PTX from the recording (Triton's cache)")
+	expectOutput(t, "race --list of the reproducer", code, 0, stdout, stderr, "PTX from the recording")
 }
 
 // A module image that is a FIFO is refused, naming it, instead of blocking the verb forever

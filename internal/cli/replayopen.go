@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/gpurr/gpurr/internal/cuda"
 	"github.com/gpurr/gpurr/internal/dtype"
+	"github.com/gpurr/gpurr/internal/fatbin"
 	"github.com/gpurr/gpurr/internal/info"
 	"github.com/gpurr/gpurr/internal/replay"
 	"github.com/gpurr/gpurr/recording"
@@ -96,7 +98,9 @@ func modeHint(src *replay.Source) string {
 	return " (check --snapshot-kernels/--snapshot-launches)"
 }
 
-// kernelPTX finds the PTX of the launch's module for verb: --ptx, else the recording's copy.
+// kernelPTX finds the PTX of the launch's module for verb: --ptx, else the PTX the recording
+// stored beside the module, else the PTX entry of a module image that is a fat binary (the
+// newest for the recorded GPU's architecture).
 func kernelPTX(verb string, src *replay.Source, c *replay.Case, file string) ([]byte, string, error) {
 	if file != "" {
 		b, err := ptxInput.read(verb, file)
@@ -106,20 +110,38 @@ func kernelPTX(verb string, src *replay.Source, c *replay.Case, file string) ([]
 		return b, file, nil
 	}
 	b, err := src.Proc.ModulePTX(c.ModuleHash)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, "", usageErrorf("%s: %w", verb, &noPTXError{kernel: c.Name, module: c.ModuleHash})
+	if err == nil {
+		return b, "the recording", nil
 	}
-	if err != nil {
+	if !errors.Is(err, fs.ErrNotExist) {
 		return nil, "", usageErrorf("%s: %v", verb, err)
 	}
-	return b, "the recording (Triton's cache)", nil
+	if len(c.Module) < 4 || binary.LittleEndian.Uint32(c.Module) != fatbin.Magic {
+		return nil, "", usageErrorf("%s: %w", verb, &noPTXError{kernel: c.Name, module: c.ModuleHash})
+	}
+	ptxs, err := fatbin.PTXs(c.Module)
+	if errors.Is(err, fatbin.ErrNoPTX) {
+		return nil, "", usageErrorf("%s: no PTX in the module of %s (%.12s, a fat binary of cubins only); pass --ptx FILE", verb, c.Name, c.ModuleHash)
+	}
+	if err != nil {
+		return nil, "", usageErrorf("%s: the module of %s (%.12s): %v", verb, c.Name, c.ModuleHash, err)
+	}
+	gpu := 0
+	if d := c.Device; d != nil {
+		gpu = int(10*d.CcMajor + d.CcMinor)
+	}
+	p, err := fatbin.Pick(ptxs, gpu)
+	if err != nil {
+		return nil, "", usageErrorf("%s: %s: %v", verb, c.Name, err)
+	}
+	return p.Text, fmt.Sprintf("the recorded fat binary's PTX for sm_%d", p.Arch), nil
 }
 
 // noPTXError says a launch's module has no PTX in the recording, and the ways to give one.
 type noPTXError struct{ kernel, module string }
 
 func (e *noPTXError) Error() string {
-	return fmt.Sprintf("the recording has no PTX of %s's module (%.12s): only Triton kernels' is kept; give --ptx FILE (nvcc: build with -gencode arch=compute_90,code=compute_90, then cuobjdump -ptx)", e.kernel, e.module)
+	return fmt.Sprintf("the recording has no PTX of %s's module (%.12s): none of Triton's cache or the program's fat binaries held it; give --ptx FILE (nvcc: build with -gencode arch=compute_90,code=compute_90, then cuobjdump -ptx)", e.kernel, e.module)
 }
 
 // replayCheck builds the comparison the --dtype, --atol, --rtol and

@@ -27,12 +27,18 @@ type Replayable struct {
 
 // WriteReplayable writes a small snapshot-mode recording into dir, for the
 // tests of replay and extract, which need no GPU to load launches.
-func WriteReplayable(dir string) (Replayable, error) { return writeReplayable(dir, true, false) }
+func WriteReplayable(dir string) (Replayable, error) { return writeReplayable(dir, true, false, nil) }
+
+// WriteReplayableModule writes WriteReplayable's recording with module as its module image
+// (a fat binary, say) instead of a stand-in cubin.
+func WriteReplayableModule(dir string, module []byte) (Replayable, error) {
+	return writeReplayable(dir, true, false, module)
+}
 
 // WriteReplayableUntimed writes WriteReplayable's recording as recorded with GPU timing
 // off: no launch has a kernel run, nor a duration.
 func WriteReplayableUntimed(dir string) (Replayable, error) {
-	return writeReplayable(dir, false, false)
+	return writeReplayable(dir, false, false, nil)
 }
 
 // Launch 4 of WriteReplayableTorn, on stream TornStream, tears launch 2's state after it.
@@ -45,11 +51,16 @@ const (
 // stream TornStream: it reaches launch 2's region Y, and its kernel ran while gpurr's kernel
 // took launch 2's state after it, on launch 2's stream (0), which is therefore torn. Its state
 // before it was taken alone.
-func WriteReplayableTorn(dir string) (Replayable, error) { return writeReplayable(dir, true, true) }
+func WriteReplayableTorn(dir string) (Replayable, error) {
+	return writeReplayable(dir, true, true, nil)
+}
 
-func writeReplayable(dir string, timed, torn bool) (Replayable, error) {
+func writeReplayable(dir string, timed, torn bool, module []byte) (Replayable, error) {
 	r := Replayable{Process: "box-9", X: 0x7f3a_0020_0000, Y: 0x7f3a_0040_0000,
 		Module: []byte("\x7fELF fake cubin of saxpy_gridstride")}
+	if module != nil {
+		r.Module = module
+	}
 	if err := recording.CreateSet(dir, []string{"python", "saxpy.py"}); err != nil {
 		return r, err
 	}
