@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 
+	"github.com/gpurr/gpurr/recording/internal/xla"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
@@ -31,6 +32,12 @@ type Links struct {
 	allocs        map[uint64]*pb.Allocation    // the allocating record of each id
 	frees         map[uint64]*pb.Allocation
 	demangleCache map[string]string
+	modules       map[string][]string // kernel names of each module, by sha256
+	xla           *XLA                // UseXLA's, nil when none
+	xlaStacks     map[*xla.Site]uint64
+	// compileThreads are the threads that launched a kernel of XLA's
+	// autotuning without a Python stack (Compile).
+	compileThreads map[uint32]bool
 }
 
 // Links indexes d's records. It walks every record once; build it once per
@@ -38,7 +45,7 @@ type Links struct {
 func (d *Data) Links() *Links {
 	l := NewLinks()
 	l.indexMemory(d)
-	l.Add(&pb.Batch{Kernels: d.Kernels, Callstacks: d.Callstacks, Launches: d.Launches,
+	l.Add(&pb.Batch{Modules: d.Modules, Kernels: d.Kernels, Callstacks: d.Callstacks, Launches: d.Launches,
 		GraphLaunches: d.GraphLaunches, GraphNodes: d.GraphNodes}, true)
 	return l
 }
@@ -52,6 +59,10 @@ func NewLinks() *Links {
 		launchBySeq:   map[uint64]*pb.Launch{},
 		nodes:         map[uint64]*pb.GraphNode{},
 		demangleCache: map[string]string{},
+		modules:       map[string][]string{},
+		xlaStacks:     map[*xla.Site]uint64{},
+
+		compileThreads: map[uint32]bool{},
 	}
 }
 
@@ -62,6 +73,9 @@ func NewLinks() *Links {
 // length, so a streaming reader of a long recording stays in bounded
 // memory. Memory states are indexed only by Data.Links.
 func (l *Links) Add(b *pb.Batch, every bool) {
+	for _, m := range b.Modules {
+		l.modules[m.GetSha256()] = m.GetKernelNames()
+	}
 	for _, k := range b.Kernels {
 		l.kernels[k.GetId()] = k
 	}
@@ -69,6 +83,7 @@ func (l *Links) Add(b *pb.Batch, every bool) {
 		l.callstacks[c.GetId()] = c
 	}
 	for _, la := range b.Launches {
+		l.noteCompileThread(la)
 		// A captured launch only built a graph node: its correlation id
 		// never appears on an activity, and graph replays are joined
 		// through the nodes instead.
@@ -216,12 +231,23 @@ func (l *Links) Forward(la *pb.Launch) *pb.Callstack {
 // (PythonLine, UserLine and the like): for a launch made inside an
 // autograd node's backward, linked to its forward launch, the forward
 // launch's callstack, since the backward runs on autograd's engine thread,
-// whose own stack holds no line of the model; for every other launch, its
-// own. Readers attribute launches through it, so that a backward kernel
-// counts at the model line whose backward it computes.
+// whose own stack holds no line of the model; for a kernel XLA launched
+// (links given the recording's dump by UseXLA) that the dump knows, a
+// callstack made of the lines XLA's metadata gives its fusion, numbered
+// above the recording's (Callstack returns it): XLA's threads have no
+// Python stack, and JAX's dispatch thread only the line that called the
+// jitted function, where the fusion's lines are inside it; for every other
+// launch, its own. Readers attribute launches through it, so that a
+// backward kernel counts at the model line whose backward it computes, and
+// an XLA kernel at its jnp line.
 func (l *Links) LineCallstack(la *pb.Launch) uint64 {
 	if l.Forward(la) != nil {
 		return ForwardCallstackID(la)
+	}
+	if s, _ := l.xlaSite(la); s != nil {
+		if id := l.xlaCallstack(s); id != 0 {
+			return id
+		}
 	}
 	return la.GetCallstackId()
 }

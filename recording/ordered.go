@@ -18,10 +18,12 @@ type LaunchRecord struct {
 	Launch    *pb.Launch
 	Kernel    *pb.Kernel    // nil when the recording does not hold it
 	Callstack *pb.Callstack // nil when none was taken
-	// Forward is the callstack of the forward launch of a launch made
-	// inside an autograd node's backward (ForwardCallstackID): where its
-	// lines come from, as Links.LineCallstack says. nil for other launches
-	// and when the recording does not hold it.
+	// Forward is where its lines come from when not its own callstack, as
+	// Links.LineCallstack says: the callstack of the forward launch of a
+	// launch made inside an autograd node's backward (ForwardCallstackID),
+	// or, for a kernel XLA launched, the one Links makes of the lines of
+	// the recording's XLA dump. nil for other launches and when the
+	// recording does not hold it.
 	Forward       *pb.Callstack
 	Before, After *pb.MemoryState // nil when none was recorded
 }
@@ -45,6 +47,11 @@ func (p *Process) Ordered(seqs []uint64, fn func(*LaunchRecord) error) (ScanResu
 	kernels := map[uint64]*pb.Kernel{}
 	stacks := map[uint64]*pb.Callstack{}
 	held := map[uint64]*LaunchRecord{}
+	var links *Links // only for XLA's lines
+	if x := p.XLA(); x != nil && x.Err == nil {
+		links = NewLinks()
+		links.UseXLA(x)
+	}
 	next := 0 // seqs[next] is the next launch to deliver
 	wanted := func(seq uint64) bool {
 		_, ok := slices.BinarySearch(seqs[next:], seq)
@@ -74,6 +81,10 @@ func (p *Process) Ordered(seqs []uint64, fn func(*LaunchRecord) error) (ScanResu
 			r.Callstack = stacks[r.Launch.GetCallstackId()]
 			if id := ForwardCallstackID(r.Launch); id != 0 {
 				r.Forward = stacks[id]
+			} else if links != nil {
+				if id := links.LineCallstack(r.Launch); id != r.Launch.GetCallstackId() {
+					r.Forward = links.Callstack(id)
+				}
 			}
 			if err := fn(r); err != nil {
 				return err
@@ -82,6 +93,9 @@ func (p *Process) Ordered(seqs []uint64, fn func(*LaunchRecord) error) (ScanResu
 		return nil
 	}
 	res, err := p.Scan(func(b *pb.Batch) error {
+		if links != nil {
+			links.Add(b, false)
+		}
 		for _, k := range b.Kernels {
 			kernels[k.GetId()] = k
 		}

@@ -243,6 +243,12 @@ func runRecord(cmd *cobra.Command, o recordOptions, cfg agentcfg.Config, args []
 		fmt.Fprintf(stderr, "gpurr: record: replacing CUDA_INJECTION64_PATH=%s for the recorded program\n", prev)
 	}
 	child.Env = append(child.Env, godebugEnv(os.LookupEnv("GODEBUG")))
+	xlaFlags, xlaOwn := os.LookupEnv(xlaFlagsVar)
+	if add, note := xlaEnv(xlaFlags, xlaOwn, filepath.Join(out, recording.XLADir)); add != "" {
+		child.Env = append(child.Env, add)
+	} else {
+		fmt.Fprintln(stderr, note)
+	}
 	if add, note := nvtxEnv(agentLib, os.Getenv(agentcfg.NVTXInjection)); add != "" {
 		child.Env = append(child.Env, add)
 	} else {
@@ -286,6 +292,9 @@ func runRecord(cmd *cobra.Command, o recordOptions, cfg agentcfg.Config, args []
 	default:
 		return &exitError{code: exitFailure, err: fmt.Errorf("record: %v", waitErr)}
 	}
+	if note := pruneXLADump(filepath.Join(out, recording.XLADir)); note != "" {
+		fmt.Fprintln(stderr, note)
+	}
 	summarizeRecording(stderr, out)
 	if code != 0 {
 		return exitWith(code)
@@ -328,6 +337,53 @@ func godebugEnv(prev string, set bool) string {
 		return "GODEBUG=" + prev
 	}
 	return "GODEBUG=" + prev + "," + off
+}
+
+const xlaFlagsVar = "XLA_FLAGS"
+
+// xlaEnv has XLA (JAX's compiler) dump the optimized HLO modules it compiles, as text, into
+// the recording's dump folder: their metadata names the JAX op and the Python line of each
+// instruction, which readers give the kernels XLA launches (docs/python.md, JAX). Other
+// programs never read the variable. The user's own XLA_FLAGS are kept and extended, except
+// that a --xla_dump_to of the user's wins: then the variable is left alone, and note says
+// that XLA's kernels will have no lines. Only flags every XLA of the last years knows are
+// added, since XLA refuses to start on one it does not.
+func xlaEnv(prev string, set bool, dir string) (add, note string) {
+	if strings.Contains(prev, "--xla_dump_to") {
+		return "", fmt.Sprintf("gpurr: record: %s names its own --xla_dump_to, which is kept: XLA's kernels (JAX's) are shown without their lines", xlaFlagsVar)
+	}
+	flags := "--xla_dump_to=" + dir + " --xla_dump_hlo_as_text"
+	if set && strings.TrimSpace(prev) != "" {
+		flags = prev + " " + flags
+	}
+	return xlaFlagsVar + "=" + flags, ""
+}
+
+// pruneXLADump deletes from XLA's dump folder, once the program has ended, every file readers
+// do not use (the modules before optimization, buffer assignments, configurations: about
+// five sixths of the dump), and the folder when nothing is left of it (no XLA program ran).
+// note is a warning line when the dump left is one that readers cannot read, or "".
+func pruneXLADump(dir string) (note string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	kept := 0
+	for _, e := range entries {
+		if !e.IsDir() && recording.KeepXLAFile(e.Name()) {
+			kept++
+			continue
+		}
+		os.RemoveAll(filepath.Join(dir, e.Name()))
+	}
+	if kept == 0 {
+		os.Remove(dir)
+		return ""
+	}
+	if x := recording.ReadXLA(dir); x != nil && x.Err != nil {
+		return fmt.Sprintf("gpurr: record: warning: %v: XLA's kernels are shown without their lines", x.Err)
+	}
+	return ""
 }
 
 const pytorchAllocConf = "PYTORCH_CUDA_ALLOC_CONF"

@@ -252,3 +252,78 @@ func TestRecordConfigIsDecodes(t *testing.T) {
 		}
 	}
 }
+
+func TestXLAEnv(t *testing.T) {
+	const dir = "/r/xla"
+	for _, c := range []struct {
+		prev     string
+		set      bool
+		add      string
+		noteHas  string
+		scenario string
+	}{
+		{scenario: "unset", add: "XLA_FLAGS=--xla_dump_to=/r/xla --xla_dump_hlo_as_text"},
+		{scenario: "empty", set: true, add: "XLA_FLAGS=--xla_dump_to=/r/xla --xla_dump_hlo_as_text"},
+		{scenario: "user's flags kept", prev: "--xla_gpu_deterministic_ops=true", set: true,
+			add: "XLA_FLAGS=--xla_gpu_deterministic_ops=true --xla_dump_to=/r/xla --xla_dump_hlo_as_text"},
+		{scenario: "user's dump wins", prev: "--xla_dump_to=/tmp/mine", set: true, noteHas: "--xla_dump_to, which is kept"},
+	} {
+		add, note := xlaEnv(c.prev, c.set, dir)
+		if add != c.add || (c.noteHas == "") != (note == "") || !strings.Contains(note, c.noteHas) {
+			t.Errorf("%s: %q, %q; want %q and a note with %q", c.scenario, add, note, c.add, c.noteHas)
+		}
+	}
+}
+
+// The dump keeps the optimized modules and thunk sequences only; a folder
+// left with nothing is removed, and one whose modules readers cannot read
+// is warned of once.
+func TestPruneXLADump(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "xla")
+	src := filepath.Join("..", "..", "recording", "internal", "xla", "testdata", "dump")
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "module_6630.jit_step"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if note := pruneXLADump(dir); note != "" {
+		t.Fatalf("note %q", note)
+	}
+	left, _ := os.ReadDir(dir)
+	if len(left) != 6 {
+		t.Fatalf("%d files left, want the 3 modules and their 3 thunk sequences", len(left))
+	}
+	for _, e := range left {
+		if strings.Contains(e.Name(), "buffer-assignment") || e.IsDir() {
+			t.Errorf("%s kept", e.Name())
+		}
+	}
+
+	empty := filepath.Join(t.TempDir(), "xla")
+	os.MkdirAll(filepath.Join(empty, "module_0001.jit_f"), 0o755)
+	os.WriteFile(filepath.Join(empty, "module_0001.jit_f.before_optimizations.txt"), []byte("HloModule f\n"), 0o644)
+	if note := pruneXLADump(empty); note != "" {
+		t.Fatalf("note %q", note)
+	}
+	if _, err := os.Stat(empty); !os.IsNotExist(err) {
+		t.Fatalf("empty dump folder kept: %v", err)
+	}
+
+	bad := filepath.Join(t.TempDir(), "xla")
+	os.MkdirAll(bad, 0o755)
+	os.WriteFile(filepath.Join(bad, "module_0001.jit_f.sm_9.0a_gpu_after_optimizations.txt"), []byte("HloProto {}\n"), 0o644)
+	if note := pruneXLADump(bad); !strings.Contains(note, "no HloModule header: XLA's kernels are shown without their lines") {
+		t.Fatalf("unreadable dump: note %q", note)
+	}
+}

@@ -116,6 +116,8 @@ const workloadsDir = "../../testdata/workloads"
 //	                      -update rewrites the file
 //	markline VAR FILE MARK  set VAR to the number of the line of FILE that
 //	                      ends with the comment "# FIXTURE: MARK"
+//	mkjax DIR             write the JAX program's recording with its XLA dump
+//	                      (testrec.WriteJAX) into DIR
 func TestScripts(t *testing.T) {
 	goldenDir, err := filepath.Abs(filepath.Join("testdata", "golden"))
 	if err != nil {
@@ -145,6 +147,7 @@ func TestScripts(t *testing.T) {
 			"exits":    cmdExits,
 			"golden":   func(ts *testscript.TestScript, neg bool, args []string) { cmdGolden(ts, neg, args, goldenDir) },
 			"markline": cmdMarkline,
+			"mkjax":    cmdMkjax,
 		},
 		RequireExplicitExec: true,
 	})
@@ -155,6 +158,15 @@ func cmdMkrec(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: mkrec VARIANT DIR")
 	}
 	ts.Check(testrec.Write(ts.MkAbs(args[1]), testrec.Variant(args[0])))
+}
+
+func cmdMkjax(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: mkjax DIR")
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	ts.Check(err)
+	ts.Check(testrec.WriteJAX(ts.MkAbs(args[0]), root))
 }
 
 func cmdExits(ts *testscript.TestScript, neg bool, args []string) {

@@ -136,7 +136,8 @@ type Origin struct {
 }
 
 // NewOrigin is the origin of launch l from its own callstack and, for a backward launch, its
-// forward launch's (nil when the recording has none), with at most n frames.
+// forward launch's (nil when the recording has none), or for an XLA kernel the callstack of its
+// fusion's lines (LaunchRecord.Forward), with at most n frames.
 func NewOrigin(l *pb.Launch, own, forward *pb.Callstack, n int) Origin {
 	o := Origin{Frames: []string{}}
 	stack := own
@@ -146,6 +147,8 @@ func NewOrigin(l *pb.Launch, own, forward *pb.Callstack, n int) Origin {
 			o.ForwardLine = cmp.Or(recording.Line(forward), "(no Python frame)")
 			stack = forward
 		}
+	} else if forward != nil { // an XLA kernel: the lines of its fusion
+		stack = forward
 	}
 	for _, f := range stack.GetFrames() {
 		if f.GetKind() == pb.Frame_PYTHON && len(o.Frames) < n {

@@ -470,6 +470,8 @@ type launchesRow struct {
 	Result             int64   `parquet:"result"`
 	PythonLine         *string `parquet:"python_line,optional,dict"`
 	UserLine           *string `parquet:"user_line,optional,dict"`
+	OpName             *string `parquet:"op_name,optional,dict"`
+	Compile            bool    `parquet:"compile"`
 	RangeID            *int64  `parquet:"range_id,optional"`
 	Range              *string `parquet:"range,optional,dict"`
 	Step               int64   `parquet:"step"`
@@ -558,60 +560,66 @@ func (r *launchesRow) set(v []tables.Value) {
 		x := v[32].Str()
 		r.UserLine = &x
 	}
-	r.RangeID = nil
+	r.OpName = nil
 	if !v[33].IsNull() {
-		x := v[33].Int64()
+		x := v[33].Str()
+		r.OpName = &x
+	}
+	r.Compile = v[34].Int64() != 0
+	r.RangeID = nil
+	if !v[35].IsNull() {
+		x := v[35].Int64()
 		r.RangeID = &x
 	}
 	r.Range = nil
-	if !v[34].IsNull() {
-		x := v[34].Str()
+	if !v[36].IsNull() {
+		x := v[36].Str()
 		r.Range = &x
 	}
-	r.Step = v[35].Int64()
+	r.Step = v[37].Int64()
 	r.InBackward = nil
-	if !v[36].IsNull() {
-		x := v[36].Int64() != 0
+	if !v[38].IsNull() {
+		x := v[38].Int64() != 0
 		r.InBackward = &x
 	}
 	r.BackwardNode = nil
-	if !v[37].IsNull() {
-		x := v[37].Str()
+	if !v[39].IsNull() {
+		x := v[39].Str()
 		r.BackwardNode = &x
 	}
 	r.AutogradThread = nil
-	if !v[38].IsNull() {
-		x := v[38].Int64()
+	if !v[40].IsNull() {
+		x := v[40].Int64()
 		r.AutogradThread = &x
 	}
 	r.AutogradSeq = nil
-	if !v[39].IsNull() {
-		x := v[39].Int64()
+	if !v[41].IsNull() {
+		x := v[41].Int64()
 		r.AutogradSeq = &x
 	}
 	r.ForwardCallstackID = nil
-	if !v[40].IsNull() {
-		x := v[40].Int64()
+	if !v[42].IsNull() {
+		x := v[42].Int64()
 		r.ForwardCallstackID = &x
 	}
 	r.ForwardLink = nil
-	if !v[41].IsNull() {
-		x := v[41].Str()
+	if !v[43].IsNull() {
+		x := v[43].Str()
 		r.ForwardLink = &x
 	}
 	r.MemoryStatus = nil
-	if !v[42].IsNull() {
-		x := v[42].Str()
+	if !v[44].IsNull() {
+		x := v[44].Str()
 		r.MemoryStatus = &x
 	}
 	r.SnapshotSelected = nil
-	if !v[43].IsNull() {
-		x := v[43].Int64() != 0
+	if !v[45].IsNull() {
+		x := v[45].Int64() != 0
 		r.SnapshotSelected = &x
 	}
 	r.RegionCount = nil
-	if !v[44].IsNull() {
-		x := v[44].Int64()
+	if !v[46].IsNull() {
+		x := v[46].Int64()
 		r.RegionCount = &x
 	}
 }

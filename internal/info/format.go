@@ -138,6 +138,7 @@ func (p *Process) write(t *textWriter) {
 	}
 	t.field("callstacks", "%d", p.Callstacks)
 	p.Autograd.write(t)
+	p.XLA.write(t)
 	p.Ranges.writeField(t)
 	p.Probes.write(t)
 	p.writeOverhead(t)
@@ -386,4 +387,19 @@ func (a *AgentParts) write(t *textWriter, calls int) {
 		line += fmt.Sprintf("; %d callstacks met for the first time took %s (%s each)", a.StacksNew, formatNS(a.StackNewNS), formatNS(a.StackNewNS/a.StacksNew))
 	}
 	t.field("agent time", "%s", line)
+}
+
+func (x *XLA) write(t *textWriter) {
+	if x == nil {
+		return
+	}
+	switch {
+	case x.Error != "":
+		t.field("XLA", "%s: XLA's kernels show no lines", x.Error)
+	case x.Modules > 0:
+		t.field("XLA", "%d optimized modules dumped; %d launches at the lines XLA's metadata gives", x.Modules, x.Lines)
+	}
+	if x.Compile > 0 {
+		t.field("compile", "%d launches made while XLA compiled and autotuned (launches.compile; diff and nan leave them out)", x.Compile)
+	}
 }

@@ -81,6 +81,7 @@ type Process struct {
 	AgentParts       *AgentParts `json:"agent_parts,omitempty"`       // where the launch callbacks' time went (format 1.9)
 	Memory           *Memory     `json:"memory,omitempty"`            // memory capture, when it was on
 	Autograd         *Autograd   `json:"autograd,omitempty"`          // PyTorch's autograd, when torch was loaded
+	XLA              *XLA        `json:"xla,omitempty"`               // XLA's dump and compilation, for a JAX or other XLA program
 
 	TopByCount []KernelUse `json:"top_by_count"`
 	TopByTime  []KernelUse `json:"top_by_gpu_time"`
@@ -354,4 +355,13 @@ func NoLaunch(name string, seq uint64, d *recording.Data) string {
 		msg += "; the recording ends short, the program killed: later launches were not written"
 	}
 	return msg + ")"
+}
+
+// XLA is what info says of an XLA program (JAX): the optimized modules XLA dumped into the
+// recording, the launches given their lines by them, and the launches made while XLA compiled.
+type XLA struct {
+	Modules int    `json:"modules"`         // optimized HLO modules read from the dump
+	Lines   int    `json:"launches_lined"`  // launches whose line came from the dump
+	Compile int    `json:"compile"`         // launches made while XLA compiled and autotuned
+	Error   string `json:"error,omitempty"` // why the dump could not be read
 }

@@ -49,8 +49,11 @@ type summary struct {
 	untimed      int
 	unlinked     int
 	gpuNS        uint64
-	backward     int // launches made inside an autograd node's backward
-	linked       int // of them, those whose forward callstack was read
+	backward     int            // launches made inside an autograd node's backward
+	linked       int            // of them, those whose forward callstack was read
+	xla          *recording.XLA // the recording's XLA dump, nil when none
+	xlaLines     int            // launches whose line came from it
+	compile      int            // launches made while XLA compiled (Links.Compile)
 }
 
 // ran is what a kernel's summary needs of the call that ran it, taken when the call is read:
@@ -71,6 +74,8 @@ func newSummary(name string, steps *recording.Stepper, p *recording.Process) *su
 		memory: newMemoryCounter(), probes: &probeCounter{reasons: map[string]int{}}, stats: &pb.Stats{}}
 	if p != nil {
 		s.files = &fileCheck{p: p}
+		s.xla = p.XLA()
+		s.links.UseXLA(s.xla)
 	}
 	s.join = recording.NewJoin(s.kernel, nil)
 	return s
@@ -116,6 +121,12 @@ func (s *summary) add(b *pb.Batch) error {
 			if s.links.Forward(l) != nil {
 				s.linked++
 			}
+		}
+		if s.links.Compile(l) {
+			s.compile++
+		}
+		if s.xla != nil && s.links.LinesFromXLA(l) {
+			s.xlaLines++
 		}
 		if l.GetCaptured() {
 			s.captured++
@@ -315,6 +326,7 @@ func (s *summary) finish(truncated bool) (*Process, error) {
 	p.FirstNS, p.LastNS = s.first, s.last
 	p.SpanNS = p.LastNS - p.FirstNS
 	p.Autograd = s.autograd(info)
+	p.XLA = s.xlaSummary()
 	p.Ranges = s.ranges.summarize(info)
 	s.topKernels(p)
 	for _, e := range s.errors {
@@ -375,4 +387,19 @@ func (s *summary) topKernels(p *Process) {
 	p.TopByTime = top(all, func(a, b KernelUse) int {
 		return cmp.Or(cmp.Compare(b.GPUTimeNS, a.GPUTimeNS), cmp.Compare(b.Runs, a.Runs), cmp.Compare(a.Name, b.Name))
 	})
+}
+
+// xlaSummary is nil for a process with neither an XLA dump nor a launch of XLA's compilation.
+func (s *summary) xlaSummary() *XLA {
+	if s.xla == nil && s.compile == 0 {
+		return nil
+	}
+	x := &XLA{Lines: s.xlaLines, Compile: s.compile}
+	if s.xla != nil {
+		x.Modules = s.xla.Modules
+		if s.xla.Err != nil {
+			x.Error = s.xla.Err.Error()
+		}
+	}
+	return x
 }

@@ -33,7 +33,9 @@ func Open(proc *recording.Process) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Source{Proc: proc, Data: data, Links: data.Links(), view: memview.New(proc), torn: sync.OnceValue(data.TornStates)}
+	links := data.Links()
+	links.UseXLA(proc.XLA())
+	s := &Source{Proc: proc, Data: data, Links: links, view: memview.New(proc), torn: sync.OnceValue(data.TornStates)}
 	if data.Process.GetMemory().GetMode() == recording.MemorySnapshot {
 		if _, err := s.view.Store(); err != nil {
 			return nil, err

@@ -122,7 +122,7 @@ func newPass(p *recording.Process, o Options) (*pass, error) {
 		return nil, fmt.Errorf("%s: %v", p.Dir, err)
 	}
 	ps := bare(p.Name, o)
-	ps.links, ps.ranges, ps.kernels, ps.lineCache = recording.NewLinks(), recording.NewRanges(), map[uint64]*kernelInfo{}, map[uint64]lineText{}
+	ps.links, ps.ranges, ps.kernels, ps.lineCache = p.NewLinks(), recording.NewRanges(), map[uint64]*kernelInfo{}, map[uint64]lineText{}
 	ps.held, ps.steps, ps.probes = map[uint64]*held{}, steps, recording.NewProbes()
 	if ps.wants(gpuActivity.Table) {
 		ps.join = recording.NewJoin(ps.kernelRun, nil)

@@ -204,12 +204,18 @@ var launches = define("launches", "kernel launches made by the program, in order
 		return Bool(r.l.GetCooperative() || strings.HasPrefix(recording.LaunchAPIName(r.l.GetApi()), "cuLaunchCooperativeKernel"))
 	}),
 	c("result", Int64, "CUresult of the call (0: success)", func(_ *pass, r *callRec) Value { return Int(r.l.GetResult()) }),
-	c("python_line", String, "innermost Python frame as file:line function, NULL when none; for a backward launch with forward_callstack_id, the forward launch's: the model line whose backward it computes", func(ps *pass, r *callRec) Value {
+	c("python_line", String, "innermost Python frame as file:line function, NULL when none; for a backward launch with forward_callstack_id, the forward launch's: the model line whose backward it computes; for an XLA kernel launched without a line of the program on its stack, the line XLA's dump gives its fusion (file:line function, +N more when it fuses several lines)", func(ps *pass, r *callRec) Value {
 		return textOrNull(ps.lines(r.lines).python)
 	}).null().dict(),
-	c("user_line", String, "innermost Python frame outside installed packages, the standard library and code PyTorch generates (Inductor, FX), NULL when none; for a backward launch, the forward launch's, as python_line", func(ps *pass, r *callRec) Value {
+	c("user_line", String, "innermost Python frame outside installed packages, the standard library and code PyTorch generates (Inductor, FX), NULL when none; for a backward launch, the forward launch's, and for an XLA kernel its fusion's, as python_line", func(ps *pass, r *callRec) Value {
 		return textOrNull(ps.lines(r.lines).user)
 	}).null().dict(),
+	c("op_name", String, "for an XLA kernel, the JAX op name of its fusion's root from the recording's XLA dump (jit(step)/jvp()/tanh), NULL otherwise", func(ps *pass, r *callRec) Value {
+		return textOrNull(ps.links.OpName(r.l))
+	}).null().dict(),
+	c("compile", Boolean, "1 when made while XLA compiled and autotuned rather than by the running program: a kernel stream_executor launches only to autotune (redzone checks, buffer fills, result comparison, its timer's delay), a Python stack inside jax/_src/compiler.py, or no Python stack on a thread that launched one of those kernels without one", func(ps *pass, r *callRec) Value {
+		return Bool(ps.links.Compile(r.l))
+	}),
 	rangeCols(),
 	stepCol,
 	autograd("in_backward", Boolean, "1 when made inside a PyTorch autograd node's backward, 0 in forward; NULL when the launch carries no autograd context (processes.autograd_linked)", inBackward),

@@ -122,7 +122,7 @@ func (tw *writer) process(idx int, p *recording.Process) error {
 		pid:     info.GetPid(),
 		proc:    &process{pid: idx + 1, uuid: uint64(idx+1) << 32, name: name, argv: info.GetArgv()},
 		offset:  tw.clock.offset[idx],
-		links:   recording.NewLinks(),
+		links:   p.NewLinks(),
 		threads: map[uint32]*track{},
 		streams: map[[2]uint32]*track{},
 		own:     map[uint32]*track{},

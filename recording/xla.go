@@ -1,0 +1,193 @@
+package recording
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/gpurr/gpurr/recording/internal/xla"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
+
+// XLADir is the folder of a recording where gpurr record has XLA dump the
+// optimized HLO modules of the programs it compiles (XLA_FLAGS
+// --xla_dump_to), for XLA's kernels to be shown at the lines of the
+// program that made them.
+const XLADir = "xla"
+
+// KeepXLAFile reports whether a file of the XLA dump folder is one readers
+// use (the optimized modules and their thunk sequences); gpurr record
+// deletes the others when the program ends.
+func KeepXLAFile(name string) bool { return xla.Keep(name) }
+
+// XLA is what a recording's XLA dump says of the kernels XLA launched:
+// for each, the fusion it computes, the JAX op name, and the program's
+// source lines.
+type XLA struct {
+	Dir string // the dump folder
+	// Err is why the dump could not be read (an XLA whose text this
+	// reader does not know); nil when it was read or there is none. Then
+	// XLA's kernels show no lines, as in a recording without a dump.
+	Err     error
+	Modules int // optimized modules read
+	dump    *xla.Dump
+}
+
+// NewLinks is NewLinks for a reader that streams the process's records:
+// links that give XLA's kernels the lines of the recording's XLA dump.
+func (p *Process) NewLinks() *Links {
+	l := NewLinks()
+	l.UseXLA(p.XLA())
+	return l
+}
+
+// XLA reads the XLA dump of the process's recording (ReadXLA).
+func (p *Process) XLA() *XLA { return ReadXLA(filepath.Join(xlaParent(p), XLADir)) }
+
+// ReadXLA reads an XLA dump folder. It returns nil when there is none, or
+// it is empty (the program was no XLA program, or gpurr record did not ask
+// for one).
+func ReadXLA(dir string) *XLA {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && len(entries) == 0 {
+		return nil
+	}
+	x := &XLA{Dir: dir}
+	if err == nil {
+		x.dump, err = xla.Read(dir)
+	}
+	if err != nil {
+		x.Err = fmt.Errorf("XLA dump %s: %w", dir, err)
+		return x
+	}
+	x.Modules = len(x.dump.Modules)
+	return x
+}
+
+// xlaParent is the recording folder that holds the process's, where the dump
+// is written.
+func xlaParent(p *Process) string {
+	if p.setDir != "" {
+		return p.setDir
+	}
+	return filepath.Dir(p.Dir)
+}
+
+// autotuneKernel matches the kernels stream_executor launches only while
+// XLA autotunes: the redzone checks around each candidate, the buffers it
+// fills, the comparison of candidates' results, the timer's delay kernel.
+var autotuneKernel = regexp.MustCompile(`stream_executor.*(RedzoneAllocatorKernel|RepeatBufferKernel|xla_[a-z]*_?comparison|DelayKernel)`)
+
+// isJAXCompile reports whether a Python frame is JAX compiling a
+// computation (jax/_src/compiler.py), where XLA autotunes on the calling
+// thread.
+func isJAXCompile(f *pb.Frame) bool {
+	return isPython(f) && strings.HasSuffix(f.GetFile(), "jax/_src/compiler.py")
+}
+
+// syntheticStackBase numbers the callstacks Links makes of XLA's lines,
+// above any id a recording holds.
+const syntheticStackBase = 1 << 62
+
+// UseXLA makes the links attribute XLA's kernels to the lines XLA's dump
+// gives (x may be nil, or hold an error: then nothing changes).
+func (l *Links) UseXLA(x *XLA) {
+	if x != nil && x.Err == nil {
+		l.xla = x
+	}
+}
+
+// xlaSite is the dump's site of a launch's kernel, with how many modules
+// left it ambiguous (then site is nil).
+func (l *Links) xlaSite(la *pb.Launch) (site *xla.Site, ambiguous int) {
+	if l.xla == nil {
+		return nil, 0
+	}
+	k := l.kernels[la.GetKernelId()]
+	if k == nil {
+		return nil, 0
+	}
+	dims := func(d *pb.Dim3) [3]uint32 { return [3]uint32{d.GetX(), d.GetY(), d.GetZ()} }
+	s, n, amb := l.xla.dump.Find(k.GetName(), l.modules[k.GetModuleSha256()], dims(la.GetGrid()), dims(la.GetBlock()))
+	if amb {
+		return nil, n
+	}
+	return s, 0
+}
+
+// xlaCallstack is the callstack Links makes of a site's lines: one Python
+// frame, the first line, whose function says how many more lines the
+// kernel fuses. 0 for a site without lines.
+func (l *Links) xlaCallstack(s *xla.Site) uint64 {
+	if id, ok := l.xlaStacks[s]; ok {
+		return id
+	}
+	var id uint64
+	if len(s.Lines) > 0 {
+		id = syntheticStackBase + uint64(len(l.xlaStacks)) + 1
+		first := s.Lines[0]
+		fn := first.Function
+		if n := len(s.Lines) - 1; n > 0 {
+			fn += fmt.Sprintf(" +%d more", n)
+		}
+		l.callstacks[id] = &pb.Callstack{Id: id, Frames: []*pb.Frame{{Kind: pb.Frame_PYTHON, File: first.File, Line: first.Line, Function: fn}}}
+	}
+	l.xlaStacks[s] = id
+	return id
+}
+
+// OpName is the JAX op name of the HLO fusion a launch of an XLA kernel
+// computes (from the recording's XLA dump), e.g. jit(step)/jvp()/tanh;
+// "" when the launch is no XLA kernel the dump knows. When several modules
+// hold a kernel of that name and the launch does not say which ran, it
+// says so.
+func (l *Links) OpName(la *pb.Launch) string {
+	s, n := l.xlaSite(la)
+	switch {
+	case n > 0:
+		return fmt.Sprintf("(ambiguous: %d XLA modules have this kernel)", n)
+	case s == nil:
+		return ""
+	}
+	return s.OpName
+}
+
+// Compile reports whether a launch was made while XLA compiled and
+// autotuned a computation rather than while the program ran: a kernel
+// stream_executor launches only for autotuning, a launch whose Python
+// stack is inside JAX's compiler, or a launch without a Python stack on a
+// thread that launched one of those autotuning kernels without one
+// (XLA's compilation threads) before or in the same batch.
+func (l *Links) Compile(la *pb.Launch) bool {
+	if l.autotuneKernel(la) {
+		return true
+	}
+	c := l.callstacks[la.GetCallstackId()]
+	if firstFrame(c, isJAXCompile) != nil {
+		return true
+	}
+	return l.compileThreads[la.GetTid()] && firstFrame(c, isPython) == nil
+}
+
+func (l *Links) autotuneKernel(la *pb.Launch) bool {
+	k := l.kernels[la.GetKernelId()]
+	return k != nil && autotuneKernel.MatchString(k.GetName())
+}
+
+// noteCompileThread marks the thread of an autotuning kernel launched
+// without a Python stack as one of XLA's compilation threads.
+func (l *Links) noteCompileThread(la *pb.Launch) {
+	if l.autotuneKernel(la) && firstFrame(l.callstacks[la.GetCallstackId()], isPython) == nil {
+		l.compileThreads[la.GetTid()] = true
+	}
+}
+
+// LinesFromXLA reports whether a launch's lines come from the XLA dump
+// (LineCallstack gives a callstack made of them).
+func (l *Links) LinesFromXLA(la *pb.Launch) bool {
+	return l.LineCallstack(la) >= syntheticStackBase
+}
