@@ -13,9 +13,12 @@ package agent
 import "C"
 
 import (
+	"encoding/binary"
 	"fmt"
 	"unsafe"
 
+	"github.com/gpurr/gpurr/internal/kernels"
+	"github.com/gpurr/gpurr/recording/memhash"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
@@ -512,6 +515,21 @@ func cannedJob(launchSeq, jobSeq, kernelID uint64, audit bool, regions []cannedJ
 	}
 	v.result = (*C.uint8_t)(unsafe.Pointer(&res[0]))
 	return v, res
+}
+
+// cannedStaging makes a canned job a snapshot job whose kernel copied chunk
+// chunks[k] (numbered across the job's regions) into staging slot k with
+// the bytes data[k]: what arrived in the staging ring, whatever the kernel hashed.
+func cannedStaging(v *C.gp_memjob_view, res []byte, chunks []uint32, data [][]byte) {
+	staging := unsafe.Slice((*byte)(C.calloc(C.size_t(len(chunks)*memhash.ChunkSize+1), 1)), len(chunks)*memhash.ChunkSize+1)
+	l := kernels.Layout(uint32(v.total_chunks), 0)
+	for k, b := range chunks {
+		binary.LittleEndian.PutUint32(res[l.TransferList+4*k:], b)
+		copy(staging[k*memhash.ChunkSize:], data[k])
+	}
+	v.snapshot = 1
+	v.transferred = C.uint32_t(len(chunks))
+	v.staging = (*C.uint8_t)(unsafe.Pointer(&staging[0]))
 }
 
 // jobToWriter hands a canned job to the writer's memory capture.

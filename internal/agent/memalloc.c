@@ -153,6 +153,14 @@ void gp_remove_alloc(uint64_t base, uint64_t size) {
   if (a.id) push_alloc_rec(&a, 1, 0);
 }
 
+void gp_mem_copy_all(const uint64_t *alloc_ids, uint32_t n) {
+  gp_spin_lock(&gp_alloc_lock);
+  for (uint32_t i = 0; i < gp_nallocs; i++)
+    for (uint32_t r = 0; r < n; r++)
+      if (GP_ALLOC_AT(i) && GP_ALLOC_AT(i)->id == alloc_ids[r]) GP_ALLOC_AT(i)->copy_all = 1;
+  gp_spin_unlock(&gp_alloc_lock);
+}
+
 // Memory the callbacks never showed (IPC handles, graph allocations) is
 // found with the driver's range query, for words that look like device
 // pointers; misses are remembered so a hot launch does not ask again.

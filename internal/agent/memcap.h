@@ -203,6 +203,11 @@ int gp_mem_call_order(const char *driver_call, uint8_t *stream_at);
 void gp_mem_launch_exit(gp_mem_launch *m, gp_CUcontext ctx, gp_CUstream stream, int ptsz, uint64_t seq,
                         int captured, int result, int writes_anywhere);
 int gp_mem_poll(gp_memjob_view *v);
+// gp_mem_copy_all makes the next snapshot of each allocation named copy
+// every chunk, whatever its shadow says: the writer found chunks whose
+// copied bytes are not what the GPU hashed (another stream wrote them in
+// between), so the shadow names bytes that were never stored.
+void gp_mem_copy_all(const uint64_t *alloc_ids, uint32_t n);
 void gp_mem_release(void);
 uint64_t gp_mem_outstanding(void);
 void gp_mem_stop(const char *reason);

@@ -100,13 +100,7 @@ static int drop_oldest(void) {
   uint32_t expected = GP_JOB_ENQUEUED;
   if (!gp_job_done(j) || !atomic_compare_exchange_strong(&j->state, &expected, GP_JOB_CONSUMING)) return 0;
   gp_push_lost(j, "dropped: staging ring full (--on-full drop-oldest)");
-  if (j->snapshot) {
-    gp_spin_lock(&gp_alloc_lock);
-    for (uint32_t r = 0; r < j->nregions; r++)
-      for (uint32_t i = 0; i < gp_nallocs; i++)
-        if (GP_ALLOC_AT(i) && GP_ALLOC_AT(i)->id == j->alloc_id[r]) GP_ALLOC_AT(i)->copy_all = 1;
-    gp_spin_unlock(&gp_alloc_lock);
-  }
+  if (j->snapshot) gp_mem_copy_all(j->alloc_id, j->nregions);
   gp_release_tail();
   return 1;
 }

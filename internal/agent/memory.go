@@ -12,7 +12,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"sort"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -34,6 +36,9 @@ const (
 	// it; every auditEvery-th launch of a kernel then hashes all its regions.
 	learnAfter = 3
 	auditEvery = 32
+	// parallelChunks: a snapshot job hashes its copied chunks on several
+	// cores once each has at least this many.
+	parallelChunks = 16
 )
 
 // memoryCapture turns completed GPU jobs into MemoryState records and
@@ -56,6 +61,10 @@ type memoryCapture struct {
 	// Allocations freed in this frame and the last: their last states are
 	// forgotten a frame later, once jobs enqueued before the free are in.
 	freedNow, freedBefore []uint64
+	// unstored: chunk hashes a GPU shadow may hold whose bytes were never
+	// stored (they changed before the copy); see stored.
+	unstored map[[16]byte]struct{}
+	renamed  uint64 // chunks stored under another name than the kernel's hash
 }
 
 // allocState is an allocation's state after the last launch that hashed it.
@@ -173,29 +182,7 @@ func (m *memoryCapture) job(r *recorder, v *C.gp_memjob_view) {
 		}
 	}
 	if v.snapshot != 0 {
-		staging := unsafe.Slice((*byte)(unsafe.Pointer(v.staging)), int(v.transferred)*memhash.ChunkSize)
-		for t := range int(v.transferred) {
-			b := binary.LittleEndian.Uint32(res[l.TransferList+4*t:])
-			i := sort.Search(n, func(i int) bool { return firsts[i+1] > b })
-			if i == n {
-				continue // cannot happen: the kernel numbers chunks below total_chunks
-			}
-			size := keys[i].size
-			off := uint64(b-firsts[i]) * memhash.ChunkSize
-			length := min(uint64(memhash.ChunkSize), size-off)
-			data := staging[t*memhash.ChunkSize : t*memhash.ChunkSize+int(length)]
-			hash := le16(res[l.ChunkHashes+16*int(b):])
-			states[i].ChunksTransferred++
-			m.stats.ChunksTransferred++
-			if m.flight != nil {
-				if _, ok := p.chunks[hash]; !ok {
-					p.chunks[hash] = bytes.Clone(data)
-				}
-			} else if err := m.store.Put(hash, data); err != nil {
-				m.stop(r, fmt.Sprintf("chunk store: %v", err))
-			}
-		}
-		p.state.Snapshot = true
+		m.stored(r, v, p, res, l, states, firsts, keys)
 		m.stats.ChunksTotal += uint64(chunks)
 	}
 	if m.last != nil && v.point == C.GP_POINT_AFTER && v.snapshot == 0 {
@@ -219,6 +206,115 @@ func (m *memoryCapture) job(r *recorder, v *C.gp_memjob_view) {
 		p.allocIDs[uint32(v.region_base)] = ids
 	}
 	m.finish(r, key, p)
+}
+
+// stored puts a snapshot job's copied chunks into the chunk store (or the
+// flight recorder), each named by the hash of the bytes that arrived in
+// staging, not by the hash the kernel took: the kernel reads a chunk once
+// to hash it and again to copy it, and a launch on another stream may
+// write it in between. Such a chunk's hash is replaced in its region's
+// state, the region hash folded again, and its allocation copies every
+// chunk at its next snapshot (its GPU shadow holds the unstored hash).
+// A state that still names an unstored hash (a job enqueued before the
+// writer saw the tear) counts that chunk missing, as a dropped one.
+func (m *memoryCapture) stored(r *recorder, v *C.gp_memjob_view, p *pendingPoint, res []byte, l kernels.ResultLayout,
+	states []*pb.RegionState, firsts []uint32, keys []regionKey) {
+	n := len(states)
+	staging := unsafe.Slice((*byte)(unsafe.Pointer(v.staging)), int(v.transferred)*memhash.ChunkSize)
+	datas := make([][]byte, v.transferred)
+	where := make([]int, v.transferred) // the region of each copied chunk, -1 none
+	for t := range datas {
+		b := binary.LittleEndian.Uint32(res[l.TransferList+4*t:])
+		i := sort.Search(n, func(i int) bool { return firsts[i+1] > b })
+		where[t] = i
+		if i == n {
+			where[t] = -1 // cannot happen: the kernel numbers chunks below total_chunks
+			continue
+		}
+		off := uint64(b-firsts[i]) * memhash.ChunkSize
+		length := min(uint64(memhash.ChunkSize), keys[i].size-off)
+		datas[t] = staging[t*memhash.ChunkSize : t*memhash.ChunkSize+int(length)]
+	}
+	names := chunkNames(datas)
+	var torn []uint64 // allocations with a chunk that changed while copied
+	refold := make([]bool, n)
+	for t, data := range datas {
+		i := where[t]
+		if i < 0 {
+			continue
+		}
+		b := binary.LittleEndian.Uint32(res[l.TransferList+4*t:])
+		name := names[t]
+		if kernel := le16(res[l.ChunkHashes+16*int(b):]); kernel != name {
+			copy(states[i].ChunkHashes[16*(b-firsts[i]):], name[:])
+			refold[i] = true
+			if m.unstored == nil {
+				m.unstored = map[[16]byte]struct{}{}
+			}
+			m.unstored[kernel] = struct{}{}
+			torn = append(torn, uint64(v.alloc_id[i]))
+			m.renamed++
+		}
+		delete(m.unstored, name)
+		states[i].ChunksTransferred++
+		m.stats.ChunksTransferred++
+		if m.flight != nil {
+			if _, ok := p.chunks[name]; !ok {
+				p.chunks[name] = bytes.Clone(data)
+			}
+		} else if err := m.store.Put(name, data); err != nil {
+			m.stop(r, fmt.Sprintf("chunk store: %v", err))
+		}
+	}
+	for i, rs := range states {
+		if refold[i] {
+			region := memhash.RegionOfEncoded(rs.ChunkHashes, keys[i].size).Bytes()
+			rs.Hash = region[:]
+		}
+		if len(m.unstored) == 0 || v.carry[i] != C.GP_CARRY_NONE {
+			continue
+		}
+		for off := 0; off < len(rs.ChunkHashes); off += 16 {
+			if _, ok := m.unstored[le16(rs.ChunkHashes[off:])]; ok {
+				rs.ChunksMissing++
+			}
+		}
+	}
+	if len(torn) > 0 {
+		C.gp_mem_copy_all((*C.uint64_t)(unsafe.Pointer(&torn[0])), C.uint32_t(len(torn)))
+		if m.renamed == uint64(len(torn)) { // the first: say it once
+			r.logf("warn", "launch %d: %d snapshot chunk(s) changed between the GPU's hash and its copy (another stream wrote them): stored under the hash of the bytes copied", uint64(v.launch_seq), len(torn))
+		}
+	}
+	p.state.Snapshot = true
+}
+
+// chunkNames hashes each chunk as stored. Hashing runs at about 3 GB/s
+// per core, far below PCIe, so a job with many chunks is spread over the
+// cores the writer may use.
+func chunkNames(datas [][]byte) [][16]byte {
+	names := make([][16]byte, len(datas))
+	workers := min(runtime.GOMAXPROCS(0), len(datas)/parallelChunks)
+	if workers < 2 {
+		for t, d := range datas {
+			if d != nil {
+				names[t] = memhash.Chunk(d).Bytes()
+			}
+		}
+		return names
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for t := w; t < len(datas); t += workers {
+				if datas[t] != nil {
+					names[t] = memhash.Chunk(datas[t]).Bytes()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return names
 }
 
 func (m *memoryCapture) point(key pointKey, njobs uint32) *pendingPoint {
