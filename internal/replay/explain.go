@@ -31,10 +31,7 @@ func (src *Source) kernelPTX(c *Case) []byte {
 // what in its code depends on the run, when the PTX shows something (a clock, the SM it ran
 // on, the device heap); otherwise the memory or state replay may not restore.
 func ExplainDiffers(kernel string, ptxSrc []byte, repeatable bool) string {
-	why := whyNondeterministic
-	if repeatable {
-		why = whyDiffers
-	}
+	why := whyFor(repeatable)
 	if ptxSrc == nil {
 		return why + " (the recording has no PTX of its module, only machine code: whether it reads a clock is not known)"
 	}
@@ -43,34 +40,75 @@ func ExplainDiffers(kernel string, ptxSrc []byte, repeatable bool) string {
 		return why + fmt.Sprintf(" (its module's PTX could not be read: %v)", err)
 	}
 	deps := m.RunDependent(kernel)
-	if len(deps) == 0 {
+	reads := make([]codeRead, len(deps))
+	for i, d := range deps {
+		reads[i] = codeRead{what: d.What, said: d.String()}
+	}
+	return explainReads(why, reads, repeatable)
+}
+
+// explainDiffers is ExplainDiffers for c's module: from its PTX when the recording has
+// some, else from the SASS of its machine code.
+func (src *Source) explainDiffers(c *Case, repeatable bool) string {
+	if text := src.kernelPTX(c); text != nil {
+		return ExplainDiffers(c.Kernel.GetName(), text, repeatable)
+	}
+	return explainMachineCode(c.Kernel.GetName(), c.Module, repeatable)
+}
+
+func whyFor(repeatable bool) string {
+	if repeatable {
+		return whyDiffers
+	}
+	return whyNondeterministic
+}
+
+// codeRead is one thing a kernel's code does that depends on the run: what (a PTX special
+// register, a SASS one, or the function called), and said as replay reports it ("reads
+// %clock64 (PTX line 36)"); verb and where make said when it is empty.
+type codeRead struct {
+	what, said  string
+	verb, where string
+}
+
+func (r codeRead) String() string {
+	if r.said != "" {
+		return r.said
+	}
+	return fmt.Sprintf("%s %s (%s)", r.verb, r.what, r.where)
+}
+
+// explainReads is why, or, when the code shows reads, what they make the output depend on.
+func explainReads(why string, reads []codeRead, repeatable bool) string {
+	if len(reads) == 0 {
 		return why
 	}
 	lead := "the replay is repeatable but differs from the recording"
 	if !repeatable {
 		lead = "two replays disagree with each other"
 	}
-	parts := make([]string, len(deps))
-	for i, d := range deps {
-		parts[i] = d.String()
+	parts := make([]string, len(reads))
+	for i, r := range reads {
+		parts[i] = r.String()
 	}
-	return fmt.Sprintf("%s, and the kernel %s: its output depends on %s", lead, strings.Join(parts, ", "), dependsOn(deps))
+	return fmt.Sprintf("%s, and the kernel %s: its output depends on %s", lead, strings.Join(parts, ", "), dependsOn(reads))
 }
 
-// dependsOn says what deps make the output depend on: "when it runs", "where it runs", "what
+// dependsOn says what reads make the output depend on: "when it runs", "where it runs", "what
 // the device heap returns", joined.
-func dependsOn(deps []ptx.RunDependence) string {
+func dependsOn(reads []codeRead) string {
 	var out []string
 	add := func(s string) {
 		if !slices.Contains(out, s) {
 			out = append(out, s)
 		}
 	}
-	for _, d := range deps {
+	for _, r := range reads {
+		w := strings.ToLower(r.what)
 		switch {
-		case strings.HasPrefix(d.What, "%clock"), strings.HasPrefix(d.What, "%globaltimer"):
+		case strings.Contains(w, "clock"), strings.Contains(w, "globaltimer"):
 			add("when it runs")
-		case strings.HasPrefix(d.What, "%"):
+		case strings.HasPrefix(w, "%"), strings.HasPrefix(w, "sr_"):
 			add("where it runs (which SM and warp slot)")
 		default:
 			add("what the device heap returns")

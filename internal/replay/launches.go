@@ -108,7 +108,7 @@ func (src *Source) Replay(seq uint64, c *Case, r Request) (o Outcome) {
 		if err == nil && !sameOutputs(res, again) {
 			o.Status = StatusNondeterministic
 		}
-		o.Why = ExplainDiffers(c.Kernel.GetName(), src.kernelPTX(c), o.Status == StatusDiffers)
+		o.Why = src.explainDiffers(c, o.Status == StatusDiffers)
 	}
 	return o
 }
