@@ -52,6 +52,43 @@ static void push_kernel_activity(const gp_ActivityKernel10 *k) {
   if (gp_ring_push(&rec) && !own) GP_COUNT(activities, 1);
 }
 
+static void push_copy(const gp_Activity *a) {
+  gp_copy_rec rec;
+  memset(&rec, 0, sizeof rec);
+  rec.h.type = GP_REC_COPY;
+  rec.h.size = gp_pad8(sizeof rec);
+  if (a->kind == GP_ACTIVITY_KIND_MEMCPY) {
+    const gp_ActivityMemcpy6 *m = (const gp_ActivityMemcpy6 *)a;
+    rec.copy_kind = m->copyKind, rec.src_kind = m->srcKind, rec.dst_kind = m->dstKind;
+    rec.async = (m->flags & GP_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0;
+    rec.bytes = m->bytes, rec.start = m->start, rec.end = m->end;
+    rec.device = m->deviceId, rec.context_uid = m->contextId, rec.stream_id = m->streamId;
+    rec.correlation_id = m->correlationId, rec.graph_id = m->graphId, rec.graph_node_id = m->graphNodeId;
+  } else {
+    const gp_ActivityMemset4 *m = (const gp_ActivityMemset4 *)a;
+    rec.memset = 1;
+    rec.dst_kind = (uint8_t)m->memoryKind;
+    rec.value = m->value;
+    rec.async = (m->flags & GP_ACTIVITY_FLAG_MEMSET_ASYNC) != 0;
+    rec.bytes = m->bytes, rec.start = m->start, rec.end = m->end;
+    rec.device = m->deviceId, rec.context_uid = m->contextId, rec.stream_id = m->streamId;
+    rec.correlation_id = m->correlationId, rec.graph_id = m->graphId, rec.graph_node_id = m->graphNodeId;
+  }
+  gp_ring_push_counted(&rec, &gp_counts.copies);
+}
+
+static void push_sync(const gp_ActivitySynchronization2 *s) {
+  gp_sync_rec rec;
+  memset(&rec, 0, sizeof rec);
+  rec.h.type = GP_REC_SYNC;
+  rec.h.size = gp_pad8(sizeof rec);
+  rec.type = s->type;
+  rec.start = s->start, rec.end = s->end;
+  rec.correlation_id = s->correlationId, rec.context_uid = s->contextId;
+  rec.stream_id = s->streamId, rec.event_id = s->cudaEventId;
+  gp_ring_push_counted(&rec, &gp_counts.syncs);
+}
+
 static void buffer_completed(gp_CUcontext ctx, uint32_t stream_id, uint8_t *buffer, size_t size, size_t valid) {
   (void)size;
   if (!gp_proc.forked_child && buffer) {
@@ -60,6 +97,10 @@ static void buffer_completed(gp_CUcontext ctx, uint32_t stream_id, uint8_t *buff
       // Both kinds' records are laid out as CUpti_ActivityKernel10.
       if (rec->kind == GP_ACTIVITY_KIND_CONCURRENT_KERNEL || rec->kind == GP_ACTIVITY_KIND_KERNEL)
         push_kernel_activity((const gp_ActivityKernel10 *)rec);
+      else if (rec->kind == GP_ACTIVITY_KIND_MEMCPY || rec->kind == GP_ACTIVITY_KIND_MEMSET)
+        push_copy(rec);
+      else if (rec->kind == GP_ACTIVITY_KIND_SYNCHRONIZATION)
+        push_sync((const gp_ActivitySynchronization2 *)rec);
     }
     size_t dropped = 0;
     if (gp_cupti.activityGetNumDroppedRecords && gp_cupti.activityGetNumDroppedRecords(ctx, stream_id, &dropped) == 0 &&
@@ -85,6 +126,18 @@ static int sample_wants = 1;  // what the sampler last asked for (it starts on)
 
 atomic_uchar gp_timing_paused;
 
+// Copies, memsets and host waits are timed whenever kernels are, sampled
+// timing's windows aside: they are few beside launches, and a wait outside
+// a window is as long. They go on with the kernel kind, deferred as it is.
+static const int copy_kinds[] = {GP_ACTIVITY_KIND_MEMCPY, GP_ACTIVITY_KIND_MEMSET, GP_ACTIVITY_KIND_SYNCHRONIZATION};
+
+static void enable_copy_kinds(void) {
+  for (size_t i = 0; i < sizeof copy_kinds / sizeof *copy_kinds; i++) {
+    gp_CUptiResult r = gp_cupti.activityEnable(copy_kinds[i]);
+    if (r != 0) gp_logf(1, "copies and waits: CUPTI activity kind %d: %s", copy_kinds[i], gp_cupti_error(r));
+  }
+}
+
 void gp_activity_start(int gpu_timing, int from_start) {
   started = 1;
   if (!gpu_timing) return;
@@ -102,6 +155,7 @@ void gp_activity_start(int gpu_timing, int from_start) {
     gp_logf(2, "GPU timing disabled: CUPTI activity: %s", gp_cupti_error(r));
     return;
   }
+  if (from_start) enable_copy_kinds();
   if (!from_start) {
     deferred_kind = kind;
     atomic_store(&gp_timing_paused, 1);
@@ -114,6 +168,7 @@ void gp_activity_first_launch(void) {
   pthread_mutex_lock(&activity_mu);
   if (!atomic_load(&first_launch_seen)) {
     atomic_store(&first_launch_seen, 1);
+    if (deferred_kind && !gp_proc.forked_child) enable_copy_kinds();
     if (deferred_kind && sample_wants && !gp_proc.forked_child) {
       gp_CUptiResult r = gp_cupti.activityEnable(deferred_kind);
       if (r == 0)

@@ -27,6 +27,9 @@ enum {
   GP_REC_RANGE_END = 15,     // an NVTX range closed
   GP_REC_NVTX_NAME = 16,     // an NVTX domain or registered string named
   GP_REC_PROBE_SKIP = 17,    // a launch of a probed kernel ran without probes (probe.h)
+  GP_REC_COPY = 18,          // a gp_copy_rec: a memory copy or memset on the GPU (activity.c)
+  GP_REC_SYNC = 19,          // a gp_sync_rec: the host waited for the GPU (activity.c)
+  GP_REC_HOSTCALL = 20,      // a gp_hostcall_rec: the program's copy, memset or synchronization call (hostcall.c)
 };
 
 typedef struct {
@@ -68,6 +71,7 @@ typedef struct {
   uint64_t ag_thread, ag_seq;     // PyTorch autograd context (autograd.h), when ag_present
   uint32_t ag_class, ag_present;
   uint64_t range_id;  // the innermost NVTX push/pop range open on the launching thread, 0 none
+  uint64_t end_ns;    // when the launch call returned (host_ns is when it entered)
   // params_len bytes of parameters follow (padded to 8), then nregions
   // gp_region_rec and npointers gp_pointer_rec (memcap.h)
 } gp_launch_rec;
@@ -112,6 +116,32 @@ typedef struct {
   uint32_t registers, dynamic_smem, static_smem, name_len;
   // name_len bytes of name follow
 } gp_activity_rec;
+
+// GP_REC_COPY: CUPTI's memcpy (memset set) or memset record, as CUPTI numbers
+// its kinds (docs/format.md, Copy).
+typedef struct {
+  gp_rec_hdr h;
+  uint64_t bytes, start, end, graph_node_id;
+  uint32_t device, context_uid, stream_id, correlation_id, graph_id, value;
+  uint8_t memset, copy_kind, src_kind, dst_kind, async, pad[3];
+} gp_copy_rec;
+
+// GP_REC_SYNC: CUPTI's synchronization record; stream_id and event_id are
+// 0xFFFFFFFF (GP_SYNC_NONE, cabi.h) where they do not apply.
+typedef struct {
+  gp_rec_hdr h;
+  uint64_t start, end;
+  uint32_t type, correlation_id, context_uid, stream_id, event_id, pad;
+} gp_sync_rec;
+
+// GP_REC_HOSTCALL: a call of hostcall.h's table, from its enter to its return.
+typedef struct {
+  gp_rec_hdr h;
+  uint64_t start, end, callstack_id, range_id;
+  uint32_t cbid, correlation_id, tid, device;
+  int32_t result;
+  uint32_t pad;
+} gp_hostcall_rec;
 
 typedef struct {
   gp_rec_hdr h;
@@ -203,6 +233,8 @@ typedef struct {
   uint64_t stacks_new, stack_new_cycles;
   uint64_t probe_launches, probe_skipped;  // live probes: launches that ran with them; without (GP_REC_PROBE_SKIP)
   uint64_t digests, digests_skipped;       // step digests enqueued; not taken (capture, no context, stopped)
+  uint64_t copies, syncs;                  // GP_REC_COPY and GP_REC_SYNC records written
+  uint64_t host_calls, host_calls_dropped; // GP_REC_HOSTCALL records written; lost to a full ring
 } gp_counters;
 
 // Configuration handed from Go to C at start.
@@ -271,5 +303,6 @@ void gp_flush_activity(int forced);  // activity.c
 // returns CUPTI's result (0 done), or -1 when GPU timing is not sampled.
 int gp_activity_sample(int on);  // activity.c
 const char *gp_python_description(void);  // callstack.c
+const char *gp_hostcall_name(uint32_t cbid);  // hostcall.c: the driver call's name, "" for one not in the table
 
 #endif

@@ -244,9 +244,72 @@ typedef struct {
 } gp_cuModuleUnload_params;
 
 // CUpti_ActivityKind values.
-enum { GP_ACTIVITY_KIND_KERNEL = 3, GP_ACTIVITY_KIND_CONCURRENT_KERNEL = 10 };
+enum {
+  GP_ACTIVITY_KIND_MEMCPY = 1,
+  GP_ACTIVITY_KIND_MEMSET = 2,
+  GP_ACTIVITY_KIND_KERNEL = 3,
+  GP_ACTIVITY_KIND_CONCURRENT_KERNEL = 10,
+  GP_ACTIVITY_KIND_SYNCHRONIZATION = 38,
+};
 // CUpti_ActivityFlag
-enum { GP_ACTIVITY_FLAG_FLUSH_FORCED = 1 };
+enum { GP_ACTIVITY_FLAG_FLUSH_FORCED = 1, GP_ACTIVITY_FLAG_MEMCPY_ASYNC = 1, GP_ACTIVITY_FLAG_MEMSET_ASYNC = 1 };
+
+// The leading fields of CUpti_ActivityMemcpy6 (CUDA 13.0's memcpy record),
+// all the agent reads; the layout check holds each offset.
+typedef struct __attribute__((packed, aligned(8))) {
+  int kind;
+  uint8_t copyKind;
+  uint8_t srcKind;
+  uint8_t dstKind;
+  uint8_t flags;
+  uint64_t bytes;
+  uint64_t start;
+  uint64_t end;
+  uint32_t deviceId;
+  uint32_t contextId;
+  uint32_t streamId;
+  uint32_t correlationId;
+  uint32_t runtimeCorrelationId;
+  uint32_t pad;
+  void *reserved0;
+  uint64_t graphNodeId;
+  uint32_t graphId;
+} gp_ActivityMemcpy6;
+
+// The leading fields of CUpti_ActivityMemset4.
+typedef struct __attribute__((packed, aligned(8))) {
+  int kind;
+  uint32_t value;
+  uint64_t bytes;
+  uint64_t start;
+  uint64_t end;
+  uint32_t deviceId;
+  uint32_t contextId;
+  uint32_t streamId;
+  uint32_t correlationId;
+  uint16_t flags;
+  uint16_t memoryKind;
+  uint32_t pad;
+  void *reserved0;
+  uint64_t graphNodeId;
+  uint32_t graphId;
+} gp_ActivityMemset4;
+
+// The leading fields of CUpti_ActivitySynchronization2; streamId and
+// cudaEventId are CUPTI_SYNCHRONIZATION_INVALID_VALUE where they do not apply.
+typedef struct __attribute__((packed, aligned(8))) {
+  int kind;
+  int type;  // CUpti_ActivitySynchronizationType
+  uint64_t start;
+  uint64_t end;
+  uint32_t correlationId;
+  uint32_t contextId;
+  uint32_t streamId;
+  uint32_t cudaEventId;
+} gp_ActivitySynchronization2;
+
+// CUPTI_SYNCHRONIZATION_INVALID_VALUE
+enum { GP_SYNC_NONE = 0xFFFFFFFFu };
 
 // CUpti_Activity: the common record header.
 typedef struct __attribute__((packed, aligned(8))) {

@@ -10,6 +10,7 @@
 //   callstack.c  each launch's callstack, each distinct stack described once
 //   steps.c      training steps as the program runs (step digests, --hash-steps)
 //   activity.c   GPU timing: CUPTI's activity buffers into activity records
+//   hostcall.c   the program's copy, memset and synchronization calls (hostcall.h)
 //   mem*.c       memory capture (memcap.h), one file per job, listed in
 //                memcap_internal.h: memctx.c, memalloc.c, memregions.c,
 //                memjobs.c, memdigest.c, memcap.c
@@ -203,6 +204,16 @@ void gp_activity_first_launch(void);
 // Set while sampled GPU timing is between windows: launches made then are
 // not timed (gp_launch_rec.untimed).
 extern atomic_uchar gp_timing_paused;
+
+// ---- hostcall.c ----
+
+// gp_hostcall_enter and gp_hostcall_exit take a call of hostcall.h's table
+// as it enters and returns; device is the ordinal of its context.
+void gp_hostcall_enter(uint32_t cbid);
+void gp_hostcall_exit(uint32_t cbid, const gp_CallbackData *cb, uint32_t device);
+// gp_hostcall_subscribe asks for the table's callbacks, through enable (1
+// when CUPTI took the callback id).
+void gp_hostcall_subscribe(int (*enable)(uint32_t cbid));
 
 #pragma GCC visibility pop
 

@@ -13,6 +13,7 @@
 
 #include "_cgo_export.h"
 #include "autograd.h"
+#include "hostcall.h"
 #include "internal.h"
 #include "probe.h"
 
@@ -379,6 +380,7 @@ static void on_launch_enter(uint32_t cbid, const gp_CallbackData *cb) {
 
 static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
   if (!gp_thread.in_launch) return;
+  uint64_t end_ns = gp_clock();  // first: the call's host time leaves the agent's out
   gp_thread.in_launch = 0;
   if (gp_proc.cfg.probes) gp_probe_exit(cb);
   gp_launch_view v;
@@ -395,6 +397,7 @@ static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
   rec->h.type = GP_REC_LAUNCH;
   rec->seq = gp_thread.seq;
   rec->host_ns = gp_thread.host_ns;
+  rec->end_ns = end_ns;
   rec->kernel_id = fe ? fe->id : 0;
   rec->context = (uint64_t)(uintptr_t)cb->context;
   rec->stream = (uint64_t)(uintptr_t)v.stream;
@@ -602,6 +605,10 @@ static void dispatch(int domain, uint32_t cbid, const void *data) {
     } else if (gp_mem_alloc_callback(cbid)) {
       gp_mem_on_api(cbid, cb);
     } else {
+      // A copy, memset or synchronization: its host time is the program's
+      // call alone, memory capture's work around it left out.
+      int host = gp_hostcall_class(cbid);
+      if (host && cb->callbackSite == GP_API_EXIT) gp_hostcall_exit(cbid, cb, device_of(cb->contextUid));
       if (gp_mem_write_callback(cbid)) {
         if (cb->callbackSite == GP_API_ENTER && gp_mem_teardown_call(cbid)) gp_step_forget();
         gp_mem_on_write(cbid, cb);
@@ -611,6 +618,7 @@ static void dispatch(int domain, uint32_t cbid, const void *data) {
       if (r != 0 && r != 600 && !gp_proc.forked_child && getpid() == gp_proc.agent_pid)  // 600: CUDA_ERROR_NOT_READY
         gpurrCudaError((char *)cb->functionName, r);
       }
+      if (host && cb->callbackSite == GP_API_ENTER) gp_hostcall_enter(cbid);
     }
     return;
   }

@@ -431,6 +431,12 @@ func fixedSize(typ C.uint32_t) int {
 		return int(unsafe.Sizeof(C.gp_nvtx_name_rec{}))
 	case C.GP_REC_PROBE_SKIP:
 		return int(unsafe.Sizeof(C.gp_probe_skip_rec{}))
+	case C.GP_REC_COPY:
+		return int(unsafe.Sizeof(C.gp_copy_rec{}))
+	case C.GP_REC_SYNC:
+		return int(unsafe.Sizeof(C.gp_sync_rec{}))
+	case C.GP_REC_HOSTCALL:
+		return int(unsafe.Sizeof(C.gp_hostcall_rec{}))
 	}
 	return int(unsafe.Sizeof(C.gp_rec_hdr{}))
 }
@@ -476,6 +482,7 @@ func (r *recorder) record(raw []byte) {
 			Params:         bytes.Clone(tail(raw, unsafe.Sizeof(*l), int(l.params_len))),
 			CorrelationId:  uint32(l.correlation_id),
 			HostNs:         uint64(l.host_ns),
+			EndNs:          uint64(l.end_ns),
 			CallstackId:    uint64(l.callstack_id),
 			Captured:       l.captured != 0,
 			GraphNodeId:    uint64(l.graph_node_id),
@@ -534,6 +541,12 @@ func (r *recorder) record(raw []byte) {
 		r.module((*C.gp_module_rec)(p))
 	case C.GP_REC_PROBE_SKIP:
 		r.probeSkipped((*C.gp_probe_skip_rec)(p))
+	case C.GP_REC_COPY:
+		r.batch.Copies = append(r.batch.Copies, copyRecord((*C.gp_copy_rec)(p)))
+	case C.GP_REC_SYNC:
+		r.batch.Syncs = append(r.batch.Syncs, syncRecord((*C.gp_sync_rec)(p)))
+	case C.GP_REC_HOSTCALL:
+		r.batch.HostCalls = append(r.batch.HostCalls, hostCall((*C.gp_hostcall_rec)(p)))
 	case C.GP_REC_ACTIVITY, C.GP_REC_OWN_ACTIVITY:
 		a := (*C.gp_activity_rec)(p)
 		act := &pb.KernelActivity{
@@ -864,6 +877,10 @@ func (r *recorder) writeFrame() {
 		SideHostWaits:       uint64(c.side_host_waits),
 		Digests:             uint64(c.digests),
 		DigestsSkipped:      uint64(c.digests_skipped),
+		Copies:              uint64(c.copies),
+		Syncs:               uint64(c.syncs),
+		HostCalls:           uint64(c.host_calls),
+		HostCallsDropped:    uint64(c.host_calls_dropped),
 		AgentMemoryLaunchNs: cyclesNS(c.memory_launch_cycles),
 		StacksNew:           uint64(c.stacks_new),
 		AgentStackNewNs:     cyclesNS(c.stack_new_cycles),

@@ -65,6 +65,8 @@ static int load_cupti(const char *path, char *err, size_t errcap) {
   return 1;
 }
 
+static int enable_driver_cbid(uint32_t cbid) { return gp_cupti.enableCallback(1, subscriber, GP_CB_DOMAIN_DRIVER_API, cbid) == 0; }
+
 static int enable(uint32_t domain, const uint32_t *cbids, size_t n, char *err, size_t errcap) {
   for (size_t i = 0; i < n; i++) {
     gp_CUptiResult r = gp_cupti.enableCallback(1, subscriber, domain, cbids[i]);
@@ -137,6 +139,7 @@ int gp_start(const gp_config *cfg, char *err, size_t errcap) {
   if (!enable(GP_CB_DOMAIN_DRIVER_API, driver_cbids, sizeof driver_cbids / sizeof *driver_cbids, err, errcap) ||
       !enable(GP_CB_DOMAIN_RESOURCE, resource_cbids, sizeof resource_cbids / sizeof *resource_cbids, err, errcap))
     return 0;
+  gp_hostcall_subscribe(enable_driver_cbid);
   if (cfg->memory_mode != GP_MEM_OFF) {
     if (!gp_mem_start(cfg, err, errcap)) return 0;
     static const uint32_t alloc_cbids[] = {

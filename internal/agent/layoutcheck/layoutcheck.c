@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "../cabi.h"
+#include "../hostcall.h"
 #include "../launchapi.h"
 #include "check.h"
 
@@ -181,6 +182,51 @@ int main(void) {
   FIELD(gp_ActivityKernel10, CUpti_ActivityKernel10, graphId);
   FIELD(gp_ActivityKernel10, CUpti_ActivityKernel10, clusterX);
   FIELD(gp_ActivityKernel10, CUpti_ActivityKernel10, isDeviceLaunched);
+  FIELD(gp_ActivityMemcpy6, CUpti_ActivityMemcpy6, kind);
+  FIELD(gp_ActivityMemcpy6, CUpti_ActivityMemcpy6, copyKind);
+  FIELD(gp_ActivityMemcpy6, CUpti_ActivityMemcpy6, srcKind);
+  FIELD(gp_ActivityMemcpy6, CUpti_ActivityMemcpy6, dstKind);
+  FIELD(gp_ActivityMemcpy6, CUpti_ActivityMemcpy6, flags);
+  FIELD(gp_ActivityMemcpy6, CUpti_ActivityMemcpy6, bytes);
+  FIELD(gp_ActivityMemcpy6, CUpti_ActivityMemcpy6, start);
+  FIELD(gp_ActivityMemcpy6, CUpti_ActivityMemcpy6, end);
+  FIELD(gp_ActivityMemcpy6, CUpti_ActivityMemcpy6, deviceId);
+  FIELD(gp_ActivityMemcpy6, CUpti_ActivityMemcpy6, contextId);
+  FIELD(gp_ActivityMemcpy6, CUpti_ActivityMemcpy6, streamId);
+  FIELD(gp_ActivityMemcpy6, CUpti_ActivityMemcpy6, correlationId);
+  FIELD(gp_ActivityMemcpy6, CUpti_ActivityMemcpy6, graphNodeId);
+  FIELD(gp_ActivityMemcpy6, CUpti_ActivityMemcpy6, graphId);
+  FIELD(gp_ActivityMemset4, CUpti_ActivityMemset4, kind);
+  FIELD(gp_ActivityMemset4, CUpti_ActivityMemset4, value);
+  FIELD(gp_ActivityMemset4, CUpti_ActivityMemset4, bytes);
+  FIELD(gp_ActivityMemset4, CUpti_ActivityMemset4, start);
+  FIELD(gp_ActivityMemset4, CUpti_ActivityMemset4, end);
+  FIELD(gp_ActivityMemset4, CUpti_ActivityMemset4, deviceId);
+  FIELD(gp_ActivityMemset4, CUpti_ActivityMemset4, contextId);
+  FIELD(gp_ActivityMemset4, CUpti_ActivityMemset4, streamId);
+  FIELD(gp_ActivityMemset4, CUpti_ActivityMemset4, correlationId);
+  FIELD(gp_ActivityMemset4, CUpti_ActivityMemset4, flags);
+  FIELD(gp_ActivityMemset4, CUpti_ActivityMemset4, memoryKind);
+  FIELD(gp_ActivityMemset4, CUpti_ActivityMemset4, graphNodeId);
+  FIELD(gp_ActivityMemset4, CUpti_ActivityMemset4, graphId);
+  FIELD(gp_ActivitySynchronization2, CUpti_ActivitySynchronization2, kind);
+  FIELD(gp_ActivitySynchronization2, CUpti_ActivitySynchronization2, type);
+  FIELD(gp_ActivitySynchronization2, CUpti_ActivitySynchronization2, start);
+  FIELD(gp_ActivitySynchronization2, CUpti_ActivitySynchronization2, end);
+  FIELD(gp_ActivitySynchronization2, CUpti_ActivitySynchronization2, correlationId);
+  FIELD(gp_ActivitySynchronization2, CUpti_ActivitySynchronization2, contextId);
+  FIELD(gp_ActivitySynchronization2, CUpti_ActivitySynchronization2, streamId);
+  FIELD(gp_ActivitySynchronization2, CUpti_ActivitySynchronization2, cudaEventId);
+  VALUE(GP_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY);
+  VALUE(GP_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET);
+  VALUE(GP_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
+  VALUE(GP_ACTIVITY_FLAG_MEMCPY_ASYNC, CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC);
+  VALUE(GP_ACTIVITY_FLAG_MEMSET_ASYNC, CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC);
+  VALUE(GP_SYNC_NONE, CUPTI_SYNCHRONIZATION_INVALID_VALUE);
+  // Every row of hostcall.h's table.
+#define HOST_CALL_VALUE(name, cbid, class) VALUE(cbid, CUPTI_DRIVER_TRACE_CBID_##name);
+  GP_HOST_CALLS(HOST_CALL_VALUE)
+#undef HOST_CALL_VALUE
 
   SIZE(gp_CUuuid, CUuuid);
 

@@ -372,7 +372,8 @@ static void write_records(FILE *f, const uint8_t *buf, size_t n) {
     if (h.type == GP_REC_LAUNCH) {
       gp_launch_rec *l = (gp_launch_rec *)rec;
       if (l->host_ns == 0) fprintf(f, " !! host_ns is 0");
-      l->host_ns = 0, l->tid = 0;
+      if (l->end_ns < l->host_ns) fprintf(f, " !! end_ns before host_ns");
+      l->host_ns = 0, l->end_ns = 0, l->tid = 0;
       dump(f, rec, sizeof *l + l->params_len);
     } else if (h.type == GP_REC_KERNEL) {
       gp_kernel_rec *k = (gp_kernel_rec *)rec;
@@ -387,6 +388,11 @@ static void write_records(FILE *f, const uint8_t *buf, size_t n) {
         dump(f, rec + at, sizeof *fr + fr->file_len + fr->func_len);
         at += gp_pad8(sizeof *fr + fr->file_len + fr->func_len);
       }
+    } else if (h.type == GP_REC_HOSTCALL) {
+      gp_hostcall_rec *c = (gp_hostcall_rec *)rec;
+      if (c->start == 0 || c->end < c->start) fprintf(f, " !! start %llu end %llu", (unsigned long long)c->start, (unsigned long long)c->end);
+      c->start = c->end = 0, c->tid = 0;
+      dump(f, rec, keep);
     } else if (h.type == GP_REC_GRAPHLAUNCH) {
       gp_graphlaunch_rec *g = (gp_graphlaunch_rec *)rec;
       g->host_ns = 0, g->tid = 0;
@@ -546,6 +552,17 @@ HP_API int hp_scenario(const char *path) {
 
   // An EXIT without its ENTER (agent started mid-call) records nothing.
   callback(GP_CBID_cuLaunchKernel, GP_API_EXIT, &p, &r, SYM_MAIN);
+
+  // Copies and waits are host calls: their name's callback id, correlation
+  // id, result and line; a kernel launch's records are not among them.
+  struct {
+    uint64_t dst;
+    const void *src;
+    size_t bytes;
+  } htod = {0x7e0000200000, argbuf, 0};  // a copy of 0 bytes is a call as any
+  launch(276, &htod, 0, NULL);  // cuMemcpyHtoD_v2
+  gp_CUstream sync_stream = (gp_CUstream)0x7000a0;
+  launch(126, &sync_stream, 700, NULL);  // cuStreamSynchronize, failed
 
   nvtx_scenario(&p);
 
@@ -1197,8 +1214,14 @@ HP_API int hp_alloc_check(long steps) {
 
 // ---- GPU timing begins after the first launch ----
 
-static int enables, disables;
-static gp_CUptiResult count_enable(int kind) { return (void)kind, enables++, 0; }
+static int enables, disables, copy_enables;  // kernel kinds; copies, memsets and waits (all three)
+static gp_CUptiResult count_enable(int kind) {
+  if (kind == GP_ACTIVITY_KIND_KERNEL || kind == GP_ACTIVITY_KIND_CONCURRENT_KERNEL)
+    enables++;
+  else
+    copy_enables++;
+  return 0;
+}
 static gp_CUptiResult count_disable(int kind) { return (void)kind, disables++, 0; }
 static gp_CUptiResult fake_register(void *requested, void *completed) { return (void)requested, (void)completed, 0; }
 static gp_CUptiResult fake_version(uint32_t *v) { return *v = 130001, 0; }
@@ -1221,17 +1244,20 @@ static int hp_timing_check(const char *variant) {
     if (!fail && (enables != 1 || gp_timing_paused)) fail = "kernel activity not on for the first launch";
     launch(GP_CBID_cuLaunchKernel, &p, 0, SYM_MAIN);
     if (!fail && enables != 1) fail = "kernel activity turned on twice";
+    if (!fail && copy_enables != 3) fail = "copies and waits not timed from the first launch";
   } else if (strcmp(variant, "sampled") == 0) {
     gp_activity_start(GP_TIMING_SAMPLED, 0);
     gp_activity_sample(0);  // a window closes before the first launch
     if (enables || disables) fail = "the sampler called CUPTI before the first launch";
     launch(GP_CBID_cuLaunchKernel, &p, 0, SYM_MAIN);
     if (!fail && (enables || !gp_timing_paused)) fail = "turned on after the first launch outside a window";
+    if (!fail && copy_enables != 3) fail = "copies and waits not timed outside a window";
     gp_activity_sample(1);
     if (!fail && (enables != 1 || gp_timing_paused)) fail = "the next window did not turn it on";
   } else if (strcmp(variant, "from_start") == 0) {
     gp_activity_start(GP_TIMING_CONCURRENT, 1);
     if (enables != 1 || gp_timing_paused) fail = "the hang watch's timing did not start at once";
+    if (!fail && copy_enables != 3) fail = "copies and waits not timed from the start";
     launch(GP_CBID_cuLaunchKernel, &p, 0, SYM_MAIN);
     if (!fail && enables != 1) fail = "turned on again at the first launch";
   } else {
