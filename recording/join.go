@@ -38,6 +38,8 @@ type Links struct {
 	// compileThreads are the threads that launched a kernel of XLA's
 	// autotuning without a Python stack (Compile).
 	compileThreads map[uint32]bool
+	autotune       map[uint64]bool // kernel ids of XLA's autotuning kernels
+	jaxCompile     map[uint64]bool // callstack ids inside JAX's compiler
 }
 
 // Links indexes d's records. It walks every record once; build it once per
@@ -63,6 +65,8 @@ func NewLinks() *Links {
 		xlaStacks:     map[*xla.Site]uint64{},
 
 		compileThreads: map[uint32]bool{},
+		autotune:       map[uint64]bool{},
+		jaxCompile:     map[uint64]bool{},
 	}
 }
 
@@ -82,6 +86,7 @@ func (l *Links) Add(b *pb.Batch, every bool) {
 	for _, c := range b.Callstacks {
 		l.callstacks[c.GetId()] = c
 	}
+	l.noteCompile(b)
 	for _, la := range b.Launches {
 		l.noteCompileThread(la)
 		// A captured launch only built a graph node: its correlation id

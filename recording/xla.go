@@ -166,16 +166,29 @@ func (l *Links) Compile(la *pb.Launch) bool {
 	if l.autotuneKernel(la) {
 		return true
 	}
-	c := l.callstacks[la.GetCallstackId()]
-	if firstFrame(c, isJAXCompile) != nil {
+	id := la.GetCallstackId()
+	if l.jaxCompile[id] {
 		return true
 	}
-	return l.compileThreads[la.GetTid()] && firstFrame(c, isPython) == nil
+	return l.compileThreads[la.GetTid()] && firstFrame(l.callstacks[id], isPython) == nil
+}
+
+// noteCompile notes, once per kernel and callstack, those Compile knows by.
+func (l *Links) noteCompile(b *pb.Batch) {
+	for _, k := range b.Kernels {
+		if autotuneKernel.MatchString(k.GetName()) {
+			l.autotune[k.GetId()] = true
+		}
+	}
+	for _, c := range b.Callstacks {
+		if firstFrame(c, isJAXCompile) != nil {
+			l.jaxCompile[c.GetId()] = true
+		}
+	}
 }
 
 func (l *Links) autotuneKernel(la *pb.Launch) bool {
-	k := l.kernels[la.GetKernelId()]
-	return k != nil && autotuneKernel.MatchString(k.GetName())
+	return l.autotune[la.GetKernelId()]
 }
 
 // noteCompileThread marks the thread of an autotuning kernel launched

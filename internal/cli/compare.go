@@ -21,6 +21,7 @@ type diffOptions struct {
 	format         string
 	replay         int
 	includeLibrary bool // compare communication libraries' own memory too (diff.ScanOptions)
+	includeCompile bool // align the launches of XLA's compilation and autotuning too (diff.ScanOptions)
 	dtype          string
 	elements       int
 	unmatched      int
@@ -42,7 +43,7 @@ func compareRecordings(cmd *cobra.Command, o diffOptions, pathA, pathB string, w
 			return nil, usageErrorf("diff: --replay runs the launch again on a GPU, and this machine has none usable: %v", err)
 		}
 	}
-	co := diff.CompareOptions{Options: diff.Options{Elements: o.elements, Frames: o.frames}, IncludeLibrary: o.includeLibrary,
+	co := diff.CompareOptions{Options: diff.Options{Elements: o.elements, Frames: o.frames}, IncludeLibrary: o.includeLibrary, IncludeCompile: o.includeCompile,
 		Unmatched: o.unmatched, Warn: func(w string) { warnf(cmd, "%s", w) }}
 	if o.dtype != "" {
 		var err error

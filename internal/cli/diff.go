@@ -46,6 +46,7 @@ Exit status: 0 when the runs agree, 1 when they part ways, 2 on bad input.`,
 	f.IntVar(&o.unmatched, "unmatched", 5, "launches present in one run only to list by name (all are counted)")
 	f.IntVar(&o.frames, "frames", 6, "Python frames of each callstack to show, innermost first")
 	f.BoolVar(&o.includeLibrary, "include-library", false, "compare communication libraries' own memory too (NCCL's channels and buffers), which differs from run to run by design and is left out")
+	f.BoolVar(&o.includeCompile, "include-compile", false, "align the launches XLA made while it compiled and autotuned too (launches.compile), which differ from run to run and are left out")
 	countVar(f, &o.replay, "replay", 0, 0, "replay the launch where the runs part ways this many times on a GPU from A's snapshots before it, to tell a nondeterministic kernel from inputs that differ")
 	addStepRangeFlag(cmd)
 	return cmd

@@ -16,6 +16,8 @@ type nanOptions struct {
 	frames  int
 	// includeLibrary looks at communication libraries' own memory too.
 	includeLibrary bool
+	// includeCompile looks at the launches of XLA's compilation and autotuning too.
+	includeCompile bool
 }
 
 func newNanCmd() *cobra.Command {
@@ -51,6 +53,7 @@ status: 1 when it finds one, 0 when none, 2 on bad input.`,
 	f.StringVar(&o.process, "process", "", "process of a multi-process recording: its directory name, pid or rank")
 	f.IntVar(&o.frames, "frames", 6, "Python frames of the callstack to show, innermost first")
 	f.BoolVar(&o.includeLibrary, "include-library", false, "look at communication libraries' own memory too (NCCL's flags and FIFOs, whose bits may read as NaN), which is left out")
+	f.BoolVar(&o.includeCompile, "include-compile", false, "look at the launches XLA made while it compiled and autotuned too (launches.compile: candidates' scratch results may hold NaN), which are left out")
 	addStepRangeFlag(cmd)
 	return cmd
 }
@@ -78,7 +81,7 @@ func runNan(cmd *cobra.Command, o nanOptions, path string) error {
 		return usageErrorf("nan: --dtype: %v", err)
 	}
 	explicit := cmd.Flags().Changed("dtype")
-	found, st, err := nanscan.Scan(proc, types, nanscan.Options{Explicit: explicit, IncludeLibrary: o.includeLibrary})
+	found, st, err := nanscan.Scan(proc, types, nanscan.Options{Explicit: explicit, IncludeLibrary: o.includeLibrary, IncludeCompile: o.includeCompile})
 	if err != nil {
 		return usageErrorf("nan: %v", err)
 	}

@@ -116,8 +116,8 @@ const workloadsDir = "../../testdata/workloads"
 //	                      -update rewrites the file
 //	markline VAR FILE MARK  set VAR to the number of the line of FILE that
 //	                      ends with the comment "# FIXTURE: MARK"
-//	mkjax DIR             write the JAX program's recording with its XLA dump
-//	                      (testrec.WriteJAX) into DIR
+//	mkjax [-diverged] DIR write the JAX program's recording with its XLA dump
+//	                      (testrec.WriteJAX), of the diverged run or not, into DIR
 func TestScripts(t *testing.T) {
 	goldenDir, err := filepath.Abs(filepath.Join("testdata", "golden"))
 	if err != nil {
@@ -161,12 +161,13 @@ func cmdMkrec(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func cmdMkjax(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: mkjax DIR")
+	diverged := len(args) == 2 && args[0] == "-diverged"
+	if neg || len(args) != 1 && !diverged {
+		ts.Fatalf("usage: mkjax [-diverged] DIR")
 	}
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	ts.Check(err)
-	ts.Check(testrec.WriteJAX(ts.MkAbs(args[0]), root))
+	ts.Check(testrec.WriteJAX(ts.MkAbs(args[len(args)-1]), root, diverged))
 }
 
 func cmdExits(ts *testscript.TestScript, neg bool, args []string) {

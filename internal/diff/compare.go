@@ -10,6 +10,7 @@ import (
 type CompareOptions struct {
 	Options             // what a divergence's report shows
 	IncludeLibrary bool // compare communication libraries' own memory too (ScanOptions)
+	IncludeCompile bool // align the launches of XLA's compilation and autotuning too (ScanOptions)
 	Unmatched      int  // launches present in one run only to list by name (all are counted)
 
 	// Replay, when not nil, runs the launch seq of run A's process p, where a pair parts
@@ -107,10 +108,10 @@ func wallNs(p *PairReport) int64 {
 // process that cannot be read is a pair not compared, unless it is the only pair: an error.
 func comparePair(o CompareOptions, pp [2]*recording.Process, only bool) (*PairReport, *Run, error) {
 	pr := &PairReport{A: pp[0].Name, B: pp[1].Name, Rank: pp[0].Info.Rank, Memory: true}
-	a, err := ScanWith(pp[0], ScanOptions{IncludeLibrary: o.IncludeLibrary})
+	a, err := ScanWith(pp[0], ScanOptions{IncludeLibrary: o.IncludeLibrary, IncludeCompile: o.IncludeCompile})
 	var b *Run
 	if err == nil {
-		b, err = ScanWith(pp[1], ScanOptions{Launches: len(a.Launches), IncludeLibrary: o.IncludeLibrary})
+		b, err = ScanWith(pp[1], ScanOptions{Launches: len(a.Launches), IncludeLibrary: o.IncludeLibrary, IncludeCompile: o.IncludeCompile})
 	}
 	if err != nil {
 		// A damaged process does not hide the other pairs: they are compared, and the
@@ -158,6 +159,7 @@ func comparePair(o CompareOptions, pp [2]*recording.Process, only bool) (*PairRe
 	if len(a.Library) > 0 {
 		pr.Library = a.Library
 	}
+	pr.CompileA, pr.CompileB = a.Compile, b.Compile
 	pr.TornA, pr.TornB = a.Torn[:min(len(a.Torn), MaxListed)], b.Torn[:min(len(b.Torn), MaxListed)]
 	pr.TornMore = len(a.Torn) + len(b.Torn) - len(pr.TornA) - len(pr.TornB)
 	if pp[0].Info.GetMemory().GetDigests() && pp[1].Info.GetMemory().GetDigests() {

@@ -64,6 +64,9 @@ type Run struct {
 	// communication library's own (Allocation.owner, format 1.12: NCCL's channels, flags and
 	// FIFOs differ from run to run by design), by owner; empty with ScanOptions.IncludeLibrary.
 	Library map[string]int
+	// Compile counts the launches left out because XLA made them while it compiled and
+	// autotuned (ScanOptions.IncludeCompile).
+	Compile int
 	// Torn lists the launches whose state after them was torn (Launch.Torn), by seq, with the
 	// kernels of other streams that ran while it was taken.
 	Torn []TornLaunch
@@ -137,6 +140,10 @@ type ScanOptions struct {
 	// IncludeLibrary compares the regions of communication libraries' own memory too, which
 	// runs leave out by default (Run.Library).
 	IncludeLibrary bool
+	// IncludeCompile aligns the launches XLA made while it compiled and autotuned too
+	// (recording.Links.Compile), which runs leave out by default (Run.Compile): which
+	// candidates autotuning tries, and how often, differs from run to run.
+	IncludeCompile bool
 }
 
 // ScanSized is Scan with room made for launches launches (ScanOptions.Launches).
@@ -245,7 +252,11 @@ func scan(p *recording.Process, o ScanOptions) (*Run, error) {
 	// Streams are numbered as launches reach the recording, and renumbered by thread at the
 	// end, when every thread that launched is known.
 	threads := NewThreads(p.Info.GetPid())
+	links := recording.NewLinks() // for Compile only
 	res, err := p.Scan(func(b *pb.Batch) error {
+		if !o.IncludeCompile {
+			links.Add(b, false)
+		}
 		if b.Process != nil {
 			mem := b.Process.GetMemory()
 			r.Mode, r.WriteSets, r.AuditEvery = mem.GetMode(), mem.GetWriteSets(), mem.GetAuditEvery()
@@ -262,6 +273,10 @@ func scan(p *recording.Process, o ScanOptions) (*Run, error) {
 			step := steps.Launch(l)
 			if l.GetCaptured() {
 				return // built a graph node; ran nothing
+			}
+			if !o.IncludeCompile && links.Compile(l) {
+				r.Compile++
+				return
 			}
 			seq := l.GetSeq()
 			i := len(r.Launches)

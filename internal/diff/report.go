@@ -53,6 +53,10 @@ type PairReport struct {
 	// Library counts, by owner, the region states left out of the comparison because their
 	// memory is a communication library's own (Run.Library); --include-library compares them.
 	Library map[string]int `json:"library_left_out,omitempty"`
+	// CompileA and CompileB count the launches of each run made while XLA compiled and
+	// autotuned, left out of the alignment (Run.Compile); --include-compile aligns them.
+	CompileA int `json:"compile_left_out_a,omitempty"`
+	CompileB int `json:"compile_left_out_b,omitempty"`
 	// TornA and TornB list the launches of each run whose state after them was torn: taken
 	// while another stream's kernel that reaches the same memory ran (Run.Torn), not compared;
 	// the first MaxListed, TornMore counting the rest of both.

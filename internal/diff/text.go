@@ -92,6 +92,9 @@ func (p *PairReport) WriteText(w io.Writer) error {
 	for _, owner := range slices.Sorted(maps.Keys(p.Library)) {
 		t.Printf("  %s\n", LibraryLine(p.Library[owner], owner))
 	}
+	if p.CompileA+p.CompileB > 0 {
+		t.Printf("  compile  %d launches of A and %d of B made while XLA compiled and autotuned, not aligned (--include-compile aligns them)\n", p.CompileA, p.CompileB)
+	}
 	for _, side := range []struct {
 		name string
 		torn []TornLaunch

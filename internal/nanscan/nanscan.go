@@ -97,6 +97,9 @@ type Stats struct {
 	// made their memory for its own use (NCCL's flags and FIFOs hold bit patterns that read as
 	// NaN), by owner; empty with Options.IncludeLibrary.
 	Library map[string]int
+	// Compile counts the launches left out because XLA made them while it compiled and
+	// autotuned; 0 with Options.IncludeCompile.
+	Compile int
 	// Warnings say, a line each, what the recording lacks beyond what was looked at: it ended
 	// short (recording.Shortfall), or lost or failed to record something
 	// (recording.LossWarning). A launch after the end, or a state lost, may be the first with
@@ -112,6 +115,10 @@ type Options struct {
 	// IncludeLibrary looks at communication libraries' own memory too (Allocation.owner),
 	// which is left out by default.
 	IncludeLibrary bool
+	// IncludeCompile looks at the launches XLA made while it compiled and autotuned too
+	// (recording.Links.Compile), which are left out by default: autotuning runs candidates on
+	// scratch buffers whose bytes may read as NaN.
+	IncludeCompile bool
 }
 
 // Scan finds the first launch of p after which one of its regions holds
@@ -134,6 +141,9 @@ func Scan(p *recording.Process, types []*dtype.Type, o Options) (*Finding, Stats
 	}
 	s := &scanner{p: p, types: types, index: index, view: memview.New(p), explicit: o.Explicit,
 		includeLibrary: o.IncludeLibrary, lib: diff.NewLibraryMemory()}
+	if !o.IncludeCompile {
+		s.links, s.compile = recording.NewLinks(), map[uint64]bool{}
+	}
 	defer s.view.Close()
 	switch {
 	case allCounted:
@@ -162,6 +172,10 @@ type scanner struct {
 	// left out unless includeLibrary.
 	lib            *diff.LibraryMemory
 	includeLibrary bool
+	// links and compile know the launches of XLA's compilation, left out unless
+	// Options.IncludeCompile (then both are nil).
+	links   *recording.Links
+	compile map[uint64]bool
 }
 
 // library is the owner of region i of launch l when it is a library's memory that is left
@@ -182,7 +196,7 @@ func (s *scanner) fromCounts() (*Finding, Stats, error) {
 	unknown := map[uint64]int{}   // region states without counts, of counted launches
 	err := s.scan(func(b *pb.Batch) {
 		for _, m := range b.Memory {
-			if m.GetPoint() != pb.MemoryState_AFTER {
+			if m.GetPoint() != pb.MemoryState_AFTER || s.compile[m.GetLaunchSeq()] {
 				continue
 			}
 			// A region carried from a lost state has no counts, and may come first.
@@ -244,8 +258,15 @@ func (s *scanner) scan(fn func(*pb.Batch)) error {
 			stats = b.Stats
 		}
 		ended = ended || b.End != nil
+		if s.links != nil {
+			s.links.Add(b, false)
+		}
 		for _, l := range b.Launches {
 			s.calls = append(s.calls, l.GetSeq())
+			if s.links != nil && s.links.Compile(l) {
+				s.compile[l.GetSeq()] = true
+				s.st.Compile++
+			}
 		}
 		for _, a := range b.Allocations {
 			s.lib.Add(a)
@@ -301,7 +322,7 @@ func (s *scanner) fromSnapshots() (*Finding, Stats, error) {
 	err := s.scan(func(b *pb.Batch) {
 		for _, m := range b.Memory {
 			switch {
-			case m.GetPoint() != pb.MemoryState_AFTER || m.GetLost():
+			case m.GetPoint() != pb.MemoryState_AFTER || m.GetLost() || s.compile[m.GetLaunchSeq()]:
 			case memview.HasBytes(m):
 				seqs = append(seqs, m.GetLaunchSeq())
 			default:

@@ -32,8 +32,10 @@ type Report struct {
 	Unclear        int `json:"unclear,omitempty"`
 	// Library counts the region states left out because a communication library made their
 	// memory for its own use, by owner (Stats.Library).
-	Library  map[string]int `json:"library_left_out,omitempty"`
-	Warnings []string       `json:"warnings"`
+	Library map[string]int `json:"library_left_out,omitempty"`
+	// Compile counts the launches of XLA's compilation and autotuning left out (--include-compile).
+	Compile  int      `json:"compile_left_out,omitempty"`
+	Warnings []string `json:"warnings"`
 }
 
 // Found is the first launch after which a region holds NaN or Inf.
@@ -71,7 +73,7 @@ type RegionReport struct {
 // matches nothing.
 func NewReport(p *recording.Process, types []*dtype.Type, explicit bool, f *Finding, st Stats, frames int) (*Report, error) {
 	r := &Report{Process: p.Name, Source: "snapshots", Types: []string{}, Launches: st.Launches, NotScanned: st.NotScanned,
-		UnknownRegions: st.Unknown, Library: st.Library, Warnings: append([]string{}, st.Warnings...)}
+		UnknownRegions: st.Unknown, Library: st.Library, Compile: st.Compile, Warnings: append([]string{}, st.Warnings...)}
 	for _, t := range types {
 		r.Types = append(r.Types, t.Name)
 	}
@@ -246,6 +248,9 @@ func (r *Report) unclear(t *info.TextWriter, where string) {
 func (r *Report) notScanned(t *info.TextWriter, consequence string) {
 	for _, owner := range slices.Sorted(maps.Keys(r.Library)) {
 		t.Printf("  (%s)\n", diff.LibraryLine(r.Library[owner], owner))
+	}
+	if r.Compile > 0 {
+		t.Printf("  (%s made while XLA compiled and autotuned left out: --include-compile looks at them)\n", info.Count(r.Compile, "launch"))
 	}
 	if r.UnknownRegions > 0 {
 		t.Printf("  (not scanned: %s carried from a lost state (write sets), with neither counts nor bytes%s)\n",

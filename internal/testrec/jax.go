@@ -1,11 +1,13 @@
 package testrec
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/gpurr/gpurr/recording"
+	"github.com/gpurr/gpurr/recording/memhash"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
@@ -15,7 +17,11 @@ import (
 // before the main thread runs jit_multiply (init's weight scaling) and one step of jit_step:
 // ten kernels, each at the line of the program XLA's metadata gives it. The last launch is a
 // loop_multiply_fusion of a module the dump does not tell apart (three modules have one, none
-// with its grid): it keeps its own line and its op_name says why.
+// with its grid): it keeps its own line and its op_name says why. It was recorded with
+// --memory hash --nan-scan f32: the redzone check's scratch memory holds NaN, as does the
+// loss's loop_subtract_fusion (JAXNaNKernel). The diverged run autotunes one candidate more,
+// its scratch memory holds other bytes, and gemm_fusion_dot_3 (JAXDivergedKernel) computed
+// another result, as a nondeterministic kernel does.
 const (
 	JAXMainTID    = 5000
 	JAXCompileTID = 5010
@@ -40,16 +46,22 @@ var jaxStep = []jaxKernel{
 }
 
 const (
+	JAXNaNKernel      = "loop_subtract_fusion"
+	JAXDivergedKernel = "gemm_fusion_dot_3"
+)
+
+const (
 	jaxRepeat  = "_ZN15stream_executor3gpu22RepeatBufferKernelImplEPcll"
 	jaxRedzone = "_ZN15stream_executor3gpu26RedzoneAllocatorKernelImplEPhhmPj"
 )
 
-// JAXBatches are the JAX program's frames.
-func JAXBatches() []*pb.Batch {
+// JAXBatches are the JAX program's frames, of the diverged run or not.
+func JAXBatches(diverged bool) []*pb.Batch {
 	rank := int32(0)
 	proc := &pb.Process{Pid: pid(0), Ppid: 4200, Hostname: "gpu-box", Argv: []string{"python", JAXScript},
 		Rank: &rank, WorldSize: ptr(int32(1)), StartNs: startNS, StartUnixNs: startUnixNS, AgentVersion: "0.1.0",
-		CallstackMode: "auto", GpuTiming: true}
+		CallstackMode: "auto", GpuTiming: true,
+		Memory: &pb.MemoryConfig{Mode: recording.MemoryHash, ChunkBytes: memhash.ChunkSize, OnFull: "backpressure", StagingBytes: 64 << 20, NanScan: []string{"f32"}}}
 	modules := map[string][]string{"step": nil, "multiply": {"loop_multiply_fusion"}, "other": {"loop_multiply_fusion"},
 		"candidate": {"loop_reduce_fusion"}, "repeat": {jaxRepeat}, "redzone": {jaxRedzone}}
 	for _, k := range jaxStep {
@@ -78,35 +90,70 @@ func JAXBatches() []*pb.Batch {
 	}}
 	b.Callstacks = []*pb.Callstack{dispatch}
 	now := uint64(startNS)
+	stats := &pb.Stats{Callstacks: 1, Modules: uint64(len(b.Modules))}
+	const base = 0x7f00_0000_0000
 	launch := func(tid uint32, k jaxKernel, cs uint64) {
 		seq := uint64(len(b.Launches) + 1)
 		now += launchGapNS
 		l := &pb.Launch{Seq: seq, Tid: tid, ContextUid: 1, Stream: defaultStream, StreamId: defaultSID,
 			KernelId: kernel(k.name, k.module), Grid: dim(k.grid, 1, 1), Block: dim(k.block, 1, 1),
-			CorrelationId: uint32(100 + seq), HostNs: now, Api: 652, CallstackId: cs}
+			CorrelationId: uint32(100 + seq), HostNs: now, Api: 652, CallstackId: cs,
+			Params: binary.LittleEndian.AppendUint64(nil, base+seq<<20), Memory: &pb.MemoryPlan{Status: pb.MemoryPlan_HASH},
+			Regions: []*pb.Region{{Address: base + seq<<20, Size: 4096, ParamOffsets: []uint32{0}, AllocationId: seq}}}
+		b.Allocations = append(b.Allocations, &pb.Allocation{Id: seq, Kind: pb.Allocation_MEM_ALLOC, Address: base + seq<<20, Size: 4096, HostNs: now - 1})
+		// What the launch wrote: the same in both runs but for the planted difference and
+		// autotuning's scratch memory.
+		data := make([]byte, 4096)
+		salt := uint64(len(k.name))<<32 ^ uint64(k.grid)<<8 ^ uint64(k.block)
+		if tid == JAXCompileTID {
+			salt ^= seq << 40
+			if diverged {
+				salt ^= 0xd1
+			}
+		}
+		if diverged && k.name == JAXDivergedKernel {
+			salt ^= 0xd2
+		}
+		for i := 0; i+8 <= len(data); i += 8 {
+			binary.LittleEndian.PutUint64(data[i:], uint64(i)*0x9e3779b97f4a7c15^salt)
+		}
+		rs, _ := RegionState(data, nil) // without a chunk store it cannot fail
+		rs.NanCount, rs.InfCount = []uint64{0}, []uint64{0}
+		if k.name == JAXNaNKernel || k.name == jaxRedzone {
+			rs.NanCount[0] = 1
+		}
+		b.Memory = append(b.Memory, &pb.MemoryState{LaunchSeq: seq, Point: pb.MemoryState_AFTER, Regions: []*pb.RegionState{rs}})
+		stats.Allocations++
+		stats.MemoryLaunches++
+		stats.MemoryStates++
+		stats.BytesHashed += 4096
 		b.Launches = append(b.Launches, l)
 		b.Activities = append(b.Activities, &pb.KernelActivity{CorrelationId: l.CorrelationId, ContextUid: 1, StreamId: defaultSID,
 			StartNs: now + queueNS, EndNs: now + queueNS + 1000*seq, Name: k.name, Grid: l.Grid, Block: l.Block})
 	}
 	launch(JAXCompileTID, jaxKernel{jaxRepeat, "repeat", 158, 256}, 0)
 	launch(JAXCompileTID, jaxKernel{"loop_reduce_fusion", "candidate", 128, 128}, 0)
+	if diverged {
+		launch(JAXCompileTID, jaxKernel{"loop_reduce_fusion", "candidate", 256, 64}, 0)
+	}
 	launch(JAXCompileTID, jaxKernel{jaxRedzone, "redzone", 8192, 1024}, 0)
 	launch(JAXMainTID, jaxKernel{"loop_multiply_fusion", "multiply", 40, 128}, dispatch.Id)
 	for _, k := range jaxStep {
 		launch(JAXMainTID, k, dispatch.Id)
 	}
 	launch(JAXMainTID, jaxKernel{"loop_multiply_fusion", "other", 7, 128}, dispatch.Id)
-	stats := &pb.Stats{Launches: uint64(len(b.Launches)), Activities: uint64(len(b.Activities)), Callstacks: 1, Modules: uint64(len(b.Modules))}
+	stats.Launches, stats.Activities = uint64(len(b.Launches)), uint64(len(b.Activities))
 	return []*pb.Batch{b, {Stats: stats, End: &pb.End{EndNs: now + 1_000_000, Reason: "exit"}}}
 }
 
-// WriteJAX writes the JAX program's recording into dir, with the XLA dump of the module
-// root's JAXDump folder (root: the path of the module's root directory).
-func WriteJAX(dir, root string) error {
+// WriteJAX writes the JAX program's recording, of the diverged run or not, into dir, with
+// the XLA dump of the module root's JAXDump folder (root: the path of the module's root
+// directory).
+func WriteJAX(dir, root string, diverged bool) error {
 	if err := recording.CreateSet(dir, []string{"python", JAXScript}); err != nil {
 		return err
 	}
-	if _, err := writeFrames(dir, 0, JAXBatches()); err != nil {
+	if _, err := writeFrames(dir, 0, JAXBatches(diverged)); err != nil {
 		return err
 	}
 	src := filepath.Join(root, filepath.FromSlash(JAXDump))
