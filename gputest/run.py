@@ -24,7 +24,7 @@ import harness
 
 # Each module registers its tests with @test as it is imported.
 CAPABILITIES = ["cli", "record", "options", "nvtx", "frameworks", "callstacks", "multigpu", "race", "probe",
-                "diff", "memory", "nan", "replay", "perfetto"]
+                "diff", "memory", "nan", "replay", "perfetto", "xla"]
 
 # The order the tests run in, and --list prints: a test's place decides its share under --part
 # and whether it runs before --budget is spent. Each registered test is named once (the runner
@@ -54,7 +54,7 @@ ORDER = [
     "digest.nccl_owned",
     "bisect.ddp_scatter", "bisect.ddp_nan", "bisect.ddp_agree",
     "cudnn",
-    "jax",
+    "jax", "jax.lines",
     "raw_cuda",
     "fork_after_init",
     "sigkill",
@@ -70,11 +70,11 @@ ORDER = [
     "writesets.proved", "writesets.chase", "writesets.learned_miss",
     "memory.snapshot", "memory.drop_oldest", "memory.ring_restart", "memory.disk_full",
     "memory.flight_sigusr2", "memory.flight_fault", "memory.flight_crash",
-    "diff.scatter",
+    "diff.scatter", "jax.diff_scatter", "jax.diff_scatter_prealloc",
     "writesets.diff_scatter_learned", "writesets.diff_scatter_deferred", "writesets.nan_learned",
     "diff.leftovers", "diff.threads_paired",
     "verify.rerun",
-    "nan.planted", "nan.gpu_counts", "nan.counts_match_snapshots",
+    "nan.planted", "nan.gpu_counts", "nan.counts_match_snapshots", "jax.nan",
     "replay.transformer", "replay.extract", "replay.module", "replay.bad_input",
     "tune.gridstride",
     "trace.graphs", "trace.memcap",

@@ -1,0 +1,56 @@
+"""A jitted JAX step whose one nondeterministic kernel is a float scatter-add with many
+colliding indices (x.at[idx].add(y): the atomics' order changes the sums' rounding run to run);
+everything before it is deterministic. Two recordings must part ways at the scatter-add, at its
+marked line.
+
+With --preallocate, JAX keeps its default memory preallocation (one large pool, here 5% of the
+GPU's memory, so that hashing it after each launch stays quick) instead of jax_gpu's
+XLA_PYTHON_CLIENT_PREALLOCATE=false.
+
+Exits 3 (cannot run here) when two runs of the scatter-add in this process give the same bits:
+an XLA that makes scatter deterministic (a determinism expander, or deterministic ops asked for).
+
+Usage: jax_scatter.py [--preallocate]"""
+import json
+import os
+import sys
+
+if "--preallocate" in sys.argv[1:]:
+    os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "true"
+    os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] = "0.05"
+
+from jax_gpu import jax_on_gpu  # noqa: E402
+
+BINS, N, STEPS = 64, 1 << 20, 3
+
+
+def main():
+    jax, jnp = jax_on_gpu()
+    kx, ki, kw = jax.random.split(jax.random.PRNGKey(0), 3)
+    x = jax.random.normal(kx, (N,))
+    idx = jax.random.randint(ki, (N,), 0, BINS)
+    w = jax.random.normal(kw, (BINS, BINS))
+
+    @jax.jit
+    def scatter(x, idx):
+        y = jax.nn.relu(x * 2)
+        return jnp.zeros((BINS,)).at[idx].add(y)  # MARK: jax-scatter
+
+    @jax.jit
+    def step(x, acc):
+        out = jnp.tanh(w @ acc)
+        return x + 1e-3 * out.sum()
+
+    a, b = scatter(x, idx), scatter(x, idx)
+    if bool((a == b).all()) and bool((scatter(x, idx) == a).all()):
+        print("SKIP: XLA's scatter-add gave the same bits in three runs: deterministic here", flush=True)
+        sys.exit(3)
+    for _ in range(STEPS):
+        x = step(x, scatter(x, idx))
+    x.block_until_ready()
+    print(json.dumps({"workload": "jax_scatter", "preallocate": "--preallocate" in sys.argv[1:],
+                      "checksum": float(x.sum()), "varies": ["checksum"]}))
+
+
+if __name__ == "__main__":
+    main()
