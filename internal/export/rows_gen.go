@@ -23,6 +23,12 @@ func newTableFile(t *tables.Table, path string, st *Stats) tableFile {
 		return newFile[gpuActivityRow](t, path, st)
 	case "gpurr_activity":
 		return newFile[gpurrActivityRow](t, path, st)
+	case "copies":
+		return newFile[copiesRow](t, path, st)
+	case "syncs":
+		return newFile[syncsRow](t, path, st)
+	case "host_calls":
+		return newFile[hostCallsRow](t, path, st)
 	case "ranges":
 		return newFile[rangesRow](t, path, st)
 	case "callstacks":
@@ -461,6 +467,7 @@ type launchesRow struct {
 	Params             []byte  `parquet:"params"`
 	CorrelationID      int64   `parquet:"correlation_id"`
 	HostNS             int64   `parquet:"host_ns"`
+	HostDurationNS     *int64  `parquet:"host_duration_ns,optional"`
 	CallstackID        *int64  `parquet:"callstack_id,optional"`
 	Captured           bool    `parquet:"captured"`
 	Untimed            bool    `parquet:"untimed"`
@@ -535,91 +542,96 @@ func (r *launchesRow) set(v []tables.Value) {
 	r.Params = v[21].Bytes()
 	r.CorrelationID = v[22].Int64()
 	r.HostNS = v[23].Int64()
-	r.CallstackID = nil
+	r.HostDurationNS = nil
 	if !v[24].IsNull() {
 		x := v[24].Int64()
+		r.HostDurationNS = &x
+	}
+	r.CallstackID = nil
+	if !v[25].IsNull() {
+		x := v[25].Int64()
 		r.CallstackID = &x
 	}
-	r.Captured = v[25].Int64() != 0
-	r.Untimed = v[26].Int64() != 0
+	r.Captured = v[26].Int64() != 0
+	r.Untimed = v[27].Int64() != 0
 	r.GraphNodeID = nil
-	if !v[27].IsNull() {
-		x := v[27].Int64()
+	if !v[28].IsNull() {
+		x := v[28].Int64()
 		r.GraphNodeID = &x
 	}
-	r.API = v[28].Int64()
-	r.Cooperative = v[29].Int64() != 0
-	r.Result = v[30].Int64()
+	r.API = v[29].Int64()
+	r.Cooperative = v[30].Int64() != 0
+	r.Result = v[31].Int64()
 	r.PythonLine = nil
-	if !v[31].IsNull() {
-		x := v[31].Str()
+	if !v[32].IsNull() {
+		x := v[32].Str()
 		r.PythonLine = &x
 	}
 	r.UserLine = nil
-	if !v[32].IsNull() {
-		x := v[32].Str()
+	if !v[33].IsNull() {
+		x := v[33].Str()
 		r.UserLine = &x
 	}
 	r.OpName = nil
-	if !v[33].IsNull() {
-		x := v[33].Str()
+	if !v[34].IsNull() {
+		x := v[34].Str()
 		r.OpName = &x
 	}
-	r.Compile = v[34].Int64() != 0
+	r.Compile = v[35].Int64() != 0
 	r.RangeID = nil
-	if !v[35].IsNull() {
-		x := v[35].Int64()
+	if !v[36].IsNull() {
+		x := v[36].Int64()
 		r.RangeID = &x
 	}
 	r.Range = nil
-	if !v[36].IsNull() {
-		x := v[36].Str()
+	if !v[37].IsNull() {
+		x := v[37].Str()
 		r.Range = &x
 	}
-	r.Step = v[37].Int64()
+	r.Step = v[38].Int64()
 	r.InBackward = nil
-	if !v[38].IsNull() {
-		x := v[38].Int64() != 0
+	if !v[39].IsNull() {
+		x := v[39].Int64() != 0
 		r.InBackward = &x
 	}
 	r.BackwardNode = nil
-	if !v[39].IsNull() {
-		x := v[39].Str()
+	if !v[40].IsNull() {
+		x := v[40].Str()
 		r.BackwardNode = &x
 	}
 	r.AutogradThread = nil
-	if !v[40].IsNull() {
-		x := v[40].Int64()
+	if !v[41].IsNull() {
+		x := v[41].Int64()
 		r.AutogradThread = &x
 	}
 	r.AutogradSeq = nil
-	if !v[41].IsNull() {
-		x := v[41].Int64()
+	if !v[42].IsNull() {
+		x := v[42].Int64()
 		r.AutogradSeq = &x
 	}
 	r.ForwardCallstackID = nil
-	if !v[42].IsNull() {
-		x := v[42].Int64()
+	if !v[43].IsNull() {
+		x := v[43].Int64()
 		r.ForwardCallstackID = &x
 	}
 	r.ForwardLink = nil
-	if !v[43].IsNull() {
-		x := v[43].Str()
+	if !v[44].IsNull() {
+		x := v[44].Str()
 		r.ForwardLink = &x
 	}
 	r.MemoryStatus = nil
-	if !v[44].IsNull() {
-		x := v[44].Str()
+	if !v[45].IsNull() {
+		x := v[45].Str()
 		r.MemoryStatus = &x
 	}
 	r.SnapshotSelected = nil
-	if !v[45].IsNull() {
-		x := v[45].Int64() != 0
+	if !v[46].IsNull() {
+		x := v[46].Int64() != 0
 		r.SnapshotSelected = &x
 	}
 	r.RegionCount = nil
-	if !v[46].IsNull() {
-		x := v[46].Int64()
+	if !v[47].IsNull() {
+		x := v[47].Int64()
 		r.RegionCount = &x
 	}
 }
@@ -723,6 +735,272 @@ func (r *gpurrActivityRow) set(v []tables.Value) {
 	r.EndNS = v[5].Int64()
 	r.DurationNS = v[6].Int64()
 	r.Name = v[7].Str()
+}
+
+// copiesRow is a row of the copies table: memory copies and memsets as the GPU
+// ran them (cudaMemcpy*, cudaMemset*, tensor.to, .cpu(); with GPU timing),
+// joined to the call that made them.
+type copiesRow struct {
+	Process            string  `parquet:"process,dict"`
+	Kind               string  `parquet:"kind,dict"`
+	Direction          *string `parquet:"direction,optional,dict"`
+	SrcMemory          *string `parquet:"src_memory,optional,dict"`
+	DstMemory          *string `parquet:"dst_memory,optional,dict"`
+	Bytes              int64   `parquet:"bytes"`
+	Value              *int64  `parquet:"value,optional"`
+	Async              bool    `parquet:"async"`
+	PageableAsync      bool    `parquet:"pageable_async"`
+	Device             int64   `parquet:"device"`
+	ContextUid         int64   `parquet:"context_uid"`
+	StreamID           int64   `parquet:"stream_id"`
+	CorrelationID      int64   `parquet:"correlation_id"`
+	StartNS            *int64  `parquet:"start_ns,optional"`
+	EndNS              *int64  `parquet:"end_ns,optional"`
+	DurationNS         *int64  `parquet:"duration_ns,optional"`
+	GraphID            int64   `parquet:"graph_id"`
+	CallAPI            *string `parquet:"call_api,optional,dict"`
+	CallTid            *int64  `parquet:"call_tid,optional"`
+	CallHostStartNS    *int64  `parquet:"call_host_start_ns,optional"`
+	CallHostEndNS      *int64  `parquet:"call_host_end_ns,optional"`
+	CallHostDurationNS *int64  `parquet:"call_host_duration_ns,optional"`
+	CallResult         *int64  `parquet:"call_result,optional"`
+	CallCallstackID    *int64  `parquet:"call_callstack_id,optional"`
+	CallPythonLine     *string `parquet:"call_python_line,optional,dict"`
+	CallUserLine       *string `parquet:"call_user_line,optional,dict"`
+}
+
+func (r *copiesRow) set(v []tables.Value) {
+	r.Process = v[0].Str()
+	r.Kind = v[1].Str()
+	r.Direction = nil
+	if !v[2].IsNull() {
+		x := v[2].Str()
+		r.Direction = &x
+	}
+	r.SrcMemory = nil
+	if !v[3].IsNull() {
+		x := v[3].Str()
+		r.SrcMemory = &x
+	}
+	r.DstMemory = nil
+	if !v[4].IsNull() {
+		x := v[4].Str()
+		r.DstMemory = &x
+	}
+	r.Bytes = v[5].Int64()
+	r.Value = nil
+	if !v[6].IsNull() {
+		x := v[6].Int64()
+		r.Value = &x
+	}
+	r.Async = v[7].Int64() != 0
+	r.PageableAsync = v[8].Int64() != 0
+	r.Device = v[9].Int64()
+	r.ContextUid = v[10].Int64()
+	r.StreamID = v[11].Int64()
+	r.CorrelationID = v[12].Int64()
+	r.StartNS = nil
+	if !v[13].IsNull() {
+		x := v[13].Int64()
+		r.StartNS = &x
+	}
+	r.EndNS = nil
+	if !v[14].IsNull() {
+		x := v[14].Int64()
+		r.EndNS = &x
+	}
+	r.DurationNS = nil
+	if !v[15].IsNull() {
+		x := v[15].Int64()
+		r.DurationNS = &x
+	}
+	r.GraphID = v[16].Int64()
+	r.CallAPI = nil
+	if !v[17].IsNull() {
+		x := v[17].Str()
+		r.CallAPI = &x
+	}
+	r.CallTid = nil
+	if !v[18].IsNull() {
+		x := v[18].Int64()
+		r.CallTid = &x
+	}
+	r.CallHostStartNS = nil
+	if !v[19].IsNull() {
+		x := v[19].Int64()
+		r.CallHostStartNS = &x
+	}
+	r.CallHostEndNS = nil
+	if !v[20].IsNull() {
+		x := v[20].Int64()
+		r.CallHostEndNS = &x
+	}
+	r.CallHostDurationNS = nil
+	if !v[21].IsNull() {
+		x := v[21].Int64()
+		r.CallHostDurationNS = &x
+	}
+	r.CallResult = nil
+	if !v[22].IsNull() {
+		x := v[22].Int64()
+		r.CallResult = &x
+	}
+	r.CallCallstackID = nil
+	if !v[23].IsNull() {
+		x := v[23].Int64()
+		r.CallCallstackID = &x
+	}
+	r.CallPythonLine = nil
+	if !v[24].IsNull() {
+		x := v[24].Str()
+		r.CallPythonLine = &x
+	}
+	r.CallUserLine = nil
+	if !v[25].IsNull() {
+		x := v[25].Str()
+		r.CallUserLine = &x
+	}
+}
+
+// syncsRow is a row of the syncs table: times the host waited for the GPU
+// (cudaStreamSynchronize, cudaEventSynchronize, cudaDeviceSynchronize,
+// torch.cuda.synchronize, .item()) and streams made to wait for an event
+// (cudaStreamWaitEvent; the host does not wait); with GPU timing.
+type syncsRow struct {
+	Process            string  `parquet:"process,dict"`
+	Type               string  `parquet:"type,dict"`
+	ContextUid         int64   `parquet:"context_uid"`
+	StreamID           *int64  `parquet:"stream_id,optional"`
+	EventID            *int64  `parquet:"event_id,optional"`
+	CorrelationID      int64   `parquet:"correlation_id"`
+	StartNS            int64   `parquet:"start_ns"`
+	EndNS              int64   `parquet:"end_ns"`
+	WaitNS             int64   `parquet:"wait_ns"`
+	CallAPI            *string `parquet:"call_api,optional,dict"`
+	CallTid            *int64  `parquet:"call_tid,optional"`
+	CallHostStartNS    *int64  `parquet:"call_host_start_ns,optional"`
+	CallHostEndNS      *int64  `parquet:"call_host_end_ns,optional"`
+	CallHostDurationNS *int64  `parquet:"call_host_duration_ns,optional"`
+	CallResult         *int64  `parquet:"call_result,optional"`
+	CallCallstackID    *int64  `parquet:"call_callstack_id,optional"`
+	CallPythonLine     *string `parquet:"call_python_line,optional,dict"`
+	CallUserLine       *string `parquet:"call_user_line,optional,dict"`
+}
+
+func (r *syncsRow) set(v []tables.Value) {
+	r.Process = v[0].Str()
+	r.Type = v[1].Str()
+	r.ContextUid = v[2].Int64()
+	r.StreamID = nil
+	if !v[3].IsNull() {
+		x := v[3].Int64()
+		r.StreamID = &x
+	}
+	r.EventID = nil
+	if !v[4].IsNull() {
+		x := v[4].Int64()
+		r.EventID = &x
+	}
+	r.CorrelationID = v[5].Int64()
+	r.StartNS = v[6].Int64()
+	r.EndNS = v[7].Int64()
+	r.WaitNS = v[8].Int64()
+	r.CallAPI = nil
+	if !v[9].IsNull() {
+		x := v[9].Str()
+		r.CallAPI = &x
+	}
+	r.CallTid = nil
+	if !v[10].IsNull() {
+		x := v[10].Int64()
+		r.CallTid = &x
+	}
+	r.CallHostStartNS = nil
+	if !v[11].IsNull() {
+		x := v[11].Int64()
+		r.CallHostStartNS = &x
+	}
+	r.CallHostEndNS = nil
+	if !v[12].IsNull() {
+		x := v[12].Int64()
+		r.CallHostEndNS = &x
+	}
+	r.CallHostDurationNS = nil
+	if !v[13].IsNull() {
+		x := v[13].Int64()
+		r.CallHostDurationNS = &x
+	}
+	r.CallResult = nil
+	if !v[14].IsNull() {
+		x := v[14].Int64()
+		r.CallResult = &x
+	}
+	r.CallCallstackID = nil
+	if !v[15].IsNull() {
+		x := v[15].Int64()
+		r.CallCallstackID = &x
+	}
+	r.CallPythonLine = nil
+	if !v[16].IsNull() {
+		x := v[16].Str()
+		r.CallPythonLine = &x
+	}
+	r.CallUserLine = nil
+	if !v[17].IsNull() {
+		x := v[17].Str()
+		r.CallUserLine = &x
+	}
+}
+
+// hostCallsRow is a row of the host_calls table: the program's copy, memset and
+// synchronization calls as the host made them (recorded with or without GPU
+// timing); copies and syncs hold what each did on the GPU.
+type hostCallsRow struct {
+	Process        string  `parquet:"process,dict"`
+	CorrelationID  int64   `parquet:"correlation_id"`
+	Device         int64   `parquet:"device"`
+	RangeID        *int64  `parquet:"range_id,optional"`
+	API            string  `parquet:"api,dict"`
+	Tid            int64   `parquet:"tid"`
+	HostStartNS    int64   `parquet:"host_start_ns"`
+	HostEndNS      int64   `parquet:"host_end_ns"`
+	HostDurationNS int64   `parquet:"host_duration_ns"`
+	Result         int64   `parquet:"result"`
+	CallstackID    *int64  `parquet:"callstack_id,optional"`
+	PythonLine     *string `parquet:"python_line,optional,dict"`
+	UserLine       *string `parquet:"user_line,optional,dict"`
+}
+
+func (r *hostCallsRow) set(v []tables.Value) {
+	r.Process = v[0].Str()
+	r.CorrelationID = v[1].Int64()
+	r.Device = v[2].Int64()
+	r.RangeID = nil
+	if !v[3].IsNull() {
+		x := v[3].Int64()
+		r.RangeID = &x
+	}
+	r.API = v[4].Str()
+	r.Tid = v[5].Int64()
+	r.HostStartNS = v[6].Int64()
+	r.HostEndNS = v[7].Int64()
+	r.HostDurationNS = v[8].Int64()
+	r.Result = v[9].Int64()
+	r.CallstackID = nil
+	if !v[10].IsNull() {
+		x := v[10].Int64()
+		r.CallstackID = &x
+	}
+	r.PythonLine = nil
+	if !v[11].IsNull() {
+		x := v[11].Str()
+		r.PythonLine = &x
+	}
+	r.UserLine = nil
+	if !v[12].IsNull() {
+		x := v[12].Str()
+		r.UserLine = &x
+	}
 }
 
 // rangesRow is a row of the ranges table: NVTX ranges the program opened
@@ -1426,6 +1704,10 @@ type statsRow struct {
 	SideHostWaits         int64  `parquet:"side_host_waits"`
 	Digests               int64  `parquet:"digests"`
 	DigestsSkipped        int64  `parquet:"digests_skipped"`
+	Copies                int64  `parquet:"copies"`
+	Syncs                 int64  `parquet:"syncs"`
+	HostCalls             int64  `parquet:"host_calls"`
+	HostCallsDropped      int64  `parquet:"host_calls_dropped"`
 }
 
 func (r *statsRow) set(v []tables.Value) {
@@ -1486,4 +1768,8 @@ func (r *statsRow) set(v []tables.Value) {
 	r.SideHostWaits = v[54].Int64()
 	r.Digests = v[55].Int64()
 	r.DigestsSkipped = v[56].Int64()
+	r.Copies = v[57].Int64()
+	r.Syncs = v[58].Int64()
+	r.HostCalls = v[59].Int64()
+	r.HostCallsDropped = v[60].Int64()
 }

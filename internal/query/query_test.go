@@ -74,6 +74,9 @@ func TestTablesMatchSchema(t *testing.T) {
 		if table.Name == "digests" {
 			continue // recorded with --memory digest only: TestDigestTable
 		}
+		if table.Name == "copies" || table.Name == "syncs" || table.Name == "host_calls" {
+			continue // recorded from format 1.15 on: TestCopyTables
+		}
 		if table.Name == "torn_states" {
 			continue // holds rows only where streams overlapped gpurr's kernels: TestTornStatesTable
 		}
@@ -82,6 +85,39 @@ func TestTablesMatchSchema(t *testing.T) {
 		}
 		if n := one(t, db, "SELECT count(DISTINCT process) FROM "+table.Name); n != int64(testrec.Ranks) {
 			t.Errorf("table %s holds %v processes, want %d", table.Name, n, testrec.Ranks)
+		}
+	}
+}
+
+// Copies, memsets and waits (format 1.15), as SQL sees them: each joined to the call and
+// line that made it; a copy of 0 bytes is a call with no copy; an asynchronous copy from
+// pageable memory is marked; the time the host waited sums the waits; a recording made
+// before 1.15 has none of them.
+func TestCopyTables(t *testing.T) {
+	db := load(t, testrec.Copies)
+	for q, want := range map[string]any{
+		"SELECT group_concat(kind || ':' || coalesce(direction, '-') || ':' || bytes || ':' || pageable_async, ' ') FROM (SELECT * FROM copies WHERE process = 'gpu-box-4242' ORDER BY correlation_id)": "memcpy:HtoD:4194304:0 memcpy:HtoD:1048576:1 memset:-:1048576:0 memcpy:DtoH:4:1",
+		"SELECT count(*) FROM copies WHERE call_python_line IS NULL OR duration_ns <= 0 OR stream_id != 7":                                                                                              int64(0),
+		"SELECT call_python_line FROM copies WHERE kind = 'memset' AND process = 'gpu-box-4242'":                                                                                                        "/home/ada/train.py:14 load_batch",
+		"SELECT count(*) FROM host_calls h WHERE NOT EXISTS (SELECT 1 FROM copies c WHERE c.process = h.process AND c.correlation_id = h.correlation_id) AND api LIKE 'cuMemcpy%'":                      int64(2),
+		"SELECT sum(wait_ns) FROM syncs WHERE process = 'gpu-box-4242'":                                                                                                                                 int64(testrec.CopiesWaitNS),
+		"SELECT group_concat(type || ':' || coalesce(stream_id, '-') || ':' || coalesce(event_id, '-'), ' ') FROM (SELECT * FROM syncs WHERE process = 'gpu-box-4242' ORDER BY correlation_id)":         "stream:7:- event:-:3 stream_wait_event:13:3 context:-:-",
+		"SELECT DISTINCT call_python_line FROM syncs":    "/home/ada/train.py:48 main",
+		"SELECT DISTINCT host_duration_ns FROM launches": int64(testrec.LaunchCallNS),
+	} {
+		if got := one(t, db, q); got != want {
+			t.Errorf("%s\n got %v, want %v", q, got, want)
+		}
+	}
+	old := load(t, testrec.Good)
+	for q, want := range map[string]any{
+		"SELECT count(*) FROM copies":                                  int64(0),
+		"SELECT count(*) FROM syncs":                                   int64(0),
+		"SELECT count(*) FROM host_calls":                              int64(0),
+		"SELECT count(*) FROM launches WHERE host_duration_ns IS NULL": one(t, old, "SELECT count(*) FROM launches"),
+	} {
+		if got := one(t, old, q); got != want {
+			t.Errorf("before format 1.15: %s\n got %v, want %v", q, got, want)
 		}
 	}
 }

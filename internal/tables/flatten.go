@@ -105,6 +105,11 @@ type pass struct {
 	probes    *recording.Probes
 	timeline  *recording.Timeline // nil when torn_states is not filled
 
+	// Copies and waits wait for the end, to be joined to their calls.
+	hostCalls recording.HostCalls
+	copies    []*pb.Copy
+	syncs     []*pb.Sync
+
 	// The records of the most frequent rows, reused row after row rather
 	// than allocated for each (Row copies what it keeps).
 	scratch struct {
@@ -124,6 +129,7 @@ func newPass(p *recording.Process, o Options) (*pass, error) {
 	ps := bare(p.Name, o)
 	ps.links, ps.ranges, ps.kernels, ps.lineCache = p.NewLinks(), recording.NewRanges(), map[uint64]*kernelInfo{}, map[uint64]lineText{}
 	ps.held, ps.steps, ps.probes = map[uint64]*held{}, steps, recording.NewProbes()
+	ps.hostCalls = recording.HostCalls{}
 	if ps.wants(gpuActivity.Table) {
 		ps.join = recording.NewJoin(ps.kernelRun, nil)
 	}
@@ -380,6 +386,14 @@ func (ps *pass) batch(b *pb.Batch) error {
 	for _, a := range b.OwnActivities {
 		emit(ps, gpurrActivity, a)
 	}
+	for _, h := range b.HostCalls {
+		emit(ps, hostCallsTable, h)
+	}
+	if ps.wants(copiesTable.Table, syncsTable.Table) {
+		ps.hostCalls.Add(b.HostCalls)
+		ps.copies = append(ps.copies, b.Copies...)
+		ps.syncs = append(ps.syncs, b.Syncs...)
+	}
 	if ps.allocs != nil {
 		for _, a := range b.Allocations {
 			ps.allocs.add(a)
@@ -446,6 +460,12 @@ func (ps *pass) finish(res Result) error {
 	}
 	for _, r := range ps.ranges.Open() {
 		emit(ps, rangesTable, r)
+	}
+	for _, c := range ps.copies {
+		emit(ps, copiesTable, &copyRow{c: c, call: ps.hostCalls.Of(c.GetCorrelationId())})
+	}
+	for _, s := range ps.syncs {
+		emit(ps, syncsTable, &syncRow{s: s, call: ps.hostCalls.Of(s.GetCorrelationId())})
 	}
 	if ps.timeline != nil {
 		torn := ps.timeline.Torn()

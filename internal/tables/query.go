@@ -193,6 +193,10 @@ var launches = define("launches", "kernel launches made by the program, in order
 	c("params", Binary, "raw parameter buffer (kernel_params lays it out)", func(_ *pass, r *callRec) Value { return Blob(r.l.GetParams()) }),
 	c("correlation_id", Int64, "CUPTI correlation id of the launch call", func(_ *pass, r *callRec) Value { return Int(r.l.GetCorrelationId()) }),
 	c("host_ns", Int64, "when the call was made", func(_ *pass, r *callRec) Value { return Int(r.l.GetHostNs()) }),
+	c("host_duration_ns", Int64, "the launch call's host time, from host_ns to its return (the agent's own work at its start included); NULL in recordings before format 1.15", func(_ *pass, r *callRec) Value {
+		end := r.l.GetEndNs()
+		return nullUnless(end != 0, Int(end-min(end, r.l.GetHostNs())))
+	}).null(),
 	c("callstack_id", Int64, "callstacks.callstack_id, NULL when none was taken", func(_ *pass, r *callRec) Value { return idOrNull(r.l.GetCallstackId()) }).null(),
 	c("captured", Boolean, "1 when made during stream capture", func(_ *pass, r *callRec) Value { return Bool(r.l.GetCaptured()) }),
 	c("untimed", Boolean, "1 when made between sampled GPU timing's windows (processes.gpu_timing_sample): no kernel run is expected", func(_ *pass, r *callRec) Value { return Bool(r.l.GetUntimed()) }),
@@ -678,6 +682,11 @@ var statsDocs = map[string]string{
 	"memory_stopped":        "why memory capture stopped early, empty when it did not",
 	"digests":               "step digests enqueued (--memory digest, --hash-steps)",
 	"digests_skipped":       "step boundaries whose digest was not taken: a stream capture, memory capture stopped, no room (a loss; see logs)",
+
+	"copies":             "memory copies and memsets the GPU ran (copies)",
+	"syncs":              "host waits and stream waits (syncs)",
+	"host_calls":         "copy, memset and synchronization calls recorded (host_calls)",
+	"host_calls_dropped": "host calls lost to a full ring (a loss)",
 
 	"ranges":         "NVTX ranges recorded",
 	"ranges_dropped": "NVTX ranges lost: ring full, nested deeper than 128 on a thread, or closed without an open the agent saw",

@@ -84,7 +84,7 @@ type Table struct {
 // and gpurr export writes them. MemoryChunks is among them.
 var Query = []*Table{
 	processes.Table, devices.Table, modules.Table, kernels.Table, kernelParams.Table, launches.Table,
-	gpuActivity.Table, gpurrActivity.Table, rangesTable.Table, callstacks.Table, frames.Table, graphNodes.Table, graphLaunches.Table,
+	gpuActivity.Table, gpurrActivity.Table, copiesTable.Table, syncsTable.Table, hostCallsTable.Table, rangesTable.Table, callstacks.Table, frames.Table, graphNodes.Table, graphLaunches.Table,
 	allocations.Table, regions.Table, memoryStates.Table, tornStates.Table, nanCounts.Table, MemoryChunks, writeSetMisses.Table, digests.Table,
 	probeKernels.Table, probeLaunches.Table, probeCTAs.Table, logs.Table, stats.Table,
 }

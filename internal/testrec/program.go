@@ -22,6 +22,7 @@ type program struct {
 	// sequence number.
 	linked   bool
 	nextNode uint64
+	copies   bool // launches carry end_ns (format 1.15)
 }
 
 func newProgram(rank int) *program {
@@ -60,6 +61,9 @@ func (p *program) launch(k int, cs *pb.Callstack, salt uint64, captured bool) *p
 		HostNs:         p.tick(),
 		Api:            307, // cuLaunchKernel
 		SharedMemBytes: 0,
+	}
+	if p.copies {
+		l.EndNs = l.HostNs + LaunchCallNS
 	}
 	if k == kGemm {
 		l.Api = 652 // cuLaunchKernelEx: cuBLAS names a cluster
@@ -163,6 +167,7 @@ type options struct {
 	stepRange  string           // --step-range
 	probe      bool             // --probe ProbeRecorded
 	hang       bool             // --hang-timeout 5s --hang-kill: the program hangs at the end, and is ended (no End record)
+	copies     bool             // format 1.15: copies, memsets, waits and launch calls' host time (copyBatch)
 	// storeChunk, with a snapshot memory config, is handed each chunk the agent would write
 	// to the process's chunk store.
 	storeChunk func(hash [16]byte, data []byte)
@@ -200,6 +205,7 @@ func build(rank int, o options) []*pb.Batch {
 		p.mem.finite = o.autograd != nil
 	}
 	p.linked = o.autograd.GetLinked()
+	p.copies = o.copies
 	fill, gemm, triton := callstack(csFill), callstack(csGemm), callstack(csTriton)
 	capture, replay, nat := callstack(csCapture), callstack(csReplay), callstack(csNative)
 	rk := int32(rank)
@@ -281,6 +287,9 @@ func build(rank int, o options) []*pb.Batch {
 	// Activity buffers arrive later than the launches they describe.
 	late := a
 	emit(b)
+	if o.copies {
+		emit(p.copyBatch())
+	}
 
 	b = &pb.Batch{Callstacks: []*pb.Callstack{capture}, Activities: []*pb.KernelActivity{late},
 		RangeEnds: []*pb.RangeEnd{{Id: initRange.Id, EndNs: p.now + 1}}}

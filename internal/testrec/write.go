@@ -74,6 +74,12 @@ const (
 	// 1.13): at its end a launch never finishes (HangLaunch), and the agent reported it and
 	// ended the program.
 	Hang Variant = "hang"
+	// Copies is the good recording made by an agent that records copies, memsets, host waits
+	// and launch calls' host time (format 1.15), both ranks: after initialization the program
+	// loads a batch (copyBatch): copies to and from the GPU, one asynchronous from pageable
+	// memory, a memset, a copy of 0 bytes, and waits for a stream, an event and the context.
+	// The good recording is one made before 1.15: no copies, no waits.
+	Copies Variant = "copies"
 )
 
 // StepRangeRecorded is the step range of the StepRange variant.
@@ -81,7 +87,7 @@ const StepRangeRecorded = "^(init|weights)$"
 
 // Variants lists every variant.
 var Variants = []Variant{Good, Lossy, Incomplete, Truncated, Corrupt, Newer, Empty, Memory, CorruptChunk, Autograd, AutogradDiverged, StepRange, Probe,
-	WriteSets, WriteSetsDiverged, Digests, DigestsDiverged, Hang}
+	WriteSets, WriteSetsDiverged, Digests, DigestsDiverged, Hang, Copies}
 
 // Write writes a synthetic recording into dir (created if needed).
 func Write(dir string, v Variant) error {
@@ -145,6 +151,8 @@ func variantOptions(v Variant, rank int) options {
 		o.probe = rank == 0
 	case Hang:
 		o.hang = rank == 0
+	case Copies:
+		o.copies = true
 	}
 	return o
 }

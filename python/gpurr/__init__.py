@@ -28,7 +28,7 @@ __version__ = "@VERSION@"
 # The tables gpurr export writes, in its order: gpurr query's, with the same columns
 # (internal/export's Tables; a Go test keeps the two the same).
 EXPORT_TABLES = ("processes", "devices", "modules", "kernels", "kernel_params", "launches", "gpu_activity",
-                 "gpurr_activity", "ranges", "callstacks", "frames", "graph_nodes", "graph_launches", "allocations",
+                 "gpurr_activity", "copies", "syncs", "host_calls", "ranges", "callstacks", "frames", "graph_nodes", "graph_launches", "allocations",
                  "regions", "memory_states", "torn_states", "nan_counts", "memory_chunks", "write_set_misses", "digests",
                  "probe_kernels", "probe_launches", "probe_ctas", "log", "stats")
 
