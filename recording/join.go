@@ -35,6 +35,7 @@ type Links struct {
 	modules       map[string][]string // kernel names of each module, by sha256
 	xla           *XLA                // UseXLA's, nil when none
 	xlaStacks     map[*xla.Site]uint64
+	xlaSites      map[xlaKey]xlaFound
 	// compileThreads are the threads that launched a kernel of XLA's
 	// autotuning without a Python stack (Compile).
 	compileThreads map[uint32]bool
@@ -63,6 +64,7 @@ func NewLinks() *Links {
 		demangleCache: map[string]string{},
 		modules:       map[string][]string{},
 		xlaStacks:     map[*xla.Site]uint64{},
+		xlaSites:      map[xlaKey]xlaFound{},
 
 		compileThreads: map[uint32]bool{},
 		autotune:       map[uint64]bool{},

@@ -107,16 +107,35 @@ func (l *Links) xlaSite(la *pb.Launch) (site *xla.Site, ambiguous int) {
 	if l.xla == nil {
 		return nil, 0
 	}
-	k := l.kernels[la.GetKernelId()]
+	g, b := la.GetGrid(), la.GetBlock()
+	key := xlaKey{la.GetKernelId(), [3]uint32{g.GetX(), g.GetY(), g.GetZ()}, [3]uint32{b.GetX(), b.GetY(), b.GetZ()}}
+	if r, ok := l.xlaSites[key]; ok {
+		return r.site, r.ambiguous
+	}
+	k := l.kernels[key.kernel]
 	if k == nil {
-		return nil, 0
+		return nil, 0 // not cached: its kernel may come in a later batch
 	}
-	dims := func(d *pb.Dim3) [3]uint32 { return [3]uint32{d.GetX(), d.GetY(), d.GetZ()} }
-	s, n, amb := l.xla.dump.Find(k.GetName(), l.modules[k.GetModuleSha256()], dims(la.GetGrid()), dims(la.GetBlock()))
+	var r xlaFound
+	s, n, amb := l.xla.dump.Find(k.GetName(), l.modules[k.GetModuleSha256()], key.grid, key.block)
 	if amb {
-		return nil, n
+		r.ambiguous = n
+	} else {
+		r.site = s
 	}
-	return s, 0
+	l.xlaSites[key] = r
+	return r.site, r.ambiguous
+}
+
+// xlaKey is what a launch's site depends on; launches of a step repeat it.
+type xlaKey struct {
+	kernel      uint64
+	grid, block [3]uint32
+}
+
+type xlaFound struct {
+	site      *xla.Site
+	ambiguous int
 }
 
 // xlaCallstack is the callstack Links makes of a site's lines: one Python
