@@ -128,14 +128,18 @@ static void copy_attributes(gp_probe_fn *pf, gp_CUfunction f, gp_CUfunction fn) 
 }
 
 // resolve asks the Go side, once per kernel, whether it is probed and for its instrumented copy.
-static int resolve(gp_probe_fn *pf, gp_CUfunction f, uint32_t nparams, uint64_t kernel_id) {
+// symbol is CUPTI's name of the launch's kernel: a runtime launch may pass the driver a handle
+// (a CUkernel) whose name cuFuncGetName does not give, and whose module is none the program
+// loaded itself (the Go side then looks in the program's fat binaries by that name).
+static int resolve(gp_probe_fn *pf, gp_CUfunction f, const char *symbol, uint32_t nparams, uint64_t kernel_id) {
   pthread_mutex_lock(&resolve_mu);
   int st = atomic_load_explicit(&pf->state, memory_order_acquire);
   if (st == GP_PROBE_UNKNOWN) {
     void *module = NULL;
     const char *name = NULL;
     gp_cu.funcGetModule(&module, f);
-    if (gp_cu.funcGetName) gp_cu.funcGetName(&name, f);
+    if (gp_cu.funcGetName && gp_cu.funcGetName(&name, f) != 0) name = NULL;
+    if (!name) name = symbol;
     gp_CUfunction fn = NULL;
     gp_in_agent_call(1);
     int ok = name && nparams + 1 <= GP_PROBE_ARGS &&
@@ -206,7 +210,7 @@ int gp_probe_enter(gp_probe_fn *pf, uint32_t cbid, const gp_launch_view *v, cons
                    uint32_t nparams, uint64_t kernel_id, uint64_t seq, void **args) {
   cur.p = NULL;
   int st = atomic_load_explicit(&pf->state, memory_order_acquire);
-  if (st == GP_PROBE_UNKNOWN) st = resolve(pf, v->f, nparams, kernel_id);
+  if (st == GP_PROBE_UNKNOWN) st = resolve(pf, v->f, cb->symbolName, nparams, kernel_id);
   if (st != GP_PROBE_YES) return 0;
 
   gp_CUstream stream = v->stream;

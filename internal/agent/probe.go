@@ -19,6 +19,7 @@ import (
 
 	"github.com/gpurr/gpurr/internal/agentcfg"
 	"github.com/gpurr/gpurr/internal/cuda"
+	"github.com/gpurr/gpurr/internal/fatbin"
 	"github.com/gpurr/gpurr/internal/instrument"
 	"github.com/gpurr/gpurr/internal/ptx"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
@@ -85,7 +86,11 @@ func gpurrProbeModule(module, input, image unsafe.Pointer, size C.size_t) {
 		}
 		return C.GoBytes(image, C.int(size))
 	}
-	m, keep := p.classify(head, text, cubin)
+	whole := func() []byte { // a fat binary's header says its size
+		head := unsafe.Slice((*byte)(input), 16)
+		return unsafe.Slice((*byte)(input), 16+binary.LittleEndian.Uint64(head[8:]))
+	}
+	m, keep := p.classify(head, text, cubin, whole)
 	if !keep {
 		return
 	}
@@ -97,7 +102,7 @@ func gpurrProbeModule(module, input, image unsafe.Pointer, size C.size_t) {
 // classify finds a loaded module's PTX from the first 4 bytes of what the program passed, its
 // text (PTX is NUL-terminated) and the cubin CUPTI reported; keep is false for a cubin none of
 // whose kernels --probe picks (most modules: nothing to remember).
-func (p *liveProbes) classify(head []byte, text func() string, cubin func() []byte) (m probeModule, keep bool) {
+func (p *liveProbes) classify(head []byte, text func() string, cubin, fatbinBytes func() []byte) (m probeModule, keep bool) {
 	switch {
 	case bytes.Equal(head, []byte("\x7fELF")):
 		img := cubin()
@@ -114,8 +119,8 @@ func (p *liveProbes) classify(head []byte, text func() string, cubin func() []by
 			m.reason = "no PTX: its module is a cubin whose PTX Triton's cache does not hold (probes instrument PTX)"
 		}
 		return m, true
-	case binary.LittleEndian.Uint32(head) == 0xBA55ED50:
-		return probeModule{reason: "no PTX read: its module was loaded from a fat binary"}, true
+	case binary.LittleEndian.Uint32(head) == fatbin.Magic:
+		return fatbinModule(fatbinBytes())
 	}
 	t := text()
 	if s := strings.TrimLeft(t, " \t\r\n"); !strings.HasPrefix(s, "//") && !strings.HasPrefix(s, ".") {
@@ -125,6 +130,17 @@ func (p *liveProbes) classify(head []byte, text func() string, cubin func() []by
 		return probeModule{reason: fmt.Sprintf("its module's PTX does not parse: %v", err)}, true
 	}
 	return probeModule{ptx: []byte(t)}, true
+}
+
+// fatbinModule is what a module loaded from a fat binary offers: the PTX entry of the newest
+// architecture, when it has one.
+func fatbinModule(b []byte) (probeModule, bool) {
+	ptxs, err := fatbin.PTXs(b)
+	if err != nil {
+		return probeModule{reason: fmt.Sprintf("no PTX: its module was loaded from a fat binary: %v", err)}, true
+	}
+	p, _ := fatbin.Pick(ptxs, 0)
+	return probeModule{ptx: bytes.Clone(p.Text)}, true
 }
 
 // gpurrProbeForgetModule is called as the program unloads a module.
@@ -187,13 +203,19 @@ func (p *liveProbes) instrument(module uintptr, kernel string, nparams int) (uns
 	p.mu.Lock()
 	m, known := p.modules[module]
 	p.mu.Unlock()
-	switch {
-	case !known:
-		return nil, 0, fmt.Errorf("no PTX: its module was not loaded by cuModuleLoadData, ...Ex or ...FatBinary while recording (a CUDA library's or the runtime's own)")
-	case m.ptx == nil:
-		return nil, 0, fmt.Errorf("%s", m.reason)
+	text := m.ptx
+	if text == nil {
+		// A module the runtime loaded (cuLibraryLoadData, lazily) for a <<<>>> launch, or a
+		// cubin: the program's own fat binaries may hold the kernel's PTX.
+		var err error
+		if text, err = programFatbins.ptx(kernel); err != nil {
+			if known && m.reason != "" {
+				return nil, 0, fmt.Errorf("%s; %v", m.reason, err)
+			}
+			return nil, 0, err
+		}
 	}
-	mod, err := ptx.Parse(m.ptx)
+	mod, err := ptx.Parse(text)
 	if err != nil {
 		return nil, 0, fmt.Errorf("its PTX does not parse: %v", err)
 	}
@@ -204,12 +226,12 @@ func (p *liveProbes) instrument(module uintptr, kernel string, nparams int) (uns
 	if err != nil {
 		return nil, 0, err
 	}
-	text := C.CString(mod.String())
-	defer C.free(unsafe.Pointer(text))
+	ctext := C.CString(mod.String())
+	defer C.free(unsafe.Pointer(ctext))
 	cname := C.CString(kernel)
 	defer C.free(unsafe.Pointer(cname))
 	var fn C.gp_CUfunction
-	if r := C.gp_probe_load(text, cname, &fn); r != 0 {
+	if r := C.gp_probe_load(ctext, cname, &fn); r != 0 {
 		return nil, 0, fmt.Errorf("the driver did not load the instrumented PTX: %s", cuda.Result(r).Error())
 	}
 	return unsafe.Pointer(fn), counted, nil

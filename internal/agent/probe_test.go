@@ -46,29 +46,37 @@ func TestProbeModuleClassify(t *testing.T) {
 	image := func(b []byte) func() []byte { return func() []byte { return b } }
 	elf := cubin[:4]
 
-	if m, keep := probes(names[0]).classify(elf, text(""), image(cubin)); !keep || string(m.ptx) != cachedPTX {
+	if m, keep := probes(names[0]).classify(elf, text(""), image(cubin), image(nil)); !keep || string(m.ptx) != cachedPTX {
 		t.Errorf("a cached Triton cubin: keep %v, PTX %q, reason %q", keep, m.ptx, m.reason)
 	}
-	if _, keep := probes("no_such_kernel").classify(elf, text(""), image(cubin)); keep {
+	if _, keep := probes("no_such_kernel").classify(elf, text(""), image(cubin), image(nil)); keep {
 		t.Error("a cubin no picked kernel is in was kept")
 	}
-	if m, _ := probes(names[0]).classify(elf, text(""), image(nil)); !strings.Contains(m.reason, "CUPTI gave no image") {
+	if m, _ := probes(names[0]).classify(elf, text(""), image(nil), image(nil)); !strings.Contains(m.reason, "CUPTI gave no image") {
 		t.Errorf("a cubin without CUPTI's image: %q", m.reason)
 	}
 	const source = "// Generated\n.version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\nret;\n}\n"
-	if m, keep := probes("k").classify([]byte(source[:4]), text(source), image(nil)); !keep || string(m.ptx) != source {
+	if m, keep := probes("k").classify([]byte(source[:4]), text(source), image(nil), image(nil)); !keep || string(m.ptx) != source {
 		t.Errorf("PTX text: keep %v, reason %q", keep, m.reason)
+	}
+	// A module loaded from a fat binary: its PTX entry.
+	fat, err := os.ReadFile(filepath.Join("..", "fatbin", "testdata", "plain.fatbin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, keep := probes("gpurr_fixture_add").classify(fat[:4], text(""), image(nil), image(fat)); !keep || !strings.Contains(string(m.ptx), ".entry gpurr_fixture_add") {
+		t.Errorf("a fat binary: keep %v, reason %q", keep, m.reason)
 	}
 	for _, c := range []struct {
 		head   []byte
 		text   string
 		reason string
 	}{
-		{[]byte{0x50, 0xed, 0x55, 0xba}, "", "fat binary"},
+		{[]byte{0x50, 0xed, 0x55, 0xba}, "", "loaded from a fat binary: not a fat binary"},
 		{[]byte{1, 2, 3, 4}, "\x01\x02\x03\x04", "an image gpurr does not read"},
 		{[]byte(".ver"), ".version 8.0\n.target sm_90\nnonsense here;\n", "does not parse"},
 	} {
-		if m, keep := probes("k").classify(c.head, text(c.text), image(nil)); !keep || m.ptx != nil || !strings.Contains(m.reason, c.reason) {
+		if m, keep := probes("k").classify(c.head, text(c.text), image(nil), image(c.head)); !keep || m.ptx != nil || !strings.Contains(m.reason, c.reason) {
 			t.Errorf("%q: keep %v, reason %q, want %q", c.head, keep, m.reason, c.reason)
 		}
 	}
@@ -82,7 +90,7 @@ func TestProbeInstrumentRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := p.instrument(1, "k", 0); err == nil || !strings.Contains(err.Error(), "was not loaded by cuModuleLoadData") {
+	if _, _, err := p.instrument(1, "k", 0); err == nil || !strings.Contains(err.Error(), "the program's fat binaries hold none declaring it") {
 		t.Errorf("unknown module: %v", err)
 	}
 	p.modules[2] = probeModule{reason: "no PTX read: its module was loaded from a fat binary"}

@@ -1,0 +1,46 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpurr/gpurr/internal/fatbin"
+)
+
+// A library's .nv_fatbin section (testdata/hostfatbin/gen.sh) gives the PTX of the kernels it
+// declares, the newest architecture first; a kernel none declares is refused with the way out.
+func TestHostFatbins(t *testing.T) {
+	lib, err := filepath.Abs(filepath.Join("testdata", "hostfatbin", "host.so"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	maps := filepath.Join(t.TempDir(), "maps")
+	lines := "7f0000000000-7f0000001000 r--p 00000000 08:01 42 " + lib + "\n" +
+		"7f0000001000-7f0000002000 r-xp 00001000 08:01 42 " + lib + "\n" +
+		"7f0000003000-7f0000004000 rw-p 00000000 00:00 0 \n" +
+		"7ffd00000000-7ffd00001000 rw-p 00000000 00:00 0 [stack]\n"
+	if err := os.WriteFile(maps, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	files := mappedFiles(maps)
+	if len(files) != 1 || files[0] != lib {
+		t.Fatalf("mapped files %q", files)
+	}
+	h := &hostFatbins{read: map[string]bool{}, kernels: map[string][]fatbin.PTX{}}
+	h.scan(files)
+	h.read[lib] = true
+	text, err := h.ptxOf("gpurr_fixture_add")
+	if err != nil || !strings.Contains(string(text), ".target sm_100") {
+		t.Fatalf("PTX %q, %v; want sm_100's", text, err)
+	}
+	if _, err := h.ptxOf("other"); err == nil || !strings.Contains(err.Error(), "compute_90") {
+		t.Errorf("a kernel no fat binary declares: %v", err)
+	}
+	h = &hostFatbins{read: map[string]bool{}, kernels: map[string][]fatbin.PTX{}, spent: hostPTXBudget}
+	h.scan(files)
+	if _, err := h.ptxOf("gpurr_fixture_add"); err == nil || !strings.Contains(err.Error(), "first 512 MiB") {
+		t.Errorf("past the budget: %v", err)
+	}
+}
