@@ -73,6 +73,21 @@ def t_bisect_scatter(h):
     return f"step 2, bisect_train.py:{line}, nondeterministic; {cost[-1].strip()[:90] if cost else ''}"
 
 
+@test("bisect.step_range")
+def t_bisect_step_range(h):
+    """gpurr bisect --step-range of the loop without torch.optim (a hand-written update, each
+    step an NVTX range "step N") with the float index_add_ planted from step 2: digests are taken
+    where the ranges end, part ways at step 2, and the reruns name the index_add_ line."""
+    script = WL / "bisect_train.py"
+    line = mark_line(script, "planted-scatter")
+    r, d = bisect(h, "bisect_step_range", ["--step-range", "^step ", "--", h.py, script, "--plant", "scatter",
+                                           "--opt", "manual"])
+    check(r.rc == 1, f"gpurr bisect exit {r.rc}, want 1 (the runs part ways): {r.why()}\n{r.out[-1500:]}")
+    check("step 2" in r.out, f"bisect does not name step 2:\n{r.out[-1500:]}")
+    check(f"bisect_train.py:{line}" in r.out, f"bisect does not name bisect_train.py:{line}:\n{r.out[-1500:]}")
+    return f"NVTX steps: step 2, bisect_train.py:{line}"
+
+
 @test("bisect.nan")
 def t_bisect_nan(h):
     """gpurr bisect --nan of the training loop whose loss is the log of a negative at step 3:

@@ -50,7 +50,7 @@ ORDER = [
     "probe.slow_cta", "probe.live",
     "diff.torchrun",
     "digest.agree",
-    "bisect.scatter", "bisect.nan", "bisect.agree", "bisect.lr_ulp",
+    "bisect.scatter", "bisect.step_range", "bisect.nan", "bisect.agree", "bisect.lr_ulp",
     "digest.nccl_owned",
     "bisect.ddp_scatter", "bisect.ddp_nan", "bisect.ddp_agree",
     "cudnn",

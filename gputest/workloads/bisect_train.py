@@ -5,7 +5,9 @@ gpurr bisect: two runs make the same bytes, launch for launch, unless something 
                    atomics: its sums round differently run to run) feeds the next layer
   --plant nan      at step 3 the loss is the log of a negative number: NaN, which backward
                    carries into the gradients and the optimizer into the weights
-  --lr X           the learning rate (default 1e-3); --opt sgd or adam (default sgd)
+  --lr X           the learning rate (default 1e-3); --opt sgd or adam (default sgd), or
+                   manual: a hand-written SGD update, no torch.optim, each step inside an
+                   NVTX range "step N" (what gpurr's --step-range takes)
   --steps N        training steps (default 6)
 
 Prints one JSON line."""
@@ -20,7 +22,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--plant", choices=["none", "scatter", "nan"], default="none")
     ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--opt", choices=["sgd", "adam"], default="sgd")
+    ap.add_argument("--opt", choices=["sgd", "adam", "manual"], default="sgd")
     ap.add_argument("--steps", type=int, default=6)
     a = ap.parse_args()
 
@@ -28,11 +30,13 @@ def main():
     d, bins = 512, 64
     l1, l2, l3 = nn.Linear(d, d).cuda(), nn.Linear(d, d).cuda(), nn.Linear(d, 1).cuda()
     params = [*l1.parameters(), *l2.parameters(), *l3.parameters()]
-    opt = torch.optim.SGD(params, lr=a.lr) if a.opt == "sgd" else torch.optim.Adam(params, lr=a.lr)
+    opt = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam}.get(a.opt, lambda p, lr: None)(params, lr=a.lr)
     x = torch.randn(4096, d, device="cuda")
     y = torch.randn(4096, 1, device="cuda")
     idx = torch.randint(0, bins, (4096,), device="cuda")
     for step in range(a.steps):
+        if opt is None:
+            torch.cuda.nvtx.range_push(f"step {step}")
         h = torch.relu(l1(x))
         if a.plant == "scatter" and step >= 2:
             acc = torch.zeros(bins, d, device="cuda").index_add_(0, idx, h)  # MARK: planted-scatter
@@ -41,6 +45,13 @@ def main():
         if a.plant == "nan" and step == 3:
             loss = torch.log(loss - 1e9)  # MARK: planted-nan
         loss.backward()
+        if opt is None:
+            with torch.no_grad():
+                for p in params:
+                    p.add_(p.grad, alpha=-a.lr)
+                    p.grad = None
+            torch.cuda.nvtx.range_pop()
+            continue
         opt.step()  # MARK: optimizer
         opt.zero_grad(set_to_none=True)
     torch.cuda.synchronize()

@@ -47,6 +47,7 @@ var (
 	active         *recorder
 	kernelFilter   *regexp.Regexp
 	snapshotFilter *regexp.Regexp
+	stepRange      *regexp.Regexp // --step-range: the NVTX ranges that are training steps
 )
 
 // Initialize starts recording in this process. It never fails the program:
@@ -97,6 +98,9 @@ func configFromEnv() (agentcfg.Config, error) {
 	}
 	if cfg.Memory.SnapshotKernels != "" {
 		snapshotFilter = regexp.MustCompile(cfg.Memory.SnapshotKernels)
+	}
+	if cfg.StepRange != "" {
+		stepRange, _ = recording.CompileStepRange(cfg.StepRange) // Decode validated it
 	}
 	return cfg, nil
 }
@@ -170,6 +174,9 @@ func (r *recorder) start() error {
 		}
 	}
 	ccfg.step_every = C.uint32_t(r.cfg.StepEvery)
+	if stepRange != nil {
+		ccfg.step_range = 1
+	}
 	if r.cfg.Probe != "" {
 		p, err := newLiveProbes(r.cfg.Probe)
 		if err != nil {
@@ -258,6 +265,22 @@ func gpurrKernelSelected(name *C.char) (selected C.int) {
 		}
 	}()
 	if kernelFilter == nil || kernelFilter.MatchString(C.GoString(name)) {
+		return 1
+	}
+	return 0
+}
+
+// gpurrStepRange says whether an NVTX range's message (n bytes at msg) marks a training step:
+// the reader's rule (recording.Stepper), so that step digests fall where reports number steps.
+//
+//export gpurrStepRange
+func gpurrStepRange(msg *C.char, n C.int) (step C.int) {
+	defer func() {
+		if recover() != nil {
+			step = 0
+		}
+	}()
+	if stepRange != nil && stepRange.MatchString(C.GoStringN(msg, n)) {
 		return 1
 	}
 	return 0

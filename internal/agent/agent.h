@@ -264,6 +264,7 @@ typedef struct {
   uint32_t digest_every;  // ... of every Nth step only; 0 or 1: every step
   int digest_all;       // ... every live allocation of the program's, not only what the step's optimizer reached
   uint32_t step_every;  // steps are runs of this many launch calls; 0: optimizer steps
+  int step_range;       // steps end where an NVTX range that --step-range matches ends (nvtx.c)
   int hash_steps;       // hash mode hashes only the launches of steps hash_step_lo..hash_step_hi
   uint32_t hash_step_lo, hash_step_hi;
 } gp_config;

@@ -95,7 +95,10 @@ func TestMemoryScenario(t *testing.T) {
 // launch that begins each step is preceded by a digest of every live allocation of the
 // program's (a free leaves it out, as does an allocation made from inside a library named
 // libnccl*, which is NCCL's own memory); a graph launch counts as a call; with --hash-steps,
-// only the launches of those steps are hashed and the other boundaries get digests.
+// only the launches of those steps are hashed and the other boundaries get digests; with
+// --step-range, the first call after a matching NVTX range ends (pushed and popped, a
+// registered string, started and ended) begins the next step, and a range it does not match
+// begins none.
 func TestDigestScenario(t *testing.T) {
 	harnessGolden(t, "--digest-scenario", "digest_scenario.golden")
 }

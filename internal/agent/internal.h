@@ -181,6 +181,10 @@ void gp_step_final_digest(void);
 // taken at exit unless another call comes.
 void gp_step_forget(void);
 
+// gp_step_range_ended: a range that --step-range matches ended (nvtx.c); the
+// next launch call begins the next step.
+void gp_step_range_ended(void);
+
 // gp_steps_on: the configuration needs steps while the program runs.
 static inline int gp_steps_on(void) { return gp_proc.cfg.digests || gp_proc.cfg.hash_steps; }
 

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_cgo_export.h"
 #include "internal.h"
 
 static _Atomic uint64_t next_range_id;
@@ -63,6 +64,41 @@ static message of_attributes(const gp_nvtxEventAttributes *a) {
     break;
   }
   return m;
+}
+
+static int registered_is_step(uint64_t handle);
+
+// is_step says whether a range with message m ends a training step
+// (--step-range, asked only where steps matter: digests, --hash-steps).
+static int is_step(const message *m) {
+  if (!gp_proc.cfg.step_range || !gp_steps_on()) return 0;
+  if (m->kind == GP_RANGE_MSG_ASCII) return gpurrStepRange((char *)m->ascii, (int)strnlen(m->ascii, MESSAGE_CAP));
+  if (m->kind == GP_RANGE_MSG_REGISTERED) return registered_is_step(m->registered);
+  return 0;  // wide-character messages are not read (as the reader's Range.message is empty)
+}
+
+// Start/end ranges that are steps, open now: their end may come on any thread.
+enum { OPEN_STEPS = 64 };
+static gp_spinlock open_steps_lock;
+static uint64_t open_steps[OPEN_STEPS];
+
+static void open_step(uint64_t id) {
+  gp_spin_lock(&open_steps_lock);
+  for (int i = 0; i < OPEN_STEPS; i++)
+    if (!open_steps[i]) {
+      open_steps[i] = id;
+      break;
+    }
+  gp_spin_unlock(&open_steps_lock);
+}
+
+static void end_step(uint64_t id) {
+  int was = 0;
+  gp_spin_lock(&open_steps_lock);
+  for (int i = 0; i < OPEN_STEPS && !was; i++)
+    if (open_steps[i] == id) open_steps[i] = 0, was = 1;
+  gp_spin_unlock(&open_steps_lock);
+  if (was) gp_step_range_ended();
 }
 
 // A record with text after its fixed part, built on the stack: the text is
@@ -143,6 +179,7 @@ static int range_push(uint64_t domain, const message *m) {
   uint64_t id = atomic_fetch_add_explicit(&next_range_id, 1, memory_order_relaxed) + 1;
   s->ranges[s->range_depth].id = id;
   s->ranges[s->range_depth].domain = domain;
+  s->ranges[s->range_depth].step = is_step(m);
   s->range_depth++;
   // Launches name it even when its record is lost: the reader says the range is unknown.
   if (!push_open(id, gp_thread.range_current, domain, 0, 1, m)) GP_COUNT(ranges_dropped, 1);
@@ -167,10 +204,12 @@ static int range_pop(uint64_t domain) {
     return -1;
   }
   uint64_t id = s->ranges[i - 1].id;
+  int step = s->ranges[i - 1].step;
   memmove(&s->ranges[i - 1], &s->ranges[i], (s->range_depth - i) * sizeof s->ranges[0]);
   s->range_depth--;
   gp_thread.range_current = s->range_depth ? s->ranges[s->range_depth - 1].id : 0;
   push_end(id, 0, domain);
+  if (step) gp_step_range_ended();
   return level(s, i - 1, domain);
 }
 
@@ -179,6 +218,7 @@ static int range_pop(uint64_t domain) {
 static uint64_t range_start(uint64_t domain, const message *m) {
   uint64_t id = atomic_fetch_add_explicit(&next_range_id, 1, memory_order_relaxed) + 1;
   if (!push_open(id, gp_thread.range_current, domain, id, 0, m)) GP_COUNT(ranges_dropped, 1);
+  if (is_step(m)) open_step(id);
   return id;
 }
 
@@ -190,6 +230,7 @@ typedef struct named {
   struct named *bucket;  // next in its bucket of by_text
   uint64_t domain;       // of a registered string
   uint32_t kind;         // GP_NVTX_NAME_*
+  int step;              // a string: 1 when it matches --step-range, 0 not, -1 not asked yet
   char name[];           // empty for a wide-character name
 } named;
 
@@ -240,7 +281,7 @@ static void *new_name(uint32_t kind, uint64_t domain, const char *s) {
     pthread_mutex_unlock(&names_lock);
     return NULL;  // NVTX's own answer when no tool is attached
   }
-  n->kind = kind, n->domain = domain;
+  n->kind = kind, n->domain = domain, n->step = -1;
   memcpy(n->name, s ? s : "", len);
   n->next = names;
   names = n;
@@ -251,6 +292,19 @@ static void *new_name(uint32_t kind, uint64_t domain, const char *s) {
 }
 
 static inline uint64_t handle(gp_nvtxDomainHandle d) { return (uint64_t)(uintptr_t)d; }
+
+// A registered string is asked once whether it is a step (the handle is the
+// agent's own named; none other reaches here).
+static int registered_is_step(uint64_t h) {
+  named *n = (named *)(uintptr_t)h;
+  if (!n || n->kind != GP_NVTX_NAME_STRING) return 0;
+  int step = __atomic_load_n(&n->step, __ATOMIC_RELAXED);
+  if (step < 0) {
+    step = gpurrStepRange(n->name, (int)strlen(n->name));
+    __atomic_store_n(&n->step, step, __ATOMIC_RELAXED);
+  }
+  return step;
+}
 
 // ---- the functions NVTX calls, one per slot the agent fills ----
 
@@ -293,7 +347,9 @@ static uint64_t start_ex(const gp_nvtxEventAttributes *a) {
 }
 
 static void end(uint64_t id) {
-  if (recording() && id) push_end(0, id, 0);
+  if (!recording() || !id) return;
+  push_end(0, id, 0);
+  end_step(id);
 }
 
 static int domain_push_ex(gp_nvtxDomainHandle d, const gp_nvtxEventAttributes *a) {
@@ -311,7 +367,9 @@ static uint64_t domain_start_ex(gp_nvtxDomainHandle d, const gp_nvtxEventAttribu
 }
 
 static void domain_end(gp_nvtxDomainHandle d, uint64_t id) {
-  if (recording() && id) push_end(0, id, handle(d));
+  if (!recording() || !id) return;
+  push_end(0, id, handle(d));
+  end_step(id);
 }
 
 static gp_nvtxDomainHandle domain_create_a(const char *name) { return new_name(GP_NVTX_NAME_DOMAIN, 0, name); }

@@ -5,6 +5,9 @@
 // ends where a run of calls made inside a PyTorch optimizer's step() is
 // followed by a call made outside one (the optimizer's own launches belong to
 // their step), or, with step_every N, every N calls (seq 1..N is step 0).
+// With step_range, a step ends where an NVTX range the --step-range expression
+// matches ends, and the next call begins the next one (steps ended so far is
+// its number, as the reader counts the ranges ended before a call).
 // Calls of several threads are taken in the order they reach here, which is
 // the order of their seq up to a race between threads that launch at once.
 #include <stdatomic.h>
@@ -13,6 +16,7 @@
 
 static atomic_int in_optimizer;  // the last call was made inside an optimizer step
 static _Atomic uint32_t ended;   // steps ended so far
+static atomic_int range_ended;   // step_range: a step range ended since the last call
 
 // The last launch call: where the digest of the last step goes at exit.
 static _Atomic(gp_CUcontext) last_ctx;
@@ -51,12 +55,23 @@ void gp_step_final_digest(void) {
   }
 }
 
+void gp_step_range_ended(void) {
+  atomic_fetch_add_explicit(&ended, 1, memory_order_relaxed);
+  atomic_store_explicit(&range_ended, 1, memory_order_relaxed);
+}
+
 uint32_t gp_step_call(uint64_t seq, int in_opt, int *began) {
   *began = 0;
   uint32_t every = gp_proc.cfg.step_every;
   if (every) {
     *began = seq > 1 && (seq - 1) % every == 0;
     return (uint32_t)((seq - 1) / every);
+  }
+  if (gp_proc.cfg.step_range) {
+    // Of the threads that see the step end, one alone takes its digest.
+    *began = atomic_load_explicit(&range_ended, memory_order_relaxed) &&
+             atomic_exchange_explicit(&range_ended, 0, memory_order_relaxed);
+    return atomic_load_explicit(&ended, memory_order_relaxed);
   }
   if (in_opt) {
     atomic_store_explicit(&in_optimizer, 1, memory_order_relaxed);

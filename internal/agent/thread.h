@@ -47,6 +47,7 @@ typedef struct {
   // those nested beyond the array too.
   struct {
     uint64_t id, domain;
+    int step;  // its message matches --step-range: its pop ends a training step
   } ranges[GP_RANGE_DEPTH];
   uint32_t range_depth;
 } gp_thread_scratch;

@@ -76,7 +76,7 @@ is kept).`,
 	f.BoolVar(&o.nan, "nan", false, "find the first launch that makes NaN or Inf instead of where two runs part ways")
 	f.Uint32Var(&o.digestEvery, "digest-every", 1, "take the digest of every Nth step only: 1/N of their cost, a divergence placed within N steps, which the reruns hash whole")
 	f.Uint32Var(&o.stepEvery, "step-every", 0, "training steps are runs of N launch calls, for programs without torch.optim (passed to every run)")
-	f.StringVar(&o.stepRange, "step-range", "", "number the reports' steps by the NVTX ranges whose message matches this regular expression (passed to every run; digests are taken at optimizer steps or --step-every N launches)")
+	f.StringVar(&o.stepRange, "step-range", "", "number the reports' steps by the NVTX ranges whose message matches this regular expression (passed to every run: digests are taken where those ranges end)")
 	countVar(f, &o.rounds, "rounds", 3, 1, "narrowings at most: reruns that part ways in another step, or do not part ways, are run again")
 	f.StringArrayVar(&o.recordFlags, "record-flag", nil, "a gpurr record flag for every run, as FLAG=VALUE (repeatable), e.g. --record-flag=--callstack=python")
 	f.BoolVar(&o.includeLibrary, "include-library", false, "compare communication libraries' own memory too (NCCL's buffers), which differs from run to run by design")

@@ -45,6 +45,8 @@ enum { STREAM_ID_NS = 220 };
 int gpurrKernelSelected(char *name) { return strstr(name, "skip") == NULL; }
 void gpurrAtExit(void) {}
 int gpurrSnapshotKernel(char *name) { return name != NULL; }
+// --step-range '^step ' as the Go side would answer it.
+int gpurrStepRange(char *msg, int n) { return n >= 5 && strncmp(msg, "step ", 5) == 0; }
 void gpurrCudaError(char *call, int code) { (void)call, (void)code; }
 // The harness records without --probe: these are never called.
 void gpurrProbeModule(void *module, void *input, void *image, size_t size) { (void)module, (void)input, (void)image, (void)size; }
@@ -1024,7 +1026,32 @@ HP_API int hp_digest_scenario(const char *path) {
   digest_launches("launches 11-12, step 3: not hashed", 2, a, c);
   digest_launches("launches 13-15, step 4: the digest of step 3, then each launch hashed", 3, a, c);
   digest_launches("launches 16-18, step 5: the digest of step 4; not hashed", 3, a, c);
-  fprintf(mem_out, "exit: the digest of step 5, the last, on the last launch's stream, named before launch 19\n");
+  fprintf(mem_out, "-- --step-range '^step ': a step ends where a range it matches ends (push/pop, registered, start/end)\n");
+  gp_proc.cfg.memory_mode = GP_MEM_DIGEST;
+  gp_proc.cfg.hash_steps = 0;
+  gp_proc.cfg.step_every = 0;
+  gp_proc.cfg.step_range = 1;
+  if (!nvtxhost_inject()) return -1;
+  gp_nvtx_start();
+  nvtxhost_push_a("step 0");
+  digest_launches("launches 19-20 inside range 'step 0'", 2, a, c);
+  nvtxhost_push_a("forward");
+  digest_launches("launch 21 inside 'forward', inside 'step 0'", 1, a, c);
+  nvtxhost_pop();
+  digest_launches("'forward' ended (not a step): launch 22, no digest", 1, a, c);
+  nvtxhost_pop();
+  digest_launches("'step 0' ended: launch 23 begins step 1, the digest of step 0 before it", 1, a, c);
+  uintptr_t s1 = nvtxhost_register_string(0, "step 1");
+  gp_nvtxEventAttributes reg = {.version = 2, .size = sizeof reg, .messageType = GP_NVTX_MESSAGE_REGISTERED,
+                                .message.registered = (gp_nvtxStringHandle)s1};
+  nvtxhost_push_ex(&reg);
+  digest_launches("launch 24 inside the registered string 'step 1'", 1, a, c);
+  nvtxhost_pop();
+  uint64_t s2 = nvtxhost_start_a("step 2");
+  digest_launches("'step 1' ended: launch 25 begins step 2, the digest of step 1 before it; inside start/end range 'step 2'", 1, a, c);
+  nvtxhost_end(s2);
+  digest_launches("'step 2' ended: launch 26 begins step 3, the digest of step 2 before it", 1, a, c);
+  fprintf(mem_out, "exit: the digest of step 3, the last, on the last launch's stream, named before launch 27\n");
   gp_step_final_digest();
   mem_poll();
   fprintf(mem_out, "cuCtxDestroy, then exit: no digest (the last launch's stream and memory are gone)\n");

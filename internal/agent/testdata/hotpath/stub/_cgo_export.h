@@ -7,6 +7,7 @@
 extern int gpurrKernelSelected(char *name);
 extern void gpurrAtExit(void);
 extern int gpurrSnapshotKernel(char *name);
+extern int gpurrStepRange(char *msg, int n);
 extern void gpurrCudaError(char *call, int code);
 extern void gpurrProbeModule(void *module, void *input, void *image, size_t size);
 extern void gpurrProbeForgetModule(void *module);
