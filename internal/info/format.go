@@ -141,6 +141,7 @@ func (p *Process) write(t *textWriter) {
 	p.XLA.write(t)
 	p.Ranges.writeField(t)
 	p.Probes.write(t)
+	p.Copies.write(t)
 	p.writeOverhead(t)
 	// Backpressure is counted as the agent's time, but it is the GPU or the writer being behind,
 	// which a GPU-bound program would have waited for elsewhere anyway.
@@ -159,6 +160,7 @@ func (p *Process) write(t *textWriter) {
 	writeKernels(t, "top kernels by count", p.TopByCount)
 	writeKernels(t, "top kernels by GPU time", p.TopByTime)
 	writeLines(t, p.TopLines)
+	p.Copies.writeTop(t)
 	p.Ranges.writeTop(t)
 }
 

@@ -88,6 +88,7 @@ type Process struct {
 	TopLines   []LineUse   `json:"top_lines_by_gpu_time"` // the program's lines that launched the GPU time
 	Ranges     *Ranges     `json:"nvtx,omitempty"`        // NVTX ranges (format 1.7)
 	Probes     *Probes     `json:"probes,omitempty"`      // live probes (gpurr record --probe; format 1.10)
+	Copies     *Copies     `json:"copies,omitempty"`      // copies, memsets and host waits (format 1.15); nil when none was recorded
 
 	Complete  bool      `json:"complete"`
 	Truncated bool      `json:"truncated"`

@@ -36,6 +36,7 @@ type summary struct {
 	ranges       *rangeCounter
 	memory       *memoryCounter
 	probes       *probeCounter
+	copies       *copyCounter
 	files        *fileCheck // nil: no files checked
 	modules      []*pb.Module
 	first, last  uint64 // the earliest and latest timestamp read (the process's start and end are added at the end)
@@ -71,7 +72,7 @@ func newSummary(name string, steps *recording.Stepper, p *recording.Process) *su
 	s := &summary{name: name, steps: steps, links: recording.NewLinks(), identities: map[uint64]bool{},
 		readable: map[string]string{}, lineOf: map[uint64]string{}, launchesOf: map[uint64]int{},
 		runs: map[string]*KernelUse{}, lines: map[string]*LineUse{}, ranges: newRangeCounter(),
-		memory: newMemoryCounter(), probes: &probeCounter{reasons: map[string]int{}}, stats: &pb.Stats{}}
+		memory: newMemoryCounter(), probes: &probeCounter{reasons: map[string]int{}}, copies: newCopyCounter(), stats: &pb.Stats{}}
 	if p != nil {
 		s.files = &fileCheck{p: p}
 		s.xla = p.XLA()
@@ -180,6 +181,7 @@ func (s *summary) add(b *pb.Batch) error {
 		s.memory.allocation(a)
 	}
 	s.probes.add(b)
+	s.copies.add(b, s.stackLine)
 	if s.hang == nil && len(b.Hangs) > 0 {
 		s.hang = b.Hangs[0]
 	}
@@ -205,8 +207,10 @@ func (s *summary) call(l *pb.Launch) ran {
 
 // line is the program's line of a launch: for a backward launch linked to its forward one, the
 // forward launch's.
-func (s *summary) line(l *pb.Launch) string {
-	id := s.links.LineCallstack(l)
+func (s *summary) line(l *pb.Launch) string { return s.stackLine(s.links.LineCallstack(l)) }
+
+// stackLine is the program's line of callstack id.
+func (s *summary) stackLine(id uint64) string {
 	if line, ok := s.lineOf[id]; ok {
 		return line
 	}
@@ -302,6 +306,7 @@ func (s *summary) finish(truncated bool) (*Process, error) {
 		Losses:           losses(st),
 		Memory:           s.memory.summarize(info, st, s.end, s.links),
 		Probes:           s.probes.summarize(info, st, s.end, s.links),
+		Copies:           s.copies.summarize(),
 		Launches:         s.launches, Captured: s.captured, Untimed: s.untimed,
 		GPUTimeNS: s.gpuNS, UnlinkedRuns: s.unlinked,
 		Steps: s.steps.Steps(), StepRange: s.steps.Range(),
