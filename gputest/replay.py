@@ -1,6 +1,8 @@
 """replay.*, tune.gridstride: replaying recorded launches, and tuning a kernel's shape."""
 import json
 import re
+import shutil
+from pathlib import Path
 
 from harness import Fail, Skip, WL, check, tail, test
 
@@ -117,3 +119,92 @@ def t_tune_gridstride(h):
     check(speed > 1, f"fastest verified shape is not faster than the recorded one: {best[0]}")
     rate = [l for l in r.out.splitlines() if l.startswith("measured")]
     return f"{best[0][18:]}; {rate[0][:80] if rate else ''}"
+
+
+def build_cu(h, name, flags):
+    """gputest/workloads/NAME.cu built with nvcc and flags (once): the program's path."""
+    nvcc = h.nvcc if Path(h.nvcc).exists() else shutil.which("nvcc")
+    if not nvcc:
+        raise Skip(f"no nvcc to build {name}.cu")
+    binary = h.tmp / name
+    if not binary.exists():
+        r = h.sh([nvcc, "-O2", *flags, "-o", binary, WL / f"{name}.cu"], 300, log=f"{name}.nvcc")
+        check(r.rc == 0, f"nvcc {name}.cu: {r.why()}")
+    return binary
+
+
+@test("replay.streams_shared")
+def t_replay_streams_shared(h):
+    """Kernels on 32 streams writing their own slices of one allocation at once, every 7th
+    launch snapshotted: the recording is consistent (gpurr info --check exits 0: every chunk
+    holds the bytes its name hashes, though other streams wrote them while they were copied),
+    some states are marked torn, and replay --all fails no launch: each is bit-exact or torn."""
+    binary = build_cu(h, "streams_shared", [])
+    _, d = h.workload("streams_shared", [binary], flags=["--memory", "snapshot", "--snapshot-launches", "1-:7"])
+    r = h.sh([h.gpurr, "info", "--check", d], 300, log="streams_shared.check")
+    check(r.rc == 0, f"gpurr info --check: {r.why()} {r.out[-300:]}")
+    torn = h.n(d, "SELECT count(DISTINCT launch_seq) AS n FROM torn_states")
+    r, launches = replay_json(h, [d, "--all"], "streams_shared.replay")
+    check(len(launches) >= 40, f"only {len(launches)} launches replayed")
+    bad = [l for l in launches if l["status"] not in ("bit-exact", "torn")]
+    check(not bad, f"{len(bad)} launches neither bit-exact nor torn: "
+          + "; ".join(f"{l['launch']} {l['status']}: {l.get('why', '')[:160]}" for l in bad[:4]))
+    check(torn > 0, "no torn state: the 32 streams' kernels never overlapped gpurr's copies (GPU timing on?)")
+    n_torn = sum(1 for l in launches if l["status"] == "torn")
+    return f"{len(launches)} launches replayed, {n_torn} torn ({torn} launches with torn states); info --check: 0"
+
+
+@test("replay.cooperative")
+def t_replay_cooperative(h):
+    """A cooperative kernel with a grid-wide sync (cudaLaunchCooperativeKernel) replays
+    bit-exact: launched as an ordinary kernel it would fault."""
+    binary = build_cu(h, "coop_sync", ["-arch=sm_90"])
+    _, d = h.workload("coop_sync", [binary], flags=["--memory", "snapshot", "--snapshot-kernels", "grid_sum"])
+    r, launches = replay_json(h, [d, "--all"], "coop_sync.replay")
+    grid = [l for l in launches if "grid_sum" in l["kernel"]]
+    check(len(grid) == 1, f"grid_sum replayed {len(grid)} times: {r.out[:300]}")
+    check(grid[0]["status"] == "bit-exact", f"grid_sum: {grid[0]['status']}: {grid[0].get('why', '')[:200]}")
+    return "grid_sum (cooperative, grid.sync) bit-exact"
+
+
+@test("replay.big_operands")
+def t_replay_big_operands(h):
+    """A launch with 1.5 GiB of operands, with the default 256 MiB staging ring: snapshotted
+    (in pieces, not skipped for its size: info names no launch not captured) and replayed
+    bit-exact."""
+    binary = build_cu(h, "big_operands", [])
+    _, d = h.workload("big_operands", [binary], timeout=600,
+                      flags=["--memory", "snapshot", "--snapshot-kernels", "fma_big", "--staging-bytes", "256MiB"])
+    st = h.one(d, "SELECT l.memory_status AS s, sum(r.size) AS b FROM launches l JOIN regions r "
+                  "ON r.process = l.process AND r.launch_seq = l.seq WHERE l.name LIKE '%fma_big%' GROUP BY l.seq, l.memory_status")
+    check(st.get("s") == "snapshot", f"fma_big's memory status is {st.get('s')}, want snapshot")
+    check((st.get("b") or 0) >= 3 << 29, f"fma_big's regions hold {st.get('b')} bytes, want 1.5 GiB")
+    info = h.sh([h.gpurr, "info", d], 120, log="big_operands.info2")
+    check("NOT CAPTURED" not in info.out, f"gpurr info: {[l for l in info.out.splitlines() if 'NOT CAPTURED' in l]}")
+    r, launches = replay_json(h, [d, "--all"], "big_operands.replay", timeout=600)
+    big = [l for l in launches if "fma_big" in l["kernel"]]
+    check(len(big) == 1 and big[0]["status"] == "bit-exact", f"fma_big replay: {big}")
+    return f"fma_big: {st.get('b')} region bytes snapshotted through a 256 MiB ring, bit-exact"
+
+
+@test("replay.clocked_cubin")
+def t_replay_clocked_cubin(h):
+    """A kernel that spins on clock64(), built as machine code only (no PTX in the binary):
+    its replay differs, and replay says why from its SASS (it reads SR_CLOCKLO: its output
+    depends on when it runs), not that it may read memory outside its regions; with no
+    cuobjdump or nvdisasm installed it says that instead."""
+    binary = build_cu(h, "clocked", ["-gencode", "arch=compute_90,code=sm_90"])
+    _, d = h.workload("clocked", [binary], flags=["--memory", "snapshot", "--snapshot-kernels", "clocked"])
+    r, launches = replay_json(h, [d, "--all"], "clocked.replay")
+    clocked = [l for l in launches if "clocked" in l["kernel"]]
+    check(len(clocked) == 1, f"clocked replayed {len(clocked)} times: {r.out[:300]}")
+    l = clocked[0]
+    check(l["status"] in ("differs", "nondeterministic"), f"clocked: {l['status']}, want differs")
+    why = l.get("why", "")
+    tools = [t for t in ("cuobjdump", "nvdisasm") if shutil.which(t) or Path("/usr/local/cuda/bin", t).exists()]
+    if tools:
+        check("SR_CLOCK" in why and "when it runs" in why and "outside its regions" not in why,
+              f"clocked's explanation ({tools[0]} installed): {why}")
+    else:
+        check("no cuobjdump or nvdisasm" in why, f"clocked's explanation (no disassembler): {why}")
+    return f"clocked: {l['status']}: {why[:160]}"

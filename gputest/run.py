@@ -76,6 +76,7 @@ ORDER = [
     "verify.rerun",
     "nan.planted", "nan.gpu_counts", "nan.counts_match_snapshots", "jax.nan",
     "replay.transformer", "replay.extract", "replay.module", "replay.bad_input",
+    "replay.streams_shared", "replay.cooperative", "replay.big_operands", "replay.clocked_cubin",
     "tune.gridstride",
     "trace.graphs", "trace.memcap",
 ]
