@@ -199,6 +199,7 @@ func KernelName(instruction string) string {
 // instruction is one line of a computation.
 type instruction struct {
 	name, op, calls string
+	operands        []string
 	root            bool
 	opName          string
 	frame           int
@@ -221,6 +222,7 @@ var (
 	callsAttr   = regexp.MustCompile(`, calls=%([^ ,]+)`)
 	tableRow    = regexp.MustCompile(`^(\d+) (.*)$`)
 	fieldsInRow = regexp.MustCompile(`(\w+)=(\d+)`)
+	operandName = regexp.MustCompile(`%([^ ,)]+)`)
 )
 
 // Parse reads one module's optimized HLO text and returns its fusions as
@@ -325,6 +327,12 @@ func parseInstruction(line string) (instruction, bool) {
 		return instruction{}, false
 	}
 	in := instruction{root: m[1] != "", name: m[2], op: m[3]}
+	args := line[len(m[0]):]
+	if end := strings.IndexByte(args, ')'); end >= 0 {
+		for _, o := range operandName.FindAllStringSubmatch(args[:end], -1) {
+			in.operands = append(in.operands, o[1])
+		}
+	}
 	if c := callsAttr.FindStringSubmatch(line); c != nil {
 		in.calls = c[1]
 	}
@@ -390,7 +398,9 @@ func unescape(s string) string {
 }
 
 // describe fills a fusion's op name and lines from the instructions of the
-// computation it calls (and of fusions nested in it), root first.
+// computation it calls (and of fusions nested in it), root first: the
+// instruction whose result the kernel writes. A multi-output fusion's root
+// is a tuple of its results, which come first then.
 func (p *parser) describe(s *Site, fusion instruction) {
 	var ins []instruction
 	var walk func(comp string, depth int)
@@ -399,17 +409,29 @@ func (p *parser) describe(s *Site, fusion instruction) {
 			return
 		}
 		for _, in := range p.comps[comp] {
-			if in.root && depth == 0 {
-				ins = append([]instruction{in}, ins...)
-			} else {
-				ins = append(ins, in)
-			}
+			ins = append(ins, in)
 			if in.op == "fusion" && in.calls != "" {
 				walk(in.calls, depth+1)
 			}
 		}
 	}
 	walk(fusion.calls, 0)
+	var first []string // the names of the instructions the kernel writes
+	for _, in := range p.comps[fusion.calls] {
+		if in.root {
+			first = []string{in.name}
+			if in.op == "tuple" {
+				first = in.operands
+			}
+		}
+	}
+	rank := func(in instruction) int {
+		if i := slices.Index(first, in.name); i >= 0 {
+			return i
+		}
+		return len(first)
+	}
+	slices.SortStableFunc(ins, func(a, b instruction) int { return rank(a) - rank(b) })
 	ins = append(ins, fusion) // the fusion's own metadata, last
 	for _, in := range ins {
 		if s.OpName == "" {

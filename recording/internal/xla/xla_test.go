@@ -105,6 +105,51 @@ func TestReadBad(t *testing.T) {
 	}
 }
 
+// A multi-output fusion's root is a tuple: the lines of the results it
+// writes come first, in the tuple's order.
+func TestMultiOutputFusion(t *testing.T) {
+	const text = `HloModule jit_f, is_scheduled=true
+
+FileNames
+1 "/p/f.py"
+
+FunctionNames
+1 "f"
+
+FileLocations
+1 {file_name_id=1 function_name_id=1 line=10 end_line=10 column=1 end_column=2}
+2 {file_name_id=1 function_name_id=1 line=11 end_line=11 column=1 end_column=2}
+3 {file_name_id=1 function_name_id=1 line=12 end_line=12 column=1 end_column=2}
+
+StackFrames
+1 {file_location_id=1 parent_frame_id=1}
+2 {file_location_id=2 parent_frame_id=1}
+3 {file_location_id=3 parent_frame_id=1}
+
+
+%fused (p0: f32[4]) -> (f32[4], f32[4]) {
+  %p0 = f32[4]{0} parameter(0)
+  %a = f32[4]{0} exp(%p0), metadata={op_name="jit(f)/exp" stack_frame_id=1}
+  %b = f32[4]{0} log(%a), metadata={op_name="jit(f)/log" stack_frame_id=2}
+  %c = f32[4]{0} negate(%a), metadata={op_name="jit(f)/neg" stack_frame_id=3}
+  ROOT %t = (f32[4]{0}, f32[4]{0}) tuple(%c, %b)
+}
+
+ENTRY %main (x: f32[4]) -> (f32[4], f32[4]) {
+  %x = f32[4]{0} parameter(0)
+  ROOT %loop_log_fusion = (f32[4]{0}, f32[4]{0}) fusion(%x), kind=kLoop, calls=%fused, metadata={op_name="jit(f)/log" stack_frame_id=2}
+}
+`
+	m, err := Parse(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := m.Kernels["loop_log_fusion"]
+	if s == nil || s.OpName != "jit(f)/neg" || s.Text() != "/p/f.py:12 f +2 more" || s.Lines[1].Line != 11 {
+		t.Fatalf("%+v", s)
+	}
+}
+
 func TestMetadata(t *testing.T) {
 	op, frame := metadata(`op_name="p[\'w1\']" scheduling_name="x" stack_frame_id=12}, backend_config={}`)
 	if op != `p['w1']` || frame != 12 {
