@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gpurr/gpurr/internal/fatbin"
 )
 
@@ -20,12 +22,16 @@ import (
 // .nv_fatbin sections of the ELF files the process has mapped, and indexes the kernels their
 // PTX entries declare.
 //
-// Files are read once, on the first kernel asked for and again only for files mapped since;
-// the PTX read is bounded (hostPTXBudget): NVIDIA's own libraries hold gigabytes of cubins and
-// little PTX, but a process may map many.
+// Files are read once, on the first module or kernel asked for and again only for files mapped
+// since, each where it is mapped (only the pages read are). A module's PTX is found by its
+// cubin (forCubin: the container holding an ELF entry of the same bytes), which reads entry
+// headers only; a kernel's by its name (ptx), which decompresses PTX, bounded by
+// hostPTXBudget: PyTorch's libraries alone hold hundreds of MiB of it.
 type hostFatbins struct {
 	mu      sync.Mutex
 	read    map[string]bool         // files read (or skipped)
+	entries [][]fatbin.Entry        // each file's fat binary entries, read where they are mapped
+	indexed int                     // how many of entries' files kernels indexes
 	kernels map[string][]fatbin.PTX // kernel name → the PTX entries that declare it
 	spent   int64                   // PTX bytes decompressed
 	full    bool                    // the budget ran out: some files were not read
@@ -43,6 +49,7 @@ func (h *hostFatbins) ptx(kernel string) ([]byte, error) {
 	defer h.mu.Unlock()
 	if _, ok := h.kernels[kernel]; !ok {
 		h.scan(mappedFiles("/proc/self/maps"))
+		h.indexNew()
 	}
 	return h.ptxOf(kernel)
 }
@@ -63,7 +70,7 @@ func (h *hostFatbins) ptxOf(kernel string) ([]byte, error) {
 // scan reads the files not read yet.
 func (h *hostFatbins) scan(files []string) {
 	for _, f := range files {
-		if h.read[f] || h.full {
+		if h.read[f] {
 			continue
 		}
 		h.read[f] = true
@@ -71,6 +78,8 @@ func (h *hostFatbins) scan(files []string) {
 	}
 }
 
+// readFile maps a file's .nv_fatbin section (a library's may be gigabytes of cubins: only the
+// pages read are), and indexes its PTX.
 func (h *hostFatbins) readFile(path string) {
 	f, err := elf.Open(path)
 	if err != nil {
@@ -78,22 +87,79 @@ func (h *hostFatbins) readFile(path string) {
 	}
 	defer f.Close()
 	s := f.Section(".nv_fatbin")
-	if s == nil || s.Type == elf.SHT_NOBITS {
+	if s == nil || s.Type == elf.SHT_NOBITS || s.Size == 0 || s.Size > 1<<40 {
 		return
 	}
-	data, err := s.Data()
+	data, err := mapSection(path, s.Offset, s.Size)
 	if err != nil {
 		return
 	}
-	h.index(data)
+	es, err := fatbin.Parse(data)
+	if err != nil {
+		return
+	}
+	h.entries = append(h.entries, es)
+}
+
+// indexNew indexes the PTX of the files read since it last ran, within the budget.
+func (h *hostFatbins) indexNew() {
+	for ; h.indexed < len(h.entries) && !h.full; h.indexed++ {
+		h.index(h.entries[h.indexed])
+	}
+}
+
+// mapSection maps size bytes of the file at offset, read-only; the mapping stays for the
+// process's life (the index points into it).
+func mapSection(path string, offset, size uint64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	page := uint64(os.Getpagesize())
+	start := offset &^ (page - 1)
+	b, err := unix.Mmap(int(f.Fd()), int64(start), int(offset-start+size), unix.PROT_READ, unix.MAP_PRIVATE)
+	if err != nil {
+		return nil, err
+	}
+	return b[offset-start:], nil
+}
+
+// forCubin returns the PTX compiled with cubin: the newest PTX entry of the container that
+// holds an ELF entry of exactly cubin's bytes (the module the driver chose out of a fat
+// binary), nil when no mapped file's does. Only entries of cubin's size are decompressed.
+func (h *hostFatbins) forCubin(cubin []byte) []byte {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.scan(mappedFiles("/proc/self/maps"))
+	for _, es := range h.entries {
+		for i := range es {
+			e := &es[i]
+			if e.Kind != fatbin.KindELF || e.Size != uint64(len(cubin)) {
+				continue
+			}
+			if d, err := e.Data(); err != nil || !bytes.Equal(d, cubin) {
+				continue
+			}
+			var best []byte
+			arch := -1
+			for j := range es {
+				if p := &es[j]; p.Container == e.Container && p.Kind == fatbin.KindPTX && p.Arch > arch {
+					if text, err := p.Data(); err == nil {
+						best, arch = bytes.TrimRight(text, "\x00"), p.Arch
+					}
+				}
+			}
+			if best != nil {
+				return bytes.Clone(best)
+			}
+		}
+	}
+	return nil
 }
 
 // index notes the kernels of the PTX entries of a .nv_fatbin section's containers.
-func (h *hostFatbins) index(section []byte) {
-	es, err := fatbin.Parse(section)
-	if err != nil {
-		return
-	}
+func (h *hostFatbins) index(es []fatbin.Entry) {
 	for i := range es {
 		e := &es[i]
 		if e.Kind != fatbin.KindPTX {

@@ -10,7 +10,7 @@ import (
 )
 
 // A library's .nv_fatbin section (testdata/hostfatbin/gen.sh) gives the PTX of the kernels it
-// declares, the newest architecture first; a kernel none declares is refused with the way out.
+// declares, the newest architecture first, and of a cubin it holds, its container's; a kernel none declares is refused with the way out.
 func TestHostFatbins(t *testing.T) {
 	lib, err := filepath.Abs(filepath.Join("testdata", "hostfatbin", "host.so"))
 	if err != nil {
@@ -30,16 +30,24 @@ func TestHostFatbins(t *testing.T) {
 	}
 	h := &hostFatbins{read: map[string]bool{}, kernels: map[string][]fatbin.PTX{}}
 	h.scan(files)
-	h.read[lib] = true
+	h.indexNew()
 	text, err := h.ptxOf("gpurr_fixture_add")
 	if err != nil || !strings.Contains(string(text), ".target sm_100") {
 		t.Fatalf("PTX %q, %v; want sm_100's", text, err)
+	}
+	// The module the driver chose out of it: the PTX of its container.
+	if text := h.forCubin([]byte("\x7fELF stand-in for a cubin")); !strings.Contains(string(text), ".target sm_80") {
+		t.Errorf("PTX of the stand-in cubin: %q", text)
+	}
+	if text := h.forCubin([]byte("\x7fELF another cubin of 25b")); text != nil {
+		t.Errorf("PTX of a cubin no container holds: %q", text)
 	}
 	if _, err := h.ptxOf("other"); err == nil || !strings.Contains(err.Error(), "compute_90") {
 		t.Errorf("a kernel no fat binary declares: %v", err)
 	}
 	h = &hostFatbins{read: map[string]bool{}, kernels: map[string][]fatbin.PTX{}, spent: hostPTXBudget}
 	h.scan(files)
+	h.indexNew()
 	if _, err := h.ptxOf("gpurr_fixture_add"); err == nil || !strings.Contains(err.Error(), "first 512 MiB") {
 		t.Errorf("past the budget: %v", err)
 	}

@@ -772,11 +772,17 @@ func (r *recorder) module(m *C.gp_module_rec) {
 			found.sets = moduleWriteSets(found.ptx)
 		}
 	}
+	from := "triton-cache"
+	if found.ptx == nil && len(mod.KernelNames) > 0 {
+		// A module of nvcc's: the program's fat binary holding this cubin may hold its PTX
+		// (race, probe). No write sets: they would prove what the cubin does from the PTX.
+		found.ptx, from = programFatbins.forCubin(image), "fatbin"
+	}
 	if text := found.ptx; text != nil {
 		if err := r.w.PutModulePTX(digest, text); err != nil {
-			r.logf("warn", "the PTX of module %s (Triton's cache) not stored: %v", digest, err)
+			r.logf("warn", "the PTX of module %s (%s) not stored: %v", digest, from, err)
 		} else {
-			mod.Ptx = "triton-cache"
+			mod.Ptx = from
 		}
 		for name, ws := range found.sets {
 			if r.writeSets == nil {

@@ -62,6 +62,9 @@ type Entry struct {
 	Arch  int    // sm_NN as NN
 	Flags uint64
 	Size  uint64 // uncompressed size (the payload's size when not compressed)
+	// Container is the ordinal of the container holding the entry, from 0: the entries of
+	// one container are one compilation's code (a cubin and the PTX it came from).
+	Container int
 
 	payload []byte // as stored: compressed or not
 }
@@ -127,6 +130,9 @@ func Parse(b []byte) ([]Entry, error) {
 		if err != nil {
 			return nil, fmt.Errorf("fatbin: container %d at byte %d: %w", n+1, off, err)
 		}
+		for i := range es {
+			es[i].Container = n
+		}
 		out = append(out, es...)
 		off += hsize + int(size)
 	}
@@ -161,6 +167,12 @@ func entries(body []byte) ([]Entry, error) {
 				p = p[:csize]
 			}
 		} else {
+			// The payload is padded to 8 bytes; the stored size says where its bytes end.
+			if csize > 0 && csize <= psize {
+				p = p[:csize]
+			} else if e.Size > 0 && e.Size <= psize {
+				p = p[:e.Size]
+			}
 			e.Size = uint64(len(p))
 		}
 		e.payload = p

@@ -44,7 +44,7 @@ func TestEntries(t *testing.T) {
 	if len(es) != 2 || es[0].Kind != KindPTX || es[1].Kind != KindELF || es[1].Arch != 90 || es[0].Compressed() {
 		t.Fatalf("entries %+v", es)
 	}
-	if d, _ := es[1].Data(); !bytes.HasPrefix(d, []byte("\x7fELF")) {
+	if d, _ := es[1].Data(); string(d) != "\x7fELF stand-in for a cubin" || es[1].Size != 25 {
 		t.Errorf("ELF entry %q", d)
 	}
 }
@@ -59,8 +59,12 @@ func TestContainersInARow(t *testing.T) {
 	}
 	// A section aligns its containers with zero bytes.
 	padded := append(append(fixture(t, "noptx.fatbin"), make([]byte, 8)...), fixture(t, "plain.fatbin")...)
-	if es, err := Parse(padded); err != nil || len(es) != 3 {
+	es, err := Parse(padded)
+	if err != nil || len(es) != 3 {
 		t.Fatalf("%d entries, %v; want 3", len(es), err)
+	}
+	if es[0].Container != 0 || es[1].Container != 1 || es[2].Container != 1 {
+		t.Errorf("containers %d %d %d; want 0 1 1", es[0].Container, es[1].Container, es[2].Container)
 	}
 }
 
