@@ -129,6 +129,9 @@ func runTrace(cmd *cobra.Command, o traceOptions, paths []string) error {
 	if st.GraphKernels > 0 {
 		fmt.Fprintf(out, "; %d kernels run by graph replays, %d of them with their capture-time launch", st.GraphKernels, st.Attributed)
 	}
+	if st.Copies+st.HostCalls > 0 {
+		fmt.Fprintf(out, "; %d copies and memsets, %d copy, memset and synchronization calls", st.Copies, st.HostCalls)
+	}
 	if st.OwnKernels > 0 {
 		fmt.Fprintf(out, "; %d memory-capture kernels of gpurr's own", st.OwnKernels)
 	}

@@ -64,6 +64,7 @@ func (p *program) launch(k int, cs *pb.Callstack, salt uint64, captured bool) *p
 	}
 	if p.copies {
 		l.EndNs = l.HostNs + LaunchCallNS
+		p.now = l.EndNs // what the thread does next comes after the call returned
 	}
 	if k == kGemm {
 		l.Api = 652 // cuLaunchKernelEx: cuBLAS names a cluster

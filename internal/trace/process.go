@@ -19,6 +19,7 @@ type call struct {
 	seq       uint64
 	tid       uint32
 	hostNS    uint64
+	endNS     uint64 // when the call returned (format 1.15); 0 unknown: its slice is an instant
 	api       uint32
 	graph     bool
 	graphExec uint64
@@ -108,6 +109,8 @@ type procState struct {
 	started   map[uint64]uint64           // kernels of probed launches that came first: GPU start by seq
 	sms       map[[2]uint32]*track        // device, SM
 	gpuTimed  bool                        // kernels' GPU times were recorded, or some kernel came
+
+	copies copyRecords // copies, memsets, waits and their calls, written at the end
 }
 
 func (tw *writer) process(idx int, p *recording.Process) error {
@@ -217,6 +220,7 @@ func (ps *procState) batch(b *pb.Batch) error {
 			return err
 		}
 	}
+	ps.copies.add(b)
 	if err := ps.join.Trim(); err != nil {
 		return err
 	}
@@ -232,7 +236,7 @@ func (ps *procState) batch(b *pb.Batch) error {
 // built a graph node and ran nothing); any other waits for its kernel.
 func (ps *procState) launch(l *pb.Launch) error {
 	ps.last = max(ps.last, l.GetHostNs())
-	c := &call{corr: l.GetCorrelationId(), seq: l.GetSeq(), tid: l.GetTid(), hostNS: l.GetHostNs(), api: l.GetApi(),
+	c := &call{corr: l.GetCorrelationId(), seq: l.GetSeq(), tid: l.GetTid(), hostNS: l.GetHostNs(), endNS: l.GetEndNs(), api: l.GetApi(),
 		kernel: l.GetKernelId(), grid: dim3(l.GetGrid()), block: dim3(l.GetBlock()), smem: l.GetSharedMemBytes(),
 		streamID: l.GetStreamId(), device: l.GetDevice(), rng: ps.ranges.Path(l.GetRangeId()), origin: ps.originOf(l)}
 	o := ps.tw.opts
@@ -267,6 +271,9 @@ func (ps *procState) leave(c *call) error {
 // and kernels, and the ranges never closed, which end at the last time read.
 func (ps *procState) flush() error {
 	if err := ps.join.Flush(); err != nil {
+		return err
+	}
+	if err := ps.writeCopies(); err != nil {
 		return err
 	}
 	// Probed launches whose kernel never came: on the launch call's time.
@@ -504,13 +511,16 @@ func (ps *procState) ownKernel(a *pb.KernelActivity) error {
 // flow to its kernels (0 for none).
 func (ps *procState) writeCall(c *call, flow uint64, extra ...arg) error {
 	c.written = true
-	ts := ps.ts(c.hostNS)
-	if !ps.tw.selected(ts, 0) {
+	ts, dur := ps.ts(c.hostNS), int64(0)
+	if c.endNS > c.hostNS {
+		dur = int64(c.endNS - c.hostNS)
+	}
+	if !ps.tw.selected(ts, dur) {
 		return nil
 	}
 	c.flow = flow
-	s := ps.newSlice(recording.LaunchAPIName(c.api), "launch", ts, 0)
-	s.instant, s.flowOut = true, flow
+	s := ps.newSlice(recording.LaunchAPIName(c.api), "launch", ts, dur)
+	s.instant, s.flowOut = dur == 0, flow
 	s.args = append(s.args, num("launch", int64(c.seq)))
 	if c.graph {
 		s.cat = "graph_launch"

@@ -81,6 +81,8 @@ type Stats struct {
 	Flows        int // kernels linked by an arrow to the call that launched them
 	Unlinked     int // kernels whose launch call is not in the recording (dropped or filtered when recorded)
 	OwnKernels   int // gpurr's own memory-capture kernels
+	Copies       int // copies and memsets on the GPU, each with an arrow from its call when recorded (format 1.15)
+	HostCalls    int // copy, memset and synchronization calls on host threads (format 1.15)
 	Ranges       int // NVTX ranges
 	Skipped      int // kernel records with no usable start and end time
 	Probed       int // launches whose live probes' CTAs are on SM tracks (gpurr record --probe)
@@ -252,7 +254,7 @@ type slice struct {
 	name    string
 	cat     string
 	ts, dur int64
-	instant bool   // a call whose duration is not recorded
+	instant bool   // a launch call whose duration is not recorded (before format 1.15)
 	flowOut uint64 // a flow starts here (a launch call)
 	flowIn  uint64 // a flow ends here (a kernel)
 	chain   bool   // Perfetto: the flow goes on to the next kernel of a graph replay

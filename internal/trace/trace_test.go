@@ -704,3 +704,65 @@ func TestSameProcessNamesApart(t *testing.T) {
 		t.Errorf("process names %q; want %q", names, want)
 	}
 }
+
+// Copies, memsets and waits (format 1.15): each copy and memset on its stream's track with an
+// arrow from the call that made it, the call on its thread as long as it took on the host
+// (a wait: the time the host waited), and launch calls as long as theirs; a copy of 0 bytes
+// is a call alone. Perfetto's file holds the same.
+func TestCopies(t *testing.T) {
+	set := testrec.Open(t, testrec.Copies)
+	out, st := write(t, Chrome, set.Processes, Options{})
+	f, sum := validate(t, out)
+	// Per rank: 3 memcpys and a memset; 9 calls, 4 of them waits.
+	if st.Copies != 8 || st.HostCalls != 18 || st.Flows != 32 {
+		t.Fatalf("stats %+v", st)
+	}
+	if sum.ByCat["memcpy"] != 6 || sum.ByCat["memset"] != 2 || sum.ByCat["sync"] != 8 || sum.ByCat["copy_call"] != 10 {
+		t.Errorf("categories %v", sum.ByCat)
+	}
+	tracks := map[[2]int64]string{}
+	for _, e := range f.TraceEvents {
+		if e.Name == "thread_name" {
+			tracks[[2]int64{e.Pid, e.Tid}], _ = e.Args["name"].(string)
+		}
+	}
+	flowsOut := map[string]ChromeEvent{}
+	for _, e := range f.TraceEvents {
+		if e.Ph == "X" && e.FlowOut && e.Cat == "copy_call" {
+			flowsOut[fmt.Sprintf("%d %s", e.Pid, e.BindID)] = e
+		}
+	}
+	for _, e := range f.TraceEvents {
+		switch {
+		case e.Ph == "X" && (e.Cat == "memcpy" || e.Cat == "memset"):
+			call, ok := flowsOut[fmt.Sprintf("%d %s", e.Pid, e.BindID)]
+			if !e.FlowIn || !ok {
+				t.Errorf("%s at %v: no arrow from its call", e.Name, e.Ts)
+			} else if call.Args["python_line"] != "/home/ada/train.py:14 load_batch" && call.Args["python_line"] != "/home/ada/train.py:48 main" {
+				t.Errorf("%s's call %s has line %v", e.Name, call.Name, call.Args["python_line"])
+			}
+			if !strings.HasPrefix(tracks[[2]int64{e.Pid, e.Tid}], "GPU ") || e.Dur == nil || *e.Dur <= 0 {
+				t.Errorf("%s on track %q, dur %v", e.Name, tracks[[2]int64{e.Pid, e.Tid}], e.Dur)
+			}
+		case e.Ph == "X" && e.Cat == "sync":
+			if e.Name == "cuStreamSynchronize" && (e.Args["wait_ns"] != float64(2_000_000) || e.Args["stream"] != float64(7) || *e.Dur < 2000) {
+				t.Errorf("stream wait %v, dur %v", e.Args, *e.Dur)
+			}
+			if !strings.Contains(tracks[[2]int64{e.Pid, e.Tid}], "thread") {
+				t.Errorf("%s on track %q", e.Name, tracks[[2]int64{e.Pid, e.Tid}])
+			}
+		case e.Ph == "X" && e.Cat == "launch":
+			if e.Dur == nil || *e.Dur != float64(testrec.LaunchCallNS)/1000 {
+				t.Errorf("launch call %s dur %v, want %v µs", e.Name, e.Dur, float64(testrec.LaunchCallNS)/1000)
+			}
+		}
+	}
+	text := perfettoText(t, func() []byte { b, _ := write(t, Perfetto, set.Processes, Options{}); return b }())
+	if n := strings.Count(text, "[memcpy]"); n != 6 {
+		t.Errorf("Perfetto: %d memcpy slices, want 6", n)
+	}
+	// --kernels and --launches select launches: no copy is written.
+	if _, st := write(t, Chrome, set.Processes, Options{Launches: func(uint64) bool { return true }}); st.Copies != 0 || st.HostCalls != 0 {
+		t.Errorf("with --launches: %+v", st)
+	}
+}
