@@ -78,7 +78,7 @@ func Write(w io.Writer, set *recording.Set) (Summary, error) {
 }
 
 // firstPass reads what a process's header needs and the launches to list:
-// those that ran (diff.Scan's launches), by seq. The launches' streams are
+// those that ran (diff.Scan's launches: not those of XLA's compilation), by seq. The launches' streams are
 // written numbered in order of first use, and the header maps them to the
 // numbers diff aligns them by (Process.StreamUnits).
 //
@@ -92,8 +92,10 @@ func firstPass(p *recording.Process) (proc Process, seqs []uint64, identity map[
 	threads := diff.NewThreads(p.Info.GetPid())
 	lib = diff.NewLibraryMemory()
 	stats := &pb.Stats{}
+	links := recording.NewLinks() // for Compile only
 	res, err := p.Scan(func(b *pb.Batch) error {
 		stats = cmp.Or(b.Stats, stats)
+		links.Add(b, false)
 		for _, a := range b.Allocations {
 			lib.Add(a)
 		}
@@ -102,7 +104,7 @@ func firstPass(p *recording.Process) (proc Process, seqs []uint64, identity map[
 			names[k.GetIdentity()] = cmp.Or(k.GetDemangled(), recording.Demangle(k.GetName()))
 		}
 		for _, l := range b.Launches {
-			if !l.GetCaptured() {
+			if !l.GetCaptured() && !links.Compile(l) {
 				seqs = append(seqs, l.GetSeq())
 				used[l.GetKernelId()] = true
 				threads.Add(l)
