@@ -1,6 +1,6 @@
 """A jitted JAX training step (value_and_grad of a tanh MLP), STEPS steps: each kernel XLA
 launches for the step is attributed, through the HLO dump gpurr record has XLA write, to the
-line of the step it computes, each marked '# MARK: jax-...'."""
+line of the step it computes, each marked with a MARK comment."""
 import json
 
 from jax_gpu import jax_on_gpu
