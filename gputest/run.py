@@ -24,7 +24,7 @@ import harness
 
 # Each module registers its tests with @test as it is imported.
 CAPABILITIES = ["cli", "record", "options", "nvtx", "frameworks", "callstacks", "multigpu", "race", "probe",
-                "diff", "memory", "nan", "replay", "perfetto", "xla"]
+                "diff", "memory", "nan", "replay", "perfetto", "xla", "copies"]
 
 # The order the tests run in, and --list prints: a test's place decides its share under --part
 # and whether it runs before --budget is spent. Each registered test is named once (the runner
@@ -79,6 +79,7 @@ ORDER = [
     "replay.streams_shared", "replay.cooperative", "replay.big_operands", "replay.clocked_cubin",
     "tune.gridstride",
     "trace.graphs", "trace.memcap",
+    "copies.timeline",
 ]
 
 
