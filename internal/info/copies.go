@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/gpurr/gpurr/internal/termsafe"
@@ -124,8 +125,8 @@ func (c *Copies) write(t *textWriter) {
 		Count(c.Copies, "memcpy"), FormatBytes(c.CopyBytes), formatNS(c.CopyNS),
 		Count(c.Memsets, "memset"), FormatBytes(c.MemsetBytes), formatNS(c.MemsetNS))
 	if c.PageableAsync > 0 {
-		t.field("", "%d asynchronous copies to or from pageable host memory (%s): the host waited for them anyway (pin the memory to overlap them)",
-			c.PageableAsync, FormatBytes(c.PageableAsyncBytes))
+		t.field("", "%s to or from pageable host memory (%s): the host waited for them anyway (pin the memory to overlap them)",
+			copies(c.PageableAsync, "asynchronous copy"), FormatBytes(c.PageableAsyncBytes))
 	}
 	switch {
 	case c.Waits == 0:
@@ -137,7 +138,7 @@ func (c *Copies) write(t *textWriter) {
 		t.field("", "%s made to wait for an event (no host time)", Count(c.StreamWaits, "stream"))
 	}
 	if c.Unlinked > 0 {
-		t.field("", "%d copies and waits whose call was not recorded (no line)", c.Unlinked)
+		t.field("", "copies and waits without a recorded call (no line): %d", c.Unlinked)
 	}
 }
 
@@ -153,4 +154,12 @@ func (c *Copies) writeTop(t *textWriter) {
 		fmt.Fprintf(tab, "    %d\t%s\t  %s\n", w.Waits, formatNS(w.WaitNS), termsafe.String(shortenPath(cmp.Or(w.Line, "(no line)"), 100)))
 	}
 	t.err = tab.Flush()
+}
+
+// copies is n and noun, "copy" made plural as Count cannot.
+func copies(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
 }
