@@ -170,19 +170,28 @@ func (r *ReplayRunner) module(points []int) ([]byte, error) {
 		if fn == nil {
 			return nil, fmt.Errorf("the PTX has no kernel %s", r.Kernel)
 		}
-		all := instrument.Points(fn, r.Selection)
-		chosen := make([]instrument.Point, 0, len(points))
-		for _, i := range points {
-			if i < 0 || i >= len(all) {
-				return nil, fmt.Errorf("no point %d: the kernel has %d", i, len(all))
-			}
-			chosen = append(chosen, all[i])
+		chosen, err := r.chosen(fn, points)
+		if err != nil {
+			return nil, err
 		}
 		if err := instrument.InjectDelays(m, r.Kernel, chosen, r.Delay); err != nil {
 			return nil, err
 		}
 	}
 	return []byte(m.String()), nil
+}
+
+// chosen is the kernel's points at indexes points.
+func (r *ReplayRunner) chosen(fn *ptx.Function, points []int) ([]instrument.Point, error) {
+	all := instrument.Points(fn, r.Selection)
+	chosen := make([]instrument.Point, 0, len(points))
+	for _, i := range points {
+		if i < 0 || i >= len(all) {
+			return nil, fmt.Errorf("no point %d: the kernel has %d", i, len(all))
+		}
+		chosen = append(chosen, all[i])
+	}
+	return chosen, nil
 }
 
 // Close releases the replay session, when a run opened one.
