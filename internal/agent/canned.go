@@ -532,6 +532,12 @@ func cannedStaging(v *C.gp_memjob_view, res []byte, chunks []uint32, data [][]by
 	v.staging = (*C.uint8_t)(unsafe.Pointer(&staging[0]))
 }
 
+// cannedPiece makes a canned job of one region the piece of it from chunk first, one of njobs
+// jobs of its launch point.
+func cannedPiece(v *C.gp_memjob_view, first, njobs uint32) {
+	v.piece, v.piece_first, v.njobs = 1, C.uint32_t(first), C.uint32_t(njobs)
+}
+
 // jobToWriter hands a canned job to the writer's memory capture.
 func jobToWriter(r *recorder, v *C.gp_memjob_view) { r.mem.job(r, v) }
 

@@ -103,6 +103,14 @@ func TestDigestScenario(t *testing.T) {
 	harnessGolden(t, "--digest-scenario", "digest_scenario.golden")
 }
 
+// TestSnapshotScenario drives snapshots through the same harness with a staging ring of 4
+// chunks: a region of 10 chunks is taken in pieces of 2 before and after its launch, each a
+// job that waits for the writer (a thread beside the launches) to free staging space, and no
+// launch is skipped for its size.
+func TestSnapshotScenario(t *testing.T) {
+	harnessGolden(t, "--snapshot-scenario", "snapshot_scenario.golden")
+}
+
 // TestTimingStartsAfterFirstLaunch: CUPTI's kernel activity is turned on as the process's
 // first launch begins, not at start (a context made while it is on pays 3-4 us of GPU time per kernel
 // for its life: +15% to +28% on a compiled GPT-2 step), sampled timing's windows wait for that

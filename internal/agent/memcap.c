@@ -202,6 +202,8 @@ int gp_mem_poll(gp_memjob_view *v) {
   v->nregions = j->nregions;
   v->njobs = j->njobs;
   v->total_chunks = j->total_chunks;
+  v->piece = j->piece;
+  v->piece_first = j->piece_first;
   v->transferred = ((const volatile uint32_t *)res)[2];
   v->lost = ((const volatile uint32_t *)res)[3];
   v->result = res;

@@ -120,6 +120,7 @@ typedef struct {
   uint32_t point, snapshot, nan_dtypes, region_base, nregions, njobs, total_chunks, transferred, lost;
   uint32_t audit, npointers;  // npointers > GP_JOB_POINTERS: not all listed
   uint32_t step, digest_all;  // GP_POINT_DIGEST: the step that ended; every live allocation (1) or the optimizer's (0)
+  uint32_t piece, piece_first;  // piece: chunks [piece_first, + total_chunks) of its one region (region_* the whole)
   const uint8_t *result;   // ResultLayout of internal/kernels
   const uint8_t *staging;  // transferred × GP_CHUNK bytes
   uint64_t region_addr[GP_MAX_JOB_REGIONS], region_size[GP_MAX_JOB_REGIONS];

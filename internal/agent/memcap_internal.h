@@ -154,6 +154,9 @@ enum { GP_JOB_FREE = 0, GP_JOB_ENQUEUED = 1, GP_JOB_CONSUMING = 2 };
 typedef struct {
   _Atomic uint32_t state;
   uint32_t point, snapshot, nan_dtypes, region_base, nregions, njobs, total_chunks;
+  // piece: the job holds chunks [piece_first, piece_first + total_chunks) of its one region,
+  // larger than the staging ring takes at once (region_addr and region_size are the whole region's).
+  uint32_t piece, piece_first;
   uint64_t launch_seq, job_seq;
   uint64_t res_off, res_end, stg_off, stg_end;  // ring positions (monotonic byte counts)
   uint64_t region_addr[GP_MAX_JOB_REGIONS], region_size[GP_MAX_JOB_REGIONS];

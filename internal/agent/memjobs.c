@@ -721,15 +721,69 @@ void gp_mem_defer(void) {
 // A point of more than GP_MAX_REGIONS regions (a step digest) is enqueued in
 // parts: m holds the regions from region_offset, a multiple of
 // GP_MAX_JOB_REGIONS, of total; step and digest_all describe a digest.
+// A point's jobs: up to GP_MAX_JOB_REGIONS regions each and, in a snapshot,
+// at most half the staging ring of chunks (so the GPU fills one half while
+// the writer drains the other); a region larger than that is taken in
+// pieces, one job each, which wait for staging space like any job
+// (backpressure), so no launch is skipped for its size alone.
+typedef struct {
+  uint32_t region, chunk;  // the next job starts at this chunk of this region
+} job_cursor;
+
+typedef struct {
+  uint32_t first, n;                 // regions [first, first + n)
+  uint32_t piece;                    // 1: chunks [piece_first, + piece_chunks) of region first alone
+  uint64_t piece_first, piece_chunks;
+} job_plan;
+
+static uint64_t region_chunks(uint64_t size) { return (size + GP_CHUNK - 1) / GP_CHUNK; }
+
+// next_job plans the job at *cur and moves past it; 0 when no region is left.
+// limit: the most chunks of a job (a snapshot's, whose regions are given all
+// their bytes); 0: no staging, so runs of GP_MAX_JOB_REGIONS regions.
+static inline int next_job(const gp_mem_launch *m, uint64_t limit, job_cursor *cur, job_plan *out) {
+  if (cur->region >= m->nregions) return 0;
+  out->first = cur->region, out->piece = 0, out->piece_first = 0, out->piece_chunks = 0;
+  if (!limit) {
+    out->n = m->nregions - cur->region < GP_MAX_JOB_REGIONS ? m->nregions - cur->region : GP_MAX_JOB_REGIONS;
+    cur->region += out->n;
+    return 1;
+  }
+  uint64_t k = region_chunks(m->regions[cur->region].size);
+  if (cur->chunk || k > limit) {
+    out->n = 1, out->piece = 1, out->piece_first = cur->chunk;
+    out->piece_chunks = k - cur->chunk < limit ? k - cur->chunk : limit;
+    cur->chunk += (uint32_t)out->piece_chunks;
+    if (cur->chunk >= k) cur->region++, cur->chunk = 0;
+    return 1;
+  }
+  uint64_t sum = 0;
+  out->n = 0;
+  while (cur->region < m->nregions && out->n < GP_MAX_JOB_REGIONS) {
+    k = region_chunks(m->regions[cur->region].size);
+    if (out->n && (k > limit || sum + k > limit)) break;
+    sum += k, out->n++, cur->region++;
+  }
+  return 1;
+}
+
 uint32_t gp_enqueue_point(gp_mem_launch *m, gp_mem_context *c, gp_CUstream stream, uint64_t seq, uint32_t point,
                               int snapshot, uint32_t region_offset, uint32_t total, uint32_t step, uint32_t digest_all) {
-  uint32_t njobs = (total + GP_MAX_JOB_REGIONS - 1) / GP_MAX_JOB_REGIONS;
   // Hash mode only: a snapshot's shadow and chunk copies want every region.
   int tracking = gp_proc.cfg.memory_mode == GP_MEM_HASH && point == GP_POINT_AFTER;
   uint64_t epoch = atomic_load_explicit(&gp_write_epoch, memory_order_relaxed);
   if (tracking) gp_decide_carry(m, epoch, gp_proc.cfg.write_sets != GP_WRITE_SETS_ALL && !gp_writes_unseen);
-  for (uint32_t first = 0; first < m->nregions; first += GP_MAX_JOB_REGIONS) {
-    uint32_t n = m->nregions - first < GP_MAX_JOB_REGIONS ? m->nregions - first : GP_MAX_JOB_REGIONS;
+  uint64_t limit = 0;
+  uint32_t njobs = (total + GP_MAX_JOB_REGIONS - 1) / GP_MAX_JOB_REGIONS;
+  job_cursor cur = {0, 0};
+  job_plan plan;
+  if (snapshot) {  // only a snapshot needs staging; its point is never enqueued in parts, nor carries
+    limit = gp_staging_cap / GP_CHUNK / 2 ? gp_staging_cap / GP_CHUNK / 2 : 1;
+    for (njobs = 0; next_job(m, limit, &cur, &plan);) njobs++;
+    cur = (job_cursor){0, 0};
+  }
+  while (next_job(m, limit, &cur, &plan)) {
+    uint32_t first = plan.first, n = plan.n;
     // The kernel's parameter for this job alone, built in place: the
     // kernel reads jobs up to njobs and regions up to nregions only, so
     // the rest (most of its 2120 bytes) is left unwritten.
@@ -743,8 +797,13 @@ uint32_t gp_enqueue_point(gp_mem_launch *m, gp_mem_context *c, gp_CUstream strea
       p.r[r].base = m->regions[first + r].base;
       // A carried region is given no bytes: the kernel reads nothing of it.
       p.r[r].size = tracking && m->carry[first + r] ? 0 : m->regions[first + r].size;
+      if (plan.piece) {
+        uint64_t off = plan.piece_first * GP_CHUNK;
+        p.r[r].base += off;
+        p.r[r].size = p.r[r].size - off < plan.piece_chunks * GP_CHUNK ? p.r[r].size - off : plan.piece_chunks * GP_CHUNK;
+      }
       p.r[r].first_chunk = (uint32_t)chunks;
-      chunks += (p.r[r].size + GP_CHUNK - 1) / GP_CHUNK;
+      chunks += region_chunks(p.r[r].size);
     }
     if (chunks >= (1ull << 31)) return GP_PLAN_SKIPPED_RING_TOO_SMALL;
     // Only the state after a launch is scanned for NaN: before it, the
@@ -765,6 +824,8 @@ uint32_t gp_enqueue_point(gp_mem_launch *m, gp_mem_context *c, gp_CUstream strea
     j->step = step;
     j->digest_all = digest_all;
     j->total_chunks = (uint32_t)chunks;
+    j->piece = plan.piece;
+    j->piece_first = (uint32_t)plan.piece_first;
     j->launch_seq = seq;
     // Clear the header so a stale done from a previous lap never matches.
     memset(gp_results_host + j->res_off % gp_results_cap, 0, GP_RESULT_HEADER);
@@ -776,8 +837,9 @@ uint32_t gp_enqueue_point(gp_mem_launch *m, gp_mem_context *c, gp_CUstream strea
     if (snapshot) {
       gp_spin_lock(&gp_alloc_lock);
       for (uint32_t r = 0; r < n; r++) {
-        int ai = gp_find_alloc(p.r[r].base);
-        gp_allocation *a = ai >= 0 && gp_alloc_keys[ai].base == p.r[r].base && GP_ALLOC_AT(ai)->size == p.r[r].size ? GP_ALLOC_AT(ai) : NULL;
+        const gp_region_rec *whole = &m->regions[first + r];
+        int ai = gp_find_alloc(whole->base);
+        gp_allocation *a = ai >= 0 && gp_alloc_keys[ai].base == whole->base && GP_ALLOC_AT(ai)->size == whole->size ? GP_ALLOC_AT(ai) : NULL;
         if (!a) {
           p.r[r].flags = 1;
           continue;
@@ -788,14 +850,16 @@ uint32_t gp_enqueue_point(gp_mem_launch *m, gp_mem_context *c, gp_CUstream strea
           a->copy_all = 1;
         }
         if (a->shadow_ctx != c->ctx) a->copy_all = 1;  // another device's shadow: compare nothing
-        p.r[r].shadow = a->shadow_ctx == c->ctx ? a->shadow : 0;
+        // One hash per chunk; a piece's start at its first chunk's.
+        p.r[r].shadow = a->shadow_ctx == c->ctx && a->shadow ? a->shadow + plan.piece_first * 16 : 0;
         p.r[r].flags = a->copy_all ? 1 : 0;
-        a->copy_all = 0;
+        // Every piece of the region copies all when the first does.
+        if (!plan.piece || plan.piece_first + plan.piece_chunks >= region_chunks(whole->size)) a->copy_all = 0;
         j->alloc_id[r] = a->id;
       }
       gp_spin_unlock(&gp_alloc_lock);
     }
-    for (uint32_t r = 0; r < n; r++) j->region_addr[r] = p.r[r].base, j->region_size[r] = m->regions[first + r].size;
+    for (uint32_t r = 0; r < n; r++) j->region_addr[r] = m->regions[first + r].base, j->region_size[r] = m->regions[first + r].size;
     j->kernel_id = m->kernel_id;
     j->audit = m->audit;
     if (tracking) {

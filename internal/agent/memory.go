@@ -86,6 +86,7 @@ type pendingPoint struct {
 	regions  map[uint32][]regionKey
 	allocIDs map[uint32][]uint64 // a digest's: the allocation of each region
 	chunks   map[[16]byte][]byte // snapshot bytes that crossed PCIe (flight recorder only)
+	pieced   []uint32            // regions (by index) that came in pieces: their hash is folded at the end
 	received uint32
 	njobs    uint32
 }
@@ -167,6 +168,9 @@ func (m *memoryCapture) job(r *recorder, v *C.gp_memjob_view) {
 			continue
 		}
 		k := kernels.Chunks(size)
+		if v.piece != 0 { // a piece of a region larger than the staging ring: some of its chunks
+			k = chunks
+		}
 		firsts[i+1] = firsts[i] + k
 		chunkHashes := bytes.Clone(res[l.ChunkHashes+16*int(firsts[i]) : l.ChunkHashes+16*int(firsts[i+1])])
 		region := memhash.RegionOfEncoded(chunkHashes, size).Bytes()
@@ -195,6 +199,11 @@ func (m *memoryCapture) job(r *recorder, v *C.gp_memjob_view) {
 		if v.audit != 0 && v.region_base == 0 {
 			m.stats.WriteSetAudits++
 		}
+	}
+	if v.piece != 0 {
+		p.piece(uint32(v.region_base), uint32(v.piece_first), states[0], keys[0])
+		m.finish(r, key, p)
+		return
 	}
 	p.parts[uint32(v.region_base)] = states
 	p.regions[uint32(v.region_base)] = keys
@@ -231,7 +240,7 @@ func (m *memoryCapture) stored(r *recorder, v *C.gp_memjob_view, p *pendingPoint
 			where[t] = -1 // cannot happen: the kernel numbers chunks below total_chunks
 			continue
 		}
-		off := uint64(b-firsts[i]) * memhash.ChunkSize
+		off := (uint64(b-firsts[i]) + uint64(v.piece_first)) * memhash.ChunkSize
 		length := min(uint64(memhash.ChunkSize), keys[i].size-off)
 		datas[t] = staging[t*memhash.ChunkSize : t*memhash.ChunkSize+int(length)]
 	}
@@ -267,7 +276,7 @@ func (m *memoryCapture) stored(r *recorder, v *C.gp_memjob_view, p *pendingPoint
 		}
 	}
 	for i, rs := range states {
-		if refold[i] {
+		if refold[i] && v.piece == 0 { // a piece's region hash is folded once all pieces are in
 			region := memhash.RegionOfEncoded(rs.ChunkHashes, keys[i].size).Bytes()
 			rs.Hash = region[:]
 		}
@@ -333,6 +342,33 @@ func (m *memoryCapture) point(key pointKey, njobs uint32) *pendingPoint {
 	return p
 }
 
+// piece adds a piece of region base (chunks from first), a region larger than the staging
+// ring takes at once, to the region's whole state.
+func (p *pendingPoint) piece(base, first uint32, part *pb.RegionState, key regionKey) {
+	whole := p.parts[base]
+	if whole == nil {
+		whole = []*pb.RegionState{{ChunkHashes: make([]byte, 16*int(kernels.Chunks(key.size)))}}
+		p.parts[base], p.regions[base] = whole, []regionKey{key}
+		p.pieced = append(p.pieced, base)
+	}
+	rs := whole[0]
+	copy(rs.ChunkHashes[16*int(first):], part.ChunkHashes)
+	rs.ChunksTransferred += part.ChunksTransferred
+	rs.ChunksMissing += part.ChunksMissing
+	rs.NanCount = addCounts(rs.NanCount, part.NanCount)
+	rs.InfCount = addCounts(rs.InfCount, part.InfCount)
+}
+
+func addCounts(sum, more []uint64) []uint64 {
+	for k, n := range more {
+		if k == len(sum) {
+			sum = append(sum, 0)
+		}
+		sum[k] += n
+	}
+	return sum
+}
+
 // finish emits a point once all its jobs are in.
 func (m *memoryCapture) finish(r *recorder, key pointKey, p *pendingPoint) {
 	if p.received < p.njobs {
@@ -351,6 +387,11 @@ func (m *memoryCapture) finish(r *recorder, key pointKey, p *pendingPoint) {
 		}
 		r.added()
 		return
+	}
+	for _, b := range p.pieced {
+		rs := p.parts[b][0]
+		region := memhash.RegionOfEncoded(rs.ChunkHashes, p.regions[b][0].size).Bytes()
+		rs.Hash = region[:]
 	}
 	bases := make([]uint32, 0, len(p.parts))
 	for b := range p.parts {

@@ -8,6 +8,18 @@ import (
 	"github.com/gpurr/gpurr/recording/memhash"
 )
 
+// snapshotRecorder is a test recorder storing snapshot chunks, as in --memory snapshot.
+func snapshotRecorder(t *testing.T) (*recorder, *chunkstore.Writer) {
+	t.Helper()
+	r := testRecorder(t)
+	store, err := chunkstore.Create(r.w.Dir(), chunkstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.mem.store = store
+	return r, store
+}
+
 // filled is n bytes of b.
 func filled(b byte, n int) []byte { return bytes.Repeat([]byte{b}, n) }
 
@@ -19,12 +31,7 @@ func filled(b byte, n int) []byte { return bytes.Repeat([]byte{b}, n) }
 // names it (a job the GPU ran before the writer saw the tear), not as a
 // chunk the reader will find damaged or absent.
 func TestSnapshotChunkNamedByStoredBytes(t *testing.T) {
-	r := testRecorder(t)
-	store, err := chunkstore.Create(r.w.Dir(), chunkstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.mem.store = store
+	r, store := snapshotRecorder(t)
 	const size = 2 * memhash.ChunkSize
 	a0, a1, b1 := filled(0xa0, memhash.ChunkSize), filled(0xa1, memhash.ChunkSize), filled(0xb1, memhash.ChunkSize)
 	h := func(d []byte) [16]byte { return memhash.Chunk(d).Bytes() }
@@ -117,5 +124,61 @@ func BenchmarkChunkNames(b *testing.B) {
 	b.SetBytes(int64(len(datas) * memhash.ChunkSize))
 	for b.Loop() {
 		chunkNames(datas)
+	}
+}
+
+// A region larger than the staging ring comes as pieces, one job each, in any order: the
+// writer puts their chunk hashes together into one state of the whole region, whose hash is
+// that of the region taken at once, and stores every copied chunk.
+func TestSnapshotPiecesMakeOneRegion(t *testing.T) {
+	r, store := snapshotRecorder(t)
+	const addr = 0x7f0000000000
+	data := append(append(filled(1, memhash.ChunkSize), filled(2, memhash.ChunkSize)...), filled(3, 4096)...)
+	size := uint64(len(data))
+	region, chunks := memhash.Hash(data)
+	name := func(i int) [16]byte { return chunks[i].Bytes() }
+	// The second piece first: chunk 2, then chunks 0 and 1; with a small region beside them.
+	v, res := cannedJob(5, 2, 7, false, []cannedJobRegion{{addr: addr, size: size, allocID: 1,
+		chunkHashes: [][16]byte{name(2)}}}, nil)
+	cannedPiece(v, 2, 3)
+	cannedStaging(v, res, []uint32{0}, [][]byte{data[2*memhash.ChunkSize:]})
+	jobToWriter(r, v)
+	v, res = cannedJob(5, 1, 7, false, []cannedJobRegion{{addr: addr, size: size, allocID: 1,
+		chunkHashes: [][16]byte{name(0), name(1)}}}, nil)
+	cannedPiece(v, 0, 3)
+	cannedStaging(v, res, []uint32{1}, [][]byte{data[memhash.ChunkSize : 2*memhash.ChunkSize]})
+	jobToWriter(r, v)
+	if len(r.batch.Memory) != 0 {
+		t.Fatalf("the point was emitted before its third job")
+	}
+	small := filled(9, 100)
+	v, res = cannedJob(5, 3, 7, false, []cannedJobRegion{{addr: addr + 1<<20, size: 100, allocID: 2,
+		chunkHashes: [][16]byte{memhash.Chunk(small).Bytes()}}}, nil)
+	v.region_base, v.njobs = 1, 3
+	cannedStaging(v, res, []uint32{0}, [][]byte{small})
+	jobToWriter(r, v)
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.batch.Memory) != 1 || len(r.batch.Memory[0].Regions) != 2 {
+		t.Fatalf("memory states %v, want one of two regions", r.batch.Memory)
+	}
+	whole := r.batch.Memory[0].Regions[0]
+	var want []byte
+	for i := range chunks {
+		n := name(i)
+		want = append(want, n[:]...)
+	}
+	if rb := region.Bytes(); !bytes.Equal(whole.Hash, rb[:]) || !bytes.Equal(whole.ChunkHashes, want) || whole.ChunksTransferred != 2 {
+		t.Errorf("the region from its pieces: hash %x, chunks %x, %d transferred; want %x, %x, 2", whole.Hash, whole.ChunkHashes, whole.ChunksTransferred, rb, want)
+	}
+	rd, err := chunkstore.Open(r.w.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{1, 2} {
+		if got, err := rd.Get(name(i)); err != nil || !bytes.Equal(got, data[i*memhash.ChunkSize:min((i+1)*memhash.ChunkSize, len(data))]) {
+			t.Errorf("chunk %d stored: %v", i, err)
+		}
 	}
 }

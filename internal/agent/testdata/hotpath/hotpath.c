@@ -1297,6 +1297,8 @@ static int hp_timing_check(const char *variant) {
   return 0;
 }
 
+#include "snapshot.c"
+
 #ifdef HP_MAIN
 // C-only runs (no Python anywhere): callstack off and native.
 static int cmp_double(const void *a, const void *b) {
@@ -1311,6 +1313,7 @@ int main(int argc, char **argv) {
   hp_setup(mode);
   if (argc > 5 && strcmp(argv[5], "memory") == 0) return hp_memory_scenario(argv[4]);
   if (argc > 5 && strcmp(argv[5], "digest") == 0) return hp_digest_scenario(argv[4]);
+  if (argc > 5 && strcmp(argv[5], "snapshot") == 0) return hp_snapshot_scenario(argv[4]);
   if (argc > 5 && strcmp(argv[4], "timing") == 0) return hp_timing_check(argv[5]);
   if (argc > 4 && strcmp(argv[4], "alloccheck") == 0) return hp_alloc_check(n);
   if (argc > 4 && strncmp(argv[4], "membench", 8) == 0)

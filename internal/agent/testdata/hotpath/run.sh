@@ -30,6 +30,10 @@
 #   made from a library named libnccl*, which digests leave out
 #   (digest_scenario.golden).
 #
+#   --snapshot-scenario FILE writes, the same way, the jobs of snapshots
+#   with a staging ring smaller than a region, which is taken in pieces
+#   (snapshot_scenario.golden).
+#
 #   --memory-bench prints hash mode's host cost per launch and per
 #   allocation+free with 100, 1000 and 10000 live allocations (PyTorch under
 #   cudaMallocAsync: each tensor its own allocation), and with 1000 when 2 MiB
@@ -56,6 +60,7 @@ while [ $# -gt 0 ]; do
     --scenario) scenario=${2:?--scenario needs a file}; shift ;;
     --memory-scenario) scenario=${2:?--memory-scenario needs a file} memory=memory; shift ;;
     --digest-scenario) scenario=${2:?--digest-scenario needs a file} memory=digest; shift ;;
+    --snapshot-scenario) scenario=${2:?--snapshot-scenario needs a file} memory=snapshot; shift ;;
     --memory-bench) membench=1 ;;
     --alloc-check) alloccheck=1 ;;
     --timing-check) timingcheck=1 ;;
