@@ -233,10 +233,11 @@ func runRace(cmd *cobra.Command, o raceOptions, path string) error {
 		res.Seed, race.Step{Delay: witness}, info.Count(len(res.Points), "point"), joinInts(res.Baseline.Differing(res.Witness)), res.Runs)
 	writePoints(out, t.points, res.Points)
 	changed := writeWitnessBytes(out, runner, replayer, res)
+	sides := writeSides(out, t, replayer, res, changed)
 	reproduce := fmt.Sprintf("gpurr race %s --launch %d --points %s --seed %d --at %s %s",
 		shellQuote(path), c.Seq, joinInts(res.Points), res.Seed, shellQuote(o.at), delayFlags(witness))
 	termsafe.Fprintf(out, "  reproduce: %s\n", reproduce)
-	rep.addWitness(t.points, res, changed, reproduce)
+	rep.addWitness(t.points, res, changed, reproduce, sides)
 	writeSteps(out, res, o.budget)
 	rate.write(out, res.Runs)
 	return exitWith(exitFound)
@@ -289,6 +290,9 @@ type raceWitness struct {
 	Regions   []int         `json:"regions"` // the regions it changes
 	Changed   []race.Spread `json:"changed"` // their bytes, as a run again left them
 	Reproduce string        `json:"reproduce"`
+	// OtherSide is what the access log of the witness shows: the accesses that race with
+	// the delayed ones.
+	OtherSide *raceSides `json:"other_side,omitempty"`
 }
 
 type raceHang struct {
@@ -348,12 +352,12 @@ func (r *raceReport) add(res *race.Result, replayer *race.ReplayRunner) {
 }
 
 // addWitness puts the witness of res into r (nil: text).
-func (r *raceReport) addWitness(points []instrument.Point, res *race.Result, changed []race.Spread, reproduce string) {
+func (r *raceReport) addWitness(points []instrument.Point, res *race.Result, changed []race.Spread, reproduce string, sides *raceSides) {
 	if r == nil {
 		return
 	}
 	r.Witness = &raceWitness{Seed: res.Seed, Step: stepReport(res.Steps[len(res.Steps)-1]), Points: pointReports(points, res.Points),
-		Regions: res.Baseline.Differing(res.Witness), Changed: changed, Reproduce: reproduce}
+		Regions: res.Baseline.Differing(res.Witness), Changed: changed, Reproduce: reproduce, OtherSide: sides}
 	if r.Witness.Changed == nil {
 		r.Witness.Changed = []race.Spread{}
 	}

@@ -227,7 +227,26 @@ func TestRaceJSON(t *testing.T) {
 	res := &race.Result{Baseline: race.Output{1, 2}, Witness: race.Output{1, 3}, Found: true, Seed: 6, Points: []int{2}, Trials: 6, Runs: 14,
 		Steps: []race.StepRun{{Step: steps[0], Ran: 4}, {Step: steps[1], Ran: 2}}}
 	rep.add(res, &race.ReplayRunner{})
-	rep.addWitness(tg.points, res, []race.Spread{{Region: 1, First: 8, Bytes: 4, Size: 64}}, "gpurr race rec --launch 2 --points 2 --seed 6")
+	// The access log of the witness: the delayed store (point 2) races with the load of
+	// another CTA (instruction ordinals of the kernel, as instrument numbers them).
+	store, load := tg.points[2].Index, tg.points[0].Index
+	var text strings.Builder
+	sides := reportSides(&text, tg, res, &race.Sides{Noted: 3000, Kept: 2048, Watched: [2]uint64{0x1000, 0x1040},
+		Conflicts: []race.Conflict{{Store: store, Other: load, Pairs: 12, Addr: 0x1008, StoreCTA: 1, StoreThread: 2, OtherCTA: 3, OtherThread: 4}}})
+	for _, want := range []string{
+		"the accesses that race (access log of the witness: 3000 noted; the log held 2048, the rest overflowed it; * delayed):",
+		"st.global.f32* (saxpy.py:14:9, PTX line 27)  vs  ld.global.f32 (saxpy.py:13:9, PTX line 23)  global memory, 12 pairs, e.g. at 0x1008: CTA 1 thread 2, CTA 3 thread 4",
+	} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("sides: no %q in\n%s", want, text.String())
+		}
+	}
+	var none strings.Builder
+	reportSides(&none, tg, res, &race.Sides{Noted: 7, Kept: 7})
+	if !strings.Contains(none.String(), "pairs no unordered store") {
+		t.Errorf("no conflict: %q", none.String())
+	}
+	rep.addWitness(tg.points, res, []race.Spread{{Region: 1, First: 8, Bytes: 4, Size: 64}}, "gpurr race rec --launch 2 --points 2 --seed 6", sides)
 	var b strings.Builder
 	writeJSON(&b, rep)
 	for _, want := range []string{
@@ -256,6 +275,10 @@ func TestRaceJSON(t *testing.T) {
       "ran": 0
     }`,
 		`"seed": 6,`, `"placement": "thread",`, `"instruction": "st.global.f32",`, `"source": "saxpy.py:14:9",`, `"ptx_line": 27`,
+		`"other_side": {
+      "noted": 3000,
+      "kept": 2048,`, `"space": "global",
+          "pairs": 12,`, `"delayed": true`,
 		`"regions": [
       1
     ]`, `"changed": [
