@@ -291,6 +291,19 @@ def build_cu_with_ptx(h, name):
     return binary, ptxfile
 
 
+def build_cu_fatbin(h, name):
+    """Build gputest/workloads/NAME.cu with nvcc -arch=sm_90 -lineinfo: a program whose fat
+    binary holds sm_90 code and the compute_90 PTX it came from, which gpurr record keeps beside
+    the module (no --ptx needed). Returns the program."""
+    nvcc = h.nvcc if Path(h.nvcc).exists() else shutil.which("nvcc")
+    if not nvcc:
+        raise Skip(f"no nvcc to build {name}.cu")
+    binary = h.tmp / f"{name}.sm90"
+    r = h.sh([nvcc, "-O2", "-lineinfo", "-arch=sm_90", "-o", binary, WL / f"{name}.cu"], 300, log=f"{name}.sm90.nvcc")
+    check(r.rc == 0, f"nvcc -arch=sm_90 {name}.cu: {r.why()}")
+    return binary
+
+
 def record_twice(h, tag, argv, flags, timeout=240):
     """Two recordings of argv with flags, TAG1 and TAG2: their folders; a failed one fails the test."""
     recs = []

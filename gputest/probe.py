@@ -1,7 +1,7 @@
 """probe.*: gpurr probe's per-CTA timing and counts, and gpurr record --probe on a live program."""
 import json
 
-from harness import build_cu_with_ptx, check, test
+from harness import build_cu_fatbin, build_cu_with_ptx, check, test
 
 
 @test("probe.slow_cta")
@@ -58,3 +58,17 @@ def t_probe_live(h):
     check(i is not None and lines[i + 2].split()[0] == "5", f"CTA 5 is not the slowest: {r.out[-400:]}")
     return f"{len(kernels)} kernel handle(s) instrumented; {n['launches']} launches x 48 CTAs from {n['threads']} threads; " \
            f"CTA 5 slowest in all; {counts['lo']} stores counted per CTA | " + " | ".join(l.strip() for l in lines[:3])[:300]
+
+
+@test("probe.runtime")
+def t_probe_runtime(h):
+    """gpurr record --probe on a <<<>>> launch (slowcta.cu built with -arch=sm_90, its PTX in
+    the program's fat binary): the runtime's launch is probed from that PTX, and its records
+    name CTA 7 the slowest."""
+    binary = build_cu_fatbin(h, "slowcta")
+    _, d = h.workload("slowcta_live", [binary], flags=["--probe", "^slow_cta$:entry,exit"])
+    kernels = h.query(d, "SELECT name, instrumented, reason FROM probe_kernels")
+    check(kernels and all(k["instrumented"] for k in kernels), f"probe_kernels: {kernels}")
+    slowest = h.query(d, "SELECT cta FROM probe_ctas ORDER BY duration_ns DESC LIMIT 1")
+    check(slowest and slowest[0]["cta"] == 7, f"the slowest CTA: {slowest}")
+    return f"{kernels[0]['name']} instrumented; CTA {slowest[0]['cta']} slowest"

@@ -2,7 +2,7 @@
 import re
 from pathlib import Path
 
-from harness import WL, build_cu_with_ptx, check, mark_line, test
+from harness import WL, build_cu_fatbin, build_cu_with_ptx, check, mark_line, test
 
 
 def race_lines(r, *words):
@@ -130,3 +130,61 @@ def t_race_triton_cta(h):
     check(many.rc == 1 and sum("RACE at" in l for l in many.out.splitlines()) == 1 and f"triton_race.py:{line}" in many.out,
           f"race --kernels: exit {many.rc}: {many.out[-600:]} {many.err[-300:]}")
     return race_lines(hunt, "RACE", "st.global", "from the plain replay", "per second")
+
+
+def sides(h, name, kernel, store, load):
+    """gpurr race with its defaults (no --ptx: the PTX comes from the program's fat binary;
+    the delays climb to the launch's own time) on the planted race of NAME.cu finds a witness
+    and names both sides, the store at the MARK store and the access at the MARK load, with
+    their source lines; the fixed kernel gives no witness in 200 trials."""
+    binary = build_cu_fatbin(h, name)
+    _, d = h.workload(name, [binary], flags=["--memory", "snapshot", "--snapshot-kernels", f"^{kernel}$"])
+    hunt = h.sh([h.gpurr, "race", d], 600, log=f"race.sides.{name}")
+    check(hunt.rc == 1 and "RACE" in hunt.out, f"race with defaults found no witness: exit {hunt.rc}: {hunt.out[-800:]} {hunt.err[-300:]}")
+    check("PTX from the recording" in hunt.out, f"the PTX did not come from the recording: {hunt.out[:300]}")
+    s, l = mark_line(WL / f"{name}.cu", store), mark_line(WL / f"{name}.cu", load)
+    pair = [x for x in hunt.out.splitlines() if " vs " in x and f"{name}.cu:{s}" in x and f"{name}.cu:{l}" in x]
+    check(pair, f"no conflict names {name}.cu:{s} and {name}.cu:{l}: {hunt.out[-800:]}")
+    js = h.sh([h.gpurr, "race", d, "--format", "json"], 600, log=f"race.sides.{name}.json")
+    check(js.rc == 1 and '"other_side"' in js.out and f"{name}.cu:{l}" in js.out, f"--format json: exit {js.rc}: {js.out[-600:]}")
+    _, f = h.workload(f"{name}_fixed", [binary, "fixed"], flags=["--memory", "snapshot", "--snapshot-kernels", f"^{kernel}_fixed$"])
+    fixed = h.sh([h.gpurr, "race", f, "--trials", "200", "--budget", "120s"], 600, log=f"race.sides.{name}.fixed")
+    ran = re.search(r"no trial of (\d+) changed the result", fixed.out)
+    check(fixed.rc == 0 and ran and int(ran[1]) >= 200 and "RACE" not in fixed.out,
+          f"the fixed kernel: exit {fixed.rc}: {fixed.out[-600:]} {fixed.err[-300:]}")
+    return f"{pair[0].strip()[:200]} | fixed: {ran[0]}"
+
+
+@test("race.sides_shared")
+def t_race_sides_shared(h):
+    """A shared-memory race hidden by ~10 µs of work (race_shared.cu), hunted with defaults."""
+    return sides(h, "race_shared", "shared_hidden", "shared-store", "shared-load")
+
+
+@test("race.sides_global")
+def t_race_sides_global(h):
+    """A producer/consumer across CTAs without a fence (race_global.cu), hunted with defaults."""
+    return sides(h, "race_global", "global_handoff", "producer-store", "consumer-load")
+
+
+@test("race.sides_warp")
+def t_race_sides_warp(h):
+    """A warp-divergent read before a __syncwarp (race_warp.cu), hunted with defaults."""
+    return sides(h, "race_warp", "warp_pairs", "even-store", "neighbour-load")
+
+
+@test("race.fatbin_ptx")
+def t_race_fatbin_ptx(h):
+    """A program built by nvcc -arch=sm_90 (PTX in its fat binary): gpurr record keeps the PTX
+    beside its module (modules.ptx = 'fatbin'), so gpurr race --list and gpurr probe run with
+    no --ptx."""
+    binary = build_cu_fatbin(h, "race_shared")
+    _, d = h.workload("race_shared", [binary], flags=["--memory", "snapshot", "--snapshot-kernels", "^shared_hidden$"])
+    mods = h.query(d, "SELECT ptx FROM modules WHERE ptx != ''")
+    check(mods and all(m["ptx"] == "fatbin" for m in mods), f"modules with PTX: {mods}")
+    listed = h.sh([h.gpurr, "race", d, "--list"], 120, log="race.fatbin_ptx.list")
+    check(listed.rc == 0 and "PTX from the recording" in listed.out and "race_shared.cu:" in listed.out,
+          f"race --list: {listed.why()} {listed.out[-400:]}")
+    probe = h.sh([h.gpurr, "probe", d, "--top", "2"], 300, log="race.fatbin_ptx.probe")
+    check(probe.rc == 0 and "slowest CTAs" in probe.out, f"probe: {probe.why()} {probe.out[-400:]}")
+    return race_lines(listed, "PTX from") + " | probe ok"
