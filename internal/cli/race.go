@@ -233,7 +233,7 @@ func runRace(cmd *cobra.Command, o raceOptions, path string) error {
 		res.Seed, race.Step{Delay: witness}, info.Count(len(res.Points), "point"), joinInts(res.Baseline.Differing(res.Witness)), res.Runs)
 	writePoints(out, t.points, res.Points)
 	changed := writeWitnessBytes(out, runner, replayer, res)
-	sides := writeSides(out, t, replayer, res, changed)
+	sides := writeSides(out, t, replayer, res)
 	reproduce := fmt.Sprintf("gpurr race %s --launch %d --points %s --seed %d --at %s %s",
 		shellQuote(path), c.Seq, joinInts(res.Points), res.Seed, shellQuote(o.at), delayFlags(witness))
 	termsafe.Fprintf(out, "  reproduce: %s\n", reproduce)

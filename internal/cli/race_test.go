@@ -232,7 +232,12 @@ func TestRaceJSON(t *testing.T) {
 	store, load := tg.points[2].Index, tg.points[0].Index
 	var text strings.Builder
 	sides := reportSides(&text, tg, res, &race.Sides{Noted: 3000, Kept: 2048, Watched: [2]uint64{0x1000, 0x1040},
-		Conflicts: []race.Conflict{{Store: store, Other: load, Pairs: 12, Addr: 0x1008, StoreCTA: 1, StoreThread: 2, OtherCTA: 3, OtherThread: 4}}})
+		Conflicts: []race.Conflict{
+			{Store: load + 1, Other: load + 1, Pairs: 50, Addr: 0x2000}, // more pairs, but no delayed side
+			{Store: store, Other: load, Pairs: 12, Addr: 0x1008, StoreCTA: 1, StoreThread: 2, OtherCTA: 3, OtherThread: 4}}})
+	if i, j := strings.Index(text.String(), "st.global.f32*"), strings.Index(text.String(), "50 pairs"); i < 0 || j < 0 || i > j {
+		t.Errorf("the pair with a delayed side is not first:\n%s", text.String())
+	}
 	for _, want := range []string{
 		"the accesses that race (access log of the witness: 3000 noted; the log held 2048, the rest overflowed it; * delayed):",
 		"st.global.f32* (saxpy.py:14:9, PTX line 27)  vs  ld.global.f32 (saxpy.py:13:9, PTX line 23)  global memory, 12 pairs, e.g. at 0x1008: CTA 1 thread 2, CTA 3 thread 4",

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/gpurr/gpurr/internal/ptx"
 	"github.com/gpurr/gpurr/internal/race"
@@ -43,8 +44,8 @@ const maxConflictLines = 5
 
 // writeSides replays the witness with the access log and says which accesses race on the
 // bytes it changed: the delayed side and the other.
-func writeSides(w io.Writer, t *raceTarget, replayer *race.ReplayRunner, res *race.Result, changed []race.Spread) *raceSides {
-	s, err := replayer.Sides(res.Points, res.Seed, changed)
+func writeSides(w io.Writer, t *raceTarget, replayer *race.ReplayRunner, res *race.Result) *raceSides {
+	s, err := replayer.Sides(res.Points, res.Seed)
 	if err != nil {
 		termsafe.Fprintf(w, "  (the other side: the access log's replay failed: %v)\n", err)
 		return &raceSides{Conflicts: []raceConflict{}, Error: err.Error()}
@@ -72,7 +73,19 @@ func reportSides(w io.Writer, t *raceTarget, res *race.Result, s *race.Sides) *r
 		}
 		return a
 	}
-	for _, c := range s.Conflicts {
+	// The pairs with a delayed side first: the race the witness found.
+	conflicts := slices.Clone(s.Conflicts)
+	slices.SortStableFunc(conflicts, func(a, b race.Conflict) int {
+		da, db := delayed[a.Store] || delayed[a.Other], delayed[b.Store] || delayed[b.Other]
+		switch {
+		case da && !db:
+			return -1
+		case db && !da:
+			return 1
+		}
+		return 0
+	})
+	for _, c := range conflicts {
 		space := "global"
 		if c.Shared {
 			space = "shared"

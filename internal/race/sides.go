@@ -142,9 +142,9 @@ type Sides struct {
 const AccessLogRecords = 1 << 20
 
 // Sides replays the witness (points, seed) with the access log in, watching the global bytes
-// of the first region changed (changed, from Spreads), and pairs the accesses. The session
-// goes back to the plain module at the next Run.
-func (r *ReplayRunner) Sides(points []int, seed uint64, changed []Spread) (*Sides, error) {
+// of the launch's regions, and pairs the accesses. The session goes back to the plain module
+// at the next Run.
+func (r *ReplayRunner) Sides(points []int, seed uint64) (*Sides, error) {
 	if r.session == nil {
 		return nil, fmt.Errorf("no session: run the hunt first")
 	}
@@ -172,11 +172,15 @@ func (r *ReplayRunner) Sides(points []int, seed uint64, changed []Spread) (*Side
 	if err := r.session.Reload([]byte(m.String())); err != nil {
 		return nil, fmt.Errorf("the access log's module: %w", err)
 	}
-	s := &Sides{}
-	if len(changed) > 0 {
-		first := changed[0]
-		base := r.session.Address(first.Region)
-		s.Watched = [2]uint64{base + uint64(first.First), base + uint64(first.Size)}
+	// The bytes that changed are often not where the race is (a consumer's output, changed by
+	// what it read of a producer's buffer): every region of the launch is watched.
+	s := &Sides{Watched: [2]uint64{^uint64(0), 0}}
+	for i, reg := range r.Case.Regions {
+		base := r.session.Address(i)
+		s.Watched[0], s.Watched[1] = min(s.Watched[0], base), max(s.Watched[1], base+reg.Size)
+	}
+	if s.Watched[0] > s.Watched[1] {
+		s.Watched = [2]uint64{}
 	}
 	words := func(v uint64) []uint32 { return []uint32{uint32(v), uint32(v >> 32)} }
 	for name, w := range map[string][]uint32{
