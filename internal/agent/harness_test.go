@@ -106,7 +106,8 @@ func TestDigestScenario(t *testing.T) {
 // TestSnapshotScenario drives snapshots through the same harness with a staging ring of 4
 // chunks: a region of 10 chunks is taken in pieces of 2 before and after its launch, each a
 // job that waits for the writer (a thread beside the launches) to free staging space, and no
-// launch is skipped for its size.
+// launch is skipped for its size; a new allocation's snapshot copies every chunk of every piece,
+// as does the next after the writer asks it to (gp_mem_copy_all: a chunk changed while copied).
 func TestSnapshotScenario(t *testing.T) {
 	harnessGolden(t, "--snapshot-scenario", "snapshot_scenario.golden")
 }

@@ -6,6 +6,19 @@
 
 static _Atomic int snap_writer_stop;
 static FILE *snap_writer_out;
+static _Atomic uint64_t snap_watch_addr, snap_watch_id;  // the allocation id the writer saw at an address
+
+// snap_launch prints which regions a snapshot job copies whole (REGION_COPY_ALL), then runs
+// the fake GPU.
+static gp_CUresult snap_launch(gp_CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                               unsigned bz, unsigned smem, gp_CUstream s, void **args, void **extra) {
+  const gp_batch_param *p = args[0];
+  gp_CUresult r = fake_launchKernel(f, gx, gy, gz, bx, by, bz, smem, s, args, extra);
+  fprintf(mem_out, "    copies every chunk:");
+  for (uint32_t i = 0; i < p->nregions; i++) fprintf(mem_out, " %s", p->r[i].flags & 1 ? "yes" : "no");
+  fprintf(mem_out, "\n");
+  return r;
+}
 
 // snap_writer drains jobs as the Go writer does, beside the launching thread.
 static void *snap_writer(void *arg) {
@@ -24,6 +37,7 @@ static void *snap_writer(void *arg) {
       fprintf(snap_writer_out, " [0x%llx %llu B]", (unsigned long long)v->region_addr[r],
               (unsigned long long)v->region_size[r]);
     if (v->piece) fprintf(snap_writer_out, " piece from chunk %u", v->piece_first);
+    if (v->nregions && v->region_addr[0] == atomic_load(&snap_watch_addr)) atomic_store(&snap_watch_id, v->alloc_id[0]);
     fprintf(snap_writer_out, "\n");
     gp_mem_release();
   }
@@ -43,12 +57,14 @@ HP_API int hp_snapshot_scenario(const char *path) {
     fprintf(stderr, "hotpath: gp_mem_start: %s\n", err);
     return -1;
   }
+  gp_cu.launchKernel = snap_launch;
   char *writer_text = NULL;
   size_t writer_len = 0;
   snap_writer_out = open_memstream(&writer_text, &writer_len);
   pthread_t w;
   if (!snap_writer_out || pthread_create(&w, NULL, snap_writer, NULL) != 0) return -1;
   uint64_t big = mem_alloc(9 * GP_CHUNK + 4096), small = mem_alloc(GP_CHUNK), other = mem_alloc(3 * GP_CHUNK);
+  atomic_store(&snap_watch_addr, other);
   fprintf(mem_out, "-- --memory snapshot --staging-bytes 256KiB (4 chunks: at most 2 per job)\n");
   fprintf(mem_out, "ex_kernel(big, small): big (10 chunks) in 5 pieces before and after, small a job of its own\n");
   void *kp[2] = {&big, &small};
@@ -56,6 +72,14 @@ HP_API int hp_snapshot_scenario(const char *path) {
   launch(GP_CBID_cuLaunchKernel, &p, 0, NULL);
   fprintf(mem_out, "ex_kernel(small, other): other (3 chunks) in 2 pieces\n");
   kp[0] = &small, kp[1] = &other;
+  launch(GP_CBID_cuLaunchKernel, &p, 0, NULL);
+  fprintf(mem_out, "ex_kernel(small, other) again: nothing new to copy whole\n");
+  launch(GP_CBID_cuLaunchKernel, &p, 0, NULL);
+  while (gp_mem_outstanding()) usleep(100);
+  fprintf(mem_out, "the writer finds chunks of other that changed between hash and copy (gp_mem_copy_all)\n");
+  uint64_t id = atomic_load(&snap_watch_id);
+  gp_mem_copy_all(&id, 1);
+  fprintf(mem_out, "ex_kernel(small, other): every piece of other copies every chunk, before; after, none\n");
   launch(GP_CBID_cuLaunchKernel, &p, 0, NULL);
   while (gp_mem_outstanding()) usleep(100);
   atomic_store(&snap_writer_stop, 1);
