@@ -18,7 +18,7 @@ import statistics
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from steps import time_steps
+from steps import checksum_state, time_steps
 
 
 class Block(nn.Module):
@@ -94,6 +94,9 @@ def main():
     ap.add_argument("--seq", type=int, default=512)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--checksum-every", type=int, default=0,
+                    help="the peer of step digests: a plain PyTorch checksum of the state (steps.checksum_state) "
+                         "at the start of every Nth step")
     a = ap.parse_args()
 
     torch.manual_seed(0)
@@ -115,7 +118,8 @@ def main():
     if a.profiler:
         acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
         prof = torch.profiler.profile(activities=acts)
-    ms, losses = time_steps("gpt2_step", step, a.warmup, a.steps, within=prof)
+    ms, losses = time_steps("gpt2_step", step, a.warmup, a.steps, within=prof,
+                            check=lambda: checksum_state(model, opt), check_every=a.checksum_every)
     print(json.dumps({"bench": "gpt2_step", "model": kind, "compiled": a.compile, "profiler": a.profiler,
                       "ms_per_step": round(statistics.median(ms), 3), "steps_ms": [round(m, 3) for m in ms],
                       "steps": a.steps, "warmup": a.warmup, "params": sum(p.numel() for p in model.parameters()),

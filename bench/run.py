@@ -58,7 +58,9 @@ PROBE_MAX_MATMUL = 0.10  # live entry/exit probes on a Triton matmul of realisti
 
 # Every variant runs on the same four cores: the machine's other tenants and the scheduler's
 # choices moved single runs by +-30%, which drowned differences of a microsecond.
-PIN = ["taskset", "-c", "4-7"] if shutil.which("taskset") and (os.cpu_count() or 0) >= 8 else []
+# The CPUs every run is pinned to; BENCH_CPUS names others (two benchmarks at once, one per GPU).
+PIN = (["taskset", "-c", os.environ.get("BENCH_CPUS", "4-7")] if shutil.which("taskset") and (os.cpu_count() or 0) >= 8
+       else [])
 
 
 def run(argv, timeout, env):
@@ -98,6 +100,7 @@ class Bench:
             sys.exit(f"--memory-modes: unknown {','.join(sorted(unknown))}; want some of {','.join(known_memory)}")
         self.gpt2_modes = args.gpt2_modes.split(",")
         known = [k for k, _, _ in GPT2_VARIANTS]
+        self.digest_workloads = [w for w in args.digest_workloads.split(",") if w]
         # The hash-mode variants cost seconds per step: run only when named.
         self.gpt2_variants = [k for k in known if (k in args.gpt2_variants.split(",") if args.gpt2_variants
                                                    else not k.startswith("hash"))]
@@ -642,7 +645,10 @@ def rows_digest(b, rounds):
     each workload, against the default recording, in alternating processes with the spread."""
     rows = []
     for label, script, extra in DIGEST_WORKLOADS:
+        if b.digest_workloads and not any(w in label for w in b.digest_workloads):
+            continue
         ratios, floors, with_all, without_all, gb = [], [], [], [], []
+        peer_ratios, peer_with, peer_without = [], [], []
         for i in range(rounds):
             name = f"digest_ab.{script}.{i}"
             d = b.tmp / f"rec-{name}"
@@ -660,6 +666,14 @@ def rows_digest(b, rounds):
             ratios.append(statistics.median(w) / statistics.median(wo) - 1)
             floors.append(min(w) / min(wo) - 1)
             gb.append((r["sql"]["bytes"] or 0) / 1e9)
+            # The peer, in the same round: the program checks its own state in plain PyTorch
+            # (bench/steps.py checksum_state) at the start of the same steps, not recorded.
+            p = b.variant(f"digest_peer.{script}.{i}", script, extra + ["--steps", str(DIGEST_STEPS), "--checksum-every", "2"],
+                          False, 600)
+            pw, pwo = split_digested(p, {s for s in range(p["warmup"] + DIGEST_STEPS) if s % 2 == 0})
+            peer_with += pw
+            peer_without += pwo
+            peer_ratios.append(statistics.median(pw) / statistics.median(pwo) - 1)
         pct = statistics.median(ratios) * 100
         rows.append({"workload": f"{label}: steps with a digest vs without, one process ({len(with_all)} and "
                                  f"{len(without_all)} steps, {max(gb):.2f} GB a digest; per round {', '.join(f'{x * 100:+.1f}%' for x in ratios)}; "
@@ -668,6 +682,15 @@ def rows_digest(b, rounds):
                      "delta": f"{pct:+.1f}%", "target": "<= 1%" if "GPU-bound" in label else "<= 3%",
                      "verdict": "ok" if pct <= (1 if "GPU-bound" in label else 3) else "over target",
                      "samples": {"digested": with_all, "plain": without_all}})
+        pct = statistics.median(peer_ratios) * 100
+        rows.append({"workload": f"{label}: the peer, a plain PyTorch checksum of the same state (torch._foreach_norm of "
+                                 f"parameters and optimizer state, no sync) at the same steps, one process, not recorded "
+                                 f"(per round {', '.join(f'{x * 100:+.1f}%' for x in peer_ratios)})",
+                     "baseline": statistics.median(peer_without), "under": statistics.median(peer_with),
+                     "delta": f"{pct:+.1f}%", "target": "(peer)", "verdict": "measured",
+                     "samples": {"checked": peer_with, "plain": peer_without}})
+        if b.digest_workloads and "mode" not in b.digest_workloads:
+            continue
         if "compiled" in label or "GPU-bound" in label:
             continue  # the per-launch cost shows on the launch-heavy eager step, and each compile takes a minute
         # Digest mode's cost on every launch: against the default recording and bare, alternating.
@@ -889,6 +912,9 @@ def main():
                          "(comma-separated: " + ",".join(k for k, _, _ in TRAIN_MEMORY_VARIANTS) + ")")
     ap.add_argument("--gpt2-modes", default="eager,compiled",
                     help="which launch-heavy GPT-2 steps to run: eager, compiled or both (comma-separated)")
+    ap.add_argument("--digest-workloads", default="",
+                    help="digest: which workloads (comma-separated words of their labels: eager, compiled, GPU-bound; "
+                         "mode adds digest mode's per-launch rows); default all")
     ap.add_argument("--gpt2-variants", default="",
                     help="which of the GPT-2 step's variants to run, bare among them (comma-separated; default all)")
     ap.add_argument("--tmp")

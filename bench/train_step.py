@@ -8,7 +8,7 @@ import statistics
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from steps import time_steps
+from steps import checksum_state, time_steps
 
 
 class Block(nn.Module):
@@ -53,6 +53,9 @@ def main():
     ap.add_argument("--vocab", type=int, default=32768)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--checksum-every", type=int, default=0,
+                    help="the peer of step digests: a plain PyTorch checksum of the state (steps.checksum_state) "
+                         "at the start of every Nth step")
     a = ap.parse_args()
 
     torch.manual_seed(0)
@@ -69,7 +72,8 @@ def main():
         opt.zero_grad(set_to_none=True)
         return loss
 
-    ms, losses = time_steps("train_step", step, a.warmup, a.steps)
+    ms, losses = time_steps("train_step", step, a.warmup, a.steps,
+                            check=lambda: checksum_state(model, opt), check_every=a.checksum_every)
     params = sum(p.numel() for p in model.parameters())
     tokens = a.batch * a.seq
     med = statistics.median(ms)
