@@ -36,6 +36,7 @@ type Links struct {
 	xla           *XLA                // UseXLA's, nil when none
 	xlaStacks     map[*xla.Site]uint64
 	xlaSites      map[xlaKey]xlaFound
+	xlaRuns       map[xlaRunKey]*xla.Site
 	// compileThreads are the threads that launched a kernel of XLA's
 	// autotuning without a Python stack (Compile).
 	compileThreads map[uint32]bool
@@ -65,6 +66,7 @@ func NewLinks() *Links {
 		modules:       map[string][]string{},
 		xlaStacks:     map[*xla.Site]uint64{},
 		xlaSites:      map[xlaKey]xlaFound{},
+		xlaRuns:       map[xlaRunKey]*xla.Site{},
 
 		compileThreads: map[uint32]bool{},
 		autotune:       map[uint64]bool{},

@@ -223,3 +223,32 @@ func (l *Links) noteCompileThread(la *pb.Launch) {
 func (l *Links) LinesFromXLA(la *pb.Launch) bool {
 	return l.LineCallstack(la) >= syntheticStackBase
 }
+
+// KernelLineCallstack is LineCallstack for a kernel that ran without a launch
+// of the recording to take its lines from: a graph replay's kernel whose node
+// no captured launch built, as in a command buffer XLA builds node by node.
+// Its XLA fusion is found by the kernel's name, grid and block alone; 0 when
+// the dump has none, several that differ, or no lines for it.
+func (l *Links) KernelLineCallstack(a *pb.KernelActivity) uint64 {
+	if l.xla == nil {
+		return 0
+	}
+	g, b := a.GetGrid(), a.GetBlock()
+	key := xlaRunKey{a.GetName(), [3]uint32{g.GetX(), g.GetY(), g.GetZ()}, [3]uint32{b.GetX(), b.GetY(), b.GetZ()}}
+	s, ok := l.xlaRuns[key]
+	if !ok {
+		if site, _, amb := l.xla.dump.Find(key.name, nil, key.grid, key.block); !amb {
+			s = site
+		}
+		l.xlaRuns[key] = s
+	}
+	if s == nil {
+		return 0
+	}
+	return l.xlaCallstack(s)
+}
+
+type xlaRunKey struct {
+	name        string
+	grid, block [3]uint32
+}

@@ -258,7 +258,9 @@ func (s *summary) kernel(a *pb.KernelActivity, c ran, ok bool) error {
 		}
 		if l == nil {
 			s.unlinked++
-			return nil
+			// A node of a command buffer XLA built itself: no launch, but its fusion's line.
+			line = recording.Line(s.links.Callstack(s.links.KernelLineCallstack(a)))
+			break
 		}
 		line, backward = s.line(l), l.GetAutograd().GetBackwardNode() != ""
 	}

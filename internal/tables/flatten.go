@@ -271,6 +271,9 @@ type (
 		hasLaunch bool
 		replay    uint64 // graph kernels: the replay that ran it, when hasReplay
 		hasReplay bool
+		// xlaLines: a graph kernel without a launch, whose launch.lines are its XLA
+		// fusion's (Links.KernelLineCallstack).
+		xlaLines bool
 	}
 	// stateRow is a region of a memory state: i is -1, and rs and r nil,
 	// on a row that stands for a state without regions.
@@ -578,6 +581,8 @@ func (ps *pass) kernelRun(a *pb.KernelActivity, call callRef, ok bool) error {
 		if l := ps.links.CaptureLaunch(a); l != nil {
 			r.launch = callRef{seq: l.GetSeq(), lines: ps.links.LineCallstack(l), kernel: l.GetKernelId()}
 			r.hasLaunch = true
+		} else if id := ps.links.KernelLineCallstack(a); id != 0 {
+			r.launch.lines, r.xlaLines = id, true
 		}
 		r.replay, r.hasReplay = call.seq, ok && call.replay
 	}

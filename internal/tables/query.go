@@ -325,11 +325,11 @@ var gpuActivity = define("gpu_activity", "kernel executions on the GPU, joined t
 	c("graph_launch_seq", Int64, "graph_launches.seq of the replay that ran it, NULL for eager kernels", func(_ *pass, r *run) Value {
 		return nullUnless(r.hasReplay, Int(r.replay))
 	}).null(),
-	c("python_line", String, "python_line of launch_seq: for a kernel launched in an autograd node's backward, its forward line", func(ps *pass, r *run) Value {
-		return nullUnless(r.hasLaunch, textOrNull(ps.lines(r.launch.lines).python))
+	c("python_line", String, "python_line of launch_seq: for a kernel launched in an autograd node's backward, its forward line; for a graph kernel of XLA with no launch (a command buffer XLA built node by node), its fusion's line from the XLA dump", func(ps *pass, r *run) Value {
+		return nullUnless(r.hasLaunch || r.xlaLines, textOrNull(ps.lines(r.launch.lines).python))
 	}).null().dict(),
-	c("user_line", String, "user_line of launch_seq", func(ps *pass, r *run) Value {
-		return nullUnless(r.hasLaunch, textOrNull(ps.lines(r.launch.lines).user))
+	c("user_line", String, "user_line of launch_seq, or of its XLA fusion as python_line", func(ps *pass, r *run) Value {
+		return nullUnless(r.hasLaunch || r.xlaLines, textOrNull(ps.lines(r.launch.lines).user))
 	}).null().dict(),
 	dims("grid", "grid blocks in", func(r *run) *pb.Dim3 { return r.a.GetGrid() }),
 	dims("block", "block threads in", func(r *run) *pb.Dim3 { return r.a.GetBlock() }),

@@ -21,7 +21,9 @@ import (
 // --memory hash --nan-scan f32: the redzone check's scratch memory holds NaN, as does the
 // loss's loop_subtract_fusion (JAXNaNKernel). The diverged run autotunes one candidate more,
 // its scratch memory holds other bytes, and gemm_fusion_dot_3 (JAXDivergedKernel) computed
-// another result, as a nondeterministic kernel does.
+// another result, as a nondeterministic kernel does. At the end the program replays a CUDA
+// graph that XLA built node by node (a command buffer: no launch built its nodes) of the
+// step's gemm_fusion_dot_1 and gemm_fusion_dot.
 const (
 	JAXMainTID    = 5000
 	JAXCompileTID = 5010
@@ -142,7 +144,16 @@ func JAXBatches(diverged bool) []*pb.Batch {
 		launch(JAXMainTID, k, dispatch.Id)
 	}
 	launch(JAXMainTID, jaxKernel{"loop_multiply_fusion", "other", 7, 128}, dispatch.Id)
-	stats.Launches, stats.Activities = uint64(len(b.Launches)), uint64(len(b.Activities))
+	now += launchGapNS
+	g := &pb.GraphLaunch{Seq: uint64(len(b.Launches) + 1), Tid: JAXMainTID, GraphExec: 0x5000, StreamId: defaultSID,
+		CorrelationId: uint32(100 + len(b.Launches) + 1), HostNs: now, CallstackId: dispatch.Id}
+	b.GraphLaunches = append(b.GraphLaunches, g)
+	for i, k := range []jaxKernel{jaxStep[6], jaxStep[9]} {
+		b.Activities = append(b.Activities, &pb.KernelActivity{CorrelationId: g.CorrelationId, ContextUid: 1, StreamId: defaultSID,
+			StartNs: now + queueNS + uint64(i)*20_000, EndNs: now + queueNS + uint64(i)*20_000 + 15_000, Name: k.name,
+			Grid: dim(k.grid, 1, 1), Block: dim(k.block, 1, 1), GraphId: 9, GraphNodeId: 0x900 + uint64(i)})
+	}
+	stats.Launches, stats.GraphLaunches, stats.Activities = uint64(len(b.Launches)), 1, uint64(len(b.Activities))
 	return []*pb.Batch{b, {Stats: stats, End: &pb.End{EndNs: now + 1_000_000, Reason: "exit"}}}
 }
 

@@ -366,6 +366,8 @@ func (ps *procState) kernel(a *pb.KernelActivity, c *call) error {
 		if captured := ps.links.CaptureLaunch(a); captured != nil {
 			tw.stats.Attributed++
 			launch, from = captured.GetSeq(), ps.originOf(captured)
+		} else if id := ps.links.KernelLineCallstack(a); id != 0 {
+			from = origin{lines: id} // a node of a command buffer XLA built itself
 		}
 	case c != nil:
 		launch, from = c.seq, c.origin
