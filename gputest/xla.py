@@ -23,12 +23,19 @@ def t_jax_lines(h):
     want, d = h.py_workload("jax_lines", timeout=400)
     step = "op_name LIKE 'jit(step)/%' AND compile = 0"
     n = h.n(d, f"SELECT count(*) AS n FROM launches WHERE {step}")
-    check(n >= want["steps"], f"{n} launches of the step's fusions (op_name jit(step)/...), want at least one a step; "
-                              f"op names seen: {h.sample(d, 'op_name')}")
+    # A step XLA runs as a command buffer it builds node by node has no launches: its kernels
+    # are graph kernels without launch_seq, found in the dump by name, grid and block.
+    graph = f"via_graph = 1 AND launch_seq IS NULL AND python_line LIKE '%{script.name}:%'"
+    g = h.n(d, f"SELECT count(*) AS n FROM gpu_activity WHERE {graph}")
+    check(n + g >= want["steps"], f"{n} launches of the step's fusions (op_name jit(step)/...) and {g} command buffer "
+                                  f"kernels at {script.name}, want at least one a step; op names seen: "
+                                  f"{h.sample(d, 'op_name')}; graph kernels: {h.sample(d, 'name', table='gpu_activity', where='via_graph = 1')}")
     any_line = " OR ".join(at_line("python_line", script, l) for l in lines.values())
     off = h.query(d, f"SELECT name, op_name, python_line FROM launches WHERE {step} AND NOT ({any_line}) LIMIT 5")
+    off += h.query(d, f"SELECT name, python_line FROM gpu_activity WHERE {graph} AND NOT ({any_line}) LIMIT 5")
     check(not off, f"step kernels not at a marked line {sorted(lines.values())}: {off}")
     seen = {t: h.n(d, f"SELECT count(*) AS n FROM launches WHERE {step} AND {at_line('python_line', script, l)}")
+            + h.n(d, f"SELECT count(*) AS n FROM gpu_activity WHERE {graph} AND {at_line('python_line', script, l)}")
             for t, l in lines.items()}
     check(sum(1 for v in seen.values() if v) >= 2, f"step kernels at only {seen}")
     user = h.n(d, f"SELECT count(*) AS n FROM launches WHERE {step} AND user_line = python_line")
@@ -44,7 +51,7 @@ def t_jax_lines(h):
     size = sum(f.stat().st_size for f in files)
     check(files and all(f.name.endswith(("_gpu_after_optimizations.txt", ".thunk_sequence.txt")) for f in files),
           f"the dump kept other files: {[f.name for f in files][:8]}")
-    return (f"{n} step launches, lines {seen}; {compile_} compile launches; "
+    return (f"{n} step launches, {g} command buffer kernels, lines {seen}; {compile_} compile launches; "
             f"dump {len(files)} files, {size / 1024:.0f} KiB; {xla[0]}")
 
 
