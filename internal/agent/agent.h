@@ -140,7 +140,7 @@ typedef struct {
   uint64_t start, end, callstack_id, range_id;
   uint32_t cbid, correlation_id, tid, device;
   int32_t result;
-  uint32_t pad;
+  uint32_t own;  // a call of gpurr's own (memory capture's copies and memsets): its GPU records are not the program's
 } gp_hostcall_rec;
 
 typedef struct {

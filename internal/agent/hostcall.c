@@ -47,6 +47,17 @@ void gp_hostcall_exit(uint32_t cbid, const gp_CallbackData *cb, uint32_t device)
   if (!gp_ring_push_counted(&rec, &gp_counts.host_calls)) GP_COUNT(host_calls_dropped, 1);
 }
 
+void gp_hostcall_own(uint32_t cbid, const gp_CallbackData *cb) {
+  gp_hostcall_rec rec;
+  memset(&rec, 0, sizeof rec);
+  rec.h.type = GP_REC_HOSTCALL;
+  rec.h.size = gp_pad8(sizeof rec);
+  rec.cbid = cbid;
+  rec.correlation_id = cb->correlationId;
+  rec.own = 1;
+  gp_ring_push(&rec);
+}
+
 void gp_hostcall_subscribe(int (*enable)(uint32_t cbid)) {
   static const uint32_t cbids[] = {
 #define ROW(name, id, class) id,

@@ -67,3 +67,38 @@ func hostCall(h *C.gp_hostcall_rec) *pb.HostCall {
 		Device:        uint32(h.device),
 	}
 }
+
+// ownCalls are the correlation ids of the copies and memsets gpurr made itself (memory
+// capture's), whose GPU records come after them through the ring and are left out of the
+// program's. At most ownCallsKept wait: a call whose record never comes (CUPTI dropped it)
+// is forgotten with the oldest half.
+type ownCalls struct {
+	ids  map[uint32]bool
+	fifo []uint32
+}
+
+const ownCallsKept = 1 << 16
+
+func (o *ownCalls) add(id uint32) {
+	if o.ids == nil {
+		o.ids = map[uint32]bool{}
+	}
+	if len(o.fifo) == ownCallsKept {
+		for _, old := range o.fifo[:ownCallsKept/2] {
+			delete(o.ids, old)
+		}
+		o.fifo = append(o.fifo[:0], o.fifo[ownCallsKept/2:]...)
+	}
+	o.ids[id] = true
+	o.fifo = append(o.fifo, id)
+}
+
+// take reports whether id is a call of gpurr's own, and forgets it: each of those makes one
+// copy or memset.
+func (o *ownCalls) take(id uint32) bool {
+	if !o.ids[id] {
+		return false
+	}
+	delete(o.ids, id)
+	return true
+}

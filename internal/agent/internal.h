@@ -215,6 +215,8 @@ extern atomic_uchar gp_timing_paused;
 // as it enters and returns; device is the ordinal of its context.
 void gp_hostcall_enter(uint32_t cbid);
 void gp_hostcall_exit(uint32_t cbid, const gp_CallbackData *cb, uint32_t device);
+// gp_hostcall_own notes a call of the table that gpurr made itself, at its exit.
+void gp_hostcall_own(uint32_t cbid, const gp_CallbackData *cb);
 // gp_hostcall_subscribe asks for the table's callbacks, through enable (1
 // when CUPTI took the callback id).
 void gp_hostcall_subscribe(int (*enable)(uint32_t cbid));

@@ -558,7 +558,14 @@ static void dispatch(int domain, uint32_t cbid, const void *data);
 
 void gp_on_callback(void *userdata, int domain, uint32_t cbid, const void *data) {
   (void)userdata;
-  if (gp_proc.forked_child || gp_thread.in_agent) return;
+  if (gp_proc.forked_child) return;
+  if (gp_thread.in_agent) {
+    // Memory capture's own copies and memsets: their GPU records must not pass for the program's.
+    if (domain == GP_CB_DOMAIN_DRIVER_API && ((const gp_CallbackData *)data)->callbackSite == GP_API_EXIT &&
+        gp_hostcall_class(cbid))
+      gp_hostcall_own(cbid, data);
+    return;
+  }
   uint64_t t0;
   if (domain == GP_CB_DOMAIN_DRIVER_API && gp_launch_is_kernel(cbid)) {
     if (((const gp_CallbackData *)data)->callbackSite == GP_API_ENTER)

@@ -53,6 +53,7 @@ const (
 // recorder owns one process's recording: it drains the C ring, turns raw
 // records into recording messages and appends frames.
 type recorder struct {
+	own  ownCalls // gpurr's own copies and memsets, whose GPU records are left out
 	cfg  agentcfg.Config
 	info *pb.Process
 	w    *recording.Writer
@@ -542,11 +543,17 @@ func (r *recorder) record(raw []byte) {
 	case C.GP_REC_PROBE_SKIP:
 		r.probeSkipped((*C.gp_probe_skip_rec)(p))
 	case C.GP_REC_COPY:
-		r.batch.Copies = append(r.batch.Copies, copyRecord((*C.gp_copy_rec)(p)))
+		if c := copyRecord((*C.gp_copy_rec)(p)); !r.own.take(c.CorrelationId) {
+			r.batch.Copies = append(r.batch.Copies, c)
+		}
 	case C.GP_REC_SYNC:
 		r.batch.Syncs = append(r.batch.Syncs, syncRecord((*C.gp_sync_rec)(p)))
 	case C.GP_REC_HOSTCALL:
-		r.batch.HostCalls = append(r.batch.HostCalls, hostCall((*C.gp_hostcall_rec)(p)))
+		if h := (*C.gp_hostcall_rec)(p); h.own != 0 {
+			r.own.add(uint32(h.correlation_id))
+		} else {
+			r.batch.HostCalls = append(r.batch.HostCalls, hostCall(h))
+		}
 	case C.GP_REC_ACTIVITY, C.GP_REC_OWN_ACTIVITY:
 		a := (*C.gp_activity_rec)(p)
 		act := &pb.KernelActivity{
@@ -774,9 +781,10 @@ func (r *recorder) module(m *C.gp_module_rec) {
 	}
 	from := "triton-cache"
 	if found.ptx == nil && len(mod.KernelNames) > 0 {
-		// A module of nvcc's: the program's fat binary holding this cubin may hold its PTX
-		// (race, probe). No write sets: they would prove what the cubin does from the PTX.
-		found.ptx, from = programFatbins.forCubin(image), "fatbin"
+		// A module of nvcc's: the program's fat binary holding this cubin, or its
+		// executable's, may hold its PTX (race, probe). No write sets: they would prove
+		// what the cubin does from the PTX.
+		found.ptx, from = programPTX(image, mod.KernelNames), "fatbin"
 	}
 	if text := found.ptx; text != nil {
 		if err := r.w.PutModulePTX(digest, text); err != nil {

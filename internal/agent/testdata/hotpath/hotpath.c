@@ -392,7 +392,7 @@ static void write_records(FILE *f, const uint8_t *buf, size_t n) {
       }
     } else if (h.type == GP_REC_HOSTCALL) {
       gp_hostcall_rec *c = (gp_hostcall_rec *)rec;
-      if (c->start == 0 || c->end < c->start) fprintf(f, " !! start %llu end %llu", (unsigned long long)c->start, (unsigned long long)c->end);
+      if (!c->own && (c->start == 0 || c->end < c->start)) fprintf(f, " !! start %llu end %llu", (unsigned long long)c->start, (unsigned long long)c->end);
       c->start = c->end = 0, c->tid = 0;
       dump(f, rec, keep);
     } else if (h.type == GP_REC_GRAPHLAUNCH) {
@@ -565,6 +565,9 @@ HP_API int hp_scenario(const char *path) {
   launch(276, &htod, 0, NULL);  // cuMemcpyHtoD_v2
   gp_CUstream sync_stream = (gp_CUstream)0x7000a0;
   launch(126, &sync_stream, 700, NULL);  // cuStreamSynchronize, failed
+  gp_in_agent_call(1);  // memory capture's own copy: marked, so that its GPU record is left out
+  launch(276, &htod, 0, NULL);
+  gp_in_agent_call(0);
 
   nvtx_scenario(&p);
 
