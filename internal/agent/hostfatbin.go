@@ -31,6 +31,7 @@ type hostFatbins struct {
 	mu      sync.Mutex
 	read    map[string]bool         // files read (or skipped)
 	entries [][]fatbin.Entry        // each file's fat binary entries, read where they are mapped
+	files   []string                // and the files, in the same order
 	indexed int                     // how many of entries' files kernels indexes
 	kernels map[string][]fatbin.PTX // kernel name → the PTX entries that declare it
 	spent   int64                   // PTX bytes decompressed
@@ -99,6 +100,7 @@ func (h *hostFatbins) readFile(path string) {
 		return
 	}
 	h.entries = append(h.entries, es)
+	h.files = append(h.files, path)
 }
 
 // indexNew indexes the PTX of the files read since it last ran, within the budget.
@@ -156,6 +158,57 @@ func (h *hostFatbins) forCubin(cubin []byte) []byte {
 		}
 	}
 	return nil
+}
+
+// forNames returns the newest PTX entry of file's fat binary that declares every one of names,
+// nil when none does: for a module the driver compiled from PTX (no cubin of the fat binary
+// matches it), looked for in the program's own executable only, whose PTX is small.
+func (h *hostFatbins) forNames(file string, names []string) []byte {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.scan(mappedFiles("/proc/self/maps"))
+	var best []byte
+	arch := -1
+	for i, es := range h.entries {
+		if h.files[i] != file {
+			continue
+		}
+		for j := range es {
+			e := &es[j]
+			if e.Kind != fatbin.KindPTX || e.Arch <= arch || e.Size > hostPTXBudget {
+				continue
+			}
+			text, err := e.Data()
+			if err != nil {
+				continue
+			}
+			declared := map[string]bool{}
+			for _, k := range fatbin.Kernels(text) {
+				declared[k] = true
+			}
+			all := len(names) > 0
+			for _, n := range names {
+				all = all && declared[n]
+			}
+			if all {
+				best, arch = bytes.TrimRight(text, "\x00"), e.Arch
+			}
+		}
+	}
+	return bytes.Clone(best)
+}
+
+// programPTX is the PTX of a module the program loaded, from its fat binaries: the container
+// of its cubin, else the executable's PTX that declares its kernels.
+func programPTX(cubin []byte, names []string) []byte {
+	if p := programFatbins.forCubin(cubin); p != nil {
+		return p
+	}
+	exe, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		return nil
+	}
+	return programFatbins.forNames(exe, names)
 }
 
 // index notes the kernels of the PTX entries of a .nv_fatbin section's containers.

@@ -42,6 +42,15 @@ func TestHostFatbins(t *testing.T) {
 	if text := h.forCubin([]byte("\x7fELF another cubin of 25b")); text != nil {
 		t.Errorf("PTX of a cubin no container holds: %q", text)
 	}
+	if text := h.forNames(lib, []string{"gpurr_fixture_add"}); !strings.Contains(string(text), ".target sm_100") {
+		t.Errorf("PTX by the module's kernels: %q", text)
+	}
+	if text := h.forNames(lib, []string{"gpurr_fixture_add", "other"}); text != nil {
+		t.Errorf("PTX declaring only some of the module's kernels: %q", text)
+	}
+	if text := h.forNames("/elsewhere", []string{"gpurr_fixture_add"}); text != nil {
+		t.Errorf("PTX of another file: %q", text)
+	}
 	if _, err := h.ptxOf("other"); err == nil || !strings.Contains(err.Error(), "compute_90") {
 		t.Errorf("a kernel no fat binary declares: %v", err)
 	}
