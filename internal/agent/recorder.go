@@ -53,6 +53,7 @@ const (
 // recorder owns one process's recording: it drains the C ring, turns raw
 // records into recording messages and appends frames.
 type recorder struct {
+	own  ownCalls // gpurr's own copies and memsets, whose GPU records are left out
 	cfg  agentcfg.Config
 	info *pb.Process
 	w    *recording.Writer
@@ -542,11 +543,17 @@ func (r *recorder) record(raw []byte) {
 	case C.GP_REC_PROBE_SKIP:
 		r.probeSkipped((*C.gp_probe_skip_rec)(p))
 	case C.GP_REC_COPY:
-		r.batch.Copies = append(r.batch.Copies, copyRecord((*C.gp_copy_rec)(p)))
+		if c := copyRecord((*C.gp_copy_rec)(p)); !r.own.take(c.CorrelationId) {
+			r.batch.Copies = append(r.batch.Copies, c)
+		}
 	case C.GP_REC_SYNC:
 		r.batch.Syncs = append(r.batch.Syncs, syncRecord((*C.gp_sync_rec)(p)))
 	case C.GP_REC_HOSTCALL:
-		r.batch.HostCalls = append(r.batch.HostCalls, hostCall((*C.gp_hostcall_rec)(p)))
+		if h := (*C.gp_hostcall_rec)(p); h.own != 0 {
+			r.own.add(uint32(h.correlation_id))
+		} else {
+			r.batch.HostCalls = append(r.batch.HostCalls, hostCall(h))
+		}
 	case C.GP_REC_ACTIVITY, C.GP_REC_OWN_ACTIVITY:
 		a := (*C.gp_activity_rec)(p)
 		act := &pb.KernelActivity{
