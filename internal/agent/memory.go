@@ -260,7 +260,9 @@ func (m *memoryCapture) stored(r *recorder, v *C.gp_memjob_view, p *pendingPoint
 			if m.unstored == nil {
 				m.unstored = map[[16]byte]struct{}{}
 			}
-			m.unstored[kernel] = struct{}{}
+			if !m.holds(kernel) { // bytes of that hash stored before stay good
+				m.unstored[kernel] = struct{}{}
+			}
 			torn = append(torn, uint64(v.alloc_id[i]))
 			m.renamed++
 		}
@@ -296,6 +298,14 @@ func (m *memoryCapture) stored(r *recorder, v *C.gp_memjob_view, p *pendingPoint
 		}
 	}
 	p.state.Snapshot = true
+}
+
+// holds reports whether the chunk store (or the flight recorder) has a chunk of this hash.
+func (m *memoryCapture) holds(hash [16]byte) bool {
+	if m.flight != nil {
+		return m.flight.held[hash] != nil
+	}
+	return m.store.Has(hash)
 }
 
 // chunkNames hashes each chunk as stored. Hashing runs at about 3 GB/s
