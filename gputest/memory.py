@@ -357,6 +357,9 @@ def t_memory_crash(h):
         check(snap == want_snap, f"{sig}: snapshots kept for launches {snap}, want the last 3 {want_snap}")
         log = h.query(d, "SELECT message FROM log WHERE message LIKE '%received SIG%'")
         check(log, f"{sig}: the recording's log does not say which signal ended the program")
+        if sig == "segv":  # ctypes.string_at(0): a read of address 0, in libc
+            msg = str(log[0].get("message", ""))
+            check(" in lib" in msg and "address 0x0" in msg, f"segv: the log does not say where it crashed: {msg}")
         rewind(h, d, want_snap[-1], "after", h.tmp / f"{sig}.bin")
         h.recordings.append(d)
         got.append(f"{sig} (exit {r.rc}): {len(pokes)} launches, {len(snap)} snapshots written")

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fatal.h"
 #include "internal.h"
 #include "pystack.h"
 #include "unwind.h"
@@ -191,7 +192,8 @@ static uint64_t python_stack(int *flags) {
 // tens of ns; dladdr, the fallback, is much slower.
 static int (*find_object)(void *, struct dl_find_object *);
 
-static void object_of(void *pc, const char **obj, uint64_t *off) {
+void gp_object_of(uint64_t addr, const char **obj, uint64_t *off) {
+  void *pc = (void *)(uintptr_t)addr;
   struct dl_find_object fo;
   if (find_object && find_object(pc, &fo) == 0 && fo.dlfo_link_map) {
     *obj = fo.dlfo_link_map->l_name ? fo.dlfo_link_map->l_name : "";
@@ -240,7 +242,7 @@ static uint64_t native_stack(int depth) {
   for (int i = skip; i < n; i++) {
     uint64_t pc = pcs[i], off = pc;
     const char *obj = "";
-    object_of((void *)(uintptr_t)pc, &obj, &off);
+    gp_object_of(pc, &obj, &off);
     if (!*obj) obj = exe_path;  // the main program's link map has no name
     // Symbol names are looked up later by the writer, from the object's
     // symbol tables: far too much work for a launch.
@@ -292,7 +294,7 @@ int gp_callstack_owner(void) {
     if (is_own_code(pcs[i])) continue;
     const char *obj = "";
     uint64_t off = 0;
-    object_of((void *)(uintptr_t)pcs[i], &obj, &off);
+    gp_object_of(pcs[i], &obj, &off);
     const char *base = strrchr(obj, '/');
     base = base ? base + 1 : obj;
     for (size_t k = 0; k < sizeof owners / sizeof *owners; k++)

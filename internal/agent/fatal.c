@@ -1,11 +1,16 @@
 // Everything here runs in a signal handler on the crashing thread, so it uses
 // only async-signal-safe calls (write, poll, read, sigaction, raise). The
 // thread that writes the recording is a Go goroutine, woken through a pipe.
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE  // REG_RIP
+#endif
 #include "fatal.h"
 
 #include "internal.h"
 
 #include <errno.h>
+#include <stdint.h>
+#include <ucontext.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -23,6 +28,25 @@ static struct sigaction previous[NWATCHED];
 static int notify_fd = -1, ack_fd = -1, wait_ms;
 static pid_t owner;  // a forked child inherits the handler but not the writer
 static atomic_int notified, stopping;
+// Where the first crash happened: the instruction and the address it touched.
+static _Atomic uint64_t crash_pc, crash_addr;
+
+static uint64_t pc_of(const void *uc) {
+  if (!uc) return 0;
+  const ucontext_t *u = uc;
+#if defined(__x86_64__)
+  return (uint64_t)u->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+  return (uint64_t)u->uc_mcontext.pc;
+#else
+  return 0;
+#endif
+}
+
+void gp_fatal_where(uint64_t *pc, uint64_t *addr) {
+  *pc = atomic_load(&crash_pc);
+  *addr = atomic_load(&crash_addr);
+}
 
 static int slot_of(int sig) {
   for (unsigned i = 0; i < NWATCHED; i++)
@@ -56,6 +80,8 @@ static void on_fatal(int sig, siginfo_t *info, void *uc) {
   } else if (getpid() == owner && atomic_exchange(&notified, 1) == 0) {
     // Only the first fatal signal waits for the writer: a second one
     // (another thread, or the writer itself crashing) goes straight on.
+    atomic_store(&crash_pc, pc_of(uc));
+    atomic_store(&crash_addr, info ? (uint64_t)(uintptr_t)info->si_addr : 0);
     wait_for_writer((unsigned char)(sig | 0x80));
   }
   const struct sigaction *prev = i >= 0 ? &previous[i] : NULL;

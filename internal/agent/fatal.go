@@ -1,6 +1,7 @@
 package agent
 
 /*
+#include <stdint.h>
 #include "fatal.h"
 */
 import "C"
@@ -8,8 +9,12 @@ import "C"
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/gpurr/gpurr/internal/agentpath"
+	"github.com/gpurr/gpurr/recording"
 )
 
 // fatalWait bounds how long a crashing thread waits for the writer; past
@@ -53,6 +58,41 @@ func (r *recorder) watchFatalSignals() error {
 	return nil
 }
 
+// crashSite says where a crash happened: " at PC in OBJECT+OFFSET (FUNCTION), address ADDR",
+// naming gpurr's own agent when the instruction is its, or "" for a stop signal (or no
+// context). It runs on the writer while the crashing thread waits.
+func (r *recorder) crashSite(sig string) string {
+	if sig != "SIGSEGV" && sig != "SIGBUS" && sig != "SIGFPE" && sig != "SIGILL" {
+		return ""
+	}
+	var pc, addr C.uint64_t
+	C.gp_fatal_where(&pc, &addr)
+	if pc == 0 {
+		return ""
+	}
+	var obj *C.char
+	var off C.uint64_t
+	C.gp_object_of(pc, &obj, &off)
+	where := fmt.Sprintf(" at %#x", uint64(pc))
+	if obj != nil {
+		path := C.GoString(obj)
+		if path == "" {
+			path, _ = os.Executable()
+		}
+		where += fmt.Sprintf(" in %s+%#x", filepath.Base(path), uint64(off))
+		if name, err := r.objects.Name(path, uint64(off)); err == nil && name != "" {
+			where += " (" + recording.Demangle(name) + ")"
+		}
+		if filepath.Base(path) == agentpath.FileName {
+			where += ", in gpurr's agent"
+		}
+	}
+	if sig == "SIGSEGV" || sig == "SIGBUS" {
+		where += fmt.Sprintf(", address %#x", uint64(addr))
+	}
+	return where
+}
+
 // writeOnFatalSignal writes everything drained so far. When the program
 // ends (ends), the recording stays without an End record, so readers still
 // call it incomplete; a program that handles the signal and goes on keeps
@@ -64,7 +104,7 @@ func (r *recorder) writeOnFatalSignal(sig string, ends bool) {
 		return
 	}
 	if ends {
-		r.logf("error", "the program received %s; gpurr wrote what it had before the program ended", sig)
+		r.logf("error", "the program received %s%s; gpurr wrote what it had before the program ended", sig, r.crashSite(sig))
 	} else {
 		r.logf("warn", "the program received %s, which it handles; gpurr wrote what it had and goes on recording", sig)
 	}
