@@ -82,6 +82,11 @@ func (h *hostFatbins) scan(files []string) {
 // readFile maps a file's .nv_fatbin section (a library's may be gigabytes of cubins: only the
 // pages read are), and indexes its PTX.
 func (h *hostFatbins) readFile(path string) {
+	// Only regular files: a process maps device files too (/dev/nvidia*), which are not
+	// for the agent to open.
+	if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
+		return
+	}
 	f, err := elf.Open(path)
 	if err != nil {
 		return

@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gpurr/gpurr/internal/fatbin"
 )
@@ -17,19 +19,35 @@ func TestHostFatbins(t *testing.T) {
 		t.Fatal(err)
 	}
 	maps := filepath.Join(t.TempDir(), "maps")
+	// A file mapped that is not a regular one (a device file, here a FIFO, whose open would
+	// wait for a writer) is not opened.
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	lines := "7f0000000000-7f0000001000 r--p 00000000 08:01 42 " + lib + "\n" +
 		"7f0000001000-7f0000002000 r-xp 00001000 08:01 42 " + lib + "\n" +
 		"7f0000003000-7f0000004000 rw-p 00000000 00:00 0 \n" +
+		"7f0000005000-7f0000006000 rw-s 00000000 00:05 7 " + fifo + "\n" +
 		"7ffd00000000-7ffd00001000 rw-p 00000000 00:00 0 [stack]\n"
 	if err := os.WriteFile(maps, []byte(lines), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	files := mappedFiles(maps)
-	if len(files) != 1 || files[0] != lib {
+	if len(files) != 2 || files[0] != lib || files[1] != fifo {
 		t.Fatalf("mapped files %q", files)
 	}
 	h := &hostFatbins{read: map[string]bool{}, kernels: map[string][]fatbin.PTX{}}
-	h.scan(files)
+	done := make(chan bool)
+	go func() {
+		h.scan(files)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("reading the mapped files waits on the FIFO")
+	}
 	h.indexNew()
 	text, err := h.ptxOf("gpurr_fixture_add")
 	if err != nil || !strings.Contains(string(text), ".target sm_100") {
