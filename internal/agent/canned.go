@@ -576,3 +576,46 @@ func moduleLoaded(image []byte, kernel string, paramBytes uint32) (proved []uint
 	bits := unsafe.Slice((*uint64)(unsafe.Add(unsafe.Pointer(ro), unsafe.Sizeof(C.gp_readonly{}))), 2*int(ro.n64))
 	return append([]uint64(nil), bits[:ro.n64]...), ro.writes_anywhere != 0
 }
+
+func cannedCopy(c *pb.Copy) []byte {
+	var r C.gp_copy_rec
+	r.bytes, r.start, r.end, r.graph_node_id = C.uint64_t(c.Bytes), C.uint64_t(c.StartNs), C.uint64_t(c.EndNs), C.uint64_t(c.GraphNodeId)
+	r.device, r.context_uid, r.stream_id = C.uint32_t(c.Device), C.uint32_t(c.ContextUid), C.uint32_t(c.StreamId)
+	r.correlation_id, r.graph_id, r.value = C.uint32_t(c.CorrelationId), C.uint32_t(c.GraphId), C.uint32_t(c.Value)
+	r.copy_kind, r.src_kind, r.dst_kind = C.uint8_t(c.CopyKind), C.uint8_t(c.SrcKind), C.uint8_t(c.DstKind)
+	if c.Memset {
+		r.memset = 1
+	}
+	if c.Async {
+		r.async = 1
+	}
+	return cannedRecord(&r, C.GP_REC_COPY, nil)
+}
+
+// cannedSync is s as the agent writes it: a stream or event it does not name is CUPTI's
+// invalid value.
+func cannedSync(s *pb.Sync) []byte {
+	var r C.gp_sync_rec
+	r._type, r.start, r.end = C.uint32_t(s.Type), C.uint64_t(s.StartNs), C.uint64_t(s.EndNs)
+	r.correlation_id, r.context_uid = C.uint32_t(s.CorrelationId), C.uint32_t(s.ContextUid)
+	r.stream_id, r.event_id = C.GP_SYNC_NONE, C.GP_SYNC_NONE
+	if s.StreamId != nil {
+		r.stream_id = C.uint32_t(*s.StreamId)
+	}
+	if s.EventId != nil {
+		r.event_id = C.uint32_t(*s.EventId)
+	}
+	return cannedRecord(&r, C.GP_REC_SYNC, nil)
+}
+
+// cannedHostCall is a call of hostcall.h's table with callback id cbid; own: gpurr's own.
+func cannedHostCall(h *pb.HostCall, cbid uint32, own bool) []byte {
+	var r C.gp_hostcall_rec
+	r.start, r.end, r.callstack_id, r.range_id = C.uint64_t(h.StartNs), C.uint64_t(h.EndNs), C.uint64_t(h.CallstackId), C.uint64_t(h.RangeId)
+	r.cbid, r.correlation_id, r.tid, r.device = C.uint32_t(cbid), C.uint32_t(h.CorrelationId), C.uint32_t(h.Tid), C.uint32_t(h.Device)
+	r.result = C.int32_t(h.Result)
+	if own {
+		r.own = 1
+	}
+	return cannedRecord(&r, C.GP_REC_HOSTCALL, nil)
+}
