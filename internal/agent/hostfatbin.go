@@ -6,12 +6,14 @@ import (
 	"debug/elf"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/gpurr/gpurr/internal/fatbin"
+	"github.com/gpurr/gpurr/internal/kernels"
 )
 
 // hostFatbins finds the PTX of a kernel the program launches through the CUDA runtime
@@ -203,17 +205,36 @@ func (h *hostFatbins) forNames(file string, names []string) []byte {
 	return bytes.Clone(best)
 }
 
-// programPTX is the PTX of a module the program loaded, from its fat binaries: the container
-// of its cubin, else the executable's PTX that declares its kernels.
-func programPTX(cubin []byte, names []string) []byte {
+// programPTX is the PTX of a module the program loaded, and where it came from (Module.ptx):
+// gpurr demo's own module (its kernels are gpurr's, loaded from PTX text), else from the
+// program's fat binaries: the container of its cubin, else the executable's PTX that declares
+// its kernels.
+func programPTX(cubin []byte, names []string) ([]byte, string) {
+	if isDemoModule(names) {
+		return kernels.DemoPTX(), "gpurr-demo"
+	}
 	if p := programFatbins.forCubin(cubin); p != nil {
-		return p
+		return p, "fatbin"
 	}
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
-		return nil
+		return nil, ""
 	}
-	return programFatbins.forNames(exe, names)
+	return programFatbins.forNames(exe, names), "fatbin"
+}
+
+// isDemoModule says whether a module's functions are those of gpurr's demo PTX, all of them.
+func isDemoModule(names []string) bool {
+	demo := fatbin.Kernels(kernels.DemoPTX())
+	if len(names) != len(demo) {
+		return false
+	}
+	for _, n := range names {
+		if !slices.Contains(demo, n) {
+			return false
+		}
+	}
+	return true
 }
 
 // index notes the kernels of the PTX entries of a .nv_fatbin section's containers.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpurr/gpurr/internal/fatbin"
+	"github.com/gpurr/gpurr/internal/kernels"
 )
 
 // A library's .nv_fatbin section (testdata/hostfatbin/gen.sh) gives the PTX of the kernels it
@@ -77,5 +78,17 @@ func TestHostFatbins(t *testing.T) {
 	h.indexNew()
 	if _, err := h.ptxOf("gpurr_fixture_add"); err == nil || !strings.Contains(err.Error(), "first 512 MiB") {
 		t.Errorf("past the budget: %v", err)
+	}
+}
+
+// gpurr demo's module is gpurr's own PTX, which the agent holds: its kernels, all of them and
+// no other, say so.
+func TestDemoModulePTX(t *testing.T) {
+	names := fatbin.Kernels(kernels.DemoPTX())
+	if ptx, from := programPTX(nil, names); from != "gpurr-demo" || string(ptx) != string(kernels.DemoPTX()) {
+		t.Errorf("the demo's module: PTX of %d bytes from %q", len(ptx), from)
+	}
+	if _, from := programPTX(nil, names[:1]); from == "gpurr-demo" {
+		t.Error("a module with one of the demo's kernels taken for the demo's")
 	}
 }

@@ -784,7 +784,7 @@ func (r *recorder) module(m *C.gp_module_rec) {
 		// A module of nvcc's: the program's fat binary holding this cubin, or its
 		// executable's, may hold its PTX (race, probe). No write sets: they would prove
 		// what the cubin does from the PTX.
-		found.ptx, from = programPTX(image, mod.KernelNames), "fatbin"
+		found.ptx, from = programPTX(image, mod.KernelNames)
 	}
 	if text := found.ptx; text != nil {
 		if err := r.w.PutModulePTX(digest, text); err != nil {

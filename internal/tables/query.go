@@ -151,7 +151,7 @@ var modules = define("modules", "module images loaded (stored once under modules
 	c("host_ns", Int64, "when it was loaded", func(_ *pass, m *pb.Module) Value { return Int(m.GetHostNs()) }),
 	c("context_uid", Int64, "CUPTI context id it was loaded into", func(_ *pass, m *pb.Module) Value { return Int(m.GetContextUid()) }),
 	c("stored", Boolean, "1 when the image was written to the recording", func(_ *pass, m *pb.Module) Value { return Bool(m.GetStored()) }),
-	c("ptx", String, "where the PTX stored beside the image (modules/<sha256>.ptx) came from: triton-cache, or fatbin (the program's fat binary holding this cubin); empty when none", func(_ *pass, m *pb.Module) Value { return Text(m.GetPtx()) }),
+	c("ptx", String, "where the PTX stored beside the image (modules/<sha256>.ptx) came from: triton-cache, fatbin (the program's fat binary holding this cubin), or gpurr-demo (gpurr demo's own kernels); empty when none", func(_ *pass, m *pb.Module) Value { return Text(m.GetPtx()) }),
 )
 
 var kernels = define("kernels", "each kernel (CUfunction) a process launched, described once", key("process", "kernel_id"),

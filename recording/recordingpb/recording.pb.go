@@ -1211,7 +1211,7 @@ type Module struct {
 	HostNs        uint64                 `protobuf:"varint,5,opt,name=host_ns,json=hostNs,proto3" json:"host_ns,omitempty"`
 	ContextUid    uint32                 `protobuf:"varint,6,opt,name=context_uid,json=contextUid,proto3" json:"context_uid,omitempty"`
 	Stored        bool                   `protobuf:"varint,7,opt,name=stored,proto3" json:"stored,omitempty"` // false when the image could not be written (see log)
-	Ptx           string                 `protobuf:"bytes,8,opt,name=ptx,proto3" json:"ptx,omitempty"`        // where the PTX stored beside the image (<sha256>.ptx) came from: "triton-cache", "fatbin" (the program's fat binary holding this cubin); "" when none was found
+	Ptx           string                 `protobuf:"bytes,8,opt,name=ptx,proto3" json:"ptx,omitempty"`        // where the PTX stored beside the image (<sha256>.ptx) came from: "triton-cache", "fatbin" (the program's fat binary holding this cubin), "gpurr-demo" (gpurr demo's own kernels); "" when none was found
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
