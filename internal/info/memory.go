@@ -309,7 +309,7 @@ func (m *Memory) problems() []string {
 var why = map[pb.MemoryPlan_Status]string{
 	pb.MemoryPlan_SKIPPED_CAPTURE:        "made during stream capture (by design)",
 	pb.MemoryPlan_SKIPPED_NO_REGIONS:     "with no parameter pointing into device memory",
-	pb.MemoryPlan_SKIPPED_RING_TOO_SMALL: "whose chunk hashes do not fit the results ring (recorded by an older gpurr: whose regions did not fit the staging ring)",
+	pb.MemoryPlan_SKIPPED_RING_TOO_SMALL: "whose chunk hashes do not fit the results ring (older recordings: whose regions did not fit the staging ring)",
 	pb.MemoryPlan_SKIPPED_RING_FULL:      "for which drop-oldest could not make room in the staging ring in time",
 	pb.MemoryPlan_SKIPPED_ERROR:          "where a CUDA call of the agent failed (see the log)",
 	pb.MemoryPlan_SKIPPED_STOPPED:        "after capture stopped",
