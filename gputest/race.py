@@ -1,5 +1,6 @@
 """race.*: gpurr race on planted and race-free kernels."""
 import re
+import shutil
 from pathlib import Path
 
 from harness import WL, build_cu_fatbin, build_cu_with_ptx, check, mark_line, test
@@ -188,3 +189,19 @@ def t_race_fatbin_ptx(h):
     probe = h.sh([h.gpurr, "probe", d, "--top", "2"], 300, log="race.fatbin_ptx.probe")
     check(probe.rc == 0 and "slowest CTAs" in probe.out, f"probe: {probe.why()} {probe.out[-400:]}")
     return race_lines(listed, "PTX from") + " | probe ok"
+
+
+@test("race.demo")
+def t_race_demo(h):
+    """gpurr demo's recordings keep the PTX of its kernels (modules.ptx = 'gpurr-demo'): gpurr
+    race --all hunts in its snapshotted saxpy launches with no --ptx and finds no race."""
+    out = h.tmp / "race-demo"
+    shutil.rmtree(out, ignore_errors=True)
+    r = h.sh([h.gpurr, "demo", "-o", out], 300, log="race.demo.demo")
+    check(r.rc == 0, f"gpurr demo: {r.why()}")
+    d = out / "a"
+    mods = h.query(d, "SELECT ptx FROM modules WHERE kernel_count = 3")
+    check(mods and all(m["ptx"] == "gpurr-demo" for m in mods), f"the demo's modules: {mods}")
+    hunt = h.sh([h.gpurr, "race", d, "--all", "--trials", "5", "--budget", "2s"], 600, log="race.demo")
+    check(hunt.rc == 0 and "no PTX" not in hunt.out, f"race --all on the demo: exit {hunt.rc}: {hunt.out[-600:]} {hunt.err[-300:]}")
+    return race_lines(hunt, "hunted")

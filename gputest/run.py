@@ -46,7 +46,7 @@ ORDER = [
     "torchrun_ranks",
     "demo.story",
     "race.planted", "race.correct", "race.roundtrip", "race.bad_input", "race.hang", "race.atomics",
-    "race.triton_cta", "race.sides_shared", "race.sides_global", "race.sides_warp", "race.fatbin_ptx",
+    "race.triton_cta", "race.sides_shared", "race.sides_global", "race.sides_warp", "race.fatbin_ptx", "race.demo",
     "probe.slow_cta", "probe.live", "probe.runtime",
     "diff.torchrun",
     "digest.agree",
