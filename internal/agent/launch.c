@@ -22,8 +22,9 @@
 enum { MAX_PARAMS = 1024, FUNC_TABLE = 1 << 14 };
 
 typedef struct {
-  _Atomic uint64_t key;  // CUfunction handle; published last
+  _Atomic uint64_t key;  // CUfunction handle, published last; FUNC_GONE once its module is unloaded
   uint64_t id;
+  void *module;  // the CUmodule holding it (cuFuncGetModule), NULL when unknown
   uint32_t nparams, param_bytes;
   uint32_t *layout;  // nparams × (offset, size)
   int selected;
@@ -44,6 +45,12 @@ static inline uint64_t mix64(uint64_t x) {
   x ^= x >> 33;
   return x;
 }
+
+// A handle whose module was unloaded: the driver hands its address out
+// again for a kernel of a later module (XLA's autotuning loads and unloads
+// hundreds), whose parameters the old description would misread. Its entry
+// stays, unmatched, so the probes that pass over it go on past it.
+#define FUNC_GONE UINT64_MAX
 
 static func_entry *func_find(uint64_t key) {
   for (uint64_t i = mix64(key), n = 0; n < 64; i++, n++) {
@@ -119,6 +126,8 @@ static func_entry *func_describe(gp_CUfunction f, const char *symbol) {
     return &overflow;
   }
   slot->id = id;
+  slot->module = NULL;
+  if (gp_cu.funcGetModule && gp_cu.funcGetModule(&slot->module, f) != 0) slot->module = NULL;
   slot->nparams = nparams;
   slot->param_bytes = bytes;
   slot->layout = malloc(8u * nparams + 8);
@@ -541,14 +550,18 @@ static void on_graph_node(uint32_t cbid, const gp_ResourceData *rd) {
   gp_ring_push(&rec);
 }
 
-// forget_module: the module's kernels may be probed again, instrumented anew, if their
-// handles come back with a later module.
+// forget_module: a module is being unloaded: its kernels' handles may come back for a
+// later module's kernels, which are described anew (and probed anew).
 static void forget_module(const gp_CallbackData *cb) {
   const gp_cuModuleUnload_params *p = cb->functionParams;
-  if (!p) return;
+  if (!p || !p->hmod) return;
   pthread_mutex_lock(&funcs_mu);
-  for (int i = 0; i < FUNC_TABLE; i++)
-    if (atomic_load_explicit(&funcs[i].key, memory_order_acquire)) gp_probe_unloaded(&funcs[i].probe, p->hmod);
+  for (int i = 0; i < FUNC_TABLE; i++) {
+    uint64_t k = atomic_load_explicit(&funcs[i].key, memory_order_acquire);
+    if (!k || k == FUNC_GONE) continue;
+    if (gp_proc.cfg.probes) gp_probe_unloaded(&funcs[i].probe, p->hmod);
+    if (funcs[i].module == p->hmod) atomic_store_explicit(&funcs[i].key, FUNC_GONE, memory_order_release);
+  }
   pthread_mutex_unlock(&funcs_mu);
 }
 
@@ -606,9 +619,9 @@ static void dispatch(int domain, uint32_t cbid, const void *data) {
       else if (gp_proc.cfg.memory_mode != GP_MEM_OFF)  // its kernels may write what waits to be hashed
         gp_mem_before_unhashed(cb->context, ((const gp_cuGraphLaunch_params *)cb->functionParams)->hStream,
                                gp_launch_ptsz(cbid));
-    } else if (gp_proc.cfg.probes && cbid >= GP_CBID_cuModuleLoadData && cbid <= GP_CBID_cuModuleUnload) {
+    } else if (cbid == GP_CBID_cuModuleUnload || (gp_proc.cfg.probes && cbid >= GP_CBID_cuModuleLoadData && cbid <= GP_CBID_cuModuleUnload)) {
       if (cbid == GP_CBID_cuModuleUnload && cb->callbackSite == GP_API_ENTER) forget_module(cb);
-      gp_probe_module_api(cbid, cb);
+      if (gp_proc.cfg.probes) gp_probe_module_api(cbid, cb);
     } else if (gp_mem_alloc_callback(cbid)) {
       gp_mem_on_api(cbid, cb);
     } else {

@@ -139,6 +139,9 @@ int gp_start(const gp_config *cfg, char *err, size_t errcap) {
   if (!enable(GP_CB_DOMAIN_DRIVER_API, driver_cbids, sizeof driver_cbids / sizeof *driver_cbids, err, errcap) ||
       !enable(GP_CB_DOMAIN_RESOURCE, resource_cbids, sizeof resource_cbids / sizeof *resource_cbids, err, errcap))
     return 0;
+  // A module's unload ends its kernels' handles, which a later module's may reuse (launch.c).
+  static const uint32_t unload_cbid[] = {GP_CBID_cuModuleUnload};
+  if (!enable(GP_CB_DOMAIN_DRIVER_API, unload_cbid, 1, err, errcap)) return 0;
   gp_hostcall_subscribe(enable_driver_cbid);
   if (cfg->memory_mode != GP_MEM_OFF) {
     if (!gp_mem_start(cfg, err, errcap)) return 0;

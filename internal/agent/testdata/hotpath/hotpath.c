@@ -117,6 +117,11 @@ static gp_CUptiResult fake_getGraphId(gp_CUgraph g, uint32_t *id) {
 #define F_EX ((gp_CUfunction)0x7f0000004000)
 #define F_RO ((gp_CUfunction)0x7f0000005000)
 #define F_WIDE ((gp_CUfunction)0x7f0000006000)
+// F_REUSE's module is unloaded mid-scenario and the handle comes back for a
+// later module's kernel of one 8-byte parameter (reuse_generation 1).
+#define F_REUSE ((gp_CUfunction)0x7f0000007000)
+#define MOD_REUSE ((void *)0x7f00000e0000)
+static int reuse_generation;
 enum { WIDE_WORDS = 80 };
 
 static gp_CUresult fake_funcGetParamInfo(gp_CUfunction f, size_t i, size_t *off, size_t *size) {
@@ -129,11 +134,20 @@ static gp_CUresult fake_funcGetParamInfo(gp_CUfunction f, size_t i, size_t *off,
     *off = ex_l[i][0], *size = ex_l[i][1];
     return 0;
   }
+  if (f == F_REUSE && (reuse_generation ? i < 1 : i < 3)) {
+    *off = main_l[i][0], *size = main_l[i][1];
+    return 0;
+  }
   if (f == F_WIDE && i == 0) {
     *off = 0, *size = 8 * WIDE_WORDS;
     return 0;
   }
   return 1;  // CUDA_ERROR_INVALID_VALUE
+}
+
+static gp_CUresult fake_funcGetModule(void **mod, gp_CUfunction f) {
+  *mod = f == F_REUSE ? MOD_REUSE : NULL;
+  return f == F_REUSE ? 0 : 1;
 }
 
 static gp_CUresult fake_funcGetName(const char **name, gp_CUfunction f) {
@@ -204,6 +218,7 @@ HP_API int hp_setup(int mode) {
   gp_cupti.getGraphId = fake_getGraphId;
   gp_cu.funcGetParamInfo = fake_funcGetParamInfo;
   gp_cu.funcGetName = fake_funcGetName;
+  gp_cu.funcGetModule = fake_funcGetModule;
   gp_cu.ctxGetDevice = fake_ctxGetDevice;
   gp_cu.deviceGetName = fake_deviceGetName;
   gp_callstack_init();
@@ -568,6 +583,16 @@ HP_API int hp_scenario(const char *path) {
   gp_in_agent_call(1);  // memory capture's own copy: marked, so that its GPU record is left out
   launch(276, &htod, 0, NULL);
   gp_in_agent_call(0);
+
+  // A kernel of 3 parameters, its module unloaded, and the handle back for a
+  // later module's kernel of one: described anew (a new kernel record), its
+  // launch's parameters read by the new layout (8 bytes, not 16).
+  gp_cuLaunchKernel_params pr = {F_REUSE, 1, 1, 1, 32, 1, 1, 0, NULL, kp, NULL};
+  launch(GP_CBID_cuLaunchKernel, &pr, 0, "reused_before");
+  void *unload[1] = {MOD_REUSE};
+  launch(GP_CBID_cuModuleUnload, unload, 0, NULL);
+  reuse_generation = 1;
+  launch(GP_CBID_cuLaunchKernel, &pr, 0, "reused_after");
 
   nvtx_scenario(&p);
 
