@@ -54,7 +54,8 @@ the real inputs. --all replays every snapshotted launch, one line each.
 
 Exit status: 0 bit-exact (or within --atol/--rtol with --dtype, or torn:
 differing from a recorded state another stream's kernel wrote while it was
-taken), 1 the result differs, 2 the launch could not be replayed,
+taken, or with --all skipped: a kernel that cannot run alone, such as XLA's
+delay kernel), 1 the result differs, 2 the launch could not be replayed,
 3 no usable GPU here.`,
 		Example: `  gpurr replay run1 --launch 42
   gpurr replay run1 --launch 42 --repeat 50 --block 512
@@ -90,7 +91,7 @@ type launchReport struct {
 	Kernel     string        `json:"kernel"`
 	Line       string        `json:"line,omitempty"`
 	Backward   string        `json:"backward_node,omitempty"` // the autograd node whose backward made the launch; Line is then its forward line
-	Status     replay.Status `json:"status"`                  // bit-exact | within-tolerance | torn | differs | nondeterministic | failed
+	Status     replay.Status `json:"status"`                  // bit-exact | within-tolerance | torn | skipped | differs | nondeterministic | failed
 	Why        string        `json:"why,omitempty"`
 	Grid       [3]uint32     `json:"grid"`
 	Block      [3]uint32     `json:"block"`
@@ -262,7 +263,7 @@ func runReplay(cmd *cobra.Command, o replayOptions, path string) error {
 	} else if o.all {
 		printReplaySummary(out, reports)
 	}
-	if len(reports) == 1 && reports[0].Status == replay.StatusFailed {
+	if len(reports) == 1 && (reports[0].Status == replay.StatusFailed || reports[0].Status == replay.StatusSkipped) {
 		return usageErrorf("replay: launch %d: %s", reports[0].Launch, reports[0].Why)
 	}
 	return exitWith(exit)
@@ -336,7 +337,7 @@ func printReplayReport(w io.Writer, rep launchReport, check replay.Check) {
 	case rep.Line != "":
 		termsafe.Fprintf(w, "  at %s\n", rep.Line)
 	}
-	if rep.Status == replay.StatusFailed && rep.Device == "" {
+	if (rep.Status == replay.StatusFailed || rep.Status == replay.StatusSkipped) && rep.Device == "" {
 		return // the error line says it all
 	}
 	how := ""
@@ -414,7 +415,7 @@ func printReplaySummary(w io.Writer, reports []launchReport) {
 		counts[r.Status]++
 	}
 	var parts []string
-	for _, s := range []replay.Status{replay.StatusExact, replay.StatusWithin, replay.StatusTorn, replay.StatusDiffers, replay.StatusNondeterministic, replay.StatusFailed} {
+	for _, s := range []replay.Status{replay.StatusExact, replay.StatusWithin, replay.StatusTorn, replay.StatusSkipped, replay.StatusDiffers, replay.StatusNondeterministic, replay.StatusFailed} {
 		if counts[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 		}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpurr/gpurr/internal/testrec"
 	"github.com/gpurr/gpurr/recording"
 )
 
@@ -44,15 +43,7 @@ func TestExplainDiffers(t *testing.T) {
 // A recording's module that is machine code, with no PTX stored beside it, has no PTX to
 // explain with; PTX stored beside it (as Triton's is) is found.
 func TestKernelPTX(t *testing.T) {
-	dir := t.TempDir()
-	if _, err := testrec.WriteReplayable(dir); err != nil {
-		t.Fatal(err)
-	}
-	src := openSource(t, dir)
-	c, err := src.Case(2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, src, c := replayableCase(t)
 	if got := src.kernelPTX(c); got != nil {
 		t.Errorf("a cubin without PTX beside it: %q", got)
 	}

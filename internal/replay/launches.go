@@ -15,6 +15,7 @@ const (
 	StatusExact            Status = "bit-exact"        // every compared byte equals the recording
 	StatusWithin           Status = "within-tolerance" // every element within the Check's tolerances
 	StatusTorn             Status = "torn"             // differs from a recorded state that is torn (judgeTorn)
+	StatusSkipped          Status = "skipped"          // a kernel that cannot run alone (NotStandalone): not run
 	StatusDiffers          Status = "differs"          // repeatable, but not the recording
 	StatusNondeterministic Status = "nondeterministic" // two replays disagree with each other
 	StatusFailed           Status = "failed"           // it could not run
@@ -72,6 +73,10 @@ func (src *Source) Replay(seq uint64, c *Case, r Request) (o Outcome) {
 		o.Case = c
 	}
 	o.Kernel = c.Name
+	if why := NotStandalone(c.Name); why != "" {
+		o.Status, o.Why = StatusSkipped, why
+		return o
+	}
 	o.Config, o.Unhonoured = c.Recorded(), c.Unhonoured()
 	if r.Shape != nil {
 		o.Config = r.Shape(o.Config)

@@ -34,6 +34,21 @@ func openSource(t *testing.T, dir string) *Source {
 	return src
 }
 
+// replayableCase opens testrec's replayable recording and its snapshotted launch 2.
+func replayableCase(t *testing.T) (string, *Source, *Case) {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := testrec.WriteReplayable(dir); err != nil {
+		t.Fatal(err)
+	}
+	src := openSource(t, dir)
+	c, err := src.Case(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, src, c
+}
+
 func TestCase(t *testing.T) {
 	dir := t.TempDir()
 	want, err := testrec.WriteReplayable(dir)
