@@ -1,13 +1,17 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,6 +22,7 @@ import (
 	"github.com/gpurr/gpurr/internal/kernels"
 	"github.com/gpurr/gpurr/internal/nanscan"
 	"github.com/gpurr/gpurr/internal/outdir"
+	"github.com/gpurr/gpurr/internal/termsafe"
 	"github.com/gpurr/gpurr/recording"
 )
 
@@ -107,88 +112,217 @@ func runDemo(stdout, stderr io.Writer, out string) (err error) {
 	}
 	defer func() { release(err == nil) }()
 	if out == "" {
+		// The commands the walk printed name the recordings: they stay, unless the demo failed.
 		defer func() {
-			os.RemoveAll(dir)
-			fmt.Fprintf(stdout, "\n(The recordings were in %s, now removed: gpurr demo -o DIR keeps them.)\n", dir)
+			if err != nil {
+				os.RemoveAll(dir)
+				return
+			}
+			fmt.Fprintf(stdout, "\n(The recordings stay in %s for the commands above: rm -r %s when done.\n"+
+				"gpurr demo -o DIR puts them where you choose.)\n", dir, shellQuote(dir))
 		}()
 	}
 	a, b := argPath(dir, demo.StoryRuns[0]), argPath(dir, demo.StoryRuns[1])
 	sys, err := cuda.Probe()
 	if err != nil {
 		fmt.Fprintf(stdout, "No usable GPU here (%v).\n", err)
-		if !demo.HasStory() {
-			return showBundled(stdout, stderr, dir)
-		}
-		if err := demo.ExtractStory(dir); err != nil {
-			return &exitError{code: exitFailure, err: fmt.Errorf("demo: %w", err)}
-		}
-		fmt.Fprintf(stdout, "Walking instead through two recordings of gpurr's demo program that ship with gpurr\n"+
-			"(gpurr doctor says what this machine needs to record one itself).\n")
-		return walkStory(stdout, stderr, a, b, dir, false)
+		return walkBundled(stdout, stderr, a, b, dir)
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		return &exitError{code: exitFailure, err: fmt.Errorf("demo: cannot find the gpurr executable: %w", err)}
 	}
-	fmt.Fprintf(stdout, "Recording two runs of gpurr's demo program on GPU 0 (%s) into %s\n\n", describeDevice(sys.Devices[0]), dir)
+	python, err := torchPython(context.Background())
+	if err != nil {
+		fmt.Fprintf(stdout, "No Python with torch here (%v): recording gpurr's own demo program instead.\n", err)
+		fmt.Fprintf(stdout, "Recording two runs of gpurr's demo program on GPU 0 (%s) into %s\n\n", describeDevice(sys.Devices[0]), dir)
+		for i, rec := range []string{a, b} {
+			if err := recordWorkload(context.Background(), exe, rec, storyRecordFlags, demo.StoryRuns[i], stdout, stderr); err != nil {
+				return &exitError{code: exitFound, err: fmt.Errorf("demo: %w (gpurr doctor checks what recording needs)", err)}
+			}
+		}
+		return walkStory(stdout, stderr, a, b, dir, true)
+	}
+	script, err := demo.WriteTrainScript(dir)
+	if err != nil {
+		return &exitError{code: exitFailure, err: fmt.Errorf("demo: %w", err)}
+	}
+	if script, err = filepath.Abs(script); err != nil {
+		return &exitError{code: exitFailure, err: fmt.Errorf("demo: %w", err)}
+	}
+	fmt.Fprintf(stdout, "Recording two runs of a small PyTorch training loop (%s) on GPU 0 (%s) into %s:\n"+
+		"run b's learning rate is one float32 ulp above run a's, and at step %d the loss takes a log of negative numbers.\n\n",
+		script, describeDevice(sys.Devices[0]), dir, demo.TrainNaNStep)
 	for i, rec := range []string{a, b} {
-		if err := recordWorkload(context.Background(), exe, rec, storyRecordFlags, demo.StoryRuns[i], stdout, stderr); err != nil {
+		fmt.Fprintf(stdout, "$ gpurr record -o %s %s -- %s %s %s\n", shellQuote(rec), strings.Join(demo.TrainRecordFlags, " "),
+			shellQuote(python), shellQuote(script), demo.TrainRuns[i])
+		program := []string{python, script, demo.TrainRuns[i]}
+		if err := recordProgram(context.Background(), exe, rec, demo.TrainRecordFlags, program, "", stdout, stderr); err != nil {
 			return &exitError{code: exitFound, err: fmt.Errorf("demo: %w (gpurr doctor checks what recording needs)", err)}
 		}
 	}
-	return walkStory(stdout, stderr, a, b, dir, true)
+	return walkTrain(stdout, stderr, a, b, dir, python)
 }
 
-// walkStory runs, on the story's recordings a and b, each verb a user would reach for, saying
-// why before each; work is where their outputs go. With a GPU it replays the NaN's launch too.
-func walkStory(stdout, stderr io.Writer, a, b, work string, gpu bool) error {
-	step := func(why string, want int, args ...string) error {
-		quoted := make([]string, len(args))
-		for i, arg := range args {
-			quoted[i] = shellQuote(arg)
+// walkBundled walks through the recordings that ship in this build: the training story's,
+// else (builds made before it was recorded) the story of gpurr's own program, else the plain
+// workload's.
+func walkBundled(stdout, stderr io.Writer, a, b, dir string) error {
+	const doctor = "(gpurr doctor says what this machine needs to record them itself).\n"
+	switch {
+	case demo.HasTrain():
+		if err := demo.ExtractTrain(dir); err != nil {
+			return &exitError{code: exitFailure, err: fmt.Errorf("demo: %w", err)}
 		}
-		fmt.Fprintf(stdout, "\n# %s\n$ gpurr %s\n", why, strings.Join(quoted, " "))
-		if code := run(args, stdout, stderr); code != want {
-			return &exitError{code: exitFound, err: fmt.Errorf("demo: gpurr %s exited %d, expected %d", args[0], code, want)}
+		script, err := demo.WriteTrainScript(dir)
+		if err != nil {
+			return &exitError{code: exitFailure, err: fmt.Errorf("demo: %w", err)}
 		}
-		return nil
+		fmt.Fprintf(stdout, "Walking instead through two recordings of a small PyTorch training loop (%s), made on a GPU\n"+
+			"and shipped with gpurr: run b's learning rate is one float32 ulp above run a's, and at step %d\n"+
+			"the loss takes a log of negative numbers "+doctor, script, demo.TrainNaNStep)
+		return walkTrain(stdout, stderr, a, b, dir, "python3")
+	case demo.HasStory():
+		if err := demo.ExtractStory(dir); err != nil {
+			return &exitError{code: exitFailure, err: fmt.Errorf("demo: %w", err)}
+		}
+		fmt.Fprintf(stdout, "Walking instead through two recordings of gpurr's demo program that ship with gpurr\n"+doctor)
+		return walkStory(stdout, stderr, a, b, dir, false)
 	}
-	steps := []struct {
-		why  string
-		want int
-		args []string
-	}{
+	return showBundled(stdout, stderr, dir)
+}
+
+// torchPython finds the Python that records the training story: $PYTHON, else python3 on
+// PATH, when it imports torch and torch sees a GPU.
+func torchPython(ctx context.Context) (string, error) {
+	python := os.Getenv("PYTHON")
+	if python == "" {
+		python = "python3"
+	}
+	path, err := exec.LookPath(python)
+	if err != nil {
+		return "", fmt.Errorf("no %s: set PYTHON to one that imports torch", python)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "-c", "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 3)")
+	var msg bytes.Buffer
+	cmd.Stderr = &msg
+	err = cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return path, nil
+	case errors.As(err, &ee) && ee.ExitCode() == 3:
+		return "", fmt.Errorf("%s imports torch, which sees no GPU", path)
+	case strings.Contains(msg.String(), "No module named 'torch'"):
+		return "", fmt.Errorf("%s does not import torch: set PYTHON to one that does", path)
+	}
+	lines := strings.Split(strings.TrimSpace(msg.String()), "\n")
+	return "", fmt.Errorf("%s -c 'import torch': %v: %s", path, err, termsafe.String(lines[len(lines)-1]))
+}
+
+// walkStep prints why, then the command "gpurr args...", and runs it: it must exit with want.
+func walkStep(stdout, stderr io.Writer, why string, want int, args ...string) error {
+	quoted := make([]string, len(args))
+	for i, arg := range args {
+		quoted[i] = shellQuote(arg)
+	}
+	fmt.Fprintf(stdout, "\n# %s\n$ gpurr %s\n", why, strings.Join(quoted, " "))
+	if code := run(args, stdout, stderr); code != want {
+		return &exitError{code: exitFound, err: fmt.Errorf("demo: gpurr %s exited %d, expected %d", args[0], code, want)}
+	}
+	return nil
+}
+
+// demoStep is a step of a walk: why, the exit status expected, gpurr's arguments.
+type demoStep struct {
+	why  string
+	want int
+	args []string
+}
+
+func walkSteps(stdout, stderr io.Writer, steps []demoStep) error {
+	for _, s := range steps {
+		if err := walkStep(stdout, stderr, s.why, s.want, s.args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// trainStepQuery lists one training step's launches with their lines: the step after the
+// first, whose launches all come from the loop.
+const trainStepQuery = "SELECT seq, backward_node, user_line, substr(demangled, 1, 40) AS kernel FROM launches WHERE step = 1 ORDER BY seq"
+
+// walkTrain runs, on the training story's recordings a and b, the verbs a user would reach
+// for, saying why before each; work is where their outputs go, and holds train.py. python is
+// what the commands it suggests at the end run the script with.
+func walkTrain(stdout, stderr io.Writer, a, b, work, python string) error {
+	manifest := argPath(work, "a-manifest.json")
+	err := walkSteps(stdout, stderr, []demoStep{
+		{"What ran, where the GPU time went, which lines of train.py launched it:", exitOK, []string{"info", a}},
+		{"A line per launch: the kernels of training step 1, each with the line of train.py that made it;\n" +
+			"# a kernel of the backward pass names its autograd node and the forward line whose gradient it computes.",
+			exitOK, []string{"query", a, trainStepQuery}},
+		{"A timeline to open at https://ui.perfetto.dev:", exitOK, []string{"trace", a, "-o", argPath(work, "a.json")}},
+		{"The runs differ only in the learning rate. Where do they part ways, and why?", exitFound, []string{"diff", a, b}},
+		{fmt.Sprintf("Step %d's loss is NaN. Which launch made the first NaN, at which line, and were its inputs finite?", demo.TrainNaNStep),
+			exitFound, []string{"nan", a}},
+		{"Run A's memory hashes as a manifest, to check later runs against (in CI, say):", exitOK, []string{"manifest", a, "-o", manifest}},
+		{"Run B against it:", exitFound, []string{"verify", b, "--manifest", manifest}},
+	})
+	if err != nil {
+		return err
+	}
+	seq, region, err := firstNaN(a)
+	if err != nil {
+		return &exitError{code: exitFound, err: fmt.Errorf("demo: %w", err)}
+	}
+	values := argPath(work, "a-values")
+	script := shellQuote(argPath(work, demo.TrainScriptName))
+	fmt.Fprintf(stdout, "\n# Hashes say where, not what: to see the values that launch read, record it again with a\n"+
+		"# snapshot before and after it (on a machine with a GPU and torch), then read them back or replay it:\n"+
+		"$ gpurr record --memory snapshot --snapshot-launches %d -o %s -- %s %s a\n"+
+		"$ gpurr rewind %s --launch %d --before --region %d --npy --dtype f32 -o %s\n"+
+		"$ gpurr replay %s --launch %d\n",
+		seq, shellQuote(values), shellQuote(python), script,
+		shellQuote(values), seq, region, shellQuote(argPath(work, "before.npy")), shellQuote(values), seq)
+	return nil
+}
+
+// walkStory runs, on the recordings a and b of gpurr's own program's story, each verb a user
+// would reach for, saying why before each; work is where their outputs go. With a GPU it
+// replays the NaN's launch too.
+func walkStory(stdout, stderr io.Writer, a, b, work string, gpu bool) error {
+	err := walkSteps(stdout, stderr, []demoStep{
 		{"What ran, where the GPU time went, what memory capture kept:", exitOK, []string{"info", a}},
 		{"Every launch is a row: SQL answers the questions info does not.", exitOK,
 			[]string{"query", a, "SELECT name, count(*) AS launches FROM launches GROUP BY name ORDER BY launches DESC"}},
 		{"A timeline to open at https://ui.perfetto.dev:", exitOK, []string{"trace", a, "-o", argPath(work, "a.json")}},
 		{"The runs should be the same. Where do they part ways?", exitFound, []string{"diff", a, b}},
 		{"Where did the first NaN or Inf appear?", exitFound, []string{"nan", a}},
-	}
-	for _, s := range steps {
-		if err := step(s.why, s.want, s.args...); err != nil {
-			return err
-		}
+	})
+	if err != nil {
+		return err
 	}
 	seq, region, err := firstNaN(a)
 	if err != nil {
 		return &exitError{code: exitFound, err: fmt.Errorf("demo: %w", err)}
 	}
 	launch, reg := strconv.FormatUint(seq, 10), strconv.Itoa(region)
-	if err := step("What that launch read, as an array NumPy loads (np.load):", exitOK,
-		"rewind", a, "--launch", launch, "--before", "--region", reg, "--npy", "--dtype", "f32", "-o", argPath(work, "before.npy")); err != nil {
-		return err
-	}
 	manifest := argPath(work, "a-manifest.json")
-	if err := step("Run A's memory hashes as a manifest, to check later runs against (in CI, say):", exitOK,
-		"manifest", a, "-o", manifest); err != nil {
-		return err
-	}
-	if err := step("Run B against it:", exitFound, "verify", b, "--manifest", manifest); err != nil {
+	err = walkSteps(stdout, stderr, []demoStep{
+		{"What that launch read, as an array NumPy loads (np.load):", exitOK,
+			[]string{"rewind", a, "--launch", launch, "--before", "--region", reg, "--npy", "--dtype", "f32", "-o", argPath(work, "before.npy")}},
+		{"Run A's memory hashes as a manifest, to check later runs against (in CI, say):", exitOK, []string{"manifest", a, "-o", manifest}},
+		{"Run B against it:", exitFound, []string{"verify", b, "--manifest", manifest}},
+	})
+	if err != nil {
 		return err
 	}
 	if gpu {
-		return step("That launch again, alone, on its recorded inputs, checked bit for bit:", exitOK, "replay", a, "--launch", launch)
+		return walkStep(stdout, stderr, "That launch again, alone, on its recorded inputs, checked bit for bit:", exitOK, "replay", a, "--launch", launch)
 	}
 	fmt.Fprintf(stdout, "\n# On a machine with a GPU, these run that launch again alone, and search its launch shape:\n"+
 		"$ gpurr replay %s --launch %s\n$ gpurr tune %s --launch %s --block 64,128,256,512\n", shellQuote(a), launch, shellQuote(a), launch)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/gpurr/gpurr/internal/cuda"
 	"github.com/gpurr/gpurr/internal/demo"
+	"github.com/gpurr/gpurr/internal/testrec"
+	"github.com/gpurr/gpurr/recording"
 )
 
 // skipWithGPU skips tests of the no-GPU paths on a machine with a GPU.
@@ -33,6 +35,15 @@ func TestDemoWithoutGPU(t *testing.T) {
 	}
 	if _, err := cuda.Probe(); !strings.Contains(out, err.Error()) {
 		t.Errorf("output lacks the cuda error %q:\n%s", err, out)
+	}
+	if demo.HasTrain() {
+		if code != exitOK || !strings.Contains(out, "PyTorch training loop") || !strings.Contains(out, "$ gpurr diff "+filepath.Join(dir, "a")) {
+			t.Errorf("with the bundled training story: exit %d, output:\n%s\nstderr:\n%s", code, out, stderr.String())
+		}
+		if _, err := os.Stat(filepath.Join(dir, demo.TrainScriptName)); err != nil {
+			t.Errorf("the script the lines name was not written out: %v", err)
+		}
+		return
 	}
 	if demo.HasStory() {
 		if code != exitOK || !strings.Contains(out, "$ gpurr diff "+filepath.Join(dir, "a")) {
@@ -169,6 +180,50 @@ func TestDemoFailureUndoesOutput(t *testing.T) {
 		entries, err := os.ReadDir(dir)
 		if there && (err != nil || len(entries) > 0) || !there && !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("folder there before: %v; after a failed demo: %v, %v", there, entries, err)
+		}
+	}
+}
+
+// trainStory writes the training story's two runs as the agent would record them (hashes, NaN
+// counted as f32), made here: run b's lr is one float32 ulp above run a's, and step 4 makes a
+// NaN. They stand in for the recordings made on a GPU (internal/demo/bundled/regen.sh).
+func trainStory(t *testing.T) (a, b string) {
+	t.Helper()
+	write := func(name string, lr float32) string {
+		o := testrec.DefaultTrained()
+		o.Hash, o.HashSteps, o.LR = true, [2]int{0, 5}, lr
+		o.NaNStep, o.NaNLaunch = 4, 1
+		dir := filepath.Join(t.TempDir(), name)
+		if err := recording.CreateSet(dir, []string{"python", testrec.TrainedScript, name}); err != nil {
+			t.Fatal(err)
+		}
+		if err := testrec.WriteTrained(dir, o); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	return write("a", 0.05), write("b", math.Nextafter32(0.05, 1))
+}
+
+// TestWalkTrain walks the training story through stand-ins of its recordings: a line per
+// launch, diff's decoded learning rate, nan's launch and line, and the commands to see values.
+func TestWalkTrain(t *testing.T) {
+	a, b := trainStory(t)
+	work := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if err := walkTrain(&stdout, &stderr, a, b, work, "python3"); err != nil {
+		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{
+		"$ gpurr info " + a, "train.py:31 train", "$ gpurr diff " + a + " " + b,
+		"the runs part ways at launch 1", "parameter 2 (f32): 0.05 vs 0.050000004",
+		"NaN or Inf first after launch 18", "it made the NaN: its inputs were finite",
+		"$ gpurr verify " + b, "--snapshot-launches 18 -o " + filepath.Join(work, "a-values") + " -- python3 " + filepath.Join(work, "train.py") + " a",
+		"$ gpurr rewind " + filepath.Join(work, "a-values") + " --launch 18 --before --region 1",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the walk lacks %q:\n%s", want, out)
 		}
 	}
 }

@@ -55,8 +55,8 @@ func signalSelf(sig syscall.Signal) func() {
 // exits with 128 + the signal's number. Before, the folder stayed in $TMPDIR.
 func TestDemoInterrupted(t *testing.T) {
 	skipWithGPU(t)
-	if !demo.HasStory() {
-		t.Skip("this build carries no recordings of the story to walk through")
+	if !demo.HasTrain() && !demo.HasStory() {
+		t.Skip("this build carries no recordings of a story to walk through")
 	}
 	if sig := os.Getenv(demoInterruptEnv); sig != "" {
 		n, _ := strconv.Atoi(sig)
@@ -91,8 +91,8 @@ func TestDemoInterrupted(t *testing.T) {
 // the same command can run again (demo -o refuses a folder that is not empty).
 func TestDemoOutputInterrupted(t *testing.T) {
 	skipWithGPU(t)
-	if !demo.HasStory() {
-		t.Skip("this build carries no recordings of the story to walk through")
+	if !demo.HasTrain() && !demo.HasStory() {
+		t.Skip("this build carries no recordings of a story to walk through")
 	}
 	testrec.InterruptPartWay(t, func(out string, stop func()) {
 		run([]string{"demo", "-o", out}, &stopOn{text: demoStopsAt, stop: stop}, io.Discard)

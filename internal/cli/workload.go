@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -33,17 +35,26 @@ func tempDir(pattern string) (dir string, release func(), err error) {
 }
 
 // recordWorkload runs "exe record -o dir [recordFlags] -- exe demo
-// --workload" and waits for it. Cancelling ctx sends gpurr record SIGTERM,
-// which it passes on to the workload; so does an interrupt, which then waits
-// for gpurr record to end before the folders it writes in are removed (it
-// would write there after, making them again).
+// --workload" and waits for it, as recordProgram does.
 func recordWorkload(ctx context.Context, exe, dir string, recordFlags []string, variant string, stdout, stderr io.Writer) error {
-	args := append([]string{"record", "-o", dir}, recordFlags...)
-	args = append(args, "--", exe, "demo", "--workload")
+	program := []string{exe, "demo", "--workload"}
 	if variant != "" {
-		args = append(args, "--variant", variant)
+		program = append(program, "--variant", variant)
 	}
+	return recordProgram(ctx, exe, dir, recordFlags, program, "", stdout, stderr)
+}
+
+// recordProgram runs "exe record -o dir [recordFlags] -- program..." in the folder cwd (""
+// for this process's) and waits for it. Cancelling ctx sends gpurr record SIGTERM, which it
+// passes on to the program; so does an interrupt, which then waits for gpurr record to end
+// before the folders it writes in are removed (it would write there after, making them again).
+func recordProgram(ctx context.Context, exe, dir string, recordFlags, program []string, cwd string, stdout, stderr io.Writer) error {
+	args := append([]string{"record", "-o", dir}, recordFlags...)
+	args = append(args, "--")
+	args = append(args, program...)
+	what := strings.Join(append([]string{filepath.Base(program[0])}, program[1:]...), " ")
 	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Dir = cwd
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
@@ -71,9 +82,9 @@ func recordWorkload(ctx context.Context, exe, dir string, recordFlags []string, 
 	case err == nil:
 		return nil
 	case ctx.Err() != nil:
-		return fmt.Errorf("gpurr record %s -- gpurr demo --workload: %w", dir, ctx.Err())
+		return fmt.Errorf("gpurr record %s -- %s: %w", dir, what, ctx.Err())
 	case errors.As(err, &ee):
-		return fmt.Errorf("gpurr record %s -- gpurr demo --workload exited with status %d", dir, ee.ExitCode())
+		return fmt.Errorf("gpurr record %s -- %s exited with status %d", dir, what, ee.ExitCode())
 	default:
 		return fmt.Errorf("gpurr record: %w", err)
 	}
