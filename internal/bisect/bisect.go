@@ -415,7 +415,7 @@ func (b *bisector) compareDigests(dirA, dirB string) (*DigestFinding, error) {
 
 // noDigests is the error of a recording without step digests.
 func noDigests(set *recording.Set) error {
-	return fmt.Errorf("%s holds no step digest: the program went through no torch.optim optimizer step (record with --step-every N, steps of N launches, or --step-range REGEX, steps of NVTX ranges)", set.Dir)
+	return fmt.Errorf("%s holds no step digest: the program went through no torch.optim optimizer step (record with --step-every N, steps of N launches, or --step-range REGEX, steps of NVTX ranges)%s", set.Dir, xlaStepHint(set))
 }
 
 // DivergentRanks names the ranks (or processes) whose digests part ways at step, in order.
