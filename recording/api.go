@@ -13,6 +13,17 @@ var launchAPIs = map[uint32]string{
 	515: "cuGraphLaunch_ptsz",
 	652: "cuLaunchKernelEx",
 	653: "cuLaunchKernelEx_ptsz",
+	// Graph node APIs: a captured launch made by adding or changing a kernel node.
+	502: "cuGraphAddKernelNode",
+	521: "cuGraphKernelNodeSetParams",
+	538: "cuGraphExecKernelNodeSetParams",
+	689: "cuGraphAddKernelNode_v2",
+	691: "cuGraphKernelNodeSetParams_v2",
+	692: "cuGraphExecKernelNodeSetParams_v2",
+	712: "cuGraphAddNode",
+	713: "cuGraphNodeSetParams",
+	714: "cuGraphExecNodeSetParams",
+	723: "cuGraphAddNode_v2",
 }
 
 // LaunchAPIName names the driver call of a Launch.api callback id, e.g.

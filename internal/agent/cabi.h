@@ -222,6 +222,93 @@ typedef struct {
   gp_CUstream hStream;
 } gp_cuGraphLaunch_params;
 
+// CUDA_KERNEL_NODE_PARAMS_v2 (and _v3, CUgraphNodeParams' kernel member, the
+// same fields). _v1, which cuGraphAddKernelNode (not _v2) passes, is its
+// prefix, up to extra.
+typedef struct {
+  gp_CUfunction func;
+  unsigned int gridDimX, gridDimY, gridDimZ;
+  unsigned int blockDimX, blockDimY, blockDimZ;
+  unsigned int sharedMemBytes;
+  void **kernelParams;
+  void **extra;
+  void *kern;  // CUkernel, when func is NULL (v2 on)
+  gp_CUcontext ctx;
+} gp_KERNEL_NODE_PARAMS;
+
+// CUgraphNodeType values the agent tells apart.
+enum {
+  GP_GRAPH_NODE_TYPE_KERNEL = 0,
+  GP_GRAPH_NODE_TYPE_MEM_ALLOC = 10,
+  GP_GRAPH_NODE_TYPE_MEM_FREE = 11,
+  GP_GRAPH_NODE_TYPE_CONDITIONAL = 13,
+};
+
+// CUgraphNodeParams: a type, then the node's parameters as a union.
+typedef struct {
+  int type;  // CUgraphNodeType
+  int reserved0[3];
+  union {
+    long long reserved1[29];
+    gp_KERNEL_NODE_PARAMS kernel;
+  };
+  long long reserved2;
+} gp_CUgraphNodeParams;
+
+// cuGraphAddKernelNode_params and _v2's: nodeParams is _v1 or _v2.
+typedef struct {
+  gp_CUgraphNode *phGraphNode;
+  gp_CUgraph hGraph;
+  const gp_CUgraphNode *dependencies;
+  size_t numDependencies;
+  const gp_KERNEL_NODE_PARAMS *nodeParams;
+} gp_cuGraphAddKernelNode_params;
+
+// cuGraphKernelNodeSetParams_params (and _v2)
+typedef struct {
+  gp_CUgraphNode hNode;
+  const gp_KERNEL_NODE_PARAMS *nodeParams;
+} gp_cuGraphKernelNodeSetParams_params;
+
+// cuGraphExecKernelNodeSetParams_params (and _v2)
+typedef struct {
+  gp_CUgraphExec hGraphExec;
+  gp_CUgraphNode hNode;
+  const gp_KERNEL_NODE_PARAMS *nodeParams;
+} gp_cuGraphExecKernelNodeSetParams_params;
+
+// cuGraphAddNode_params
+typedef struct {
+  gp_CUgraphNode *phGraphNode;
+  gp_CUgraph hGraph;
+  const gp_CUgraphNode *dependencies;
+  size_t numDependencies;
+  gp_CUgraphNodeParams *nodeParams;
+} gp_cuGraphAddNode_params;
+
+// cuGraphAddNode_v2_params: edge data between dependencies and their count.
+typedef struct {
+  gp_CUgraphNode *phGraphNode;
+  gp_CUgraph hGraph;
+  const gp_CUgraphNode *dependencies;
+  const void *dependencyData;  // CUgraphEdgeData
+  size_t numDependencies;
+  gp_CUgraphNodeParams *nodeParams;
+} gp_cuGraphAddNode_v2_params;
+
+// cuGraphNodeSetParams_params
+typedef struct {
+  gp_CUgraphNode hNode;
+  gp_CUgraphNodeParams *nodeParams;
+} gp_cuGraphNodeSetParams_params;
+
+// cuGraphExecNodeSetParams_params
+typedef struct {
+  gp_CUgraphExec hGraphExec;
+  gp_CUgraphNode hNode;
+  gp_CUgraphNodeParams *nodeParams;
+} gp_cuGraphExecNodeSetParams_params;
+
 // CUfunction_attribute values a probed kernel's instrumented copy takes from it, or is checked by.
 enum {
   GP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,

@@ -68,7 +68,8 @@ func touchSources(t *testing.T, dir string) {
 // (testdata/hotpath: the agent's C files with fakes for CUPTI and the
 // driver) through every launch API, parameters in kernelParams and in
 // `extra`, a filtered kernel, a failed launch, a launch captured into a
-// graph, cloned and API-built graph nodes, graph launches, a destroyed
+// graph, cloned and API-built graph nodes, kernel nodes added and changed
+// through the graph API, graph launches, a destroyed
 // stream and an EXIT without its ENTER. Every byte of every record the Go
 // writer reads, host_ns and tid aside, must equal scenario.golden, which the
 // agent wrote before its C was split by job (callstacks off: their frames

@@ -1,7 +1,8 @@
 // The CUPTI callback on the program's threads, and what it records there:
 // each launch (kernel, dimensions, parameters, stream, callstack, memory
 // capture around it), graph launches and the graph nodes captured launches
-// become, modules as they load, each kernel's parameter layout and each
+// become, kernel nodes added or changed through the graph API (recorded as
+// captured launches), modules as they load, each kernel's parameter layout and each
 // device, once. Nothing here calls into Go on the common path, allocates per
 // launch, or synchronizes with the GPU. See DESIGN.md, invariants 1-3.
 #define _GNU_SOURCE
@@ -528,14 +529,20 @@ static void on_module_loaded(const gp_ResourceData *rd) {
   }
 }
 
-static void on_graph_node(uint32_t cbid, const gp_ResourceData *rd) {
-  const gp_GraphData *g = rd->resourceDescriptor;
-  if (!g || !g->node || !gp_cupti.getGraphNodeId) return;
+// graph_node_rec is an empty graph node record of node_type.
+static gp_graphnode_rec graph_node_rec(uint32_t node_type) {
   gp_graphnode_rec rec;
   memset(&rec, 0, sizeof rec);
   rec.h.type = GP_REC_GRAPHNODE;
   rec.h.size = gp_pad8(sizeof rec);
-  rec.node_type = g->nodeType;
+  rec.node_type = node_type;
+  return rec;
+}
+
+static void on_graph_node(uint32_t cbid, const gp_ResourceData *rd) {
+  const gp_GraphData *g = rd->resourceDescriptor;
+  if (!g || !g->node || !gp_cupti.getGraphNodeId) return;
+  gp_graphnode_rec rec = graph_node_rec(g->nodeType);
   if (gp_cupti.getGraphNodeId(g->node, &rec.node_id) != 0) return;
   if (g->graph && gp_cupti.getGraphId) gp_cupti.getGraphId(g->graph, &rec.graph_id);
   if (cbid == GP_CBID_RESOURCE_GRAPHNODE_CLONED) {
@@ -548,6 +555,65 @@ static void on_graph_node(uint32_t cbid, const gp_ResourceData *rd) {
     return;  // built with the graph API, not by a recorded launch
   }
   gp_ring_push(&rec);
+}
+
+// on_node_call: a kernel node was added to a graph, or its parameters
+// changed (in a graph, or in an executable graph), through the graph API.
+// It is recorded as a launch made during stream capture is: a captured
+// launch (kernel, dimensions, parameters read through the kernel's layout,
+// the callstack of the call) and the graph node it names, so that graph
+// replays of the node lead to it. A later change of the same node is a
+// later launch of it; the reader takes the one made last before a replay.
+static void on_node_call(uint32_t cbid, const gp_CallbackData *cb) {
+  if (cb->callbackSite != GP_API_EXIT || !gp_cupti.getGraphNodeId) return;
+  if (cb->functionReturnValue && *(gp_CUresult *)cb->functionReturnValue != 0) return;
+  gp_node_view nv;
+  gp_view_node(cbid, cb->functionParams, 1, &nv);
+  if (!nv.kernel || !nv.node || !nv.launch.f) return;
+  uint64_t node_id = 0;
+  if (gp_cupti.getGraphNodeId(nv.node, &node_id) != 0 || !node_id) return;
+  func_entry *fe = func_find((uint64_t)(uintptr_t)nv.launch.f);
+  if (!fe) fe = func_describe(nv.launch.f, NULL);
+  gp_thread_scratch *s = gp_scratch();
+  if (!s) {
+    GP_COUNT(launches_dropped, 1);
+    return;
+  }
+  uint64_t seq = atomic_fetch_add_explicit(&launch_seq, 1, memory_order_relaxed) + 1;
+  gp_launch_rec *rec = &s->launch.r;
+  memset(rec, 0, sizeof *rec);
+  rec->h.type = GP_REC_LAUNCH;
+  rec->seq = seq;
+  rec->host_ns = rec->end_ns = gp_clock();
+  rec->kernel_id = fe->id;
+  rec->context = (uint64_t)(uintptr_t)cb->context;
+  rec->graph_node_id = node_id;
+  rec->captured = 1;
+  // Its kernel's memory is not hashed around the node's runs: as a captured
+  // launch's, the graph launch leaves what they write unhashed.
+  if (gp_proc.cfg.memory_mode == GP_MEM_HASH || gp_proc.cfg.memory_mode == GP_MEM_SNAPSHOT)
+    rec->mem_status = GP_PLAN_SKIPPED_CAPTURE;
+  rec->tid = gp_thread_id();
+  rec->context_uid = cb->contextUid;
+  rec->device = device_of(cb->contextUid);
+  rec->correlation_id = cb->correlationId;
+  rec->api = cbid;
+  memcpy(rec->grid, nv.launch.grid, sizeof rec->grid);
+  memcpy(rec->block, nv.launch.block, sizeof rec->block);
+  rec->shared_mem = nv.launch.smem;
+  rec->callstack_id = gp_callstack_take(0, NULL);
+  rec->range_id = gp_thread.range_current;
+  rec->params_len = copy_params(fe, &nv.launch, s->launch.tail, GP_PARAMS_CAP);
+  rec->h.size = gp_pad8(sizeof *rec + rec->params_len);
+  memset(s->launch.tail + rec->params_len, 0, gp_pad8(rec->params_len) - rec->params_len);
+  if (!gp_ring_push_counted(rec, &gp_counts.launches)) {
+    GP_COUNT(launches_dropped, 1);
+    return;
+  }
+  gp_graphnode_rec n = graph_node_rec(GP_GRAPH_NODE_TYPE_KERNEL);
+  n.node_id = node_id;
+  n.launch_seq = seq;
+  gp_ring_push(&n);
 }
 
 // forget_module: a module is being unloaded: its kernels' handles may come back for a
@@ -619,6 +685,8 @@ static void dispatch(int domain, uint32_t cbid, const void *data) {
       else if (gp_proc.cfg.memory_mode != GP_MEM_OFF)  // its kernels may write what waits to be hashed
         gp_mem_before_unhashed(cb->context, ((const gp_cuGraphLaunch_params *)cb->functionParams)->hStream,
                                gp_launch_ptsz(cbid));
+    } else if (gp_launch_is_node(cbid)) {
+      on_node_call(cbid, cb);
     } else if (cbid == GP_CBID_cuModuleUnload || (gp_proc.cfg.probes && cbid >= GP_CBID_cuModuleLoadData && cbid <= GP_CBID_cuModuleUnload)) {
       if (cbid == GP_CBID_cuModuleUnload && cb->callbackSite == GP_API_ENTER) forget_module(cb);
       if (gp_proc.cfg.probes) gp_probe_module_api(cbid, cb);

@@ -125,11 +125,15 @@ int gp_start(const gp_config *cfg, char *err, size_t errcap) {
     return 0;
   }
   // Only the callbacks we need: the whole driver domain costs µs per call.
+  // Graph node APIs newer than the CUDA in use are not there to enable: no graph is built through them.
   static const uint32_t driver_cbids[] = {
-#define LAUNCH_CBID(name, cbid, ptsz, shape) cbid,
+#define LAUNCH_CBID(name, cbid, ptsz, shape) shape < GP_SHAPE_NODE_ADD ? cbid : GP_CBID_cuLaunchKernel,
       GP_LAUNCH_APIS(LAUNCH_CBID)
 #undef LAUNCH_CBID
   };
+#define NODE_CBID(name, cbid, ptsz, shape) if (shape >= GP_SHAPE_NODE_ADD) enable_driver_cbid(cbid);
+  GP_LAUNCH_APIS(NODE_CBID)
+#undef NODE_CBID
   static const uint32_t resource_cbids[] = {
       GP_CBID_RESOURCE_MODULE_LOADED,
       GP_CBID_RESOURCE_GRAPHNODE_CREATED,

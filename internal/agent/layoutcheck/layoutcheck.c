@@ -163,6 +163,57 @@ int main(void) {
   FIELD(gp_cuGraphLaunch_params, cuGraphLaunch_params, hStream);
   FIELD(gp_cuGraphLaunch_params, cuGraphLaunch_ptsz_params, hStream);
 
+  // Graph node APIs (launchapi.h's GP_SHAPE_NODE_* rows).
+  SIZE(gp_KERNEL_NODE_PARAMS, CUDA_KERNEL_NODE_PARAMS_v2);
+  FIELD(gp_KERNEL_NODE_PARAMS, CUDA_KERNEL_NODE_PARAMS_v2, func);
+  FIELD(gp_KERNEL_NODE_PARAMS, CUDA_KERNEL_NODE_PARAMS_v2, gridDimX);
+  FIELD(gp_KERNEL_NODE_PARAMS, CUDA_KERNEL_NODE_PARAMS_v2, blockDimZ);
+  FIELD(gp_KERNEL_NODE_PARAMS, CUDA_KERNEL_NODE_PARAMS_v2, sharedMemBytes);
+  FIELD(gp_KERNEL_NODE_PARAMS, CUDA_KERNEL_NODE_PARAMS_v2, kernelParams);
+  FIELD(gp_KERNEL_NODE_PARAMS, CUDA_KERNEL_NODE_PARAMS_v2, extra);
+  FIELD(gp_KERNEL_NODE_PARAMS, CUDA_KERNEL_NODE_PARAMS_v2, kern);
+  FIELD(gp_KERNEL_NODE_PARAMS, CUDA_KERNEL_NODE_PARAMS_v2, ctx);
+  FIELD(gp_KERNEL_NODE_PARAMS, CUDA_KERNEL_NODE_PARAMS_v1, extra);  // _v1 is the prefix
+  FIELD(gp_KERNEL_NODE_PARAMS, CUDA_KERNEL_NODE_PARAMS_v3, kern);
+  SIZE(gp_CUgraphNodeParams, CUgraphNodeParams);
+  FIELD(gp_CUgraphNodeParams, CUgraphNodeParams, type);
+  FIELD(gp_CUgraphNodeParams, CUgraphNodeParams, kernel);
+  VALUE(GP_GRAPH_NODE_TYPE_KERNEL, CU_GRAPH_NODE_TYPE_KERNEL);
+  VALUE(GP_GRAPH_NODE_TYPE_MEM_ALLOC, CU_GRAPH_NODE_TYPE_MEM_ALLOC);
+  VALUE(GP_GRAPH_NODE_TYPE_MEM_FREE, CU_GRAPH_NODE_TYPE_MEM_FREE);
+  VALUE(GP_GRAPH_NODE_TYPE_CONDITIONAL, CU_GRAPH_NODE_TYPE_CONDITIONAL);
+  SIZE(gp_cuGraphAddKernelNode_params, cuGraphAddKernelNode_v2_params);
+  FIELD(gp_cuGraphAddKernelNode_params, cuGraphAddKernelNode_v2_params, phGraphNode);
+  FIELD(gp_cuGraphAddKernelNode_params, cuGraphAddKernelNode_v2_params, nodeParams);
+  SIZE(gp_cuGraphKernelNodeSetParams_params, cuGraphKernelNodeSetParams_v2_params);
+  FIELD(gp_cuGraphKernelNodeSetParams_params, cuGraphKernelNodeSetParams_v2_params, hNode);
+  FIELD(gp_cuGraphKernelNodeSetParams_params, cuGraphKernelNodeSetParams_v2_params, nodeParams);
+  SIZE(gp_cuGraphExecKernelNodeSetParams_params, cuGraphExecKernelNodeSetParams_v2_params);
+  FIELD(gp_cuGraphExecKernelNodeSetParams_params, cuGraphExecKernelNodeSetParams_v2_params, hGraphExec);
+  FIELD(gp_cuGraphExecKernelNodeSetParams_params, cuGraphExecKernelNodeSetParams_v2_params, hNode);
+  FIELD(gp_cuGraphExecKernelNodeSetParams_params, cuGraphExecKernelNodeSetParams_v2_params, nodeParams);
+  SIZE(gp_cuGraphAddNode_v2_params, cuGraphAddNode_v2_params);
+  FIELD(gp_cuGraphAddNode_v2_params, cuGraphAddNode_v2_params, phGraphNode);
+  FIELD(gp_cuGraphAddNode_v2_params, cuGraphAddNode_v2_params, dependencyData);
+  FIELD(gp_cuGraphAddNode_v2_params, cuGraphAddNode_v2_params, numDependencies);
+  FIELD(gp_cuGraphAddNode_v2_params, cuGraphAddNode_v2_params, nodeParams);
+  SIZE(gp_cuGraphNodeSetParams_params, cuGraphNodeSetParams_params);
+  FIELD(gp_cuGraphNodeSetParams_params, cuGraphNodeSetParams_params, hNode);
+  FIELD(gp_cuGraphNodeSetParams_params, cuGraphNodeSetParams_params, nodeParams);
+  SIZE(gp_cuGraphExecNodeSetParams_params, cuGraphExecNodeSetParams_params);
+  FIELD(gp_cuGraphExecNodeSetParams_params, cuGraphExecNodeSetParams_params, hGraphExec);
+  FIELD(gp_cuGraphExecNodeSetParams_params, cuGraphExecNodeSetParams_params, hNode);
+  FIELD(gp_cuGraphExecNodeSetParams_params, cuGraphExecNodeSetParams_params, nodeParams);
+#if CUDA_VERSION < 13000  // the _v1 APIs' parameter structs, gone from CUDA 13's headers
+  SIZE(gp_cuGraphAddKernelNode_params, cuGraphAddKernelNode_params);
+  FIELD(gp_cuGraphAddKernelNode_params, cuGraphAddKernelNode_params, nodeParams);
+  SIZE(gp_cuGraphKernelNodeSetParams_params, cuGraphKernelNodeSetParams_params);
+  SIZE(gp_cuGraphExecKernelNodeSetParams_params, cuGraphExecKernelNodeSetParams_params);
+  SIZE(gp_cuGraphAddNode_params, cuGraphAddNode_params);
+  FIELD(gp_cuGraphAddNode_params, cuGraphAddNode_params, numDependencies);
+  FIELD(gp_cuGraphAddNode_params, cuGraphAddNode_params, nodeParams);
+#endif
+
   SIZE(gp_ActivityKernel10, CUpti_ActivityKernel10);
   FIELD(gp_ActivityKernel10, CUpti_ActivityKernel10, kind);
   FIELD(gp_ActivityKernel10, CUpti_ActivityKernel10, registersPerThread);

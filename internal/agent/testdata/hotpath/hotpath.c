@@ -553,6 +553,33 @@ HP_API int hp_scenario(const char *path) {
   resource(GP_CBID_RESOURCE_GRAPHNODE_CLONED, &gc, NULL);
   gp_GraphData gapi = {.graph = (gp_CUgraph)0x42, .node = (gp_CUgraphNode)0x9200, .nodeType = 0};
   resource(GP_CBID_RESOURCE_GRAPHNODE_CREATED, &gapi, NULL);
+  // Kernel nodes added and changed through the graph API: each a captured
+  // launch of its node (kernel, dimensions, parameters, line) and the node
+  // naming it; the change a later launch of the same node.
+  gp_CUgraphNode added = (gp_CUgraphNode)0x9300;
+  gp_KERNEL_NODE_PARAMS kn = {.func = F_MAIN, .gridDimX = 8, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 128,
+                              .blockDimY = 1, .blockDimZ = 1, .sharedMemBytes = 64, .kernelParams = kp};
+  gp_cuGraphAddKernelNode_params pan = {&added, (gp_CUgraph)0x42, NULL, 0, &kn};
+  launch(GP_CBID_cuGraphAddKernelNode_v2, &pan, 0, NULL);
+  kn.gridDimX = 16;
+  gp_cuGraphExecKernelNodeSetParams_params pes = {(gp_CUgraphExec)0xe0e0, added, &kn};
+  launch(GP_CBID_cuGraphExecKernelNodeSetParams_v2, &pes, 0, NULL);
+  // cuGraphAddNode_v2 of a kernel node, through CUgraphNodeParams.
+  gp_CUgraphNode added2 = (gp_CUgraphNode)0x9400;
+  gp_CUgraphNodeParams np;
+  memset(&np, 0, sizeof np);
+  np.type = GP_GRAPH_NODE_TYPE_KERNEL;
+  np.kernel = (gp_KERNEL_NODE_PARAMS){.func = F_EX, .gridDimX = 2, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 32,
+                                      .blockDimY = 1, .blockDimZ = 1, .kernelParams = kpx};
+  gp_cuGraphAddNode_v2_params pany = {&added2, (gp_CUgraph)0x42, NULL, NULL, 0, &np};
+  launch(GP_CBID_cuGraphAddNode_v2, &pany, 0, NULL);
+  // Not recorded: a memory node, a failed add, and a _v1 add naming its
+  // kernel only in kern (a _v2 member the _v1 struct does not have).
+  np.type = GP_GRAPH_NODE_TYPE_MEM_ALLOC;
+  launch(GP_CBID_cuGraphAddNode_v2, &pany, 0, NULL);
+  launch(GP_CBID_cuGraphAddKernelNode_v2, &pan, 1, NULL);
+  kn.func = NULL, kn.kern = F_EX;
+  launch(GP_CBID_cuGraphAddKernelNode, &pan, 0, NULL);
   // And the next launch is not captured.
   launch(GP_CBID_cuLaunchKernel, &p, 0, SYM_MAIN);
 
@@ -1283,7 +1310,8 @@ static gp_CUptiResult fake_version(uint32_t *v) { return *v = 130001, 0; }
 
 // hp_timing_check: kernel activity is turned on as the first launch begins (not at start: a
 // context made while it is on pays for it on every kernel), sampled timing's windows before it only note what they want, and the hang watch's timing
-// starts at once. One variant per process: the agent's state is per process.
+// starts at once; timed by steps, windows until a first step ends, then whole steps, turned as
+// each begins. One variant per process: the agent's state is per process.
 static int hp_timing_check(const char *variant) {
   gp_cupti.activityEnable = count_enable;
   gp_cupti.activityDisable = count_disable;
@@ -1309,6 +1337,26 @@ static int hp_timing_check(const char *variant) {
     if (!fail && copy_enables != 3) fail = "copies and waits not timed outside a window";
     gp_activity_sample(1);
     if (!fail && (enables != 1 || gp_timing_paused)) fail = "the next window did not turn it on";
+  } else if (strcmp(variant, "steps") == 0) {
+    // Steps of two launches; steps 0-1 and every 4th timed (--gpu-timing-steps 2/4).
+    gp_proc.cfg.gpu_timing = GP_TIMING_STEPS;
+    gp_proc.cfg.step_every = 2;
+    gp_proc.cfg.timing_first_steps = 2, gp_proc.cfg.timing_step_every = 4;
+    gp_activity_start(GP_TIMING_STEPS, 0);
+    launch(GP_CBID_cuLaunchKernel, &p, 0, SYM_MAIN);
+    if (enables != 1 || gp_timing_paused) fail = "step 0's first launch not timed";
+    // Before a first step ends, windows rule: one closes in step 0.
+    if (!fail && (gp_activity_sample(0) != 0 || !gp_timing_paused)) fail = "a window before the first step did not turn it off";
+    launch(GP_CBID_cuLaunchKernel, &p, 0, SYM_MAIN);
+    for (int step = 1; step < 12 && !fail; step++)
+      for (int i = 0; i < 2 && !fail; i++) {
+        launch(GP_CBID_cuLaunchKernel, &p, 0, SYM_MAIN);
+        int timed = step < 2 || step % 4 == 0;
+        if (gp_timing_paused == timed) fail = timed ? "a launch of a timed step untimed" : "a launch of an untimed step timed";
+        if (!fail && step == 2 && gp_activity_sample(1) != -1) fail = "a window turned timing on once steps rule";
+      }
+    // On at 0 and 1 (after the window), 4 and 8; off in the window, at 2, 5 and 9.
+    if (!fail && (enables != 4 || disables != 4)) fail = "kernel activity turned other than as steps changed";
   } else if (strcmp(variant, "from_start") == 0) {
     gp_activity_start(GP_TIMING_CONCURRENT, 1);
     if (enables != 1 || gp_timing_paused) fail = "the hang watch's timing did not start at once";
