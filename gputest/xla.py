@@ -1,9 +1,12 @@
 """jax.*: JAX programs as gpurr sees them through XLA's HLO dump: each kernel of a jitted step at
 its jnp line, the launches of XLA's autotuning marked and left out, diff and nan at the lines
-of planted faults, with XLA's memory preallocation off (jax_gpu's default) and on."""
+of planted faults, with XLA's memory preallocation off (jax_gpu's default) and on; replay of a
+jitted step's snapshotted launches, and bisect with a step for each run of the jitted step."""
 import re
+from collections import Counter
 
 from harness import WL, at_line, check, mark_line, nan_at, record_twice, test, truthy
+from replay import replay_json
 
 
 def marked(script, prefix):
@@ -99,3 +102,65 @@ def t_jax_nan(h):
     row = h.one(d, f"SELECT name, op_name, compile FROM launches WHERE seq = {seq}")
     check(not truthy(row.get("compile")), f"gpurr nan found a launch of XLA's autotuning: {row}")
     return f"launch {seq} ({row.get('name')}, {row.get('op_name')}) at jax_nan.py:{line}"
+
+
+@test("jax.replay")
+def t_jax_replay(h):
+    """The jitted step run kernel by kernel (no command buffer), every third launch snapshotted:
+    gpurr replay --all runs each; every launch of the program's own kernels (compile = 0) is
+    bit-exact, or skipped or torn with its reason. The launches of XLA's autotuning are
+    tallied apart (its delay kernel is skipped: it waits on host memory)."""
+    _, d = h.py_workload("jax_replay", script="jax_lines.py", args=["--no-command-buffer"],
+                         flags=["--memory", "snapshot", "--snapshot-launches", "1-:3"], timeout=400)
+    r, launches = replay_json(h, [d, "--all"], "jax_replay.replay", timeout=600)
+    compile_ = {row["seq"] for row in h.query(d, "SELECT seq FROM launches WHERE compile = 1")}
+    own = [l for l in launches if l["launch"] not in compile_]
+    tally = Counter(l["status"] for l in own)
+    tuning = Counter(l["status"] for l in launches if l["launch"] in compile_)
+    summary = f"step's launches {dict(tally)}; autotuning's {dict(tuning)}"
+    check(own, f"no launch of the program's own kernels was replayed ({len(launches)} in all): {summary}")
+    bad = [l for l in own if l["status"] not in ("bit-exact", "skipped", "torn") or l["status"] != "bit-exact" and not l.get("why")]
+    check(not bad, f"{len(bad)} of the step's launches neither bit-exact nor explained: "
+          + "; ".join(f"{l['launch']} {l['kernel'][:40]} {l['status']}: {l.get('why', '')[:160]}" for l in bad[:5])
+          + f" -- {summary}")
+    delay = [l for l in launches if "DelayKernel" in l["kernel"]]
+    check(all(l["status"] == "skipped" and "waits on host memory" in l.get("why", "") for l in delay),
+          f"XLA's delay kernel not skipped: {[(l['launch'], l['status'], l.get('why', '')[:80]) for l in delay[:3]]}")
+    return f"{len(launches)} launches replayed: {summary}"
+
+
+def jax_bisect(h, tag, flags, script, args, line, step):
+    """gpurr bisect FLAGS with the JAX recipe's step rule (each run of jit_step a step) of
+    script ARGS: exit 1 naming step STEP and script's line LINE; its result."""
+    d = h.new_recdir(tag)
+    r = h.sh([h.gpurr, "bisect", "-o", d, "--step-range", "hlo_module=jit_step,", *flags, "--", h.py, script, *args],
+             600, log=tag)
+    check(r.rc == 1, f"gpurr bisect exit {r.rc}, want 1: {r.why()}\n{r.out[-1500:]}")
+    check(f"step {step}" in r.out, f"bisect does not name step {step}:\n{r.out[-1500:]}")
+    check(f"{script.name}:{line}" in r.out, f"bisect does not name {script.name}:{line}:\n{r.out[-1500:]}")
+    return r
+
+
+@test("jax.bisect")
+def t_jax_bisect(h):
+    """gpurr bisect --step-range 'hlo_module=jit_step,' (a step for each run of the jitted step,
+    by XLA's NVTX range of it) of a JAX loop whose scatter-add with colliding indices runs, and
+    is compiled, from step 2 on: the digests part ways at step 2, and the reruns name the
+    scatter-add's jnp line, nondeterministic."""
+    script = WL / "jax_scatter.py"
+    line = mark_line(script, "jax-scatter")
+    h.bare("jax_scatter", [h.py, script], 240)  # SKIP here when XLA's scatter is deterministic
+    r = jax_bisect(h, "jax_bisect", [], script, ["--plant-from", "2"], line, 2)
+    check("nondeterministic" in r.out, f"bisect does not call the kernel nondeterministic:\n{r.out[-1500:]}")
+    return f"step 2 at {script.name}:{line}, nondeterministic"
+
+
+@test("jax.bisect_nan")
+def t_jax_bisect_nan(h):
+    """gpurr bisect --nan with the same step rule of the jitted loop whose loss takes jnp.log
+    of a negative at step 3: the digests find NaN first at step 3, and the rerun names the
+    log's line, not a launch of XLA's autotuning (whose scratch memory may hold NaN)."""
+    script = WL / "jax_nan.py"
+    line = mark_line(script, "jax-log")
+    jax_bisect(h, "jax_bisect_nan", ["--nan"], script, [], line, 3)
+    return f"step 3 at {script.name}:{line}"

@@ -1,9 +1,18 @@
 """A jitted JAX training step (value_and_grad of a tanh MLP), STEPS steps: each kernel XLA
 launches for the step is attributed, through the HLO dump gpurr record has XLA write, to the
-line of the step it computes, each marked with a MARK comment."""
-import json
+line of the step it computes, each marked with a MARK comment.
 
-from jax_gpu import jax_on_gpu
+With --no-command-buffer, XLA runs the step kernel by kernel, not as a CUDA graph it builds
+node by node (XLA_FLAGS --xla_gpu_enable_command_buffer=, added to the flags gpurr record set):
+every kernel of the step is then a launch, which a snapshot can cover and replay can run."""
+import json
+import os
+import sys
+
+if "--no-command-buffer" in sys.argv[1:]:
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_gpu_enable_command_buffer=").strip()
+
+from jax_gpu import jax_on_gpu  # noqa: E402
 
 STEPS = 5
 

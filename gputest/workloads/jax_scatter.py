@@ -10,7 +10,13 @@ XLA_PYTHON_CLIENT_PREALLOCATE=false.
 Exits 3 (cannot run here) when two runs of the scatter-add in this process give the same bits:
 an XLA that makes scatter deterministic (a determinism expander, or deterministic ops asked for).
 
-Usage: jax_scatter.py [--preallocate]"""
+With --plant-from K (for gpurr bisect: its steps are the runs of the jitted step, --step-range
+'hlo_module=jit_step,') the loop runs STEPS steps, the scatter-add only from step K on (before
+it the step takes zeros): two runs part ways in step K, where the scatter is also compiled. No
+scatter runs before it, not even the check above, whose outputs would stay in memory the step
+digests hash: run the script without --plant-from first to know it can run here.
+
+Usage: jax_scatter.py [--preallocate] [--plant-from K]"""
 import json
 import os
 import sys
@@ -21,7 +27,9 @@ if "--preallocate" in sys.argv[1:]:
 
 from jax_gpu import jax_on_gpu  # noqa: E402
 
-BINS, N, STEPS = 64, 1 << 20, 3
+BINS, N = 64, 1 << 20
+PLANT_FROM = int(sys.argv[sys.argv.index("--plant-from") + 1]) if "--plant-from" in sys.argv[1:] else None
+STEPS = 3 if PLANT_FROM is None else 5
 
 
 def main():
@@ -41,15 +49,17 @@ def main():
         out = jnp.tanh(w @ acc)
         return x + 1e-3 * out.sum()
 
-    a, b = scatter(x, idx), scatter(x, idx)
-    if bool((a == b).all()) and bool((scatter(x, idx) == a).all()):
-        print("SKIP: XLA's scatter-add gave the same bits in three runs: deterministic here", flush=True)
-        sys.exit(3)
-    for _ in range(STEPS):
-        x = step(x, scatter(x, idx))
+    if PLANT_FROM is None:
+        a, b = scatter(x, idx), scatter(x, idx)
+        if bool((a == b).all()) and bool((scatter(x, idx) == a).all()):
+            print("SKIP: XLA's scatter-add gave the same bits in three runs: deterministic here", flush=True)
+            sys.exit(3)
+    zeros = jnp.zeros((BINS,))
+    for s in range(STEPS):
+        x = step(x, scatter(x, idx) if PLANT_FROM is None or s >= PLANT_FROM else zeros)
     x.block_until_ready()
-    print(json.dumps({"workload": "jax_scatter", "preallocate": "--preallocate" in sys.argv[1:],
-                      "checksum": float(x.sum()), "varies": ["checksum"]}))
+    print(json.dumps({"workload": "jax_scatter", "preallocate": "--preallocate" in sys.argv[1:], "plant_from": PLANT_FROM,
+                      "steps": STEPS, "checksum": float(x.sum()), "varies": ["checksum"]}))
 
 
 if __name__ == "__main__":
