@@ -31,24 +31,31 @@ func newDemoCmd() *cobra.Command {
 	var workload bool
 	cmd := &cobra.Command{
 		Use:   "demo [-o DIR]",
-		Short: "Record two runs of a small GPU program that part ways and end in a NaN, and walk through them",
-		Long: `demo records two runs of gpurr's own small GPU program (two streams of fills,
-saxpys and reductions, checked against the host) with memory capture: in the
-second run one value differs, as a clock or an unseeded generator would make
-it, and both runs end with a scale that overflowed to infinity, which turns
-zeros into NaN. Then it walks through them with the commands you would use:
-info, query, trace, diff, nan, rewind, manifest and verify, and replay.
+		Short: "Record two runs of a small PyTorch training loop that part ways and end in a NaN, and walk through them",
+		Long: `demo records two runs of a small PyTorch training loop that ships with gpurr
+(train.py, written into the demo's folder) with memory hashes and NaN counted
+on the GPU (--memory hash --nan-scan f32): in the second run the learning
+rate is one float32 ulp larger, and at step 4 the loss takes a log of
+negative numbers. Then it walks through them with the commands you would
+use: info, query (a line per launch; a backward kernel at its forward
+line), trace, diff (where the runs part ways, and the parameter that
+differs), nan (the launch and line that made the NaN, and whether its
+inputs were finite), manifest and verify.
 
-Without a usable GPU it says why and walks through the recordings of the
-same two runs that ship inside gpurr.
+It needs a GPU and a Python that imports torch: $PYTHON, else python3. With
+a GPU and no torch it records gpurr's own small GPU program instead (two
+runs that part ways and end in a NaN). Without a usable GPU it says why and
+walks through recordings of the training loop's two runs, made on a GPU,
+that ship inside gpurr.
 
-The recordings go into a temporary directory, removed at the end; -o DIR
-keeps them (DIR/a, DIR/b): DIR must not exist or be empty. When it fails,
-or is interrupted (Ctrl-C, SIGTERM, SIGHUP), demo removes its temporary
-directory, or puts -o DIR back as it found it, so that the same command can
-run again; interrupted, it exits with 128 + the signal's number.
+The recordings go into a temporary directory, which stays for the commands
+the walk printed (its end names it); -o DIR puts them there instead (DIR/a,
+DIR/b): DIR must not exist or be empty. When it fails, or is interrupted
+(Ctrl-C, SIGTERM, SIGHUP), demo removes its temporary directory, or puts -o
+DIR back as it found it, so that the same command can run again;
+interrupted, it exits with 128 + the signal's number.
 
-Exit status: 0 when the demo ran, 1 when the workload, its recording or a
+Exit status: 0 when the demo ran, 1 when the program, its recording or a
 step of the walk failed, or when there is no GPU and this build carries no
 recording, 2 when -o DIR cannot be its folder (it exists and is not empty,
 or is a file or a symlink to nothing), 3 when it cannot write its files
@@ -68,7 +75,7 @@ or is a file or a symlink to nothing), 3 when it cannot write its files
 		},
 	}
 	f := cmd.Flags()
-	outputVar(f, &out, "output", "o", "", "directory to keep the recordings in, which must not exist or be empty (default: a temporary directory, removed at the end)")
+	outputVar(f, &out, "output", "o", "", "directory to keep the recordings in, which must not exist or be empty (default: a temporary directory, named at the end)")
 	// --workload is the recorded program: gpurr demo runs
 	// "gpurr record -- gpurr demo --workload [--variant a|b]".
 	f.BoolVar(&workload, "workload", false, "run the demo workload in this process and exit")

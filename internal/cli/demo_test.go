@@ -227,3 +227,29 @@ func TestWalkTrain(t *testing.T) {
 		}
 	}
 }
+
+// Without -o, the folder the walk's commands name stays when the demo ends, and its last lines
+// say where: before, it was removed, and every command the walk printed failed after it.
+func TestDemoKeepsItsFolder(t *testing.T) {
+	skipWithGPU(t)
+	if !demo.HasTrain() && !demo.HasStory() {
+		t.Skip("this build carries no recordings of a story to walk through")
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"demo"}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d:\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	dirs, _ := filepath.Glob(filepath.Join(tmp, "gpurr-demo-*"))
+	if len(dirs) != 1 {
+		t.Fatalf("folders in $TMPDIR: %v, want the demo's", dirs)
+	}
+	out := stdout.String()
+	if !strings.Contains(out, "$ gpurr diff "+filepath.Join(dirs[0], "a")) || !strings.Contains(out, "The recordings stay in "+dirs[0]) {
+		t.Errorf("the walk does not name %s at its end:\n%s", dirs[0], out)
+	}
+	if code, _, errs := runCLI("diff", filepath.Join(dirs[0], "a"), filepath.Join(dirs[0], "b")); code != exitFound {
+		t.Errorf("gpurr diff as the walk printed it, after it ended: exit %d, %s", code, errs)
+	}
+}

@@ -9,8 +9,9 @@ import (
 )
 
 // bundled holds README.md and, in builds made after they were recorded on a
-// GPU machine (scripts/gen-testdata): rec/, a recording of the plain
-// workload, and story/a and story/b, the story's two runs.
+// GPU machine: train.zip, the training story's two runs (bundled/regen.sh);
+// rec/, a recording of the plain workload, and story/a and story/b, the Go
+// program's story (scripts/gen-testdata).
 //
 //go:embed bundled
 var bundled embed.FS

@@ -1,16 +1,18 @@
-// Package demo is gpurr's built-in workload and the recording of it that
-// ships in the binary.
+// Package demo is gpurr's built-in workload, the training loop gpurr demo
+// records, and the recordings of them that ship in the binary.
 //
 // RunWorkload runs a small, deterministic sequence of gpurr's own kernels
 // (package kernels) on device 0 through package cuda, and checks the
 // results bit for bit against the same computation on the host. gpurr
 // doctor records it to check that injection works.
 //
-// Its story variants (StoryA, StoryB) are two runs of one program that
-// part ways and end in a NaN: gpurr demo records both, with memory capture,
-// and walks through them with diff, nan, rewind and verify. On a machine
-// without a GPU, gpurr demo walks through the recordings of them that ship
-// in the binary (see HasBundled and ExtractBundled).
+// gpurr demo's story is TrainScript, a small PyTorch training loop: two
+// runs that part ways (a learning rate one float32 ulp apart) and end in a
+// NaN. It records them on a GPU with torch; elsewhere it walks through the
+// recordings of them that ship in the binary (HasTrain, ExtractTrain). The
+// story variants of the workload (StoryA, StoryB) are its stand-in on a GPU
+// without torch, and in builds without those recordings (HasStory,
+// ExtractStory).
 package demo
 
 import (
