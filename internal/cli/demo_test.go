@@ -253,3 +253,32 @@ func TestDemoKeepsItsFolder(t *testing.T) {
 		t.Errorf("gpurr diff as the walk printed it, after it ended: exit %d, %s", code, errs)
 	}
 }
+
+// torchPython takes $PYTHON, and says why it cannot record the training loop with it: no such
+// program, no torch, torch without a GPU, another failure (its last stderr line).
+func TestTorchPython(t *testing.T) {
+	dir := t.TempDir()
+	fake := func(name, body string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	for python, want := range map[string]string{
+		fake("ok", "exit 0"): "",
+		fake("notorch", `echo "ModuleNotFoundError: No module named 'torch'" >&2; exit 1`): "does not import torch: set PYTHON to one that does",
+		fake("nogpu", "exit 3"): "imports torch, which sees no GPU",
+		fake("broken", `printf 'Traceback\nImportError: libcudart.so.13: cannot open\033]0;x\a\n' >&2; exit 1`): `exit status 1: ImportError: libcudart.so.13: cannot open\x1b]0;x\a`,
+		filepath.Join(dir, "missing"): "no " + filepath.Join(dir, "missing") + ": set PYTHON",
+	} {
+		t.Setenv("PYTHON", python)
+		got, err := torchPython(t.Context())
+		switch {
+		case want == "" && (err != nil || got != python):
+			t.Errorf("PYTHON=%s: %q, %v", python, got, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("PYTHON=%s: %v, want %q", python, err, want)
+		}
+	}
+}
