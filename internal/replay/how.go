@@ -76,3 +76,25 @@ func (c *Case) funcAttributes() []funcAttribute {
 	}
 	return out
 }
+
+// blockRefused says why the driver refuses a launch of cfg on c's kernel, which takes at most
+// maxThreads threads a block (cuFuncGetAttribute's MAX_THREADS_PER_BLOCK: its registers, and
+// the block its code was built for: __launch_bounds__, .maxntid, .reqntid, as XLA's fusions
+// are), "" when the block fits. The driver's own word for it is CUDA_ERROR_INVALID_VALUE. A
+// recorded launch the program made with success cannot have broken it: the recording then
+// names another kernel than the one that ran.
+func (c *Case) blockRefused(cfg cuda.LaunchConfig, maxThreads int) string {
+	b := cfg.Block
+	threads := uint64(b.X) * uint64(b.Y) * uint64(b.Z)
+	if maxThreads <= 0 || threads <= uint64(maxThreads) {
+		return ""
+	}
+	why := fmt.Sprintf("the kernel takes at most %d threads a block, and the launch has %d (%dx%dx%d): the driver would refuse it (CUDA_ERROR_INVALID_VALUE)",
+		maxThreads, threads, b.X, b.Y, b.Z)
+	rec := c.Recorded().Block
+	if b == rec && c.Launch.GetResult() == 0 {
+		why += "; the program's launch succeeded, so the recording names another kernel than the one that ran " +
+			"(older gpurr agents described a kernel handle once, and a program that unloads modules, as XLA's autotuning does, has the driver reuse handles): record again"
+	}
+	return why
+}

@@ -121,3 +121,25 @@ func TestReplayAllGoesOnAfterAFault(t *testing.T) {
 		t.Errorf("no fresh context: not replayed %v, outcomes %+v", rest, got)
 	}
 }
+
+// A block larger than the kernel takes is named before the driver refuses it; a recorded one
+// that the program launched with success says the recording names another kernel.
+func TestBlockRefused(t *testing.T) {
+	c := launchCase(652, nil, 0) // 256 threads a block
+	if why := c.blockRefused(c.Recorded(), 256); why != "" {
+		t.Errorf("a block the kernel takes: %s", why)
+	}
+	why := c.blockRefused(c.Recorded(), 128)
+	if !strings.Contains(why, "at most 128 threads a block, and the launch has 256 (256x1x1)") || !strings.Contains(why, "names another kernel") {
+		t.Errorf("the recorded block over the kernel's 128: %s", why)
+	}
+	asked := c.Recorded()
+	asked.Block = cuda.Dim3{X: 512, Y: 1, Z: 1}
+	if why := c.blockRefused(asked, 256); !strings.Contains(why, "the launch has 512") || strings.Contains(why, "another kernel") {
+		t.Errorf("--block 512 over the kernel's 256: %s", why)
+	}
+	c.Launch.Result = 1
+	if why := c.blockRefused(c.Recorded(), 128); strings.Contains(why, "another kernel") {
+		t.Errorf("a launch the program made without success: %s", why)
+	}
+}

@@ -96,6 +96,12 @@ func (src *Source) Replay(seq uint64, c *Case, r Request) (o Outcome) {
 	for i := range c.Regions {
 		o.Addresses = append(o.Addresses, s.Address(i))
 	}
+	if n, err := s.fn.Attribute(cuda.FuncMaxThreadsPerBlock); err == nil {
+		if why := c.blockRefused(o.Config, n); why != "" {
+			o.Why = why
+			return o
+		}
+	}
 	res, err := s.Run(o.Config, r.Repeat, r.Check)
 	if err != nil {
 		o.Why, o.ContextLost = runFailed(c, err)
