@@ -83,3 +83,23 @@ func TestReplayReportTorn(t *testing.T) {
 		}
 	}
 }
+
+// A launch of a kernel that cannot run alone is skipped with its reason: --all's line says
+// why, its summary counts it apart, and it exits 0.
+func TestReplayReportSkipped(t *testing.T) {
+	why := replay.NotStandalone("stream_executor::gpu::(anonymous namespace)::DelayKernel(stream_executor::GpuSemaphoreState volatile*, stream_executor::GpuSemaphoreState)")
+	rep := newLaunchReport(replay.Outcome{Launch: 15, Kernel: "stream_executor::gpu::DelayKernel", Status: replay.StatusSkipped, Why: why}, replay.Check{})
+	var out bytes.Buffer
+	printReplayLine(&out, rep)
+	if !strings.Contains(out.String(), "skipped          waits on host memory the program sets: not replayable standalone") {
+		t.Errorf("line %q", out.String())
+	}
+	out.Reset()
+	printReplaySummary(&out, []launchReport{rep, {Status: replay.StatusExact}})
+	if want := "2 launches replayed: 1 bit-exact, 1 skipped\n"; out.String() != want {
+		t.Errorf("summary %q, want %q", out.String(), want)
+	}
+	if got := statusExit(replay.StatusSkipped); got != exitOK {
+		t.Errorf("skipped: exit %d, want %d", got, exitOK)
+	}
+}
