@@ -681,6 +681,7 @@ type Process struct {
 	Probe           string                 `protobuf:"bytes,25,opt,name=probe,proto3" json:"probe,omitempty"`                                               // --probe as given: "REGEX:entry,exit[,CLASSES]"; "" when off (1.10)
 	StepRange       string                 `protobuf:"bytes,24,opt,name=step_range,json=stepRange,proto3" json:"step_range,omitempty"`                      // --step-range: training steps are the NVTX ranges whose message matches this regular expression; "" for torch.optim optimizer steps (1.8)
 	StepEvery       uint32                 `protobuf:"varint,26,opt,name=step_every,json=stepEvery,proto3" json:"step_every,omitempty"`                     // --step-every N: training steps are runs of N launch calls (launch seq 1..N is step 0), for programs without optimizer steps or step ranges; 0 when off (1.12)
+	GpuTimingSteps  string                 `protobuf:"bytes,27,opt,name=gpu_timing_steps,json=gpuTimingSteps,proto3" json:"gpu_timing_steps,omitempty"`     // with gpu_timing_sample: kernels of training steps were timed, "FIRST/EVERY" (e.g. "3/10": every kernel of steps 0-2 and of each 10th step, launches of the others untimed); the windows of gpu_timing_sample only until the first step ended; "" when windows alone (1.16)
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -895,6 +896,13 @@ func (x *Process) GetStepEvery() uint32 {
 		return x.StepEvery
 	}
 	return 0
+}
+
+func (x *Process) GetGpuTimingSteps() string {
+	if x != nil {
+		return x.GpuTimingSteps
+	}
+	return ""
 }
 
 // AutogradInfo says whether the agent could read PyTorch's autograd state in
@@ -4443,7 +4451,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x06copies\x18\x17 \x03(\v2\x18.gpurr.recording.v1.CopyR\x06copies\x12.\n" +
 	"\x05syncs\x18\x18 \x03(\v2\x18.gpurr.recording.v1.SyncR\x05syncs\x12;\n" +
 	"\n" +
-	"host_calls\x18\x19 \x03(\v2\x1c.gpurr.recording.v1.HostCallR\thostCalls\"\x99\a\n" +
+	"host_calls\x18\x19 \x03(\v2\x1c.gpurr.recording.v1.HostCallR\thostCalls\"\xc3\a\n" +
 	"\aProcess\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\rR\x03pid\x12\x12\n" +
 	"\x04ppid\x18\x02 \x01(\rR\x04ppid\x12\x1a\n" +
@@ -4478,7 +4486,8 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\n" +
 	"step_range\x18\x18 \x01(\tR\tstepRange\x12\x1d\n" +
 	"\n" +
-	"step_every\x18\x1a \x01(\rR\tstepEveryB\a\n" +
+	"step_every\x18\x1a \x01(\rR\tstepEvery\x12(\n" +
+	"\x10gpu_timing_steps\x18\x1b \x01(\tR\x0egpuTimingStepsB\a\n" +
 	"\x05_rankB\r\n" +
 	"\v_local_rankB\r\n" +
 	"\v_world_size\"c\n" +
