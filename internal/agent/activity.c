@@ -112,6 +112,8 @@ static void buffer_completed(gp_CUcontext ctx, uint32_t stream_id, uint8_t *buff
 
 static int started;  // gp_start got this far: CUPTI is subscribed
 static int sampled_kind;  // the activity kind sampled GPU timing turns on and off; 0 when not sampled
+static int steps_rule;    // timing by steps: a first step ended, windows no longer count
+static int timing_on = 1; // kernel activity is on (as gp_timing_paused says, under activity_mu)
 
 // Kernel activity is turned on as the process's first launch begins, once a
 // context exists, not at start: on an H100 (CUPTI 13.0) a context made while
@@ -160,8 +162,10 @@ void gp_activity_start(int gpu_timing, int from_start) {
     deferred_kind = kind;
     atomic_store(&gp_timing_paused, 1);
   }
-  if (gpu_timing == GP_TIMING_SAMPLED) sampled_kind = kind;
+  if (gpu_timing == GP_TIMING_SAMPLED || gpu_timing == GP_TIMING_STEPS) sampled_kind = kind;
 }
+
+int gp_activity_launched(void) { return atomic_load_explicit(&first_launch_seen, memory_order_relaxed); }
 
 void gp_activity_first_launch(void) {
   if (atomic_load_explicit(&first_launch_seen, memory_order_relaxed)) return;
@@ -180,14 +184,13 @@ void gp_activity_first_launch(void) {
   pthread_mutex_unlock(&activity_mu);
 }
 
-// Sampled timing: that cost is paid only in windows. The order keeps the
-// launch records' untimed flag a promise: set before the kind goes off and
-// cleared after it is on again, so no launch made while it was off is taken
-// for timed. Before the first launch it only notes what the window wants.
-int gp_activity_sample(int on) {
-  if (!sampled_kind || gp_proc.forked_child) return -1;
+// Sampled timing: that cost is paid only in windows, or steps. The order
+// keeps the launch records' untimed flag a promise: set before the kind goes
+// off and cleared after it is on again, so no launch made while it was off
+// is taken for timed. Before the first launch it only notes what the window
+// wants. Called with activity_mu held.
+static gp_CUptiResult set_timing(int on) {
   gp_CUptiResult r = 0;
-  pthread_mutex_lock(&activity_mu);
   sample_wants = on;
   if (!deferred_kind || atomic_load(&first_launch_seen)) {
     if (on) {
@@ -198,9 +201,35 @@ int gp_activity_sample(int on) {
       r = gp_cupti.activityDisable(sampled_kind);
     }
   }
-  pthread_mutex_unlock(&activity_mu);
-  if (r != 0) gp_logf(2, "sampled GPU timing stops: turning kernel activity %s: %s", on ? "on" : "off", gp_cupti_error(r));
+  if (r == 0) timing_on = on;  // before the first launch: what it turns on
   return r;
+}
+
+int gp_activity_sample(int on) {
+  if (!sampled_kind || gp_proc.forked_child) return -1;
+  pthread_mutex_lock(&activity_mu);
+  gp_CUptiResult r = steps_rule ? -1 : set_timing(on);
+  pthread_mutex_unlock(&activity_mu);
+  if (r > 0) gp_logf(2, "sampled GPU timing stops: turning kernel activity %s: %s", on ? "on" : "off", gp_cupti_error(r));
+  return r;
+}
+
+// Timing by steps: the windows end as the first step does; each step is then
+// timed whole or not at all. CUPTI is asked only where the answer changes.
+void gp_activity_step(uint32_t step) {
+  if (!sampled_kind || gp_proc.forked_child) return;
+  uint32_t first = gp_proc.cfg.timing_first_steps, every = gp_proc.cfg.timing_step_every;
+  int want = step < first || (every && step % every == 0);
+  gp_CUptiResult r = 0;
+  pthread_mutex_lock(&activity_mu);
+  int stopped = steps_rule < 0;
+  if (!stopped) {
+    steps_rule = 1;
+    if (want != timing_on) r = set_timing(want);
+    if (r != 0) steps_rule = -1;  // CUPTI refused: leave it as it is
+  }
+  pthread_mutex_unlock(&activity_mu);
+  if (r != 0) gp_logf(2, "GPU timing by steps stops: turning kernel activity %s: %s", want ? "on" : "off", gp_cupti_error(r));
 }
 
 void gp_flush_activity(int forced) {

@@ -118,7 +118,11 @@ func (r *recorder) start() error {
 		ccfg.has_kernel_filter = 1
 	}
 	ccfg.gpu_timing = map[string]C.int{agentcfg.TimingOn: C.GP_TIMING_CONCURRENT, agentcfg.TimingSerial: C.GP_TIMING_SERIAL,
-		agentcfg.TimingSample: C.GP_TIMING_SAMPLED, agentcfg.TimingOff: C.GP_TIMING_OFF}[r.cfg.GPUTiming]
+		agentcfg.TimingSample: C.GP_TIMING_SAMPLED, agentcfg.TimingSteps: C.GP_TIMING_STEPS, agentcfg.TimingOff: C.GP_TIMING_OFF}[r.cfg.GPUTiming]
+	if r.cfg.GPUTiming == agentcfg.TimingSteps {
+		first, every, _ := agentcfg.ParseTimingSteps(r.cfg.GPUTimingSteps) // Decode validated it
+		ccfg.timing_first_steps, ccfg.timing_step_every = C.uint32_t(first), C.uint32_t(every)
+	}
 	if r.cfg.HangTimeout > 0 {
 		ccfg.gpu_timing_from_start = 1
 	}

@@ -244,6 +244,7 @@ typedef struct {
   int callstack_mode;  // 0 off, 1 auto, 2 python, 3 native
   int has_kernel_filter;
   int gpu_timing;  // kernel start/end on the GPU (CUPTI activity): 0 off, 1 concurrent, 2 serial (GP_TIMING_*)
+  uint32_t timing_first_steps, timing_step_every;  // GP_TIMING_STEPS: steps 0..first-1 and each every-th are timed
   int gpu_timing_from_start;  // the hang watch: kernel activity on before the first launch, not after it
   int memory_mode;  // GP_MEM_* (memcap.h)
   int on_full;      // GP_ON_FULL_*
@@ -273,7 +274,8 @@ enum { GP_STACK_OFF = 0, GP_STACK_AUTO = 1, GP_STACK_PYTHON = 2, GP_STACK_NATIVE
 // Deferred hash kernels' batches run beside the program on gpurr's streams, or on the program's.
 enum { GP_DEFER_OFF = 0, GP_DEFER_BESIDE = 1, GP_DEFER_STREAM = 2 };
 // GP_TIMING_SAMPLED: concurrent, turned on and off by gp_activity_sample.
-enum { GP_TIMING_OFF = 0, GP_TIMING_CONCURRENT = 1, GP_TIMING_SERIAL = 2, GP_TIMING_SAMPLED = 3 };
+// GP_TIMING_STEPS: the same, by training steps (steps.c) once a first step ended.
+enum { GP_TIMING_OFF = 0, GP_TIMING_CONCURRENT = 1, GP_TIMING_SERIAL = 2, GP_TIMING_SAMPLED = 3, GP_TIMING_STEPS = 4 };
 
 // The driver functions the agent calls, by the name libcuda.so.1 exports
 // them under: gp_driver_symbol(i) names the i-th (NULL past the last) and
@@ -301,8 +303,12 @@ void gp_read_counters(gp_counters *out);
 void gp_log(int level, const char *msg);
 void gp_flush_activity(int forced);  // activity.c
 // gp_activity_sample turns sampled GPU timing's kernel activity on or off; it
-// returns CUPTI's result (0 done), or -1 when GPU timing is not sampled.
+// returns CUPTI's result (0 done), or -1 when GPU timing is not sampled or,
+// timed by steps, a first step ended: steps rule from then on.
 int gp_activity_sample(int on);  // activity.c
+// gp_activity_launched: the process made its first launch (timing by steps
+// waits for it before windows begin).
+int gp_activity_launched(void);  // activity.c
 const char *gp_python_description(void);  // callstack.c
 const char *gp_hostcall_name(uint32_t cbid);  // hostcall.c: the driver call's name, "" for one not in the table
 

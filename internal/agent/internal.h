@@ -186,7 +186,9 @@ void gp_step_forget(void);
 void gp_step_range_ended(void);
 
 // gp_steps_on: the configuration needs steps while the program runs.
-static inline int gp_steps_on(void) { return gp_proc.cfg.digests || gp_proc.cfg.hash_steps; }
+static inline int gp_steps_on(void) {
+  return gp_proc.cfg.digests || gp_proc.cfg.hash_steps || gp_proc.cfg.gpu_timing == GP_TIMING_STEPS;
+}
 
 // gp_step_hashed: hash mode hashes the launches of this step.
 static inline int gp_step_hashed(uint32_t step) {
@@ -204,6 +206,10 @@ void gp_activity_start(int gpu_timing, int from_start);
 // launch (or graph launch) begins, where gp_activity_start deferred it; one
 // atomic load after that.
 void gp_activity_first_launch(void);
+
+// gp_activity_step: the step-th training step begins (step > 0, from
+// gp_step_call): timing by steps turns kernel activity on or off for it.
+void gp_activity_step(uint32_t step);
 
 // Set while sampled GPU timing is between windows: launches made then are
 // not timed (gp_launch_rec.untimed).

@@ -143,6 +143,7 @@ func processInfo(cfg agentcfg.Config) *pb.Process {
 		GpuTiming:       cfg.GPUTiming != agentcfg.TimingOff,
 		GpuTimingSerial: cfg.GPUTiming == agentcfg.TimingSerial,
 		GpuTimingSample: cfg.GPUTimingSample,
+		GpuTimingSteps:  cfg.GPUTimingSteps,
 	}
 	info.StepEvery = cfg.StepEvery
 	if m := cfg.Memory; m.Mode == recording.MemoryHash || m.Mode == recording.MemorySnapshot || m.Mode == recording.MemoryDigest {
@@ -219,7 +220,7 @@ func (r *recorder) loop() {
 			flag = 1
 		}
 		return C.gp_activity_sample(C.int(flag)) == 0
-	})
+	}, func() bool { return C.gp_activity_launched() != 0 })
 	for {
 		select {
 		case <-r.stop:

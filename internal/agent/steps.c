@@ -60,7 +60,17 @@ void gp_step_range_ended(void) {
   atomic_store_explicit(&range_ended, 1, memory_order_relaxed);
 }
 
+static uint32_t step_of(uint64_t seq, int in_opt, int *began);
+
 uint32_t gp_step_call(uint64_t seq, int in_opt, int *began) {
+  uint32_t step = step_of(seq, in_opt, began);
+  // Timing by steps: the step's first call turns kernel activity on or off
+  // before it is enqueued, so the whole step is timed or none of it.
+  if (*began && gp_proc.cfg.gpu_timing == GP_TIMING_STEPS) gp_activity_step(step);
+  return step;
+}
+
+static uint32_t step_of(uint64_t seq, int in_opt, int *began) {
   *began = 0;
   uint32_t every = gp_proc.cfg.step_every;
   if (every) {

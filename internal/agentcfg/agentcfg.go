@@ -25,8 +25,9 @@ type Config struct {
 	Callstack string // CallstackAuto, CallstackPython, CallstackNative or CallstackOff
 	RingBytes uint64 // size of the record ring
 
-	GPUTiming       string        // TimingOn, TimingSerial, TimingSample or TimingOff
-	GPUTimingSample string        // with TimingSample, its window "ON/EVERY" (ParseSample); "" otherwise
+	GPUTiming       string        // TimingSteps, TimingOn, TimingSerial, TimingSample or TimingOff
+	GPUTimingSample string        // with TimingSample or TimingSteps, its window "ON/EVERY" (ParseSample); "" otherwise
+	GPUTimingSteps  string        // with TimingSteps, the steps timed, "FIRST/EVERY" (ParseTimingSteps); "" otherwise
 	HangTimeout     time.Duration // report a launch unfinished this long; 0 for never
 	HangKill        bool          // with HangTimeout: then end the program
 
@@ -63,6 +64,9 @@ const (
 
 // GPU timing modes: kernel start and end times from CUPTI's activity records.
 const (
+	// The kernels of the first training steps and of one step in so many (GPUTimingSteps); until
+	// a first step ends, those launched in windows (GPUTimingSample), as TimingSample.
+	TimingSteps  = "steps"
 	TimingOn     = "on"     // every kernel
 	TimingSerial = "serial" // every kernel, in CUPTI's serial kernel mode (kernels run one at a time)
 	TimingSample = "sample" // the kernels launched in windows (GPUTimingSample)
@@ -95,7 +99,7 @@ func Default() Config {
 	return Config{
 		Callstack: CallstackAuto,
 		RingBytes: 64 << 20,
-		GPUTiming: TimingOn,
+		GPUTiming: TimingSteps,
 		Memory: MemoryConfig{
 			Mode:         recording.MemoryOff,
 			OnFull:       OnFullBackpressure,
@@ -106,11 +110,15 @@ func Default() Config {
 	}
 }
 
-// ModeDefaults gives the fields whose default follows a mode theirs: sampled timing's window,
-// and in digest mode a count of NaN as f32 unless a NaN scan was given (even an empty one).
+// ModeDefaults gives the fields whose default follows a mode theirs: sampled timing's window
+// and steps, and in digest mode a count of NaN as f32 unless a NaN scan was given (even an
+// empty one).
 func (c *Config) ModeDefaults(nanScanGiven bool) {
-	if c.GPUTiming == TimingSample && c.GPUTimingSample == "" {
+	if (c.GPUTiming == TimingSample || c.GPUTiming == TimingSteps) && c.GPUTimingSample == "" {
 		c.GPUTimingSample = DefaultSample
+	}
+	if c.GPUTiming == TimingSteps && c.GPUTimingSteps == "" {
+		c.GPUTimingSteps = DefaultTimingSteps
 	}
 	if c.Memory.Mode == recording.MemoryDigest && !nanScanGiven {
 		c.Memory.NanScan = "f32"
@@ -148,26 +156,35 @@ func (c Config) Validate() error {
 		return err
 	}
 	switch c.GPUTiming {
-	case TimingOn, TimingSerial, TimingOff:
-		if c.GPUTimingSample != "" {
-			return fmt.Errorf("--gpu-timing-sample goes with --gpu-timing=sample")
+	case TimingOn, TimingSerial, TimingOff, TimingSample, TimingSteps:
+	default:
+		return fmt.Errorf("--gpu-timing=%s: want steps, on, serial, sample or off", c.GPUTiming)
+	}
+	if c.GPUTimingSample != "" {
+		if c.GPUTiming != TimingSample && c.GPUTiming != TimingSteps {
+			return fmt.Errorf("--gpu-timing-sample goes with --gpu-timing=sample or steps")
 		}
-	case TimingSample:
 		if _, _, err := ParseSample(c.GPUTimingSample); err != nil {
 			return fmt.Errorf("--gpu-timing-sample %v", err)
 		}
-	default:
-		return fmt.Errorf("--gpu-timing=%s: want on, serial, sample or off", c.GPUTiming)
+	}
+	if c.GPUTimingSteps != "" {
+		if c.GPUTiming != TimingSteps {
+			return fmt.Errorf("--gpu-timing-steps goes with --gpu-timing=steps")
+		}
+		if _, _, err := ParseTimingSteps(c.GPUTimingSteps); err != nil {
+			return fmt.Errorf("--gpu-timing-steps %v", err)
+		}
 	}
 	switch {
 	case c.HangTimeout < 0:
 		return fmt.Errorf("--hang-timeout %v: want a positive duration such as 5m", c.HangTimeout)
-	case c.HangTimeout > 0 && (c.GPUTiming == TimingOff || c.GPUTiming == TimingSample):
+	case c.HangTimeout > 0 && c.GPUTiming != TimingOn && c.GPUTiming != TimingSerial:
 		word := c.GPUTiming
 		if word == TimingOff {
 			word = "false" // as record's help spells it
 		}
-		return fmt.Errorf("--hang-timeout needs GPU timing of every kernel (it tells which launches finished): leave out --gpu-timing=%s", word)
+		return fmt.Errorf("--hang-timeout needs GPU timing of every kernel (it tells which launches finished): give --gpu-timing=all, not %s", word)
 	case c.HangKill && c.HangTimeout == 0:
 		return fmt.Errorf("--hang-kill goes with --hang-timeout")
 	}

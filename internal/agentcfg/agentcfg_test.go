@@ -37,7 +37,7 @@ func found(c Config) Config {
 func roundTrips() []Config {
 	sampled := found(Default())
 	sampled.Kernels, sampled.Callstack, sampled.RingBytes = "gemm|softmax", CallstackPython, 2<<20
-	sampled.GPUTiming, sampled.GPUTimingSample = TimingSample, "10ms/1s"
+	sampled.GPUTiming, sampled.GPUTimingSample, sampled.GPUTimingSteps = TimingSample, "10ms/1s", ""
 	sampled.StepEvery, sampled.Probe = 7, "triton_.*:entry,exit,global-store"
 	sampled.Memory = MemoryConfig{Mode: recording.MemorySnapshot, SnapshotKernels: "gemm", SnapshotLaunches: "1-100,250,900-",
 		OnFull: OnFullDropOldest, StagingBytes: 4 << 20, FlightRecorder: 50, NanScan: "f32,bf16", WriteSets: WriteSetsProved, DigestEvery: 1}
@@ -53,7 +53,12 @@ func roundTrips() []Config {
 
 	beside := found(Default())
 	beside.Memory.Mode, beside.Memory.DeferHashes, beside.Memory.NanScan = recording.MemoryHash, DeferBeside, "bf16"
-	return []Config{found(Default()), sampled, hung, digest, beside}
+	beside.GPUTimingSteps = "2/5"
+	cases := []Config{found(Default()), sampled, hung, digest, beside}
+	for i := range cases {
+		cases[i].ModeDefaults(true) // as Decode does; no NaN scan is given one
+	}
+	return cases
 }
 
 // TestEncodeDecode holds the codec to its promise, Decode(Encode(c)) == c, on configurations
@@ -97,6 +102,7 @@ func TestDecodeDefaults(t *testing.T) {
 	env := []string{CUPTI + "=/c/libcupti.so"}
 	want := Default()
 	want.CUPTI = "/c/libcupti.so"
+	want.ModeDefaults(false)
 	if got, err := Decode(lookupIn(env)); err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("Decode(%v) = %+v, %v\nwant Default() %+v", env, got, err, want)
 	}
@@ -110,7 +116,8 @@ func TestDecodeDefaults(t *testing.T) {
 	}{
 		{[]string{Memory + "=digest"}, func(c *Config) { c.Memory.Mode, c.Memory.NanScan = recording.MemoryDigest, "f32" }},
 		{[]string{Memory + "=digest", NanScan + "="}, func(c *Config) { c.Memory.Mode = recording.MemoryDigest }},
-		{[]string{GPUTiming + "=sample"}, func(c *Config) { c.GPUTiming, c.GPUTimingSample = TimingSample, DefaultSample }},
+		{[]string{GPUTiming + "=sample"}, func(c *Config) { c.GPUTiming, c.GPUTimingSample, c.GPUTimingSteps = TimingSample, DefaultSample, "" }},
+		{[]string{GPUTiming + "=on"}, func(c *Config) { c.GPUTiming, c.GPUTimingSample, c.GPUTimingSteps = TimingOn, "", "" }},
 		{[]string{Memory + "=hash", DeferHashes + "=on"}, func(c *Config) { c.Memory.Mode, c.Memory.DeferHashes = recording.MemoryHash, DeferBeside }},
 	} {
 		w := want
@@ -134,9 +141,11 @@ func TestDecodeErrors(t *testing.T) {
 		{[]string{StepEvery + "=2", StepRange + "=^step"}, "GPURR_STEP_EVERY, GPURR_STEP_RANGE: --step-every and --step-range each say what a training step is: give one"},
 		{[]string{HangKill + "=yes"}, `GPURR_HANG_KILL="yes": want on or off`},
 		{[]string{HangTimeout + "=soon"}, `GPURR_HANG_TIMEOUT="soon": want a duration such as 60s`},
-		{[]string{GPUTiming + "=maybe"}, "GPURR_GPU_TIMING: --gpu-timing=maybe: want on, serial, sample or off"},
+		{[]string{GPUTiming + "=maybe"}, "GPURR_GPU_TIMING: --gpu-timing=maybe: want steps, on, serial, sample or off"},
 		{[]string{GPUTiming + "=sample", GPUTimingSample + "=5ms"}, `GPURR_GPU_TIMING_SAMPLE: --gpu-timing-sample "5ms": want ON/EVERY`},
-		{[]string{GPUTimingSample + "=1s/2s"}, "GPURR_GPU_TIMING_SAMPLE, GPURR_GPU_TIMING: --gpu-timing-sample goes with --gpu-timing=sample"},
+		{[]string{GPUTiming + "=on", GPUTimingSample + "=1s/2s"}, "GPURR_GPU_TIMING_SAMPLE, GPURR_GPU_TIMING: --gpu-timing-sample goes with --gpu-timing=sample or steps"},
+		{[]string{GPUTiming + "=sample", GPUTimingSteps + "=3/10"}, "GPURR_GPU_TIMING_STEPS, GPURR_GPU_TIMING: --gpu-timing-steps goes with --gpu-timing=steps"},
+		{[]string{GPUTimingSteps + "=three"}, `GPURR_GPU_TIMING_STEPS: --gpu-timing-steps "three": want FIRST/EVERY, such as 3/10`},
 		{[]string{Memory + "=hash", SnapshotKernels + "=gemm"}, "GPURR_SNAPSHOT_KERNELS, GPURR_SNAPSHOT_LAUNCHES, GPURR_FLIGHT_RECORDER, GPURR_MEMORY: --snapshot-kernels"},
 		{[]string{Memory + "=hash", DeferHashes + "=later"}, "GPURR_DEFER_HASHES: --defer-hashes=later: want beside, stream or off"},
 	} {
@@ -169,7 +178,8 @@ func TestValidate(t *testing.T) {
 		with(func(c *Config) {
 			c.Memory.Mode, c.Memory.HashSteps, c.Memory.DigestAll = recording.MemoryHash, "3", true
 		}),
-		with(func(c *Config) { c.HangTimeout, c.HangKill = time.Minute, true }),
+		with(func(c *Config) { c.HangTimeout, c.HangKill, c.GPUTiming = time.Minute, true, TimingOn }),
+		with(func(c *Config) { c.GPUTimingSample, c.GPUTimingSteps = DefaultSample, "0/4" }),
 	} {
 		if err := good.Validate(); err != nil {
 			t.Errorf("%+v: %v", good, err)
@@ -206,7 +216,10 @@ func TestValidate(t *testing.T) {
 		func(c *Config) { c.RingBytes = 1024 },
 		func(c *Config) { c.GPUTiming = "maybe" },
 		func(c *Config) { c.GPUTiming, c.GPUTimingSample = TimingSample, "200ms/20ms" },
-		func(c *Config) { c.GPUTimingSample = DefaultSample },
+		func(c *Config) { c.GPUTiming, c.GPUTimingSample = TimingOn, DefaultSample },
+		func(c *Config) { c.GPUTiming, c.GPUTimingSteps = TimingSample, DefaultTimingSteps },
+		func(c *Config) { c.GPUTimingSteps = "3" },
+		func(c *Config) { c.HangTimeout = time.Minute }, // the default times a sample of kernels
 		func(c *Config) { c.HangTimeout = -time.Second },
 		func(c *Config) { c.HangTimeout, c.GPUTiming = time.Minute, TimingOff },
 		func(c *Config) {

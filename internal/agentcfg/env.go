@@ -20,6 +20,7 @@ const (
 	RingBytes        = "GPURR_RING_BYTES"
 	GPUTiming        = "GPURR_GPU_TIMING"
 	GPUTimingSample  = "GPURR_GPU_TIMING_SAMPLE"
+	GPUTimingSteps   = "GPURR_GPU_TIMING_STEPS"
 	HangTimeout      = "GPURR_HANG_TIMEOUT"
 	HangKill         = "GPURR_HANG_KILL"
 	StepRange        = "GPURR_STEP_RANGE"
@@ -59,6 +60,7 @@ func fields(c *Config) []field {
 		count(RingBytes, "--ring-bytes", &c.RingBytes, "a byte count"),
 		text(GPUTiming, "--gpu-timing", &c.GPUTiming),
 		text(GPUTimingSample, "--gpu-timing-sample", &c.GPUTimingSample),
+		text(GPUTimingSteps, "--gpu-timing-steps", &c.GPUTimingSteps),
 		duration(HangTimeout, "--hang-timeout", &c.HangTimeout),
 		onOff(HangKill, "--hang-kill", &c.HangKill),
 		text(StepRange, "--step-range", &c.StepRange),

@@ -132,6 +132,28 @@ func ParseSample(s string) (on, every time.Duration, err error) {
 	return on, every, nil
 }
 
+// DefaultTimingSteps is which training steps GPU timing by steps times unless told: every
+// kernel of steps 0-2 (the first, which compiles and warms caches, and two settled ones) and
+// of one step in ten.
+const DefaultTimingSteps = "3/10"
+
+// ParseTimingSteps reads which training steps are timed, "FIRST/EVERY" such as "3/10": steps
+// 0 to FIRST-1 and every EVERY-th step (EVERY, 2×EVERY, ...); EVERY 0 for the first ones only.
+func ParseTimingSteps(s string) (first, every uint32, err error) {
+	a, b, ok := strings.Cut(s, "/")
+	var f, e uint64
+	if ok {
+		f, err = strconv.ParseUint(a, 10, 32)
+		if err == nil {
+			e, err = strconv.ParseUint(b, 10, 32)
+		}
+	}
+	if !ok || err != nil {
+		return 0, 0, fmt.Errorf("%q: want FIRST/EVERY, such as %s", s, DefaultTimingSteps)
+	}
+	return uint32(f), uint32(e), nil
+}
+
 // ProbeSpec is --probe read: which kernels to probe and what to count in them.
 type ProbeSpec struct {
 	Kernels *regexp.Regexp       // over mangled kernel names

@@ -33,8 +33,9 @@ type recordOptions struct {
 	cfg             agentcfg.Config
 	out             string
 	cupti           string
-	gpuTiming       string // --gpu-timing as given: true, serial, sample or false (or on, off)
+	gpuTiming       string // --gpu-timing as given: steps, all, serial, sample or false (or true, on, off)
 	gpuTimingSample string
+	gpuTimingSteps  string
 	deferHashes     string // --defer-hashes as given: beside, stream or off (true and false as a bool flag took them)
 	// keepTorchAllocator leaves PyTorch's caching allocator in place under
 	// --memory (see pytorchAllocatorEnv).
@@ -88,10 +89,11 @@ func (o *recordOptions) define(cmd *cobra.Command) {
 	f.StringVar(&o.cfg.Callstack, "callstack", d.Callstack, "callstacks: auto (Python frames where the thread runs Python, else native), python, native, off")
 	completeValues(cmd, "callstack", agentcfg.CallstackAuto, agentcfg.CallstackPython, agentcfg.CallstackNative, agentcfg.CallstackOff)
 	f.StringVar(&o.cupti, "cupti", "", "path of libcupti.so to use (default: search; also $"+locate.EnvCUPTI+")")
-	f.StringVar(&o.gpuTiming, "gpu-timing", "true", "record each kernel's start and end on the GPU (CUPTI activity): true; serial (CUPTI's serial kernel mode: no code added to kernels, but kernels run one at a time across streams); sample (only kernels launched in windows, --gpu-timing-sample; CUPTI's cost on the GPU is paid there only); false")
-	f.Lookup("gpu-timing").NoOptDefVal = "true"
-	completeValues(cmd, "gpu-timing", "true", "serial", "sample", "false")
-	f.StringVar(&o.gpuTimingSample, "gpu-timing-sample", agentcfg.DefaultSample, "with --gpu-timing=sample: ON/EVERY, time the kernels launched in the first ON of every EVERY")
+	f.StringVar(&o.gpuTiming, "gpu-timing", "steps", "record kernels' start and end on the GPU (CUPTI activity): steps (every kernel of some training steps, --gpu-timing-steps; a program without steps in windows, --gpu-timing-sample; CUPTI's cost on the GPU is paid there only); all (every kernel; true says the same); serial (every kernel in CUPTI's serial kernel mode: no code added to kernels, but kernels run one at a time across streams); sample (only kernels launched in windows, --gpu-timing-sample); false")
+	f.Lookup("gpu-timing").NoOptDefVal = "all"
+	completeValues(cmd, "gpu-timing", "steps", "all", "serial", "sample", "false")
+	f.StringVar(&o.gpuTimingSample, "gpu-timing-sample", agentcfg.DefaultSample, "with --gpu-timing=sample, or steps before a first step ends: ON/EVERY, time the kernels launched in the first ON of every EVERY")
+	f.StringVar(&o.gpuTimingSteps, "gpu-timing-steps", agentcfg.DefaultTimingSteps, "with --gpu-timing=steps: FIRST/EVERY, time every kernel of training steps 0 to FIRST-1 and of every EVERY-th step (EVERY, 2×EVERY, ...; 0: none after the first)")
 	sizeVar(f, &o.cfg.RingBytes, "ring-bytes", d.RingBytes, "size of the agent's in-memory record ring per process, at least 1 MiB")
 	f.StringVar(&o.cfg.Memory.Mode, "memory", d.Memory.Mode, "memory capture: off, hash (a hash of every region after every launch), snapshot (contents before and after selected launches), digest (a hash of the program's memory at each training step boundary only: cheap enough to leave on; gpurr diff names the first step that differs, gpurr bisect narrows it to the launch; docs/memory.md)")
 	completeValues(cmd, "memory", recording.MemoryOff, recording.MemoryHash, recording.MemorySnapshot, recording.MemoryDigest)
@@ -122,7 +124,7 @@ var optionalValues = []struct {
 	flag   string
 	values []string
 }{
-	{"gpu-timing", []string{"true", "on", "serial", "sample", "false", "off"}},
+	{"gpu-timing", []string{"steps", "all", "true", "on", "serial", "sample", "false", "off"}},
 	{"defer-hashes", []string{"beside", "stream", "true", "off", "false"}},
 }
 
@@ -164,17 +166,25 @@ func deferMode(v string) (string, error) {
 func (o recordOptions) config(flags *pflag.FlagSet) (agentcfg.Config, error) {
 	c := o.cfg
 	switch o.gpuTiming {
-	case "true", "on":
+	case "all", "true", "on":
 		c.GPUTiming = agentcfg.TimingOn
-	case "serial", "sample":
+	case "steps", "serial", "sample":
 		c.GPUTiming = o.gpuTiming
 	case "false", "off":
 		c.GPUTiming = agentcfg.TimingOff
 	default:
-		return c, usageErrorf("record: --gpu-timing=%s: want true, serial, sample or false", o.gpuTiming)
+		return c, usageErrorf("record: --gpu-timing=%s: want steps, all, serial, sample or false", o.gpuTiming)
+	}
+	// The hang watch tells finished launches by their kernel records: it times every kernel
+	// unless told otherwise.
+	if c.HangTimeout > 0 && !flags.Changed("gpu-timing") {
+		c.GPUTiming = agentcfg.TimingOn
 	}
 	if flags.Changed("gpu-timing-sample") {
 		c.GPUTimingSample = o.gpuTimingSample
+	}
+	if flags.Changed("gpu-timing-steps") {
+		c.GPUTimingSteps = o.gpuTimingSteps
 	}
 	var err error
 	if c.Memory.DeferHashes, err = deferMode(o.deferHashes); err != nil {

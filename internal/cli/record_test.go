@@ -229,6 +229,10 @@ func TestRecordConfigIsDecodes(t *testing.T) {
 		{[]string{"--memory", "hash", "--defer-hashes"}, []string{agentcfg.Memory + "=hash", agentcfg.DeferHashes + "=beside"}},
 		{[]string{"--gpu-timing=sample"}, []string{agentcfg.GPUTiming + "=sample"}},
 		{[]string{"--gpu-timing=false", "--callstack", "python"}, []string{agentcfg.GPUTiming + "=off", agentcfg.Callstack + "=python"}},
+		{[]string{"--gpu-timing=all"}, []string{agentcfg.GPUTiming + "=on"}},
+		{[]string{"--gpu-timing-steps", "2/5"}, []string{agentcfg.GPUTimingSteps + "=2/5"}},
+		// The hang watch times every kernel unless --gpu-timing says otherwise.
+		{[]string{"--hang-timeout", "1m"}, []string{agentcfg.HangTimeout + "=1m", agentcfg.GPUTiming + "=on"}},
 	} {
 		var o recordOptions
 		cmd := &cobra.Command{}

@@ -104,7 +104,7 @@ build() {  # build NAME AGENT_DIR: libhotpath_NAME.so (for Python) and hotpath_N
 echo "== build"
 build current "$src" || exit 1
 if [ $timingcheck = 1 ]; then
-    for v in deferred sampled from_start; do "$out/hotpath_current" 0 0 0 timing $v || exit 1; done
+    for v in deferred sampled steps from_start; do "$out/hotpath_current" 0 0 0 timing $v || exit 1; done
     exit
 fi
 if [ $alloccheck = 1 ]; then
