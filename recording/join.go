@@ -24,19 +24,29 @@ const maxCloneHops = 16
 // read through it. A Links is not safe for concurrent use (it caches
 // demangled names).
 type Links struct {
-	kernels       map[uint64]*pb.Kernel
-	callstacks    map[uint64]*pb.Callstack
-	launchBySeq   map[uint64]*pb.Launch
-	nodes         map[uint64]*pb.GraphNode
-	memory        map[uint64][]*pb.MemoryState // by launch seq, BEFORE first
-	allocs        map[uint64]*pb.Allocation    // the allocating record of each id
-	frees         map[uint64]*pb.Allocation
-	demangleCache map[string]string
-	modules       map[string][]string // kernel names of each module, by sha256
-	xla           *XLA                // UseXLA's, nil when none
-	xlaStacks     map[*xla.Site]uint64
-	xlaSites      map[xlaKey]xlaFound
-	xlaRuns       map[xlaRunKey]*xla.Site
+	kernels     map[uint64]*pb.Kernel
+	callstacks  map[uint64]*pb.Callstack
+	launchBySeq map[uint64]*pb.Launch
+	nodes       map[uint64]*pb.GraphNode
+	// versions are the launch sequence numbers of a node's later launches
+	// (its parameters changed through the graph API), in order.
+	versions map[uint64][]uint64
+	// replays are the graph launches' sequence numbers by correlation id,
+	// kept once some node has versions: a graph kernel runs the version
+	// made last before its graph launch. A streaming reader keeps two
+	// generations of replayWindow (activities arrive soon after their
+	// launch); Data.Links keeps them all.
+	replays, oldReplays map[uint32]uint64
+	every               bool
+	memory              map[uint64][]*pb.MemoryState // by launch seq, BEFORE first
+	allocs              map[uint64]*pb.Allocation    // the allocating record of each id
+	frees               map[uint64]*pb.Allocation
+	demangleCache       map[string]string
+	modules             map[string][]string // kernel names of each module, by sha256
+	xla                 *XLA                // UseXLA's, nil when none
+	xlaStacks           map[*xla.Site]uint64
+	xlaSites            map[xlaKey]xlaFound
+	xlaRuns             map[xlaRunKey]*xla.Site
 	// compileThreads are the threads that launched a kernel of XLA's
 	// autotuning without a Python stack (Compile).
 	compileThreads map[uint32]bool
@@ -62,6 +72,7 @@ func NewLinks() *Links {
 		callstacks:    map[uint64]*pb.Callstack{},
 		launchBySeq:   map[uint64]*pb.Launch{},
 		nodes:         map[uint64]*pb.GraphNode{},
+		versions:      map[uint64][]uint64{},
 		demangleCache: map[string]string{},
 		modules:       map[string][]string{},
 		xlaStacks:     map[*xla.Site]uint64{},
@@ -101,12 +112,68 @@ func (l *Links) Add(b *pb.Batch, every bool) {
 		}
 	}
 	for _, n := range b.GraphNodes {
-		l.nodes[n.GetNodeId()] = n
+		l.addNode(n)
+	}
+	l.every = l.every || every
+	if len(l.versions) > 0 {
+		for _, g := range b.GraphLaunches {
+			l.addReplay(g)
+		}
 	}
 }
 
+// replayWindow is how many graph launches a streaming reader remembers per
+// generation, to pick the version of a node their kernels ran.
+const replayWindow = 1 << 16
+
+// addNode indexes a graph node; a node made again by a later launch (its
+// parameters changed through the graph API) is a new version of it.
+func (l *Links) addNode(n *pb.GraphNode) {
+	id := n.GetNodeId()
+	old := l.nodes[id]
+	if old == nil || old.GetLaunchSeq() == 0 || n.GetLaunchSeq() == 0 {
+		l.nodes[id] = n
+		return
+	}
+	l.versions[id] = append(l.versions[id], n.GetLaunchSeq())
+}
+
+func (l *Links) addReplay(g *pb.GraphLaunch) {
+	if l.replays == nil {
+		l.replays = map[uint32]uint64{}
+	}
+	if !l.every && len(l.replays) >= replayWindow {
+		l.oldReplays, l.replays = l.replays, map[uint32]uint64{}
+	}
+	l.replays[g.GetCorrelationId()] = g.GetSeq()
+}
+
+// nodeLaunchSeq is the launch of node n that a kernel of the graph launch
+// with correlation id corr ran: the last version made before that graph
+// launch. A graph launch not indexed came before any node had versions:
+// it ran the first.
+func (l *Links) nodeLaunchSeq(n *pb.GraphNode, corr uint32) uint64 {
+	seq := n.GetLaunchSeq()
+	replay, ok := l.replays[corr]
+	if !ok {
+		replay, ok = l.oldReplays[corr]
+	}
+	if !ok {
+		return seq
+	}
+	for _, v := range l.versions[n.GetNodeId()] {
+		if v > replay {
+			break
+		}
+		seq = v
+	}
+	return seq
+}
+
 // CaptureLaunch returns the launch whose code a graph replay's kernel ran:
-// the launch made during stream capture that created its graph node. The
+// the launch made during stream capture that created its graph node, or
+// the graph API call that added the node or, last before the replay,
+// changed its parameters. The
 // kernel carries the executable graph's node, which leads, through the
 // clones made at instantiation, to the node the captured launch created.
 // Its callstack is where the graph was captured, not where it was
@@ -121,7 +188,7 @@ func (l *Links) CaptureLaunch(a *pb.KernelActivity) *pb.Launch {
 	if n == nil {
 		return nil
 	}
-	return l.launchBySeq[n.GetLaunchSeq()]
+	return l.launchBySeq[l.nodeLaunchSeq(n, a.GetCorrelationId())]
 }
 
 // CaptureNode follows an executable graph's node back through its clones to

@@ -169,6 +169,7 @@ type options struct {
 	probe      bool             // --probe ProbeRecorded
 	hang       bool             // --hang-timeout 5s --hang-kill: the program hangs at the end, and is ended (no End record)
 	copies     bool             // format 1.15: copies, memsets, waits and launch calls' host time (copyBatch)
+	graphNodes bool             // a graph built node by node through the graph API (graphNodesBatch)
 	// storeChunk, with a snapshot memory config, is handed each chunk the agent would write
 	// to the process's chunk store.
 	storeChunk func(hash [16]byte, data []byte)
@@ -323,6 +324,9 @@ func build(rank int, o options) []*pb.Batch {
 		b.Activities = append(b.Activities, acts...)
 	}
 	emit(b)
+	if o.graphNodes {
+		emit(p.graphNodesBatch(replay))
+	}
 
 	b = &pb.Batch{Callstacks: []*pb.Callstack{nat}}
 	if p.mem != nil {

@@ -80,6 +80,10 @@ const (
 	// memory, a memset, a copy of 0 bytes, and waits for a stream, an event and the context.
 	// The good recording is one made before 1.15: no copies, no waits.
 	Copies Variant = "copies"
+	// GraphNodes is the good recording of a program that also builds a graph node by node
+	// through the graph API and changes a node's parameters in the executable graph between
+	// replays (graphNodesBatch), both ranks.
+	GraphNodes Variant = "graph-nodes"
 )
 
 // StepRangeRecorded is the step range of the StepRange variant.
@@ -87,7 +91,7 @@ const StepRangeRecorded = "^(init|weights)$"
 
 // Variants lists every variant.
 var Variants = []Variant{Good, Lossy, Incomplete, Truncated, Corrupt, Newer, Empty, Memory, CorruptChunk, Autograd, AutogradDiverged, StepRange, Probe,
-	WriteSets, WriteSetsDiverged, Digests, DigestsDiverged, Hang, Copies}
+	WriteSets, WriteSetsDiverged, Digests, DigestsDiverged, Hang, Copies, GraphNodes}
 
 // Write writes a synthetic recording into dir (created if needed).
 func Write(dir string, v Variant) error {
@@ -153,6 +157,8 @@ func variantOptions(v Variant, rank int) options {
 		o.hang = rank == 0
 	case Copies:
 		o.copies = true
+	case GraphNodes:
+		o.graphNodes = true
 	}
 	return o
 }
