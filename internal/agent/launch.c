@@ -551,9 +551,12 @@ static void on_graph_node(uint32_t cbid, const gp_ResourceData *rd) {
     // A node created inside a launch call is that launch, captured.
     rec.launch_seq = gp_thread.seq;
     gp_thread.graph_node_id = rec.node_id;
-  } else {
-    return;  // built with the graph API, not by a recorded launch
+  } else if (g->nodeType != GP_GRAPH_NODE_TYPE_CONDITIONAL && g->nodeType != GP_GRAPH_NODE_TYPE_MEM_ALLOC &&
+             g->nodeType != GP_GRAPH_NODE_TYPE_MEM_FREE) {
+    return;  // built with the graph API: a kernel node is recorded by its call (on_node_call)
   }
+  // A conditional or memory node built with the graph API, with no launch:
+  // readers count them, to say what of a graph's work they cannot link.
   gp_ring_push(&rec);
 }
 

@@ -233,6 +233,10 @@ HP_API int hp_setup(int mode) {
 
 HP_API void hp_set_mode(int mode) { gp_proc.cfg.callstack_mode = mode; }
 
+// hp_set_timing_steps: launches as the default GPU timing (by steps) makes them, each taking
+// its step as it begins; no step ends here (no optimizer), so this is an untimed step's cost.
+HP_API void hp_set_timing_steps(int on) { gp_proc.cfg.gpu_timing = on ? GP_TIMING_STEPS : GP_TIMING_OFF; }
+
 // ---- the launches ----
 
 static gp_CUcontext const CTX = (gp_CUcontext)0x5555000010;
@@ -573,10 +577,15 @@ HP_API int hp_scenario(const char *path) {
                                       .blockDimY = 1, .blockDimZ = 1, .kernelParams = kpx};
   gp_cuGraphAddNode_v2_params pany = {&added2, (gp_CUgraph)0x42, NULL, NULL, 0, &np};
   launch(GP_CBID_cuGraphAddNode_v2, &pany, 0, NULL);
-  // Not recorded: a memory node, a failed add, and a _v1 add naming its
-  // kernel only in kern (a _v2 member the _v1 struct does not have).
+  // Not recorded as launches: a memory node and a conditional node (their
+  // graph node records alone, to be counted), a failed add, and a _v1 add
+  // naming its kernel only in kern (a _v2 member the _v1 struct does not have).
   np.type = GP_GRAPH_NODE_TYPE_MEM_ALLOC;
   launch(GP_CBID_cuGraphAddNode_v2, &pany, 0, NULL);
+  gp_GraphData gmem = {.graph = (gp_CUgraph)0x42, .node = (gp_CUgraphNode)0x9500, .nodeType = GP_GRAPH_NODE_TYPE_MEM_ALLOC};
+  resource(GP_CBID_RESOURCE_GRAPHNODE_CREATED, &gmem, NULL);
+  gp_GraphData gcond = {.graph = (gp_CUgraph)0x42, .node = (gp_CUgraphNode)0x9600, .nodeType = GP_GRAPH_NODE_TYPE_CONDITIONAL};
+  resource(GP_CBID_RESOURCE_GRAPHNODE_CREATED, &gcond, NULL);
   launch(GP_CBID_cuGraphAddKernelNode_v2, &pan, 1, NULL);
   kn.func = NULL, kn.kern = F_EX;
   launch(GP_CBID_cuGraphAddKernelNode, &pan, 0, NULL);
