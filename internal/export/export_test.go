@@ -178,7 +178,10 @@ func TestParquetNestedRanges(t *testing.T) {
 	}
 	const small, n = 100, 5000
 	base, got := allocated(small), allocated(n)
-	if limit := base + uint64(16<<20+(n-small)*8<<10); got > limit {
+	// 16 KiB a range: what the tables' writers and their compressors allocate for each range's
+	// rows varies with the pools they reuse (57-61 MB over the small export here), well under
+	// the square's 193 MB.
+	if limit := base + uint64(16<<20+(n-small)*16<<10); got > limit {
 		t.Errorf("exporting %d nested ranges allocated %d bytes, %d of them more than %d ranges, want at most %d", n, got, got-base, small, limit)
 	}
 	set := testrec.OpenBatches(t, testrec.NestedRanges(n)...)
