@@ -14,7 +14,10 @@ With --plant-from K (for gpurr bisect: its steps are the runs of the jitted step
 'hlo_module=jit_step,') the loop runs STEPS steps, the scatter-add only from step K on (before
 it the step takes zeros): two runs part ways in step K, where the scatter is also compiled. No
 scatter runs before it, not even the check above, whose outputs would stay in memory the step
-digests hash: run the script without --plant-from first to know it can run here.
+digests hash: run the script without --plant-from first to know it can run here. XLA's
+autotuner is off then (--xla_gpu_autotune_level=0, added to XLA_FLAGS): timing candidates, it
+may pick another kernel for the step's matrix product in another run, and the runs would part
+ways there, in step 0.
 
 Usage: jax_scatter.py [--preallocate] [--plant-from K]"""
 import json
@@ -30,6 +33,8 @@ from jax_gpu import jax_on_gpu  # noqa: E402
 BINS, N = 64, 1 << 20
 PLANT_FROM = int(sys.argv[sys.argv.index("--plant-from") + 1]) if "--plant-from" in sys.argv[1:] else None
 STEPS = 3 if PLANT_FROM is None else 5
+if PLANT_FROM is not None:
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_gpu_autotune_level=0").strip()
 
 
 def main():
