@@ -111,15 +111,18 @@ func TestTrainBundled(t *testing.T) {
 		if m := d.Process.GetMemory(); m.GetMode() != recording.MemoryHash || strings.Join(m.GetNanScan(), ",") != "f32" {
 			t.Errorf("run %s: memory %q, NaN counted as %v; want hash mode, f32", run, m.GetMode(), m.GetNanScan())
 		}
+		inScript := map[uint64]bool{}
+		for _, cs := range d.Callstacks {
+			for _, f := range cs.GetFrames() {
+				if strings.HasSuffix(f.GetFile(), "/"+TrainScriptName) {
+					inScript[cs.GetId()] = true
+				}
+			}
+		}
 		lines, backward, linked := 0, 0, 0
 		for _, l := range d.Launches {
-			if cs := d.Callstacks[l.GetCallstackId()]; cs != nil {
-				for _, f := range cs.GetFrames() {
-					if strings.HasSuffix(f.GetFile(), "/"+TrainScriptName) {
-						lines++
-						break
-					}
-				}
+			if inScript[l.GetCallstackId()] {
+				lines++
 			}
 			if ag := l.GetAutograd(); ag.GetBackwardNode() != "" {
 				backward++
