@@ -1,6 +1,9 @@
 package recording
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Launch API calls by their CUPTI driver callback id (Launch.api): the
 // launch calls the agent records.
@@ -24,6 +27,14 @@ var launchAPIs = map[uint32]string{
 	713: "cuGraphNodeSetParams",
 	714: "cuGraphExecNodeSetParams",
 	723: "cuGraphAddNode_v2",
+}
+
+// GraphNodeAPI reports whether a Launch.api callback id is a graph node API
+// (cuGraphAddKernelNode, cuGraphExecKernelNodeSetParams, ...): the launch
+// is a kernel node it added or changed, captured as stream capture's are.
+func GraphNodeAPI(cbid uint32) bool {
+	n := launchAPIs[cbid]
+	return strings.HasPrefix(n, "cuGraph") && !strings.HasPrefix(n, "cuGraphLaunch")
 }
 
 // LaunchAPIName names the driver call of a Launch.api callback id, e.g.

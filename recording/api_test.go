@@ -39,3 +39,13 @@ func TestLaunchAPIsMatchAgentTable(t *testing.T) {
 		}
 	}
 }
+
+// TestGraphNodeAPI tells the graph node APIs' launches (a kernel node added
+// or changed) from kernel and graph launches.
+func TestGraphNodeAPI(t *testing.T) {
+	for cbid, want := range map[uint32]bool{502: true, 689: true, 692: true, 714: true, 723: true, 307: false, 652: false, 514: false, 515: false, 9999: false} {
+		if got := GraphNodeAPI(cbid); got != want {
+			t.Errorf("GraphNodeAPI(%d) = %v, want %v", cbid, got, want)
+		}
+	}
+}

@@ -110,6 +110,9 @@ func (p *Process) write(t *textWriter) {
 	}
 	t.field("span", "%s, first to last timestamp", formatNS(p.SpanNS))
 	t.field("launches", "%d eager, %d captured into graphs, %d graph launches", p.Launches, p.Captured, p.GraphLaunches)
+	if p.GraphBuilt+p.ConditionalNodes+p.MemoryNodes > 0 {
+		t.field("graph API", "%s", p.graphAPI())
+	}
 	switch {
 	case p.StepRange != "" && p.Steps == 0:
 		t.field("steps", "none: no NVTX range matches the step range %q, every launch is step 0", p.StepRange)

@@ -90,6 +90,15 @@ type Process struct {
 	Probes     *Probes     `json:"probes,omitempty"`      // live probes (gpurr record --probe; format 1.10)
 	Copies     *Copies     `json:"copies,omitempty"`      // copies, memsets and host waits (format 1.15); nil when none was recorded
 
+	// GraphBuilt of Captured are kernel nodes added or changed through the graph API
+	// (cuGraphAddKernelNode, cuGraphExecKernelNodeSetParams, ...) rather than by stream capture.
+	// ConditionalNodes and MemoryNodes are graph nodes the graph API built whose work is no
+	// launch gpurr sees: a conditional node (its body's kernels link only through their own
+	// nodes), a graph's memory allocation or free.
+	GraphBuilt       int `json:"graph_built,omitempty"`
+	ConditionalNodes int `json:"conditional_nodes,omitempty"`
+	MemoryNodes      int `json:"memory_nodes,omitempty"`
+
 	Complete  bool      `json:"complete"`
 	Truncated bool      `json:"truncated"`
 	EndReason string    `json:"end_reason,omitempty"`

@@ -46,6 +46,9 @@ type summary struct {
 	end          *pb.End
 	graphs, acts int
 	captured     int
+	graphBuilt   int // of captured, by the graph API
+	conditional  int // conditional nodes the graph API built
+	memoryNodes  int // memory allocation and free nodes the graph API built
 	launches     int
 	untimed      int
 	unlinked     int
@@ -131,6 +134,9 @@ func (s *summary) add(b *pb.Batch) error {
 		}
 		if l.GetCaptured() {
 			s.captured++
+			if recording.GraphNodeAPI(l.GetApi()) {
+				s.graphBuilt++
+			}
 			continue
 		}
 		s.launches++
@@ -141,6 +147,9 @@ func (s *summary) add(b *pb.Batch) error {
 		if err := s.join.Call(l.GetCorrelationId(), s.call(l), false); err != nil {
 			return err
 		}
+	}
+	for _, n := range b.GraphNodes {
+		s.graphNode(n)
 	}
 	for _, g := range b.GraphLaunches {
 		s.see(g.GetHostNs())
@@ -198,6 +207,27 @@ func (s *summary) add(b *pb.Batch) error {
 		}
 	}
 	return nil
+}
+
+// CUgraphNodeType values of the nodes the graph API builds that run no launch gpurr records.
+const (
+	nodeMemAlloc    = 10
+	nodeMemFree     = 11
+	nodeConditional = 13
+)
+
+// graphNode counts a node built with the graph API whose work is not a recorded launch (the
+// agent writes those alone with no launch and no original).
+func (s *summary) graphNode(n *pb.GraphNode) {
+	if n.GetLaunchSeq() != 0 || n.GetOriginalNodeId() != 0 {
+		return
+	}
+	switch n.GetNodeType() {
+	case nodeConditional:
+		s.conditional++
+	case nodeMemAlloc, nodeMemFree:
+		s.memoryNodes++
+	}
 }
 
 // call is what the kernel of eager launch l needs of it.
@@ -310,6 +340,7 @@ func (s *summary) finish(truncated bool) (*Process, error) {
 		Probes:           s.probes.summarize(info, st, s.end, s.links),
 		Copies:           s.copies.summarize(),
 		Launches:         s.launches, Captured: s.captured, Untimed: s.untimed,
+		GraphBuilt: s.graphBuilt, ConditionalNodes: s.conditional, MemoryNodes: s.memoryNodes,
 		GPUTimeNS: s.gpuNS, UnlinkedRuns: s.unlinked,
 		Steps: s.steps.Steps(), StepRange: s.steps.Range(),
 	}

@@ -30,7 +30,8 @@ var (
 // line that added it), instantiates it, and replays it three times; between
 // the first and the second replay the gemm node's grid is changed in the
 // executable graph: a later launch of the same node, which the last two
-// replays' gemm runs ran.
+// replays' gemm runs ran. The graph also holds a conditional node and a
+// memory allocation node, which are no launch.
 func (p *program) graphNodesBatch(replay *pb.Callstack) *pb.Batch {
 	build, update := callstack(csBuild), callstack(csUpdate)
 	b := &pb.Batch{Callstacks: []*pb.Callstack{build, update}}
@@ -42,6 +43,10 @@ func (p *program) graphNodesBatch(replay *pb.Callstack) *pb.Batch {
 		nodes = append(nodes, &pb.GraphNode{NodeId: l.GraphNodeId, GraphId: builtGraph, LaunchSeq: l.Seq})
 	}
 	b.GraphNodes = append(b.GraphNodes, nodes...)
+	// A conditional node and a memory allocation node: no launch of theirs.
+	b.GraphNodes = append(b.GraphNodes,
+		&pb.GraphNode{NodeId: 0x5f01, GraphId: builtGraph, NodeType: 13},
+		&pb.GraphNode{NodeId: 0x5f02, GraphId: builtGraph, NodeType: 10})
 	b.GraphNodes = append(b.GraphNodes,
 		&pb.GraphNode{NodeId: 0x6001, GraphId: execGraph, OriginalNodeId: nodes[0].NodeId},
 		&pb.GraphNode{NodeId: 0x6002, GraphId: execGraph, OriginalNodeId: nodes[1].NodeId})
