@@ -1,8 +1,11 @@
 package bisect
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
+	"slices"
+	"strings"
 
 	"github.com/gpurr/gpurr/recording"
 )
@@ -13,11 +16,9 @@ import (
 // ("XlaModule:#hlo_module=gemm_fusion_dot.3#"), and are not counted.
 var xlaModuleRange = regexp.MustCompile(`^XlaModule:#(?:[^#]*,)?hlo_module=([^,#]+),program_id=\d+[,#]`)
 
-// mostRunXLAModule is the XLA module a recording's processes ran most often (by XLA's NVTX
-// range of each run), and how often; "" when they ran none. A JAX program's steps are the
-// runs of its jitted step, which is most often that module: it is known only after the fact,
-// so bisect names it where a run took no digest rather than guessing a rule before it.
-func mostRunXLAModule(set *recording.Set) (string, int) {
+// xlaModuleRuns counts the runs of each XLA module a recording's processes ran (by XLA's
+// NVTX range of each run), most-run first (by name among equals).
+func xlaModuleRuns(set *recording.Set) []moduleRuns {
 	runs := map[string]int{}
 	for _, p := range set.Processes {
 		d, err := p.Load()
@@ -30,21 +31,36 @@ func mostRunXLAModule(set *recording.Set) (string, int) {
 			}
 		}
 	}
-	best, n := "", 0
-	for name, c := range runs {
-		if c > n || c == n && name < best {
-			best, n = name, c
-		}
+	out := make([]moduleRuns, 0, len(runs))
+	for name, n := range runs {
+		out = append(out, moduleRuns{name, n})
 	}
-	return best, n
+	slices.SortFunc(out, func(a, b moduleRuns) int { return cmp.Or(cmp.Compare(b.runs, a.runs), cmp.Compare(a.name, b.name)) })
+	return out
 }
 
-// xlaStepHint is the --step-range that numbers a JAX program's steps by its most-run XLA
-// module's runs, said for noDigests; "" for a program that ran no XLA module.
+type moduleRuns struct {
+	name string
+	runs int
+}
+
+// xlaStepHint is, for noDigests, the --step-range that makes each run of a JAX program's
+// jitted step a step, with the modules it ran most: which of them is the training step is
+// known only after the fact, so bisect names them rather than guessing a rule before the
+// runs. "" for a program that ran no XLA module.
 func xlaStepHint(set *recording.Set) string {
-	name, n := mostRunXLAModule(set)
-	if name == "" {
+	mods := xlaModuleRuns(set)
+	if len(mods) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; for this JAX program, whose most-run XLA module is %s (%d runs), give --step-range 'hlo_module=%s,': a step for each run of it", name, n, regexp.QuoteMeta(name))
+	var most []string
+	for i, m := range mods[:min(len(mods), 3)] {
+		if i == 0 {
+			most = append(most, fmt.Sprintf("%s (%d runs)", m.name, m.runs))
+		} else {
+			most = append(most, fmt.Sprintf("%s (%d)", m.name, m.runs))
+		}
+	}
+	return fmt.Sprintf("; this JAX program's most-run XLA modules are %s: give --step-range 'hlo_module=jit_NAME,' for a step at each run of the jitted function NAME (here 'hlo_module=%s,', the most-run)",
+		strings.Join(most, ", "), regexp.QuoteMeta(mods[0].name))
 }

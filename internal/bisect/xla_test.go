@@ -26,7 +26,7 @@ func TestNoDigestsNamesJAXStep(t *testing.T) {
 	process := &pb.Batch{Process: &pb.Process{Hostname: "box", Pid: 1, Argv: []string{"python", "train.py"}, Nvtx: true, StartNs: 1}}
 	set := testrec.OpenBatches(t, process, &pb.Batch{Ranges: ranges}, &pb.Batch{End: &pb.End{EndNs: 1000, Reason: "exit"}})
 	msg := noDigests(set).Error()
-	if want := "most-run XLA module is jit_step (4 runs), give --step-range 'hlo_module=jit_step,'"; !strings.Contains(msg, want) {
+	if want := "most-run XLA modules are jit_step (4 runs), jit__normal (2), jit_stage (1): give --step-range 'hlo_module=jit_NAME,' for a step at each run of the jitted function NAME (here 'hlo_module=jit_step,', the most-run)"; !strings.Contains(msg, want) {
 		t.Errorf("noDigests: %s\nwant it to say %q", msg, want)
 	}
 	plain := testrec.OpenBatches(t, process, &pb.Batch{End: &pb.End{EndNs: 1000, Reason: "exit"}})
