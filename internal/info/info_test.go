@@ -284,7 +284,7 @@ func TestSampledTiming(t *testing.T) {
 	if err := r.WriteTable(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"GPU timing sampled (20ms/200ms)", "sampled: 1 of 4 eager launches made in timing windows"} {
+	for _, want := range []string{"GPU timing sampled (20ms/200ms)", "timed: 10ns over 1 of 4 eager launches, 25% (in windows of 20ms/200ms), scaled to all: ~40ns"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("info lacks %q:\n%s", want, text.String())
 		}

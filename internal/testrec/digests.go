@@ -45,6 +45,10 @@ type Trained struct {
 	// NCCLNaN makes NCCL's memory hold a NaN bit pattern, as its flags and FIFOs may, counted
 	// as f32 like the program's regions.
 	NCCLNaN bool
+	// TimedSteps, FIRST and EVERY, records GPU timing by steps (--gpu-timing-steps
+	// FIRST/EVERY, format 1.16): each launch of steps 0 to FIRST-1 and of every EVERY-th step
+	// has a kernel run of 10 µs, the others are untimed. Zero: no GPU timing.
+	TimedSteps [2]int
 }
 
 // DefaultTrained is a Trained run with no divergence and no NaN.
@@ -102,6 +106,11 @@ func TrainedBatches(o Trained, r int) []*pb.Batch {
 		StartNs: startNS, StartUnixNs: startUnixNS, AgentVersion: "0.1.0", CallstackMode: "auto", Memory: mem}
 	if o.Ranks > 0 {
 		proc.Rank, proc.WorldSize = ptr(int32(r)), ptr(int32(o.Ranks))
+	}
+	timing := o.TimedSteps != [2]int{}
+	if timing {
+		proc.GpuTiming, proc.GpuTimingSample = true, "20ms/200ms"
+		proc.GpuTimingSteps = fmt.Sprintf("%d/%d", o.TimedSteps[0], o.TimedSteps[1])
 	}
 	first := &pb.Batch{Process: proc}
 	// Callstacks: one per launch of a step, the last in the optimizer's step; one per allocation.
@@ -214,6 +223,16 @@ func TrainedBatches(o Trained, r int) []*pb.Batch {
 				b.Memory = append(b.Memory, st)
 			case o.Hash:
 				l.Memory = &pb.MemoryPlan{Status: pb.MemoryPlan_OUTSIDE_STEPS}
+			}
+			if timing {
+				if s < o.TimedSteps[0] || o.TimedSteps[1] > 0 && s%o.TimedSteps[1] == 0 {
+					l.CorrelationId = uint32(seq)
+					start := l.GetHostNs() + 5_000
+					b.Activities = append(b.Activities, &pb.KernelActivity{CorrelationId: uint32(seq), StartNs: start, EndNs: start + 10_000,
+						Name: fmt.Sprintf("train_kernel_%d", i), Grid: l.Grid, Block: l.Block})
+				} else {
+					l.Untimed = true
+				}
 			}
 			b.Launches = append(b.Launches, l)
 		}

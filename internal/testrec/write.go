@@ -84,6 +84,10 @@ const (
 	// through the graph API and changes a node's parameters in the executable graph between
 	// replays (graphNodesBatch), both ranks.
 	GraphNodes Variant = "graph-nodes"
+	// TimedSteps is a training run of 12 steps of 4 launches recorded with GPU timing by steps,
+	// --gpu-timing-steps 2/5 (format 1.16): the kernels of steps 0, 1, 5 and 10 timed, the
+	// launches of the others untimed.
+	TimedSteps Variant = "timed-steps"
 )
 
 // StepRangeRecorded is the step range of the StepRange variant.
@@ -91,7 +95,7 @@ const StepRangeRecorded = "^(init|weights)$"
 
 // Variants lists every variant.
 var Variants = []Variant{Good, Lossy, Incomplete, Truncated, Corrupt, Newer, Empty, Memory, CorruptChunk, Autograd, AutogradDiverged, StepRange, Probe,
-	WriteSets, WriteSetsDiverged, Digests, DigestsDiverged, Hang, Copies, GraphNodes}
+	WriteSets, WriteSetsDiverged, Digests, DigestsDiverged, Hang, Copies, GraphNodes, TimedSteps}
 
 // Write writes a synthetic recording into dir (created if needed).
 func Write(dir string, v Variant) error {
@@ -99,10 +103,13 @@ func Write(dir string, v Variant) error {
 		return fmt.Errorf("testrec: unknown variant %q", v)
 	}
 	switch v {
-	case Digests, DigestsDiverged:
+	case Digests, DigestsDiverged, TimedSteps:
 		o := DefaultTrained()
 		if v == DigestsDiverged {
 			o.DivergeStep, o.DivergeLaunch = 2, 1
+		}
+		if v == TimedSteps {
+			o.Steps, o.TimedSteps = 12, [2]int{2, 5}
 		}
 		if err := recording.CreateSet(dir, []string{"python", TrainedScript}); err != nil {
 			return err
