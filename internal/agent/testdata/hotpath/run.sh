@@ -16,7 +16,8 @@
 #   --callgrind adds deterministic counts from valgrind's callgrind: machine
 #   instructions per launch (hot loop) and, with its cache simulator, L1 data
 #   and 2 MiB-LL misses per launch when 2 MiB of other data is written
-#   between launches ("cold"), which is what a real framework loop does.
+#   between launches ("cold"), which is what a real framework loop does;
+#   "py+steps" is python with the default GPU timing by steps (an untimed step).
 #
 #   --scenario FILE writes the scenario's records, callstacks off, to FILE
 #   with a C-only build (no Python needed): agent_cpu_test.go compares them
@@ -167,7 +168,7 @@ echo "== current ($src)"
 
 counts() {  # counts LIB
     local lib=$1
-    for mode in "0 off" "2 python"; do
+    for mode in "0 off 0" "2 python 0" "2 py+steps 1"; do
         set -- $mode
         for cold in 0 1; do
             local launches=$((cold ? 2000 : 20000)) f="$out/cg.$$"
@@ -175,7 +176,7 @@ counts() {  # counts LIB
             # LL costs ~5 ns, an LL miss ~20-100 ns on the H100's host.
             PYTHONHASHSEED=0 valgrind --tool=callgrind --toggle-collect=gp_on_callback --cache-sim=yes \
                 --D1=32768,8,64 --LL=2097152,16,64 \
-                --callgrind-out-file="$f" "$py" "$here/cg.py" "$lib" "$1" $cold >/dev/null 2>&1 || return 1
+                --callgrind-out-file="$f" "$py" "$here/cg.py" "$lib" "$1" $cold "$3" >/dev/null 2>&1 || return 1
             awk -v n=$launches -v m="$2" -v c=$cold '
                 /^events:/ { for (i = 2; i <= NF; i++) col[$i] = i }
                 /^summary:/ { printf "%-7s %-5s %7.1f instr %6.2f D1 misses %6.2f LL misses per launch\n",
