@@ -114,6 +114,7 @@ type processesRow struct {
 	AutogradReason         *string `parquet:"autograd_reason,optional"`
 	GpuTimingSerial        *bool   `parquet:"gpu_timing_serial,optional"`
 	GpuTimingSample        *string `parquet:"gpu_timing_sample,optional"`
+	GpuTimingSteps         *string `parquet:"gpu_timing_steps,optional"`
 	Nvtx                   *bool   `parquet:"nvtx,optional"`
 	StepRange              *string `parquet:"step_range,optional"`
 	StepEvery              *int64  `parquet:"step_every,optional"`
@@ -319,32 +320,37 @@ func (r *processesRow) set(v []tables.Value) {
 		x := v[39].Str()
 		r.GpuTimingSample = &x
 	}
-	r.Nvtx = nil
+	r.GpuTimingSteps = nil
 	if !v[40].IsNull() {
-		x := v[40].Int64() != 0
+		x := v[40].Str()
+		r.GpuTimingSteps = &x
+	}
+	r.Nvtx = nil
+	if !v[41].IsNull() {
+		x := v[41].Int64() != 0
 		r.Nvtx = &x
 	}
 	r.StepRange = nil
-	if !v[41].IsNull() {
-		x := v[41].Str()
+	if !v[42].IsNull() {
+		x := v[42].Str()
 		r.StepRange = &x
 	}
 	r.StepEvery = nil
-	if !v[42].IsNull() {
-		x := v[42].Int64()
+	if !v[43].IsNull() {
+		x := v[43].Int64()
 		r.StepEvery = &x
 	}
 	r.NvtxReason = nil
-	if !v[43].IsNull() {
-		x := v[43].Str()
+	if !v[44].IsNull() {
+		x := v[44].Str()
 		r.NvtxReason = &x
 	}
 	r.Probe = nil
-	if !v[44].IsNull() {
-		x := v[44].Str()
+	if !v[45].IsNull() {
+		x := v[45].Str()
 		r.Probe = &x
 	}
-	r.Readable = v[45].Int64() != 0
+	r.Readable = v[46].Int64() != 0
 }
 
 // devicesRow is a row of the devices table: GPUs each process used.

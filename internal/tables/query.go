@@ -73,8 +73,11 @@ var processes = unreadableNull(define("processes", "one row per recorded process
 	torch("autograd_linked", Boolean, "1 when the launches carry PyTorch's autograd context (launches.in_backward and the like), NULL when no torch was loaded", func(a *pb.AutogradInfo) Value { return Bool(a.GetLinked()) }),
 	torch("autograd_reason", String, "why they do not, when autograd_linked is 0 (e.g. a torch version whose layout the agent does not know)", func(a *pb.AutogradInfo) Value { return Text(a.GetReason()) }),
 	c("gpu_timing_serial", Boolean, "1 when GPU timing used CUPTI's serial kernel mode (--gpu-timing=serial: kernels ran one at a time)", func(_ *pass, r *procRow) Value { return Bool(r.p.GetGpuTimingSerial()) }),
-	c("gpu_timing_sample", String, "ON/EVERY when kernels were timed in windows (--gpu-timing=sample), else NULL", func(_ *pass, r *procRow) Value {
+	c("gpu_timing_sample", String, "ON/EVERY when kernels were timed in windows (--gpu-timing=sample, or steps before a first step ended), else NULL", func(_ *pass, r *procRow) Value {
 		return nullUnless(r.p.GetGpuTimingSample() != "", Text(r.p.GetGpuTimingSample()))
+	}).null(),
+	c("gpu_timing_steps", String, "FIRST/EVERY when kernels were timed by training steps (--gpu-timing=steps, the default: steps 0 to FIRST-1 and every EVERY-th), else NULL", func(_ *pass, r *procRow) Value {
+		return nullUnless(r.p.GetGpuTimingSteps() != "", Text(r.p.GetGpuTimingSteps()))
 	}).null(),
 	c("nvtx", Boolean, "1 when NVTX ranges were recorded (table ranges)", func(_ *pass, r *procRow) Value { return Bool(r.p.GetNvtx()) }),
 	c("step_range", String, "the regular expression whose NVTX ranges number the launches' steps (gpurr record --step-range, or the reader's --step-range); empty for torch.optim optimizer steps", func(ps *pass, _ *procRow) Value { return Text(ps.steps.Range()) }),
@@ -199,7 +202,7 @@ var launches = define("launches", "kernel launches made by the program, in order
 	}).null(),
 	c("callstack_id", Int64, "callstacks.callstack_id, NULL when none was taken", func(_ *pass, r *callRec) Value { return idOrNull(r.l.GetCallstackId()) }).null(),
 	c("captured", Boolean, "1 when made during stream capture", func(_ *pass, r *callRec) Value { return Bool(r.l.GetCaptured()) }),
-	c("untimed", Boolean, "1 when made between sampled GPU timing's windows (processes.gpu_timing_sample): no kernel run is expected", func(_ *pass, r *callRec) Value { return Bool(r.l.GetUntimed()) }),
+	c("untimed", Boolean, "1 when made where sampled GPU timing was off (between processes.gpu_timing_sample's windows, or in a step processes.gpu_timing_steps leaves untimed): no kernel run is expected", func(_ *pass, r *callRec) Value { return Bool(r.l.GetUntimed()) }),
 	c("graph_node_id", Int64, "graph node it built (captured launches), else NULL", func(_ *pass, r *callRec) Value {
 		return nullUnless(r.l.GetCaptured(), Int(r.l.GetGraphNodeId()))
 	}).null(),
