@@ -57,9 +57,9 @@ def at_depth(depth, fn, *args):
     return at_depth(depth - 1, fn, *args)
 
 
-def measure(run):
-    """run(k) makes at least k launches and returns how many; median µs per launch."""
-    run(WARMUP)
+def measure(run, warmup=WARMUP):
+    """run(k) makes at least k launches and returns how many; µs per launch of each repeat."""
+    run(warmup)
     torch.cuda.synchronize()
     times = []
     for _ in range(REPEATS):
@@ -74,6 +74,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shape", choices=["eager", "deep", "backward", "triton", "gpubound"], default="eager")
     ap.add_argument("--profiler", action="store_true")
+    # --warmup ITERS makes each repeat one step of gpurr record --step-every ITERS (but for the
+    # tensor's own first launch), so that timing by steps times whole repeats or none.
+    ap.add_argument("--warmup", type=int, default=WARMUP)
     args = ap.parse_args()
     x = torch.zeros(GPUBOUND_ELEMENTS if args.shape == "gpubound" else 1, device="cuda")
     body = triton_add_one() if args.shape == "triton" else loop
@@ -107,7 +110,7 @@ def main():
 
     def timed():
         if args.shape != "backward":
-            return measure(run)
+            return measure(run, args.warmup)
         # Per backward launch: the time spent in y.backward() calls over the launches they made.
         out = []
         run(WARMUP)
@@ -125,7 +128,7 @@ def main():
     else:
         times = timed()
     if args.shape != "backward":
-        calls = WARMUP + REPEATS * ITERS
+        calls = args.warmup + REPEATS * ITERS
         if float(x[0].item()) != calls or float(x[-1].item()) != calls:  # every launch ran, exactly once
             raise SystemExit(f"launch_overhead: x = {x[0].item()}..{x[-1].item()}, want {calls}")
     elif x.grad is None or not bool(torch.isfinite(x.grad).all()):
@@ -134,7 +137,7 @@ def main():
                       "mode": "profiler" if args.profiler else "plain",
                       "us_per_launch": round(statistics.median(times), 3),
                       "repeats_us": [round(t, 3) for t in times],
-                      "launches": (WARMUP + REPEATS * ITERS) if args.shape != "backward" else None}))
+                      "launches": (args.warmup + REPEATS * ITERS) if args.shape != "backward" else None}))
 
 
 if __name__ == "__main__":

@@ -564,8 +564,12 @@ def rows_gpt2_step(b, rounds):
     return rows
 
 
-# Sampled windows long enough to hold several steps, so that about half the steps are timed whole.
-TIMING_AB_WINDOW = "300ms/600ms"
+# Timing by steps (the default's mode) with every second step timed, so that half the steps are
+# timed whole and half not at all; the default itself times steps 0-2 and one in ten.
+TIMING_AB_STEPS = "0/2"
+DEFAULT_TIMED_SHARE = 1 / 10  # of the steps after the first three: --gpu-timing-steps 3/10
+DEFAULT_MAX_STEP_PCT = 3.0    # the default's cost on the GPT-2 step, eager and compiled
+DEFAULT_MAX_US_PER_LAUNCH = 1.0  # the default's cost per launch on the eager loop
 
 
 def split_timed_steps(res, per_step):
@@ -585,12 +589,17 @@ def split_timed_steps(res, per_step):
 
 
 def rows_timing_ab(b, rounds):
-    """What GPU timing costs on the GPT-2 step, measured inside one process: under sampled timing
-    with windows of several steps (TIMING_AB_WINDOW) about half the steps are timed, and their
-    step times are set against the untimed ones'. Other tenants of the machine slow whole
-    processes by 10-30%; this ratio is immune to that, unlike one between processes. Kernel
-    activity is turned on after the program's context exists, as in every mode but the hang
-    watch's, so the untimed steps pay nothing for it (bench/NOTES.md, 2026-11-24)."""
+    """What GPU timing costs on the GPT-2 step, measured inside one process: timed by steps
+    (the default's mode) with every second step timed (TIMING_AB_STEPS), the timed steps' times
+    are set against the untimed ones'. Other tenants of the machine slow whole processes by
+    10-30%; this ratio is immune to that, unlike one between processes. Kernel activity is turned
+    on after the program's context exists, as in every mode but the hang watch's, so the untimed
+    steps pay nothing for it (bench/NOTES.md, 2026-11-24). From it, the default's cost: a tenth
+    of the steps timed (DEFAULT_TIMED_SHARE), against DEFAULT_MAX_STEP_PCT. Then the same on
+    the eager x.add_(1) loop, whose repeats are steps (--step-every): CUPTI's own cost per launch
+    when timing (callbacks, activity buffers, the GPU's timestamps), apart from the agent's own
+    (gpurr info's, agent_ns_per_launch), and the default's per launch, against
+    DEFAULT_MAX_US_PER_LAUNCH."""
     rows = []
     for mode in b.gpt2_modes:
         extra = ["--compile"] if mode == "compiled" else []
@@ -598,7 +607,7 @@ def rows_timing_ab(b, rounds):
         for i in range(rounds):
             name = f"timing_ab.{mode}"
             r = b.variant(name, "gpt2_step.py", extra + ["--steps", "120"], True, 600,
-                          ["--gpu-timing=sample", "--gpu-timing-sample", TIMING_AB_WINDOW])
+                          ["--gpu-timing=steps", "--gpu-timing-steps", TIMING_AB_STEPS])
             qp = subprocess.run([b.gpurr, "query", b.tmp / f"rec-{name}", "SELECT step, sum(untimed) AS u, "
                                  "count(*) AS n FROM launches WHERE NOT captured GROUP BY step", "--format", "json"],
                                 capture_output=True, text=True, timeout=300)
@@ -618,7 +627,71 @@ def rows_timing_ab(b, rounds):
                      "baseline": statistics.median(untimed), "under": statistics.median(timed),
                      "delta": f"{pct:+.1f}%", "target": "(report)", "verdict": "measured",
                      "samples": {"timed": timed, "untimed": untimed}})
+        default_pct = pct * DEFAULT_TIMED_SHARE
+        rows.append({"workload": f"gpt2 {mode}: the default (steps 0-2 and one in ten timed), "
+                                 f"a tenth of the timed steps' cost",
+                     "baseline": statistics.median(untimed),
+                     "under": statistics.median(untimed) * (1 + default_pct / 100),
+                     "delta": f"{default_pct:+.1f}%", "target": f"<= {DEFAULT_MAX_STEP_PCT:.0f}%",
+                     "verdict": "ok" if default_pct <= DEFAULT_MAX_STEP_PCT else "over target",
+                     "samples": {"timed": timed, "untimed": untimed}})
+    rows += rows_timing_ab_eager(b, rounds)
     return rows
+
+
+def split_timed_repeats(res, per_step):
+    """The repeats of res (launch_overhead.py's JSON, run with --warmup iters under
+    --step-every iters) split by whether their step was timed: repeat i is step i + 1, but for
+    the one launch of the step before it; per_step: rows of (step, untimed launches, launches)."""
+    by = {int(r["step"]): (int(r["u"]), int(r["n"])) for r in per_step}
+    timed, untimed = [], []
+    for i, us in enumerate(res["repeats_us"]):
+        u, n = by.get(i + 1, (None, None))
+        if u is not None and u <= 1:
+            timed.append(us)
+        elif u is not None and u >= n - 1:
+            untimed.append(us)
+    return timed, untimed
+
+
+def rows_timing_ab_eager(b, rounds):
+    """rows_timing_ab's eager loop: launch_overhead.py --shape eager, each repeat of ITERS
+    launches one step (--step-every), every second step timed."""
+    iters = 20_000  # launch_overhead.py's ITERS
+    timed, untimed, agent, deltas = [], [], [], []
+    for i in range(rounds):
+        name = "timing_ab.eager"
+        r = b.variant(name, "launch_overhead.py", ["--shape", "eager", "--warmup", str(iters)], True, 600,
+                      ["--callstack", "off", "--step-every", str(iters), "--gpu-timing=steps",
+                       "--gpu-timing-steps", TIMING_AB_STEPS])
+        qp = subprocess.run([b.gpurr, "query", b.tmp / f"rec-{name}", "SELECT step, sum(untimed) AS u, "
+                             "count(*) AS n FROM launches WHERE NOT captured GROUP BY step", "--format", "json"],
+                            capture_output=True, text=True, timeout=300)
+        try:
+            t, u = split_timed_repeats(r, json.loads(qp.stdout))
+        except ValueError:
+            raise RuntimeError(f"gpurr query failed: exit {qp.returncode}: {qp.stderr.strip()[:300]}")
+        if len(t) < 3 or len(u) < 3:
+            raise RuntimeError(f"timing_ab eager: {len(t)} timed and {len(u)} untimed repeats, want 3 of each")
+        timed += t
+        untimed += u
+        agent.append(r["agent_ns_per_launch"] / 1000)
+        deltas.append(statistics.median(t) - statistics.median(u))
+    cupti, own = statistics.median(deltas), statistics.median(agent)
+    default_us = own + cupti * DEFAULT_TIMED_SHARE
+    base = statistics.median(untimed)
+    return [
+        {"workload": f"eager loop: timed repeats vs untimed ones, one process, us/launch: CUPTI's part when "
+                     f"timing ({len(timed)} and {len(untimed)} repeats)",
+         "baseline": base, "under": statistics.median(timed), "delta": f"{cupti:+.2f} us",
+         "target": "(report)", "verdict": "measured", "samples": {"timed": timed, "untimed": untimed}},
+        {"workload": "eager loop: the default's cost per launch, the agent's own (gpurr info) "
+                     f"{own:.2f} us + a tenth of CUPTI's part",
+         "baseline": base, "under": base + default_us, "delta": f"{default_us:+.2f} us",
+         "target": f"<= {DEFAULT_MAX_US_PER_LAUNCH:.0f} us",
+         "verdict": "ok" if default_us <= DEFAULT_MAX_US_PER_LAUNCH else "over target",
+         "samples": {"agent_us": agent, "cupti_us": deltas}},
+    ]
 
 
 # The in-process A/B of step digests: a digest of every second step, so that half the timed
