@@ -110,6 +110,35 @@ def t_opt_timing_sample(h):
     return f"{timed} of {launches} launches timed, {timed_runs} of them with their kernel run; {untimed_runs} runs of untimed ones"
 
 
+@test("options.gpu_timing_default")
+def t_opt_timing_default(h):
+    """The default, GPU timing by steps (3/10): over 30 torch.optim steps and a last forward,
+    every launch of steps 0-2, 10, 20 and 30 is timed and has its kernel run, every launch of the
+    others says untimed and has none, and info says which share was timed and scales its GPU
+    time to all launches."""
+    _, d = h.py_workload("timing_default", script="train_steps.py", args=["30"])
+    got = h.one(d, "SELECT gpu_timing_steps, gpu_timing_sample FROM processes")
+    check(got == {"gpu_timing_steps": "3/10", "gpu_timing_sample": "20ms/200ms"},
+          f"processes says {got}, want timing by steps 3/10 with windows of 20ms/200ms")
+    rows = h.query(d, "SELECT step, count(*) AS n, sum(CASE WHEN untimed THEN 1 ELSE 0 END) AS u "
+                      "FROM launches WHERE NOT captured GROUP BY step ORDER BY step")
+    check([r["step"] for r in rows] == list(range(31)), f"launches by step {rows}, want steps 0 to 30")
+    want_timed = {0, 1, 2, 10, 20, 30}
+    wrong = [r for r in rows if r["u"] != (0 if r["step"] in want_timed else r["n"])]
+    check(not wrong, f"steps timed other than 0-2, 10, 20, 30 (u: untimed of n launches): {wrong}")
+    runs = lambda untimed: h.n(d, "SELECT count(DISTINCT a.launch_seq) AS n FROM gpu_activity a JOIN launches l "
+                                  f"ON l.process = a.process AND l.seq = a.launch_seq WHERE {'' if untimed else 'NOT '}l.untimed")
+    timed = sum(r["n"] for r in rows if r["step"] in want_timed)
+    untimed = sum(r["n"] for r in rows) - timed
+    timed_runs, untimed_runs = runs(False), runs(True)
+    check(timed_runs >= 0.9 * timed, f"{timed_runs} kernel runs for {timed} timed launches {h.drops(d)}")
+    check(untimed_runs == 0, f"{untimed_runs} kernel runs for launches marked untimed")
+    out = info_of(h, "timing_default", d)
+    check("GPU timing by steps (3/10" in out and "(steps 0-2, 10, 20, 30)" in out and "scaled to all: ~" in out,
+          f"gpurr info does not say the timed steps and the scaled GPU time: {tail(out, 16)}")
+    return f"{timed} of {timed + untimed} launches timed in steps 0-2, 10, 20, 30, {timed_runs} with their kernel run"
+
+
 @test("steps.optimizer")
 def t_steps_optimizer(h):
     """Three torch.optim.SGD steps and a forward pass: launches.step numbers the launches by

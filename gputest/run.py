@@ -62,7 +62,7 @@ ORDER = [
     "hang",
     "multi_gpu",
     "options.kernels_filter", "options.callstack_native", "options.callstack_off",
-    "options.gpu_timing_serial", "options.gpu_timing_sample",
+    "options.gpu_timing_serial", "options.gpu_timing_sample", "options.gpu_timing_default",
     "steps.optimizer", "steps.range",
     "options.gpu_timing_off", "options.bad_flags",
     "cli.query_bad_sql",
