@@ -4,8 +4,8 @@ runtime and driver."""
 import re
 from pathlib import Path
 
-from harness import (CBID_LAUNCH_KERNEL, WL, at_line, check, frame_at, graph_lines, mark_line,
-                     raw_cuda_binary, test, truthy)
+from harness import (CBID_LAUNCH_KERNEL, WL, at_line, build_cu_fatbin, check, frame_at, graph_lines,
+                     mark_line, raw_cuda_binary, test, truthy)
 
 
 @test("graphs.capture")
@@ -48,6 +48,47 @@ def t_graphs_replay(h):
               f"{got} replayed kernels carry graphs.py:{line} ({tag}), want {want['replays']} x {cap}; "
               f"lines seen: {h.sample(d, 'python_line', table='gpu_activity', where='via_graph = 1')}")
     return f"{via} replayed kernels, each with its capture-time line"
+
+
+@test("graphs.api_nodes")
+def t_graphs_api_nodes(h):
+    """A C++ program builds a graph node by node through the graph API (cudaGraphAddKernelNode,
+    cudaGraphAddNode, a conditional node's body, memory nodes), replays it, and changes a node's
+    parameters in the executable graph after the first replay: every kernel run links to a
+    launch of its node, made in the function that added it or, for the changed node's later
+    runs, that changed it (native frames, from the executable's symbol table)."""
+    binary = build_cu_fatbin(h, "graph_nodes")
+    want, d = h.workload("graph_nodes", [binary], flags=["--callstack", "native"])
+    gn = "a.via_graph = 1 AND a.name LIKE '%gn_%'"
+    runs = h.n(d, f"SELECT count(*) AS n FROM gpu_activity a WHERE {gn}")
+    check(runs == want["kernel_runs"], f"{runs} kernel runs by the graph, want {want['kernel_runs']} {h.drops(d)}")
+    unlinked = h.query(d, f"""SELECT a.name, a.graph_node_id FROM gpu_activity a LEFT JOIN launches l
+                              ON l.process = a.process AND l.seq = a.launch_seq WHERE {gn} AND l.seq IS NULL""")
+    check(not unlinked, f"{len(unlinked)} of {runs} kernel runs not linked to a launch: {unlinked[:4]}")
+    adders = {"gn_scale": "add_scale_node", "gn_add": "add_add_node", "gn_fill": "add_mem_nodes"}
+    if want["conditional"]:
+        adders["gn_body"] = "add_body_node"
+    seen = {}
+    for kernel, adder in adders.items():
+        rows = h.query(d, f"""SELECT a.graph_launch_seq AS replay, l.seq, l.captured, l.api,
+                                     (SELECT min(f.function) FROM frames f WHERE f.process = l.process
+                                      AND f.callstack_id = l.callstack_id AND (f.function LIKE '{adder}%'
+                                      OR f.function LIKE 'retune_add_node%')) AS function
+                              FROM gpu_activity a JOIN launches l ON l.process = a.process AND l.seq = a.launch_seq
+                              WHERE a.via_graph = 1 AND a.name LIKE '%{kernel}%' ORDER BY a.graph_launch_seq""")
+        check(len(rows) == want["replays"], f"{len(rows)} linked runs of {kernel}, want one per replay ({want['replays']})")
+        check(all(truthy(r.get("captured")) for r in rows), f"{kernel}'s runs link to launches not captured: {rows}")
+        # The add node's parameters changed after the first replay: the later runs ran the change.
+        fns = [adder] + ["retune_add_node"] * (len(rows) - 1) if kernel == "gn_add" else [adder] * len(rows)
+        got = [(r.get("function") or "").split("(")[0] for r in rows]
+        check(got == fns, f"{kernel}'s runs link to launches made in {got}, want {fns}: {rows}")
+        seen[kernel] = len({r["seq"] for r in rows})
+    check(seen["gn_add"] == 2, f"gn_add's runs link to {seen['gn_add']} launches, want 2 (added, then changed)")
+    info = h.sh([h.gpurr, "info", d], 60, log="graph_nodes.info2").out
+    line = next((l for l in info.splitlines() if l.strip().startswith("graph API")), "")
+    check("memory node" in line and ("conditional node" in line or not want["conditional"]),
+          f"info's graph API line does not count the conditional and memory nodes: {line!r}")
+    return f"{runs} kernel runs, all linked; launches per kernel {seen}; {line.strip()}"
 
 
 @test("triton")

@@ -37,7 +37,7 @@ ORDER = [
     "eager.callstack", "eager.cublas",
     "threads_streams.launches", "threads_streams.activity",
     "nvtx.jax", "nvtx.ranges", "nvtx.start_end", "nvtx.trace_info", "nvtx.before_cuda", "nvtx.injection_kept",
-    "graphs.capture", "graphs.replay_lines",
+    "graphs.capture", "graphs.replay_lines", "graphs.api_nodes",
     "triton",
     "compiled",
     "native.symbols_cpp", "native.symbols_go",
