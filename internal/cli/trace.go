@@ -145,6 +145,10 @@ func runTrace(cmd *cobra.Command, o traceOptions, paths []string) error {
 	if st.Skipped > 0 {
 		fmt.Fprintf(out, "  %d kernel records had no usable start and end time and were left out\n", st.Skipped)
 	}
+	if st.Untimed > 0 {
+		fmt.Fprintf(out, "  GPU timing was sampled: %d of %d eager launch calls timed (%.0f%%), the others have no kernel slice (gpurr info says which steps and scales the GPU time)\n",
+			st.Sampled-st.Untimed, st.Sampled, 100*float64(st.Sampled-st.Untimed)/float64(st.Sampled))
+	}
 	return nil
 }
 

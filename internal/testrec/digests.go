@@ -225,8 +225,8 @@ func TrainedBatches(o Trained, r int) []*pb.Batch {
 				l.Memory = &pb.MemoryPlan{Status: pb.MemoryPlan_OUTSIDE_STEPS}
 			}
 			if timing {
+				l.CorrelationId = uint32(seq)
 				if s < o.TimedSteps[0] || o.TimedSteps[1] > 0 && s%o.TimedSteps[1] == 0 {
-					l.CorrelationId = uint32(seq)
 					start := l.GetHostNs() + 5_000
 					b.Activities = append(b.Activities, &pb.KernelActivity{CorrelationId: uint32(seq), StartNs: start, EndNs: start + 10_000,
 						Name: fmt.Sprintf("train_kernel_%d", i), Grid: l.Grid, Block: l.Block})

@@ -109,6 +109,7 @@ type procState struct {
 	started   map[uint64]uint64           // kernels of probed launches that came first: GPU start by seq
 	sms       map[[2]uint32]*track        // device, SM
 	gpuTimed  bool                        // kernels' GPU times were recorded, or some kernel came
+	sampled   bool                        // GPU timing was sampled (by steps or in windows): launches may be untimed
 
 	copies copyRecords // copies, memsets, waits and their calls, written at the end
 }
@@ -133,7 +134,7 @@ func (tw *writer) process(idx int, p *recording.Process) error {
 		dims:    map[[3]uint32]string{},
 		ranges:  recording.NewRanges(),
 		probes:  recording.NewProbes(), probeWait: map[uint64]recording.Probed{}, started: map[uint64]uint64{},
-		sms: map[[2]uint32]*track{}, gpuTimed: info.GetGpuTiming(),
+		sms: map[[2]uint32]*track{}, gpuTimed: info.GetGpuTiming(), sampled: info.GetGpuTimingSample() != "",
 	}
 	ps.join = recording.NewJoin(func(a *pb.KernelActivity, c *call, _ bool) error { return ps.kernel(a, c) }, ps.leave)
 	ps.join.MaxCalls, ps.join.MaxKernels = tw.maxPending, tw.maxEarly
@@ -250,6 +251,12 @@ func (ps *procState) launch(l *pb.Launch) error {
 			return nil
 		}
 		return ps.writeCall(c, 0, str("captured", fmt.Sprintf("graph node 0x%x", l.GetGraphNodeId())))
+	}
+	if ps.sampled {
+		ps.tw.stats.Sampled++
+		if l.GetUntimed() {
+			ps.tw.stats.Untimed++
+		}
 	}
 	// The call waits for its kernel; one that came first is joined now.
 	// (In a recording without GPU timing, calls wait for nothing until the

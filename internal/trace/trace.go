@@ -80,13 +80,16 @@ type Stats struct {
 	Attributed   int // graph kernels joined to the launch that captured them
 	Flows        int // kernels linked by an arrow to the call that launched them
 	Unlinked     int // kernels whose launch call is not in the recording (dropped or filtered when recorded)
-	OwnKernels   int // gpurr's own memory-capture kernels
-	Copies       int // copies and memsets on the GPU, each with an arrow from its call when recorded (format 1.15)
-	HostCalls    int // copy, memset and synchronization calls on host threads (format 1.15)
-	Ranges       int // NVTX ranges
-	Skipped      int // kernel records with no usable start and end time
-	Probed       int // launches whose live probes' CTAs are on SM tracks (gpurr record --probe)
-	ProbeCTAs    int // their CTAs
+	// Sampled are the eager launch calls of processes whose GPU timing was sampled (by steps or
+	// in windows); Untimed of them were made while it was off: no kernel slice is expected.
+	Sampled, Untimed int
+	OwnKernels       int // gpurr's own memory-capture kernels
+	Copies           int // copies and memsets on the GPU, each with an arrow from its call when recorded (format 1.15)
+	HostCalls        int // copy, memset and synchronization calls on host threads (format 1.15)
+	Ranges           int // NVTX ranges
+	Skipped          int // kernel records with no usable start and end time
+	Probed           int // launches whose live probes' CTAs are on SM tracks (gpurr record --probe)
+	ProbeCTAs        int // their CTAs
 	// Shortfalls says, one line each, which recordings ended short (recording.Shortfall) and
 	// which lost or failed to record something (recording.LossWarning), and whose NVTX range
 	// paths were shortened (recording.Ranges.PathWarning).
