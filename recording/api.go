@@ -1,6 +1,7 @@
 package recording
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 )
@@ -45,3 +46,13 @@ func LaunchAPIName(cbid uint32) string {
 	}
 	return fmt.Sprintf("launch (cbid %d)", cbid)
 }
+
+// DeviceLaunchLogPrefix begins the log entry the agent writes for a module
+// whose kernels launch kernels themselves (DeviceLaunches).
+const DeviceLaunchLogPrefix = "device-side launches: "
+
+// DeviceLaunches reports whether a module image (cubin or PTX) calls the
+// device runtime's launch (dynamic parallelism). Such launches go through
+// no host API: CUPTI's callbacks never see them, and the kernels they run
+// have no launch, parameters or line.
+func DeviceLaunches(image []byte) bool { return bytes.Contains(image, []byte("cudaLaunchDevice")) }

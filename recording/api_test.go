@@ -49,3 +49,17 @@ func TestGraphNodeAPI(t *testing.T) {
 		}
 	}
 }
+
+// TestDeviceLaunches finds the device runtime's launch in a cubin's symbol
+// names and in PTX, and nothing in a module without it.
+func TestDeviceLaunches(t *testing.T) {
+	for image, want := range map[string]bool{
+		"\x7fELF...\x00cudaLaunchDeviceV2\x00cudaGetParameterBufferV2\x00": true,
+		".extern .func (.param .b32 func_retval0) cudaLaunchDeviceV2(":     true,
+		"\x7fELF...\x00_Z6kernelPf\x00":                                    false,
+	} {
+		if got := DeviceLaunches([]byte(image)); got != want {
+			t.Errorf("DeviceLaunches(%q) = %v, want %v", image, got, want)
+		}
+	}
+}

@@ -768,6 +768,11 @@ func (r *recorder) module(m *C.gp_module_rec) {
 	digest, err := r.w.PutModule(image)
 	mod.Sha256 = digest
 	mod.Stored = err == nil
+	if recording.DeviceLaunches(image) {
+		r.logf("warn", "%smodule %s (%d kernels) launches kernels from the device (dynamic parallelism): "+
+			"CUPTI's callbacks do not see those launches, whose kernels have no launch, parameters or line",
+			recording.DeviceLaunchLogPrefix, digest, len(mod.KernelNames))
+	}
 	if err != nil {
 		r.stats.ModulesFailed++
 		r.logf("error", "module %s not stored: %v", digest, err)

@@ -1,6 +1,9 @@
 package testrec
 
-import pb "github.com/gpurr/gpurr/recording/recordingpb"
+import (
+	"github.com/gpurr/gpurr/recording"
+	pb "github.com/gpurr/gpurr/recording/recordingpb"
+)
 
 // Graph node APIs' callback ids (internal/agent/launchapi.h).
 const (
@@ -31,10 +34,14 @@ var (
 // the first and the second replay the gemm node's grid is changed in the
 // executable graph: a later launch of the same node, which the last two
 // replays' gemm runs ran. The graph also holds a conditional node and a
-// memory allocation node, which are no launch.
+// memory allocation node, which are no launch, and a module of the program
+// launches kernels from the device.
 func (p *program) graphNodesBatch(replay *pb.Callstack) *pb.Batch {
 	build, update := callstack(csBuild), callstack(csUpdate)
 	b := &pb.Batch{Callstacks: []*pb.Callstack{build, update}}
+	// One of its modules launches kernels from the device, as the agent logs it.
+	b.Log = []*pb.LogEntry{{HostNs: p.now, Level: "warn", Message: recording.DeviceLaunchLogPrefix +
+		"module 5be1c2 (2 kernels) launches kernels from the device (dynamic parallelism)"}}
 	var nodes []*pb.GraphNode
 	for _, k := range []int{kGemm, kTriton} {
 		l := p.launch(k, build, 11, true)
