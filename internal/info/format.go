@@ -101,6 +101,9 @@ func (p *Process) write(t *textWriter) {
 	if p.TimingSample != "" {
 		timing = "sampled (" + p.TimingSample + ")"
 	}
+	if p.TimingSteps != "" {
+		timing = "by steps (" + p.TimingSteps + "; windows of " + p.TimingSample + " before a first step)"
+	}
 	t.field("recorder", "gpurr agent %s, CUDA driver %d, CUPTI %s, callstacks %s, GPU timing %s", p.AgentVersion, p.DriverVersion, p.CuptiPath, p.CallstackMode, timing)
 	if p.KernelFilter != "" {
 		t.field("kernels", "only those matching %q (%d launches filtered out, by design)", p.KernelFilter, p.LaunchesFiltered)
@@ -130,8 +133,8 @@ func (p *Process) write(t *textWriter) {
 		linked = fmt.Sprintf("%d not linked to a launch (filtered, dropped or unknown)", p.UnlinkedRuns)
 	}
 	t.field("GPU", "%d kernel runs, %s; %s", p.KernelRuns, formatNS(p.GPUTimeNS), linked)
-	if p.TimingSample != "" {
-		t.field("", "sampled: %d of %d eager launches made in timing windows; kernel times and counts above are of those", p.Launches-p.Untimed, p.Launches)
+	if p.TimingSample != "" && p.Untimed > 0 {
+		t.field("", "%s", p.timedShare())
 	}
 	t.field("kernels", "%d distinct", p.Kernels)
 	if p.ModulesWithPTX > 0 {
@@ -411,4 +414,42 @@ func (x *XLA) write(t *textWriter) {
 	if x.Compile > 0 {
 		t.field("compile", "%d launches made while XLA compiled and autotuned (launches.compile; diff and nan leave them out)", x.Compile)
 	}
+}
+
+// timedShare says which share of the eager launches sampled GPU timing timed, and how the GPU
+// time above scales to all of them.
+func (p *Process) timedShare() string {
+	timed := p.Launches - p.Untimed
+	where := "in windows of " + p.TimingSample
+	if len(p.TimedSteps) > 0 {
+		where = "steps " + stepList(p.TimedSteps)
+	}
+	share := fmt.Sprintf("%d of %d eager launches, %.0f%%", timed, p.Launches, 100*float64(timed)/float64(p.Launches))
+	if p.GPUTimeScaledNS == 0 {
+		return fmt.Sprintf("timed: %s (%s); kernel times and counts above are of those", share, where)
+	}
+	return fmt.Sprintf("timed: %s over %s (%s), scaled to all: ~%s; kernel times and counts are of the timed ones",
+		formatNS(p.GPUTimeNS), share, where, formatNS(p.GPUTimeScaledNS))
+}
+
+// stepList writes sorted step numbers as runs, "0-2, 10, 20"; past eight runs, the first
+// seven, an ellipsis and the last.
+func stepList(steps []int) string {
+	var runs []string
+	for i := 0; i < len(steps); {
+		j := i
+		for j+1 < len(steps) && steps[j+1] == steps[j]+1 {
+			j++
+		}
+		if j == i {
+			runs = append(runs, strconv.Itoa(steps[i]))
+		} else {
+			runs = append(runs, fmt.Sprintf("%d-%d", steps[i], steps[j]))
+		}
+		i = j + 1
+	}
+	if len(runs) > 8 {
+		runs = append(runs[:7:7], "...", runs[len(runs)-1])
+	}
+	return strings.Join(runs, ", ")
 }

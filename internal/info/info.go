@@ -50,6 +50,8 @@ type Process struct {
 	GPUTiming     bool     `json:"gpu_timing"`
 	TimingSerial  bool     `json:"gpu_timing_serial,omitempty"`
 	TimingSample  string   `json:"gpu_timing_sample,omitempty"` // "ON/EVERY" when kernels were timed in windows
+	TimingSteps   string   `json:"gpu_timing_steps,omitempty"`  // "FIRST/EVERY" when kernels were timed by training steps
+	TimedSteps    []int    `json:"timed_steps,omitempty"`       // timed by steps: the steps with an eager launch timed
 	KernelFilter  string   `json:"kernel_filter,omitempty"`
 	Devices       []Device `json:"devices"`
 
@@ -57,19 +59,22 @@ type Process struct {
 	LastNS  uint64 `json:"last_ns"`  // latest one
 	SpanNS  uint64 `json:"span_ns"`
 
-	Launches       int    `json:"launches"`             // eager: ran as themselves
-	Captured       int    `json:"captured"`             // built a graph node
-	Steps          int    `json:"steps,omitempty"`      // training steps the launches went through (recording.Stepper)
-	StepRange      string `json:"step_range,omitempty"` // steps are the NVTX ranges matching this regular expression; "" for torch.optim optimizer steps
-	Untimed        int    `json:"untimed,omitempty"`    // eager launches made between sampled timing's windows
-	GraphLaunches  int    `json:"graph_launches"`
-	KernelRuns     int    `json:"kernel_runs"` // GPU activity records
-	GPUTimeNS      uint64 `json:"gpu_time_ns"`
-	UnlinkedRuns   int    `json:"unlinked_runs"` // activity with no launch in the recording
-	Kernels        int    `json:"kernels"`       // distinct kernels described
-	Modules        int    `json:"modules"`
-	ModuleBytes    uint64 `json:"module_bytes"`
-	ModulesWithPTX int    `json:"modules_with_ptx,omitempty"` // PTX kept beside them (Triton's), for gpurr race
+	Launches      int    `json:"launches"`             // eager: ran as themselves
+	Captured      int    `json:"captured"`             // built a graph node
+	Steps         int    `json:"steps,omitempty"`      // training steps the launches went through (recording.Stepper)
+	StepRange     string `json:"step_range,omitempty"` // steps are the NVTX ranges matching this regular expression; "" for torch.optim optimizer steps
+	Untimed       int    `json:"untimed,omitempty"`    // eager launches made between sampled timing's windows
+	GraphLaunches int    `json:"graph_launches"`
+	KernelRuns    int    `json:"kernel_runs"` // GPU activity records
+	GPUTimeNS     uint64 `json:"gpu_time_ns"`
+	// GPUTimeScaledNS is GPUTimeNS scaled to every eager launch where some were untimed (sampled
+	// timing): GPUTimeNS × Launches / timed launches; 0 when every launch was timed.
+	GPUTimeScaledNS uint64 `json:"gpu_time_scaled_ns,omitempty"`
+	UnlinkedRuns    int    `json:"unlinked_runs"` // activity with no launch in the recording
+	Kernels         int    `json:"kernels"`       // distinct kernels described
+	Modules         int    `json:"modules"`
+	ModuleBytes     uint64 `json:"module_bytes"`
+	ModulesWithPTX  int    `json:"modules_with_ptx,omitempty"` // PTX kept beside them (Triton's), for gpurr race
 	// ModulesMissing are the digests of module images the recording stored that are not in its
 	// modules folder: a recording copied without them (as gpurr's own fixtures are) still
 	// reads whole, so this is reported, not a problem; an image of the wrong size is (Files).

@@ -52,6 +52,7 @@ type summary struct {
 	deviceLaunch int // modules whose kernels launch kernels from the device
 	launches     int
 	untimed      int
+	timedSteps   map[int]bool // training steps with an eager launch timed, of a recording timed by steps
 	unlinked     int
 	gpuNS        uint64
 	backward     int            // launches made inside an autograd node's backward
@@ -59,6 +60,15 @@ type summary struct {
 	xla          *recording.XLA // the recording's XLA dump, nil when none
 	xlaLines     int            // launches whose line came from it
 	compile      int            // launches made while XLA compiled (Links.Compile)
+}
+
+// scaled is gpuNS, the GPU time of the timed eager launches, scaled to all of them; 0 when every
+// launch was timed (or none was).
+func scaled(gpuNS uint64, launches, untimed int) uint64 {
+	if untimed == 0 || untimed >= launches {
+		return 0
+	}
+	return uint64(float64(gpuNS) * float64(launches) / float64(launches-untimed))
 }
 
 // ran is what a kernel's summary needs of the call that ran it, taken when the call is read:
@@ -117,7 +127,15 @@ func (s *summary) add(b *pb.Batch) error {
 	}
 	s.ranges.add(b)
 	s.steps.Add(b)
-	recording.EachCall(b, func(l *pb.Launch) { s.steps.Launch(l) }, func(g *pb.GraphLaunch) { s.steps.GraphLaunch(g) })
+	recording.EachCall(b, func(l *pb.Launch) {
+		step := s.steps.Launch(l)
+		if !l.GetCaptured() && !l.GetUntimed() && s.info.GetGpuTimingSteps() != "" {
+			if s.timedSteps == nil {
+				s.timedSteps = map[int]bool{}
+			}
+			s.timedSteps[step] = true
+		}
+	}, func(g *pb.GraphLaunch) { s.steps.GraphLaunch(g) })
 	for _, l := range b.Launches {
 		s.see(l.GetHostNs())
 		s.memory.launch(l)
@@ -332,6 +350,7 @@ func (s *summary) finish(truncated bool) (*Process, error) {
 		Argv: info.GetArgv(), Python: info.GetPython(), AgentVersion: info.GetAgentVersion(),
 		CuptiPath: info.GetCuptiPath(), DriverVersion: info.GetDriverVersion(),
 		CallstackMode: info.GetCallstackMode(), GPUTiming: info.GetGpuTiming(), TimingSerial: info.GetGpuTimingSerial(), TimingSample: info.GetGpuTimingSample(), KernelFilter: info.GetKernelFilter(),
+		TimingSteps: info.GetGpuTimingSteps(), TimedSteps: slices.Sorted(maps.Keys(s.timedSteps)),
 		GraphLaunches: s.graphs, KernelRuns: s.acts, Kernels: s.kernels,
 		Modules: len(s.modules), Callstacks: s.callstacks,
 		Complete: s.end != nil, Truncated: truncated,
@@ -345,7 +364,7 @@ func (s *summary) finish(truncated bool) (*Process, error) {
 		Copies:           s.copies.summarize(),
 		Launches:         s.launches, Captured: s.captured, Untimed: s.untimed,
 		GraphBuilt: s.graphBuilt, ConditionalNodes: s.conditional, MemoryNodes: s.memoryNodes, DeviceLaunchModules: s.deviceLaunch,
-		GPUTimeNS: s.gpuNS, UnlinkedRuns: s.unlinked,
+		GPUTimeNS: s.gpuNS, GPUTimeScaledNS: scaled(s.gpuNS, s.launches, s.untimed), UnlinkedRuns: s.unlinked,
 		Steps: s.steps.Steps(), StepRange: s.steps.Range(),
 	}
 	if s.end != nil {
