@@ -594,8 +594,10 @@ static void on_node_call(uint32_t cbid, const gp_CallbackData *cb) {
   rec->captured = 1;
   // Its kernel's memory is not hashed around the node's runs: as a captured
   // launch's, the graph launch leaves what they write unhashed.
-  if (gp_proc.cfg.memory_mode == GP_MEM_HASH || gp_proc.cfg.memory_mode == GP_MEM_SNAPSHOT)
+  if (gp_proc.cfg.memory_mode == GP_MEM_HASH || gp_proc.cfg.memory_mode == GP_MEM_SNAPSHOT) {
     rec->mem_status = GP_PLAN_SKIPPED_CAPTURE;
+    GP_COUNT(memory_skipped, 1);
+  }
   rec->tid = gp_thread_id();
   rec->context_uid = cb->contextUid;
   rec->device = device_of(cb->contextUid);

@@ -896,6 +896,18 @@ HP_API int hp_memory_scenario(const char *path) {
   gp_cuGraphLaunch_params pg = {(gp_CUgraphExec)0xe0e0, (gp_CUstream)0x7000a0};
   launch(GP_CBID_cuGraphLaunch, &pg, 0, NULL);
   mem_launch("after a graph launch: a hashed again", F_EX, a, b);
+  // A kernel node added through the graph API: its runs are the graph launches', so its launch
+  // record is skipped as a captured launch's is (counted), and no job is made for it.
+  uint64_t skipped = atomic_load((_Atomic uint64_t *)&gp_counts.memory_skipped);
+  gp_CUgraphNode node = (gp_CUgraphNode)0x9700;
+  uint64_t na = a, nb = b;
+  void *nkp[2] = {&na, &nb};
+  gp_KERNEL_NODE_PARAMS nkn = {.func = F_EX, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 32,
+                               .blockDimY = 1, .blockDimZ = 1, .kernelParams = nkp};
+  gp_cuGraphAddKernelNode_params pnode = {&node, (gp_CUgraph)0x42, NULL, 0, &nkn};
+  launch(GP_CBID_cuGraphAddKernelNode_v2, &pnode, 0, NULL);
+  fprintf(mem_out, "a kernel node of ex_kernel(a, b) added through the graph API: %llu skipped, no job\n",
+          (unsigned long long)(atomic_load((_Atomic uint64_t *)&gp_counts.memory_skipped) - skipped));
   mem_launch("ro_kernel(a, b), neither written, both hashed before: no hash kernel at all", F_RO, a, b);
   mem_launch("ex_kernel(b, a): b carried, a hashed (word 1 may write)", F_EX, b, a);
 
