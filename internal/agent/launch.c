@@ -93,6 +93,7 @@ static func_entry *func_describe(gp_CUfunction f, const char *symbol) {
   }
   const char *name = symbol;
   if ((!name || !*name) && gp_cu.funcGetName) gp_cu.funcGetName(&name, f);
+  if ((!name || !*name) && gp_cu.kernelGetName) gp_cu.kernelGetName(&name, (void *)f);
   if (!name) name = "";
   int selected = 1;
   if (gp_proc.cfg.has_kernel_filter) selected = gpurrKernelSelected((char *)name);

@@ -74,6 +74,7 @@ static const struct {
     {"cuStreamCreate", GP_NEED_OPTIONAL},
     {"cuStreamWaitEvent", GP_NEED_OPTIONAL},
     {"cuEventSynchronize", GP_NEED_OPTIONAL},
+    {"cuKernelGetName", GP_NEED_OPTIONAL},
 };
 _Static_assert(sizeof driver_symbols / sizeof *driver_symbols == sizeof(gp_cu_api) / sizeof(void *),
                "driver_symbols names every slot of gp_cu_api, in order");

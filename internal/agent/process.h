@@ -97,6 +97,8 @@ typedef struct {
   gp_CUresult (*streamCreate)(gp_CUstream *, unsigned);
   gp_CUresult (*streamWaitEvent)(gp_CUstream, void *, unsigned);
   gp_CUresult (*eventSynchronize)(void *);
+  // a graph kernel node named by its CUkernel alone (launch.c), which cuFuncGetName does not name
+  gp_CUresult (*kernelGetName)(const char **, void *);
 } gp_cu_api;
 extern gp_cu_api gp_cu;
 

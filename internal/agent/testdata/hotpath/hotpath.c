@@ -121,6 +121,9 @@ static gp_CUptiResult fake_getGraphId(gp_CUgraph g, uint32_t *id) {
 // later module's kernel of one 8-byte parameter (reuse_generation 1).
 #define F_REUSE ((gp_CUfunction)0x7f0000007000)
 #define MOD_REUSE ((void *)0x7f00000e0000)
+// K_NODE is a CUkernel a graph kernel node names alone (func NULL): cuFuncGetName
+// does not name it, cuKernelGetName does; its parameters are F_EX's.
+#define K_NODE ((gp_CUfunction)0x7f0000008000)
 static int reuse_generation;
 enum { WIDE_WORDS = 80 };
 
@@ -130,7 +133,7 @@ static gp_CUresult fake_funcGetParamInfo(gp_CUfunction f, size_t i, size_t *off,
     *off = main_l[i][0], *size = main_l[i][1];
     return 0;
   }
-  if ((f == F_EX || f == F_RO) && i < 2) {
+  if ((f == F_EX || f == F_RO || f == K_NODE) && i < 2) {
     *off = ex_l[i][0], *size = ex_l[i][1];
     return 0;
   }
@@ -150,7 +153,14 @@ static gp_CUresult fake_funcGetModule(void **mod, gp_CUfunction f) {
   return f == F_REUSE ? 0 : 1;
 }
 
+static gp_CUresult fake_kernelGetName(const char **name, void *k) {
+  if (k != K_NODE) return 400;  // CUDA_ERROR_INVALID_HANDLE
+  *name = "node_kernel";
+  return 0;
+}
+
 static gp_CUresult fake_funcGetName(const char **name, gp_CUfunction f) {
+  if (f == K_NODE) return 400;
   *name = f == F_SKIP ? "skip_me" : f == F_EX ? "ex_kernel" : f == F_RO ? "ro_kernel" : f == F_WIDE ? "wide_kernel" : "extra_kernel";
   return 0;
 }
@@ -218,6 +228,7 @@ HP_API int hp_setup(int mode) {
   gp_cupti.getGraphId = fake_getGraphId;
   gp_cu.funcGetParamInfo = fake_funcGetParamInfo;
   gp_cu.funcGetName = fake_funcGetName;
+  gp_cu.kernelGetName = fake_kernelGetName;
   gp_cu.funcGetModule = fake_funcGetModule;
   gp_cu.ctxGetDevice = fake_ctxGetDevice;
   gp_cu.deviceGetName = fake_deviceGetName;
@@ -587,8 +598,11 @@ HP_API int hp_scenario(const char *path) {
   gp_GraphData gcond = {.graph = (gp_CUgraph)0x42, .node = (gp_CUgraphNode)0x9600, .nodeType = GP_GRAPH_NODE_TYPE_CONDITIONAL};
   resource(GP_CBID_RESOURCE_GRAPHNODE_CREATED, &gcond, NULL);
   launch(GP_CBID_cuGraphAddKernelNode_v2, &pan, 1, NULL);
-  kn.func = NULL, kn.kern = F_EX;
+  kn.func = NULL, kn.kern = K_NODE;
   launch(GP_CBID_cuGraphAddKernelNode, &pan, 0, NULL);
+  // Through _v2, the same node names its CUkernel, which cuKernelGetName names.
+  kn.kernelParams = kpx;
+  launch(GP_CBID_cuGraphAddKernelNode_v2, &pan, 0, NULL);
   // And the next launch is not captured.
   launch(GP_CBID_cuLaunchKernel, &p, 0, SYM_MAIN);
 
