@@ -201,7 +201,7 @@ var launches = define("launches", "kernel launches made by the program, in order
 		return nullUnless(end != 0, Int(end-min(end, r.l.GetHostNs())))
 	}).null(),
 	c("callstack_id", Int64, "callstacks.callstack_id, NULL when none was taken", func(_ *pass, r *callRec) Value { return idOrNull(r.l.GetCallstackId()) }).null(),
-	c("captured", Boolean, "1 when made during stream capture", func(_ *pass, r *callRec) Value { return Bool(r.l.GetCaptured()) }),
+	c("captured", Boolean, "1 when made during stream capture, or by a graph API call that added or changed a kernel node (api: cuGraphAddKernelNode_v2, ...): it ran nothing itself, graph replays ran it", func(_ *pass, r *callRec) Value { return Bool(r.l.GetCaptured()) }),
 	c("untimed", Boolean, "1 when made where sampled GPU timing was off (between processes.gpu_timing_sample's windows, or in a step processes.gpu_timing_steps leaves untimed): no kernel run is expected", func(_ *pass, r *callRec) Value { return Bool(r.l.GetUntimed()) }),
 	c("graph_node_id", Int64, "graph node it built (captured launches), else NULL", func(_ *pass, r *callRec) Value {
 		return nullUnless(r.l.GetCaptured(), Int(r.l.GetGraphNodeId()))
