@@ -40,9 +40,13 @@ var TrainRuns = StoryRuns
 
 const bundledTrain = "bundled/train.zip"
 
-// WriteTrainScript writes TrainScript into dir as TrainScriptName and returns its path.
+// WriteTrainScript writes TrainScript into dir (made if it is not there: gpurr demo -o DIR
+// records into a folder that does not exist yet) as TrainScriptName and returns its path.
 func WriteTrainScript(dir string) (string, error) {
 	path := filepath.Join(dir, TrainScriptName)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("writing the demo's script: %w", err)
+	}
 	if err := os.WriteFile(path, TrainScript, 0o644); err != nil {
 		return "", fmt.Errorf("writing the demo's script: %w", err)
 	}

@@ -28,7 +28,8 @@ func TestTrainScript(t *testing.T) {
 			t.Errorf("train.py lacks %q", want)
 		}
 	}
-	dir := t.TempDir()
+	// gpurr demo -o DIR writes it before anything else made DIR.
+	dir := filepath.Join(t.TempDir(), "out")
 	path, err := WriteTrainScript(dir)
 	if err != nil {
 		t.Fatal(err)
