@@ -27,8 +27,9 @@ type timingSampler struct {
 
 // stepGrace is how long a program timed by steps runs from its first launch, every kernel
 // timed, before windows begin where no step has ended: long enough for a first step that
-// warms caches and tunes kernels, short beside a training run.
-const stepGrace = 5 * time.Second
+// initializes cuBLAS, autotunes and compiles (a 30-step torch.optim loop's step 0 outlasted
+// 5 s on an H200, and had 13 of its 20 launches windowed out), short beside a training run.
+const stepGrace = 60 * time.Second
 
 // newTimingSampler returns nil unless cfg samples GPU timing. launched tells whether the
 // process made its first launch.
