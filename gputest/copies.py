@@ -6,7 +6,8 @@ from harness import WL, at_line, check, info_of, mark_line, tail, test
 
 
 def _line(tag):
-    return at_line("call_python_line", WL / "copies.py", mark_line(WL / "copies.py", tag))
+    # call_user_line: torch's wrappers (Stream.synchronize, Event.wait) are the innermost frame
+    return at_line("call_user_line", WL / "copies.py", mark_line(WL / "copies.py", tag))
 
 
 @test("copies.timeline")
