@@ -309,6 +309,7 @@ func (b *bisector) nan(ctx context.Context) error {
 	f := &DigestFinding{Agreed: -1}
 	b.res.Digests = f
 	var first *diff.StepDigest
+	var firstRun *diff.DigestRun
 	for _, p := range set.Processes {
 		d, err := diff.ScanDigests(p)
 		if err != nil {
@@ -321,7 +322,7 @@ func (b *bisector) nan(ctx context.Context) error {
 		pd := PairDigest{A: p.Name, Rank: p.Info.Rank, NaN: d.FirstNonFinite(), lines: d}
 		f.Pairs = append(f.Pairs, pd)
 		if pd.NaN != nil && (first == nil || pd.NaN.Step < first.Step) {
-			first = pd.NaN
+			first, firstRun = pd.NaN, d
 		}
 	}
 	if first == nil {
@@ -339,27 +340,49 @@ func (b *bisector) nan(ctx context.Context) error {
 		lo = lo + 1 - e
 	}
 	f.Agreed = int(lo) - 1
-	for round := 1; round <= 2; round++ {
+	round := 0
+	narrow := func(lo, hi uint32) (bool, error) {
+		round++
 		b.res.Window = &[2]uint32{lo, hi}
 		flags := []string{"--memory", recording.MemoryHash, "--hash-steps", stepsText(lo, hi), "--nan-scan", strings.Join(types, ",")}
 		r, err := b.record(ctx, fmt.Sprintf("narrow-%d", round), "counting NaN and Inf after every launch of "+stepsWords(lo, hi), 0, flags)
 		if err != nil {
-			return err
+			return false, err
 		}
 		report, found, err := b.o.Narrow.NaN(r.Dir)
 		if err != nil {
-			return err
+			return false, err
 		}
 		b.res.Report = report
-		if found {
-			b.res.Outcome = "nan"
-			return nil
-		}
-		if lo == 0 || round == 2 {
-			break
-		}
+		return found, nil
+	}
+	found, err := narrow(lo, hi)
+	if err == nil && !found && lo > 0 {
 		b.note("no launch of %s made NaN or Inf this time: counting from step 0", stepsWords(lo, hi))
-		lo = 0
+		found, err = narrow(0, hi)
+	}
+	if err == nil && !found {
+		// Memory no launch of the program wrote may hold NaN bit patterns from the start
+		// (XLA's autotuning leaves them in its scratch memory): the NaN the program makes
+		// shows where the count rises.
+		if rise := firstRun.NonFiniteRise(first.Step); rise != nil {
+			b.note("no launch of %s made the %d NaN or Inf its digest holds: memory the program's launches did not write held them (a library's scratch may: XLA's autotuning leaves NaN patterns); narrowing the first step where they rose, step %d (%d to %d)",
+				stepsWords(0, hi), first.NonFinite(), rise.Digest.Step, rise.Prev, rise.Digest.NonFinite())
+			f.Step = &rise.Digest.Step
+			lo, hi = rise.Digest.Step, rise.Digest.Step
+			if e := uint32(max(b.o.DigestEvery, 1)); lo+1 >= e {
+				lo = lo + 1 - e
+			}
+			f.Agreed = int(lo) - 1
+			found, err = narrow(lo, hi)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if found {
+		b.res.Outcome = "nan"
+		return nil
 	}
 	b.res.Outcome = "not-reproduced"
 	return nil

@@ -218,6 +218,22 @@ func TestBisectNaNOutsideOptimizer(t *testing.T) {
 	}
 }
 
+// TestBisectNaNOverStaleMemory: memory no launch writes holds NaN from the start (XLA's
+// autotuning scratch), so the first digest holding NaN is step 0's and no launch of step 0
+// made them; bisect narrows the first step where the count rose, and names the launch there.
+func TestBisectNaNOverStaleMemory(t *testing.T) {
+	res := run(t, bisect.Options{Commands: [2][]string{{"train", "nan", "3", "2", "stalenan"}}, NaN: true}, &fakeRecorder{})
+	if res.Outcome != "nan" || *res.Digests.Step != 3 || !slices.Equal(names(res), []string{"digest", "narrow-1", "narrow-2"}) {
+		t.Fatalf("outcome %s, step %v, runs %v, notes %q", res.Outcome, res.Digests.Step, names(res), res.Notes)
+	}
+	if r := res.Report.(launchReport); r.Seq != 3*4+2+1 {
+		t.Fatalf("report %+v, want launch %d", r, 3*4+2+1)
+	}
+	if len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "narrowing the first step where they rose, step 3 (4096 to 4098)") {
+		t.Fatalf("notes %q", res.Notes)
+	}
+}
+
 // TestBisectProgramFails: a run whose program fails ends bisect with ErrProgram, naming it.
 func TestBisectProgramFails(t *testing.T) {
 	o := bisect.Options{Out: t.TempDir(), Commands: [2][]string{{"train"}, {"train"}}}

@@ -161,6 +161,33 @@ func (r *DigestRun) FirstNonFinite() *StepDigest {
 	return nil
 }
 
+// Rise is a digest whose NaN and Inf count rose over the digest before it.
+type Rise struct {
+	Digest *StepDigest
+	Prev   uint64 // the count in the digest before it
+}
+
+// NonFiniteRise is the first digest after step's whose NaN and Inf count is higher than the
+// digest's before it, nil when none is.
+func (r *DigestRun) NonFiniteRise(step uint32) *Rise {
+	var prev uint64
+	seen := false
+	for i := range r.Digests {
+		d := &r.Digests[i]
+		if d.Lost {
+			continue
+		}
+		if seen && d.Step > step && d.NonFinite() > prev {
+			return &Rise{Digest: d, Prev: prev}
+		}
+		if d.Step >= step {
+			seen = true
+		}
+		prev = d.NonFinite()
+	}
+	return nil
+}
+
 // DigestState is an allocation's state in a step digest.
 type DigestState struct {
 	State *pb.RegionState // its hash, and NaN counts as MemoryConfig.nan_scan's types

@@ -38,6 +38,10 @@ type Trained struct {
 	// LossNaN puts that NaN into a loss: an allocation no launch reads and the optimizer never
 	// reaches, which only digests of every allocation (DigestAll, --digest-all) hold.
 	LossNaN, DigestAll bool
+	// StaleNaN gives the process an allocation that holds NaN bit patterns from its start and
+	// that no launch writes (what XLA's autotuning leaves in its scratch memory): digests of
+	// every allocation count its NaN from the first step on.
+	StaleNaN bool
 	Salt               uint64 // changes what DivergeStep writes: another run of a nondeterministic kernel
 	// NCCL, when not 0, makes the first launch of each step also reach the allocation NCCL
 	// made for itself, whose bytes depend on NCCL: another run's are other bytes.
@@ -50,6 +54,9 @@ type Trained struct {
 	// has a kernel run of 10 µs, the others are untimed. Zero: no GPU timing.
 	TimedSteps [2]int
 }
+
+// staleNaNs is how many NaN a StaleNaN allocation holds.
+const staleNaNs = 4096
 
 // DefaultTrained is a Trained run with no divergence and no NaN.
 func DefaultTrained() Trained {
@@ -141,6 +148,11 @@ func TrainedBatches(o Trained, r int) []*pb.Batch {
 	loss := &pb.Allocation{Id: uint64(nalloc + 2), Kind: pb.Allocation_MEM_ALLOC, Address: base + uint64(nalloc)<<24, Size: trainedAllocBytes,
 		HostNs: startNS + 100}
 	first.Allocations = append(allocs, nccl, loss)
+	scratch := &pb.Allocation{Id: uint64(nalloc + 3), Kind: pb.Allocation_MEM_ALLOC, Address: base + uint64(nalloc+1)<<24, Size: trainedAllocBytes,
+		HostNs: startNS + 101}
+	if o.StaleNaN {
+		first.Allocations = append(first.Allocations, scratch)
+	}
 	lossNaN := false
 	lossState := func() *pb.RegionState {
 		rs, _ := RegionState(trainedBytes(7, lossNaN), nil)
@@ -183,6 +195,12 @@ func TrainedBatches(o Trained, r int) []*pb.Batch {
 					d.DigestOf = "all"
 					d.Regions = append(d.Regions, lossState())
 					d.DigestRegions = append(d.DigestRegions, &pb.Region{Address: loss.GetAddress(), Size: trainedAllocBytes, AllocationId: loss.GetId()})
+					if o.StaleNaN {
+						rs, _ := RegionState(trainedBytes(11, true), nil)
+						rs.NanCount, rs.InfCount = []uint64{staleNaNs}, []uint64{0}
+						d.Regions = append(d.Regions, rs)
+						d.DigestRegions = append(d.DigestRegions, &pb.Region{Address: scratch.GetAddress(), Size: trainedAllocBytes, AllocationId: scratch.GetId()})
+					}
 				}
 				b.Digests = append(b.Digests, d)
 			}
@@ -270,6 +288,7 @@ func cmpInt(v, def int) int {
 // bisect's tests: the command's words say what is planted (diverge STEP LAUNCH: a
 // nondeterministic launch, which writes other bytes in every run, or in the runs listed by
 // early RUN...: there a step earlier; nan STEP LAUNCH; lossnan: that NaN in a loss only;
+// stalenan: NaN in memory no launch writes, from the start;
 // lr X; steps N; ranks N), the flags what record would record (--hash-steps K[-L],
 // --digest-all). run numbers the runs of a bisect from 1 (a nondeterministic launch writes
 // other bytes in each).
@@ -294,6 +313,8 @@ func TrainedRun(command, flags []string, run int, early map[int]bool) Trained {
 			o.NaNStep, o.NaNLaunch = num(1), num(2)
 		case "lossnan":
 			o.LossNaN = true
+		case "stalenan":
+			o.StaleNaN = true
 		case "lr":
 			if i+1 < len(command) {
 				v, _ := strconv.ParseFloat(command[i+1], 32)
