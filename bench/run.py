@@ -572,6 +572,17 @@ DEFAULT_MAX_STEP_PCT = 3.0    # the default's cost on the GPT-2 step, eager and 
 DEFAULT_MAX_US_PER_LAUNCH = 1.0  # the default's cost per launch on the eager loop
 
 
+def untimed_by_step(b, name):
+    """The recording of variant name's launches per step and how many of them were untimed."""
+    qp = subprocess.run([b.gpurr, "query", b.tmp / f"rec-{name}", "SELECT step, sum(untimed) AS u, "
+                         "count(*) AS n FROM launches WHERE NOT captured GROUP BY step", "--format", "json"],
+                        capture_output=True, text=True, timeout=300)
+    try:
+        return json.loads(qp.stdout)
+    except ValueError:
+        raise RuntimeError(f"gpurr query failed: exit {qp.returncode}: {qp.stderr.strip()[:300]}")
+
+
 def split_timed_steps(res, per_step):
     """The step times of res (a step benchmark's JSON) split by whether all of a step's launches
     were timed or none were, from per_step: rows of (step, untimed launches, launches) of the
@@ -608,13 +619,7 @@ def rows_timing_ab(b, rounds):
             name = f"timing_ab.{mode}"
             r = b.variant(name, "gpt2_step.py", extra + ["--steps", "120"], True, 600,
                           ["--gpu-timing=steps", "--gpu-timing-steps", TIMING_AB_STEPS])
-            qp = subprocess.run([b.gpurr, "query", b.tmp / f"rec-{name}", "SELECT step, sum(untimed) AS u, "
-                                 "count(*) AS n FROM launches WHERE NOT captured GROUP BY step", "--format", "json"],
-                                capture_output=True, text=True, timeout=300)
-            try:
-                t, u = split_timed_steps(r, json.loads(qp.stdout))
-            except ValueError:
-                raise RuntimeError(f"gpurr query failed: exit {qp.returncode}: {qp.stderr.strip()[:300]}")
+            t, u = split_timed_steps(r, untimed_by_step(b, name))
             if len(t) < 10 or len(u) < 10:
                 raise RuntimeError(f"timing_ab {mode}: {len(t)} timed and {len(u)} untimed steps, want 10 of each")
             timed += t
@@ -664,13 +669,7 @@ def rows_timing_ab_eager(b, rounds):
         r = b.variant(name, "launch_overhead.py", ["--shape", "eager", "--warmup", str(iters)], True, 600,
                       ["--callstack", "off", "--step-every", str(iters), "--gpu-timing=steps",
                        "--gpu-timing-steps", TIMING_AB_STEPS])
-        qp = subprocess.run([b.gpurr, "query", b.tmp / f"rec-{name}", "SELECT step, sum(untimed) AS u, "
-                             "count(*) AS n FROM launches WHERE NOT captured GROUP BY step", "--format", "json"],
-                            capture_output=True, text=True, timeout=300)
-        try:
-            t, u = split_timed_repeats(r, json.loads(qp.stdout))
-        except ValueError:
-            raise RuntimeError(f"gpurr query failed: exit {qp.returncode}: {qp.stderr.strip()[:300]}")
+        t, u = split_timed_repeats(r, untimed_by_step(b, name))
         if len(t) < 3 or len(u) < 3:
             raise RuntimeError(f"timing_ab eager: {len(t)} timed and {len(u)} untimed repeats, want 3 of each")
         timed += t

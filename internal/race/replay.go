@@ -161,24 +161,41 @@ func spread(region int, a, b []byte) Spread {
 // module is the PTX text of the runs with delays at points: the kernel parsed and printed
 // again, with the delay blocks in.
 func (r *ReplayRunner) module(points []int) ([]byte, error) {
+	m, err := r.instrumented(points, false)
+	if err != nil {
+		return nil, err
+	}
+	return []byte(m.String()), nil
+}
+
+// instrumented is the kernel parsed, with the access log in when accessLog is set (Sides)
+// and the delay blocks at points (indexes into the plain kernel's points).
+func (r *ReplayRunner) instrumented(points []int, accessLog bool) (*ptx.Module, error) {
 	m, err := ptx.Parse(r.PTX)
 	if err != nil {
 		return nil, err
 	}
-	if len(points) > 0 {
+	var chosen []instrument.Point
+	if len(points) > 0 || accessLog {
 		fn := m.Function(r.Kernel)
 		if fn == nil {
 			return nil, fmt.Errorf("the PTX has no kernel %s", r.Kernel)
 		}
-		chosen, err := r.chosen(fn, points)
-		if err != nil {
+		if chosen, err = r.chosen(fn, points); err != nil {
 			return nil, err
 		}
+	}
+	if accessLog {
+		if _, err := instrument.InjectAccessLog(m, r.Kernel); err != nil {
+			return nil, err
+		}
+	}
+	if len(chosen) > 0 {
 		if err := instrument.InjectDelays(m, r.Kernel, chosen, r.Delay); err != nil {
 			return nil, err
 		}
 	}
-	return []byte(m.String()), nil
+	return m, nil
 }
 
 // chosen is the kernel's points at indexes points.

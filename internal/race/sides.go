@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/gpurr/gpurr/internal/instrument"
-	"github.com/gpurr/gpurr/internal/ptx"
 )
 
 // A witness's delays name one side of a race; the other is the access that read or wrote the
@@ -148,25 +147,9 @@ func (r *ReplayRunner) Sides(points []int, seed uint64) (*Sides, error) {
 	if r.session == nil {
 		return nil, fmt.Errorf("no session: run the hunt first")
 	}
-	m, err := ptx.Parse(r.PTX)
+	m, err := r.instrumented(points, true)
 	if err != nil {
 		return nil, err
-	}
-	fn := m.Function(r.Kernel)
-	if fn == nil {
-		return nil, fmt.Errorf("the PTX has no kernel %s", r.Kernel)
-	}
-	chosen, err := r.chosen(fn, points)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := instrument.InjectAccessLog(m, r.Kernel); err != nil {
-		return nil, err
-	}
-	if len(chosen) > 0 {
-		if err := instrument.InjectDelays(m, r.Kernel, chosen, r.Delay); err != nil {
-			return nil, err
-		}
 	}
 	r.loaded = "" // the next Run loads its own module again
 	if err := r.session.Reload([]byte(m.String())); err != nil {
@@ -192,7 +175,7 @@ func (r *ReplayRunner) Sides(points []int, seed uint64) (*Sides, error) {
 			return nil, err
 		}
 	}
-	if len(chosen) > 0 {
+	if len(points) > 0 {
 		if err := r.session.SetGlobal(instrument.DelaySeedSymbol, []uint32{instrument.SeedWord(seed)}); err != nil {
 			return nil, err
 		}
