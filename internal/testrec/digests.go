@@ -42,7 +42,7 @@ type Trained struct {
 	// that no launch writes (what XLA's autotuning leaves in its scratch memory): digests of
 	// every allocation count its NaN from the first step on.
 	StaleNaN bool
-	Salt               uint64 // changes what DivergeStep writes: another run of a nondeterministic kernel
+	Salt     uint64 // changes what DivergeStep writes: another run of a nondeterministic kernel
 	// NCCL, when not 0, makes the first launch of each step also reach the allocation NCCL
 	// made for itself, whose bytes depend on NCCL: another run's are other bytes.
 	NCCL uint64
