@@ -8,7 +8,8 @@ import (
 )
 
 // interrupts holds, while a command writes its output, how to undo what it made so far. An
-// interrupt (Ctrl-C, SIGTERM, SIGHUP) runs every undo and ends the process with the shell's
+// interrupt (Ctrl-C, SIGTERM, SIGHUP, or a write to a pipe whose reader went away, as after
+// `gpurr demo -o DIR | head`) runs every undo and ends the process with the shell's
 // code for the signal (128 + its number), so that the same command can run again into the same
 // place instead of meeting a hidden temporary file or folder there.
 var interrupts struct {
@@ -19,7 +20,7 @@ var interrupts struct {
 }
 
 // interruptSignals are the signals that end a command writing its output.
-var interruptSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+var interruptSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE}
 
 // Undoable runs create, which creates something of the command's output (a temporary file, a
 // folder, a marker) and returns how to remove it. When create succeeds, an interrupt until

@@ -66,6 +66,58 @@ func TestSecondInterrupt(t *testing.T) {
 	}
 }
 
+// brokenPipeEnv names, in the process TestBrokenPipe starts, the folder its output is.
+const brokenPipeEnv = "GPURR_TEST_BROKEN_PIPE"
+
+// A command whose standard output's reader goes away (gpurr demo -o DIR | head) undoes its
+// output and ends as SIGPIPE would have ended it (exit 141): killed by the signal, it left the
+// folder behind.
+func TestBrokenPipe(t *testing.T) {
+	if dir := os.Getenv(brokenPipeEnv); dir != "" {
+		Undoable(func() (func(), error) {
+			return func() { os.RemoveAll(dir) }, os.Mkdir(dir, 0o755)
+		})
+		for {
+			os.Stdout.WriteString("a line of the walk\n")
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "out")
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), brokenPipeEnv+"="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal(err)
+	}
+	out.Close()
+	ended := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(ended)
+	}()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		<-ended
+		t.Fatal("the process still runs 10 s after its output's reader went away")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGPIPE) {
+		t.Errorf("the process ended with %v, want exit %d", cmd.ProcessState, 128+int(syscall.SIGPIPE))
+	}
+	if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s is still there: %v", dir, err)
+	}
+}
+
 // lateAddEnv names, in the process TestAddAfterUndo starts, the folder its output is.
 const lateAddEnv = "GPURR_TEST_LATE_ADD"
 
