@@ -419,7 +419,7 @@ func pytorchAllocatorEnv(memoryMode string, keep bool, conf string, confSet bool
 		return "", fmt.Sprintf("gpurr: record: %s=%s is kept: a PyTorch program's regions are whole caching-allocator segments, so hashing costs more (docs/memory.md)", pytorchAllocConf, conf)
 	}
 	add = pytorchAllocConf + "=backend:cudaMallocAsync"
-	return add, "gpurr: record: --memory: PyTorch programs run with " + add + " so that each tensor is its own region (--keep-pytorch-allocator to keep the caching allocator)"
+	return add, "gpurr: record: --memory: if the program uses PyTorch, it runs with " + add + " so that each tensor is its own region (--keep-pytorch-allocator to keep the caching allocator)"
 }
 
 // summaryMaxBytes bounds the recordings record summarizes at exit: reading
