@@ -146,6 +146,7 @@ func TestDecodeErrors(t *testing.T) {
 		{[]string{GPUTiming + "=on", GPUTimingSample + "=1s/2s"}, "GPURR_GPU_TIMING_SAMPLE, GPURR_GPU_TIMING: --gpu-timing-sample goes with --gpu-timing=sample or steps"},
 		{[]string{GPUTiming + "=sample", GPUTimingSteps + "=3/10"}, "GPURR_GPU_TIMING_STEPS, GPURR_GPU_TIMING: --gpu-timing-steps goes with --gpu-timing=steps"},
 		{[]string{GPUTimingSteps + "=three"}, `GPURR_GPU_TIMING_STEPS: --gpu-timing-steps "three": want FIRST/EVERY, such as 3/10`},
+		{[]string{GPUTimingSteps + "=0/0"}, `GPURR_GPU_TIMING_STEPS, GPURR_GPU_TIMING: --gpu-timing-steps "0/0" times no step: --gpu-timing=false times none`},
 		{[]string{Memory + "=hash", SnapshotKernels + "=gemm"}, "GPURR_SNAPSHOT_KERNELS, GPURR_SNAPSHOT_LAUNCHES, GPURR_FLIGHT_RECORDER, GPURR_MEMORY: --snapshot-kernels"},
 		{[]string{Memory + "=hash", DeferHashes + "=later"}, "GPURR_DEFER_HASHES: --defer-hashes=later: want beside, stream or off"},
 	} {

@@ -151,6 +151,9 @@ func ParseTimingSteps(s string) (first, every uint32, err error) {
 	if !ok || err != nil {
 		return 0, 0, fmt.Errorf("%q: want FIRST/EVERY, such as %s", s, DefaultTimingSteps)
 	}
+	if f == 0 && e == 0 {
+		return 0, 0, fmt.Errorf("%q times no step: --gpu-timing=false times none", s)
+	}
 	return uint32(f), uint32(e), nil
 }
 
