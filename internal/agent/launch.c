@@ -50,7 +50,9 @@ static inline uint64_t mix64(uint64_t x) {
 // A handle whose module was unloaded: the driver hands its address out
 // again for a kernel of a later module (XLA's autotuning loads and unloads
 // hundreds), whose parameters the old description would misread. Its entry
-// stays, unmatched, so the probes that pass over it go on past it.
+// stays, unmatched, so that look-ups go on past it, until a new kernel takes
+// it: a program that loads and unloads modules for hours does not fill the
+// table.
 #define FUNC_GONE UINT64_MAX
 
 static func_entry *func_find(uint64_t key) {
@@ -75,7 +77,8 @@ static func_entry *func_describe(gp_CUfunction f, const char *symbol) {
   func_entry *slot = NULL;
   for (uint64_t i = mix64(key), n = 0; n < 64; i++, n++) {
     func_entry *c = &funcs[i & (FUNC_TABLE - 1)];
-    if (atomic_load_explicit(&c->key, memory_order_relaxed) == 0) {
+    uint64_t k = atomic_load_explicit(&c->key, memory_order_relaxed);
+    if (k == 0 || k == FUNC_GONE) {
       slot = c;
       break;
     }
@@ -126,6 +129,15 @@ static func_entry *func_describe(gp_CUfunction f, const char *symbol) {
     overflow.library = gp_library_kernel(name);
     overflow.probe.state = GP_PROBE_NO;  // shared by kernels the table has no room for
     return &overflow;
+  }
+  if (atomic_load_explicit(&slot->key, memory_order_relaxed) == FUNC_GONE) {
+    // A retired kernel's entry, taken again: nothing launches a kernel of an unloaded module,
+    // so its layout goes; a write set stays allocated (gp_kernel_readonly keeps them all).
+    free(slot->layout);
+    slot->layout = NULL;
+    memset(&slot->probe, 0, sizeof slot->probe);
+    atomic_store_explicit(&slot->readonly, NULL, memory_order_relaxed);
+    atomic_store_explicit(&slot->launches, 0, memory_order_relaxed);
   }
   slot->id = id;
   slot->module = NULL;
