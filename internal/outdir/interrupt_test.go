@@ -49,18 +49,7 @@ func TestSecondInterrupt(t *testing.T) {
 		t.Fatalf("the process printed %q (%v), want the undo begun", line, err)
 	}
 	cmd.Process.Signal(syscall.SIGINT)
-	ended := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		close(ended)
-	}()
-	select {
-	case <-ended:
-	case <-time.After(10 * time.Second):
-		cmd.Process.Kill()
-		<-ended
-		t.Fatal("the process still runs 10 s after a second interrupt")
-	}
+	waitEnded(t, cmd, "a second interrupt")
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGINT {
 		t.Errorf("the process ended with %v, want by SIGINT", cmd.ProcessState)
 	}
@@ -98,6 +87,18 @@ func TestBrokenPipe(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.Close()
+	waitEnded(t, cmd, "its output's reader went away")
+	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGPIPE) {
+		t.Errorf("the process ended with %v, want exit %d", cmd.ProcessState, 128+int(syscall.SIGPIPE))
+	}
+	if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s is still there: %v", dir, err)
+	}
+}
+
+// waitEnded waits up to 10 s for cmd to end after what, and kills it past that.
+func waitEnded(t *testing.T, cmd *exec.Cmd, what string) {
+	t.Helper()
 	ended := make(chan struct{})
 	go func() {
 		cmd.Wait()
@@ -108,13 +109,7 @@ func TestBrokenPipe(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		cmd.Process.Kill()
 		<-ended
-		t.Fatal("the process still runs 10 s after its output's reader went away")
-	}
-	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGPIPE) {
-		t.Errorf("the process ended with %v, want exit %d", cmd.ProcessState, 128+int(syscall.SIGPIPE))
-	}
-	if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("%s is still there: %v", dir, err)
+		t.Fatalf("the process still runs 10 s after %s", what)
 	}
 }
 
