@@ -109,9 +109,11 @@ class Bench:
             extra = f" (unknown: {','.join(sorted(unknown))})" if unknown else ""
             sys.exit(f"--gpt2-variants: want bare and some of {','.join(known)}{extra}")
 
-    def variant(self, name, script, args, recorded, timeout, record_flags=(), env=None, sql=None, argv0=None):
+    def variant(self, name, script, args, recorded, timeout, record_flags=(), env=None, sql=None, argv0=None,
+                keep=False):
         """Runs script (or the program argv0) bare or under gpurr record; sql (recorded only) is
-        one more statement whose first row, as a dict, is the result's "sql" entry."""
+        one more statement whose first row, as a dict, is the result's "sql" entry. The recording
+        is removed after, unless keep (then the caller removes it)."""
         argv = [argv0, *args] if argv0 else [self.py, ROOT / "bench" / script, *args]
         d = self.tmp / f"rec-{name}"
         if recorded:
@@ -161,7 +163,8 @@ class Bench:
                     res["sql"] = json.loads(qp.stdout)[0]
                 except (ValueError, IndexError):
                     raise RuntimeError(f"gpurr query on {d} failed: exit {qp.returncode}: {qp.stderr.strip()[:300]}")
-            shutil.rmtree(d, ignore_errors=True)  # keep the disk for the next run
+            if not keep:
+                shutil.rmtree(d, ignore_errors=True)  # keep the disk for the next run
         self.log.append({"variant": name, **res})
         brief = {k: v for k, v in res.items() if not isinstance(v, list)}
         print(f"  {name:<28} {json.dumps(brief)}", flush=True)
@@ -573,10 +576,13 @@ DEFAULT_MAX_US_PER_LAUNCH = 1.0  # the default's cost per launch on the eager lo
 
 
 def untimed_by_step(b, name):
-    """The recording of variant name's launches per step and how many of them were untimed."""
-    qp = subprocess.run([b.gpurr, "query", b.tmp / f"rec-{name}", "SELECT step, sum(untimed) AS u, "
+    """The recording of variant name (run with keep) its launches per step and how many of them
+    were untimed; removes the recording."""
+    d = b.tmp / f"rec-{name}"
+    qp = subprocess.run([b.gpurr, "query", d, "SELECT step, sum(untimed) AS u, "
                          "count(*) AS n FROM launches WHERE NOT captured GROUP BY step", "--format", "json"],
                         capture_output=True, text=True, timeout=300)
+    shutil.rmtree(d, ignore_errors=True)
     try:
         return json.loads(qp.stdout)
     except ValueError:
@@ -618,7 +624,7 @@ def rows_timing_ab(b, rounds):
         for i in range(rounds):
             name = f"timing_ab.{mode}"
             r = b.variant(name, "gpt2_step.py", extra + ["--steps", "120"], True, 600,
-                          ["--gpu-timing=steps", "--gpu-timing-steps", TIMING_AB_STEPS])
+                          ["--gpu-timing=steps", "--gpu-timing-steps", TIMING_AB_STEPS], keep=True)
             t, u = split_timed_steps(r, untimed_by_step(b, name))
             if len(t) < 10 or len(u) < 10:
                 raise RuntimeError(f"timing_ab {mode}: {len(t)} timed and {len(u)} untimed steps, want 10 of each")
@@ -668,7 +674,7 @@ def rows_timing_ab_eager(b, rounds):
         name = "timing_ab.eager"
         r = b.variant(name, "launch_overhead.py", ["--shape", "eager", "--warmup", str(iters)], True, 600,
                       ["--callstack", "off", "--step-every", str(iters), "--gpu-timing=steps",
-                       "--gpu-timing-steps", TIMING_AB_STEPS])
+                       "--gpu-timing-steps", TIMING_AB_STEPS], keep=True)
         t, u = split_timed_repeats(r, untimed_by_step(b, name))
         if len(t) < 3 or len(u) < 3:
             raise RuntimeError(f"timing_ab eager: {len(t)} timed and {len(u)} untimed repeats, want 3 of each")

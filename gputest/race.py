@@ -193,11 +193,14 @@ def t_race_fatbin_ptx(h):
 
 @test("race.demo")
 def t_race_demo(h):
-    """gpurr demo's recordings keep the PTX of its kernels (modules.ptx = 'gpurr-demo'): gpurr
-    race --all hunts in its snapshotted saxpy launches with no --ptx and finds no race."""
+    """gpurr demo without torch records gpurr's own program, whose recordings keep the PTX of
+    its kernels (modules.ptx = 'gpurr-demo'): gpurr race --all hunts in its snapshotted saxpy
+    launches with no --ptx and finds no race. (With torch, the demo records train.py in hash
+    mode: nothing to replay.)"""
     out = h.tmp / "race-demo"
     shutil.rmtree(out, ignore_errors=True)
-    r = h.sh([h.gpurr, "demo", "-o", out], 300, log="race.demo.demo")
+    r = h.sh(["env", "PYTHON=/nonexistent/python3", h.gpurr, "demo", "-o", out], 300, log="race.demo.demo")
+    check("recording gpurr's own demo program" in r.out, f"gpurr demo did not record its own program: {r.out[:300]}")
     check(r.rc == 0, f"gpurr demo: {r.why()}")
     d = out / "a"
     mods = h.query(d, "SELECT ptx FROM modules WHERE kernel_count = 3")

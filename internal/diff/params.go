@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -46,8 +47,11 @@ func (d ParamDiff) Text() string {
 	}
 	if d.Type == "struct" {
 		var parts []string
-		for _, w := range d.Words {
+		for _, w := range d.Words[:min(len(d.Words), textWords)] {
 			parts = append(parts, fmt.Sprintf("+%d%s: %s vs %s", w.Offset, typeTag(w.Type), w.A, w.B))
+		}
+		if more := len(d.Words) - textWords; more > 0 {
+			parts = append(parts, fmt.Sprintf("and %d more words", more))
 		}
 		text := fmt.Sprintf("%s (%d bytes): %s", name, d.Size, strings.Join(parts, ", "))
 		if d.Note != "" {
@@ -57,6 +61,11 @@ func (d ParamDiff) Text() string {
 	}
 	return fmt.Sprintf("%s%s: %s vs %s", name, typeTag(d.Type), d.A, d.B)
 }
+
+// textWords is how many of a struct parameter's differing words a report's line shows; JSON
+// has them all. Structs such as PyTorch's TensorListMetadata leave unused slots uninitialised,
+// so their words often differ in numbers that mean nothing.
+const textWords = 3
 
 // typeTag names a value's type where the number alone does not say it: floats and addresses.
 func typeTag(t string) string {
@@ -68,7 +77,8 @@ func typeTag(t string) string {
 }
 
 // ParamDiffs compares the parameter buffers of two launches of one kernel, parameter by
-// parameter as kernel lays them out, and lists those whose values differ. Words that point
+// parameter as kernel lays them out, and lists those whose values differ: scalars first, in
+// signature order, then structs (a scalar that differs is the likelier cause). Words that point
 // into memory are left out: those the launches' regions name (Region.param_offsets), and 8-byte
 // words that hold what looks like a device address in both, since addresses differ between runs.
 func ParamDiffs(kernel *pb.Kernel, a, b *pb.Launch) []ParamDiff {
@@ -122,6 +132,13 @@ func ParamDiffs(kernel *pb.Kernel, a, b *pb.Launch) []ParamDiff {
 			out = append(out, d)
 		}
 	}
+	structLast := func(d ParamDiff) int {
+		if d.Type == "struct" {
+			return 1
+		}
+		return 0
+	}
+	slices.SortStableFunc(out, func(x, y ParamDiff) int { return structLast(x) - structLast(y) })
 	if len(pa) != len(pbuf) {
 		out = append(out, ParamDiff{Index: -1, Size: uint32(max(len(pa), len(pbuf))), Type: "struct",
 			Note: fmt.Sprintf("the parameter buffers differ in size: %d vs %d bytes", len(pa), len(pbuf))})

@@ -200,8 +200,8 @@ func TestParamDiffsStruct(t *testing.T) {
 	a := &pb.Launch{Params: buf(0x7f00_0000_1000, 3, 0.5, 0.001, 0x7f00_0200_0000)}
 	b := &pb.Launch{Params: buf(0x7e00_0000_1000, 4, 0.25, math.Nextafter(0.001, 1), 0)}
 	got := ParamDiffs(kernel, a, b)
-	want := []string{"parameter 0 (24 bytes): +8: 3 vs 4, +12 (f32): 0.5 vs 0.25", "parameter 1 (f64): 0.001 vs 0.0010000000000000002",
-		"parameter 2: 0x7f0002000000 vs 0x0"}
+	want := []string{"parameter 1 (f64): 0.001 vs 0.0010000000000000002", "parameter 2: 0x7f0002000000 vs 0x0",
+		"parameter 0 (24 bytes): +8: 3 vs 4, +12 (f32): 0.5 vs 0.25"}
 	if len(got) != len(want) {
 		t.Fatalf("got %+v; want %q", got, want)
 	}
@@ -252,5 +252,28 @@ func TestExplainFromDigest(t *testing.T) {
 	}
 	if in := e.Inputs[0]; in.A.From != "digest" || *in.A.Step != 1 || !strings.Contains(in.Text(), "step 1's digest") {
 		t.Errorf("region 0 before: %+v, %q; want step 1's digest", in, in.Text())
+	}
+}
+
+// A struct parameter whose words differ comes after the scalar that differs, and its line shows
+// three of its words and counts the rest.
+func TestParamDiffsStructAfterScalars(t *testing.T) {
+	kernel := &pb.Kernel{Params: []*pb.ParamInfo{{Offset: 0, Size: 64}, {Offset: 64, Size: 4}}}
+	a, b := make([]byte, 68), make([]byte, 68)
+	for i := range 8 { // 8-byte counts, as sizes in a struct are
+		binary.LittleEndian.PutUint64(a[8*i:], uint64(i+1))
+		binary.LittleEndian.PutUint64(b[8*i:], uint64(i+100))
+	}
+	binary.LittleEndian.PutUint32(a[64:], math.Float32bits(-0.05))
+	binary.LittleEndian.PutUint32(b[64:], math.Float32bits(math.Nextafter32(-0.05, -1)))
+	got := ParamDiffs(kernel, &pb.Launch{Params: a}, &pb.Launch{Params: b})
+	if len(got) != 2 || got[0].Index != 1 || got[1].Index != 0 || len(got[1].Words) != 8 {
+		t.Fatalf("got %+v; want parameter 1, then parameter 0 with 8 words", got)
+	}
+	if want := "parameter 1 (f32): -0.05 vs -0.050000004"; got[0].Text() != want {
+		t.Errorf("scalar: %q; want %q", got[0].Text(), want)
+	}
+	if want := "parameter 0 (64 bytes): +0: 1 vs 100, +8: 2 vs 101, +16: 3 vs 102, and 5 more words"; got[1].Text() != want {
+		t.Errorf("struct: %q; want %q", got[1].Text(), want)
 	}
 }
