@@ -74,7 +74,7 @@ ORDER = [
     "writesets.diff_scatter_learned", "writesets.diff_scatter_deferred", "writesets.nan_learned",
     "diff.leftovers", "diff.threads_paired",
     "verify.rerun",
-    "nan.planted", "nan.gpu_counts", "nan.counts_match_snapshots", "jax.nan", "jax.bisect", "jax.bisect_nan",
+    "nan.planted", "nan.gpu_counts", "nan.counts_match_snapshots", "jax.nan", "jax.nan_prealloc", "jax.bisect", "jax.bisect_nan",
     "replay.transformer", "replay.extract", "replay.module", "replay.bad_input",
     "replay.streams_shared", "replay.cooperative", "replay.big_operands", "replay.clocked_cubin", "jax.replay",
     "tune.gridstride",

@@ -92,11 +92,22 @@ def t_jax_nan(h):
     """A jitted loop that takes jnp.log of a negative at step 3, recorded with --memory hash
     --nan-scan f32: gpurr nan names the kernel at the marked line, not a launch of XLA's
     autotuning (whose scratch memory may hold NaN)."""
+    return jax_nan(h, "jax_nan", [])
+
+
+@test("jax.nan_prealloc")
+def t_jax_nan_prealloc(h):
+    """The same with XLA's memory preallocation on: one pool holds every buffer."""
+    return jax_nan(h, "jax_nan_prealloc", ["--preallocate"])
+
+
+def jax_nan(h, tag, args):
     script = WL / "jax_nan.py"
     line = mark_line(script, "jax-log")
-    want, d = h.py_workload("jax_nan", flags=["--memory", "hash", "--nan-scan", "f32"], timeout=400)
+    want, d = h.py_workload(tag, script="jax_nan.py", args=args, flags=["--memory", "hash", "--nan-scan", "f32"],
+                            timeout=400)
     check(want["nan_from"] == 3, f"the workload's loss turned NaN at step {want['nan_from']}, want 3")
-    r, seq, at = nan_at(h, d, "f32", "jax_nan.nan")
+    r, seq, at = nan_at(h, d, "f32", f"{tag}.nan")
     check(r.rc == 1 and seq, f"gpurr nan found nothing (exit {r.rc}):\n{r.out[:800]}")
     check(f"jax_nan.py:{line}" in at, f"gpurr nan points at {at!r}, want jax_nan.py:{line}:\n{r.out[:1200]}")
     row = h.one(d, f"SELECT name, op_name, compile FROM launches WHERE seq = {seq}")

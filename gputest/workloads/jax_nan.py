@@ -1,6 +1,15 @@
 """A jitted JAX training loop that takes the log of a negative at step 3: from then on the
-loss is NaN. gpurr nan must name the kernel of the marked line, the first to write a NaN."""
+loss is NaN. gpurr nan must name the kernel of the marked line, the first to write a NaN.
+
+With --preallocate, JAX keeps its default memory preallocation (one large pool, here 5% of the
+GPU's memory) instead of jax_gpu's XLA_PYTHON_CLIENT_PREALLOCATE=false."""
 import json
+import os
+import sys
+
+if "--preallocate" in sys.argv[1:]:
+    os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "true"
+    os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] = "0.05"
 
 from jax_gpu import jax_on_gpu
 
