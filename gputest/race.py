@@ -70,7 +70,7 @@ def t_race_bad_input(h):
     check(".target sm_90" in text, f"{ptxfile.name} has no .target sm_90")
     newer.write_text(text.replace(".target sm_90", ".target sm_100"))
     got = []
-    for name, args, want in (("no PTX", [], "has no PTX of synced_neighbour's module"),
+    for name, args, want in (("no PTX", [], "holds no PTX (SASS only)"),
                              ("sm_100 PTX", ["--ptx", newer], "cannot replay the launch"),
                              ("--all, no PTX", ["--all"], "none of the 1 launch could be hunted")):
         r = h.sh([h.gpurr, "race", d, *args], 120, log=f"race.bad_input.{name.replace(' ', '_').replace(',', '')}")

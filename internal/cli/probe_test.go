@@ -29,7 +29,7 @@ func TestProbeWithoutGPU(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 	expectUsageErrors(t, []usageCase{
-		{[]string{"probe", dir, "--launch", "2"}, "probe: the recording has no PTX of saxpy_gridstride's module"},
+		{[]string{"probe", dir, "--launch", "2"}, "probe: the recorded module of saxpy_gridstride ("},
 		{[]string{"probe", dir, "--launch", "2", "--top", "-1"}, "--top takes 0 or more"},
 		{[]string{"probe", dir, "--launch", "1", "--ptx", file}, "no snapshot"},
 		{[]string{"probe", dir, "--launch", "2", "--ptx", file, "-o", filepath.Join(dir, "t.json")}, "would write over"},

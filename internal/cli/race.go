@@ -665,7 +665,7 @@ func raceOne(cmd *cobra.Command, o raceOptions, sel instrument.Selection, delay 
 	}
 	t, err := prepareRace(src, c, o, sel)
 	if err != nil {
-		if np := (*noPTXError)(nil); errors.As(err, &np) {
+		if np := (*replay.NoPTXError)(nil); errors.As(err, &np) {
 			return "no PTX (give --ptx FILE; Triton's is kept when recorded)", false, false, nil
 		}
 		return "cannot run: " + strings.TrimPrefix(err.Error(), "race: "), false, false, nil

@@ -56,7 +56,7 @@ func TestRaceList(t *testing.T) {
 	}
 	// Without PTX: one line naming the ways to get it.
 	code, _, stderr := runCLI("race", dir, "--launch", "2", "--list")
-	if code != exitUsage || !strings.Contains(stderr, "has no PTX of saxpy_gridstride's module") || !strings.Contains(stderr, "--ptx FILE") {
+	if code != exitUsage || !strings.Contains(stderr, "the recorded module of saxpy_gridstride (") || !strings.Contains(stderr, "holds no PTX (SASS only)") || !strings.Contains(stderr, "--ptx=FILE") {
 		t.Errorf("no PTX: exit %d, stderr %q", code, stderr)
 	}
 	sum := sha256.Sum256(r.Module)
@@ -318,7 +318,7 @@ func TestRaceFatbinModule(t *testing.T) {
 		// The fixture's kernel is another: the error names where the PTX came from.
 		{"plain.fatbin", "race: the PTX (the recorded fat binary's PTX for sm_80) has no kernel saxpy_gridstride"},
 		{"lz4.fatbin", "the recorded fat binary's PTX for sm_80"},
-		{"noptx.fatbin", "no PTX in the module of saxpy_gridstride"},
+		{"noptx.fatbin", "holds no PTX (SASS only) in its fat binary of cubins"},
 		{"newer.fatbin", "race: saxpy_gridstride: the fat binary's PTX is for sm_100 and newer, the GPU is sm_90: rebuild with an older compute_NN, or pass --ptx"},
 	} {
 		b, err := os.ReadFile(filepath.Join("..", "fatbin", "testdata", c.fixture))

@@ -1,10 +1,7 @@
 package cli
 
 import (
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"io/fs"
 	"strconv"
 	"strings"
 
@@ -12,7 +9,6 @@ import (
 
 	"github.com/gpurr/gpurr/internal/cuda"
 	"github.com/gpurr/gpurr/internal/dtype"
-	"github.com/gpurr/gpurr/internal/fatbin"
 	"github.com/gpurr/gpurr/internal/info"
 	"github.com/gpurr/gpurr/internal/replay"
 	"github.com/gpurr/gpurr/recording"
@@ -99,8 +95,8 @@ func modeHint(src *replay.Source) string {
 }
 
 // kernelPTX finds the PTX of the launch's module for verb: --ptx, else the PTX the recording
-// stored beside the module, else the PTX entry of a module image that is a fat binary (the
-// newest for the recorded GPU's architecture).
+// holds of it (replay.Source.RecordedPTX; of a fat binary's entries, the newest for the
+// recorded GPU's architecture), and says where it came from.
 func kernelPTX(verb string, src *replay.Source, c *replay.Case, file string) ([]byte, string, error) {
 	if file != "" {
 		b, err := ptxInput.read(verb, file)
@@ -109,39 +105,19 @@ func kernelPTX(verb string, src *replay.Source, c *replay.Case, file string) ([]
 		}
 		return b, file, nil
 	}
-	b, err := src.Proc.ModulePTX(c.ModuleHash)
-	if err == nil {
-		return b, "the recording", nil
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return nil, "", usageErrorf("%s: %v", verb, err)
-	}
-	if len(c.Module) < 4 || binary.LittleEndian.Uint32(c.Module) != fatbin.Magic {
-		return nil, "", usageErrorf("%s: %w", verb, &noPTXError{kernel: c.Name, module: c.ModuleHash})
-	}
-	ptxs, err := fatbin.PTXs(c.Module)
-	if errors.Is(err, fatbin.ErrNoPTX) {
-		return nil, "", usageErrorf("%s: no PTX in the module of %s (%.12s, a fat binary of cubins only); pass --ptx FILE", verb, c.Name, c.ModuleHash)
-	}
+	p, err := src.RecordedPTX(c)
 	if err != nil {
-		return nil, "", usageErrorf("%s: the module of %s (%.12s): %v", verb, c.Name, c.ModuleHash, err)
+		return nil, "", usageErrorf("%s: %w", verb, err)
 	}
 	gpu := 0
 	if d := c.Device; d != nil {
 		gpu = int(10*d.CcMajor + d.CcMinor)
 	}
-	p, err := fatbin.Pick(ptxs, gpu)
+	e, err := p.For(c.Kernel.GetName(), gpu)
 	if err != nil {
 		return nil, "", usageErrorf("%s: %s: %v", verb, c.Name, err)
 	}
-	return p.Text, fmt.Sprintf("the recorded fat binary's PTX for sm_%d", p.Arch), nil
-}
-
-// noPTXError says a launch's module has no PTX in the recording, and the ways to give one.
-type noPTXError struct{ kernel, module string }
-
-func (e *noPTXError) Error() string {
-	return fmt.Sprintf("the recording has no PTX of %s's module (%.12s): none of Triton's cache or the program's fat binaries held it; give --ptx FILE (nvcc: build with -gencode arch=compute_90,code=compute_90, then cuobjdump -ptx)", e.kernel, e.module)
+	return e.Text, p.Origin(e), nil
 }
 
 // replayCheck builds the comparison the --dtype, --atol, --rtol and

@@ -223,8 +223,8 @@ func Kernels(ptx []byte) []string {
 }
 
 // Pick chooses, of PTX entries, the one to run on a GPU of sm_NN (gpu; 0 when not known):
-// the newest architecture at most gpu's. It fails, naming both, when every entry is for a
-// newer one than gpu.
+// the newest architecture at most gpu's. It fails with a *NewerError when every entry is for
+// a newer one than gpu.
 func Pick(ptxs []PTX, gpu int) (PTX, error) {
 	best := -1
 	for i, p := range ptxs {
@@ -237,7 +237,18 @@ func Pick(ptxs []PTX, gpu int) (PTX, error) {
 		for _, p := range ptxs {
 			oldest = min(oldest, p.Arch)
 		}
-		return PTX{}, fmt.Errorf("the fat binary's PTX is for sm_%d and newer, the GPU is sm_%d: rebuild with an older compute_NN, or pass --ptx", oldest, gpu)
+		return PTX{}, &NewerError{Oldest: oldest, GPU: gpu}
 	}
 	return ptxs[best], nil
+}
+
+// NewerError says every PTX entry Pick was given targets a newer architecture than the GPU's:
+// the driver cannot compile it for that GPU.
+type NewerError struct {
+	Oldest int // the oldest entry's sm_NN, as NN
+	GPU    int // the GPU's
+}
+
+func (e *NewerError) Error() string {
+	return fmt.Sprintf("the fat binary's PTX is for sm_%d and newer, the GPU is sm_%d: rebuild with an older compute_NN, or pass --ptx", e.Oldest, e.GPU)
 }

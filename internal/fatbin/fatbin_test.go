@@ -84,7 +84,8 @@ func TestPick(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = Pick(newer, 90)
-	if err == nil || !strings.Contains(err.Error(), "sm_100") || !strings.Contains(err.Error(), "sm_90") {
+	var ne *NewerError
+	if !errors.As(err, &ne) || ne.Oldest != 100 || ne.GPU != 90 || !strings.Contains(err.Error(), "sm_100") || !strings.Contains(err.Error(), "sm_90") {
 		t.Errorf("PTX newer than the GPU: %v", err)
 	}
 }

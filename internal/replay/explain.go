@@ -14,18 +14,6 @@ const (
 	whyNondeterministic = "two replays disagree with each other: the kernel is not deterministic (float atomics, races)"
 )
 
-// kernelPTX is the PTX of c's module: the image itself when it is PTX, else the PTX stored
-// beside it (Triton's); nil when the recording holds only machine code.
-func (src *Source) kernelPTX(c *Case) []byte {
-	if strings.HasPrefix(ModuleKind(c.Module), "PTX") {
-		return c.Module
-	}
-	if b, err := src.Proc.ModulePTX(c.ModuleHash); err == nil {
-		return b
-	}
-	return nil
-}
-
 // ExplainDiffers says why kernel's replay differs from its recording (repeatable: whether two
 // replays agreed with each other), given its module's PTX (nil when the recording has none):
 // what in its code depends on the run, when the PTX shows something (a clock, the SM it ran
@@ -48,10 +36,12 @@ func ExplainDiffers(kernel string, ptxSrc []byte, repeatable bool) string {
 }
 
 // explainDiffers is ExplainDiffers for c's module: from its PTX when the recording has
-// some, else from the SASS of its machine code.
+// some (the newest, of a fat binary's), else from the SASS of its machine code.
 func (src *Source) explainDiffers(c *Case, repeatable bool) string {
-	if text := src.kernelPTX(c); text != nil {
-		return ExplainDiffers(c.Kernel.GetName(), text, repeatable)
+	if p, err := src.RecordedPTX(c); err == nil {
+		if e, err := p.For(c.Kernel.GetName(), 0); err == nil {
+			return ExplainDiffers(c.Kernel.GetName(), e.Text, repeatable)
+		}
 	}
 	return explainMachineCode(c.Kernel.GetName(), c.Module, repeatable)
 }

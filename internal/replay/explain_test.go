@@ -2,11 +2,8 @@ package replay
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/gpurr/gpurr/recording"
 )
 
 func TestExplainDiffers(t *testing.T) {
@@ -37,26 +34,5 @@ func TestExplainDiffers(t *testing.T) {
 		if strings.Contains(got, "outside its regions") && strings.Contains(got, "PTX line") {
 			t.Errorf("%s: blames memory outside the regions when the code says why: %s", c.kernel, got)
 		}
-	}
-}
-
-// A recording's module that is machine code, with no PTX stored beside it, has no PTX to
-// explain with; PTX stored beside it (as Triton's is) is found.
-func TestKernelPTX(t *testing.T) {
-	dir, src, c := replayableCase(t)
-	if got := src.kernelPTX(c); got != nil {
-		t.Errorf("a cubin without PTX beside it: %q", got)
-	}
-	ptxText := []byte(".version 8.0\n.target sm_80\n.address_size 64\n")
-	beside := filepath.Join(dir, recording.ModulesDir, c.ModuleHash+recording.PTXExt)
-	if err := os.WriteFile(beside, ptxText, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if got := src.kernelPTX(c); string(got) != string(ptxText) {
-		t.Errorf("PTX stored beside the module: %q", got)
-	}
-	c.Module = ptxText
-	if got := src.kernelPTX(c); string(got) != string(ptxText) {
-		t.Errorf("a PTX module: %q", got)
 	}
 }

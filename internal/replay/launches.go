@@ -32,6 +32,7 @@ type Outcome struct {
 	Addresses    []uint64          // where each region lived in the replay
 	Relocated    int
 	Notes        []string
+	Code         string  // what code ran when it was not the recorded module's: Session.Code
 	Result       *Result // nil unless it ran
 	Status       Status
 	Why          string
@@ -41,12 +42,14 @@ type Outcome struct {
 }
 
 // Request says how to replay: the session's options, a change to the recorded launch shape
-// (nil keeps it), how many timed runs, and how to compare.
+// (nil keeps it), how many timed runs, and how to compare. RecordedPTX runs each launch from
+// the PTX the recording holds of its module (Source.RecordedPTX) instead of its machine code.
 type Request struct {
-	Options Options
-	Shape   func(cuda.LaunchConfig) cuda.LaunchConfig
-	Repeat  int
-	Check   Check
+	Options     Options
+	RecordedPTX bool
+	Shape       func(cuda.LaunchConfig) cuda.LaunchConfig
+	Repeat      int
+	Check       Check
 }
 
 // Replay runs launch seq (its Case c when the caller built it already, else nil) as r asks and
@@ -81,6 +84,14 @@ func (src *Source) Replay(seq uint64, c *Case, r Request) (o Outcome) {
 	if r.Shape != nil {
 		o.Config = r.Shape(o.Config)
 	}
+	if r.RecordedPTX {
+		p, err := src.RecordedPTX(c)
+		if err != nil {
+			o.Why = err.Error()
+			return o
+		}
+		r.Options.PTX = p
+	}
 	s, err := NewSession(c, r.Options)
 	if err != nil {
 		o.Why, o.ContextLost = err.Error(), cuda.ContextLost(err)
@@ -92,7 +103,7 @@ func (src *Source) Replay(seq uint64, c *Case, r Request) (o Outcome) {
 		}
 	}()
 	o.Device = fmt.Sprintf("%s (%s)", s.Device.Name, s.Device.Arch())
-	o.Relocated, o.Notes = s.Relocated, s.Notes
+	o.Relocated, o.Notes, o.Code = s.Relocated, s.Notes, s.Code
 	for i := range c.Regions {
 		o.Addresses = append(o.Addresses, s.Address(i))
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpurr/gpurr/internal/cuda"
+	"github.com/gpurr/gpurr/internal/fatbin"
 	"github.com/gpurr/gpurr/internal/instrument"
 )
 
@@ -18,6 +19,9 @@ type Options struct {
 	Module []byte
 	// ModuleName names Module in messages; "" says --module (gpurr replay's flag).
 	ModuleName string
+	// PTX, when not nil, replaces the recorded module (and Module) with the PTX entry For
+	// picks for the GPU, compiled by the driver's JIT: gpurr replay --ptx.
+	PTX *ModulePTX
 	// Device is the ordinal to run on; -1 picks the recorded one, else 0.
 	Device int
 }
@@ -35,6 +39,9 @@ type Session struct {
 	// Notes are warnings for the user: relocation, pointers in memory that
 	// were not moved, a different GPU than the recorded one.
 	Notes []string
+	// Code says what code the kernel runs when it is Options.PTX: "PTX from the recording,
+	// for compute_90, JIT-compiled by the driver for sm_90"; "" otherwise.
+	Code string
 
 	ctx        *cuda.Context
 	stream     *cuda.Stream
@@ -132,7 +139,13 @@ func NewSession(c *Case, o Options) (s *Session, err error) {
 	if s.moduleName == "" {
 		s.moduleName = "--module"
 	}
-	if err := s.load(o.Module); err != nil {
+	module := o.Module
+	if o.PTX != nil {
+		if module, err = s.pickPTX(o.PTX); err != nil {
+			return s, err
+		}
+	}
+	if err := s.load(module); err != nil {
 		return s, err
 	}
 	if err := s.mapRegions(); err != nil {
@@ -150,6 +163,28 @@ func NewSession(c *Case, o Options) (s *Session, err error) {
 	return s, nil
 }
 
+// pickPTX picks the entry of m to run on the session's GPU, names it in messages and in Code,
+// and returns its text. PTX for a newer architecture than the GPU's is refused here, in words:
+// the driver's JIT would refuse it with CUDA_ERROR_INVALID_PTX and ptxas's log.
+func (s *Session) pickPTX(m *ModulePTX) ([]byte, error) {
+	c := s.Case
+	e, err := m.For(c.Kernel.GetName(), 10*s.Device.CCMajor+s.Device.CCMinor)
+	if ne := (*fatbin.NewerError)(nil); errors.As(err, &ne) {
+		return nil, fmt.Errorf("the PTX of %s from %s targets compute_%d, newer than this %s (%s): the driver cannot compile it for this GPU; replay on a GPU of sm_%d or newer, or pass PTX built for compute_%d or older (--ptx=FILE)",
+			c.Name, m.From, ne.Oldest, s.Device.Name, s.Device.Arch(), ne.Oldest, ne.GPU)
+	}
+	if err != nil {
+		return nil, err
+	}
+	target := Target(e.Text)
+	if target == "" {
+		target = fmt.Sprintf("compute_%d", e.Arch)
+	}
+	s.moduleName = fmt.Sprintf("the PTX from %s (%s)", m.From, target)
+	s.Code = fmt.Sprintf("PTX from %s, for %s, JIT-compiled by the driver for %s", m.From, target, s.Device.Arch())
+	return e.Text, nil
+}
+
 // load loads the module and finds the kernel; with a replacement module it
 // checks that the kernel takes the recorded parameter layout.
 func (s *Session) load(replacement []byte) error {
@@ -160,6 +195,9 @@ func (s *Session) load(replacement []byte) error {
 	}
 	mod, err := s.ctx.LoadModule(image)
 	if err != nil {
+		if errors.Is(err, cuda.ErrorUnsupportedPTX) {
+			return fmt.Errorf("%s (%s) is of a PTX ISA version this driver's JIT compiler does not know (a newer CUDA made it): update the driver, or build the PTX with this driver's CUDA: %v", what, ModuleKind(image), err)
+		}
 		if errors.Is(err, cuda.ErrorNoBinaryForGPU) || errors.Is(err, cuda.ErrorInvalidImage) || errors.Is(err, cuda.ErrorUnsupportedPTX) {
 			return fmt.Errorf("%s (%s) cannot run on this %s (%s): %v", what, ModuleKind(image), s.Device.Name, s.Device.Arch(), err)
 		}
