@@ -371,10 +371,13 @@ type Data struct {
 	Copies    []*pb.Copy
 	Syncs     []*pb.Sync
 	HostCalls []*pb.HostCall
-	Stats     *pb.Stats // cumulative, from the last frame that had them
-	End       *pb.End   // nil when the recording is incomplete
-	Truncated bool      // the file ended inside a frame
-	Frames    int
+	// CopyStates (format 1.17) are the states of the allocations the program's copies and
+	// memsets wrote (point COPY), in the order they completed; none in older recordings.
+	CopyStates []*pb.MemoryState
+	Stats      *pb.Stats // cumulative, from the last frame that had them
+	End        *pb.End   // nil when the recording is incomplete
+	Truncated  bool      // the file ended inside a frame
+	Frames     int
 }
 
 // Complete reports whether the process ended normally and its recording
@@ -423,6 +426,7 @@ func (p *Process) Load() (*Data, error) {
 		d.Copies = append(d.Copies, b.Copies...)
 		d.Syncs = append(d.Syncs, b.Syncs...)
 		d.HostCalls = append(d.HostCalls, b.HostCalls...)
+		d.CopyStates = append(d.CopyStates, b.CopyStates...)
 		if b.Stats != nil {
 			d.Stats = b.Stats
 		}

@@ -49,6 +49,7 @@ func cEnumValues() []cEnumValue {
 		{point, "BEFORE", C.GP_POINT_BEFORE},
 		{point, "AFTER", C.GP_POINT_AFTER},
 		{point, "DIGEST", C.GP_POINT_DIGEST},
+		{point, "COPY", C.GP_POINT_COPY},
 	}
 }
 

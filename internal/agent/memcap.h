@@ -38,7 +38,7 @@ enum {
   GP_ALLOC_RANGE_QUERY = 6,
 };
 
-enum { GP_POINT_BEFORE = 1, GP_POINT_AFTER = 2, GP_POINT_DIGEST = 3 };
+enum { GP_POINT_BEFORE = 1, GP_POINT_AFTER = 2, GP_POINT_DIGEST = 3, GP_POINT_COPY = 4 };
 
 // Allocation.owner: the library that made an allocation for its own use.
 enum { GP_OWNER_PROGRAM = 0, GP_OWNER_NCCL = 1, GP_OWNER_NVSHMEM = 2, GP_OWNER_UCX = 3 };

@@ -1714,6 +1714,8 @@ type statsRow struct {
 	Syncs                 int64  `parquet:"syncs"`
 	HostCalls             int64  `parquet:"host_calls"`
 	HostCallsDropped      int64  `parquet:"host_calls_dropped"`
+	CopyStates            int64  `parquet:"copy_states"`
+	CopyStatesLost        int64  `parquet:"copy_states_lost"`
 }
 
 func (r *statsRow) set(v []tables.Value) {
@@ -1778,4 +1780,6 @@ func (r *statsRow) set(v []tables.Value) {
 	r.Syncs = v[58].Int64()
 	r.HostCalls = v[59].Int64()
 	r.HostCallsDropped = v[60].Int64()
+	r.CopyStates = v[61].Int64()
+	r.CopyStatesLost = v[62].Int64()
 }

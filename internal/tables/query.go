@@ -685,6 +685,8 @@ var statsDocs = map[string]string{
 	"memory_stopped":        "why memory capture stopped early, empty when it did not",
 	"digests":               "step digests enqueued (--memory digest, --hash-steps)",
 	"digests_skipped":       "step boundaries whose digest was not taken: a stream capture, memory capture stopped, no room (a loss; see logs)",
+	"copy_states":           "states of what the program's copies and memsets wrote, completed (copy_states)",
+	"copy_states_lost":      "copy states of copies gpurr placed but could not take, or that never completed (a loss)",
 
 	"copies":             "memory copies and memsets the GPU ran (copies)",
 	"syncs":              "host waits and stream waits (syncs)",

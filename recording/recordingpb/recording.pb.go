@@ -264,6 +264,11 @@ const (
 	// ended, taken on the stream of launch_seq, the first launch of the next step, before it.
 	// Its regions are digest_regions, not the launch's.
 	MemoryState_DIGEST MemoryState_Point = 3
+	// A copy state (1.17): the state of the allocations a copy or memset of the program wrote,
+	// taken on the call's stream right after it (copy_states, not memory). launch_seq is the
+	// last launch call made before the copy call: the copy lies between it and the next.
+	// Its regions are copy_regions, not a launch's.
+	MemoryState_COPY MemoryState_Point = 4
 )
 
 // Enum value maps for MemoryState_Point.
@@ -273,12 +278,14 @@ var (
 		1: "BEFORE",
 		2: "AFTER",
 		3: "DIGEST",
+		4: "COPY",
 	}
 	MemoryState_Point_value = map[string]int32{
 		"POINT_UNSPECIFIED": 0,
 		"BEFORE":            1,
 		"AFTER":             2,
 		"DIGEST":            3,
+		"COPY":              4,
 	}
 )
 
@@ -442,6 +449,7 @@ type Batch struct {
 	Copies         []*Copy                `protobuf:"bytes,23,rep,name=copies,proto3" json:"copies,omitempty"`                                         // memory copies and memsets on the GPU (1.15)
 	Syncs          []*Sync                `protobuf:"bytes,24,rep,name=syncs,proto3" json:"syncs,omitempty"`                                           // host waits for the GPU (1.15)
 	HostCalls      []*HostCall            `protobuf:"bytes,25,rep,name=host_calls,json=hostCalls,proto3" json:"host_calls,omitempty"`                  // the program's copy, memset and synchronization calls on the host (1.15)
+	CopyStates     []*MemoryState         `protobuf:"bytes,26,rep,name=copy_states,json=copyStates,proto3" json:"copy_states,omitempty"`               // states of what the program's copies and memsets wrote (point COPY), kept apart from the launches' states in memory (1.17)
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -647,6 +655,13 @@ func (x *Batch) GetSyncs() []*Sync {
 func (x *Batch) GetHostCalls() []*HostCall {
 	if x != nil {
 		return x.HostCalls
+	}
+	return nil
+}
+
+func (x *Batch) GetCopyStates() []*MemoryState {
+	if x != nil {
+		return x.CopyStates
 	}
 	return nil
 }
@@ -2325,8 +2340,13 @@ type Allocation struct {
 	// allocation function: "nccl", "nvshmem", "ucx"; "" for the program (its own code or a
 	// framework's allocator). Library-owned memory (communication buffers, flags, FIFOs) differs
 	// from run to run by design: diff, verify and nan leave it out unless asked (1.12).
-	Owner         string `protobuf:"bytes,8,opt,name=owner,proto3" json:"owner,omitempty"`
-	CallstackId   uint64 `protobuf:"varint,9,opt,name=callstack_id,json=callstackId,proto3" json:"callstack_id,omitempty"` // the allocating call's callstack (as Launch.callstack_id), 0 none (1.12)
+	Owner       string `protobuf:"bytes,8,opt,name=owner,proto3" json:"owner,omitempty"`
+	CallstackId uint64 `protobuf:"varint,9,opt,name=callstack_id,json=callstackId,proto3" json:"callstack_id,omitempty"` // the allocating call's callstack (as Launch.callstack_id), 0 none (1.12)
+	// The agent cleared it (cuMemsetD8Async to zeros, on the allocating call's stream, right
+	// after it): it held zeros until something wrote it. Stream-ordered allocations under hash
+	// and snapshot modes (1.17).
+	Cleared       bool   `protobuf:"varint,10,opt,name=cleared,proto3" json:"cleared,omitempty"`
+	LaunchSeq     uint64 `protobuf:"varint,11,opt,name=launch_seq,json=launchSeq,proto3" json:"launch_seq,omitempty"` // the seq of the last launch call (Launch or GraphLaunch) made before it, 0 none (1.17)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2424,6 +2444,20 @@ func (x *Allocation) GetCallstackId() uint64 {
 	return 0
 }
 
+func (x *Allocation) GetCleared() bool {
+	if x != nil {
+		return x.Cleared
+	}
+	return false
+}
+
+func (x *Allocation) GetLaunchSeq() uint64 {
+	if x != nil {
+		return x.LaunchSeq
+	}
+	return 0
+}
+
 // MemoryState is the state of a launch's regions at one point, computed on
 // the GPU in stream order with the launch.
 type MemoryState struct {
@@ -2434,9 +2468,11 @@ type MemoryState struct {
 	Snapshot      bool                   `protobuf:"varint,4,opt,name=snapshot,proto3" json:"snapshot,omitempty"` // chunks are stored in the process's chunk store
 	Lost          bool                   `protobuf:"varint,5,opt,name=lost,proto3" json:"lost,omitempty"`         // enqueued but never completed (GPU fault, exit, dropped); see regions empty
 	LostReason    string                 `protobuf:"bytes,6,opt,name=lost_reason,json=lostReason,proto3" json:"lost_reason,omitempty"`
-	Step          uint32                 `protobuf:"varint,7,opt,name=step,proto3" json:"step,omitempty"`                                       // DIGEST: the step that ended (0 for the first) (1.12)
-	DigestRegions []*Region              `protobuf:"bytes,8,rep,name=digest_regions,json=digestRegions,proto3" json:"digest_regions,omitempty"` // DIGEST: the allocations hashed, in regions order (param_offsets empty) (1.12)
-	DigestOf      string                 `protobuf:"bytes,9,opt,name=digest_of,json=digestOf,proto3" json:"digest_of,omitempty"`                // DIGEST: which allocations: "optimizer" (those the step's optimizer launches reached) or "all" (every live one the program owns) (1.12)
+	Step          uint32                 `protobuf:"varint,7,opt,name=step,proto3" json:"step,omitempty"`                                         // DIGEST: the step that ended (0 for the first) (1.12)
+	DigestRegions []*Region              `protobuf:"bytes,8,rep,name=digest_regions,json=digestRegions,proto3" json:"digest_regions,omitempty"`   // DIGEST: the allocations hashed, in regions order (param_offsets empty) (1.12)
+	DigestOf      string                 `protobuf:"bytes,9,opt,name=digest_of,json=digestOf,proto3" json:"digest_of,omitempty"`                  // DIGEST: which allocations: "optimizer" (those the step's optimizer launches reached) or "all" (every live one the program owns) (1.12)
+	CorrelationId uint32                 `protobuf:"varint,10,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"` // COPY: the call's (HostCall.correlation_id, Copy.correlation_id) (1.17)
+	CopyRegions   []*Region              `protobuf:"bytes,11,rep,name=copy_regions,json=copyRegions,proto3" json:"copy_regions,omitempty"`        // COPY: the allocations hashed, in regions order (param_offsets empty); a lost state keeps them (1.17)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2532,6 +2568,20 @@ func (x *MemoryState) GetDigestOf() string {
 		return x.DigestOf
 	}
 	return ""
+}
+
+func (x *MemoryState) GetCorrelationId() uint32 {
+	if x != nil {
+		return x.CorrelationId
+	}
+	return 0
+}
+
+func (x *MemoryState) GetCopyRegions() []*Region {
+	if x != nil {
+		return x.CopyRegions
+	}
+	return nil
 }
 
 type RegionState struct {
@@ -3765,6 +3815,8 @@ type Stats struct {
 	Syncs                 uint64                 `protobuf:"varint,58,opt,name=syncs,proto3" json:"syncs,omitempty"`                                                                // Sync records (1.15)
 	HostCalls             uint64                 `protobuf:"varint,59,opt,name=host_calls,json=hostCalls,proto3" json:"host_calls,omitempty"`                                       // HostCall records (1.15)
 	HostCallsDropped      uint64                 `protobuf:"varint,60,opt,name=host_calls_dropped,json=hostCallsDropped,proto3" json:"host_calls_dropped,omitempty"`                // HostCall records lost: agent ring full (1.15)
+	CopyStates            uint64                 `protobuf:"varint,61,opt,name=copy_states,json=copyStates,proto3" json:"copy_states,omitempty"`                                    // COPY states completed (1.17)
+	CopyStatesLost        uint64                 `protobuf:"varint,62,opt,name=copy_states_lost,json=copyStatesLost,proto3" json:"copy_states_lost,omitempty"`                      // COPY states of copies the agent placed but could not take, or that never completed (1.17)
 	unknownFields         protoimpl.UnknownFields
 	sizeCache             protoimpl.SizeCache
 }
@@ -4219,6 +4271,20 @@ func (x *Stats) GetHostCallsDropped() uint64 {
 	return 0
 }
 
+func (x *Stats) GetCopyStates() uint64 {
+	if x != nil {
+		return x.CopyStates
+	}
+	return 0
+}
+
+func (x *Stats) GetCopyStatesLost() uint64 {
+	if x != nil {
+		return x.CopyStatesLost
+	}
+	return 0
+}
+
 // ProbeKernel says what became of a kernel whose name --probe's expression matched, at its
 // first launch (1.10).
 type ProbeKernel struct {
@@ -4417,7 +4483,7 @@ var File_recording_recordingpb_recording_proto protoreflect.FileDescriptor
 
 const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\n" +
-	"%recording/recordingpb/recording.proto\x12\x12gpurr.recording.v1\"\xba\v\n" +
+	"%recording/recordingpb/recording.proto\x12\x12gpurr.recording.v1\"\xfc\v\n" +
 	"\x05Batch\x125\n" +
 	"\aprocess\x18\x01 \x01(\v2\x1b.gpurr.recording.v1.ProcessR\aprocess\x124\n" +
 	"\adevices\x18\x02 \x03(\v2\x1a.gpurr.recording.v1.DeviceR\adevices\x124\n" +
@@ -4451,7 +4517,9 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x06copies\x18\x17 \x03(\v2\x18.gpurr.recording.v1.CopyR\x06copies\x12.\n" +
 	"\x05syncs\x18\x18 \x03(\v2\x18.gpurr.recording.v1.SyncR\x05syncs\x12;\n" +
 	"\n" +
-	"host_calls\x18\x19 \x03(\v2\x1c.gpurr.recording.v1.HostCallR\thostCalls\"\xc3\a\n" +
+	"host_calls\x18\x19 \x03(\v2\x1c.gpurr.recording.v1.HostCallR\thostCalls\x12@\n" +
+	"\vcopy_states\x18\x1a \x03(\v2\x1f.gpurr.recording.v1.MemoryStateR\n" +
+	"copyStates\"\xc3\a\n" +
 	"\aProcess\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\rR\x03pid\x12\x12\n" +
 	"\x04ppid\x18\x02 \x01(\rR\x04ppid\x12\x1a\n" +
@@ -4642,7 +4710,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x11SKIPPED_RING_FULL\x10\x06\x12\x11\n" +
 	"\rSKIPPED_ERROR\x10\a\x12\x13\n" +
 	"\x0fSKIPPED_STOPPED\x10\b\x12\x11\n" +
-	"\rOUTSIDE_STEPS\x10\t\"\x90\x03\n" +
+	"\rOUTSIDE_STEPS\x10\t\"\xc9\x03\n" +
 	"\n" +
 	"Allocation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x127\n" +
@@ -4653,7 +4721,11 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x05freed\x18\x06 \x01(\bR\x05freed\x12\x16\n" +
 	"\x06device\x18\a \x01(\rR\x06device\x12\x14\n" +
 	"\x05owner\x18\b \x01(\tR\x05owner\x12!\n" +
-	"\fcallstack_id\x18\t \x01(\x04R\vcallstackId\"\x8a\x01\n" +
+	"\fcallstack_id\x18\t \x01(\x04R\vcallstackId\x12\x18\n" +
+	"\acleared\x18\n" +
+	" \x01(\bR\acleared\x12\x1d\n" +
+	"\n" +
+	"launch_seq\x18\v \x01(\x04R\tlaunchSeq\"\x8a\x01\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tMEM_ALLOC\x10\x01\x12\x13\n" +
@@ -4661,7 +4733,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x0fMEM_ALLOC_ASYNC\x10\x03\x12\v\n" +
 	"\aMEM_MAP\x10\x04\x12\x15\n" +
 	"\x11MEM_ALLOC_MANAGED\x10\x05\x12\x0f\n" +
-	"\vRANGE_QUERY\x10\x06\"\xac\x03\n" +
+	"\vRANGE_QUERY\x10\x06\"\x9c\x04\n" +
 	"\vMemoryState\x12\x1d\n" +
 	"\n" +
 	"launch_seq\x18\x01 \x01(\x04R\tlaunchSeq\x12;\n" +
@@ -4673,14 +4745,18 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"lostReason\x12\x12\n" +
 	"\x04step\x18\a \x01(\rR\x04step\x12A\n" +
 	"\x0edigest_regions\x18\b \x03(\v2\x1a.gpurr.recording.v1.RegionR\rdigestRegions\x12\x1b\n" +
-	"\tdigest_of\x18\t \x01(\tR\bdigestOf\"A\n" +
+	"\tdigest_of\x18\t \x01(\tR\bdigestOf\x12%\n" +
+	"\x0ecorrelation_id\x18\n" +
+	" \x01(\rR\rcorrelationId\x12=\n" +
+	"\fcopy_regions\x18\v \x03(\v2\x1a.gpurr.recording.v1.RegionR\vcopyRegions\"K\n" +
 	"\x05Point\x12\x15\n" +
 	"\x11POINT_UNSPECIFIED\x10\x00\x12\n" +
 	"\n" +
 	"\x06BEFORE\x10\x01\x12\t\n" +
 	"\x05AFTER\x10\x02\x12\n" +
 	"\n" +
-	"\x06DIGEST\x10\x03\"\x9d\x03\n" +
+	"\x06DIGEST\x10\x03\x12\b\n" +
+	"\x04COPY\x10\x04\"\x9d\x03\n" +
 	"\vRegionState\x12\x12\n" +
 	"\x04hash\x18\x01 \x01(\fR\x04hash\x12!\n" +
 	"\fchunk_hashes\x18\x02 \x01(\fR\vchunkHashes\x12-\n" +
@@ -4810,7 +4886,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\bLogEntry\x12\x17\n" +
 	"\ahost_ns\x18\x01 \x01(\x04R\x06hostNs\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\tR\x05level\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\xb7\x12\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\x82\x13\n" +
 	"\x05Stats\x12\x1a\n" +
 	"\blaunches\x18\x01 \x01(\x04R\blaunches\x12+\n" +
 	"\x11launches_filtered\x18\x02 \x01(\x04R\x10launchesFiltered\x12)\n" +
@@ -4878,7 +4954,10 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x05syncs\x18: \x01(\x04R\x05syncs\x12\x1d\n" +
 	"\n" +
 	"host_calls\x18; \x01(\x04R\thostCalls\x12,\n" +
-	"\x12host_calls_dropped\x18< \x01(\x04R\x10hostCallsDropped\"\x96\x01\n" +
+	"\x12host_calls_dropped\x18< \x01(\x04R\x10hostCallsDropped\x12\x1f\n" +
+	"\vcopy_states\x18= \x01(\x04R\n" +
+	"copyStates\x12(\n" +
+	"\x10copy_states_lost\x18> \x01(\x04R\x0ecopyStatesLost\"\x96\x01\n" +
 	"\vProbeKernel\x12\x1b\n" +
 	"\tkernel_id\x18\x01 \x01(\x04R\bkernelId\x12\"\n" +
 	"\finstrumented\x18\x02 \x01(\bR\finstrumented\x12\x16\n" +
@@ -4977,36 +5056,38 @@ var file_recording_recordingpb_recording_proto_depIdxs = []int32{
 	30, // 22: gpurr.recording.v1.Batch.copies:type_name -> gpurr.recording.v1.Copy
 	31, // 23: gpurr.recording.v1.Batch.syncs:type_name -> gpurr.recording.v1.Sync
 	32, // 24: gpurr.recording.v1.Batch.host_calls:type_name -> gpurr.recording.v1.HostCall
-	10, // 25: gpurr.recording.v1.Process.memory:type_name -> gpurr.recording.v1.MemoryConfig
-	9,  // 26: gpurr.recording.v1.Process.autograd:type_name -> gpurr.recording.v1.AutogradInfo
-	13, // 27: gpurr.recording.v1.Kernel.params:type_name -> gpurr.recording.v1.ParamInfo
-	0,  // 28: gpurr.recording.v1.Frame.kind:type_name -> gpurr.recording.v1.Frame.Kind
-	15, // 29: gpurr.recording.v1.Callstack.frames:type_name -> gpurr.recording.v1.Frame
-	17, // 30: gpurr.recording.v1.Launch.grid:type_name -> gpurr.recording.v1.Dim3
-	17, // 31: gpurr.recording.v1.Launch.block:type_name -> gpurr.recording.v1.Dim3
-	17, // 32: gpurr.recording.v1.Launch.cluster:type_name -> gpurr.recording.v1.Dim3
-	22, // 33: gpurr.recording.v1.Launch.regions:type_name -> gpurr.recording.v1.Region
-	23, // 34: gpurr.recording.v1.Launch.memory:type_name -> gpurr.recording.v1.MemoryPlan
-	21, // 35: gpurr.recording.v1.Launch.autograd:type_name -> gpurr.recording.v1.Autograd
-	1,  // 36: gpurr.recording.v1.Autograd.link:type_name -> gpurr.recording.v1.Autograd.Link
-	2,  // 37: gpurr.recording.v1.MemoryPlan.status:type_name -> gpurr.recording.v1.MemoryPlan.Status
-	3,  // 38: gpurr.recording.v1.Allocation.kind:type_name -> gpurr.recording.v1.Allocation.Kind
-	4,  // 39: gpurr.recording.v1.MemoryState.point:type_name -> gpurr.recording.v1.MemoryState.Point
-	26, // 40: gpurr.recording.v1.MemoryState.regions:type_name -> gpurr.recording.v1.RegionState
-	22, // 41: gpurr.recording.v1.MemoryState.digest_regions:type_name -> gpurr.recording.v1.Region
-	5,  // 42: gpurr.recording.v1.RegionState.carried:type_name -> gpurr.recording.v1.RegionState.Carried
-	29, // 43: gpurr.recording.v1.Hang.launch:type_name -> gpurr.recording.v1.HangLaunch
-	29, // 44: gpurr.recording.v1.Hang.streams:type_name -> gpurr.recording.v1.HangLaunch
-	17, // 45: gpurr.recording.v1.HangLaunch.grid:type_name -> gpurr.recording.v1.Dim3
-	17, // 46: gpurr.recording.v1.HangLaunch.block:type_name -> gpurr.recording.v1.Dim3
-	6,  // 47: gpurr.recording.v1.Sync.type:type_name -> gpurr.recording.v1.Sync.Type
-	17, // 48: gpurr.recording.v1.KernelActivity.grid:type_name -> gpurr.recording.v1.Dim3
-	17, // 49: gpurr.recording.v1.KernelActivity.block:type_name -> gpurr.recording.v1.Dim3
-	50, // [50:50] is the sub-list for method output_type
-	50, // [50:50] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	25, // 25: gpurr.recording.v1.Batch.copy_states:type_name -> gpurr.recording.v1.MemoryState
+	10, // 26: gpurr.recording.v1.Process.memory:type_name -> gpurr.recording.v1.MemoryConfig
+	9,  // 27: gpurr.recording.v1.Process.autograd:type_name -> gpurr.recording.v1.AutogradInfo
+	13, // 28: gpurr.recording.v1.Kernel.params:type_name -> gpurr.recording.v1.ParamInfo
+	0,  // 29: gpurr.recording.v1.Frame.kind:type_name -> gpurr.recording.v1.Frame.Kind
+	15, // 30: gpurr.recording.v1.Callstack.frames:type_name -> gpurr.recording.v1.Frame
+	17, // 31: gpurr.recording.v1.Launch.grid:type_name -> gpurr.recording.v1.Dim3
+	17, // 32: gpurr.recording.v1.Launch.block:type_name -> gpurr.recording.v1.Dim3
+	17, // 33: gpurr.recording.v1.Launch.cluster:type_name -> gpurr.recording.v1.Dim3
+	22, // 34: gpurr.recording.v1.Launch.regions:type_name -> gpurr.recording.v1.Region
+	23, // 35: gpurr.recording.v1.Launch.memory:type_name -> gpurr.recording.v1.MemoryPlan
+	21, // 36: gpurr.recording.v1.Launch.autograd:type_name -> gpurr.recording.v1.Autograd
+	1,  // 37: gpurr.recording.v1.Autograd.link:type_name -> gpurr.recording.v1.Autograd.Link
+	2,  // 38: gpurr.recording.v1.MemoryPlan.status:type_name -> gpurr.recording.v1.MemoryPlan.Status
+	3,  // 39: gpurr.recording.v1.Allocation.kind:type_name -> gpurr.recording.v1.Allocation.Kind
+	4,  // 40: gpurr.recording.v1.MemoryState.point:type_name -> gpurr.recording.v1.MemoryState.Point
+	26, // 41: gpurr.recording.v1.MemoryState.regions:type_name -> gpurr.recording.v1.RegionState
+	22, // 42: gpurr.recording.v1.MemoryState.digest_regions:type_name -> gpurr.recording.v1.Region
+	22, // 43: gpurr.recording.v1.MemoryState.copy_regions:type_name -> gpurr.recording.v1.Region
+	5,  // 44: gpurr.recording.v1.RegionState.carried:type_name -> gpurr.recording.v1.RegionState.Carried
+	29, // 45: gpurr.recording.v1.Hang.launch:type_name -> gpurr.recording.v1.HangLaunch
+	29, // 46: gpurr.recording.v1.Hang.streams:type_name -> gpurr.recording.v1.HangLaunch
+	17, // 47: gpurr.recording.v1.HangLaunch.grid:type_name -> gpurr.recording.v1.Dim3
+	17, // 48: gpurr.recording.v1.HangLaunch.block:type_name -> gpurr.recording.v1.Dim3
+	6,  // 49: gpurr.recording.v1.Sync.type:type_name -> gpurr.recording.v1.Sync.Type
+	17, // 50: gpurr.recording.v1.KernelActivity.grid:type_name -> gpurr.recording.v1.Dim3
+	17, // 51: gpurr.recording.v1.KernelActivity.block:type_name -> gpurr.recording.v1.Dim3
+	52, // [52:52] is the sub-list for method output_type
+	52, // [52:52] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_recording_recordingpb_recording_proto_init() }
