@@ -4,7 +4,7 @@ import re
 import shutil
 from pathlib import Path
 
-from harness import Fail, Skip, WL, check, tail, test
+from harness import Fail, Skip, WL, build_cu_fatbin, check, tail, test
 
 
 REPLAY_KERNELS = "softmax|gemm|nvjet|cutlass|sm90|xmma|gelu_kernel|reduce_kernel|layer_norm|scatter"
@@ -83,6 +83,50 @@ def t_replay_module(h):
     check(other.rc == 2 and "sm_80" in other.err and other.err.strip().count("\n") == 0,
           f"sm_80 cubin: exit {other.rc}, stderr {other.err!r}")
     return f"same: bit-exact; +1: differs; sm_80 cubin: {other.err.strip()[:110]}"
+
+
+@test("replay.module_ptx")
+def t_replay_module_ptx(h):
+    """--ptx runs a launch from the PTX the recording holds of its module, JIT-compiled by the
+    driver, instead of its machine code. race_free.cu built with -arch=sm_90 (its fat binary
+    holds sm_90 code and the compute_90 PTX, which gpurr record keeps beside the module) replays
+    bit-exact from that PTX, alone and with --all, and the report names the PTX and its target;
+    that PTX retargeted to sm_100 (--ptx=FILE) is refused with one line naming both (exit 2);
+    clocked.cu built as machine code only is refused with one line: it holds no PTX (exit 2)."""
+    binary = build_cu_fatbin(h, "race_free")
+    _, d = h.workload("race_free_sm90", [binary], flags=["--memory", "snapshot", "--snapshot-kernels", "^synced_neighbour$"])
+    mods = h.query(d, "SELECT ptx FROM modules WHERE ptx != ''")
+    check(mods and all(m["ptx"] == "fatbin" for m in mods), f"modules with PTX: {mods}")
+    sass = h.sh([h.gpurr, "replay", d], 120, log="replay_ptx.sass")
+    check(sass.rc == 0 and "bit-exact" in sass.out and "code:" not in sass.out,
+          f"replay of the recorded machine code: exit {sass.rc}: {sass.out[-400:]} {sass.err[-300:]}")
+    code = "PTX from the recording, for compute_90, JIT-compiled by the driver for sm_"
+    one = h.sh([h.gpurr, "replay", d, "--ptx"], 120, log="replay_ptx.one")
+    check(one.rc == 0 and "result: bit-exact" in one.out and f"  code: {code}" in one.out,
+          f"replay --ptx: exit {one.rc}: {one.out[-500:]} {one.err[-300:]}")
+    r, launches = replay_json(h, [d, "--ptx"], "replay_ptx.json")
+    check(r.rc == 0 and len(launches) == 1 and launches[0]["status"] == "bit-exact" and code in launches[0].get("code", ""),
+          f"replay --ptx --format json: exit {r.rc}: {launches}")
+    every = h.sh([h.gpurr, "replay", d, "--all", "--ptx"], 120, log="replay_ptx.all")
+    check(every.rc == 0 and "code: PTX from the recording of each launch's module" in every.out
+          and "1 launch replayed: 1 bit-exact" in every.out, f"replay --all --ptx: exit {every.rc}: {every.out[-500:]} {every.err[-300:]}")
+    kept = [p for p in sorted((Path(d) / "modules").glob("*.ptx")) if "synced_neighbour" in p.read_text()]
+    check(kept, f"no PTX beside the modules of {d} declares synced_neighbour")
+    text = kept[0].read_text()
+    check(".target sm_90" in text, f"{kept[0].name} has no .target sm_90")
+    newer = h.tmp / "race_free.recorded.sm100.ptx"
+    newer.write_text(text.replace(".target sm_90", ".target sm_100"))
+    refused = h.sh([h.gpurr, "replay", d, f"--ptx={newer}"], 120, log="replay_ptx.sm100")
+    lines = refused.err.strip().splitlines()
+    check(refused.rc == 2 and len(lines) == 1 and "targets compute_100, newer than this" in lines[0] and "(sm_90)" in lines[0],
+          f"PTX for sm_100: exit {refused.rc}, stderr {refused.err.strip()[-400:]!r}")
+    clocked = build_cu(h, "clocked", ["-gencode", "arch=compute_90,code=sm_90"])
+    _, c = h.workload("clocked", [clocked], flags=["--memory", "snapshot", "--snapshot-kernels", "clocked"])
+    none = h.sh([h.gpurr, "replay", c, "--ptx"], 120, log="replay_ptx.none")
+    nlines = none.err.strip().splitlines()
+    check(none.rc == 2 and len(nlines) == 1 and "holds no PTX (SASS only)" in nlines[0] and "code=[sm_90,compute_90]" in nlines[0],
+          f"machine code only: exit {none.rc}, stderr {none.err.strip()[-400:]!r}")
+    return f"bit-exact from {launches[0]['code']} | sm_100: {lines[0][:100]} | no PTX: {nlines[0][:80]}"
 
 
 @test("replay.bad_input")

@@ -75,7 +75,7 @@ ORDER = [
     "diff.leftovers", "diff.threads_paired",
     "verify.rerun",
     "nan.planted", "nan.gpu_counts", "nan.counts_match_snapshots", "jax.nan", "jax.nan_prealloc", "jax.bisect", "jax.bisect_nan",
-    "replay.transformer", "replay.extract", "replay.module", "replay.bad_input",
+    "replay.transformer", "replay.extract", "replay.module", "replay.module_ptx", "replay.bad_input",
     "replay.streams_shared", "replay.cooperative", "replay.big_operands", "replay.clocked_cubin", "jax.replay",
     "tune.gridstride",
     "trace.graphs", "trace.memcap",

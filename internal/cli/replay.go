@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +27,7 @@ type replayOptions struct {
 	block      string
 	smem       int64
 	module     string
+	ptx        string // --ptx: "" not given, recordedPTX, else a PTX file
 	dtype      string
 	atol, rtol float64
 	elements   int
@@ -37,7 +39,7 @@ type replayOptions struct {
 func newReplayCmd() *cobra.Command {
 	var o replayOptions
 	cmd := &cobra.Command{
-		Use:   "replay REC [--launch SEQ | --all] [--repeat K] [--grid X,Y,Z] [--block X,Y,Z] [--smem N] [--module FILE] [--dtype T]",
+		Use:   "replay REC [--launch SEQ | --all] [--repeat K] [--grid X,Y,Z] [--block X,Y,Z] [--smem N] [--module FILE | --ptx[=FILE]] [--dtype T]",
 		Short: "Run a recorded launch again, standalone, and check it bit-exactly",
 		Long: `replay runs one launch of a --memory snapshot recording in this process,
 without the program: it loads the recorded module, recreates the launch's
@@ -50,7 +52,12 @@ contents from just after the launch.
 --grid, --block and --smem change the shape (a grid-stride kernel must still
 produce the recorded result); --module runs a cubin, PTX or fatbin holding a
 kernel of the same name instead of the recorded code: an A/B of a fix on
-the real inputs. --all replays every snapshotted launch, one line each.
+the real inputs. --ptx runs the PTX the recording holds of the launch's
+module (of each launch's, with --all), compiled by the driver's JIT for
+this GPU, instead of its machine code: whether a difference comes from the
+compiled SASS, or a replay on a GPU the recorded cubin was not built for.
+--ptx=FILE runs that PTX file. --all replays every snapshotted launch, one
+line each.
 
 Exit status: 0 bit-exact (or within --atol/--rtol with --dtype, or torn:
 differing from a recorded state another stream's kernel wrote while it was
@@ -60,9 +67,15 @@ delay kernel), 1 the result differs, 2 the launch could not be replayed,
 		Example: `  gpurr replay run1 --launch 42
   gpurr replay run1 --launch 42 --repeat 50 --block 512
   gpurr replay run1 --launch 42 --module fixed.cubin --dtype f32
+  gpurr replay run1 --launch 42 --ptx       # the recorded PTX, JIT-compiled here
   gpurr replay run1 --all
   gpurr replay repro/          # a directory gpurr extract wrote`,
-		Args: positional(1, 1, "one recording"),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := ptxFileAfterBareFlag(cmd, args); err != nil {
+				return err
+			}
+			return positional(1, 1, "one recording")(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error { return runReplay(cmd, o, args[0]) },
 	}
 	f := cmd.Flags()
@@ -74,6 +87,8 @@ delay kernel), 1 the result differs, 2 the launch could not be replayed,
 	f.StringVar(&o.block, "block", "", "block shape X[,Y[,Z]] instead of the recorded one")
 	unsetSizeVar(f, &o.smem, "smem", "dynamic shared memory bytes instead of the recorded amount")
 	f.StringVar(&o.module, "module", "", "cubin, PTX or fatbin to run instead of the recorded module")
+	f.StringVar(&o.ptx, "ptx", "", "run the kernel from PTX, JIT-compiled by the driver for this GPU, instead of the recorded machine code: a bare --ptx (or --ptx="+recordedPTX+") the PTX the recording holds of each launch's module; --ptx=FILE that PTX file")
+	f.Lookup("ptx").NoOptDefVal = recordedPTX
 	dtypeVar(cmd, &o.dtype, "decode differing regions as one type: f32, f16, bf16, f64, i8, u8, i16, i32, u32 or i64: errors and elements")
 	f.Float64Var(&o.atol, "atol", 0, "with --dtype: absolute tolerance")
 	f.Float64Var(&o.rtol, "rtol", 0, "with --dtype: relative tolerance (of the recorded value)")
@@ -101,6 +116,7 @@ type launchReport struct {
 	Device     string        `json:"device,omitempty"`
 	Relocated  int           `json:"relocated_regions"`
 	Notes      []string      `json:"notes,omitempty"`
+	Code       string        `json:"code,omitempty"`          // what code ran when not the recorded machine code: "PTX from the recording, for compute_90, JIT-compiled by the driver for sm_90"
 	Fresh      bool          `json:"fresh_context,omitempty"` // it faulted and lost the CUDA context; the launches after it ran in a fresh one
 	After      uint64        `json:"after_fault,omitempty"`   // it ran in a fresh context after this launch's fault
 	MedianUs   float64       `json:"median_us"`
@@ -132,7 +148,7 @@ type regionJSON struct {
 // newLaunchReport describes a replay's outcome for the table and --format json.
 func newLaunchReport(oc replay.Outcome, check replay.Check) launchReport {
 	rep := launchReport{Launch: oc.Launch, Kernel: oc.Kernel, Status: oc.Status, Why: oc.Why, Device: oc.Device,
-		Relocated: oc.Relocated, Notes: oc.Notes, Fresh: oc.FreshContext, After: oc.AfterFault, regionsOf: oc.Case}
+		Relocated: oc.Relocated, Notes: oc.Notes, Code: oc.Code, Fresh: oc.FreshContext, After: oc.AfterFault, regionsOf: oc.Case}
 	if c := oc.Case; c != nil {
 		rep.Line, rep.Backward = c.Line, c.Launch.GetAutograd().GetBackwardNode()
 		cfg := oc.Config
@@ -188,6 +204,16 @@ func runReplay(cmd *cobra.Command, o replayOptions, path string) error {
 	if err != nil {
 		return err
 	}
+	if cmd.Flags().Changed("ptx") && o.ptx == "" {
+		return usageErrorf("replay: --ptx= names no file: give --ptx=FILE, or a bare --ptx for the PTX the recording holds")
+	}
+	if o.module != "" && o.ptx != "" {
+		return usageErrorf("replay: say --module FILE or --ptx, not both")
+	}
+	ptxFile, err := readPTXFlag(o.ptx)
+	if err != nil {
+		return err
+	}
 	var module []byte
 	if o.module != "" {
 		if module, err = moduleInput.read("replay", o.module); err != nil {
@@ -214,13 +240,26 @@ func runReplay(cmd *cobra.Command, o replayOptions, path string) error {
 		if first, err = src.Case(seqs[0]); err != nil {
 			return usageErrorf("replay: %v", err)
 		}
+		if o.ptx == recordedPTX {
+			if _, err := src.RecordedPTX(first); err != nil {
+				return usageErrorf("replay: %v", err)
+			}
+		}
 	}
 	if err := cuda.Init(); err != nil {
 		return &exitError{code: exitFailure, err: fmt.Errorf("replay: no usable GPU: %v", err)}
 	}
 	var reports []launchReport
 	exit := exitOK
-	req := replay.Request{Options: replay.Options{Module: module, Device: o.device}, Shape: shape.apply, Repeat: o.repeat, Check: check}
+	req := replay.Request{Options: replay.Options{Module: module, PTX: ptxFile, Device: o.device}, RecordedPTX: o.ptx == recordedPTX,
+		Shape: shape.apply, Repeat: o.repeat, Check: check}
+	if o.all && o.ptx != "" && o.format == "table" {
+		from := "the recording of each launch's module"
+		if ptxFile != nil {
+			from = ptxFile.From
+		}
+		termsafe.Fprintf(out, "code: PTX from %s, JIT-compiled by the driver for this GPU\n", from)
+	}
 	report := func(oc replay.Outcome) {
 		rep := newLaunchReport(oc, check)
 		reports = append(reports, rep)
@@ -267,6 +306,40 @@ func runReplay(cmd *cobra.Command, o replayOptions, path string) error {
 		return usageErrorf("replay: launch %d: %s", reports[0].Launch, reports[0].Why)
 	}
 	return exitWith(exit)
+}
+
+// recordedPTX is --ptx's value when given bare: the PTX the recording holds.
+const recordedPTX = "recorded"
+
+// readPTXFlag reads --ptx=FILE, which must be PTX text; nil for no --ptx or a bare one.
+func readPTXFlag(flag string) (*replay.ModulePTX, error) {
+	if flag == "" || flag == recordedPTX {
+		return nil, nil
+	}
+	text, err := ptxInput.read("replay", flag)
+	if err != nil {
+		return nil, err
+	}
+	if kind := replay.ModuleKind(text); !strings.HasPrefix(kind, "PTX") {
+		return nil, usageErrorf("replay: --ptx %s is no PTX text (%s): give a cubin or fat binary with --module", flag, kind)
+	}
+	return replay.TextPTX(text, flag), nil
+}
+
+// ptxFileAfterBareFlag refuses a file written after --ptx as its own word (--ptx fix.ptx): the
+// parser takes --ptx bare, for the recorded PTX, and the file for a second recording.
+func ptxFileAfterBareFlag(cmd *cobra.Command, args []string) error {
+	f := cmd.Flags().Lookup("ptx")
+	if !f.Changed || f.Value.String() != f.NoOptDefVal || len(args) < 2 {
+		return nil
+	}
+	file := args[len(args)-1]
+	for _, a := range args {
+		if st, err := os.Stat(a); err == nil && !st.IsDir() {
+			file = a
+		}
+	}
+	return usageErrorf("replay: --ptx %s: give a PTX file with = (--ptx=%s); a bare --ptx runs the PTX the recording holds", file, file)
 }
 
 // statusExit is the exit status a launch's replay calls for (docs/replay.md's table): a
@@ -346,6 +419,9 @@ func printReplayReport(w io.Writer, rep launchReport, check replay.Check) {
 	}
 	termsafe.Fprintf(w, "  grid %d,%d,%d  block %d,%d,%d  shared memory %d%s  on %s\n",
 		rep.Grid[0], rep.Grid[1], rep.Grid[2], rep.Block[0], rep.Block[1], rep.Block[2], rep.SharedMem, how, rep.Device)
+	if rep.Code != "" {
+		termsafe.Fprintf(w, "  code: %s\n", rep.Code)
+	}
 	for _, n := range rep.Notes {
 		termsafe.Fprintf(w, "  note: %s\n", n)
 	}

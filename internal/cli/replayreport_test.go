@@ -103,3 +103,20 @@ func TestReplayReportSkipped(t *testing.T) {
 		t.Errorf("skipped: exit %d, want %d", got, exitOK)
 	}
 }
+
+// A launch run from PTX says so, with the PTX's origin and target, in the table and in JSON.
+func TestReplayReportCode(t *testing.T) {
+	code := "PTX from the recording, for compute_90, JIT-compiled by the driver for sm_90"
+	c := &replay.Case{Seq: 2, Name: "saxpy", Launch: &pb.Launch{Grid: &pb.Dim3{X: 1, Y: 1, Z: 1}, Block: &pb.Dim3{X: 32, Y: 1, Z: 1}}}
+	oc := replay.Outcome{Launch: 2, Kernel: c.Name, Case: c, Config: c.Recorded(), Device: "NVIDIA H200 (sm_90)", Code: code,
+		Status: replay.StatusExact, Result: &replay.Result{Times: []time.Duration{time.Microsecond}}}
+	rep := newLaunchReport(oc, replay.Check{})
+	var out bytes.Buffer
+	printReplayReport(&out, rep, replay.Check{})
+	if !strings.Contains(out.String(), "on NVIDIA H200 (sm_90)\n  code: "+code+"\n") {
+		t.Errorf("report:\n%s", out.String())
+	}
+	if j, err := json.Marshal(rep); err != nil || !strings.Contains(string(j), `"code":"`+code+`"`) {
+		t.Errorf("json %v %s", err, j)
+	}
+}

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,7 +18,9 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/gpurr/gpurr/internal/cuda"
 	"github.com/gpurr/gpurr/internal/testrec"
+	"github.com/gpurr/gpurr/recording"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden from the actual output")
@@ -118,6 +122,12 @@ const workloadsDir = "../../testdata/workloads"
 //	                      ends with the comment "# FIXTURE: MARK"
 //	mkjax [-diverged] DIR write the JAX program's recording with its XLA dump
 //	                      (testrec.WriteJAX), of the diverged run or not, into DIR
+//	mkreplayable [-ptx FILE] DIR [MODULE]
+//	                      write testrec.WriteReplayable's recording (launch 2 of
+//	                      saxpy_gridstride snapshotted) into DIR, its module the file
+//	                      MODULE or a stand-in cubin; -ptx stores FILE beside it as its PTX
+//
+// The condition [cuda] holds where this process can use a GPU.
 func TestScripts(t *testing.T) {
 	goldenDir, err := filepath.Abs(filepath.Join("testdata", "golden"))
 	if err != nil {
@@ -143,11 +153,18 @@ func TestScripts(t *testing.T) {
 			return testrec.Write(filepath.Join(env.WorkDir, "rec"), testrec.Good)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"mkrec":    cmdMkrec,
-			"exits":    cmdExits,
-			"golden":   func(ts *testscript.TestScript, neg bool, args []string) { cmdGolden(ts, neg, args, goldenDir) },
-			"markline": cmdMarkline,
-			"mkjax":    cmdMkjax,
+			"mkrec":        cmdMkrec,
+			"exits":        cmdExits,
+			"golden":       func(ts *testscript.TestScript, neg bool, args []string) { cmdGolden(ts, neg, args, goldenDir) },
+			"markline":     cmdMarkline,
+			"mkjax":        cmdMkjax,
+			"mkreplayable": cmdMkreplayable,
+		},
+		Condition: func(cond string) (bool, error) {
+			if cond != "cuda" {
+				return false, fmt.Errorf("unknown condition %q", cond)
+			}
+			return cuda.Init() == nil, nil
 		},
 		RequireExplicitExec: true,
 	})
@@ -168,6 +185,27 @@ func cmdMkjax(ts *testscript.TestScript, neg bool, args []string) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	ts.Check(err)
 	ts.Check(testrec.WriteJAX(ts.MkAbs(args[len(args)-1]), root, diverged))
+}
+
+func cmdMkreplayable(ts *testscript.TestScript, neg bool, args []string) {
+	var ptxFile string
+	if len(args) > 2 && args[0] == "-ptx" {
+		ptxFile, args = args[1], args[2:]
+	}
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: mkreplayable [-ptx FILE] DIR [MODULE]")
+	}
+	var module []byte
+	if len(args) == 2 {
+		module = []byte(ts.ReadFile(args[1]))
+	}
+	dir := ts.MkAbs(args[0])
+	r, err := testrec.WriteReplayableModule(dir, module)
+	ts.Check(err)
+	if ptxFile != "" {
+		sum := sha256.Sum256(r.Module)
+		ts.Check(recording.PutModulePTX(dir, hex.EncodeToString(sum[:]), []byte(ts.ReadFile(ptxFile))))
+	}
 }
 
 func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
