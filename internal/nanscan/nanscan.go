@@ -100,6 +100,9 @@ type Stats struct {
 	// Compile counts the launches left out because XLA made them while it compiled and
 	// autotuned; 0 with Options.IncludeCompile.
 	Compile int
+	// Stale counts the launches before the finding whose regions held NaN or Inf that their
+	// memory already held (GPU counts only): they passed it on, and made none.
+	Stale int
 	// Warnings say, a line each, what the recording lacks beyond what was looked at: it ended
 	// short (recording.Shortfall), or lost or failed to record something
 	// (recording.LossWarning). A launch after the end, or a state lost, may be the first with
@@ -189,19 +192,29 @@ func (s *scanner) library(l *pb.Launch, i int) string {
 
 // fromCounts: one pass for the launches whose AFTER state counts NaN or Inf, then their
 // records in launch order (kernel, callstack, snapshots if any) until one is a finding: a
-// count the kernel's type rules out (finding) is not one.
+// count the kernel's type rules out (finding) is not one. A launch is one only where a
+// region's count rose above what the same allocation held after the last counted launch
+// that reached it (XLA's autotuning included): memory that already held NaN, such as a pool
+// whose scratch bytes autotuning left, is passed on by every launch that reaches it, and the
+// first of those made none (Stats.Stale counts them).
 func (s *scanner) fromCounts() (*Finding, Stats, error) {
 	s.st.Source = GPUCounts
-	var seqs, candidates []uint64 // the counted launches; those with counts
-	unknown := map[uint64]int{}   // region states without counts, of counted launches
+	var seqs, candidates, counted []uint64 // the counted launches; those with counts; both, XLA's compilation's too
+	unknown := map[uint64]int{}            // region states without counts, of counted launches
 	err := s.scan(func(b *pb.Batch) {
 		for _, m := range b.Memory {
-			if m.GetPoint() != pb.MemoryState_AFTER || s.compile[m.GetLaunchSeq()] {
+			if m.GetPoint() != pb.MemoryState_AFTER {
 				continue
 			}
 			// A region carried from a lost state has no counts, and may come first.
 			if m.GetLost() || !slices.ContainsFunc(m.GetRegions(), func(rs *pb.RegionState) bool { return len(rs.GetNanCount()) > 0 }) {
-				s.st.NotScanned++
+				if !s.compile[m.GetLaunchSeq()] {
+					s.st.NotScanned++
+				}
+				continue
+			}
+			counted = append(counted, m.GetLaunchSeq())
+			if s.compile[m.GetLaunchSeq()] {
 				continue
 			}
 			if n := recording.UnknownRegions(m); n > 0 {
@@ -221,15 +234,35 @@ func (s *scanner) fromCounts() (*Finding, Stats, error) {
 	var found *Finding
 	var record *recording.LaunchRecord
 	delivered := 0
-	_, err = s.p.Ordered(candidates, func(r *recording.LaunchRecord) error {
-		delivered++
-		f, err := s.finding(r)
-		if err != nil || f == nil {
-			return err
-		}
-		found, record = f, r
-		return recording.ErrStop
-	})
+	if len(candidates) > 0 {
+		slices.Sort(counted)
+		counted = slices.Compact(counted)
+		counted = counted[:sortedUpTo(counted, candidates[len(candidates)-1])]
+		held := map[allocKey][]uint64{} // NaN + Inf per type asked, after the last counted launch that reached it
+		_, err = s.p.Ordered(counted, func(r *recording.LaunchRecord) error {
+			seq := r.Launch.GetSeq()
+			_, isCandidate := slices.BinarySearch(candidates, seq)
+			if isCandidate {
+				delivered++
+			}
+			rose, held0 := s.rose(r, held)
+			if !isCandidate || !rose {
+				if isCandidate {
+					s.countLibrary(r)
+					if held0 {
+						s.st.Stale++
+					}
+				}
+				return nil
+			}
+			f, err := s.finding(r)
+			if err != nil || f == nil {
+				return err
+			}
+			found, record = f, r
+			return recording.ErrStop
+		})
+	}
 	last := uint64(math.MaxUint64)
 	if found != nil {
 		last = found.Launch.GetSeq()
@@ -247,6 +280,59 @@ func (s *scanner) fromCounts() (*Finding, Stats, error) {
 		found.Inputs, err = s.inputs(found, record)
 	}
 	return found, s.st, err
+}
+
+// allocKey names an allocation across launches: its Allocation.id, or for a region the agent
+// found by asking the driver (allocation_id 0) its address and size.
+type allocKey struct{ id, address, size uint64 }
+
+// rose notes in held the counts of r's regions (communication libraries' own memory left out,
+// unless asked) and reports whether one of them rose above what its allocation held before,
+// and whether one holds NaN or Inf at all.
+func (s *scanner) rose(r *recording.LaunchRecord, held map[allocKey][]uint64) (up, any bool) {
+	for i, rs := range r.After.GetRegions() {
+		if i >= len(r.Launch.GetRegions()) || rs.GetUnknown() || len(rs.GetNanCount()) == 0 || s.library(r.Launch, i) != "" {
+			continue
+		}
+		reg := r.Launch.GetRegions()[i]
+		key := allocKey{id: reg.GetAllocationId()}
+		if key.id == 0 {
+			key = allocKey{address: reg.GetAddress(), size: reg.GetSize()}
+		}
+		before, now := held[key], make([]uint64, len(s.index))
+		for t, k := range s.index {
+			if nan, inf, ok := gpuCount(rs, k); ok {
+				now[t] = nan + inf
+			}
+			if t >= len(before) && now[t] > 0 || t < len(before) && now[t] > before[t] {
+				up = true
+			}
+			any = any || now[t] > 0
+		}
+		held[key] = now
+	}
+	return up, any
+}
+
+// countLibrary counts the regions of r left out as communication libraries' own memory.
+func (s *scanner) countLibrary(r *recording.LaunchRecord) {
+	for i := range r.After.GetRegions() {
+		if owner := s.library(r.Launch, i); owner != "" {
+			if s.st.Library == nil {
+				s.st.Library = map[string]int{}
+			}
+			s.st.Library[owner]++
+		}
+	}
+}
+
+// sortedUpTo is how many of the ascending seqs are at most seq.
+func sortedUpTo(seqs []uint64, seq uint64) int {
+	n, found := slices.BinarySearch(seqs, seq)
+	if found {
+		n++
+	}
+	return n
 }
 
 // scan is the first pass over the recording: fn sees every batch, and the pass notes in
@@ -374,12 +460,9 @@ func (s *scanner) finding(r *recording.LaunchRecord) (*Finding, error) {
 		hint = KernelType(recording.Demangle(r.Kernel.GetName()), s.types)
 	}
 	unclear := false
+	s.countLibrary(r)
 	for i, rs := range after.GetRegions() {
-		if owner := s.library(r.Launch, i); owner != "" {
-			if s.st.Library == nil {
-				s.st.Library = map[string]int{}
-			}
-			s.st.Library[owner]++
+		if s.library(r.Launch, i) != "" {
 			continue
 		}
 		if rs.GetUnknown() {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gpurr/gpurr/internal/dtype"
@@ -314,5 +315,39 @@ func TestLibraryMemoryLeftOut(t *testing.T) {
 	}
 	if !slices.ContainsFunc(f.Inputs.Regions, func(in Input) bool { return in.State == "library" && in.Owner == recording.OwnerNCCL }) {
 		t.Errorf("NCCL's region not listed as left out among the inputs: %+v", f.Inputs.Regions)
+	}
+}
+
+// With XLA's memory preallocated every launch reaches the one pool, which holds the NaN
+// autotuning's redzone check left: the launches after it pass that NaN on, and nan finds the
+// launch that added one (the loss's), counting those it passed over; with
+// IncludeCompile the redzone check itself comes first.
+func TestStaleNaNPassedOver(t *testing.T) {
+	p := testrec.OpenBatches(t, testrec.JAXPoolBatches()...).Processes[0]
+	types, _ := dtype.ParseFloatList("f32")
+	f, st, err := Scan(p, types, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f == nil || f.Kernel.GetName() != testrec.JAXNaNKernel || len(f.Regions) != 1 || f.Regions[0].Counts[0].NaN != 2 {
+		t.Fatalf("found %+v; want %s, the pool holding 2 NaN", f, testrec.JAXNaNKernel)
+	}
+	if st.Stale != 4 || st.Compile != 3 {
+		t.Errorf("stale %d, compile %d; want the 4 launches before it passed over, autotuning's 3 left out", st.Stale, st.Compile)
+	}
+	report, err := NewReport(p, types, false, f, st, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	if err := report.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if want := "(passed over: 4 launches whose regions held only the NaN or Inf their memory held before"; !strings.Contains(text.String(), want) {
+		t.Errorf("report lacks %q:\n%s", want, text.String())
+	}
+	f, _, err = Scan(p, types, Options{IncludeCompile: true})
+	if err != nil || f == nil || f.Launch.GetSeq() != 3 {
+		t.Fatalf("with IncludeCompile: found %+v, %v; want launch 3, the redzone check", f, err)
 	}
 }

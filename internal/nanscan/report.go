@@ -34,7 +34,10 @@ type Report struct {
 	// memory for its own use, by owner (Stats.Library).
 	Library map[string]int `json:"library_left_out,omitempty"`
 	// Compile counts the launches of XLA's compilation and autotuning left out (--include-compile).
-	Compile  int      `json:"compile_left_out,omitempty"`
+	Compile int `json:"compile_left_out,omitempty"`
+	// Stale counts the launches passed over (before the one found, or all of them) whose
+	// regions held only the NaN or Inf their memory already held (Stats.Stale).
+	Stale    int      `json:"passed_over,omitempty"`
 	Warnings []string `json:"warnings"`
 }
 
@@ -73,7 +76,7 @@ type RegionReport struct {
 // matches nothing.
 func NewReport(p *recording.Process, types []*dtype.Type, explicit bool, f *Finding, st Stats, frames int) (*Report, error) {
 	r := &Report{Process: p.Name, Source: "snapshots", Types: []string{}, Launches: st.Launches, NotScanned: st.NotScanned,
-		UnknownRegions: st.Unknown, Library: st.Library, Compile: st.Compile, Warnings: append([]string{}, st.Warnings...)}
+		UnknownRegions: st.Unknown, Library: st.Library, Compile: st.Compile, Stale: st.Stale, Warnings: append([]string{}, st.Warnings...)}
 	for _, t := range types {
 		r.Types = append(r.Types, t.Name)
 	}
@@ -251,6 +254,10 @@ func (r *Report) notScanned(t *info.TextWriter, consequence string) {
 	}
 	if r.Compile > 0 {
 		t.Printf("  (%s made while XLA compiled and autotuned left out: --include-compile looks at them)\n", info.Count(r.Compile, "launch"))
+	}
+	if r.Stale > 0 {
+		t.Printf("  (passed over: %s whose regions held only the NaN or Inf their memory held before, made by no launch looked at)\n",
+			info.Count(r.Stale, "launch"))
 	}
 	if r.UnknownRegions > 0 {
 		t.Printf("  (not scanned: %s carried from a lost state (write sets), with neither counts nor bytes%s)\n",

@@ -58,7 +58,14 @@ const (
 )
 
 // JAXBatches are the JAX program's frames, of the diverged run or not.
-func JAXBatches(diverged bool) []*pb.Batch {
+func JAXBatches(diverged bool) []*pb.Batch { return jaxBatches(diverged, false) }
+
+// JAXPoolBatches are the JAX program's frames with XLA's memory preallocated: every launch,
+// autotuning's included, reaches the one pool, so the NaN the redzone check leaves in its
+// scratch is counted after every later launch, and the loss's NaN adds one.
+func JAXPoolBatches() []*pb.Batch { return jaxBatches(false, true) }
+
+func jaxBatches(diverged, pool bool) []*pb.Batch {
 	rank := int32(0)
 	proc := &pb.Process{Pid: pid(0), Ppid: 4200, Hostname: "gpu-box", Argv: []string{"python", JAXScript},
 		Rank: &rank, WorldSize: ptr(int32(1)), StartNs: startNS, StartUnixNs: startUnixNS, AgentVersion: "0.1.0",
@@ -94,6 +101,11 @@ func JAXBatches(diverged bool) []*pb.Batch {
 	now := uint64(startNS)
 	stats := &pb.Stats{Callstacks: 1, Modules: uint64(len(b.Modules))}
 	const base = 0x7f00_0000_0000
+	const poolID = 999
+	if pool {
+		b.Allocations = append(b.Allocations, &pb.Allocation{Id: poolID, Kind: pb.Allocation_MEM_ALLOC, Address: base, Size: 1 << 30, HostNs: now})
+	}
+	poolNaN := uint64(0)
 	launch := func(tid uint32, k jaxKernel, cs uint64) {
 		seq := uint64(len(b.Launches) + 1)
 		now += launchGapNS
@@ -102,7 +114,11 @@ func JAXBatches(diverged bool) []*pb.Batch {
 			CorrelationId: uint32(100 + seq), HostNs: now, Api: 652, CallstackId: cs,
 			Params: binary.LittleEndian.AppendUint64(nil, base+seq<<20), Memory: &pb.MemoryPlan{Status: pb.MemoryPlan_HASH},
 			Regions: []*pb.Region{{Address: base + seq<<20, Size: 4096, ParamOffsets: []uint32{0}, AllocationId: seq}}}
-		b.Allocations = append(b.Allocations, &pb.Allocation{Id: seq, Kind: pb.Allocation_MEM_ALLOC, Address: base + seq<<20, Size: 4096, HostNs: now - 1})
+		if pool {
+			l.Regions = []*pb.Region{{Address: base, Size: 1 << 30, ParamOffsets: []uint32{0}, AllocationId: poolID}}
+		} else {
+			b.Allocations = append(b.Allocations, &pb.Allocation{Id: seq, Kind: pb.Allocation_MEM_ALLOC, Address: base + seq<<20, Size: 4096, HostNs: now - 1})
+		}
 		// What the launch wrote: the same in both runs but for the planted difference and
 		// autotuning's scratch memory.
 		data := make([]byte, 4096)
@@ -123,9 +139,15 @@ func JAXBatches(diverged bool) []*pb.Batch {
 		rs.NanCount, rs.InfCount = []uint64{0}, []uint64{0}
 		if k.name == JAXNaNKernel || k.name == jaxRedzone {
 			rs.NanCount[0] = 1
+			poolNaN++
+		}
+		if pool {
+			rs.NanCount[0] = poolNaN
 		}
 		b.Memory = append(b.Memory, &pb.MemoryState{LaunchSeq: seq, Point: pb.MemoryState_AFTER, Regions: []*pb.RegionState{rs}})
-		stats.Allocations++
+		if !pool {
+			stats.Allocations++
+		}
 		stats.MemoryLaunches++
 		stats.MemoryStates++
 		stats.BytesHashed += 4096
@@ -154,6 +176,9 @@ func JAXBatches(diverged bool) []*pb.Batch {
 			Grid: dim(k.grid, 1, 1), Block: dim(k.block, 1, 1), GraphId: 9, GraphNodeId: 0x900 + uint64(i)})
 	}
 	stats.Launches, stats.GraphLaunches, stats.Activities = uint64(len(b.Launches)), 1, uint64(len(b.Activities))
+	if pool {
+		stats.Allocations = 1
+	}
 	return []*pb.Batch{b, {Stats: stats, End: &pb.End{EndNs: now + 1_000_000, Reason: "exit"}}}
 }
 
