@@ -37,16 +37,20 @@ type Links struct {
 	// generations of replayWindow (activities arrive soon after their
 	// launch); Data.Links keeps them all.
 	replays, oldReplays map[uint32]uint64
-	every               bool
-	memory              map[uint64][]*pb.MemoryState // by launch seq, BEFORE first
-	allocs              map[uint64]*pb.Allocation    // the allocating record of each id
-	frees               map[uint64]*pb.Allocation
-	demangleCache       map[string]string
-	modules             map[string][]string // kernel names of each module, by sha256
-	xla                 *XLA                // UseXLA's, nil when none
-	xlaStacks           map[*xla.Site]uint64
-	xlaSites            map[xlaKey]xlaFound
-	xlaRuns             map[xlaRunKey]*xla.Site
+	// clones are the nodes cloned from another (instantiation's copies), and bodies what
+	// bodyNode found, by executable graph and kernel name (cleared as clones come).
+	clones        []*pb.GraphNode
+	bodies        map[bodyKey]*pb.GraphNode
+	every         bool
+	memory        map[uint64][]*pb.MemoryState // by launch seq, BEFORE first
+	allocs        map[uint64]*pb.Allocation    // the allocating record of each id
+	frees         map[uint64]*pb.Allocation
+	demangleCache map[string]string
+	modules       map[string][]string // kernel names of each module, by sha256
+	xla           *XLA                // UseXLA's, nil when none
+	xlaStacks     map[*xla.Site]uint64
+	xlaSites      map[xlaKey]xlaFound
+	xlaRuns       map[xlaRunKey]*xla.Site
 	// compileThreads are the threads that launched a kernel of XLA's
 	// autotuning without a Python stack (Compile).
 	compileThreads map[uint32]bool
@@ -129,6 +133,10 @@ const replayWindow = 1 << 16
 // addNode indexes a graph node; a node made again by a later launch (its
 // parameters changed through the graph API) is a new version of it.
 func (l *Links) addNode(n *pb.GraphNode) {
+	if n.GetOriginalNodeId() != 0 {
+		l.clones = append(l.clones, n)
+		clear(l.bodies)
+	}
 	id := n.GetNodeId()
 	old := l.nodes[id]
 	if old == nil || old.GetLaunchSeq() == 0 || n.GetLaunchSeq() == 0 {
@@ -186,9 +194,55 @@ func (l *Links) CaptureLaunch(a *pb.KernelActivity) *pb.Launch {
 	}
 	n := l.CaptureNode(a.GetGraphNodeId())
 	if n == nil {
-		return nil
+		if n = l.bodyNode(a); n == nil {
+			return nil
+		}
 	}
 	return l.launchBySeq[l.nodeLaunchSeq(n, a.GetCorrelationId())]
+}
+
+type bodyKey struct {
+	graph uint32
+	name  string
+}
+
+// bodyNode is the node that built the kernel a conditional node's body ran, for a graph
+// kernel whose node no record names: CUPTI reports such a kernel with a node id of the
+// executable graph that no clone record carries (and correlation id 0), while the body's own
+// nodes were cloned into a graph of their own at instantiation. It is the one node, cloned
+// into a graph other than a's, whose launch ran a's kernel; nil when none is, or several.
+func (l *Links) bodyNode(a *pb.KernelActivity) *pb.GraphNode {
+	key := bodyKey{a.GetGraphId(), a.GetName()}
+	if key.name == "" {
+		return nil
+	}
+	if n, ok := l.bodies[key]; ok {
+		return n
+	}
+	var found *pb.GraphNode
+	for _, c := range l.clones {
+		if c.GetGraphId() == a.GetGraphId() {
+			continue
+		}
+		n := l.CaptureNode(c.GetNodeId())
+		if n == nil || n == found {
+			continue
+		}
+		la := l.launchBySeq[n.GetLaunchSeq()]
+		if la == nil || l.kernels[la.GetKernelId()].GetName() != a.GetName() {
+			continue
+		}
+		if found != nil {
+			found = nil // two bodies ran this kernel: which one is not known
+			break
+		}
+		found = n
+	}
+	if l.bodies == nil {
+		l.bodies = map[bodyKey]*pb.GraphNode{}
+	}
+	l.bodies[key] = found
+	return found
 }
 
 // CaptureNode follows an executable graph's node back through its clones to

@@ -307,3 +307,32 @@ func TestEnumText(t *testing.T) {
 		}
 	}
 }
+
+// A kernel of a conditional node's body reaches CUPTI with a node id of the executable graph
+// that no clone record carries; the body's node was cloned into a graph of its own. It links
+// to the one node whose launch ran its kernel there, and to none when two bodies ran it.
+func TestConditionalBodyKernel(t *testing.T) {
+	d := &recording.Data{
+		Kernels:  []*pb.Kernel{{Id: 1, Name: "_Z7gn_bodyPffi"}, {Id: 2, Name: "_Z8gn_scalePffi"}},
+		Launches: []*pb.Launch{{Seq: 1, Captured: true, KernelId: 2}, {Seq: 3, Captured: true, KernelId: 1}},
+		GraphNodes: []*pb.GraphNode{
+			{NodeId: 0x1_0000_0000, LaunchSeq: 1}, {NodeId: 0x2_0000_0000, LaunchSeq: 3},
+			{NodeId: 0x3_0000_0000, GraphId: 3, OriginalNodeId: 0x1_0000_0000}, // the executable graph's copy
+			{NodeId: 0x4_0000_0000, GraphId: 4, OriginalNodeId: 0x2_0000_0000}, // the body's copy
+		},
+	}
+	body := &pb.KernelActivity{GraphId: 3, GraphNodeId: 0x3_0000_0006, Name: "_Z7gn_bodyPffi"}
+	if l := d.Links().CaptureLaunch(body); l.GetSeq() != 3 {
+		t.Errorf("body kernel linked to launch %d, want 3", l.GetSeq())
+	}
+	other := &pb.KernelActivity{GraphId: 3, GraphNodeId: 0x3_0000_0007, Name: "_Z5otherv"}
+	if l := d.Links().CaptureLaunch(other); l != nil {
+		t.Errorf("a kernel no body ran linked to launch %d", l.GetSeq())
+	}
+	d.Launches = append(d.Launches, &pb.Launch{Seq: 5, Captured: true, KernelId: 1})
+	d.GraphNodes = append(d.GraphNodes, &pb.GraphNode{NodeId: 0x5_0000_0000, LaunchSeq: 5},
+		&pb.GraphNode{NodeId: 0x6_0000_0000, GraphId: 6, OriginalNodeId: 0x5_0000_0000})
+	if l := d.Links().CaptureLaunch(body); l != nil {
+		t.Errorf("two bodies ran the kernel: linked to launch %d, want none", l.GetSeq())
+	}
+}
