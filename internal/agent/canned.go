@@ -222,8 +222,12 @@ func cannedAlloc(a *pb.Allocation) []byte {
 	var r C.gp_alloc_rec
 	r.id, r.address, r.size, r.host_ns = C.uint64_t(a.Id), C.uint64_t(a.Address), C.uint64_t(a.Size), C.uint64_t(a.HostNs)
 	r.kind, r.device = C.uint32_t(a.Kind), C.uint32_t(a.Device)
+	r.launch_seq = C.uint64_t(a.LaunchSeq)
 	if a.Freed {
 		r.freed = 1
+	}
+	if a.Cleared {
+		r.cleared = 1
 	}
 	return cannedRecord(&r, C.GP_REC_ALLOC, nil)
 }
@@ -238,6 +242,31 @@ func cannedMemLost(launchSeq uint64, point, njobs uint32, reason string) []byte 
 	}
 	return cannedRecord(&r, C.GP_REC_MEMLOST, nil)
 }
+
+// cannedCopyLost lays out the gp_memlost_rec of a copy state the agent could not take: call's,
+// after launch call seq, naming the regions the copy wrote.
+func cannedCopyLost(seq uint64, call uint32, regs []*pb.Region, reason string) []byte {
+	var r C.gp_memlost_rec
+	r.launch_seq, r.point, r.njobs, r.nregions, r.call = C.uint64_t(seq), C.GP_POINT_COPY, 1, C.uint32_t(len(regs)), C.uint32_t(call)
+	for i := 0; i < len(reason) && i < len(r.reason); i++ {
+		r.reason[i] = C.char(reason[i])
+	}
+	var tail []byte
+	for _, g := range regs {
+		tail = binary.LittleEndian.AppendUint64(tail, g.Address)
+		tail = binary.LittleEndian.AppendUint64(tail, g.Size)
+		tail = binary.LittleEndian.AppendUint64(tail, g.AllocationId)
+	}
+	return cannedRecord(&r, C.GP_REC_MEMLOST, tail)
+}
+
+// cannedCopyJob makes a canned job that of the copy state of call, after launch call seq.
+func cannedCopyJob(v *C.gp_memjob_view, seq uint64, call uint32) {
+	v.point, v.launch_seq, v.call = C.GP_POINT_COPY, C.uint64_t(seq), C.uint32_t(call)
+}
+
+// cannedJobLost marks a canned job lost: its kernel could not be launched.
+func cannedJobLost(v *C.gp_memjob_view) { v.lost = 1 }
 
 // cannedNodeClass lays out a gp_nodeclass_rec; cxx: name is a C++ type's
 // mangled name, else a Python class's.

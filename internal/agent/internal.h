@@ -55,6 +55,12 @@
 extern gp_counters gp_counts;
 #define GP_COUNT(field, n) atomic_fetch_add_explicit((_Atomic uint64_t *)&gp_counts.field, (n), memory_order_relaxed)
 
+// gp_launch_seq is the seq of the last launch call (kernel or graph) the
+// process made: launch.c takes the next one from it; what is not a launch
+// (an allocation, a copy) reads it to say where it lies among them.
+extern _Atomic uint64_t gp_launch_seq;
+static inline uint64_t gp_last_launch(void) { return atomic_load_explicit(&gp_launch_seq, memory_order_relaxed); }
+
 // gp_ring_init hands the ring its buffer, cap bytes (a power of two), and
 // empties it.
 void gp_ring_init(uint8_t *buf, uint64_t cap);

@@ -235,8 +235,6 @@ static uint32_t device_of(uint32_t ctx_uid) {
 
 // ---- launches ----
 
-static _Atomic uint64_t launch_seq;
-
 // copy_params assembles the parameter buffer the kernel will see.
 static uint32_t copy_params(const func_entry *fe, const gp_launch_view *v, uint8_t *dst, uint32_t cap) {
   if (v->kernel_params && fe->layout) {
@@ -355,7 +353,7 @@ static void on_launch_enter(uint32_t cbid, const gp_CallbackData *cb) {
   }
   gp_thread.in_launch = 1;
   gp_thread.launch_func = fe;
-  gp_thread.seq = atomic_fetch_add_explicit(&launch_seq, 1, memory_order_relaxed) + 1;
+  gp_thread.seq = atomic_fetch_add_explicit(&gp_launch_seq, 1, memory_order_relaxed) + 1;
   gp_thread.host_ns = gp_clock();
   gp_thread.graph_node_id = 0;
   gp_thread.params_len = 0;
@@ -480,7 +478,7 @@ static void on_launch_exit(uint32_t cbid, const gp_CallbackData *cb) {
 // digest not knowing what its kernels reach: it hashes every allocation.
 static void on_graph_enter(uint32_t cbid, const gp_CallbackData *cb) {
   const gp_cuGraphLaunch_params *p = cb->functionParams;
-  gp_thread.graph_seq = atomic_fetch_add_explicit(&launch_seq, 1, memory_order_relaxed) + 1;
+  gp_thread.graph_seq = atomic_fetch_add_explicit(&gp_launch_seq, 1, memory_order_relaxed) + 1;
   if (step_enter(cb->context, p->hStream, gp_launch_ptsz(cbid), gp_thread.graph_seq) && gp_proc.cfg.memory_mode == GP_MEM_DIGEST)
     gp_mem_note_optimizer_all();
 }
@@ -491,7 +489,7 @@ static void on_graph_launch(uint32_t cbid, const gp_CallbackData *cb) {
   memset(&rec, 0, sizeof rec);
   rec.h.type = GP_REC_GRAPHLAUNCH;
   rec.h.size = gp_pad8(sizeof rec);
-  rec.seq = gp_thread.graph_seq ? gp_thread.graph_seq : atomic_fetch_add_explicit(&launch_seq, 1, memory_order_relaxed) + 1;
+  rec.seq = gp_thread.graph_seq ? gp_thread.graph_seq : atomic_fetch_add_explicit(&gp_launch_seq, 1, memory_order_relaxed) + 1;
   gp_thread.graph_seq = 0;
   rec.host_ns = gp_clock();
   rec.graph_exec = (uint64_t)(uintptr_t)p->hGraph;
@@ -595,7 +593,7 @@ static void on_node_call(uint32_t cbid, const gp_CallbackData *cb) {
     GP_COUNT(launches_dropped, 1);
     return;
   }
-  uint64_t seq = atomic_fetch_add_explicit(&launch_seq, 1, memory_order_relaxed) + 1;
+  uint64_t seq = atomic_fetch_add_explicit(&gp_launch_seq, 1, memory_order_relaxed) + 1;
   gp_launch_rec *rec = &s->launch.r;
   memset(rec, 0, sizeof *rec);
   rec->h.type = GP_REC_LAUNCH;

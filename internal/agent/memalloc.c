@@ -31,7 +31,7 @@ static gp_allocation *spare;  // freed records, linked through shadow_ctx
 uint64_t gp_alloc_lo = UINT64_MAX, gp_alloc_hi;
 static uint64_t next_alloc_id;
 
-static void push_alloc_rec(const gp_allocation *a, int freed, uint64_t callstack_id) {
+static void push_alloc_rec(const gp_allocation *a, int freed, uint64_t callstack_id, int cleared) {
   gp_alloc_rec r;
   memset(&r, 0, sizeof r);
   r.h.type = GP_REC_ALLOC;
@@ -45,6 +45,8 @@ static void push_alloc_rec(const gp_allocation *a, int freed, uint64_t callstack
   r.freed = freed;
   r.owner = (uint32_t)a->owner;
   r.callstack_id = callstack_id;
+  r.cleared = (uint32_t)cleared;
+  r.launch_seq = gp_last_launch();
   gp_ring_push(&r);
   if (!freed) GP_COUNT(allocations, 1);
 }
@@ -108,7 +110,7 @@ static uint32_t key_slot(uint64_t base, uint64_t end) {
   return i;
 }
 
-void gp_add_alloc(uint64_t base, uint64_t size, uint32_t kind, int owner, uint64_t callstack_id) {
+void gp_add_alloc(uint64_t base, uint64_t size, uint32_t kind, int owner, uint64_t callstack_id, int cleared) {
   if (!size) return;
   gp_CUdevice dev = 0;
   if (gp_cu.ctxGetDevice) gp_cu.ctxGetDevice(&dev);
@@ -137,7 +139,7 @@ void gp_add_alloc(uint64_t base, uint64_t size, uint32_t kind, int owner, uint64
   if (base + size > gp_alloc_hi) gp_alloc_hi = base + size;
   gp_allocation a = *rec;
   gp_spin_unlock(&gp_alloc_lock);
-  push_alloc_rec(&a, 0, callstack_id);
+  push_alloc_rec(&a, 0, callstack_id, cleared);
 }
 
 void gp_remove_alloc(uint64_t base, uint64_t size) {
@@ -150,7 +152,7 @@ void gp_remove_alloc(uint64_t base, uint64_t size) {
     if (ndead > 64 && ndead > gp_nallocs / 4) sweep();
   }
   gp_spin_unlock(&gp_alloc_lock);
-  if (a.id) push_alloc_rec(&a, 1, 0);
+  if (a.id) push_alloc_rec(&a, 1, 0, 0);
 }
 
 void gp_mem_copy_all(const uint64_t *alloc_ids, uint32_t n) {
@@ -181,7 +183,7 @@ int gp_range_query(uint64_t word, int owner) {
     atomic_store_explicit(&misses[slot], page, memory_order_relaxed);
     return -1;
   }
-  gp_add_alloc(base, size, GP_ALLOC_RANGE_QUERY, owner, 0);
+  gp_add_alloc(base, size, GP_ALLOC_RANGE_QUERY, owner, 0, 0);
   return 0;
 }
 

@@ -62,9 +62,10 @@ int gp_mem_error_callback(uint32_t cbid) {
 // split-K GEMM leaves to its reduction, padding) would differ from run to run
 // and look like a divergence. The driver clears memory it maps fresh
 // (cuMemAlloc, cuMemCreate), so only pools need it. A capturing stream is left
-// alone: a memset there would become a node of the program's graph.
-static void zero_fill(uint64_t ptr, uint64_t size, gp_CUstream stream) {
-  if (!size || (gp_proc.cfg.memory_mode != GP_MEM_HASH && gp_proc.cfg.memory_mode != GP_MEM_SNAPSHOT)) return;
+// alone: a memset there would become a node of the program's graph. It
+// returns 1 when it cleared the memory (the allocation's record says so).
+static int zero_fill(uint64_t ptr, uint64_t size, gp_CUstream stream) {
+  if (!size || (gp_proc.cfg.memory_mode != GP_MEM_HASH && gp_proc.cfg.memory_mode != GP_MEM_SNAPSHOT)) return 0;
   int capturing = 0;
   gp_in_agent_call(1);
   gp_CUresult r = gp_cu.streamIsCapturing(stream, &capturing);
@@ -76,6 +77,7 @@ static void zero_fill(uint64_t ptr, uint64_t size, gp_CUstream stream) {
       gp_logf(1, "memory capture: cuMemsetD8Async(new allocation, %llu bytes): %s (%d); memory a program never writes may differ between runs",
               (unsigned long long)size, gp_cu_error(r), r);
   }
+  return r == 0 && !capturing;
 }
 
 // gp_mem_on_api tracks allocations: new ones at API exit (when the address
@@ -100,37 +102,38 @@ void gp_mem_on_api(uint32_t cbid, const gp_CallbackData *cb) {
   switch (cbid) {
   case GP_CBID_cuMemAlloc_v2:
     if (exit) gp_add_alloc(*((const gp_cuMemAlloc_params *)p)->dptr, ((const gp_cuMemAlloc_params *)p)->bytesize,
-                        GP_ALLOC_MEM_ALLOC, owner, stack);
+                        GP_ALLOC_MEM_ALLOC, owner, stack, 0);
     break;
   case GP_CBID_cuMemAllocManaged:
     if (exit) gp_add_alloc(*((const gp_cuMemAlloc_params *)p)->dptr, ((const gp_cuMemAlloc_params *)p)->bytesize,
-                        GP_ALLOC_MANAGED, owner, stack);
+                        GP_ALLOC_MANAGED, owner, stack, 0);
     break;
   case GP_CBID_cuMemAllocAsync:
   case GP_CBID_cuMemAllocAsync_ptsz:
     if (exit) {
       const gp_cuMemAllocAsync_params *a = p;
-      gp_add_alloc(*a->dptr, a->bytesize, GP_ALLOC_ASYNC, owner, stack);
-      zero_fill(*a->dptr, a->bytesize, gp_job_stream(a->hStream, cbid == GP_CBID_cuMemAllocAsync_ptsz));
+      int cleared = zero_fill(*a->dptr, a->bytesize, gp_job_stream(a->hStream, cbid == GP_CBID_cuMemAllocAsync_ptsz));
+      gp_add_alloc(*a->dptr, a->bytesize, GP_ALLOC_ASYNC, owner, stack, cleared);
     }
     break;
   case GP_CBID_cuMemAllocFromPoolAsync:
   case GP_CBID_cuMemAllocFromPoolAsync_ptsz:
     if (exit) {
       const gp_cuMemAllocFromPoolAsync_params *a = p;
-      gp_add_alloc(*a->dptr, a->bytesize, GP_ALLOC_ASYNC, owner, stack);
-      zero_fill(*a->dptr, a->bytesize, gp_job_stream(a->hStream, cbid == GP_CBID_cuMemAllocFromPoolAsync_ptsz));
+      int cleared = zero_fill(*a->dptr, a->bytesize, gp_job_stream(a->hStream, cbid == GP_CBID_cuMemAllocFromPoolAsync_ptsz));
+      gp_add_alloc(*a->dptr, a->bytesize, GP_ALLOC_ASYNC, owner, stack, cleared);
     }
     break;
   case GP_CBID_cuMemAllocPitch_v2:
     if (exit) {
       const gp_cuMemAllocPitch_params *a = p;
-      gp_add_alloc(*a->dptr, (uint64_t)*a->pPitch * a->Height, GP_ALLOC_PITCH, owner, stack);
+      gp_add_alloc(*a->dptr, (uint64_t)*a->pPitch * a->Height, GP_ALLOC_PITCH, owner, stack, 0);
     }
     break;
   case GP_CBID_cuMemMap:
     if (exit)
-      gp_add_alloc(((const gp_cuMemMap_params *)p)->ptr, ((const gp_cuMemMap_params *)p)->size, GP_ALLOC_MAP, owner, stack);
+      gp_add_alloc(((const gp_cuMemMap_params *)p)->ptr, ((const gp_cuMemMap_params *)p)->size, GP_ALLOC_MAP, owner,
+                   stack, 0);
     break;
   case GP_CBID_cuMemFree_v2:
   case GP_CBID_cuMemFreeAsync:
@@ -152,7 +155,8 @@ void gp_mem_on_api(uint32_t cbid, const gp_CallbackData *cb) {
 
 // gp_mem_on_write, at the exit of a successful call: the allocation written
 // (and the pieces mapped next to it, which a copy may run into) is hashed
-// again at its next launch; a write whose target is unknown moves the epoch.
+// again at its next launch, and gets a copy state; a write whose target is
+// unknown moves the epoch.
 void gp_mem_on_write(uint32_t cbid, const gp_CallbackData *cb) {
   if (cb->callbackSite != GP_API_EXIT) {
     gp_before_call(cbid, cb);
@@ -160,19 +164,18 @@ void gp_mem_on_write(uint32_t cbid, const gp_CallbackData *cb) {
   }
   if (gp_call_write_class[cbid] == GP_WRITE_FLUSH) return;
   if (cb->functionReturnValue && *(gp_CUresult *)cb->functionReturnValue != 0) return;
-  if (gp_call_write_class[cbid] != GP_WRITE_DST || !cb->functionParams) {
+  gp_thread_scratch *s = gp_call_write_class[cbid] == GP_WRITE_DST && cb->functionParams ? gp_scratch() : NULL;
+  if (!s) {  // a write whose target is unknown (or no scratch to find it in)
     gp_mem_unhashed_write();
     return;
   }
-  uint64_t dst = *(const uint64_t *)cb->functionParams;
+  gp_mem_launch *m = &s->mem;
   gp_spin_lock(&gp_alloc_lock);
-  int ai = gp_find_alloc(dst);
-  if (ai >= 0) {
-    GP_ALLOC_AT(ai)->last_job = 0;
-    for (int j = ai - 1; j >= 0 && gp_alloc_joined((uint32_t)j); j--) GP_ALLOC_AT(j)->last_job = 0;
-    for (int j = ai; gp_alloc_joined((uint32_t)j); j++) GP_ALLOC_AT(j + 1)->last_job = 0;
-  }
+  gp_write_regions(m, *(const uint64_t *)cb->functionParams);
+  for (uint32_t r = 0; r < m->nregions; r++) GP_ALLOC_AT(m->alloc_index[r])->last_job = 0;
   gp_spin_unlock(&gp_alloc_lock);
+  if (m->nregions && (gp_proc.cfg.memory_mode == GP_MEM_HASH || gp_proc.cfg.memory_mode == GP_MEM_SNAPSHOT))
+    gp_copy_state(m, cbid, cb);
 }
 
 // ---- the writer's side ----
@@ -204,6 +207,7 @@ int gp_mem_poll(gp_memjob_view *v) {
   v->total_chunks = j->total_chunks;
   v->piece = j->piece;
   v->piece_first = j->piece_first;
+  v->call = j->point == GP_POINT_COPY ? j->step : 0;
   v->transferred = ((const volatile uint32_t *)res)[2];
   v->lost = ((const volatile uint32_t *)res)[3];
   v->result = res;

@@ -100,14 +100,19 @@ typedef struct {
   uint64_t id, address, size, host_ns;
   uint32_t kind, device, freed, owner;  // owner: GP_OWNER_*
   uint64_t callstack_id;                // the allocating call's, 0 none
+  uint32_t cleared, pad;                // memory capture cleared it (zero_fill, memcap.c)
+  uint64_t launch_seq;                  // the last launch call before it (gp_launch_seq)
 } gp_alloc_rec;
 
-// A memory job that will never produce results (dropped to make room).
+// A memory job that will never produce results (dropped to make room), or a
+// copy state that could not be taken. A lost copy state (point
+// GP_POINT_COPY) is followed by its nregions gp_region_rec: what it wrote.
 typedef struct {
   gp_rec_hdr h;
   uint64_t launch_seq;
   uint32_t point, region_base, nregions, njobs;
   char reason[64];
+  uint32_t call, pad;  // GP_POINT_COPY: the call's correlation id
 } gp_memlost_rec;
 
 // The parameter words of a job's launch that point into its regions, for
@@ -121,6 +126,7 @@ typedef struct {
   uint32_t audit, npointers;  // npointers > GP_JOB_POINTERS: not all listed
   uint32_t step, digest_all;  // GP_POINT_DIGEST: the step that ended; every live allocation (1) or the optimizer's (0)
   uint32_t piece, piece_first;  // piece: chunks [piece_first, + total_chunks) of its one region (region_* the whole)
+  uint32_t call, pad;  // GP_POINT_COPY: the copy's correlation id; launch_seq is the last launch call before it
   const uint8_t *result;   // ResultLayout of internal/kernels
   const uint8_t *staging;  // transferred × GP_CHUNK bytes
   uint64_t region_addr[GP_MAX_JOB_REGIONS], region_size[GP_MAX_JOB_REGIONS];
@@ -172,6 +178,10 @@ int gp_mem_write_callback(uint32_t cbid);
 int gp_mem_teardown_call(uint32_t cbid);
 // gp_kernel_readonly publishes ro (malloc'd, kept for the process's life) for kernel_id (launch.c).
 void gp_kernel_readonly(uint64_t kernel_id, gp_readonly *ro);
+// gp_mem_on_write, at a write call's exit: under hash and snapshot modes, a
+// copy or memset into an allocation the agent knows also gets a copy state
+// (GP_POINT_COPY): the state of what it wrote, taken on its stream right
+// after it, as a launch's regions are after the launch.
 void gp_mem_on_write(uint32_t cbid, const gp_CallbackData *cb);
 void gp_mem_unhashed_write(void);
 // Deferred hash kernels (memjobs.c): gp_mem_defer turns them on once the

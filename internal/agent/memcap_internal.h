@@ -136,7 +136,8 @@ static inline int gp_alloc_joined(uint32_t i) {
          GP_ALLOC_AT(i + 1)->kind == GP_ALLOC_MAP && gp_alloc_keys[i].end == gp_alloc_keys[i + 1].base;
 }
 
-void gp_add_alloc(uint64_t base, uint64_t size, uint32_t kind, int owner, uint64_t callstack_id);
+// cleared: memory capture cleared it (zero_fill), said in its record.
+void gp_add_alloc(uint64_t base, uint64_t size, uint32_t kind, int owner, uint64_t callstack_id, int cleared);
 void gp_remove_alloc(uint64_t base, uint64_t size);
 // Memory the callbacks never showed (IPC handles, graph allocations) is
 // found with the driver's range query, for words that look like device
@@ -164,7 +165,7 @@ typedef struct {
   uint8_t carry[GP_MAX_JOB_REGIONS];
   uint64_t kernel_id;
   uint32_t audit, npointers;
-  uint32_t step, digest_all;  // GP_POINT_DIGEST
+  uint32_t step, digest_all;  // GP_POINT_DIGEST; GP_POINT_COPY: step is the copy's correlation id (gp_memjob_view.call)
   gp_pointer_rec pointers[GP_JOB_POINTERS];
 } gp_mem_job;
 
@@ -179,6 +180,10 @@ extern uint64_t gp_job_head, gp_job_tail;  // FIFO of jobs, under gp_job_lock
 // next to it, since a tensor may straddle them (expandable segments).
 void gp_find_regions(gp_mem_launch *m, const uint8_t *params, uint32_t len, const gp_readonly *ro, int learned,
                      int owner);
+// gp_write_regions finds the regions a copy or memset writing from dst on
+// may reach: the allocation holding dst and the cuMemMap'd pieces mapped
+// next to it. Caller holds gp_alloc_lock.
+void gp_write_regions(gp_mem_launch *m, uint64_t dst);
 // gp_decide_carry settles, at the launch's exit, which regions go unhashed:
 // those no word may write (m->carry) whose allocation's last hash is still
 // its state (hashed in this epoch, by a job still named). It notes for
@@ -218,13 +223,18 @@ void gp_push_lost(const gp_mem_job *j, const char *reason);
 void gp_flush_if_old(void);
 // A point of more than GP_MAX_REGIONS regions (a step digest) is enqueued in
 // parts: m holds the regions from region_offset, a multiple of
-// GP_MAX_JOB_REGIONS, of total; step and digest_all describe a digest.
+// GP_MAX_JOB_REGIONS, of total; step and digest_all describe a digest, step
+// names a copy state's call (GP_POINT_COPY).
 uint32_t gp_enqueue_point(gp_mem_launch *m, gp_mem_context *c, gp_CUstream stream, uint64_t seq, uint32_t point,
                           int snapshot, uint32_t region_offset, uint32_t total, uint32_t step, uint32_t digest_all);
 // gp_before_call and gp_before_free: a driver call (at its entry) that may
 // write memory or order work after launches, and a free, wait for the
 // hashes that read that memory.
 void gp_before_call(uint32_t cbid, const gp_CallbackData *cb);
+// gp_copy_state enqueues the copy state of a copy or memset call that wrote
+// m's regions (gp_write_regions), at its exit, on its stream; or records it
+// lost, naming them. Not for a copy into a capturing stream: that ran nothing.
+void gp_copy_state(gp_mem_launch *m, uint32_t cbid, const gp_CallbackData *cb);
 void gp_before_free(uint32_t cbid, const gp_CallbackData *cb, uint64_t ptr);
 
 #pragma GCC visibility pop

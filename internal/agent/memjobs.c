@@ -76,18 +76,31 @@ int gp_job_done(const gp_mem_job *j) {
   return *done == j->job_seq;
 }
 
-void gp_push_lost(const gp_mem_job *j, const char *reason) {
+// lost_rec is a gp_memlost_rec and, for a copy state, the regions it names.
+typedef struct {
   gp_memlost_rec r;
-  memset(&r, 0, sizeof r);
-  r.h.type = GP_REC_MEMLOST;
-  r.h.size = sizeof r;
-  r.launch_seq = j->launch_seq;
-  r.point = j->point;
-  r.region_base = j->region_base;
-  r.nregions = j->nregions;
-  r.njobs = j->njobs;
-  snprintf(r.reason, sizeof r.reason, "%s", reason);
-  gp_ring_push(&r);
+  gp_region_rec regions[GP_MAX_JOB_REGIONS];
+} lost_rec;
+
+static void push_lost_rec(lost_rec *l, uint64_t launch_seq, uint32_t point, uint32_t call, const char *reason) {
+  l->r.h.type = GP_REC_MEMLOST;
+  l->r.h.size = sizeof l->r + (point == GP_POINT_COPY ? l->r.nregions * sizeof *l->regions : 0);
+  l->r.launch_seq = launch_seq;
+  l->r.point = point;
+  l->r.call = call;
+  snprintf(l->r.reason, sizeof l->r.reason, "%s", reason);
+  gp_ring_push(l);
+}
+
+void gp_push_lost(const gp_mem_job *j, const char *reason) {
+  lost_rec l;
+  memset(&l.r, 0, sizeof l.r);
+  l.r.region_base = j->region_base;
+  l.r.nregions = j->nregions;
+  l.r.njobs = j->njobs;
+  for (uint32_t i = 0; j->point == GP_POINT_COPY && i < j->nregions; i++)
+    l.regions[i] = (gp_region_rec){j->region_addr[i], j->region_size[i], j->alloc_id[i]};
+  push_lost_rec(&l, j->launch_seq, j->point, j->point == GP_POINT_COPY ? j->step : 0, reason);
   GP_COUNT(memory_jobs_dropped, 1);
 }
 
@@ -830,7 +843,7 @@ uint32_t gp_enqueue_point(gp_mem_launch *m, gp_mem_context *c, gp_CUstream strea
     // Clear the header so a stale done from a previous lap never matches.
     memset(gp_results_host + j->res_off % gp_results_cap, 0, GP_RESULT_HEADER);
     if (!tracking) {  // tracking sets all three below
-      for (uint32_t r = 0; r < n; r++) j->alloc_id[r] = point == GP_POINT_DIGEST ? m->regions[first + r].alloc_id : 0;
+      for (uint32_t r = 0; r < n; r++) j->alloc_id[r] = point >= GP_POINT_DIGEST ? m->regions[first + r].alloc_id : 0;
       memset(j->prev_job, 0, n * sizeof *j->prev_job);
       memset(j->carry, 0, n * sizeof *j->carry);
     }
@@ -895,7 +908,7 @@ uint32_t gp_enqueue_point(gp_mem_launch *m, gp_mem_context *c, gp_CUstream strea
     uint64_t bytes = 0;
     for (uint32_t i = 0; i < n; i++) bytes += p.r[i].size;
     atomic_store_explicit(&j->state, GP_JOB_ENQUEUED, memory_order_release);
-    if (!deferring || snapshot || point == GP_POINT_DIGEST) {  // a kernel for this job alone, now: nothing waits
+    if (!deferring || snapshot || point >= GP_POINT_DIGEST) {  // a digest's or copy's, or a snapshot: a kernel for this job alone, now
       launch_jobs(c, stream, nan_dtypes != 0, &p, &j, (uint32_t)chunks, bytes, c->ctx, 0, 0);
       continue;
     }
@@ -905,6 +918,70 @@ uint32_t gp_enqueue_point(gp_mem_launch *m, gp_mem_context *c, gp_CUstream strea
     gp_spin_unlock(&batch_lock);
   }
   return snapshot ? GP_PLAN_SNAPSHOT : GP_PLAN_HASH;
+}
+
+// ---- copy states ----
+
+// copy_lost records a copy state that could not be taken, naming the
+// regions the copy wrote: their state after it is unknown.
+static void copy_lost(const gp_mem_launch *m, uint64_t seq, uint32_t call, const char *reason) {
+  lost_rec l;
+  memset(&l.r, 0, sizeof l.r);
+  l.r.nregions = m->nregions < GP_MAX_JOB_REGIONS ? m->nregions : GP_MAX_JOB_REGIONS;
+  l.r.njobs = 1;
+  memcpy(l.regions, m->regions, l.r.nregions * sizeof *l.regions);
+  push_lost_rec(&l, seq, GP_POINT_COPY, call, reason);
+}
+
+// other_device: whether a region of m is memory of another device than the
+// calling context's, which gpurr's kernel there may not be able to read
+// (a copy needs no peer access).
+static int other_device(const gp_mem_launch *m) {
+  gp_CUdevice dev = 0;
+  if (!gp_cu.ctxGetDevice || gp_cu.ctxGetDevice(&dev) != 0) return 1;
+  int other = 0;
+  gp_spin_lock(&gp_alloc_lock);
+  for (uint32_t r = 0; r < m->nregions && !other; r++) {
+    int ai = gp_find_alloc_at(m->regions[r].base, m->alloc_index[r]);
+    other = ai >= 0 && GP_ALLOC_AT(ai)->device != (uint32_t)dev;
+  }
+  gp_spin_unlock(&gp_alloc_lock);
+  return other;
+}
+
+void gp_copy_state(gp_mem_launch *m, uint32_t cbid, const gp_CallbackData *cb) {
+  uint64_t seq = gp_last_launch();
+  uint32_t call = cb->correlationId;
+  m->status = GP_PLAN_NONE;
+  m->kernel_id = 0;
+  m->audit = 0;
+  if (atomic_load_explicit(&gp_mem_stopped, memory_order_relaxed)) {
+    copy_lost(m, seq, call, "memory capture had stopped");
+    return;
+  }
+  if (other_device(m)) {
+    copy_lost(m, seq, call, "it wrote memory of another device than its context's");
+    return;
+  }
+  int named = 0;
+  gp_CUstream s = call_stream(cbid, cb, &named);
+  if (!named) s = gp_job_stream(0, cbid < GP_MAX_WRITE_CBID && gp_call_ptsz[cbid]);  // a synchronous call's default stream
+  int capturing = 0;
+  gp_in_agent_call(1);
+  gp_CUresult r = gp_cu.streamIsCapturing(s, &capturing);
+  gp_in_agent_call(0);
+  if (r == 0 && capturing) return;  // it became a node of the program's graph and wrote nothing now
+  gp_mem_context *c = r == 0 ? gp_context_state(cb->context) : NULL;
+  if (!c) {
+    copy_lost(m, seq, call, "the agent's CUDA calls failed in its context (see the log)");
+    return;
+  }
+  uint32_t st = gp_enqueue_point(m, c, s, seq, GP_POINT_COPY, gp_proc.cfg.memory_mode == GP_MEM_SNAPSHOT, 0,
+                                 m->nregions, call, 0);
+  if (st == GP_PLAN_SKIPPED_RING_FULL)
+    copy_lost(m, seq, call, "no room in the rings");
+  else if (st != GP_PLAN_HASH && st != GP_PLAN_SNAPSHOT)
+    copy_lost(m, seq, call, "its chunk hashes do not fit the results ring");
 }
 
 void gp_mem_launch_enter(gp_mem_launch *m, const uint8_t *params, uint32_t params_len, gp_CUcontext ctx,

@@ -10,9 +10,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"syscall"
@@ -73,9 +75,12 @@ type allocState struct {
 	state       *pb.RegionState
 }
 
+// pointKey names a point: a launch's, a step digest's, or a copy's (its call's correlation
+// id, seq the last launch call before it).
 type pointKey struct {
 	seq   uint64
 	point uint32
+	call  uint32
 }
 
 // pendingPoint gathers the jobs of one launch point: a launch with more
@@ -84,7 +89,7 @@ type pendingPoint struct {
 	state    *pb.MemoryState
 	parts    map[uint32][]*pb.RegionState // by first region index
 	regions  map[uint32][]regionKey
-	allocIDs map[uint32][]uint64 // a digest's: the allocation of each region
+	allocIDs map[uint32][]uint64 // a digest's or a copy's: the allocation of each region
 	chunks   map[[16]byte][]byte // snapshot bytes that crossed PCIe (flight recorder only)
 	pieced   []uint32            // regions (by index) that came in pieces: their hash is folded at the end
 	received uint32
@@ -134,9 +139,17 @@ func le16(b []byte) [16]byte { return [16]byte(b[:16]) }
 func (m *memoryCapture) job(r *recorder, v *C.gp_memjob_view) {
 	n := int(v.nregions)
 	chunks := uint32(v.total_chunks)
-	key := pointKey{uint64(v.launch_seq), uint32(v.point)}
+	key := pointKey{uint64(v.launch_seq), uint32(v.point), uint32(v.call)}
 	p := m.point(key, uint32(v.njobs))
 	p.received++
+	if v.point == C.GP_POINT_COPY { // what it wrote is said even when its state is lost
+		n := int(v.nregions)
+		keys, ids := make([]regionKey, n), make([]uint64, n)
+		for i := range n {
+			keys[i], ids[i] = regionKey{uint64(v.region_addr[i]), uint64(v.region_size[i])}, uint64(v.alloc_id[i])
+		}
+		p.regions[uint32(v.region_base)], p.allocIDs[uint32(v.region_base)] = keys, ids
+	}
 	if v.point == C.GP_POINT_DIGEST {
 		p.state.Step = uint32(v.step)
 		p.state.DigestOf = "optimizer"
@@ -207,7 +220,7 @@ func (m *memoryCapture) job(r *recorder, v *C.gp_memjob_view) {
 	}
 	p.parts[uint32(v.region_base)] = states
 	p.regions[uint32(v.region_base)] = keys
-	if v.point == C.GP_POINT_DIGEST {
+	if v.point == C.GP_POINT_DIGEST || v.point == C.GP_POINT_COPY {
 		ids := make([]uint64, n)
 		for i := range n {
 			ids[i] = uint64(v.alloc_id[i])
@@ -340,7 +353,7 @@ func (m *memoryCapture) point(key pointKey, njobs uint32) *pendingPoint {
 	p := m.pending[key]
 	if p == nil {
 		p = &pendingPoint{
-			state:    &pb.MemoryState{LaunchSeq: key.seq, Point: pb.MemoryState_Point(key.point)},
+			state:    &pb.MemoryState{LaunchSeq: key.seq, Point: pb.MemoryState_Point(key.point), CorrelationId: key.call},
 			parts:    map[uint32][]*pb.RegionState{},
 			regions:  map[uint32][]regionKey{},
 			allocIDs: map[uint32][]uint64{},
@@ -389,13 +402,15 @@ func (m *memoryCapture) finish(r *recorder, key pointKey, p *pendingPoint) {
 	if s.Lost {
 		s.Regions = nil
 		s.Snapshot = false
-		if s.Point == pb.MemoryState_DIGEST {
-			r.batch.Digests = append(r.batch.Digests, s)
-		} else {
+		switch s.Point {
+		case pb.MemoryState_DIGEST:
+		case pb.MemoryState_COPY:
+			s.CopyRegions = p.allocations()
+			m.stats.CopyStatesLost++
+		default:
 			m.stats.MemoryStatesLost++
-			r.batch.Memory = append(r.batch.Memory, s)
 		}
-		r.added()
+		m.emit(r, s)
 		return
 	}
 	for _, b := range p.pieced {
@@ -412,34 +427,70 @@ func (m *memoryCapture) finish(r *recorder, key pointKey, p *pendingPoint) {
 	for _, b := range bases {
 		s.Regions = append(s.Regions, p.parts[b]...)
 		keys = append(keys, p.regions[b]...)
-		if s.Point == pb.MemoryState_DIGEST {
-			for i, k := range p.regions[b] {
-				s.DigestRegions = append(s.DigestRegions, &pb.Region{Address: k.addr, Size: k.size, AllocationId: p.allocIDs[b][i]})
-			}
-		}
 	}
-	if s.Point == pb.MemoryState_DIGEST {
-		r.batch.Digests = append(r.batch.Digests, s)
-		r.added()
+	switch s.Point {
+	case pb.MemoryState_DIGEST:
+		s.DigestRegions = p.allocations()
+		m.emit(r, s)
 		return
-	}
-	m.stats.MemoryStates++
-	if s.Snapshot {
-		m.stats.Snapshots++
+	case pb.MemoryState_COPY:
+		s.CopyRegions = p.allocations()
+		m.stats.CopyStates++
+	default:
+		m.stats.MemoryStates++
+		if s.Snapshot {
+			m.stats.Snapshots++
+		}
 	}
 	if m.flight != nil && s.Snapshot {
 		m.flight.add(r, m, s, keys, p.chunks)
 		return
 	}
-	r.batch.Memory = append(r.batch.Memory, s)
+	m.emit(r, s)
+}
+
+// allocations are the regions of a digest's or a copy's point, as Regions of its allocations,
+// in region order.
+func (p *pendingPoint) allocations() []*pb.Region {
+	var out []*pb.Region
+	for _, b := range slices.Sorted(maps.Keys(p.regions)) {
+		for i, k := range p.regions[b] {
+			out = append(out, &pb.Region{Address: k.addr, Size: k.size, AllocationId: p.allocIDs[b][i]})
+		}
+	}
+	return out
+}
+
+// emit adds a finished state to the batch: a launch's to memory, a step digest to digests, a
+// copy's to copy_states.
+func (m *memoryCapture) emit(r *recorder, s *pb.MemoryState) {
+	switch s.Point {
+	case pb.MemoryState_DIGEST:
+		r.batch.Digests = append(r.batch.Digests, s)
+	case pb.MemoryState_COPY:
+		r.batch.CopyStates = append(r.batch.CopyStates, s)
+	default:
+		r.batch.Memory = append(r.batch.Memory, s)
+	}
 	r.added()
 }
 
-// lost records a job the C side gave up on (drop-oldest, exit).
-func (m *memoryCapture) lost(r *recorder, rec *C.gp_memlost_rec) {
-	key := pointKey{uint64(rec.launch_seq), uint32(rec.point)}
+// lost records a job the C side gave up on (drop-oldest, exit), or a copy state it could not
+// take; raw is the whole record, whose tail names a copy's regions.
+func (m *memoryCapture) lost(r *recorder, rec *C.gp_memlost_rec, raw []byte) {
+	key := pointKey{uint64(rec.launch_seq), uint32(rec.point), uint32(rec.call)}
 	p := m.point(key, uint32(rec.njobs))
 	p.received++
+	if rec.point == C.GP_POINT_COPY {
+		n := int(rec.nregions)
+		if regs := regions(tail(raw, unsafe.Sizeof(*rec), n*int(unsafe.Sizeof(C.gp_region_rec{}))), n, 0); regs != nil {
+			keys, ids := make([]regionKey, n), make([]uint64, n)
+			for i, g := range regs {
+				keys[i], ids[i] = regionKey{g.Address, g.Size}, g.AllocationId
+			}
+			p.regions[uint32(rec.region_base)], p.allocIDs[uint32(rec.region_base)] = keys, ids
+		}
+	}
 	p.state.Lost = true
 	p.state.LostReason = cString(rec.reason[:])
 	m.finish(r, key, p)
@@ -527,6 +578,8 @@ func (m *memoryCapture) fill(s *pb.Stats) {
 	s.BytesCarried = m.stats.BytesCarried
 	s.WriteSetAudits = m.stats.WriteSetAudits
 	s.WriteSetMisses = m.stats.WriteSetMisses
+	s.CopyStates = m.stats.CopyStates
+	s.CopyStatesLost = m.stats.CopyStatesLost
 	if m.stats.MemoryStopped == "" { // stopped by the C side (the GPU stopped finishing jobs)
 		m.stats.MemoryStopped = C.GoString(C.gp_mem_stop_reason())
 	}
@@ -622,8 +675,7 @@ func (f *flightRecorder) add(r *recorder, m *memoryCapture, s *pb.MemoryState, k
 		}
 		if !e.dumped { // its hashes stay in the recording; its bytes go
 			e.state.Snapshot = false
-			r.batch.Memory = append(r.batch.Memory, e.state)
-			r.added()
+			m.emit(r, e.state)
 		}
 	}
 }
@@ -653,8 +705,7 @@ func (f *flightRecorder) dump(r *recorder, m *memoryCapture, reason string) {
 			}
 		}
 		e.dumped = true
-		r.batch.Memory = append(r.batch.Memory, e.state)
-		r.added()
+		m.emit(r, e.state)
 		n++
 	}
 	if n == 0 {

@@ -117,6 +117,22 @@ void gp_find_regions(gp_mem_launch *m, const uint8_t *params, uint32_t len, cons
     if (m->carry[r] == CARRY_UNSET) m->carry[r] = GP_CARRY_NONE;
 }
 
+// gp_write_regions finds the regions a copy or memset writing from dst on
+// may reach: the allocation holding dst and the cuMemMap'd pieces mapped
+// next to it, which a copy may run into. Only allocations the table holds:
+// a destination it does not know is host memory (cuMemcpy to the host) or
+// memory no call showed, and no range query is made for it.
+void gp_write_regions(gp_mem_launch *m, uint64_t dst) {
+  m->nregions = m->npointers = m->host_written = 0;
+  int ai = gp_find_alloc(dst);
+  if (ai < 0) return;
+  add_region(m, ai, GP_CARRY_NONE);
+  for (int j = ai - 1; j >= 0 && gp_alloc_joined((uint32_t)j); j--)
+    if (add_region(m, j, GP_CARRY_NONE) < 0) break;
+  for (int j = ai; gp_alloc_joined((uint32_t)j); j++)
+    if (add_region(m, j + 1, GP_CARRY_NONE) < 0) break;
+}
+
 // gp_decide_carry settles, at the launch's exit, which regions go unhashed:
 // those no word may write (m->carry) whose allocation's last hash is still
 // its state (hashed in this epoch, by a job still named). It notes for
@@ -231,7 +247,7 @@ static int is_ptsz_name(const char *name) {
 size_t gp_mem_write_cbids(uint32_t *out, size_t cap) {
   if (!gp_cupti_callback_name) {
     gp_writes_unseen = 1;
-    gp_logf(1, "memory capture: CUPTI cannot name driver calls (no cuptiGetCallbackName): copies would go unseen, so every region is hashed after every launch");
+    gp_logf(1, "memory capture: CUPTI cannot name driver calls (no cuptiGetCallbackName): copies go unseen, with no copy states, and every region is hashed after every launch");
     return 0;
   }
   size_t n = 0;

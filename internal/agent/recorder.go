@@ -631,13 +631,15 @@ func (r *recorder) record(raw []byte) {
 			Device:      uint32(a.device),
 			Owner:       ownerNames[a.owner],
 			CallstackId: uint64(a.callstack_id),
+			Cleared:     a.cleared != 0,
+			LaunchSeq:   uint64(a.launch_seq),
 		})
 		if a.freed != 0 && r.mem != nil {
 			r.mem.freed(uint64(a.id))
 		}
 	case C.GP_REC_MEMLOST:
 		if r.mem != nil {
-			r.mem.lost(r, (*C.gp_memlost_rec)(p))
+			r.mem.lost(r, (*C.gp_memlost_rec)(p), raw)
 		}
 		return
 	case C.GP_REC_NODECLASS:

@@ -179,6 +179,9 @@ func TestRecordDecodesEveryType(t *testing.T) {
 	alloc := &pb.Allocation{Id: 5, Kind: pb.Allocation_MEM_MAP, Address: 0x7e00200000, Size: 1 << 20, HostNs: 300, Freed: true, Device: 1}
 	r.record(cannedAlloc(alloc))
 	equal(t, "allocation", r.batch.Allocations[0], alloc)
+	cleared := &pb.Allocation{Id: 6, Kind: pb.Allocation_MEM_ALLOC_ASYNC, Address: 0x7e00400000, Size: 4096, HostNs: 310, Cleared: true, LaunchSeq: 9}
+	r.record(cannedAlloc(cleared))
+	equal(t, "cleared allocation", r.batch.Allocations[1], cleared)
 
 	r.record(cannedMemLost(1, 2, 1, "dropped: staging ring full"))
 	if len(r.batch.Memory) != 1 {

@@ -17,6 +17,7 @@
 #include "internal.h"
 
 gp_counters gp_counts;
+_Atomic uint64_t gp_launch_seq;
 
 void gp_read_counters(gp_counters *out) {
   uint64_t *src = (uint64_t *)&gp_counts, *dst = (uint64_t *)out;

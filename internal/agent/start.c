@@ -158,8 +158,8 @@ int gp_start(const gp_config *cfg, char *err, size_t errcap) {
     };
     if (!enable(GP_CB_DOMAIN_DRIVER_API, alloc_cbids, sizeof alloc_cbids / sizeof *alloc_cbids, err, errcap))
       return 0;
-    if (cfg->memory_mode == GP_MEM_HASH && cfg->write_sets != GP_WRITE_SETS_ALL) {
-      // Copies and memsets end the carry of what they write.
+    if (cfg->memory_mode == GP_MEM_HASH || cfg->memory_mode == GP_MEM_SNAPSHOT) {
+      // Copies and memsets get copy states, and end the carry of what they write.
       static uint32_t write_cbids[256];
       size_t n = gp_mem_write_cbids(write_cbids, sizeof write_cbids / sizeof *write_cbids);
       if (!enable(GP_CB_DOMAIN_DRIVER_API, write_cbids, n, err, errcap)) return 0;

@@ -165,8 +165,9 @@ static gp_CUresult fake_funcGetName(const char **name, gp_CUfunction f) {
   return 0;
 }
 
+static int fake_device;  // the current context's device
 static gp_CUresult fake_ctxGetDevice(gp_CUdevice *d) {
-  *d = 0;
+  *d = fake_device;
   return 0;
 }
 
@@ -773,11 +774,14 @@ static gp_CUptiResult fake_callbackName(int domain, uint32_t cbid, const char **
 }
 
 enum { CB_MEMSET = 900, CB_MEMCPY2D = 901, CB_DTOH = 902, CB_EVENT = 903, CB_CTX_DESTROY = 904 };
+// Copies and memsets whose stream matters to copy states, by their real callback ids.
+enum { CB_HTOD = 276, CB_HTOD_ASYNC = 277, CB_MEMSET_PTSZ = 430 };
 
 static void driver_call(uint32_t cbid, const char *name, void *params) {
+  static uint32_t calls = 1000;  // correlation ids
   gp_CUresult r = 0;
   gp_CallbackData cb = {.callbackSite = GP_API_ENTER, .functionName = name, .functionParams = params,
-                        .context = CTX, .contextUid = 1};
+                        .context = CTX, .contextUid = 1, .correlationId = ++calls};
   gp_on_callback(NULL, GP_CB_DOMAIN_DRIVER_API, cbid, &cb);
   cb.callbackSite = GP_API_EXIT;
   cb.functionReturnValue = &r;
@@ -824,8 +828,12 @@ static void mem_launch(const char *what, gp_CUfunction f, uint64_t x, uint64_t y
 static void mem_poll(void) {
   gp_memjob_view v;
   while (gp_mem_poll(&v)) {
-    fprintf(mem_out, "  job %llu of launch %llu, %u chunks%s:", (unsigned long long)v.job_seq,
-            (unsigned long long)v.launch_seq, v.total_chunks, v.lost ? ", LOST" : "");
+    if (v.point == GP_POINT_COPY)
+      fprintf(mem_out, "  job %llu of the copy of call %u after launch %llu, %u chunks%s:", (unsigned long long)v.job_seq,
+              v.call, (unsigned long long)v.launch_seq, v.total_chunks, v.lost ? ", LOST" : "");
+    else
+      fprintf(mem_out, "  job %llu of launch %llu, %u chunks%s:", (unsigned long long)v.job_seq,
+              (unsigned long long)v.launch_seq, v.total_chunks, v.lost ? ", LOST" : "");
     if (v.point == GP_POINT_DIGEST)
       fprintf(mem_out, " digest of step %u (%s), regions from %u of %u jobs:", v.step,
               v.digest_all ? "every allocation" : "the optimizer's", v.region_base, v.njobs);
@@ -867,6 +875,9 @@ static int mem_setup(void) {
   fake_names[CB_DTOH] = "cuMemcpyDtoH_v2";
   fake_names[CB_EVENT] = "cuEventRecord";
   fake_names[CB_CTX_DESTROY] = "cuCtxDestroy_v2";
+  fake_names[CB_HTOD] = "cuMemcpyHtoD_v2";
+  fake_names[CB_HTOD_ASYNC] = "cuMemcpyHtoDAsync_v2";
+  fake_names[CB_MEMSET_PTSZ] = "cuMemsetD32Async_ptsz";
   gp_proc.cfg.memory_mode = GP_MEM_HASH;
   gp_proc.cfg.write_sets = GP_WRITE_SETS_PROVED;
   gp_proc.cfg.defer_hashes = 1;
@@ -878,18 +889,100 @@ static int mem_setup(void) {
     fprintf(stderr, "hotpath: gp_mem_start: %s\n", err);
     return -1;
   }
-  uint32_t cbids[8];
-  gp_mem_write_cbids(cbids, 8);
+  uint32_t cbids[16];
+  gp_mem_write_cbids(cbids, 16);
   gp_mem_defer();
   gp_batch_max_age_ns = UINT64_MAX;  // the scenario's output must not depend on the machine's speed
   return 0;
 }
 
+// ring_pause stops the background drain and empties the ring, so that what the scenario
+// does next is all the ring holds; ring_memory_records prints its allocation and lost-state
+// records and lets the drain go on.
+static void ring_pause(void) {
+  atomic_store(&drain_paused, 1);
+  struct timespec ts = {0, 10000000};  // a drain in progress finishes
+  nanosleep(&ts, NULL);
+  while (gp_ring_take(drain_buf, DRAIN_CAP) > 0) {
+  }
+}
+
+static void ring_memory_records(void) {
+  size_t n = gp_ring_take(drain_buf, DRAIN_CAP);
+  for (size_t off = 0; off < n;) {
+    const gp_rec_hdr *h = (const gp_rec_hdr *)(drain_buf + off);
+    if (h->type == GP_REC_ALLOC) {
+      const gp_alloc_rec *a = (const gp_alloc_rec *)h;
+      fprintf(mem_out, "  allocation %llu [0x%llx %llu B] on device %u%s, after launch %llu\n", (unsigned long long)a->id,
+              (unsigned long long)a->address, (unsigned long long)a->size, a->device,
+              a->freed ? " freed" : a->cleared ? " cleared" : "", (unsigned long long)a->launch_seq);
+    } else if (h->type == GP_REC_MEMLOST) {
+      const gp_memlost_rec *l = (const gp_memlost_rec *)h;
+      fprintf(mem_out, "  lost: point %u of call %u after launch %llu (%s):", l->point, l->call,
+              (unsigned long long)l->launch_seq, l->reason);
+      const gp_region_rec *r = (const gp_region_rec *)(l + 1);
+      for (uint32_t i = 0; l->point == GP_POINT_COPY && i < l->nregions; i++)
+        fprintf(mem_out, " [0x%llx %llu B, allocation %llu]", (unsigned long long)r[i].base,
+                (unsigned long long)r[i].size, (unsigned long long)r[i].alloc_id);
+      fprintf(mem_out, "\n");
+    }
+    off += h->size;
+  }
+  atomic_store(&drain_paused, 0);
+}
+
+// copy_states_scenario: under hash mode, a copy or memset into an allocation gets a copy
+// state on the stream it ran on (the legacy stream for a synchronous call, the per-thread
+// stream for a _ptsz call naming stream 0), after the last launch call; a copy into a
+// capturing stream, or to memory no allocation holds, gets none; one into another device's
+// memory a lost state naming it. A stream-ordered allocation is cleared and says so.
+static void copy_states_scenario(void) {
+  fprintf(mem_out, "-- copy states\n");
+  gp_proc.cfg.defer_hashes = 0;
+  gp_mem_defer();
+  ring_pause();
+  uint64_t x = mem_alloc(1 << 16), y = mem_alloc(2 << 16);
+  mem_launch("ex_kernel(x, y)", F_EX, x, y);
+  fprintf(mem_out, "cuMemcpyHtoD(x + 256, 64 B): x's copy state, on the legacy stream\n");
+  uint64_t htod[3] = {x + 256, 0x1000, 64};
+  driver_call(CB_HTOD, "cuMemcpyHtoD_v2", htod);
+  mem_poll();
+  fprintf(mem_out, "cuMemcpyHtoDAsync(y) on stream 0x7000a0: y's, on that stream\n");
+  uint64_t htod_async[4] = {y, 0x1000, 64, 0x7000a0};
+  driver_call(CB_HTOD_ASYNC, "cuMemcpyHtoDAsync_v2", htod_async);
+  mem_poll();
+  fprintf(mem_out, "cuMemsetD32Async_ptsz(x, 7) on stream 0: x's, on the per-thread stream\n");
+  uint64_t set_ptsz[4] = {x, 7, 16, 0};
+  driver_call(CB_MEMSET_PTSZ, "cuMemsetD32Async_ptsz", set_ptsz);
+  mem_poll();
+  fprintf(mem_out, "cuMemcpyHtoDAsync(y) on stream 0x7000a0 while it is captured: it ran nothing, no copy state\n");
+  capturing_stream = (gp_CUstream)0x7000a0;
+  driver_call(CB_HTOD_ASYNC, "cuMemcpyHtoDAsync_v2", htod_async);
+  capturing_stream = NULL;
+  mem_poll();
+  fprintf(mem_out, "cuMemcpyHtoD to memory no allocation holds: no copy state\n");
+  uint64_t nowhere[3] = {0x1000, 0x2000, 64};
+  driver_call(CB_HTOD, "cuMemcpyHtoD_v2", nowhere);
+  mem_poll();
+  fprintf(mem_out, "an allocation z of device 1, then cuMemcpyHtoD(z) in a context of device 0: a lost copy state naming z\n");
+  fake_device = 1;
+  uint64_t z = mem_alloc(1 << 16);
+  fake_device = 0;
+  uint64_t htod_z[3] = {z, 0x1000, 64};
+  driver_call(CB_HTOD, "cuMemcpyHtoD_v2", htod_z);
+  mem_poll();
+  fprintf(mem_out, "cuMemAllocAsync(w) on stream 0x7000a0: cleared, and its record says so\n");
+  alloc_at(0x7e00f0000000ull, 4096);
+  mem_launch("ex_kernel(y, x): x hashed again after the copies", F_EX, y, x);
+  fprintf(mem_out, "the ring's allocation and lost-state records:\n");
+  ring_memory_records();
+}
+
 HP_API int hp_memory_scenario(const char *path) {
   mem_out = fopen(path, "w");
   if (!mem_out || mem_setup() != 0) return -1;
-  uint32_t cbids[8];
-  size_t n = gp_mem_write_cbids(cbids, 8);
+  uint32_t cbids[16];
+  size_t n = gp_mem_write_cbids(cbids, 16);
   fprintf(mem_out, "write callbacks:");
   for (size_t i = 0; i < n; i++) fprintf(mem_out, " %s", fake_names[cbids[i]]);
   fprintf(mem_out, "\n");
@@ -1046,6 +1139,7 @@ HP_API int hp_memory_scenario(const char *path) {
   fprintf(mem_out, "exit: the batch, on A\n");
   gp_mem_flush_batch();
   mem_poll();
+  copy_states_scenario();
   gp_counters c;
   gp_read_counters(&c);
   fprintf(mem_out, "counters: memory launches %llu, bytes hashed %llu, write epochs %llu, hash kernels %llu\n",

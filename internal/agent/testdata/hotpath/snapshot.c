@@ -32,7 +32,8 @@ static void *snap_writer(void *arg) {
     }
     fprintf(snap_writer_out, "  job %llu of launch %llu (%s), %u chunks, %u of %u jobs:",
             (unsigned long long)v->job_seq, (unsigned long long)v->launch_seq,
-            v->point == GP_POINT_BEFORE ? "before" : "after", v->total_chunks, v->region_base, v->njobs);
+            v->point == GP_POINT_BEFORE ? "before" : v->point == GP_POINT_COPY ? "a copy after it" : "after",
+            v->total_chunks, v->region_base, v->njobs);
     for (uint32_t r = 0; r < v->nregions; r++)
       fprintf(snap_writer_out, " [0x%llx %llu B]", (unsigned long long)v->region_addr[r],
               (unsigned long long)v->region_size[r]);
@@ -81,6 +82,10 @@ HP_API int hp_snapshot_scenario(const char *path) {
   gp_mem_copy_all(&id, 1);
   fprintf(mem_out, "ex_kernel(small, other): every piece of other copies every chunk, before; after, none\n");
   launch(GP_CBID_cuLaunchKernel, &p, 0, NULL);
+  while (gp_mem_outstanding()) usleep(100);
+  fprintf(mem_out, "cuMemcpyHtoD(other + 4096): other's copy state, a snapshot in pieces on the legacy stream, compared with its shadow\n");
+  uint64_t htod[3] = {other + 4096, 0x1000, 64};
+  driver_call(CB_HTOD, "cuMemcpyHtoD_v2", htod);
   while (gp_mem_outstanding()) usleep(100);
   atomic_store(&snap_writer_stop, 1);
   pthread_join(w, NULL);
