@@ -11,7 +11,7 @@ func batchOf(d *recording.Data) *pb.Batch {
 		Launches: d.Launches, Activities: d.Activities, OwnActivities: d.OwnActivities, GraphNodes: d.GraphNodes,
 		GraphLaunches: d.GraphLaunches, Allocations: d.Allocations, Memory: d.Memory, Log: d.Log, Ranges: d.Ranges,
 		RangeEnds: d.RangeEnds, Probes: d.ProbeResults, ProbeKernels: d.ProbeKernels, WriteSetMisses: d.WriteSetMisses,
-		Hangs: d.Hangs, Stats: d.Stats, End: d.End}
+		Hangs: d.Hangs, CopyStates: d.CopyStates, Stats: d.Stats, End: d.End}
 }
 
 // summarize describes a process from records held in memory, as Summarize does from an events

@@ -135,6 +135,29 @@ func TestMemoryProblems(t *testing.T) {
 	}
 }
 
+// Copy states (format 1.17) are counted, and those lost are a problem, by reason.
+func TestCopyStatesCounted(t *testing.T) {
+	d := &recording.Data{
+		Process: &pb.Process{Memory: &pb.MemoryConfig{Mode: "hash"}},
+		CopyStates: []*pb.MemoryState{{LaunchSeq: 1, Point: pb.MemoryState_COPY, Regions: []*pb.RegionState{{}}},
+			{LaunchSeq: 2, Point: pb.MemoryState_COPY, Lost: true, LostReason: "memory capture had stopped"}},
+		Stats: &pb.Stats{},
+		End:   &pb.End{},
+	}
+	p := summarize("p", d, optimizerSteps(t))
+	if got := strings.Join(p.Problems(), " "); got != "copy_states_lost" {
+		t.Errorf("problems %q, want copy_states_lost", got)
+	}
+	var out strings.Builder
+	p.write(&textWriter{w: &out})
+	for _, line := range []string{"    copies       1 state of what copies and memsets wrote, 1 lost\n",
+		"  !! COPY STATES LOST: 1 state of copies and memsets into device memory not taken (memory capture had stopped: 1): readers take what they wrote for unknown\n"} {
+		if !strings.Contains(out.String(), line) {
+			t.Errorf("report lacks %q:\n%s", line, out.String())
+		}
+	}
+}
+
 func TestTotals(t *testing.T) {
 	r := summarizeVariant(t, testrec.Lossy)
 	if r.Total == nil || r.Total.Processes != 2 || r.Total.WithProblems != 1 || r.Total.Kernels != 4 {

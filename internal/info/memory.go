@@ -49,6 +49,12 @@ type Memory struct {
 	ChunksMissing     uint64    `json:"chunks_missing"`           // snapshot chunks dropped (drop-oldest), from the states
 	LostReasons       []Counter `json:"lost_reasons,omitempty"`   // lost states by reason, from the states
 
+	// Copy states (format 1.17): the state of what each copy or memset of the program into
+	// device memory wrote; those gpurr could not take, by reason.
+	CopyStates      uint64    `json:"copy_states"`
+	CopyStatesLost  uint64    `json:"copy_states_lost"`
+	CopyLostReasons []Counter `json:"copy_lost_reasons,omitempty"`
+
 	// Of the bytes of the regions of launches hashed or snapshotted after they ran, those in
 	// regions that only parameter words the kernel's PTX proves read-only point into
 	// (ParamInfo.proved_read_only): what hashing only what a launch can write would save.
@@ -126,6 +132,8 @@ type memoryCounter struct {
 	reasons       map[string]uint64
 	chunksMissing uint64
 	unknown       uint64
+	copies        uint64             // copy states, lost ones included
+	copyReasons   map[string]uint64  // lost copy states by reason
 	misses        []*pb.WriteSetMiss // every one is reported; an audit finds few
 	digests       uint64
 	digestsLost   uint64
@@ -136,7 +144,7 @@ type memoryCounter struct {
 
 func newMemoryCounter() *memoryCounter {
 	return &memoryCounter{statuses: map[pb.MemoryPlan_Status]uint64{}, proved: map[uint64][]*pb.ParamInfo{}, reasons: map[string]uint64{},
-		digestOf: map[string]bool{}, library: map[string]*LibraryMemory{}}
+		digestOf: map[string]bool{}, library: map[string]*LibraryMemory{}, copyReasons: map[string]uint64{}}
 }
 
 func (c *memoryCounter) kernel(k *pb.Kernel) {
@@ -211,6 +219,17 @@ func (c *memoryCounter) allocation(a *pb.Allocation) {
 	l.Bytes += a.GetSize()
 }
 
+// copyState counts the state of what a copy or memset wrote.
+func (c *memoryCounter) copyState(st *pb.MemoryState) {
+	c.copies++
+	if st.GetLost() {
+		c.copyReasons[cmp.Or(st.GetLostReason(), "no reason given")]++
+	}
+	for _, r := range st.GetRegions() {
+		c.chunksMissing += uint64(r.GetChunksMissing())
+	}
+}
+
 func (c *memoryCounter) state(st *pb.MemoryState) {
 	if st.GetLost() {
 		c.reasons[cmp.Or(st.GetLostReason(), "no reason given")]++
@@ -271,6 +290,13 @@ func (c *memoryCounter) summarize(info *pb.Process, s *pb.Stats, end *pb.End, li
 	for _, r := range slices.Sorted(maps.Keys(c.reasons)) {
 		m.LostReasons = append(m.LostReasons, Counter{Name: r, Value: c.reasons[r]})
 	}
+	var copiesLost uint64
+	for _, r := range slices.Sorted(maps.Keys(c.copyReasons)) {
+		m.CopyLostReasons = append(m.CopyLostReasons, Counter{Name: r, Value: c.copyReasons[r]})
+		copiesLost += c.copyReasons[r]
+	}
+	m.CopyStatesLost = max(s.GetCopyStatesLost(), copiesLost)
+	m.CopyStates = max(s.GetCopyStates(), c.copies-copiesLost)
 	return m
 }
 
@@ -290,6 +316,9 @@ func (m *Memory) problems() []string {
 	}
 	if m.Stopped != "" {
 		out = append(out, "memory_stopped")
+	}
+	if m.CopyStatesLost > 0 {
+		out = append(out, "copy_states_lost")
 	}
 	for _, st := range failedStatuses {
 		if m.launches(st) > 0 {
@@ -337,6 +366,18 @@ func (m *Memory) writeProblems(t *textWriter) {
 		}
 		detail := ""
 		t.printf("  !! MEMORY NOT CAPTURED: %s %s%s\n", launchCount(n), why[st], detail)
+	}
+	if m.CopyStatesLost > 0 {
+		var parts []string
+		for _, r := range m.CopyLostReasons {
+			parts = append(parts, fmt.Sprintf("%s: %d", r.Name, r.Value))
+		}
+		detail := ""
+		if len(parts) > 0 {
+			detail = " (" + strings.Join(parts, "; ") + ")"
+		}
+		t.printf("  !! COPY STATES LOST: %s of copies and memsets into device memory not taken%s: readers take what they wrote for unknown\n",
+			Count(m.CopyStatesLost, "state"), detail)
 	}
 	if n := m.RegionsCarriedUnknown; n > 0 {
 		from := "a state that was lost"
@@ -406,6 +447,13 @@ func (m *Memory) write(t *textWriter) {
 		states += fmt.Sprintf(", %d lost", m.StatesLost)
 	}
 	field("states", "%s; %s hashed", states, FormatBytes(m.BytesHashed))
+	if m.CopyStates > 0 || m.CopyStatesLost > 0 {
+		copies := Count(m.CopyStates, "state") + " of what copies and memsets wrote"
+		if m.CopyStatesLost > 0 {
+			copies += fmt.Sprintf(", %d lost", m.CopyStatesLost)
+		}
+		field("copies", "%s", copies)
+	}
 	m.writeSetsLine(field)
 	if m.HashKernels > 0 {
 		field("kernels", "%d of gpurr's hash kernels launched for %d states (%.1f each)", m.HashKernels, m.States,

@@ -205,6 +205,12 @@ func (s *summary) add(b *pb.Batch) error {
 	for _, d := range b.Digests {
 		s.memory.digest(d)
 	}
+	for _, st := range b.CopyStates {
+		s.memory.copyState(st)
+		if s.files != nil {
+			s.files.state(st)
+		}
+	}
 	for _, a := range b.Allocations {
 		s.memory.allocation(a)
 	}
