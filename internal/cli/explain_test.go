@@ -203,7 +203,7 @@ func TestDiffSummarisesRegions(t *testing.T) {
 	code, out, errs := runCLI("diff", a, b)
 	expectOutput(t, "90 regions", code, 1, out, errs,
 		"  region 7 (256 B, parameter offset 56): 1 of 1 chunks differ, the first at byte 0x0 (chunk 0)\n  ... and 82 more regions\n  why ",
-		"           region 7: not recorded: no earlier launch reached it: a copy or memset wrote it, which gpurr does not hash\n           ... and 82 more regions\n")
+		"           region 7: not recorded: no earlier launch or copy reached it (a 2D copy, which gpurr does not hash, may have written it)\n           ... and 82 more regions\n")
 	_, out, _ = runCLI("diff", "--format", "json", a, b)
 	var r diff.Report
 	decodeJSON(t, out, &r)
@@ -275,6 +275,39 @@ func TestNanMadeOrPassed(t *testing.T) {
 	if code != 1 || r.Source != "gpu-counts" || r.Found == nil || !r.Found.Counted || r.Found.Inputs.Kind != "made" || r.Found.Inputs.Regions[1].From != "gpu-counts" {
 		t.Errorf("GPU counts: exit %d, report %+v", code, r)
 	}
+}
+
+// copiedLog copies xv into x from the host (a copy state, format 1.17, unless unseen: a copy
+// the agent did not see), then log(x, y) writes a NaN into y, a stream-ordered allocation
+// the agent cleared.
+func copiedLog(xv []byte, unseen bool) testrec.Script {
+	kLog := testrec.ScriptKernel{Name: "log_kernel", Params: []uint32{8, 8}}
+	return testrec.Script{Host: "box", Pid: 7, Mode: "hash", NanScan: true, Kernels: []testrec.ScriptKernel{kLog}, Allocs: []uint64{4096, 4096},
+		Cleared: map[int]bool{1: true},
+		Calls: []testrec.Call{
+			{Copied: !unseen, Copy: unseen, CopyLine: 12, Writes: map[int][]byte{0: xv}},
+			{Kernel: 0, Args: []testrec.Arg{testrec.Ptr(0), testrec.Ptr(1)}, Writes: map[int][]byte{1: f32Bytes(float32(math.NaN()), 0.5)}},
+		}}
+}
+
+// gpurr nan tells a launch that made a NaN from finite inputs a copy from the host wrote (its
+// copy state's counts) and an allocation gpurr cleared; from one whose input a copy wrote
+// NaN into, which it passed on, naming the copy's line. Without the copy's state it cannot say.
+func TestNanCopiedInputs(t *testing.T) {
+	code, out, errs := runCLI("nan", writeScripts(t, copiedLog(f32Bytes(-1, 2), false)))
+	expectOutput(t, "made from a copy's finite data", code, 1, out, errs,
+		"NaN or Inf first after launch 1",
+		"  why      it made the NaN: its inputs were finite\n"+
+			"  before   region 0: finite (counted on the GPU after the host-to-device copy at train.py:12 <module>)\n"+
+			"           region 1: finite (gpurr cleared it when it was allocated, and nothing wrote it since)\n")
+
+	code, out, errs = runCLI("nan", writeScripts(t, copiedLog(f32Bytes(-1, float32(math.NaN())), false)))
+	expectOutput(t, "passed on from a copy", code, 1, out, errs,
+		"  why      it passed it on: region 0 held NaN before it (written by a host-to-device copy at train.py:12 <module>)\n")
+
+	code, out, errs = runCLI("nan", writeScripts(t, copiedLog(f32Bytes(-1, 2), true)))
+	expectOutput(t, "a copy the agent did not see", code, 1, out, errs,
+		"  why      its inputs were finite where recorded, but region 0's state before it was not recorded (no earlier launch or copy reached it (a 2D copy, which gpurr does not hash, may have written it)): the NaN may come from there\n")
 }
 
 // verify --format json: one document with each process, the launch that differs and its

@@ -36,7 +36,9 @@ type Input struct {
 // Before is where a run's state of a region before the launch comes from.
 type Before struct {
 	// From: "snapshot" (the launch's own snapshot before it), "launch" (the state after launch
-	// Seq, the last earlier launch that reached the region), or "" (none: Unknown says why).
+	// Seq, the last earlier launch that reached the region), "copy" (the state after the copy or
+	// memset Writer names, format 1.17), "cleared" (zeros: gpurr cleared it when it was
+	// allocated and nothing wrote it since), "digest", or "" (none: Unknown says why).
 	From string `json:"from,omitempty"`
 	Seq  uint64 `json:"seq,omitempty"`
 	Writer
@@ -210,7 +212,7 @@ func befores(r *Run, s *Side) ([]Before, error) {
 		case p.State != nil && staleCarry(r, regions[i], p, s.Launch.GetSeq()) != "":
 			out[i].Seq, out[i].Unknown = p.Seq, staleCarry(r, regions[i], p, s.Launch.GetSeq())
 		case p.State != nil:
-			out[i].From, out[i].Seq, out[i].hash = "launch", p.Seq, p.State.GetHash()
+			out[i].From, out[i].Seq, out[i].hash = priorFrom(p), p.Seq, p.State.GetHash()
 		case p.Seq == 0 && digested[regions[i].GetAllocationId()].State != nil:
 			d := digested[regions[i].GetAllocationId()]
 			out[i].From, out[i].Seq, out[i].Step, out[i].hash = "digest", d.Seq, &d.Step, d.State.GetHash()
@@ -219,6 +221,17 @@ func befores(r *Run, s *Side) ([]Before, error) {
 		}
 	}
 	return out, nil
+}
+
+// priorFrom is where a prior state comes from, as Before.From says it.
+func priorFrom(p Prior) string {
+	switch {
+	case p.Cleared:
+		return "cleared"
+	case p.Copy != "":
+		return "copy"
+	}
+	return "launch"
 }
 
 // staleCarry says why a region's state before launch seq, carried by a learned write set

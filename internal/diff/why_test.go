@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/gpurr/gpurr/internal/testrec"
-	"github.com/gpurr/gpurr/recording"
 	pb "github.com/gpurr/gpurr/recording/recordingpb"
 )
 
@@ -16,15 +15,8 @@ func explainScripts(t *testing.T, a, b testrec.Script) *Explanation {
 	t.Helper()
 	var runs [2]*Run
 	for i, s := range []testrec.Script{a, b} {
-		dir := t.TempDir()
-		if _, err := testrec.WriteScript(dir, s); err != nil {
-			t.Fatal(err)
-		}
-		set, err := recording.Open(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if runs[i], err = Scan(set.Processes[0]); err != nil {
+		var err error
+		if runs[i], err = Scan(testrec.OpenScript(t, s)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -29,7 +29,10 @@ type Input struct {
 	// From: "snapshot" (the launch's snapshot before it, decoded), "gpu-counts" (the GPU's
 	// counts of the state after launch Seq, the last earlier launch that reached the region),
 	// "digest" (the counts of the step digest taken before launch Seq, --hash-steps), "new"
-	// (allocated since the last step digest, and reached by no launch before this one).
+	// (allocated since the last step digest, and reached by no launch before this one), "copy"
+	// (the GPU's counts of the state after the copy or memset that wrote it last, which Writer
+	// names; format 1.17), "cleared" (gpurr cleared it when it was allocated, and nothing wrote
+	// it since: zeros).
 	From   string   `json:"from,omitempty"`
 	Seq    uint64   `json:"seq,omitempty"`
 	Counts []Counts `json:"counts,omitempty"` // as the types that count for the region
@@ -104,6 +107,14 @@ func (s *scanner) inputs(f *Finding, r *recording.LaunchRecord) (*Inputs, error)
 				in.From, in.State = "new", "finite"
 			case p.State == nil:
 				in.Seq, in.Unknown = p.Seq, p.Unknown
+			case p.Cleared:
+				in.From, in.State = "cleared", "finite"
+			case p.Copy != "" && len(p.State.GetNanCount()) == 0:
+				in.Unknown = fmt.Sprintf("the %s that last wrote it holds no NaN counts of it", p.Copy)
+			case p.Copy != "":
+				in.From = "copy"
+				in.Counts = s.countsFor(f, i, s.gpuCounts(p.State), hint, false)
+				in.State = finiteOrNaN(in.Counts)
 			case p.State.GetUnknown() || len(p.State.GetNanCount()) == 0:
 				in.Seq, in.Unknown = p.Seq, fmt.Sprintf("launch %d, the last to reach it, holds no NaN counts of it", p.Seq)
 			default:
@@ -190,6 +201,13 @@ func (in Input) Text() string {
 		where = fmt.Sprintf("counted in the step digest taken before launch %d; no launch since reached it", in.Seq)
 	case "new":
 		where = "allocated since the last step digest and reached by no launch before this one"
+	case "copy":
+		where = "counted on the GPU after the " + in.Writer.Copy
+		if in.Writer.Line != "" {
+			where += " at " + in.Writer.Line
+		}
+	case "cleared":
+		where = "gpurr cleared it when it was allocated, and nothing wrote it since"
 	}
 	switch in.State {
 	case "library":

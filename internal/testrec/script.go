@@ -3,8 +3,10 @@ package testrec
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
+	"testing"
 
 	"github.com/gpurr/gpurr/recording"
 	"github.com/gpurr/gpurr/recording/chunkstore"
@@ -28,7 +30,10 @@ type Script struct {
 	Kernels     []ScriptKernel
 	Allocs      []uint64 // allocation sizes; allocation i has id i+1
 	AllocBase   uint64   // address of the first allocation (0: 0x7f00_0000_0000); each is 16 MiB above the one before
-	Calls       []Call
+	// Cleared are the allocations made stream-ordered, which the agent cleared (format 1.17):
+	// zeros until a call writes them.
+	Cleared map[int]bool
+	Calls   []Call
 }
 
 // ScriptKernel is a kernel of a Script: its name and the sizes of its parameters, laid out
@@ -46,8 +51,15 @@ type Call struct {
 	// the rest of an allocation keeps what it held.
 	Writes map[int][]byte
 	Graph  bool // a CUDA graph replay (cuGraphLaunch): it takes a seq and writes, with no memory state
-	Copy   bool // a copy or memset: it writes, and leaves no record
-	Lost   bool // a launch whose memory states were lost
+	Copy   bool // a copy or memset the agent did not see (a 2D copy): it writes, and leaves no record
+	// Copied is a copy or memset whose state the agent took (format 1.17): it writes, and
+	// leaves a host call (CopyAPI, cuMemcpyHtoDAsync_v2 if "", made at train.py line CopyLine)
+	// and a copy state of the allocations it writes, a snapshot in snapshot mode; with
+	// CopyLost that state was lost.
+	Copied, CopyLost bool
+	CopyAPI          string
+	CopyLine         uint32
+	Lost             bool // a launch whose memory states were lost
 	// Unhashed: a launch that ran without memory capture (its plan SKIPPED_ERROR): no state.
 	Unhashed bool
 	// HashOnly: in snapshot mode, a launch outside the snapshot selection: an AFTER hash only.
@@ -122,6 +134,20 @@ func WriteScript(dir string, s Script) (string, error) {
 	return name, err
 }
 
+// OpenScript writes s into a temporary folder of tb's and opens its process.
+func OpenScript(tb testing.TB, s Script) *recording.Process {
+	tb.Helper()
+	dir := tb.TempDir()
+	if _, err := WriteScript(dir, s); err != nil {
+		tb.Fatal(err)
+	}
+	set, err := recording.Open(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return set.Processes[0]
+}
+
 // batch is the whole recording of s in one batch.
 func (s *Script) batch(store *chunkstore.Writer) (*pb.Batch, error) {
 	b := &pb.Batch{}
@@ -135,7 +161,11 @@ func (s *Script) batch(store *chunkstore.Writer) (*pb.Batch, error) {
 	mem := make([][]byte, len(s.Allocs))
 	for i, size := range s.Allocs {
 		mem[i] = make([]byte, size)
-		b.Allocations = append(b.Allocations, &pb.Allocation{Id: uint64(i + 1), Kind: pb.Allocation_MEM_ALLOC, Address: s.address(i), Size: size})
+		a := &pb.Allocation{Id: uint64(i + 1), Kind: pb.Allocation_MEM_ALLOC, Address: s.address(i), Size: size}
+		if s.Cleared[i] {
+			a.Kind, a.Cleared = pb.Allocation_MEM_ALLOC_ASYNC, true
+		}
+		b.Allocations = append(b.Allocations, a)
 	}
 	write := func(c Call) {
 		for i, data := range c.Writes {
@@ -153,7 +183,7 @@ func (s *Script) batch(store *chunkstore.Writer) (*pb.Batch, error) {
 			if err != nil {
 				return nil, err
 			}
-			if point == pb.MemoryState_AFTER && s.NanScan {
+			if point != pb.MemoryState_BEFORE && s.NanScan {
 				nan, inf := countF32(mem[i])
 				rs.NanCount, rs.InfCount = []uint64{nan}, []uint64{inf}
 			}
@@ -162,10 +192,18 @@ func (s *Script) batch(store *chunkstore.Writer) (*pb.Batch, error) {
 		return st, nil
 	}
 	seq := uint64(0)
-	for _, c := range s.Calls {
+	for n, c := range s.Calls {
 		switch {
 		case c.Copy:
 			write(c)
+			continue
+		case c.Copied:
+			write(c)
+			st, err := s.copied(b, c, seq, uint32(1000+n), store, state)
+			if err != nil {
+				return nil, err
+			}
+			b.CopyStates = append(b.CopyStates, st)
 			continue
 		case c.Graph:
 			seq++
@@ -225,6 +263,33 @@ func (s *Script) batch(store *chunkstore.Writer) (*pb.Batch, error) {
 	b.Stats = &pb.Stats{Launches: uint64(len(b.Launches)), GraphLaunches: uint64(len(b.GraphLaunches))}
 	b.End = &pb.End{Reason: "exit"}
 	return b, nil
+}
+
+// copied records copy c, made after launch call seq with correlation id corr: its host call and
+// callstack, and its copy state (state takes it).
+func (s *Script) copied(b *pb.Batch, c Call, seq uint64, corr uint32, store *chunkstore.Writer,
+	state func(pb.MemoryState_Point, uint64, []int, bool) (*pb.MemoryState, error)) (*pb.MemoryState, error) {
+	frames := []*pb.Frame{{Kind: pb.Frame_PYTHON, File: "train.py", Line: c.CopyLine, Function: "<module>"}}
+	cs := &pb.Callstack{Id: recording.CallstackID(frames), Frames: frames}
+	b.Callstacks = append(b.Callstacks, cs)
+	api := c.CopyAPI
+	if api == "" {
+		api = "cuMemcpyHtoDAsync_v2"
+	}
+	b.HostCalls = append(b.HostCalls, &pb.HostCall{Api: api, CorrelationId: corr, CallstackId: cs.Id, StartNs: seq*1e6 + 1, EndNs: seq*1e6 + 2})
+	allocs := slices.Sorted(maps.Keys(c.Writes))
+	st, err := state(pb.MemoryState_COPY, seq, allocs, store != nil)
+	if err != nil {
+		return nil, err
+	}
+	if c.CopyLost {
+		st = &pb.MemoryState{LaunchSeq: seq, Point: pb.MemoryState_COPY, Lost: true, LostReason: "memory capture had stopped"}
+	}
+	st.CorrelationId = corr
+	for _, i := range allocs {
+		st.CopyRegions = append(st.CopyRegions, &pb.Region{Address: s.address(i), Size: s.Allocs[i], AllocationId: uint64(i + 1)})
+	}
+	return st, nil
 }
 
 // countF32 counts b's NaN and Inf elements as f32, as the agent's --nan-scan f32 does.
