@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpurr/gpurr/internal/dtype"
 	"github.com/gpurr/gpurr/internal/rewind"
+	"github.com/gpurr/gpurr/internal/termsafe"
 	"github.com/gpurr/gpurr/recording"
 	"github.com/gpurr/gpurr/recording/memview"
 )
@@ -37,7 +38,11 @@ func newRewindCmd() *cobra.Command {
 pointed into) from the chunks a --memory snapshot recording stored, as it was
 just before or just after that launch ran, and writes its bytes to FILE
 ("-" for stdout). --addr picks the region holding an address and, with
---len, writes only that range.`,
+--len, writes only that range. Before a launch with no snapshot of its own,
+it writes the region's latest state before it, as a recording of format
+1.17 or later holds it: after the copy or launch that last wrote it, when
+that was snapshotted, or zeros for an allocation gpurr cleared that
+nothing wrote since; it says which on stderr.`,
 		Example: `  gpurr rewind run1 --launch 42 --after --region 0 -o out.bin
   gpurr rewind run1 --launch 42 --before --addr 0x7f1c2a000200 --len 4096 -o in.bin
   gpurr rewind run1 --launch 42 --after --region 1 --npy --dtype bf16 --shape 8,1024 -o out.npy`,
@@ -110,6 +115,10 @@ func runRewind(cmd *cobra.Command, o rewindOptions, path string) error {
 	res, err := rewind.Rewind(proc, req)
 	if err != nil {
 		return usageErrorf("rewind: %v", err)
+	}
+	if res.From != "" {
+		fmt.Fprintf(cmd.ErrOrStderr(), "rewind: launch %d has no snapshot before it: region %d is its latest state before it, %s\n",
+			o.launch, res.Index, termsafe.String(res.From))
 	}
 	if len(res.Tears) > 0 {
 		warnf(cmd, "the state %s launch %d is torn: %s; its bytes may be part from before, part from after their writes",

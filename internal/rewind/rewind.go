@@ -3,15 +3,20 @@
 // a --memory snapshot recording stored (gpurr rewind). The bytes come from
 // package memview; rewind picks the region (by index, or by an address
 // inside it) and says, in one line, what the recording lacks when it
-// cannot.
+// cannot. Before a launch with no snapshot of its own, a recording that
+// holds copy states (format 1.17) gives the region's latest state before
+// it (diff.PriorStates): a copy's or an earlier launch's snapshot, or the
+// zeros of an allocation gpurr cleared.
 package rewind
 
 import (
 	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/gpurr/gpurr/internal/diff"
 	"github.com/gpurr/gpurr/internal/info"
 	"github.com/gpurr/gpurr/recording"
 	"github.com/gpurr/gpurr/recording/memview"
@@ -40,6 +45,11 @@ type Result struct {
 	// took the state (recording.Timeline): its bytes may be part from before they wrote, part
 	// from after. Empty when none did, or the recording has no GPU timeline to tell.
 	Tears []recording.Tear
+	// From says, for bytes before a launch with no snapshot of its own, which state they are:
+	// "the state after the host-to-device copy at train.py:12 <module>", "the state after
+	// launch 5", "zeros: gpurr cleared it when it was allocated, and nothing wrote it since";
+	// "" for the launch's own.
+	From string
 }
 
 // Rewind reads process p's recording and rebuilds the bytes r names. Every
@@ -64,43 +74,27 @@ func Rewind(p *recording.Process, r Request) (*Result, error) {
 		if !errors.As(err, &e) {
 			return nil, err
 		}
+		var why error
 		switch e.Err {
 		case memview.ErrNoSnapshots:
 			return nil, fmt.Errorf("%s was recorded without snapshots (record with --memory snapshot)", p.Name)
 		case memview.ErrNoState:
-			return nil, fmt.Errorf("launch %d has no memory state %s it (status %s; not selected for snapshots?)",
+			why = fmt.Errorf("launch %d has no memory state %s it (status %s; not selected for snapshots?)",
 				r.Launch, at, recording.EnumText(l.Launch.GetMemory().GetStatus()))
 		case memview.ErrLost:
-			return nil, fmt.Errorf("the state %s launch %d was lost: %s", at, r.Launch, e.State.GetLostReason())
+			why = fmt.Errorf("the state %s launch %d was lost: %s", at, r.Launch, e.State.GetLostReason())
+		default:
+			why = fmt.Errorf("launch %d has only hashes %s it, no contents (snapshot selection or flight-recorder window)", r.Launch, at)
 		}
-		return nil, fmt.Errorf("launch %d has only hashes %s it, no contents (snapshot selection or flight-recorder window)", r.Launch, at)
+		if r.Point != memview.Before || p.Version.Major == 1 && p.Version.Minor < 17 {
+			return nil, why
+		}
+		return latestBefore(p, v, l, r, why)
 	}
 	regions := l.Launch.GetRegions()
-	idx := r.Region
-	if r.ByAddr {
-		idx = -1
-		for i, reg := range regions {
-			if r.Addr >= reg.Address && r.Addr-reg.Address < reg.Size {
-				idx = i
-			}
-		}
-		if idx < 0 {
-			return nil, fmt.Errorf("0x%x is outside every region of launch %d: %s", r.Addr, r.Launch, nearestRegions(regions, r.Addr))
-		}
-	}
-	start, end := uint64(0), uint64(0)
-	if idx >= 0 && idx < len(regions) {
-		end = regions[idx].Size
-		if r.ByAddr {
-			start = r.Addr - regions[idx].Address
-			if r.Len > end-start {
-				return nil, fmt.Errorf("--len %d runs past the end of region %d: %d bytes from 0x%x to its end (0x%x)",
-					r.Len, idx, end-start, r.Addr, regions[idx].Address+regions[idx].Size)
-			}
-			if r.Len > 0 {
-				end = start + r.Len
-			}
-		}
+	idx, start, end, err := pick(regions, r)
+	if err != nil {
+		return nil, err
 	}
 	buf, missing, err := v.Read(l, r.Point, idx, start, end)
 	var e *memview.Error
@@ -122,6 +116,101 @@ func Rewind(p *recording.Process, r Request) (*Result, error) {
 		return nil, err
 	}
 	return &Result{Data: buf, Index: idx, Region: regions[idx], Tears: tears}, nil
+}
+
+// pick picks the region r names among regions and the bytes of it: its index (out of range
+// when r names a region the launch lacks: the caller says so), and [start, end).
+func pick(regions []*pb.Region, r Request) (idx int, start, end uint64, err error) {
+	idx = r.Region
+	if r.ByAddr {
+		idx = -1
+		for i, reg := range regions {
+			if r.Addr >= reg.Address && r.Addr-reg.Address < reg.Size {
+				idx = i
+			}
+		}
+		if idx < 0 {
+			return 0, 0, 0, fmt.Errorf("0x%x is outside every region of launch %d: %s", r.Addr, r.Launch, nearestRegions(regions, r.Addr))
+		}
+	}
+	if idx >= 0 && idx < len(regions) {
+		end = regions[idx].Size
+		if r.ByAddr {
+			start = r.Addr - regions[idx].Address
+			if r.Len > end-start {
+				return 0, 0, 0, fmt.Errorf("--len %d runs past the end of region %d: %d bytes from 0x%x to its end (0x%x)",
+					r.Len, idx, end-start, r.Addr, regions[idx].Address+regions[idx].Size)
+			}
+			if r.Len > 0 {
+				end = start + r.Len
+			}
+		}
+	}
+	return idx, start, end, nil
+}
+
+// latestBefore rebuilds the bytes r names before launch l, which has no snapshot before it
+// (why), from the region's latest state before it (diff.PriorStates): the state after the
+// copy or launch that last wrote it, when that state is a snapshot, or zeros where gpurr
+// cleared the allocation and nothing wrote it since. It reads the recording twice more: for
+// its launches before l, and for their states and the copies between them.
+func latestBefore(p *recording.Process, v *memview.View, l memview.Launch, r Request, why error) (*Result, error) {
+	regions := l.Launch.GetRegions()
+	idx, start, end, err := pick(regions, r)
+	if err != nil {
+		return nil, err
+	}
+	if idx < 0 || idx >= len(regions) {
+		return nil, fmt.Errorf("launch %d has %s; no region %d", r.Launch, info.Count(len(regions), "region"), idx)
+	}
+	var seqs []uint64
+	if _, err := p.Scan(func(b *pb.Batch) error {
+		for _, la := range b.GetLaunches() {
+			if la.GetSeq() < r.Launch {
+				seqs = append(seqs, la.GetSeq())
+			}
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	slices.Sort(seqs)
+	prior, err := diff.PriorStates(p, seqs, l.Launch)
+	if err != nil {
+		return nil, err
+	}
+	pr := prior[idx]
+	res := &Result{Index: idx, Region: regions[idx]}
+	switch {
+	case pr.State == nil:
+		return nil, fmt.Errorf("%v, and region %d's state before it is unknown: %s", why, idx, pr.Unknown)
+	case pr.Cleared:
+		res.Data, res.From = make([]byte, end-start), "zeros: gpurr cleared it when it was allocated, and nothing wrote it since"
+		return res, nil
+	case pr.Copy != "":
+		res.From = "the state after the " + pr.Copy
+		if pr.CopyLine != "" {
+			res.From += " at " + pr.CopyLine
+		}
+	default:
+		res.From = fmt.Sprintf("the state after launch %d", pr.Seq)
+	}
+	if !pr.Stored {
+		return nil, fmt.Errorf("%v, and region %d's latest state before it, %s, holds hashes only", why, idx, res.From)
+	}
+	store, err := v.Store()
+	if err != nil {
+		return nil, err
+	}
+	data, missing, err := store.Assemble(recording.ChunkHashes(pr.State), v.ChunkBytes(), start, end)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("region %d: %v", idx, err)
+	case len(missing) > 0:
+		return nil, fmt.Errorf("region %d: %d of its chunks in this range %s; first chunk %d", idx, len(missing), memview.MissingWhy(p), missing[0])
+	}
+	res.Data = data
+	return res, nil
 }
 
 // tearsOf finds what tore state key (Result.Tears). The GPU timeline comes after the launch

@@ -178,3 +178,53 @@ func TestRewindTorn(t *testing.T) {
 		t.Errorf("before launch 2, taken alone: tears %v; want none", res.Tears)
 	}
 }
+
+// Before a launch with no snapshot of its own (outside the snapshot selection), rewind gives
+// the region's latest state before it (format 1.17): the bytes a copy from the host left after
+// the last launch that wrote the region, and zeros for an allocation gpurr cleared that nothing
+// wrote since; it says which. Where the latest state holds hashes only, or is unknown, it says so.
+func TestRewindAfterCopy(t *testing.T) {
+	fill := testrec.ScriptKernel{Name: "fill", Params: []uint32{8}}
+	use := testrec.ScriptKernel{Name: "use", Params: []uint32{8, 8}}
+	copied := bytes.Repeat([]byte{7}, 100)
+	script := func(copyCall testrec.Call) testrec.Script {
+		return testrec.Script{Host: "box", Pid: 3, Mode: "snapshot", Kernels: []testrec.ScriptKernel{fill, use}, Allocs: []uint64{4096, 4096},
+			Cleared: map[int]bool{1: true},
+			Calls: []testrec.Call{
+				{Kernel: 0, Args: []testrec.Arg{testrec.Ptr(0)}, Writes: map[int][]byte{0: {1, 2, 3}}},
+				copyCall,
+				{Kernel: 1, Args: []testrec.Arg{testrec.Ptr(0), testrec.Ptr(1)}, Writes: map[int][]byte{1: {9}}, HashOnly: true},
+			}}
+	}
+	p := testrec.OpenScript(t, script(testrec.Call{Copied: true, CopyLine: 12, Writes: map[int][]byte{0: copied}}))
+	res, err := Rewind(p, Request{Launch: 2, Point: memview.Before, Region: 0})
+	want := append(append([]byte{}, copied...), make([]byte, 4096-len(copied))...)
+	if err != nil || !bytes.Equal(res.Data, want) || res.From != "the state after the host-to-device copy at train.py:12 <module>" {
+		t.Fatalf("region 0 before launch 2: %v, from %q", err, res.From)
+	}
+	res, err = Rewind(p, Request{Launch: 2, Point: memview.Before, ByAddr: true, Addr: res.Region.GetAddress() + 96, Len: 8})
+	if err != nil || !bytes.Equal(res.Data, []byte{7, 7, 7, 7, 0, 0, 0, 0}) {
+		t.Errorf("8 bytes of region 0 from byte 96 before launch 2: %v, %v", err, res)
+	}
+	res, err = Rewind(p, Request{Launch: 2, Point: memview.Before, Region: 1})
+	if err != nil || !bytes.Equal(res.Data, make([]byte, 4096)) || !strings.HasPrefix(res.From, "zeros: gpurr cleared it") {
+		t.Errorf("region 1, cleared, before launch 2: %v, %v", err, res)
+	}
+	if res, err := Rewind(p, Request{Launch: 1, Point: memview.Before, Region: 0}); err != nil || res.From != "" {
+		t.Errorf("launch 1's own snapshot before it: %v, from %q", err, res.From)
+	}
+
+	// A copy the agent did not see (a 2D copy) is not in the recording: launch 1's bytes are the
+	// latest it holds.
+	p = testrec.OpenScript(t, script(testrec.Call{Copy: true, Writes: map[int][]byte{0: copied}}))
+	if res, err := Rewind(p, Request{Launch: 2, Point: memview.Before, Region: 0}); err != nil || !bytes.Equal(res.Data[:3], []byte{1, 2, 3}) ||
+		res.From != "the state after launch 1" {
+		t.Errorf("after a copy the agent did not see: %v, %v", err, res)
+	}
+	lost := testrec.Call{Copied: true, CopyLost: true, CopyLine: 12, Writes: map[int][]byte{0: copied}}
+	_, err = Rewind(testrec.OpenScript(t, script(lost)), Request{Launch: 2, Point: memview.Before, Region: 0})
+	if err == nil || !strings.Contains(err.Error(), "launch 2 has no memory state before it (status hash; not selected for snapshots?)") ||
+		!strings.Contains(err.Error(), "region 0's state before it is unknown: the host-to-device copy at train.py:12 <module> that last wrote it lost its state") {
+		t.Errorf("after a copy whose state was lost: %v", err)
+	}
+}
