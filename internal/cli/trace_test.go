@@ -129,7 +129,7 @@ func TestExport(t *testing.T) {
 	}
 	out := filepath.Join(tmp, "pq")
 	code, stdout, stderr := runCLI("export", rec, "--parquet", out)
-	expectOutput(t, "export", code, 0, stdout, stderr, "2 processes, 58 files; rows: processes 2, devices 2, modules 6, kernels 8, kernel_params 34, launches 28, gpu_activity 32, gpurr_activity 23,")
+	expectOutput(t, "export", code, 0, stdout, stderr, "2 processes, 60 files; rows: processes 2, devices 2, modules 6, kernels 8, kernel_params 34, launches 28, gpu_activity 32, gpurr_activity 23,")
 	if _, err := os.Stat(filepath.Join(out, "gpu_activity", "host=gpu-box", "rank=1", testrec.Name(1)+".parquet")); err != nil {
 		t.Error(err)
 	}

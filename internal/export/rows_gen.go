@@ -55,6 +55,8 @@ func newTableFile(t *tables.Table, path string, st *Stats) tableFile {
 		return newFile[writeSetMissesRow](t, path, st)
 	case "digests":
 		return newFile[digestsRow](t, path, st)
+	case "copy_states":
+		return newFile[copyStatesRow](t, path, st)
 	case "probe_kernels":
 		return newFile[probeKernelsRow](t, path, st)
 	case "probe_launches":
@@ -1238,6 +1240,8 @@ type allocationsRow struct {
 	FreeNS       *int64 `parquet:"free_ns,optional"`
 	Owner        string `parquet:"owner,dict"`
 	CallstackID  *int64 `parquet:"callstack_id,optional"`
+	Cleared      bool   `parquet:"cleared"`
+	LaunchSeq    *int64 `parquet:"launch_seq,optional"`
 }
 
 func (r *allocationsRow) set(v []tables.Value) {
@@ -1262,6 +1266,12 @@ func (r *allocationsRow) set(v []tables.Value) {
 	if !v[9].IsNull() {
 		x := v[9].Int64()
 		r.CallstackID = &x
+	}
+	r.Cleared = v[10].Int64() != 0
+	r.LaunchSeq = nil
+	if !v[11].IsNull() {
+		x := v[11].Int64()
+		r.LaunchSeq = &x
 	}
 }
 
@@ -1524,6 +1534,68 @@ func (r *digestsRow) set(v []tables.Value) {
 		r.Inf = &x
 	}
 	r.Lost = v[10].Int64() != 0
+}
+
+// copyStatesRow is a row of the copy_states table: the state of what each copy
+// or memset of the program into device memory wrote (--memory hash or
+// snapshot), hashed on the GPU on the call's stream right after it; one row per
+// allocation it wrote.
+type copyStatesRow struct {
+	Process       string  `parquet:"process,dict"`
+	LaunchSeq     int64   `parquet:"launch_seq"`
+	CorrelationID int64   `parquet:"correlation_id"`
+	AllocationID  *int64  `parquet:"allocation_id,optional"`
+	Address       *int64  `parquet:"address,optional"`
+	Size          *int64  `parquet:"size,optional"`
+	Hash          *string `parquet:"hash,optional"`
+	Snapshot      bool    `parquet:"snapshot"`
+	Nan           *int64  `parquet:"nan,optional"`
+	Inf           *int64  `parquet:"inf,optional"`
+	Lost          bool    `parquet:"lost"`
+	LostReason    *string `parquet:"lost_reason,optional,dict"`
+}
+
+func (r *copyStatesRow) set(v []tables.Value) {
+	r.Process = v[0].Str()
+	r.LaunchSeq = v[1].Int64()
+	r.CorrelationID = v[2].Int64()
+	r.AllocationID = nil
+	if !v[3].IsNull() {
+		x := v[3].Int64()
+		r.AllocationID = &x
+	}
+	r.Address = nil
+	if !v[4].IsNull() {
+		x := v[4].Int64()
+		r.Address = &x
+	}
+	r.Size = nil
+	if !v[5].IsNull() {
+		x := v[5].Int64()
+		r.Size = &x
+	}
+	r.Hash = nil
+	if !v[6].IsNull() {
+		x := v[6].Str()
+		r.Hash = &x
+	}
+	r.Snapshot = v[7].Int64() != 0
+	r.Nan = nil
+	if !v[8].IsNull() {
+		x := v[8].Int64()
+		r.Nan = &x
+	}
+	r.Inf = nil
+	if !v[9].IsNull() {
+		x := v[9].Int64()
+		r.Inf = &x
+	}
+	r.Lost = v[10].Int64() != 0
+	r.LostReason = nil
+	if !v[11].IsNull() {
+		x := v[11].Str()
+		r.LostReason = &x
+	}
 }
 
 // probeKernelsRow is a row of the probe_kernels table: each kernel whose name

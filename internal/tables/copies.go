@@ -127,3 +127,61 @@ func hostCallCols[R any](prefix string, call func(*R) *pb.HostCall) cols[R] {
 	}
 	return out
 }
+
+// copyStateRow is an allocation a copy state names (format 1.17); rs is nil on the row of a
+// lost one, and r too when it names none.
+type copyStateRow struct {
+	st *pb.MemoryState
+	rs *pb.RegionState
+	r  *pb.Region
+}
+
+var copyStatesTable = define("copy_states", "the state of what each copy or memset of the program into device memory wrote (--memory hash or snapshot), hashed on the GPU on the call's stream right after it; one row per allocation it wrote", key("process", "launch_seq"),
+	processCol[copyStateRow](),
+	c("launch_seq", Int64, "launches.seq (or graph_launches.seq) of the last launch call made before the copy call, 0 for none: the copy lies between it and the next", func(_ *pass, r *copyStateRow) Value {
+		return Int(r.st.GetLaunchSeq())
+	}),
+	c("correlation_id", Int64, "host_calls.correlation_id (and copies.correlation_id) of the call: its driver call and line", func(_ *pass, r *copyStateRow) Value {
+		return Int(r.st.GetCorrelationId())
+	}),
+	c("allocation_id", Int64, "allocations.allocation_id of the allocation it wrote, NULL when found by the driver's range query or not named", func(_ *pass, r *copyStateRow) Value {
+		return idOrNull(r.r.GetAllocationId())
+	}).null(),
+	c("address", Int64, "start of the allocation", func(_ *pass, r *copyStateRow) Value { return nullUnless(r.r != nil, Int(r.r.GetAddress())) }).null(),
+	c("size", Int64, "bytes: the whole allocation", func(_ *pass, r *copyStateRow) Value { return nullUnless(r.r != nil, Int(r.r.GetSize())) }).null(),
+	c("hash", String, "gpurr-h128 of the allocation after the copy, 32 hex digits (docs/hash.md), NULL when lost", func(_ *pass, r *copyStateRow) Value {
+		return nullUnless(r.rs != nil, textOrNull(recording.HashText(r.rs.GetHash())))
+	}).null(),
+	c("snapshot", Boolean, "1 when its chunks are in the chunk store (snapshot mode)", func(_ *pass, r *copyStateRow) Value { return Bool(r.st.GetSnapshot()) }),
+	c("nan", Int64, "elements that are NaN read as the first type of processes.memory_nan_scan, NULL when not counted", func(_ *pass, r *copyStateRow) Value {
+		return firstCount(r.rs.GetNanCount())
+	}).null(),
+	c("inf", Int64, "elements that are +Inf or -Inf as that type, NULL when not counted", func(_ *pass, r *copyStateRow) Value {
+		return firstCount(r.rs.GetInfCount())
+	}).null(),
+	c("lost", Boolean, "1 when gpurr could not take the state (the destination on another device, capture stopped, no room) or it never completed: what the copy wrote is unknown", func(_ *pass, r *copyStateRow) Value {
+		return Bool(r.st.GetLost())
+	}),
+	c("lost_reason", String, "why it was lost, NULL when not lost", func(_ *pass, r *copyStateRow) Value {
+		return nullUnless(r.st.GetLost(), Text(r.st.GetLostReason()))
+	}).null().dict(),
+)
+
+// copyStates emits the rows of a batch's copy states.
+func (ps *pass) copyStates(b *pb.Batch) {
+	if !ps.want[copyStatesTable.id] {
+		return
+	}
+	for _, st := range b.GetCopyStates() {
+		if len(st.GetCopyRegions()) == 0 {
+			emit(ps, copyStatesTable, &copyStateRow{st: st})
+		}
+		for i, reg := range st.GetCopyRegions() {
+			r := &copyStateRow{st: st, r: reg}
+			if !st.GetLost() && i < len(st.GetRegions()) {
+				r.rs = st.GetRegions()[i]
+			}
+			emit(ps, copyStatesTable, r)
+		}
+	}
+}

@@ -421,6 +421,7 @@ func (ps *pass) batch(b *pb.Batch) error {
 			emit(ps, digests, r)
 		}
 	}
+	ps.copyStates(b)
 	for _, m := range b.WriteSetMisses {
 		r := &missRec{m: m}
 		if info := ps.kernels[m.GetKernelId()]; info != nil {

@@ -448,6 +448,12 @@ var allocations = define("allocations", "device memory allocations (--memory), w
 	c("callstack_id", Int64, "callstacks.callstack_id of the allocating call, NULL when none was taken (stream-ordered allocations, and recordings before format 1.12)", func(_ *pass, r *allocRec) Value {
 		return idOrNull(r.alloc.GetCallstackId())
 	}).null(),
+	c("cleared", Boolean, "1 when gpurr cleared it to zeros as it was allocated (stream-ordered allocations under --memory hash and snapshot, format 1.17): it held zeros until a launch or copy wrote it", func(_ *pass, r *allocRec) Value {
+		return Bool(r.alloc.GetCleared())
+	}),
+	c("launch_seq", Int64, "launches.seq (or graph_launches.seq) of the last launch call made before it was allocated, NULL when none was (and in recordings before format 1.17)", func(_ *pass, r *allocRec) Value {
+		return idOrNull(r.alloc.GetLaunchSeq())
+	}).null(),
 )
 
 // firstCount is the count of the first type counted, NULL when none was.

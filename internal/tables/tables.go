@@ -85,7 +85,7 @@ type Table struct {
 var Query = []*Table{
 	processes.Table, devices.Table, modules.Table, kernels.Table, kernelParams.Table, launches.Table,
 	gpuActivity.Table, gpurrActivity.Table, copiesTable.Table, syncsTable.Table, hostCallsTable.Table, rangesTable.Table, callstacks.Table, frames.Table, graphNodes.Table, graphLaunches.Table,
-	allocations.Table, regions.Table, memoryStates.Table, tornStates.Table, nanCounts.Table, MemoryChunks, writeSetMisses.Table, digests.Table,
+	allocations.Table, regions.Table, memoryStates.Table, tornStates.Table, nanCounts.Table, MemoryChunks, writeSetMisses.Table, digests.Table, copyStatesTable.Table,
 	probeKernels.Table, probeLaunches.Table, probeCTAs.Table, logs.Table, stats.Table,
 }
 

@@ -247,3 +247,31 @@ func TestDigests(t *testing.T) {
 		t.Errorf("digests: %q, want %q", rows[digests.Table], want)
 	}
 }
+
+// Copy states (format 1.17) are a row per allocation each copy wrote, a lost one's without a
+// hash; allocations say whether gpurr cleared them and where they lie among the launches.
+func TestCopyStates(t *testing.T) {
+	set := testrec.OpenBatches(t, &pb.Batch{Process: &pb.Process{Pid: 1, Memory: &pb.MemoryConfig{Mode: "hash"}},
+		Allocations: []*pb.Allocation{{Id: 3, Kind: pb.Allocation_MEM_ALLOC_ASYNC, Address: 4096, Size: 64, Cleared: true, LaunchSeq: 2},
+			{Id: 4, Kind: pb.Allocation_MEM_ALLOC, Address: 8192, Size: 64}}},
+		&pb.Batch{CopyStates: []*pb.MemoryState{
+			{LaunchSeq: 5, Point: pb.MemoryState_COPY, CorrelationId: 41, Regions: []*pb.RegionState{{Hash: make([]byte, 16), NanCount: []uint64{1}, InfCount: []uint64{0}}},
+				CopyRegions: []*pb.Region{{Address: 4096, Size: 64, AllocationId: 3}}},
+			{LaunchSeq: 5, Point: pb.MemoryState_COPY, CorrelationId: 42, Lost: true, LostReason: "memory capture had stopped",
+				CopyRegions: []*pb.Region{{Address: 8192, Size: 64, AllocationId: 4}}},
+		}})
+	rows := flatten(t, set.Processes[0])
+	want := []string{"solo 5 41 3 4096 64 00000000000000000000000000000000 0 1 0 0 NULL",
+		"solo 5 42 4 8192 64 NULL 0 NULL NULL 1 memory capture had stopped"}
+	if !slices.Equal(rows[copyStatesTable.Table], want) {
+		t.Errorf("copy_states: %q, want %q", rows[copyStatesTable.Table], want)
+	}
+	var cleared []string
+	for _, r := range rows[allocations.Table] {
+		f := strings.Fields(r)
+		cleared = append(cleared, strings.Join(f[len(f)-2:], " "))
+	}
+	if want := []string{"1 2", "0 NULL"}; !slices.Equal(cleared, want) {
+		t.Errorf("allocations' cleared and launch_seq: %q, want %q (rows %q)", cleared, want, rows[allocations.Table])
+	}
+}
