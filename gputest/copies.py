@@ -1,8 +1,9 @@
 """copies.*: memory copies, memsets and host waits in query, trace and info, each with its
 bytes, stream, duration and the Python line that made it."""
 import json
+import struct
 
-from harness import WL, at_line, check, info_of, mark_line, tail, test
+from harness import WL, at_line, check, info_of, mark_line, nan_at, tail, test, truthy
 
 
 def _line(tag):
@@ -88,3 +89,67 @@ def t_copies_timeline(h):
     check("copies.py:" in top, f"info's waiting lines name no line of copies.py: {tail(top, 8)}")
     return (f"{len(gpu)} copies and memsets, pinned {h2d['duration_ns']} ns, pageable {pg['duration_ns']} ns; "
             f"stream wait {s['wait_ns']} ns, event wait {e['wait_ns']} ns")
+
+
+def _copy_named(text, line):
+    """Whether a line of text names a copy made at copy_states.py:LINE ("... copy at
+    /path/copy_states.py:LINE main"; the file as Python named it)."""
+    return any("copy at " in l and f"copy_states.py:{line} " in l for l in text.splitlines())
+
+
+@test("copies.rewind_after_copy")
+def t_copies_rewind_after_copy(h):
+    """Snapshot mode, only the fill kernel selected (--snapshot-kernels FillFunctor): a kernel
+    fills a tensor, a copy from the host overwrites it, a kernel that is not snapshotted reads
+    it (copy_states.py rewind). The copy has a copy state, a snapshot, tied to its call's line
+    (query's copy_states joined to host_calls); gpurr rewind --before the reading kernel writes
+    the copied bytes, from that state, and says so."""
+    script = WL / "copy_states.py"
+    got, d = h.py_workload("copy_states.rewind", script="copy_states.py", args=["rewind"],
+                           flags=["--memory", "snapshot", "--snapshot-kernels", "FillFunctor"])
+    n = got["n"]
+    copy_line = mark_line(script, "copy")
+    states = h.query(d, "SELECT s.launch_seq, s.hash, s.snapshot, s.lost, h.api FROM copy_states s JOIN host_calls h "
+                        f"USING (process, correlation_id) WHERE {at_line('h.user_line', script, copy_line)}")
+    check(len(states) >= 1 and all(truthy(s["snapshot"]) and not truthy(s["lost"]) and s["hash"] for s in states),
+          f"copy states at copy_states.py:{copy_line}: {states}, want a snapshot "
+          f"(all: {h.query(d, 'SELECT launch_seq, correlation_id, allocation_id, snapshot, lost, lost_reason FROM copy_states')})")
+    read_line = mark_line(script, "read")
+    reads = h.query(d, f"SELECT seq, memory_status FROM launches WHERE {at_line('user_line', script, read_line)}")
+    check(len(reads) == 1, f"launches at copy_states.py:{read_line} (x * 2): {reads}, want one")
+    seq = reads[0]["seq"]
+    out = h.tmp / "copy_states.x.bin"
+    r = h.sh([h.gpurr, "rewind", d, "--launch", seq, "--before", "--addr", hex(got["x_addr"]), "--len", n * 4,
+              "-o", out, "--force"], 120, log="copy_states.rewind")
+    check(r.rc == 0, f"gpurr rewind --launch {seq} --before: {r.why()}")
+    want = struct.pack(f"<{n}f", *map(float, range(n)))
+    data = out.read_bytes()
+    check(data == want, f"rewind --before launch {seq}: {len(data)} bytes, the first {data[:16].hex()}; "
+                        f"want the copied floats 0..{n - 1} ({want[:16].hex()})")
+    check(_copy_named(r.err, copy_line), f"rewind does not say the bytes are the copy's at copy_states.py:{copy_line}: {tail(r.err, 4)}")
+    return f"rewind --before launch {seq} ({reads[0]['memory_status']}): the {n * 4} bytes the copy at line {copy_line} left"
+
+
+@test("copies.nan_from_copy")
+def t_copies_nan_from_copy(h):
+    """Hash mode with --nan-scan f32 under PyTorch's cudaMallocAsync allocator: a copy from the
+    host puts -1.0 into a fresh tensor, then torch.log of it makes NaN (copy_states.py log).
+    gpurr nan names the log's line and says it made the NaN from finite inputs: the copy's
+    state, counted on the GPU after it, and the output, an allocation gpurr cleared."""
+    script = WL / "copy_states.py"
+    got, d = h.py_workload("copy_states.log", script="copy_states.py", args=["log"],
+                           flags=["--memory", "hash", "--nan-scan", "f32"])
+    check(got["nans"] == got["n"], f"torch.log of -1.0 made {got['nans']} NaN of {got['n']}: {got}")
+    check(got["allocator"] == "cudaMallocAsync", f"PyTorch's allocator is {got['allocator']}, not cudaMallocAsync")
+    cleared = h.n(d, "SELECT count(*) AS n FROM allocations WHERE cleared = 1")
+    check(cleared > 0, "no allocation is marked cleared, though PyTorch allocated with cudaMallocAsync")
+    log_line, copy_line = mark_line(script, "log"), mark_line(script, "copy_neg")
+    r, seq, at = nan_at(h, d, "f32", "copy_states.log.nan")
+    check(r.rc == 1 and seq, f"gpurr nan found nothing (exit {r.rc}):\n{r.out[:800]}")
+    check(f"copy_states.py:{log_line}" in at, f"gpurr nan points at {at!r}, want copy_states.py:{log_line}:\n{r.out[:800]}")
+    check("it made the NaN: its inputs were finite" in r.out,
+          f"gpurr nan does not say the log made the NaN from finite inputs:\n{r.out[:1500]}")
+    check(_copy_named(r.out, copy_line), f"gpurr nan does not name the copy at copy_states.py:{copy_line} as an input's writer:\n{r.out[:1500]}")
+    check("gpurr cleared it when it was allocated" in r.out,
+          f"gpurr nan does not say the output held zeros gpurr cleared:\n{r.out[:1500]}")
+    return f"launch {seq} at copy_states.py:{log_line} made the NaN; its input came from the copy at line {copy_line}"

@@ -79,7 +79,7 @@ ORDER = [
     "replay.streams_shared", "replay.cooperative", "replay.big_operands", "replay.clocked_cubin", "jax.replay",
     "tune.gridstride",
     "trace.graphs", "trace.memcap",
-    "copies.timeline",
+    "copies.timeline", "copies.rewind_after_copy", "copies.nan_from_copy",
 ]
 
 
