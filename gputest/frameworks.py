@@ -56,7 +56,9 @@ def t_graphs_api_nodes(h):
     cudaGraphAddNode, a conditional node's body, memory nodes), replays it, and changes a node's
     parameters in the executable graph after the first replay: every kernel run links to a
     launch of its node, made in the function that added it or, for the changed node's later
-    runs, that changed it (native frames, from the executable's symbol table)."""
+    runs, that changed it (native frames, from the executable's symbol table). A second graph's
+    executable graph is updated whole (cudaGraphExecUpdate) from itself after a node changed,
+    then from a captured graph: its runs link to the change, then to the capture."""
     binary = build_cu_fatbin(h, "graph_nodes")
     want, d = h.workload("graph_nodes", [binary], flags=["--callstack", "native"])
     gn = "a.via_graph = 1 AND a.name LIKE '%gn_%'"
@@ -84,6 +86,19 @@ def t_graphs_api_nodes(h):
         check(got == fns, f"{kernel}'s runs link to launches made in {got}, want {fns}: {rows}")
         seen[kernel] = len({r["seq"] for r in rows})
     check(seen["gn_add"] == 2, f"gn_add's runs link to {seen['gn_add']} launches, want 2 (added, then changed)")
+    # The second graph, updated whole twice: from itself after its multiply node changed, then
+    # from a graph of the same shape captured from a stream.
+    want_fns = {"gu_mul": ["add_update_nodes"] * 2 + ["change_then_update"] * 2 + ["capture_same_shape"] * 2,
+                "gu_inc": ["add_update_nodes"] * 4 + ["capture_same_shape"] * 2}
+    for kernel, fns in want_fns.items():
+        rows = h.query(d, f"""SELECT a.graph_launch_seq AS replay, l.seq, (SELECT min(f.function) FROM frames f
+                                     WHERE f.process = l.process AND f.callstack_id = l.callstack_id
+                                     AND (f.function LIKE 'add_update_nodes%' OR f.function LIKE 'change_then_update%'
+                                          OR f.function LIKE 'capture_same_shape%')) AS function
+                              FROM gpu_activity a JOIN launches l ON l.process = a.process AND l.seq = a.launch_seq
+                              WHERE a.via_graph = 1 AND a.name LIKE '%{kernel}%' ORDER BY a.graph_launch_seq""")
+        got = [(r.get("function") or "").split("(")[0] for r in rows]
+        check(got == fns, f"{kernel}'s runs of the updated graph link to launches made in {got}, want {fns}: {rows}")
     info = h.sh([h.gpurr, "info", d], 60, log="graph_nodes.info2").out
     line = next((l for l in info.splitlines() if l.strip().startswith("graph API")), "")
     check("memory node" in line and ("conditional node" in line or not want["conditional"]),

@@ -21,7 +21,7 @@ const (
 	MajorVersion = 1
 	// MinorVersion changes when fields or records are added; readers of an
 	// older minor skip what they do not know.
-	MinorVersion = 17
+	MinorVersion = 18
 )
 
 // Frame header: payload length, CRC-32C of the payload, codec, reserved.

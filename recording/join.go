@@ -37,6 +37,9 @@ type Links struct {
 	// generations of replayWindow (activities arrive soon after their
 	// launch); Data.Links keeps them all.
 	replays, oldReplays map[uint32]uint64
+	// repoints are the nodes of executable graphs cuGraphExecUpdate gave other work, by node,
+	// in the order made (GraphNode.updated_after_seq).
+	repoints map[uint64][]*pb.GraphNode
 	// clones are the nodes cloned from another (instantiation's copies), and bodies what
 	// bodyNode found, by executable graph and kernel name (cleared as clones come).
 	clones        []*pb.GraphNode
@@ -119,7 +122,7 @@ func (l *Links) Add(b *pb.Batch, every bool) {
 		l.addNode(n)
 	}
 	l.every = l.every || every
-	if len(l.versions) > 0 {
+	if len(l.versions) > 0 || len(l.repoints) > 0 {
 		for _, g := range b.GraphLaunches {
 			l.addReplay(g)
 		}
@@ -133,6 +136,13 @@ const replayWindow = 1 << 16
 // addNode indexes a graph node; a node made again by a later launch (its
 // parameters changed through the graph API) is a new version of it.
 func (l *Links) addNode(n *pb.GraphNode) {
+	if n.GetUpdatedAfterSeq() != 0 {
+		if l.repoints == nil {
+			l.repoints = map[uint64][]*pb.GraphNode{}
+		}
+		l.repoints[n.GetNodeId()] = append(l.repoints[n.GetNodeId()], n)
+		return
+	}
 	if n.GetOriginalNodeId() != 0 {
 		l.clones = append(l.clones, n)
 		clear(l.bodies)
@@ -162,10 +172,7 @@ func (l *Links) addReplay(g *pb.GraphLaunch) {
 // it ran the first.
 func (l *Links) nodeLaunchSeq(n *pb.GraphNode, corr uint32) uint64 {
 	seq := n.GetLaunchSeq()
-	replay, ok := l.replays[corr]
-	if !ok {
-		replay, ok = l.oldReplays[corr]
-	}
+	replay, ok := l.replaySeq(corr)
 	if !ok {
 		return seq
 	}
@@ -178,10 +185,40 @@ func (l *Links) nodeLaunchSeq(n *pb.GraphNode, corr uint32) uint64 {
 	return seq
 }
 
+// replaySeq is the sequence number of the graph launch with correlation id corr, when indexed.
+func (l *Links) replaySeq(corr uint32) (uint64, bool) {
+	replay, ok := l.replays[corr]
+	if !ok {
+		replay, ok = l.oldReplays[corr]
+	}
+	return replay, ok
+}
+
+// execNode is the node whose work an executable graph's node ran in the graph launch with
+// correlation id corr: the node itself, or where the last cuGraphExecUpdate before that
+// launch pointed it.
+func (l *Links) execNode(nodeID uint64, corr uint32) uint64 {
+	rp := l.repoints[nodeID]
+	if len(rp) == 0 {
+		return nodeID
+	}
+	replay, ok := l.replaySeq(corr)
+	if !ok {
+		return nodeID
+	}
+	for _, r := range rp {
+		if r.GetUpdatedAfterSeq() < replay {
+			nodeID = r.GetOriginalNodeId()
+		}
+	}
+	return nodeID
+}
+
 // CaptureLaunch returns the launch whose code a graph replay's kernel ran:
 // the launch made during stream capture that created its graph node, or
 // the graph API call that added the node or, last before the replay,
-// changed its parameters. The
+// changed its parameters, or the node a cuGraphExecUpdate before the replay
+// took the executable graph's node's work from. The
 // kernel carries the executable graph's node, which leads, through the
 // clones made at instantiation, to the node the captured launch created.
 // Its callstack is where the graph was captured, not where it was
@@ -192,7 +229,7 @@ func (l *Links) CaptureLaunch(a *pb.KernelActivity) *pb.Launch {
 	if a.GetGraphId() == 0 {
 		return nil
 	}
-	n := l.CaptureNode(a.GetGraphNodeId())
+	n := l.CaptureNode(l.execNode(a.GetGraphNodeId(), a.GetCorrelationId()))
 	if n == nil {
 		if n = l.bodyNode(a); n == nil {
 			return nil

@@ -336,3 +336,27 @@ func TestConditionalBodyKernel(t *testing.T) {
 		t.Errorf("two bodies ran the kernel: linked to launch %d, want none", l.GetSeq())
 	}
 }
+
+// An executable graph updated whole (cuGraphExecUpdate) from another graph runs that graph's
+// nodes' work from the graph launches after the update on: the replays before it link to the
+// launch that built the node it was instantiated from, those after to the other graph's.
+func TestExecUpdateRepoints(t *testing.T) {
+	d := &recording.Data{
+		Kernels:  []*pb.Kernel{{Id: 1, Name: "_Z6gu_mulPffi"}},
+		Launches: []*pb.Launch{{Seq: 10, Captured: true, KernelId: 1}, {Seq: 17, Captured: true, KernelId: 1}},
+		GraphNodes: []*pb.GraphNode{
+			{NodeId: 0x7_0000_0000, LaunchSeq: 10},                                                  // built with the graph API
+			{NodeId: 0x8_0000_0000, GraphId: 8, OriginalNodeId: 0x7_0000_0000},                      // instantiated
+			{NodeId: 0xa_0000_0000, GraphId: 10, LaunchSeq: 17},                                     // captured into another graph
+			{NodeId: 0x8_0000_0000, GraphId: 8, OriginalNodeId: 0xa_0000_0000, UpdatedAfterSeq: 18}, // updated from it
+		},
+		GraphLaunches: []*pb.GraphLaunch{{Seq: 12, CorrelationId: 28}, {Seq: 19, CorrelationId: 41}},
+	}
+	links := d.Links()
+	for corr, want := range map[uint32]uint64{28: 10, 41: 17} {
+		a := &pb.KernelActivity{GraphId: 8, GraphNodeId: 0x8_0000_0000, CorrelationId: corr, Name: "_Z6gu_mulPffi"}
+		if l := links.CaptureLaunch(a); l.GetSeq() != want {
+			t.Errorf("graph launch of correlation %d: linked to launch %d, want %d", corr, l.GetSeq(), want)
+		}
+	}
+}

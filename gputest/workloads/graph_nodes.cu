@@ -3,9 +3,12 @@
 // body holds a kernel node (CUDA 12.4+), and a memory allocation node, a kernel on it and its
 // free node. The executable graph is replayed kReplays times; between the first and the second
 // replay the add node's parameters change in the executable graph
-// (cudaGraphExecKernelNodeSetParams). Each node is added, or changed, by a static function of
-// its own, which native callstacks name from the executable's symbol table. Every CUDA call is
-// checked. The last stdout line is a JSON object with the expected counts.
+// (cudaGraphExecKernelNodeSetParams). A second graph of two kernel nodes (gu_mul, gu_inc) is
+// updated in its executable graph twice with cudaGraphExecUpdate: from itself, after a node's
+// parameters changed (cudaGraphKernelNodeSetParams), and from a graph of the same shape
+// captured from a stream. Each node is added, or changed, by a static function of its own,
+// which native callstacks name from the executable's symbol table. Every CUDA call is checked.
+// The last stdout line is a JSON object with the expected counts.
 //
 // Build: nvcc -O2 -arch=sm_90 -o graph_nodes graph_nodes.cu
 #include <cuda_runtime.h>
@@ -43,6 +46,16 @@ __global__ void gn_add(float* x, float v, int n) {
 }
 
 __global__ void gn_body(float* x, float v, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] += v;
+}
+
+__global__ void gu_mul(float* x, float f, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] *= f;
+}
+
+__global__ void gu_inc(float* x, float v, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) x[i] += v;
 }
@@ -163,6 +176,102 @@ static __attribute__((noinline)) void retune_add_node(cudaGraphExec_t exec, cuda
   asm volatile("" ::: "memory");
 }
 
+// The update graph's arguments, and what each of its three phases does to y: phase 0 as
+// built, phase 1 after the multiply node changed in the graph and the executable graph was
+// updated from it, phase 2 after the update from the captured graph.
+static float* g_y;
+static float g_mul = 2.0f, g_inc = 1.0f;
+constexpr float kMul[3] = {2.0f, 4.0f, 0.5f}, kInc[3] = {1.0f, 1.0f, 7.0f};
+
+static __attribute__((noinline)) cudaGraphNode_t add_update_nodes(cudaGraph_t graph, cudaGraphNode_t* inc) {
+  void* margs[] = {&g_y, &g_mul, &g_n};
+  void* iargs[] = {&g_y, &g_inc, &g_n};
+  cudaKernelNodeParams p = {};
+  p.func = reinterpret_cast<void*>(gu_mul);
+  p.gridDim = dim3(kGrid);
+  p.blockDim = dim3(kBlock);
+  p.kernelParams = margs;
+  cudaGraphNode_t mul;
+  CHECK_RT(cudaGraphAddKernelNode(&mul, graph, nullptr, 0, &p));
+  p.func = reinterpret_cast<void*>(gu_inc);
+  p.kernelParams = iargs;
+  CHECK_RT(cudaGraphAddKernelNode(inc, graph, &mul, 1, &p));
+  asm volatile("" ::: "memory");
+  return mul;
+}
+
+// change_then_update changes the multiply node in the graph, then updates the executable graph
+// from it.
+static __attribute__((noinline)) void change_then_update(cudaGraphExec_t exec, cudaGraph_t graph, cudaGraphNode_t mul) {
+  g_mul = kMul[1];
+  void* args[] = {&g_y, &g_mul, &g_n};
+  cudaKernelNodeParams p = {};
+  p.func = reinterpret_cast<void*>(gu_mul);
+  p.gridDim = dim3(kGrid);
+  p.blockDim = dim3(kBlock);
+  p.kernelParams = args;
+  CHECK_RT(cudaGraphKernelNodeSetParams(mul, &p));
+  cudaGraphExecUpdateResultInfo info;
+  CHECK_RT(cudaGraphExecUpdate(exec, graph, &info));
+  asm volatile("" ::: "memory");
+}
+
+// capture_same_shape captures gu_mul then gu_inc, with phase 2's arguments, from a stream.
+static __attribute__((noinline)) cudaGraph_t capture_same_shape(cudaStream_t s) {
+  cudaGraph_t g;
+  CHECK_RT(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  gu_mul<<<kGrid, kBlock, 0, s>>>(g_y, kMul[2], g_n);
+  gu_inc<<<kGrid, kBlock, 0, s>>>(g_y, kInc[2], g_n);
+  CHECK_RT(cudaStreamEndCapture(s, &g));
+  asm volatile("" ::: "memory");
+  return g;
+}
+
+// update_from_capture updates the executable graph from the captured graph.
+static __attribute__((noinline)) void update_from_capture(cudaGraphExec_t exec, cudaGraph_t captured) {
+  cudaGraphExecUpdateResultInfo info;
+  CHECK_RT(cudaGraphExecUpdate(exec, captured, &info));
+  asm volatile("" ::: "memory");
+}
+
+// run_update_graph replays the update graph twice in each phase; it returns y's value.
+static float run_update_graph(cudaStream_t s) {
+  CHECK_RT(cudaMalloc(&g_y, kN * sizeof(float)));
+  CHECK_RT(cudaMemset(g_y, 0, kN * sizeof(float)));
+  cudaGraph_t graph, captured;
+  CHECK_RT(cudaGraphCreate(&graph, 0));
+  cudaGraphNode_t inc;
+  cudaGraphNode_t mul = add_update_nodes(graph, &inc);
+  cudaGraphExec_t exec;
+  CHECK_RT(cudaGraphInstantiate(&exec, graph, 0));
+  float want = 0.0f;
+  for (int phase = 0; phase < 3; phase++) {
+    if (phase == 1) change_then_update(exec, graph, mul);
+    if (phase == 2) {
+      captured = capture_same_shape(s);
+      update_from_capture(exec, captured);
+    }
+    for (int r = 0; r < 2; r++) {
+      CHECK_RT(cudaGraphLaunch(exec, s));
+      want = want * kMul[phase] + kInc[phase];
+    }
+  }
+  CHECK_RT(cudaStreamSynchronize(s));
+  std::vector<float> hy(kN);
+  CHECK_RT(cudaMemcpy(hy.data(), g_y, kN * sizeof(float), cudaMemcpyDeviceToHost));
+  for (int i = 0; i < kN; i++) {
+    if (hy[i] != want) {
+      fprintf(stderr, "graph_nodes: wrong updated result: y[%d]=%g, want %g\n", i, hy[i], want);
+      exit(1);
+    }
+  }
+  CHECK_RT(cudaGraphExecDestroy(exec));
+  CHECK_RT(cudaGraphDestroy(graph));
+  CHECK_RT(cudaGraphDestroy(captured));
+  CHECK_RT(cudaFree(g_y));
+  return want;
+}
+
 int main() {
   CHECK_RT(cudaSetDevice(0));
   CHECK_RT(cudaMalloc(&g_x, kN * sizeof(float)));
@@ -197,13 +306,14 @@ int main() {
   }
   CHECK_RT(cudaGraphExecDestroy(exec));
   CHECK_RT(cudaGraphDestroy(graph));
+  const float updated = run_update_graph(s);
   CHECK_RT(cudaStreamDestroy(s));
   CHECK_RT(cudaFree(g_x));
   // Per replay: scale, add, fill, and the body when there is a conditional node.
   const int per_replay = 3 + conditional;
   printf(
       "{\"workload\": \"graph_nodes\", \"replays\": %d, \"kernel_runs\": %d, \"conditional\": %d, "
-      "\"memory_nodes\": 2, \"result\": %g}\n",
-      kReplays, kReplays * per_replay, conditional, want);
+      "\"memory_nodes\": 2, \"result\": %g, \"update_runs\": 6, \"updated_result\": %g}\n",
+      kReplays, kReplays * per_replay, conditional, want, updated);
   return 0;
 }

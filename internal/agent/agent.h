@@ -147,6 +147,7 @@ typedef struct {
   gp_rec_hdr h;
   uint64_t node_id, original_node_id, launch_seq;
   uint32_t graph_id, node_type;
+  uint64_t updated_after_seq;  // cuGraphExecUpdate re-pointed node_id to original_node_id
 } gp_graphnode_rec;
 
 typedef struct {

@@ -309,6 +309,28 @@ typedef struct {
   gp_CUgraphNodeParams *nodeParams;
 } gp_cuGraphExecNodeSetParams_params;
 
+// Graph building calls that are not kernel node calls (launch.c): memory nodes, which readers
+// count, and executable graphs updated whole.
+enum {
+  GP_CBID_cuGraphExecUpdate = 561,  // the _v1 call, of CUDA 11; its parameters began as _v2's do
+  GP_CBID_cuGraphAddMemAllocNode = 638,
+  GP_CBID_cuGraphAddMemFreeNode = 639,
+  GP_CBID_cuGraphExecUpdate_v2 = 696,
+};
+
+// cuGraphAddMemAllocNode_params and cuGraphAddMemFreeNode_params begin alike: the node
+// out-parameter, then the graph.
+typedef struct {
+  gp_CUgraphNode *phGraphNode;
+  gp_CUgraph hGraph;
+} gp_cuGraphAddMemNode_params;
+
+// cuGraphExecUpdate_v2_params: the executable graph, then the graph it is updated from.
+typedef struct {
+  gp_CUgraphExec hGraphExec;
+  gp_CUgraph hGraph;
+} gp_cuGraphExecUpdate_params;
+
 // CUfunction_attribute values a probed kernel's instrumented copy takes from it, or is checked by.
 enum {
   GP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,

@@ -189,6 +189,7 @@ func cannedGraphNode(g *pb.GraphNode) []byte {
 	var r C.gp_graphnode_rec
 	r.node_id, r.original_node_id, r.launch_seq = C.uint64_t(g.NodeId), C.uint64_t(g.OriginalNodeId), C.uint64_t(g.LaunchSeq)
 	r.graph_id, r.node_type = C.uint32_t(g.GraphId), C.uint32_t(g.NodeType)
+	r.updated_after_seq = C.uint64_t(g.UpdatedAfterSeq)
 	return cannedRecord(&r, C.GP_REC_GRAPHNODE, nil)
 }
 

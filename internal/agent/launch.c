@@ -562,13 +562,66 @@ static void on_graph_node(uint32_t cbid, const gp_ResourceData *rd) {
     // A node created inside a launch call is that launch, captured.
     rec.launch_seq = gp_thread.seq;
     gp_thread.graph_node_id = rec.node_id;
-  } else if (g->nodeType != GP_GRAPH_NODE_TYPE_CONDITIONAL && g->nodeType != GP_GRAPH_NODE_TYPE_MEM_ALLOC &&
-             g->nodeType != GP_GRAPH_NODE_TYPE_MEM_FREE) {
-    return;  // built with the graph API: a kernel node is recorded by its call (on_node_call)
+  } else {
+    return;  // built with the graph API: recorded by its call (on_node_call, on_graph_build)
   }
-  // A conditional or memory node built with the graph API, with no launch:
-  // readers count them, to say what of a graph's work they cannot link.
   gp_ring_push(&rec);
+}
+
+// built_node records a conditional or memory node added through the graph API, with no
+// launch: readers count them, to say what of a graph's work is not a launch.
+static void built_node(gp_CUgraphNode node, gp_CUgraph graph, uint32_t node_type) {
+  gp_graphnode_rec rec = graph_node_rec(node_type);
+  if (!node || gp_cupti.getGraphNodeId(node, &rec.node_id) != 0) return;
+  if (graph && gp_cupti.getGraphId) gp_cupti.getGraphId(graph, &rec.graph_id);
+  gp_ring_push(&rec);
+}
+
+// exec_updated: an executable graph was updated whole from graph (cuGraphExecUpdate): from
+// the next graph launch on, each of its nodes runs the work of the node of graph with the
+// same index, which the update pairs it with. CUPTI's node ids are a graph's id in the high
+// 32 bits and the node's index in the low ones (CUDA 13.0), so the executable graph's node
+// is named without asking.
+static void exec_updated(gp_CUgraphExec exec, gp_CUgraph graph) {
+  uint32_t exec_id = 0;
+  size_t n = 0;
+  if (!gp_cupti_graph_exec_id || gp_cupti_graph_exec_id(exec, &exec_id) != 0 || !gp_cu.graphGetNodes ||
+      gp_cu.graphGetNodes(graph, NULL, &n) != 0) {
+    static atomic_flag said;
+    if (!atomic_flag_test_and_set(&said))
+      gp_logf(1, "graph update: cannot name the updated graph's nodes (cuptiGetGraphExecId or cuGraphGetNodes missing or failing): its kernels link to the nodes it was instantiated from");
+    return;
+  }
+  gp_CUgraphNode stack[64], *nodes = n <= 64 ? stack : malloc(n * sizeof *nodes);
+  if (!nodes || gp_cu.graphGetNodes(graph, nodes, &n) != 0) n = 0;
+  uint64_t after = gp_last_launch();
+  for (size_t i = 0; i < n; i++) {
+    int type = GP_GRAPH_NODE_TYPE_KERNEL;
+    if (gp_cu.graphNodeGetType) gp_cu.graphNodeGetType(nodes[i], &type);
+    gp_graphnode_rec rec = graph_node_rec((uint32_t)type);
+    if (gp_cupti.getGraphNodeId(nodes[i], &rec.original_node_id) != 0) continue;
+    rec.node_id = (uint64_t)exec_id << 32 | (rec.original_node_id & 0xffffffffu);
+    rec.graph_id = exec_id;
+    rec.updated_after_seq = after ? after : 1;  // 0 would read as no update
+    gp_ring_push(&rec);
+  }
+  if (nodes != stack) free(nodes);
+}
+
+// on_graph_build: a memory node added, or an executable graph updated whole.
+static void on_graph_build(uint32_t cbid, const gp_CallbackData *cb) {
+  if (cb->callbackSite != GP_API_EXIT || !gp_cupti.getGraphNodeId) return;
+  if (cb->functionReturnValue && *(gp_CUresult *)cb->functionReturnValue != 0) return;
+  gp_in_agent_call(1);
+  if (cbid == GP_CBID_cuGraphAddMemAllocNode || cbid == GP_CBID_cuGraphAddMemFreeNode) {
+    const gp_cuGraphAddMemNode_params *p = cb->functionParams;
+    built_node(p->phGraphNode ? *p->phGraphNode : NULL, p->hGraph,
+               cbid == GP_CBID_cuGraphAddMemAllocNode ? GP_GRAPH_NODE_TYPE_MEM_ALLOC : GP_GRAPH_NODE_TYPE_MEM_FREE);
+  } else {
+    const gp_cuGraphExecUpdate_params *p = cb->functionParams;
+    exec_updated(p->hGraphExec, p->hGraph);
+  }
+  gp_in_agent_call(0);
 }
 
 // on_node_call: a kernel node was added to a graph, or its parameters
@@ -583,6 +636,12 @@ static void on_node_call(uint32_t cbid, const gp_CallbackData *cb) {
   if (cb->functionReturnValue && *(gp_CUresult *)cb->functionReturnValue != 0) return;
   gp_node_view nv;
   gp_view_node(cbid, cb->functionParams, 1, &nv);
+  if (!nv.kernel && !nv.exec && (nv.node_type == GP_GRAPH_NODE_TYPE_CONDITIONAL || nv.node_type == GP_GRAPH_NODE_TYPE_MEM_ALLOC ||
+                                 nv.node_type == GP_GRAPH_NODE_TYPE_MEM_FREE)) {
+    if (gp_launch_has_shape(cbid, GP_SHAPE_NODE_ADD_ANY) || gp_launch_has_shape(cbid, GP_SHAPE_NODE_ADD_ANY_V2))
+      built_node(nv.node, NULL, (uint32_t)nv.node_type);
+    return;
+  }
   if (!nv.kernel || !nv.node || !nv.launch.f) return;
   uint64_t node_id = 0;
   if (gp_cupti.getGraphNodeId(nv.node, &node_id) != 0 || !node_id) return;
@@ -703,6 +762,9 @@ static void dispatch(int domain, uint32_t cbid, const void *data) {
                                gp_launch_ptsz(cbid));
     } else if (gp_launch_is_node(cbid)) {
       on_node_call(cbid, cb);
+    } else if (cbid == GP_CBID_cuGraphExecUpdate || cbid == GP_CBID_cuGraphExecUpdate_v2 ||
+               cbid == GP_CBID_cuGraphAddMemAllocNode || cbid == GP_CBID_cuGraphAddMemFreeNode) {
+      on_graph_build(cbid, cb);
     } else if (cbid == GP_CBID_cuModuleUnload || (gp_proc.cfg.probes && cbid >= GP_CBID_cuModuleLoadData && cbid <= GP_CBID_cuModuleUnload)) {
       if (cbid == GP_CBID_cuModuleUnload && cb->callbackSite == GP_API_ENTER) forget_module(cb);
       if (gp_proc.cfg.probes) gp_probe_module_api(cbid, cb);

@@ -10,6 +10,7 @@
 gp_process gp_proc __attribute__((aligned(64)));
 gp_cupti_api gp_cupti;
 gp_CUptiResult (*gp_cupti_callback_name)(int, uint32_t, const char **);
+gp_CUptiResult (*gp_cupti_graph_exec_id)(gp_CUgraphExec, uint32_t *);
 gp_cu_api gp_cu;
 
 static uint32_t cupti_version;
@@ -75,6 +76,8 @@ static const struct {
     {"cuStreamWaitEvent", GP_NEED_OPTIONAL},
     {"cuEventSynchronize", GP_NEED_OPTIONAL},
     {"cuKernelGetName", GP_NEED_OPTIONAL},
+    {"cuGraphGetNodes", GP_NEED_OPTIONAL},
+    {"cuGraphNodeGetType", GP_NEED_OPTIONAL},
 };
 _Static_assert(sizeof driver_symbols / sizeof *driver_symbols == sizeof(gp_cu_api) / sizeof(void *),
                "driver_symbols names every slot of gp_cu_api, in order");

@@ -51,6 +51,8 @@ typedef struct {
 extern gp_cupti_api gp_cupti;
 // cuptiGetCallbackName, optional: NULL where CUPTI lacks it.
 extern gp_CUptiResult (*gp_cupti_callback_name)(int domain, uint32_t cbid, const char **name);
+// cuptiGetGraphExecId, optional: NULL where CUPTI lacks it.
+extern gp_CUptiResult (*gp_cupti_graph_exec_id)(gp_CUgraphExec exec, uint32_t *id);
 
 // The driver functions the agent calls, in the order gp_driver_symbol
 // names them. The Go side binds them (gp_driver_bind) from the
@@ -99,6 +101,9 @@ typedef struct {
   gp_CUresult (*eventSynchronize)(void *);
   // a graph kernel node named by its CUkernel alone (launch.c), which cuFuncGetName does not name
   gp_CUresult (*kernelGetName)(const char **, void *);
+  // the nodes of a graph an executable graph is updated from (launch.c)
+  gp_CUresult (*graphGetNodes)(gp_CUgraph, gp_CUgraphNode *, size_t *);
+  gp_CUresult (*graphNodeGetType)(gp_CUgraphNode, int *);
 } gp_cu_api;
 extern gp_cu_api gp_cu;
 

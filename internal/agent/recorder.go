@@ -582,11 +582,12 @@ func (r *recorder) record(raw []byte) {
 	case C.GP_REC_GRAPHNODE:
 		g := (*C.gp_graphnode_rec)(p)
 		r.batch.GraphNodes = append(r.batch.GraphNodes, &pb.GraphNode{
-			NodeId:         uint64(g.node_id),
-			GraphId:        uint32(g.graph_id),
-			OriginalNodeId: uint64(g.original_node_id),
-			LaunchSeq:      uint64(g.launch_seq),
-			NodeType:       uint32(g.node_type),
+			NodeId:          uint64(g.node_id),
+			GraphId:         uint32(g.graph_id),
+			OriginalNodeId:  uint64(g.original_node_id),
+			LaunchSeq:       uint64(g.launch_seq),
+			NodeType:        uint32(g.node_type),
+			UpdatedAfterSeq: uint64(g.updated_after_seq),
 		})
 	case C.GP_REC_GRAPHLAUNCH:
 		g := (*C.gp_graphlaunch_rec)(p)

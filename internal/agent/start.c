@@ -62,6 +62,7 @@ static int load_cupti(const char *path, char *err, size_t errcap) {
   }
   gp_cupti_version();
   gp_cupti_callback_name = (gp_CUptiResult(*)(int, uint32_t, const char **))dlsym(lib, "cuptiGetCallbackName");
+  gp_cupti_graph_exec_id = (gp_CUptiResult(*)(gp_CUgraphExec, uint32_t *))dlsym(lib, "cuptiGetGraphExecId");
   return 1;
 }
 
@@ -146,6 +147,10 @@ int gp_start(const gp_config *cfg, char *err, size_t errcap) {
   // A module's unload ends its kernels' handles, which a later module's may reuse (launch.c).
   static const uint32_t unload_cbid[] = {GP_CBID_cuModuleUnload};
   if (!enable(GP_CB_DOMAIN_DRIVER_API, unload_cbid, 1, err, errcap)) return 0;
+  // Graphs built whole: memory nodes, and executable graphs updated from another graph (launch.c).
+  static const uint32_t build_cbids[] = {GP_CBID_cuGraphExecUpdate, GP_CBID_cuGraphAddMemAllocNode, GP_CBID_cuGraphAddMemFreeNode,
+                                         GP_CBID_cuGraphExecUpdate_v2};
+  for (size_t i = 0; i < sizeof build_cbids / sizeof *build_cbids; i++) enable_driver_cbid(build_cbids[i]);  // absent from older CUDA
   gp_hostcall_subscribe(enable_driver_cbid);
   if (cfg->memory_mode != GP_MEM_OFF) {
     if (!gp_mem_start(cfg, err, errcap)) return 0;

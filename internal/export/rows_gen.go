@@ -1140,14 +1140,16 @@ func (r *framesRow) set(v []tables.Value) {
 }
 
 // graphNodesRow is a row of the graph_nodes table: CUDA graph nodes: created by
-// a captured launch, or cloned from another node.
+// a captured launch or a graph API call, cloned from another node, or given
+// another node's work by a whole-graph update.
 type graphNodesRow struct {
-	Process        string `parquet:"process,dict"`
-	NodeID         int64  `parquet:"node_id"`
-	GraphID        int64  `parquet:"graph_id"`
-	OriginalNodeID *int64 `parquet:"original_node_id,optional"`
-	LaunchSeq      *int64 `parquet:"launch_seq,optional"`
-	NodeType       int64  `parquet:"node_type"`
+	Process         string `parquet:"process,dict"`
+	NodeID          int64  `parquet:"node_id"`
+	GraphID         int64  `parquet:"graph_id"`
+	OriginalNodeID  *int64 `parquet:"original_node_id,optional"`
+	LaunchSeq       *int64 `parquet:"launch_seq,optional"`
+	NodeType        int64  `parquet:"node_type"`
+	UpdatedAfterSeq *int64 `parquet:"updated_after_seq,optional"`
 }
 
 func (r *graphNodesRow) set(v []tables.Value) {
@@ -1165,6 +1167,11 @@ func (r *graphNodesRow) set(v []tables.Value) {
 		r.LaunchSeq = &x
 	}
 	r.NodeType = v[5].Int64()
+	r.UpdatedAfterSeq = nil
+	if !v[6].IsNull() {
+		x := v[6].Int64()
+		r.UpdatedAfterSeq = &x
+	}
 }
 
 // graphLaunchesRow is a row of the graph_launches table: CUDA graph replays

@@ -392,13 +392,14 @@ var frames = define("frames", "the frames of each callstack", key("process", "ca
 
 func (r *frameRec) python() bool { return r.f.GetKind() == pb.Frame_PYTHON }
 
-var graphNodes = define("graph_nodes", "CUDA graph nodes: created by a captured launch, or cloned from another node", key("process", "node_id"),
+var graphNodes = define("graph_nodes", "CUDA graph nodes: created by a captured launch or a graph API call, cloned from another node, or given another node's work by a whole-graph update", key("process", "node_id"),
 	processCol[pb.GraphNode](),
 	c("node_id", Int64, "graph node id", func(_ *pass, n *pb.GraphNode) Value { return Int(n.GetNodeId()) }),
 	c("graph_id", Int64, "graph holding it", func(_ *pass, n *pb.GraphNode) Value { return Int(n.GetGraphId()) }),
 	c("original_node_id", Int64, "node it was cloned from, NULL when created", func(_ *pass, n *pb.GraphNode) Value { return idOrNull(n.GetOriginalNodeId()) }).null(),
 	c("launch_seq", Int64, "launches.seq of the captured launch that created it, NULL when cloned", func(_ *pass, n *pb.GraphNode) Value { return idOrNull(n.GetLaunchSeq()) }).null(),
 	c("node_type", Int64, "CUgraphNodeType (0: kernel)", func(_ *pass, n *pb.GraphNode) Value { return Int(n.GetNodeType()) }),
+	c("updated_after_seq", Int64, "cuGraphExecUpdate: the graph launches after this launches.seq run original_node_id's work on this executable graph's node; NULL otherwise", func(_ *pass, n *pb.GraphNode) Value { return idOrNull(n.GetUpdatedAfterSeq()) }).null(),
 )
 
 var graphLaunches = define("graph_launches", "CUDA graph replays (cuGraphLaunch)", key("process", "seq"),

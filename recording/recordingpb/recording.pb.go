@@ -3499,8 +3499,12 @@ type GraphNode struct {
 	OriginalNodeId uint64                 `protobuf:"varint,3,opt,name=original_node_id,json=originalNodeId,proto3" json:"original_node_id,omitempty"` // cloned nodes: the node it was cloned from
 	LaunchSeq      uint64                 `protobuf:"varint,4,opt,name=launch_seq,json=launchSeq,proto3" json:"launch_seq,omitempty"`                  // created nodes: Launch.seq of the capturing launch
 	NodeType       uint32                 `protobuf:"varint,5,opt,name=node_type,json=nodeType,proto3" json:"node_type,omitempty"`                     // CUgraphNodeType (0 = kernel)
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// 1.18: this record re-points node_id, an executable graph's node, after
+	// cuGraphExecUpdate: the graph launches after Launch.seq updated_after_seq
+	// run original_node_id's work (a node of the graph it was updated from).
+	UpdatedAfterSeq uint64 `protobuf:"varint,6,opt,name=updated_after_seq,json=updatedAfterSeq,proto3" json:"updated_after_seq,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *GraphNode) Reset() {
@@ -3564,6 +3568,13 @@ func (x *GraphNode) GetLaunchSeq() uint64 {
 func (x *GraphNode) GetNodeType() uint32 {
 	if x != nil {
 		return x.NodeType
+	}
+	return 0
+}
+
+func (x *GraphNode) GetUpdatedAfterSeq() uint64 {
+	if x != nil {
+		return x.UpdatedAfterSeq
 	}
 	return 0
 }
@@ -4861,14 +4872,15 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x05block\x18\v \x01(\v2\x18.gpurr.recording.v1.Dim3R\x05block\x120\n" +
 	"\x14registers_per_thread\x18\f \x01(\rR\x12registersPerThread\x12(\n" +
 	"\x10shared_mem_bytes\x18\r \x01(\rR\x0esharedMemBytes\x125\n" +
-	"\x17static_shared_mem_bytes\x18\x0e \x01(\rR\x14staticSharedMemBytes\"\xa5\x01\n" +
+	"\x17static_shared_mem_bytes\x18\x0e \x01(\rR\x14staticSharedMemBytes\"\xd1\x01\n" +
 	"\tGraphNode\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\x04R\x06nodeId\x12\x19\n" +
 	"\bgraph_id\x18\x02 \x01(\rR\agraphId\x12(\n" +
 	"\x10original_node_id\x18\x03 \x01(\x04R\x0eoriginalNodeId\x12\x1d\n" +
 	"\n" +
 	"launch_seq\x18\x04 \x01(\x04R\tlaunchSeq\x12\x1b\n" +
-	"\tnode_type\x18\x05 \x01(\rR\bnodeType\"\xb3\x02\n" +
+	"\tnode_type\x18\x05 \x01(\rR\bnodeType\x12*\n" +
+	"\x11updated_after_seq\x18\x06 \x01(\x04R\x0fupdatedAfterSeq\"\xb3\x02\n" +
 	"\vGraphLaunch\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x10\n" +
 	"\x03tid\x18\x02 \x01(\rR\x03tid\x12\x1d\n" +

@@ -295,6 +295,17 @@ int main(void) {
   VALUE(GP_CBID_RESOURCE_MODULE_LOADED, CUPTI_CBID_RESOURCE_MODULE_LOADED);
   VALUE(GP_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
   VALUE(GP_CBID_RESOURCE_GRAPHNODE_CLONED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
+  // graphs built whole: memory nodes, executable graphs updated (launch.c)
+  VALUE(GP_CBID_cuGraphExecUpdate, CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate);
+  VALUE(GP_CBID_cuGraphExecUpdate_v2, CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2);
+  VALUE(GP_CBID_cuGraphAddMemAllocNode, CUPTI_DRIVER_TRACE_CBID_cuGraphAddMemAllocNode);
+  VALUE(GP_CBID_cuGraphAddMemFreeNode, CUPTI_DRIVER_TRACE_CBID_cuGraphAddMemFreeNode);
+  FIELD(gp_cuGraphAddMemNode_params, cuGraphAddMemAllocNode_params, phGraphNode);
+  FIELD(gp_cuGraphAddMemNode_params, cuGraphAddMemAllocNode_params, hGraph);
+  FIELD(gp_cuGraphAddMemNode_params, cuGraphAddMemFreeNode_params, phGraphNode);
+  FIELD(gp_cuGraphAddMemNode_params, cuGraphAddMemFreeNode_params, hGraph);
+  FIELD(gp_cuGraphExecUpdate_params, cuGraphExecUpdate_v2_params, hGraphExec);
+  FIELD(gp_cuGraphExecUpdate_params, cuGraphExecUpdate_v2_params, hGraph);
   VALUE(GP_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   VALUE(GP_ACTIVITY_KIND_KERNEL, CUPTI_ACTIVITY_KIND_KERNEL);
   VALUE(GP_ACTIVITY_FLAG_FLUSH_FORCED, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);

@@ -108,6 +108,27 @@ static gp_CUptiResult fake_getGraphId(gp_CUgraph g, uint32_t *id) {
   return 0;
 }
 
+// The executable graph 0xe0e0 is CUPTI's graph 0x48; graph 0x44, which it is updated from,
+// holds two nodes, a kernel node and an empty one.
+static gp_CUptiResult fake_getGraphExecId(gp_CUgraphExec e, uint32_t *id) {
+  if (e != (gp_CUgraphExec)0xe0e0) return 1;
+  *id = 0x48;
+  return 0;
+}
+
+static gp_CUresult fake_graphGetNodes(gp_CUgraph g, gp_CUgraphNode *nodes, size_t *n) {
+  if (g != (gp_CUgraph)0x44) return 400;
+  if (nodes)
+    for (size_t i = 0; i < *n && i < 2; i++) nodes[i] = (gp_CUgraphNode)(0x44000000000 + i);
+  *n = 2;
+  return 0;
+}
+
+static gp_CUresult fake_graphNodeGetType(gp_CUgraphNode node, int *type) {
+  *type = (uintptr_t)node & 1 ? 5 : GP_GRAPH_NODE_TYPE_KERNEL;  // CU_GRAPH_NODE_TYPE_EMPTY
+  return 0;
+}
+
 // Kernels: F_MAIN has 3 params (8, 4, 4 bytes), F_EXTRA none (its launches
 // pass `extra`), F_SKIP is filtered out by name, F_EX has 2 params (8, 8),
 // F_WIDE one of WIDE_WORDS words (a cuBLAS GEMM's: pointers, TMA descriptors).
@@ -227,6 +248,9 @@ HP_API int hp_setup(int mode) {
   gp_cupti.getStreamIdEx = fake_getStreamIdEx;
   gp_cupti.getGraphNodeId = fake_getGraphNodeId;
   gp_cupti.getGraphId = fake_getGraphId;
+  gp_cupti_graph_exec_id = fake_getGraphExecId;
+  gp_cu.graphGetNodes = fake_graphGetNodes;
+  gp_cu.graphNodeGetType = fake_graphNodeGetType;
   gp_cu.funcGetParamInfo = fake_funcGetParamInfo;
   gp_cu.funcGetName = fake_funcGetName;
   gp_cu.kernelGetName = fake_kernelGetName;
@@ -589,15 +613,28 @@ HP_API int hp_scenario(const char *path) {
                                       .blockDimY = 1, .blockDimZ = 1, .kernelParams = kpx};
   gp_cuGraphAddNode_v2_params pany = {&added2, (gp_CUgraph)0x42, NULL, NULL, 0, &np};
   launch(GP_CBID_cuGraphAddNode_v2, &pany, 0, NULL);
-  // Not recorded as launches: a memory node and a conditional node (their
-  // graph node records alone, to be counted), a failed add, and a _v1 add
-  // naming its kernel only in kern (a _v2 member the _v1 struct does not have).
+  // Not recorded as launches: memory nodes and a conditional node (their
+  // graph node records alone, to be counted, whether added by cuGraphAddNode
+  // or by the memory node calls; their creation callbacks record nothing), a
+  // failed add, and a _v1 add naming its kernel only in kern (a _v2 member
+  // the _v1 struct does not have).
+  gp_CUgraphNode mem = (gp_CUgraphNode)0x9500, cond = (gp_CUgraphNode)0x9600;
   np.type = GP_GRAPH_NODE_TYPE_MEM_ALLOC;
+  pany.phGraphNode = &mem;
   launch(GP_CBID_cuGraphAddNode_v2, &pany, 0, NULL);
-  gp_GraphData gmem = {.graph = (gp_CUgraph)0x42, .node = (gp_CUgraphNode)0x9500, .nodeType = GP_GRAPH_NODE_TYPE_MEM_ALLOC};
+  gp_GraphData gmem = {.graph = (gp_CUgraph)0x42, .node = mem, .nodeType = GP_GRAPH_NODE_TYPE_MEM_ALLOC};
   resource(GP_CBID_RESOURCE_GRAPHNODE_CREATED, &gmem, NULL);
-  gp_GraphData gcond = {.graph = (gp_CUgraph)0x42, .node = (gp_CUgraphNode)0x9600, .nodeType = GP_GRAPH_NODE_TYPE_CONDITIONAL};
+  np.type = GP_GRAPH_NODE_TYPE_CONDITIONAL;
+  pany.phGraphNode = &cond;
+  launch(GP_CBID_cuGraphAddNode_v2, &pany, 0, NULL);
+  gp_GraphData gcond = {.graph = (gp_CUgraph)0x42, .node = cond, .nodeType = GP_GRAPH_NODE_TYPE_CONDITIONAL};
   resource(GP_CBID_RESOURCE_GRAPHNODE_CREATED, &gcond, NULL);
+  gp_CUgraphNode alloc = (gp_CUgraphNode)0x9700, release = (gp_CUgraphNode)0x9800;
+  gp_cuGraphAddMemNode_params pm = {&alloc, (gp_CUgraph)0x42};
+  launch(GP_CBID_cuGraphAddMemAllocNode, &pm, 0, NULL);
+  pm.phGraphNode = &release;
+  launch(GP_CBID_cuGraphAddMemFreeNode, &pm, 0, NULL);
+  pany.phGraphNode = &added2;
   launch(GP_CBID_cuGraphAddKernelNode_v2, &pan, 1, NULL);
   kn.func = NULL, kn.kern = K_NODE;
   launch(GP_CBID_cuGraphAddKernelNode, &pan, 0, NULL);
@@ -610,6 +647,15 @@ HP_API int hp_scenario(const char *path) {
   // A graph launch (EXIT only is recorded).
   gp_cuGraphLaunch_params pg = {(gp_CUgraphExec)0xe0e0, (gp_CUstream)0x7000a0};
   launch(GP_CBID_cuGraphLaunch, &pg, 0, NULL);
+  // The executable graph updated whole from graph 0x44: a record for each of its two
+  // nodes, re-pointing the executable graph's node of the same index to it after the
+  // last launch; a failed update, and one of an executable graph CUPTI does not name,
+  // record nothing.
+  gp_cuGraphExecUpdate_params pu = {(gp_CUgraphExec)0xe0e0, (gp_CUgraph)0x44};
+  launch(GP_CBID_cuGraphExecUpdate_v2, &pu, 0, NULL);
+  launch(GP_CBID_cuGraphExecUpdate_v2, &pu, 1, NULL);
+  gp_cuGraphExecUpdate_params pbad = {(gp_CUgraphExec)0xe0f0, (gp_CUgraph)0x44};
+  launch(GP_CBID_cuGraphExecUpdate, &pbad, 0, NULL);
   launch(GP_CBID_cuGraphLaunch_ptsz, &pg, 0, NULL);
 
   // Destroying a stream invalidates the cached ids.
