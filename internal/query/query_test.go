@@ -74,6 +74,9 @@ func TestTablesMatchSchema(t *testing.T) {
 		if table.Name == "digests" {
 			continue // recorded with --memory digest only: TestDigestTable
 		}
+		if table.Name == "copy_states" {
+			continue // recorded from format 1.17 on, of copies into device memory: the tables package's TestCopyStates
+		}
 		if table.Name == "copies" || table.Name == "syncs" || table.Name == "host_calls" {
 			continue // recorded from format 1.15 on: TestCopyTables
 		}

@@ -30,7 +30,7 @@ __version__ = "@VERSION@"
 EXPORT_TABLES = ("processes", "devices", "modules", "kernels", "kernel_params", "launches", "gpu_activity",
                  "gpurr_activity", "copies", "syncs", "host_calls", "ranges", "callstacks", "frames", "graph_nodes", "graph_launches", "allocations",
                  "regions", "memory_states", "torn_states", "nan_counts", "memory_chunks", "write_set_misses", "digests",
-                 "probe_kernels", "probe_launches", "probe_ctas", "log", "stats")
+                 "copy_states", "probe_kernels", "probe_launches", "probe_ctas", "log", "stats")
 
 
 class GpurrError(Exception):
