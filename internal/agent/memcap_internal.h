@@ -8,7 +8,8 @@
 //   memregions.c  the regions of a launch and what may be carried (write
 //                 sets); the driver calls that write memory outside kernels
 //   memjobs.c     a launch's memory jobs: the job FIFO and its rings,
-//                 deferred batches and hashes beside the program
+//                 deferred batches and hashes beside the program; a copy's
+//                 (copy states)
 //   memdigest.c   step digests: the optimizer's set, a step's digest
 //   memcap.c      the driver calls' callbacks (allocations, writes), the
 //                 writer's side (gp_mem_poll, gp_mem_release), the start
