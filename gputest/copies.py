@@ -1,5 +1,6 @@
 """copies.*: memory copies, memsets and host waits in query, trace and info, each with its
-bytes, stream, duration and the Python line that made it."""
+bytes, stream, duration and the Python line that made it; and the states of what copies wrote,
+as rewind and nan read them."""
 import json
 import struct
 
