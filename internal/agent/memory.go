@@ -472,7 +472,7 @@ func (m *memoryCapture) emit(r *recorder, s *pb.MemoryState) {
 	default:
 		r.batch.Memory = append(r.batch.Memory, s)
 	}
-	r.added()
+	r.addedState(s)
 }
 
 // lost records a job the C side gave up on (drop-oldest, exit), or a copy state it could not

@@ -39,7 +39,12 @@ import (
 const (
 	frameLaunches = 8192
 	frameInterval = 100 * time.Millisecond
-	drainInterval = 2 * time.Millisecond
+	// frameStateBytes bounds the chunk hashes of a frame's memory states: hashes do not
+	// compress, and a frame may hold 256 MiB (recording.maxFramePayload). XLA's preallocated
+	// pool made each state of a launch or copy that reached it 1.8 MB (a 7 GiB region) and a
+	// frame 346 MB on an H200.
+	frameStateBytes = 64 << 20
+	drainInterval   = 2 * time.Millisecond
 	// memDrainInterval is shorter: snapshot staging fills at PCIe speed.
 	memDrainInterval = 500 * time.Microsecond
 	activityFlush    = 500 * time.Millisecond
@@ -59,31 +64,35 @@ type recorder struct {
 	w    *recording.Writer
 	log  *os.File
 
-	mu        sync.Mutex // guards everything below; the loop and shutdown share it
-	batch     *pb.Batch
-	pending   int // records in batch
-	oldest    time.Time
-	take      unsafe.Pointer // C buffer for gp_ring_take
-	stacks    map[uint64]bool
-	symbols   map[uint64]string // native symbol names by address
-	objects   *symtab.Cache     // the symbol tables that name them
-	devices   map[uint32]bool
-	modules   []moduleInfo             // in load order
-	triton    *tritonCache             // where Triton kernels' PTX is found
-	hang      *hangWatch               // launches the GPU has not finished (--hang-timeout); nil when off
-	writeSets map[string]*ptx.WriteSet // by kernel name, from the PTX of modules whose PTX was found
-	hung      bool                     // a hang was reported
-	forcing   atomic.Bool              // a forced activity flush for the hang watch is under way
-	kernels   map[uint64]*pb.Kernel
-	links     *forwardLinks // backward launches to forward lines (PyTorch)
-	nvtx      *nvtxState
-	closed    bool
-	stats     pb.Stats       // Go-side counters
-	mem       *memoryCapture // nil when memory capture is off
-	reserve   string         // disk space held back for the launch log (see holdDiskReserve), "" when none
-	stop      chan struct{}
-	wg        sync.WaitGroup
-	lastTick  time.Time
+	mu      sync.Mutex // guards everything below; the loop and shutdown share it
+	batch   *pb.Batch
+	pending int // records in batch
+	// stateBytes are the batch's memory states' hash bytes (frameStateBytes); writing is set
+	// while writeFrame runs, which may stop memory capture and so add states
+	stateBytes int
+	writing    bool
+	oldest     time.Time
+	take       unsafe.Pointer // C buffer for gp_ring_take
+	stacks     map[uint64]bool
+	symbols    map[uint64]string // native symbol names by address
+	objects    *symtab.Cache     // the symbol tables that name them
+	devices    map[uint32]bool
+	modules    []moduleInfo             // in load order
+	triton     *tritonCache             // where Triton kernels' PTX is found
+	hang       *hangWatch               // launches the GPU has not finished (--hang-timeout); nil when off
+	writeSets  map[string]*ptx.WriteSet // by kernel name, from the PTX of modules whose PTX was found
+	hung       bool                     // a hang was reported
+	forcing    atomic.Bool              // a forced activity flush for the hang watch is under way
+	kernels    map[uint64]*pb.Kernel
+	links      *forwardLinks // backward launches to forward lines (PyTorch)
+	nvtx       *nvtxState
+	closed     bool
+	stats      pb.Stats       // Go-side counters
+	mem        *memoryCapture // nil when memory capture is off
+	reserve    string         // disk space held back for the launch log (see holdDiskReserve), "" when none
+	stop       chan struct{}
+	wg         sync.WaitGroup
+	lastTick   time.Time
 }
 
 type moduleInfo struct {
@@ -379,6 +388,18 @@ func (r *recorder) added() {
 		r.oldest = time.Now()
 	}
 	r.pending++
+}
+
+// addedState notes a memory state added to the batch, and writes the batch out once its
+// states' hashes reach frameStateBytes.
+func (r *recorder) addedState(s *pb.MemoryState) {
+	r.added()
+	for _, rs := range s.GetRegions() {
+		r.stateBytes += len(rs.GetHash()) + len(rs.GetChunkHashes()) + 8*(len(rs.GetNanCount())+len(rs.GetInfCount()))
+	}
+	if r.stateBytes >= frameStateBytes && !r.writing {
+		r.writeFrame()
+	}
 }
 
 // tail returns the bytes after a record's fixed part.
@@ -864,9 +885,11 @@ func (r *recorder) logf(level, format string, args ...any) {
 func (r *recorder) writeFrame() {
 	if r.closed {
 		r.batch = &pb.Batch{}
-		r.pending = 0
+		r.pending, r.stateBytes = 0, 0
 		return
 	}
+	r.writing = true
+	defer func() { r.writing = false }()
 	var c C.gp_counters
 	C.gp_read_counters(&c)
 	if r.mem != nil {
@@ -940,7 +963,7 @@ func (r *recorder) writeFrame() {
 		r.closeFiles()
 	}
 	r.batch = &pb.Batch{}
-	r.pending = 0
+	r.pending, r.stateBytes = 0, 0
 	clear(r.nvtx.inBatch)
 }
 

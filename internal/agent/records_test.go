@@ -456,3 +456,23 @@ func TestPendingPointsRecordedLost(t *testing.T) {
 	equal(t, "launch state", &pb.Batch{Memory: r.batch.Memory}, &pb.Batch{Memory: []*pb.MemoryState{{LaunchSeq: 12, Point: pb.MemoryState_AFTER,
 		Lost: true, LostReason: "only 1 of its 2 memory jobs were enqueued: no room for the rest"}}})
 }
+
+// A batch whose memory states' hashes reach frameStateBytes is written out at once: hashes do
+// not compress, and a frame holds at most 256 MiB (XLA's preallocated pool, hashed whole after
+// each launch and copy, made a 346 MB frame).
+func TestFrameBoundedByStates(t *testing.T) {
+	r := testRecorder(t)
+	state := func(seq uint64) *pb.MemoryState {
+		return &pb.MemoryState{LaunchSeq: seq, Point: pb.MemoryState_AFTER,
+			Regions: []*pb.RegionState{{Hash: make([]byte, 16), ChunkHashes: make([]byte, 2<<20-16)}}}
+	}
+	for seq := uint64(1); seq <= 40; seq++ {
+		s := state(seq)
+		r.batch.Memory = append(r.batch.Memory, s)
+		r.addedState(s)
+	}
+	if r.stats.FramesWritten != 1 || len(r.batch.Memory) != 8 || r.stateBytes != 8<<21 {
+		t.Fatalf("%d frames written, %d states and %d hash bytes left in the batch; want 1 frame of 32 states, 8 left (16 MiB)",
+			r.stats.FramesWritten, len(r.batch.Memory), r.stateBytes)
+	}
+}
