@@ -193,7 +193,11 @@ func (r *Report) WriteText(w io.Writer) error {
 		diff.WriteMore(t, "           ", in.More)
 	}
 	if f.Counted {
-		t.Printf("  counted on the GPU while recording; the region may have held them before the launch (a copy from the host lands unseen until a kernel reaches it).\n")
+		if in := f.Inputs; in == nil || in.Kind == "unknown" {
+			t.Printf("  counted on the GPU while recording; the region may have held them before the launch (a copy from the host lands unseen until a kernel reaches it).\n")
+		} else {
+			t.Printf("  counted on the GPU while recording, after the launch.\n")
+		}
 		t.Printf("  To see the values: record again with --memory snapshot --snapshot-launches %d, then gpurr nan or gpurr rewind\n", f.Seq)
 	}
 	r.notScanned(t, "; an earlier one may hold NaN")
