@@ -2,6 +2,7 @@
 import json
 import re
 import shutil
+import time
 from pathlib import Path
 
 from harness import Fail, Skip, WL, build_cu_fatbin, check, tail, test
@@ -209,6 +210,26 @@ def t_replay_cooperative(h):
     check(len(grid) == 1, f"grid_sum replayed {len(grid)} times: {r.out[:300]}")
     check(grid[0]["status"] == "bit-exact", f"grid_sum: {grid[0]['status']}: {grid[0].get('why', '')[:200]}")
     return "grid_sum (cooperative, grid.sync) bit-exact"
+
+
+@test("replay.fault_fresh_context")
+def t_replay_fault_fresh_context(h):
+    """A kernel that traps once the GPU's timer passes a deadline its program's run ends before
+    (fault_later.cu), between two that do not: gpurr replay --all after the deadline faults in
+    it, says the CUDA context was lost and that the launches after it run in a fresh one, and
+    the next kernel, scale, replays bit-exact there (after_fault names the trap's launch)."""
+    binary = build_cu(h, "fault_later", ["-arch=sm_90"])
+    want, d = h.workload("fault_later", [binary], flags=["--memory", "snapshot", "--snapshot-launches", "1-"])
+    time.sleep(want["delay_s"] + 1)  # past the deadline, counted from the program's start
+    r, launches = replay_json(h, [d, "--all"], "fault_later.replay")
+    by = {l["kernel"].split("(")[0]: l for l in launches}
+    trap, after = by.get("late_trap"), by.get("scale")
+    check(trap and after, f"late_trap and scale not both replayed: {[l['kernel'] for l in launches]}")
+    check(trap.get("fresh_context"), f"late_trap: {trap['status']}, no fresh context after it: {trap.get('why', '')[:200]}")
+    check(after["status"] == "bit-exact" and after.get("after_fault") == trap["launch"],
+          f"scale: {after['status']}, after_fault {after.get('after_fault')}, want bit-exact after launch {trap['launch']}")
+    check("run in a fresh context" in r.err, f"replay's stderr does not say so: {r.err[-300:]!r}")
+    return f"late_trap (launch {trap['launch']}): {trap['status']}; scale bit-exact in a fresh context"
 
 
 @test("replay.big_operands")

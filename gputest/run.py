@@ -76,7 +76,7 @@ ORDER = [
     "verify.rerun",
     "nan.planted", "nan.gpu_counts", "nan.counts_match_snapshots", "jax.nan", "jax.nan_prealloc", "jax.bisect", "jax.bisect_nan",
     "replay.transformer", "replay.extract", "replay.module", "replay.module_ptx", "replay.bad_input",
-    "replay.streams_shared", "replay.cooperative", "replay.big_operands", "replay.clocked_cubin", "jax.replay",
+    "replay.streams_shared", "replay.cooperative", "replay.fault_fresh_context", "replay.big_operands", "replay.clocked_cubin", "jax.replay",
     "tune.gridstride",
     "trace.graphs", "trace.memcap",
     "copies.timeline", "copies.rewind_after_copy", "copies.nan_from_copy",
