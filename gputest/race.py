@@ -27,18 +27,26 @@ def t_race_planted(h):
     return race_lines(hunt, "RACE", "st.shared", "from the plain replay", "per second")
 
 
+def race_free_recording(h):
+    """race_free.cu built for sm_90 SASS alone (nvcc's default would keep compute_75 PTX beside
+    it, which race takes) and recorded with snapshots of its kernel, and its PTX built apart
+    (for --ptx): (recording, PTX file)."""
+    _, ptxfile = build_cu_with_ptx(h, "race_free")
+    nvcc = h.nvcc if Path(h.nvcc).exists() else shutil.which("nvcc")
+    binary = h.tmp / "race_free.sass"
+    if not binary.exists():
+        r = h.sh([nvcc, "-O2", "-lineinfo", "-gencode", "arch=compute_90,code=sm_90", "-o", binary, WL / "race_free.cu"],
+                 300, log="race_free.sass.nvcc")
+        check(r.rc == 0, f"nvcc race_free.cu: {r.why()}")
+    _, d = h.workload("race_free_sass", [binary], flags=["--memory", "snapshot", "--snapshot-kernels", "synced_neighbour"])
+    return d, ptxfile
+
+
 @test("race.correct")
 def t_race_correct(h):
     """racy.cu's kernel with its barrier (race_free.cu): 200 trials of the delays that expose
     racy.cu's race change nothing, so gpurr race reports no witness and exits 0."""
-    _, ptxfile = build_cu_with_ptx(h, "race_free")
-    # nvcc's default keeps compute_75 PTX beside the SASS, which race takes: build SASS alone.
-    nvcc = h.nvcc if Path(h.nvcc).exists() else shutil.which("nvcc")
-    binary = h.tmp / "race_free.sass"
-    r = h.sh([nvcc, "-O2", "-lineinfo", "-gencode", "arch=compute_90,code=sm_90", "-o", binary, WL / "race_free.cu"], 300,
-             log="race_free.sass.nvcc")
-    check(r.rc == 0, f"nvcc race_free.cu: {r.why()}")
-    _, d = h.workload("race_free_sass", [binary], flags=["--memory", "snapshot", "--snapshot-kernels", "synced_neighbour"])
+    d, ptxfile = race_free_recording(h)
     hunt = h.sh([h.gpurr, "race", d, "--ptx", ptxfile, "--at", "shared-store,shared-load,barrier",
                  "--trials", "200", "--placement", "warp", "--fraction", "0.5", "--delay", "20us"], 300, log="race.correct")
     check(hunt.rc == 0 and "no trial of 200 changed the result" in hunt.out and "RACE" not in hunt.out,
@@ -53,14 +61,7 @@ def t_race_roundtrip(h):
     launch from its PTX as gpurr's parser and printer give it back, without delays, and the
     result must equal the recording (which the plain replay of the nvcc-built cubin reproduces
     bit for bit) in every region."""
-    _, ptxfile = build_cu_with_ptx(h, "race_free")
-    # nvcc's default keeps compute_75 PTX beside the SASS, which race takes: build SASS alone.
-    nvcc = h.nvcc if Path(h.nvcc).exists() else shutil.which("nvcc")
-    binary = h.tmp / "race_free.sass"
-    r = h.sh([nvcc, "-O2", "-lineinfo", "-gencode", "arch=compute_90,code=sm_90", "-o", binary, WL / "race_free.cu"], 300,
-             log="race_free.sass.nvcc")
-    check(r.rc == 0, f"nvcc race_free.cu: {r.why()}")
-    _, d = h.workload("race_free_sass", [binary], flags=["--memory", "snapshot", "--snapshot-kernels", "synced_neighbour"])
+    d, ptxfile = race_free_recording(h)
     plain = h.sh([h.gpurr, "replay", d], 120, log="race.roundtrip.replay")
     check(plain.rc == 0 and "bit-exact" in plain.out, f"plain replay of the recorded cubin: {plain.why()} {plain.out[-400:]}")
     r = h.sh([h.gpurr, "race", d, "--ptx", ptxfile, "--trials", "0"], 120, log="race.roundtrip")
@@ -72,17 +73,10 @@ def t_race_roundtrip(h):
 @test("race.bad_input")
 def t_race_bad_input(h):
     """gpurr race on input it cannot hunt gives one line on stderr and exit 2: a launch whose
-    module has no PTX in the recording (built for sm_90 SASS alone), the kernel's PTX rewritten to target an
-    architecture this GPU cannot JIT for (sm_100), and --all over a recording whose one launch
-    has no PTX."""
-    _, ptxfile = build_cu_with_ptx(h, "race_free")
-    # nvcc's default keeps compute_75 PTX beside the SASS, which race takes: build SASS alone.
-    nvcc = h.nvcc if Path(h.nvcc).exists() else shutil.which("nvcc")
-    binary = h.tmp / "race_free.sass"
-    r = h.sh([nvcc, "-O2", "-lineinfo", "-gencode", "arch=compute_90,code=sm_90", "-o", binary, WL / "race_free.cu"], 300,
-             log="race_free.sass.nvcc")
-    check(r.rc == 0, f"nvcc race_free.cu: {r.why()}")
-    _, d = h.workload("race_free_sass", [binary], flags=["--memory", "snapshot", "--snapshot-kernels", "synced_neighbour"])
+    module has no PTX in the recording (built for sm_90 SASS alone), the kernel's PTX rewritten
+    to target an architecture this GPU cannot JIT for (sm_100), and --all over a recording
+    whose one launch has no PTX."""
+    d, ptxfile = race_free_recording(h)
     newer = h.tmp / "race_free.sm100.ptx"
     text = Path(ptxfile).read_text()
     check(".target sm_90" in text, f"{ptxfile.name} has no .target sm_90")
