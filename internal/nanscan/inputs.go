@@ -78,7 +78,7 @@ func (s *scanner) inputs(f *Finding, r *recording.LaunchRecord) (*Inputs, error)
 		needPrior = needPrior || in.State == "nan"
 	}
 	if needPrior {
-		prior, err := diff.PriorStates(s.p, s.calls, r.Launch)
+		prior, err := diff.PriorStatesRead(s.p, s.calls, r.Launch, s.writes)
 		if err != nil {
 			return nil, err
 		}

@@ -171,6 +171,7 @@ type scanner struct {
 	view     *memview.View
 	seen     map[[16]byte][]Counts // counts of the chunks decoded, by hash
 	calls    []uint64              // every launch's seq, ascending (8 bytes a launch): what Inputs reads up to the finding
+	writes   bool                  // the recording holds copy states or allocations gpurr cleared (diff.PriorStatesRead)
 	// lib knows the libraries' own allocations (the first pass reads them), whose regions are
 	// left out unless includeLibrary.
 	lib            *diff.LibraryMemory
@@ -356,7 +357,9 @@ func (s *scanner) scan(fn func(*pb.Batch)) error {
 		}
 		for _, a := range b.Allocations {
 			s.lib.Add(a)
+			s.writes = s.writes || a.GetCleared()
 		}
+		s.writes = s.writes || len(b.CopyStates) > 0
 		fn(b)
 		return nil
 	})
