@@ -97,15 +97,16 @@ func atLine(line string) string {
 	return " at " + line
 }
 
-// regionKey names an allocation across launches: its Allocation.id, or for a region the agent
-// found by asking the driver (allocation_id 0) its address and size.
-type regionKey struct{ id, address, size uint64 }
+// AllocationKey names an allocation across a process's launches: its Allocation.id, or for a
+// region the agent found by asking the driver (allocation_id 0) its address and size.
+type AllocationKey struct{ id, address, size uint64 }
 
-func keyOf(r *pb.Region) regionKey {
+// AllocationOf is the allocation region r belongs to.
+func AllocationOf(r *pb.Region) AllocationKey {
 	if r.GetAllocationId() != 0 {
-		return regionKey{id: r.GetAllocationId()}
+		return AllocationKey{id: r.GetAllocationId()}
 	}
-	return regionKey{address: r.GetAddress(), size: r.GetSize()}
+	return AllocationKey{address: r.GetAddress(), size: r.GetSize()}
 }
 
 // PriorStates reads p's launches up to target, streamed (Process.Ordered), and returns, for each
@@ -131,9 +132,9 @@ func PriorStatesRead(p *recording.Process, seqs []uint64, target *pb.Launch, wri
 func priorStates(p *recording.Process, seqs []uint64, target *pb.Launch, readWrites bool) ([]Prior, error) {
 	seqs = seqs[:sortedBelow(seqs, target.GetSeq())]
 	out := make([]Prior, len(target.GetRegions()))
-	tracked := map[regionKey][]int{} // target's regions by allocation
+	tracked := map[AllocationKey][]int{} // target's regions by allocation
 	for i, r := range target.GetRegions() {
-		tracked[keyOf(r)] = append(tracked[keyOf(r)], i)
+		tracked[AllocationOf(r)] = append(tracked[AllocationOf(r)], i)
 	}
 	var writes []priorWrite
 	copies, err := copyStatesKept(p), error(nil)
@@ -193,7 +194,7 @@ func priorStates(p *recording.Process, seqs []uint64, target *pb.Launch, readWri
 			kernel = cmp.Or(r.Kernel.GetDemangled(), recording.Demangle(r.Kernel.GetName()))
 		}
 		for ri, reg := range l.GetRegions() {
-			for _, i := range tracked[keyOf(reg)] {
+			for _, i := range tracked[AllocationOf(reg)] {
 				pr := &out[i]
 				pr.Seq, at[i] = l.GetSeq(), l.GetSeq()
 				var rs *pb.RegionState
@@ -271,7 +272,7 @@ func lastWrite(p Prior) string {
 type priorWrite struct {
 	after   uint64 // the last launch call made before it
 	call    uint32 // the copy's correlation id; 0 for a clearing
-	key     regionKey
+	key     AllocationKey
 	state   *pb.RegionState // nil for a lost copy state
 	stored  bool            // state's chunks are in the chunk store (a snapshot)
 	cleared bool
@@ -289,7 +290,7 @@ var errWritesEnough = errors.New("enough")
 // 1.17 with hash or snapshot memory capture). A copy state arrives after its call, when the GPU
 // finished it, ahead of target's state after it: the scan stops at the frame that holds that,
 // or reads to the end.
-func priorWrites(p *recording.Process, target *pb.Launch, tracked map[regionKey][]int) (writes []priorWrite, copies bool, err error) {
+func priorWrites(p *recording.Process, target *pb.Launch, tracked map[AllocationKey][]int) (writes []priorWrite, copies bool, err error) {
 	if !copyStatesKept(p) {
 		return nil, false, nil
 	}
@@ -299,7 +300,7 @@ func priorWrites(p *recording.Process, target *pb.Launch, tracked map[regionKey]
 	var states []*pb.MemoryState
 	_, err = p.Scan(func(b *pb.Batch) error {
 		for _, a := range b.GetAllocations() {
-			if k := (regionKey{id: a.GetId()}); a.GetCleared() && !a.GetFreed() && len(tracked[k]) > 0 {
+			if k := (AllocationKey{id: a.GetId()}); a.GetCleared() && !a.GetFreed() && len(tracked[k]) > 0 {
 				writes = append(writes, priorWrite{after: a.GetLaunchSeq(), key: k, state: zeroState(a.GetSize(), nanTypes), stored: true, cleared: true})
 			}
 		}
@@ -330,7 +331,7 @@ func priorWrites(p *recording.Process, target *pb.Launch, tracked map[regionKey]
 		h := calls.Of(s.GetCorrelationId())
 		what, line := cmp.Or(copyKind(h.GetApi()), "copy or memset"), recording.Line(stacks[h.GetCallstackId()])
 		for j, reg := range s.GetCopyRegions() {
-			k := keyOf(reg)
+			k := AllocationOf(reg)
 			if len(tracked[k]) == 0 {
 				continue
 			}

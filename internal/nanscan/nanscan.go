@@ -239,7 +239,7 @@ func (s *scanner) fromCounts() (*Finding, Stats, error) {
 		slices.Sort(counted)
 		counted = slices.Compact(counted)
 		counted = counted[:sortedUpTo(counted, candidates[len(candidates)-1])]
-		held := map[allocKey][]uint64{} // NaN + Inf per type asked, after the last counted launch that reached it
+		held := map[diff.AllocationKey][]uint64{} // NaN + Inf per type asked, after the last counted launch that reached it
 		_, err = s.p.Ordered(counted, func(r *recording.LaunchRecord) error {
 			seq := r.Launch.GetSeq()
 			_, isCandidate := slices.BinarySearch(candidates, seq)
@@ -283,23 +283,15 @@ func (s *scanner) fromCounts() (*Finding, Stats, error) {
 	return found, s.st, err
 }
 
-// allocKey names an allocation across launches: its Allocation.id, or for a region the agent
-// found by asking the driver (allocation_id 0) its address and size.
-type allocKey struct{ id, address, size uint64 }
-
 // rose notes in held the counts of r's regions (communication libraries' own memory left out,
 // unless asked) and reports whether one of them rose above what its allocation held before,
 // and whether one holds NaN or Inf at all.
-func (s *scanner) rose(r *recording.LaunchRecord, held map[allocKey][]uint64) (up, any bool) {
+func (s *scanner) rose(r *recording.LaunchRecord, held map[diff.AllocationKey][]uint64) (up, any bool) {
 	for i, rs := range r.After.GetRegions() {
 		if i >= len(r.Launch.GetRegions()) || rs.GetUnknown() || len(rs.GetNanCount()) == 0 || s.library(r.Launch, i) != "" {
 			continue
 		}
-		reg := r.Launch.GetRegions()[i]
-		key := allocKey{id: reg.GetAllocationId()}
-		if key.id == 0 {
-			key = allocKey{address: reg.GetAddress(), size: reg.GetSize()}
-		}
+		key := diff.AllocationOf(r.Launch.GetRegions()[i])
 		before, now := held[key], make([]uint64, len(s.index))
 		for t, k := range s.index {
 			if nan, inf, ok := gpuCount(rs, k); ok {
