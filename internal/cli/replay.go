@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gpurr/gpurr/internal/cuda"
 	"github.com/gpurr/gpurr/internal/info"
@@ -286,12 +288,35 @@ func runReplay(cmd *cobra.Command, o replayOptions, path string) error {
 		rest = src.ReplayAll(seqs, req, report)
 	}
 	if len(rest) > 0 {
-		msg := fmt.Sprintf("replay: the fault in launch %d left the CUDA context unusable and no fresh one could be made; %d launches were not replayed: go on with gpurr replay %s --all --from %d",
-			reports[len(reports)-1].Launch, len(rest), path, rest[0])
+		// The driver refused a fresh context in this process (after a trap, cuDevicePrimaryCtxRetain
+		// returns the fault again: H200, CUDA 13.0): a new process gets one.
+		faulted := &reports[len(reports)-1]
+		faulted.Fresh = true
+		msg := fmt.Sprintf("replay: launch %d faulted and left the CUDA context unusable, and this process could make no other; the launches after it run in a fresh context of a new gpurr process",
+			faulted.Launch)
 		if o.format == "table" {
 			termsafe.Fprintln(out, msg)
 		}
 		fmt.Fprintln(cmd.ErrOrStderr(), msg)
+		more, err := replayInNewProcess(cmd, path, rest[0])
+		if err != nil {
+			msg := fmt.Sprintf("replay: %v; %d launches were not replayed: go on with gpurr replay %s --all --from %d", err, len(rest), path, rest[0])
+			if o.format == "table" {
+				termsafe.Fprintln(out, msg)
+			}
+			fmt.Fprintln(cmd.ErrOrStderr(), msg)
+			exit = max(exit, exitFailure)
+		}
+		for _, rep := range more {
+			if rep.After == 0 {
+				rep.After = faulted.Launch
+			}
+			reports = append(reports, rep)
+			exit = max(exit, statusExit(rep.Status))
+			if o.format == "table" {
+				printReplayLine(out, rep)
+			}
+		}
 	}
 	if o.format == "json" {
 		enc := json.NewEncoder(out)
@@ -306,6 +331,52 @@ func runReplay(cmd *cobra.Command, o replayOptions, path string) error {
 		return usageErrorf("replay: launch %d: %s", reports[0].Launch, reports[0].Why)
 	}
 	return exitWith(exit)
+}
+
+// replayInNewProcess replays the launches from seq on with --all in a new gpurr process, with
+// the flags this one was given, and returns its reports. Its stderr is this one's; a fault there
+// that this driver cannot recover from in-process goes on in yet another, so every launch is
+// replayed or said why not.
+func replayInNewProcess(cmd *cobra.Command, path string, from uint64) ([]launchReport, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("no new process to go on in: %v", err)
+	}
+	child := exec.Command(exe, replayFromArgs(cmd.Flags(), path, from)...)
+	child.Stderr = cmd.ErrOrStderr()
+	var stdout bytes.Buffer
+	child.Stdout = &stdout
+	runErr := child.Run()
+	var got struct {
+		Launches []launchReport `json:"launches"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil || len(got.Launches) == 0 {
+		if runErr == nil {
+			runErr = fmt.Errorf("it replayed nothing")
+		}
+		return nil, fmt.Errorf("the new process to go on in failed: %v", runErr)
+	}
+	return got.Launches, nil
+}
+
+// replayFromArgs are the arguments of a replay of path's launches from seq on, as JSON, with
+// the flags given to this one (flags), which choose how each launch is replayed.
+func replayFromArgs(flags *pflag.FlagSet, path string, from uint64) []string {
+	args := []string{"replay", path}
+	flags.Visit(func(f *pflag.Flag) {
+		switch f.Name {
+		case "all", "from", "format", "launch":
+			return
+		}
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			for _, v := range sv.GetSlice() {
+				args = append(args, "--"+f.Name+"="+v)
+			}
+			return
+		}
+		args = append(args, "--"+f.Name+"="+f.Value.String())
+	})
+	return append(args, "--all", "--from", strconv.FormatUint(from, 10), "--format", "json")
 }
 
 // recordedPTX is --ptx's value when given bare: the PTX the recording holds.

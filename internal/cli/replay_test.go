@@ -201,3 +201,26 @@ func TestModuleFIFORefused(t *testing.T) {
 		t.Fatal("extract or replay still reads the FIFO after 20 s")
 	}
 }
+
+// A replay that goes on in a new process after a fault keeps the flags that choose how each
+// launch is replayed, and replays the rest, as JSON, from the launch after the fault.
+func TestReplayFromArgs(t *testing.T) {
+	cmd := newReplayCmd()
+	if err := cmd.ParseFlags([]string{"--all", "--from", "2", "--ptx", "--dtype", "bf16", "--atol", "0.5", "--repeat", "3", "--format", "table"}); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(replayFromArgs(cmd.Flags(), "rec", 7), " ")
+	for _, want := range []string{"replay rec ", "--ptx=recorded", "--dtype=bf16", "--atol=0.5", "--repeat=3", "--all --from 7 --format json"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("args %q lack %q", got, want)
+		}
+	}
+	if strings.Contains(got, "--from=2") || strings.Contains(got, "table") {
+		t.Errorf("args %q keep this run's --from or --format", got)
+	}
+	// They parse as replay's own.
+	again := newReplayCmd()
+	if err := again.ParseFlags(replayFromArgs(cmd.Flags(), "rec", 7)[2:]); err != nil {
+		t.Errorf("the new process's flags do not parse: %v", err)
+	}
+}

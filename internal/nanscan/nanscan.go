@@ -11,6 +11,7 @@
 package nanscan
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -202,7 +203,9 @@ func (s *scanner) fromCounts() (*Finding, Stats, error) {
 	s.st.Source = GPUCounts
 	var seqs, candidates, counted []uint64 // the counted launches; those with counts; both, XLA's compilation's too
 	unknown := map[uint64]int{}            // region states without counts, of counted launches
+	var copies []copyCount                 // what copies and memsets left in the memory they wrote
 	err := s.scan(func(b *pb.Batch) {
+		copies = s.copyCounts(copies, b)
 		for _, m := range b.Memory {
 			if m.GetPoint() != pb.MemoryState_AFTER {
 				continue
@@ -239,9 +242,15 @@ func (s *scanner) fromCounts() (*Finding, Stats, error) {
 		slices.Sort(counted)
 		counted = slices.Compact(counted)
 		counted = counted[:sortedUpTo(counted, candidates[len(candidates)-1])]
-		held := map[diff.AllocationKey][]uint64{} // NaN + Inf per type asked, after the last counted launch that reached it
+		held := map[diff.AllocationKey][]uint64{} // NaN + Inf per type asked, after the last counted launch or copy that reached it
+		slices.SortStableFunc(copies, func(a, b copyCount) int { return cmp.Compare(a.after, b.after) })
+		next := 0
 		_, err = s.p.Ordered(counted, func(r *recording.LaunchRecord) error {
 			seq := r.Launch.GetSeq()
+			// A copy or memset that left NaN (a pool filled with 0xff) made it, not the next launch to reach it.
+			for ; next < len(copies) && copies[next].after < seq; next++ {
+				held[copies[next].key] = copies[next].counts
+			}
 			_, isCandidate := slices.BinarySearch(candidates, seq)
 			if isCandidate {
 				delivered++
@@ -281,6 +290,41 @@ func (s *scanner) fromCounts() (*Finding, Stats, error) {
 		found.Inputs, err = s.inputs(found, record)
 	}
 	return found, s.st, err
+}
+
+// copyCount is what a copy or memset made between launches left in an allocation it wrote: NaN
+// + Inf per type asked, as rose keeps them.
+type copyCount struct {
+	after  uint64 // the last launch call made before it
+	key    diff.AllocationKey
+	counts []uint64
+}
+
+// copyCounts appends to copies the counts of b's copy states (left out: those without counts,
+// and libraries' own memory unless asked, as rose leaves them out).
+func (s *scanner) copyCounts(copies []copyCount, b *pb.Batch) []copyCount {
+	for _, c := range b.GetCopyStates() {
+		if c.GetLost() {
+			continue
+		}
+		for j, reg := range c.GetCopyRegions() {
+			if j >= len(c.GetRegions()) || (!s.includeLibrary && s.lib.Owner(reg) != "") {
+				continue
+			}
+			rs := c.GetRegions()[j]
+			if rs.GetUnknown() || len(rs.GetNanCount()) == 0 {
+				continue
+			}
+			counts := make([]uint64, len(s.index))
+			for t, k := range s.index {
+				if nan, inf, ok := gpuCount(rs, k); ok {
+					counts[t] = nan + inf
+				}
+			}
+			copies = append(copies, copyCount{after: c.GetLaunchSeq(), key: diff.AllocationOf(reg), counts: counts})
+		}
+	}
+	return copies
 }
 
 // rose notes in held the counts of r's regions (communication libraries' own memory left out,

@@ -351,3 +351,28 @@ func TestStaleNaNPassedOver(t *testing.T) {
 		t.Fatalf("with IncludeCompile: found %+v, %v; want launch 3, the redzone check", f, err)
 	}
 }
+
+// A memset that fills part of a pool with 0xff bytes (NaN as f32: XLA's preallocated pool,
+// which its autotuning fills) made that NaN, not the launch after it, which only reaches the
+// pool: nan passes that launch over and finds the one that added a NaN of its own.
+func TestNaNFromMemsetPassedOver(t *testing.T) {
+	k := testrec.ScriptKernel{Name: "touch", Params: []uint32{8}}
+	ff := []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	nan := float32(math.NaN())
+	p := testrec.OpenScript(t, testrec.Script{Host: "box", Pid: 7, Mode: "hash", NanScan: true,
+		Kernels: []testrec.ScriptKernel{k}, Allocs: []uint64{4096},
+		Calls: []testrec.Call{
+			{Kernel: 0, Args: []testrec.Arg{testrec.Ptr(0)}, Writes: map[int][]byte{0: f32s(1, 2, 3, 4)}},
+			{Copied: true, CopyAPI: "cuMemsetD8Async", CopyLine: 9, Writes: map[int][]byte{0: ff}},
+			{Kernel: 0, Args: []testrec.Arg{testrec.Ptr(0)}},
+			{Kernel: 0, Args: []testrec.Arg{testrec.Ptr(0)}, Writes: map[int][]byte{0: append(slices.Clone(ff), f32s(nan)...)}},
+		}})
+	types, _ := dtype.ParseFloatList("f32")
+	f, st, err := Scan(p, types, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f == nil || f.Launch.GetSeq() != 3 || st.Stale != 1 {
+		t.Fatalf("found %+v, stale %d; want launch 3 (the memset's NaN passed over once)", f, st.Stale)
+	}
+}
