@@ -1,6 +1,6 @@
-"""exit_code, eager.*, wheel.record, threads_streams.*, fork_after_init, sigkill, sigterm, hang:
+"""exit_code, eager.*, wheel.record, threads_streams.*, fork_after_init, sigkill, sigterm, hang, profiler.beside:
 gpurr record itself: launches and their Python lines, cuBLAS, the wheel, threads and streams,
-fork, signals and hangs."""
+fork, signals, hangs and the program's own profiler beside gpurr."""
 import os
 import queue
 import re
@@ -277,3 +277,30 @@ def t_hang(h):
     ticks = h.n(d, "SELECT count(*) AS n FROM launches WHERE name = 'gpurr_hang_tick'")
     check(ticks == 10, f"{ticks} of the 10 launches before the hang recorded")
     return report[:300]
+
+
+@test("profiler.beside")
+def t_profiler_beside(h):
+    """torch.profiler inside a recorded program (profiler_inside.py: a schedule with 3 active
+    steps of 20 adds and a matmul each): the program's own profiler sees the kernels it sees
+    without gpurr (its result line, compared with the bare run's, and every add of its active
+    steps), gpurr says on stderr that it shares its CUPTI subscription and info names it, and
+    the recording still holds every launch of all 9 steps with each kernel's run timed."""
+    want, d = h.py_workload("profiler_inside", flags=["--gpu-timing=all"])
+    n = want["adds_per_step"] * want["profiled_steps"]
+    check(want["cuda_events"] and want["add_kernels"] == n,
+          f"the program's profiler saw {want['add_kernels']} add kernels, want {n}: {want}")
+    err = (h.logs / "profiler_inside.rec.err").read_text()
+    check("shares gpurr's CUPTI subscription" in err, f"record's stderr does not say the subscription is shared: {tail(err, 3)}")
+    check("MULTIPLE_SUBSCRIBERS" not in err, f"the program's profiler was refused: {tail(err, 3)}")
+    info = h.sh([h.gpurr, "info", d], 120, log="profiler_inside.info2")
+    check("CUPTI client" in info.out, f"gpurr info names no CUPTI client: {tail(info.out, 5)}")
+    line = mark_line(WL / "profiler_inside.py", "prof-add")
+    adds = h.n(d, f"SELECT count(*) AS n FROM launches WHERE {at_line('python_line', WL / 'profiler_inside.py', line)}")
+    runs = h.n(d, "SELECT count(*) AS n FROM gpu_activity a JOIN launches l ON l.process = a.process "
+                  f"AND l.seq = a.launch_seq WHERE {at_line('l.python_line', WL / 'profiler_inside.py', line)}")
+    total = want["adds_per_step"] * 9
+    check(adds == total and runs == total, f"gpurr recorded {adds} adds and timed {runs}, want {total} of each")
+    passed = h.n(d, "SELECT cupti_client_records AS n FROM stats")
+    check(passed >= n, f"{passed} activity records passed to the program's profiler, want >= {n}")
+    return f"the program's profiler saw {want['add_kernels']} adds; gpurr recorded and timed {adds}; {passed} records passed on"

@@ -60,6 +60,7 @@ ORDER = [
     "sigkill",
     "sigterm",
     "hang",
+    "profiler.beside",
     "multi_gpu",
     "options.kernels_filter", "options.callstack_native", "options.callstack_off",
     "options.gpu_timing_serial", "options.gpu_timing_sample", "options.gpu_timing_default",

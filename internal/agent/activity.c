@@ -106,6 +106,7 @@ static void buffer_completed(gp_CUcontext ctx, uint32_t stream_id, uint8_t *buff
     if (gp_cupti.activityGetNumDroppedRecords && gp_cupti.activityGetNumDroppedRecords(ctx, stream_id, &dropped) == 0 &&
         dropped)
       GP_COUNT(activities_dropped, dropped);
+    gp_client_activity(buffer, valid);
   }
   free(buffer);
 }
@@ -135,7 +136,7 @@ static const int copy_kinds[] = {GP_ACTIVITY_KIND_MEMCPY, GP_ACTIVITY_KIND_MEMSE
 
 static void enable_copy_kinds(void) {
   for (size_t i = 0; i < sizeof copy_kinds / sizeof *copy_kinds; i++) {
-    gp_CUptiResult r = gp_cupti.activityEnable(copy_kinds[i]);
+    gp_CUptiResult r = gp_client_kind(copy_kinds[i], 1);
     if (r != 0) gp_logf(1, "copies and waits: CUPTI activity kind %d: %s", copy_kinds[i], gp_cupti_error(r));
   }
 }
@@ -152,7 +153,8 @@ void gp_activity_start(int gpu_timing, int from_start) {
   gp_CUptiResult r = gp_cupti.activityRegisterCallbacks(buffer_requested, buffer_completed);
   // Serial mode runs the program's kernels one at a time across streams.
   int kind = gpu_timing == GP_TIMING_SERIAL ? GP_ACTIVITY_KIND_KERNEL : GP_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  if (r == 0 && from_start) r = gp_cupti.activityEnable(kind);
+  if (r == 0) gp_client_activity_registered();
+  if (r == 0 && from_start) r = gp_client_kind(kind, 1);
   if (r != 0) {
     gp_logf(2, "GPU timing disabled: CUPTI activity: %s", gp_cupti_error(r));
     return;
@@ -174,7 +176,7 @@ void gp_activity_first_launch(void) {
     atomic_store(&first_launch_seen, 1);
     if (deferred_kind && !gp_proc.forked_child) enable_copy_kinds();
     if (deferred_kind && sample_wants && !gp_proc.forked_child) {
-      gp_CUptiResult r = gp_cupti.activityEnable(deferred_kind);
+      gp_CUptiResult r = gp_client_kind(deferred_kind, 1);
       if (r == 0)
         atomic_store(&gp_timing_paused, 0);
       else
@@ -194,11 +196,11 @@ static gp_CUptiResult set_timing(int on) {
   sample_wants = on;
   if (!deferred_kind || atomic_load(&first_launch_seen)) {
     if (on) {
-      r = gp_cupti.activityEnable(sampled_kind);
+      r = gp_client_kind(sampled_kind, 1);
       if (r == 0) atomic_store(&gp_timing_paused, 0);
     } else {
       atomic_store(&gp_timing_paused, 1);
-      r = gp_cupti.activityDisable(sampled_kind);
+      r = gp_client_kind(sampled_kind, 0);
     }
   }
   if (r == 0) timing_on = on;  // before the first launch: what it turns on

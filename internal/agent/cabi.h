@@ -420,6 +420,20 @@ typedef struct __attribute__((packed, aligned(8))) {
 // CUPTI_SYNCHRONIZATION_INVALID_VALUE
 enum { GP_SYNC_NONE = 0xFFFFFFFFu };
 
+// CUpti_ActivityAPI: a driver or runtime call's record (activity kinds DRIVER and RUNTIME).
+typedef struct __attribute__((packed, aligned(8))) {
+  int kind;
+  uint32_t cbid;
+  uint64_t start;
+  uint64_t end;
+  uint32_t processId;
+  uint32_t threadId;
+  uint32_t correlationId;
+  uint32_t returnValue;
+} gp_ActivityAPI;
+
+enum { GP_ACTIVITY_KIND_DRIVER = 4, GP_ACTIVITY_KIND_RUNTIME = 5, GP_ACTIVITY_KIND_EXTERNAL_CORRELATION = 39 };
+
 // CUpti_Activity: the common record header.
 typedef struct __attribute__((packed, aligned(8))) {
   int kind;

@@ -121,6 +121,15 @@ func TestTimingStartsAfterFirstLaunch(t *testing.T) {
 	runChecks(t, "hotpath", "--timing-check")
 }
 
+// TestCUPTIClient: a profiler inside the program that links CUPTI (as torch.profiler's Kineto
+// does), against a stand-in CUPTI that takes one subscriber, subscribes beside the agent: its
+// cupti* imports are rebound, it gets the callback and the activity records of the kinds it
+// enabled (not the agent's own kernels), a kind it uses stays on when the agent's timing turns
+// it off, and what it enabled goes off when it stops, the agent's staying on.
+func TestCUPTIClient(t *testing.T) {
+	runChecks(t, "hotpath", "--client-check")
+}
+
 // TestAllocTable checks hash mode's allocation table (dead keys left by frees, taken again by
 // allocations) against a plain list of live allocations over 200,000 random steps: every
 // lookup must find exactly the allocation holding the address, or none.

@@ -11,6 +11,7 @@
 //   steps.c      training steps as the program runs (step digests, --hash-steps)
 //   activity.c   GPU timing: CUPTI's activity buffers into activity records
 //   hostcall.c   the program's copy, memset and synchronization calls (hostcall.h)
+//   cupticlient.c the program's own CUPTI client (a profiler) served beside the agent
 //   mem*.c       memory capture (memcap.h), one file per job, listed in
 //                memcap_internal.h: memctx.c, memalloc.c, memregions.c,
 //                memjobs.c, memdigest.c, memcap.c
@@ -232,6 +233,31 @@ void gp_hostcall_own(uint32_t cbid, const gp_CallbackData *cb);
 // gp_hostcall_subscribe asks for the table's callbacks, through enable (1
 // when CUPTI took the callback id).
 void gp_hostcall_subscribe(int (*enable)(uint32_t cbid));
+
+// ---- cupticlient.c ----
+
+// gp_client_init rebinds the cupti* imports of every object loaded but CUPTI
+// and the agent to lib, the CUPTI the agent loaded, serving the calls a second
+// subscriber would collide on beside sub, the agent's subscription;
+// gp_client_rescan does the same for objects loaded since (a few loads each
+// call when none was).
+void gp_client_init(void *lib, gp_CUpti_SubscriberHandle sub);
+void gp_client_rescan(void);
+// gp_client_own_callback notes a callback the agent enabled for itself.
+void gp_client_own_callback(int domain, uint32_t cbid);
+// Set while the program's own CUPTI client is subscribed; gp_client_callback
+// then passes each callback it enabled on to it, and says whether the agent
+// enabled the callback itself.
+extern _Atomic int gp_client_active;
+int gp_client_callback(int domain, uint32_t cbid, const void *data);
+// gp_client_kind turns an activity kind on or off for the agent, leaving on
+// what the client uses.
+gp_CUptiResult gp_client_kind(int kind, int on);
+// gp_client_activity_registered: the agent's activity buffers are CUPTI's,
+// and serve the client's records too (gp_client_activity copies them out of
+// each completed buffer).
+void gp_client_activity_registered(void);
+void gp_client_activity(const uint8_t *buffer, size_t valid);
 
 #pragma GCC visibility pop
 

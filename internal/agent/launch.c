@@ -713,6 +713,7 @@ static void dispatch(int domain, uint32_t cbid, const void *data);
 void gp_on_callback(void *userdata, int domain, uint32_t cbid, const void *data) {
   (void)userdata;
   if (gp_proc.forked_child) return;
+  if (atomic_load_explicit(&gp_client_active, memory_order_relaxed) && !gp_client_callback(domain, cbid, data)) return;
   if (gp_thread.in_agent) {
     // Memory capture's own copies and memsets: their GPU records must not pass for the program's.
     if (domain == GP_CB_DOMAIN_DRIVER_API && ((const gp_CallbackData *)data)->callbackSite == GP_API_EXIT &&
@@ -792,6 +793,7 @@ static void dispatch(int domain, uint32_t cbid, const void *data) {
     const gp_ResourceData *rd = data;
     switch (cbid) {
     case GP_CBID_RESOURCE_MODULE_LOADED:
+      gp_client_rescan();  // a library loaded since may be a profiler's
       on_module_loaded(rd);
       break;
     case GP_CBID_RESOURCE_GRAPHNODE_CREATED:

@@ -927,6 +927,8 @@ func (r *recorder) writeFrame() {
 		Syncs:               uint64(c.syncs),
 		HostCalls:           uint64(c.host_calls),
 		HostCallsDropped:    uint64(c.host_calls_dropped),
+		CuptiClients:        uint64(c.cupti_clients),
+		CuptiClientRecords:  uint64(c.cupti_client_records),
 		AgentMemoryLaunchNs: cyclesNS(c.memory_launch_cycles),
 		StacksNew:           uint64(c.stacks_new),
 		AgentStackNewNs:     cyclesNS(c.stack_new_cycles),

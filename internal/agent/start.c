@@ -34,8 +34,10 @@ static void on_exit_flush(void) {
 
 // ---- start ----
 
+static void *cupti_lib;
+
 static int load_cupti(const char *path, char *err, size_t errcap) {
-  void *lib = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+  void *lib = cupti_lib = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
   if (!lib) {
     snprintf(err, errcap, "cannot load CUPTI %s: %s", path, dlerror());
     return 0;
@@ -66,7 +68,11 @@ static int load_cupti(const char *path, char *err, size_t errcap) {
   return 1;
 }
 
-static int enable_driver_cbid(uint32_t cbid) { return gp_cupti.enableCallback(1, subscriber, GP_CB_DOMAIN_DRIVER_API, cbid) == 0; }
+static int enable_driver_cbid(uint32_t cbid) {
+  if (gp_cupti.enableCallback(1, subscriber, GP_CB_DOMAIN_DRIVER_API, cbid) != 0) return 0;
+  gp_client_own_callback(GP_CB_DOMAIN_DRIVER_API, cbid);
+  return 1;
+}
 
 static int enable(uint32_t domain, const uint32_t *cbids, size_t n, char *err, size_t errcap) {
   for (size_t i = 0; i < n; i++) {
@@ -76,6 +82,7 @@ static int enable(uint32_t domain, const uint32_t *cbids, size_t n, char *err, s
                cbids[i], gp_cupti_error(r));
       return 0;
     }
+    gp_client_own_callback(domain, cbids[i]);
   }
   return 1;
 }
@@ -192,6 +199,7 @@ int gp_start(const gp_config *cfg, char *err, size_t errcap) {
   if (cfg->nvtx) gp_nvtx_start();
   atexit(on_exit_flush);
   gp_activity_start(cfg->gpu_timing, cfg->gpu_timing_from_start);
+  gp_client_init(cupti_lib, subscriber);  // last: a profiler of the program's finds the agent's subscription whole
   return 1;
 }
 

@@ -1795,6 +1795,8 @@ type statsRow struct {
 	HostCallsDropped      int64  `parquet:"host_calls_dropped"`
 	CopyStates            int64  `parquet:"copy_states"`
 	CopyStatesLost        int64  `parquet:"copy_states_lost"`
+	CuptiClients          int64  `parquet:"cupti_clients"`
+	CuptiClientRecords    int64  `parquet:"cupti_client_records"`
 }
 
 func (r *statsRow) set(v []tables.Value) {
@@ -1861,4 +1863,6 @@ func (r *statsRow) set(v []tables.Value) {
 	r.HostCallsDropped = v[60].Int64()
 	r.CopyStates = v[61].Int64()
 	r.CopyStatesLost = v[62].Int64()
+	r.CuptiClients = v[63].Int64()
+	r.CuptiClientRecords = v[64].Int64()
 }

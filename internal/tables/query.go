@@ -695,10 +695,12 @@ var statsDocs = map[string]string{
 	"copy_states":           "states of what the program's copies and memsets wrote, completed (copy_states)",
 	"copy_states_lost":      "copy states of copies gpurr placed but could not take, or that never completed (a loss)",
 
-	"copies":             "memory copies and memsets the GPU ran (copies)",
-	"syncs":              "host waits and stream waits (syncs)",
-	"host_calls":         "copy, memset and synchronization calls recorded (host_calls)",
-	"host_calls_dropped": "host calls lost to a full ring (a loss)",
+	"copies":               "memory copies and memsets the GPU ran (copies)",
+	"syncs":                "host waits and stream waits (syncs)",
+	"host_calls":           "copy, memset and synchronization calls recorded (host_calls)",
+	"host_calls_dropped":   "host calls lost to a full ring (a loss)",
+	"cupti_clients":        "times the program's own CUPTI client (a profiler such as torch.profiler) subscribed beside the agent",
+	"cupti_client_records": "activity records passed on to the program's own CUPTI client",
 
 	"ranges":         "NVTX ranges recorded",
 	"ranges_dropped": "NVTX ranges lost: ring full, nested deeper than 128 on a thread, or closed without an open the agent saw",

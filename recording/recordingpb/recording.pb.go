@@ -3828,6 +3828,8 @@ type Stats struct {
 	HostCallsDropped      uint64                 `protobuf:"varint,60,opt,name=host_calls_dropped,json=hostCallsDropped,proto3" json:"host_calls_dropped,omitempty"`                // HostCall records lost: agent ring full (1.15)
 	CopyStates            uint64                 `protobuf:"varint,61,opt,name=copy_states,json=copyStates,proto3" json:"copy_states,omitempty"`                                    // COPY states completed (1.17)
 	CopyStatesLost        uint64                 `protobuf:"varint,62,opt,name=copy_states_lost,json=copyStatesLost,proto3" json:"copy_states_lost,omitempty"`                      // COPY states of copies the agent placed but could not take, or that never completed (1.17)
+	CuptiClients          uint64                 `protobuf:"varint,63,opt,name=cupti_clients,json=cuptiClients,proto3" json:"cupti_clients,omitempty"`                              // the program's own CUPTI client (a profiler such as torch.profiler) subscribed beside the agent (1.18)
+	CuptiClientRecords    uint64                 `protobuf:"varint,64,opt,name=cupti_client_records,json=cuptiClientRecords,proto3" json:"cupti_client_records,omitempty"`          // activity records passed on to it (1.18)
 	unknownFields         protoimpl.UnknownFields
 	sizeCache             protoimpl.SizeCache
 }
@@ -4292,6 +4294,20 @@ func (x *Stats) GetCopyStates() uint64 {
 func (x *Stats) GetCopyStatesLost() uint64 {
 	if x != nil {
 		return x.CopyStatesLost
+	}
+	return 0
+}
+
+func (x *Stats) GetCuptiClients() uint64 {
+	if x != nil {
+		return x.CuptiClients
+	}
+	return 0
+}
+
+func (x *Stats) GetCuptiClientRecords() uint64 {
+	if x != nil {
+		return x.CuptiClientRecords
 	}
 	return 0
 }
@@ -4898,7 +4914,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\bLogEntry\x12\x17\n" +
 	"\ahost_ns\x18\x01 \x01(\x04R\x06hostNs\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\tR\x05level\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\x82\x13\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xd9\x13\n" +
 	"\x05Stats\x12\x1a\n" +
 	"\blaunches\x18\x01 \x01(\x04R\blaunches\x12+\n" +
 	"\x11launches_filtered\x18\x02 \x01(\x04R\x10launchesFiltered\x12)\n" +
@@ -4969,7 +4985,9 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\x12host_calls_dropped\x18< \x01(\x04R\x10hostCallsDropped\x12\x1f\n" +
 	"\vcopy_states\x18= \x01(\x04R\n" +
 	"copyStates\x12(\n" +
-	"\x10copy_states_lost\x18> \x01(\x04R\x0ecopyStatesLost\"\x96\x01\n" +
+	"\x10copy_states_lost\x18> \x01(\x04R\x0ecopyStatesLost\x12#\n" +
+	"\rcupti_clients\x18? \x01(\x04R\fcuptiClients\x120\n" +
+	"\x14cupti_client_records\x18@ \x01(\x04R\x12cuptiClientRecords\"\x96\x01\n" +
 	"\vProbeKernel\x12\x1b\n" +
 	"\tkernel_id\x18\x01 \x01(\x04R\bkernelId\x12\"\n" +
 	"\finstrumented\x18\x02 \x01(\bR\finstrumented\x12\x16\n" +

@@ -268,6 +268,18 @@ int main(void) {
   FIELD(gp_ActivitySynchronization2, CUpti_ActivitySynchronization2, contextId);
   FIELD(gp_ActivitySynchronization2, CUpti_ActivitySynchronization2, streamId);
   FIELD(gp_ActivitySynchronization2, CUpti_ActivitySynchronization2, cudaEventId);
+  FIELD(gp_ActivityAPI, CUpti_ActivityAPI, kind);
+  FIELD(gp_ActivityAPI, CUpti_ActivityAPI, cbid);
+  FIELD(gp_ActivityAPI, CUpti_ActivityAPI, start);
+  FIELD(gp_ActivityAPI, CUpti_ActivityAPI, end);
+  FIELD(gp_ActivityAPI, CUpti_ActivityAPI, processId);
+  FIELD(gp_ActivityAPI, CUpti_ActivityAPI, threadId);
+  FIELD(gp_ActivityAPI, CUpti_ActivityAPI, correlationId);
+  FIELD(gp_ActivityAPI, CUpti_ActivityAPI, returnValue);
+  SIZE(gp_ActivityAPI, CUpti_ActivityAPI);
+  VALUE(GP_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_DRIVER);
+  VALUE(GP_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_RUNTIME);
+  VALUE(GP_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
   VALUE(GP_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY);
   VALUE(GP_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET);
   VALUE(GP_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);

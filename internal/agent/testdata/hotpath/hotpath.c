@@ -21,6 +21,7 @@
  *                        so two builds of the agent can be compared byte for
  *                        byte (run.sh --base).
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -1548,6 +1549,92 @@ static int hp_timing_check(const char *variant) {
   return 0;
 }
 
+// ---- the program's own CUPTI client ----
+
+// hp_client_check: a profiler in the program that links CUPTI (libprofclient.so, importing
+// cupti* from the stand-in libcupti.so.13 in dir, which the agent uses as its CUPTI and which
+// takes one subscriber) subscribes beside the agent, gets the callback it enabled and the
+// activity records of its kinds (not the agent's own kernels, not the kinds only the agent
+// asked for), keeps a kind on that the agent turns off, and leaves the agent's kinds and
+// callbacks on when it stops.
+static int hp_client_check(const char *dir) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/libcupti.so.13", dir);
+  void *cupti = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+  snprintf(path, sizeof path, "%s/libprofclient.so", dir);
+  void *prof = cupti ? dlopen(path, RTLD_NOW | RTLD_GLOBAL) : NULL;
+  if (!prof) {
+    printf("FAIL client_setup: %s\n", dlerror());
+    return 1;
+  }
+  int (*enabled)[4096] = dlsym(cupti, "fake_enabled");
+  int *kind_on = dlsym(cupti, "fake_kind_on");
+  *(size_t *)dlsym(cupti, "fake_name_offset") = offsetof(gp_ActivityKernel10, name);
+  *(size_t *)dlsym(cupti, "fake_start_offset") = *(size_t *)dlsym(prof, "prof_start_offset") = offsetof(gp_ActivityKernel10, start);
+  uint64_t *kernel_start = dlsym(prof, "prof_kernel_start");
+  int (*start)(void) = dlsym(prof, "prof_start"), (*flush)(void) = dlsym(prof, "prof_flush"), (*stop)(void) = dlsym(prof, "prof_stop");
+  int *callbacks = dlsym(prof, "prof_callbacks"), *records = dlsym(prof, "prof_records");
+  if (sizeof(gp_ActivityKernel10) > 512 || sizeof(gp_ActivityMemcpy6) > 512 || sizeof(gp_ActivitySynchronization2) > 512) {
+    printf("FAIL client_setup: the stand-in's 512-byte records hold no CUpti_ActivityKernel10\n");
+    return 1;
+  }
+  // What gp_start does with CUPTI: subscribe, enable the launch callback, time kernels and copies.
+  void **slots = (void **)&gp_cupti;
+  static const char *const names[] = {"cuptiSubscribe", "cuptiEnableCallback", "cuptiActivityRegisterCallbacks",
+                                      "cuptiActivityEnable", "cuptiActivityDisable", "cuptiActivityGetNextRecord",
+                                      "cuptiActivityFlushAll"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) slots[i] = dlsym(cupti, names[i]);
+  gp_cupti.getVersion = dlsym(cupti, "cuptiGetVersion");
+  gp_cupti.getTimestamp = dlsym(cupti, "cuptiGetTimestamp");
+  gp_cupti.activityGetNumDroppedRecords = NULL;
+  gp_CUpti_SubscriberHandle sub = NULL;
+  if (gp_cupti.subscribe(&sub, (gp_CallbackFunc)gp_on_callback, NULL) != 0 ||
+      gp_cupti.enableCallback(1, sub, GP_CB_DOMAIN_DRIVER_API, GP_CBID_cuLaunchKernel) != 0) {
+    printf("FAIL client_setup: the agent's subscription\n");
+    return 1;
+  }
+  gp_client_own_callback(GP_CB_DOMAIN_DRIVER_API, GP_CBID_cuLaunchKernel);
+  gp_activity_start(GP_TIMING_CONCURRENT, 1);
+  gp_client_init(cupti, sub);
+
+  const char *fail = NULL;
+#define CHECK(name, cond, why)                   \
+  do {                                           \
+    if (!fail && !(cond)) fail = why;            \
+    printf(fail ? "FAIL %s: %s\n" : "ok %s\n", name, fail); \
+    if (fail) return 1;                          \
+  } while (0)
+  int r = start();
+  CHECK("client_subscribes", r == 0, r == 39 ? "its cuptiSubscribe reached CUPTI, which refused a second subscriber" : "prof_start failed");
+  CHECK("client_callback_enabled", enabled[2][211] == 1, "the client's callback is not on in the agent's subscription");
+  gp_CallbackData cb = {.callbackSite = GP_API_ENTER};
+  gp_on_callback(NULL, 2, 211, &cb);
+  CHECK("client_callback_passed", *callbacks == 1, "the client's callback did not reach it");
+  gp_client_kind(GP_ACTIVITY_KIND_CONCURRENT_KERNEL, 0);  // the agent's timing turns off between steps
+  CHECK("client_kind_kept", kind_on[10] == 1, "the agent turned off kernel activity the client still uses");
+  r = flush();
+  CHECK("client_buffer_held", r == 0, "the client held no buffer of its own, so it never flushes (as Kineto does not)");
+  CHECK("client_records", records[10] == 1 && records[5] == 1 && records[1] == 0 && records[38] == 0,
+        "the client's buffers do not hold one program kernel and one runtime record, and nothing of the agent's kinds");
+  // The agent keeps what it reads: the program's kernel (timed while the client times it), the
+  // copy, the memset and the wait.
+  CHECK("client_clock", *kernel_start == 3 * 5000000 + 1000 && !*(int *)dlsym(cupti, "fake_clock_registered"),
+        "the kernel's start is not in the client's clock, or CUPTI's clock changed for the agent too");
+  CHECK("agent_records", gp_counts.activities == 1 && gp_counts.copies == 2 && gp_counts.syncs == 1,
+        "the agent did not keep its kernel, copy, memset and sync records");
+  stop();
+  CHECK("client_records_at_stop", records[10] == 2, "the kernel records CUPTI held as the client turned kernels off did not reach it");
+  CHECK("client_stopped", enabled[2][211] == 0 && kind_on[10] == 0 && kind_on[5] == 0 && kind_on[1] == 1 && kind_on[38] == 1 &&
+                              enabled[GP_CB_DOMAIN_DRIVER_API][GP_CBID_cuLaunchKernel] == 1,
+        "after the client stopped, its kinds or callback stayed on, or the agent's went off");
+  r = start();
+  int again = start();
+  CHECK("client_again", r == 0 && again == 39, "a second subscription after the first ended, or two at once, went wrong");
+  stop();
+#undef CHECK
+  return 0;
+}
+
 #include "snapshot.c"
 
 #ifdef HP_MAIN
@@ -1566,6 +1653,7 @@ int main(int argc, char **argv) {
   if (argc > 5 && strcmp(argv[5], "digest") == 0) return hp_digest_scenario(argv[4]);
   if (argc > 5 && strcmp(argv[5], "snapshot") == 0) return hp_snapshot_scenario(argv[4]);
   if (argc > 5 && strcmp(argv[4], "timing") == 0) return hp_timing_check(argv[5]);
+  if (argc > 5 && strcmp(argv[4], "client") == 0) return hp_client_check(argv[5]);
   if (argc > 4 && strcmp(argv[4], "alloccheck") == 0) return hp_alloc_check(n);
   if (argc > 4 && strncmp(argv[4], "membench", 8) == 0)
     return hp_memory_bench(n, batches, argc > 5 ? atol(argv[5]) : 0, strcmp(argv[4], "membench-wide") == 0);

@@ -47,13 +47,16 @@
 #   kernel activity is turned on: after the first launch, in sampled timing's windows, or at
 #   once for the hang watch.
 #
+#   --client-check prints a verdict line per check of a profiler inside the program that links
+#   CUPTI (fake_cupti.c) beside the agent: its subscription, callbacks and activity records.
+#
 #   --alloc-check checks hash mode's allocation table against a plain list
 #   over 200,000 random allocations, frees and lookups; prints "ok: ...".
 #
 # The C flags are cgo's for the real build (go build -x shows them): -fPIC
 # -O2 -std=gnu11 -fvisibility=hidden, plus the #cgo CFLAGS of agent.go.
 set -u
-callgrind=0 base="" scenario="" memory="" membench=0 alloccheck=0 timingcheck=0
+callgrind=0 base="" scenario="" memory="" membench=0 alloccheck=0 timingcheck=0 clientcheck=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --callgrind) callgrind=1 ;;
@@ -65,6 +68,7 @@ while [ $# -gt 0 ]; do
     --memory-bench) membench=1 ;;
     --alloc-check) alloccheck=1 ;;
     --timing-check) timingcheck=1 ;;
+    --client-check) clientcheck=1 ;;
     *) sed -n '2,30p' "$0" >&2; exit 2 ;;
     esac
     shift
@@ -106,6 +110,12 @@ echo "== build"
 build current "$src" || exit 1
 if [ $timingcheck = 1 ]; then
     for v in deferred sampled steps from_start; do "$out/hotpath_current" 0 0 0 timing $v || exit 1; done
+    exit
+fi
+if [ $clientcheck = 1 ]; then
+    gcc $cflags -DFAKE_CUPTI -shared -Wl,-soname,libcupti.so.13 "$here/fake_cupti.c" -o "$out/libcupti.so.13" &&
+        gcc $cflags -DPROFILER -shared "$here/fake_cupti.c" "$out/libcupti.so.13" -Wl,-rpath,"$out" -o "$out/libprofclient.so" || exit 1
+    "$out/hotpath_current" 0 0 0 client "$out"
     exit
 fi
 if [ $alloccheck = 1 ]; then
