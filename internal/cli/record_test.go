@@ -223,8 +223,10 @@ func TestRecordConfigIsDecodes(t *testing.T) {
 		env   []string
 	}{
 		{nil, nil},
-		{[]string{"--memory", "digest"}, []string{agentcfg.Memory + "=digest"}},
-		{[]string{"--memory", "digest", "--nan-scan", ""}, []string{agentcfg.Memory + "=digest", agentcfg.NanScan + "="}},
+		// Step digests go without kernel timing unless it is asked for.
+		{[]string{"--memory", "digest"}, []string{agentcfg.Memory + "=digest", agentcfg.GPUTiming + "=off"}},
+		{[]string{"--memory", "digest", "--gpu-timing=steps"}, []string{agentcfg.Memory + "=digest"}},
+		{[]string{"--memory", "digest", "--nan-scan", ""}, []string{agentcfg.Memory + "=digest", agentcfg.NanScan + "=", agentcfg.GPUTiming + "=off"}},
 		{[]string{"--memory", "snapshot", "--snapshot-kernels", "gemm"}, []string{agentcfg.Memory + "=snapshot", agentcfg.SnapshotKernels + "=gemm"}},
 		{[]string{"--memory", "hash", "--defer-hashes"}, []string{agentcfg.Memory + "=hash", agentcfg.DeferHashes + "=beside"}},
 		{[]string{"--gpu-timing=sample"}, []string{agentcfg.GPUTiming + "=sample"}},
