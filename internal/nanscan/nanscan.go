@@ -237,6 +237,10 @@ func (s *scanner) fromCounts() (*Finding, Stats, error) {
 	candidates = slices.Compact(candidates)
 	var found *Finding
 	var record *recording.LaunchRecord
+	// Where no launch added a NaN, the first to pass one on is the answer: a NaN that a copy
+	// or memset brought in, which launches only carried along.
+	var passedOn *Finding
+	var passedOnRecord *recording.LaunchRecord
 	delivered := 0
 	if len(candidates) > 0 {
 		slices.Sort(counted)
@@ -261,6 +265,13 @@ func (s *scanner) fromCounts() (*Finding, Stats, error) {
 					s.countLibrary(r)
 					if held0 {
 						s.st.Stale++
+						if passedOn == nil {
+							f, err := s.finding(r)
+							if err != nil {
+								return err
+							}
+							passedOn, passedOnRecord = f, r
+						}
 					}
 				}
 				return nil
@@ -272,6 +283,10 @@ func (s *scanner) fromCounts() (*Finding, Stats, error) {
 			found, record = f, r
 			return recording.ErrStop
 		})
+	}
+	if err == nil && found == nil && passedOn != nil {
+		found, record = passedOn, passedOnRecord
+		s.st.Stale = 0 // every launch that passed a NaN over came at or after it
 	}
 	last := uint64(math.MaxUint64)
 	if found != nil {

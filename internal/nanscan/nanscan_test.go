@@ -376,3 +376,26 @@ func TestNaNFromMemsetPassedOver(t *testing.T) {
 		t.Fatalf("found %+v, stale %d; want launch 3 (the memset's NaN passed over once)", f, st.Stale)
 	}
 }
+
+// A NaN a copy brought in, which the launches after it only carry along (in place): the
+// first launch to pass it on is the finding, as nothing added one.
+func TestNaNFromCopyOnlyPassedOn(t *testing.T) {
+	k := testrec.ScriptKernel{Name: "touch", Params: []uint32{8}}
+	nan := float32(math.NaN())
+	p := testrec.OpenScript(t, testrec.Script{Host: "box", Pid: 7, Mode: "hash", NanScan: true,
+		Kernels: []testrec.ScriptKernel{k}, Allocs: []uint64{4096},
+		Calls: []testrec.Call{
+			{Kernel: 0, Args: []testrec.Arg{testrec.Ptr(0)}, Writes: map[int][]byte{0: f32s(1, 2)}},
+			{Copied: true, CopyLine: 9, Writes: map[int][]byte{0: f32s(nan)}},
+			{Kernel: 0, Args: []testrec.Arg{testrec.Ptr(0)}},
+			{Kernel: 0, Args: []testrec.Arg{testrec.Ptr(0)}},
+		}})
+	types, _ := dtype.ParseFloatList("f32")
+	f, st, err := Scan(p, types, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f == nil || f.Launch.GetSeq() != 2 || st.Stale != 0 {
+		t.Fatalf("found %+v, stale %d; want launch 2, the first to pass the copy's NaN on", f, st.Stale)
+	}
+}
