@@ -72,12 +72,12 @@ def main():
         opt.zero_grad(set_to_none=True)
         return loss
 
-    ms, losses = time_steps("train_step", step, a.warmup, a.steps,
+    ms, losses, cpu_ms = time_steps("train_step", step, a.warmup, a.steps,
                             check=lambda: checksum_state(model, opt), check_every=a.checksum_every)
     params = sum(p.numel() for p in model.parameters())
     tokens = a.batch * a.seq
     med = statistics.median(ms)
-    print(json.dumps({"bench": "train_step", "ms_per_step": round(med, 3), "steps": a.steps, "warmup": a.warmup,
+    print(json.dumps({"bench": "train_step", "ms_per_step": round(med, 3), "host_cpu_ms_per_step": round(cpu_ms, 3), "steps": a.steps, "warmup": a.warmup,
                       "steps_ms": [round(m, 3) for m in ms], "params": params,
                       "tokens_per_s": round(tokens / med * 1e3), "first_loss": round(losses[0], 4),
                       "last_loss": round(losses[-1], 4)}))
