@@ -432,7 +432,23 @@ typedef struct __attribute__((packed, aligned(8))) {
   uint32_t returnValue;
 } gp_ActivityAPI;
 
-enum { GP_ACTIVITY_KIND_DRIVER = 4, GP_ACTIVITY_KIND_RUNTIME = 5, GP_ACTIVITY_KIND_EXTERNAL_CORRELATION = 39 };
+// The leading fields of CUpti_ActivityOverhead3: CUPTI's and the driver's own time.
+typedef struct __attribute__((packed, aligned(8))) {
+  int kind;
+  int overheadKind;
+  int objectKind;
+  uint8_t objectId[12];  // CUpti_ActivityObjectKindId
+  uint64_t start;
+  uint64_t end;
+  uint32_t correlationId;
+} gp_ActivityOverhead3;
+
+enum {
+  GP_ACTIVITY_KIND_DRIVER = 4,
+  GP_ACTIVITY_KIND_RUNTIME = 5,
+  GP_ACTIVITY_KIND_OVERHEAD = 17,
+  GP_ACTIVITY_KIND_EXTERNAL_CORRELATION = 39,
+};
 
 // CUpti_Activity: the common record header.
 typedef struct __attribute__((packed, aligned(8))) {

@@ -257,6 +257,9 @@ static int to_their_clock(uint8_t *rec) {
   case GP_ACTIVITY_KIND_RUNTIME:
     MOVE(gp_ActivityAPI, start), MOVE(gp_ActivityAPI, end);
     return 1;
+  case GP_ACTIVITY_KIND_OVERHEAD:
+    MOVE(gp_ActivityOverhead3, start), MOVE(gp_ActivityOverhead3, end);
+    return 1;
   case GP_ACTIVITY_KIND_EXTERNAL_CORRELATION:
     return 1;  // no timestamps
   }

@@ -277,6 +277,14 @@ int main(void) {
   FIELD(gp_ActivityAPI, CUpti_ActivityAPI, correlationId);
   FIELD(gp_ActivityAPI, CUpti_ActivityAPI, returnValue);
   SIZE(gp_ActivityAPI, CUpti_ActivityAPI);
+  FIELD(gp_ActivityOverhead3, CUpti_ActivityOverhead3, kind);
+  FIELD(gp_ActivityOverhead3, CUpti_ActivityOverhead3, overheadKind);
+  FIELD(gp_ActivityOverhead3, CUpti_ActivityOverhead3, objectKind);
+  FIELD(gp_ActivityOverhead3, CUpti_ActivityOverhead3, objectId);
+  FIELD(gp_ActivityOverhead3, CUpti_ActivityOverhead3, start);
+  FIELD(gp_ActivityOverhead3, CUpti_ActivityOverhead3, end);
+  FIELD(gp_ActivityOverhead3, CUpti_ActivityOverhead3, correlationId);
+  VALUE(GP_ACTIVITY_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_OVERHEAD);
   VALUE(GP_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_DRIVER);
   VALUE(GP_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_RUNTIME);
   VALUE(GP_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
