@@ -44,12 +44,12 @@ static const char client_handle_tag;
 #define CLIENT_HANDLE ((gp_CUpti_SubscriberHandle)(uintptr_t)&client_handle_tag)
 
 _Atomic int gp_client_active;  // a client is subscribed: gp_on_callback asks gp_client_callback
-static gp_CallbackFunc client_cb;
+static _Atomic(gp_CallbackFunc) client_cb;
 static void *client_userdata;
 static _Atomic(gp_BufferRequestFunc) client_request;
 static _Atomic(gp_BufferCompletedFunc) client_completed;
 static int agent_activity;    // the agent registered activity buffers: the client's are served by it
-static int client_direct;     // no agent activity: the client's activity calls go to CUPTI as they are
+static _Atomic int client_direct;  // no agent activity: the client's activity calls go to CUPTI as they are
 static char client_name[256];  // the object that subscribed, for the log
 
 // The agent's CUPTI entry points that the client's calls reach when they are not served here.
@@ -65,7 +65,7 @@ void gp_client_own_callback(int domain, uint32_t cbid) {
 int gp_client_callback(int domain, uint32_t cbid, const void *data) {
   if (!in_range(domain, cbid)) return 1;
   if (atomic_load_explicit(&wanted[domain][cbid], memory_order_relaxed) && !gp_thread.in_agent) {
-    gp_CallbackFunc cb = client_cb;
+    gp_CallbackFunc cb = atomic_load_explicit(&client_cb, memory_order_acquire);
     if (cb) cb(client_userdata, domain, cbid, data);
   }
   return atomic_load_explicit(&own[domain][cbid], memory_order_relaxed);
@@ -89,8 +89,8 @@ static gp_CUptiResult client_subscribe(gp_CUpti_SubscriberHandle *sub, gp_Callba
     pthread_mutex_unlock(&client_mu);
     return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS;
   }
-  client_cb = cb;
   client_userdata = userdata;
+  atomic_store_explicit(&client_cb, cb, memory_order_release);
   atomic_store(&gp_client_active, 1);
   *sub = CLIENT_HANDLE;
   pthread_mutex_unlock(&client_mu);
@@ -118,7 +118,7 @@ static void client_gone(void) {
     for (uint32_t c = 0; c < CBIDS; c++)
       if (atomic_exchange(&wanted[d][c], 0) && !atomic_load(&own[d][c])) gp_cupti.enableCallback(0, agent_sub, d, c);
   atomic_store(&gp_client_active, 0);
-  client_cb = NULL;
+  atomic_store(&client_cb, NULL);
 }
 
 static gp_CUptiResult client_unsubscribe(gp_CUpti_SubscriberHandle sub) {
@@ -272,7 +272,8 @@ static int to_their_clock(uint8_t *rec) {
 
 static gp_CUptiResult client_register(gp_BufferRequestFunc request, gp_BufferCompletedFunc completed) {
   pthread_mutex_lock(&client_mu);
-  int direct = client_direct = !agent_activity;
+  int direct = !agent_activity;
+  atomic_store(&client_direct, direct);
   pthread_mutex_unlock(&client_mu);
   if (direct) return gp_cupti.activityRegisterCallbacks(request, completed);
   pthread_mutex_lock(&buf_mu);
