@@ -43,7 +43,6 @@ static pthread_mutex_t client_mu = PTHREAD_MUTEX_INITIALIZER;  // subscribing, k
 static const char client_handle_tag;
 #define CLIENT_HANDLE ((gp_CUpti_SubscriberHandle)(uintptr_t)&client_handle_tag)
 
-_Atomic int gp_client_active;  // a client is subscribed: gp_on_callback asks gp_client_callback
 static _Atomic(gp_CallbackFunc) client_cb;
 static void *client_userdata;
 static _Atomic(gp_BufferRequestFunc) client_request;
@@ -85,13 +84,13 @@ static gp_CUptiResult set_callback(uint32_t enable, int domain, uint32_t cbid) {
 static gp_CUptiResult client_subscribe(gp_CUpti_SubscriberHandle *sub, gp_CallbackFunc cb, void *userdata) {
   if (!sub) return CUPTI_ERROR_INVALID_PARAMETER;
   pthread_mutex_lock(&client_mu);
-  if (atomic_load(&gp_client_active)) {
+  if (atomic_load(&gp_proc.client_active)) {
     pthread_mutex_unlock(&client_mu);
     return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS;
   }
   client_userdata = userdata;
   atomic_store_explicit(&client_cb, cb, memory_order_release);
-  atomic_store(&gp_client_active, 1);
+  atomic_store(&gp_proc.client_active, 1);
   *sub = CLIENT_HANDLE;
   pthread_mutex_unlock(&client_mu);
   GP_COUNT(cupti_clients, 1);
@@ -117,7 +116,7 @@ static void client_gone(void) {
   for (int d = 0; d < DOMAINS; d++)
     for (uint32_t c = 0; c < CBIDS; c++)
       if (atomic_exchange(&wanted[d][c], 0) && !atomic_load(&own[d][c])) gp_cupti.enableCallback(0, agent_sub, d, c);
-  atomic_store(&gp_client_active, 0);
+  atomic_store(&gp_proc.client_active, 0);
   atomic_store(&client_cb, NULL);
 }
 

@@ -245,10 +245,9 @@ void gp_client_init(void *lib, gp_CUpti_SubscriberHandle sub);
 void gp_client_rescan(void);
 // gp_client_own_callback notes a callback the agent enabled for itself.
 void gp_client_own_callback(int domain, uint32_t cbid);
-// Set while the program's own CUPTI client is subscribed; gp_client_callback
-// then passes each callback it enabled on to it, and says whether the agent
-// enabled the callback itself.
-extern _Atomic int gp_client_active;
+// While the program's own CUPTI client is subscribed (gp_proc.client_active),
+// gp_client_callback passes each callback it enabled on to it, and says
+// whether the agent enabled the callback itself.
 int gp_client_callback(int domain, uint32_t cbid, const void *data);
 // gp_client_kind turns an activity kind on or off for the agent, leaving on
 // what the client uses.

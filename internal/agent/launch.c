@@ -713,7 +713,7 @@ static void dispatch(int domain, uint32_t cbid, const void *data);
 void gp_on_callback(void *userdata, int domain, uint32_t cbid, const void *data) {
   (void)userdata;
   if (gp_proc.forked_child) return;
-  if (atomic_load_explicit(&gp_client_active, memory_order_relaxed) && !gp_client_callback(domain, cbid, data)) return;
+  if (atomic_load_explicit(&gp_proc.client_active, memory_order_relaxed) && !gp_client_callback(domain, cbid, data)) return;
   if (gp_thread.in_agent) {
     // Memory capture's own copies and memsets: their GPU records must not pass for the program's.
     if (domain == GP_CB_DOMAIN_DRIVER_API && ((const gp_CallbackData *)data)->callbackSite == GP_API_EXIT &&

@@ -24,6 +24,7 @@
 typedef struct {
   volatile int forked_child;  // set in a child forked after gp_start: no work there, and never Go
   pid_t agent_pid;            // the process gp_start ran in
+  _Atomic int client_active;  // the program's own CUPTI client is subscribed (cupticlient.c)
   gp_config cfg;
 } gp_process;
 extern gp_process gp_proc;
