@@ -330,16 +330,21 @@ func (s *scanner) copyCounts(copies []copyCount, b *pb.Batch) []copyCount {
 			if rs.GetUnknown() || len(rs.GetNanCount()) == 0 {
 				continue
 			}
-			counts := make([]uint64, len(s.index))
-			for t, k := range s.index {
-				if nan, inf, ok := gpuCount(rs, k); ok {
-					counts[t] = nan + inf
-				}
-			}
-			copies = append(copies, copyCount{after: c.GetLaunchSeq(), key: diff.AllocationOf(reg), counts: counts})
+			copies = append(copies, copyCount{after: c.GetLaunchSeq(), key: diff.AllocationOf(reg), counts: s.nonFinite(rs)})
 		}
 	}
 	return copies
+}
+
+// nonFinite is NaN + Inf of a region's state as each type asked, as held keeps them.
+func (s *scanner) nonFinite(rs *pb.RegionState) []uint64 {
+	out := make([]uint64, len(s.index))
+	for t, k := range s.index {
+		if nan, inf, ok := gpuCount(rs, k); ok {
+			out[t] = nan + inf
+		}
+	}
+	return out
 }
 
 // rose notes in held the counts of r's regions (communication libraries' own memory left out,
@@ -351,11 +356,8 @@ func (s *scanner) rose(r *recording.LaunchRecord, held map[diff.AllocationKey][]
 			continue
 		}
 		key := diff.AllocationOf(r.Launch.GetRegions()[i])
-		before, now := held[key], make([]uint64, len(s.index))
-		for t, k := range s.index {
-			if nan, inf, ok := gpuCount(rs, k); ok {
-				now[t] = nan + inf
-			}
+		before, now := held[key], s.nonFinite(rs)
+		for t := range now {
 			if t >= len(before) && now[t] > 0 || t < len(before) && now[t] > before[t] {
 				up = true
 			}
