@@ -236,7 +236,9 @@ typedef struct {
   uint64_t digests, digests_skipped;       // step digests enqueued; not taken (capture, no context, stopped)
   uint64_t copies, syncs;                  // GP_REC_COPY and GP_REC_SYNC records written
   uint64_t host_calls, host_calls_dropped; // GP_REC_HOSTCALL records written; lost to a full ring
-  uint64_t cupti_clients, cupti_client_records;  // the program's own CUPTI client: subscriptions shared; activity records passed on
+  // The program's own CUPTI client: subscriptions shared; activity records passed on; records
+  // of its kinds not passed (no buffer from it, or a layout whose timestamps cannot be moved).
+  uint64_t cupti_clients, cupti_client_records, cupti_client_records_dropped;
 } gp_counters;
 
 // Configuration handed from Go to C at start.

@@ -348,7 +348,7 @@ void gp_client_activity(const uint8_t *buffer, size_t valid) {
   gp_BufferRequestFunc request = atomic_load(&client_request);
   gp_BufferCompletedFunc completed = atomic_load(&client_completed);
   if (!request || !completed || !buffer) return;
-  uint64_t passed = 0;
+  uint64_t passed = 0, dropped = 0;
   const uint8_t *prev = NULL;
   gp_Activity *rec = NULL;
   pthread_mutex_lock(&buf_mu);
@@ -376,7 +376,12 @@ void gp_client_activity(const uint8_t *buffer, size_t valid) {
       if (pass && !open_buf) open_next(request);
       if (pass && open_buf && open_used + n <= open_cap) {
         memcpy(open_buf + open_used, prev, n);
-        if (!client_clock || to_their_clock(open_buf + open_used)) open_used += n, open_records++, passed++;
+        if (!client_clock || to_their_clock(open_buf + open_used))
+          open_used += n, open_records++, passed++;
+        else
+          dropped++;
+      } else if (pass) {
+        dropped++;  // the client gave no buffer, or one too small for the record
       }
     }
     if (!more) break;
@@ -388,6 +393,7 @@ void gp_client_activity(const uint8_t *buffer, size_t valid) {
   }
   pthread_mutex_unlock(&buf_mu);
   if (passed) GP_COUNT(cupti_client_records, passed);
+  if (dropped) GP_COUNT(cupti_client_records_dropped, dropped);
 }
 
 // ---- rebinding other objects' cupti* imports ----

@@ -109,8 +109,12 @@ func (p *Process) write(t *textWriter) {
 		t.field("kernels", "only those matching %q (%d launches filtered out, by design)", p.KernelFilter, p.LaunchesFiltered)
 	}
 	if p.CUPTIClient {
-		t.field("profiler", "the program's own CUPTI client (torch.profiler or another) shared gpurr's subscription: %s passed on to it (the log names it)",
-			Count(p.CUPTIClientRecords, "activity record"))
+		dropped := ""
+		if p.CUPTIClientDropped > 0 {
+			dropped = fmt.Sprintf(", %d of its kinds NOT passed on (see the log)", p.CUPTIClientDropped)
+		}
+		t.field("profiler", "the program's own CUPTI client (torch.profiler or another) shared gpurr's subscription: %s passed on to it%s (the log names it)",
+			Count(p.CUPTIClientRecords, "activity record"), dropped)
 	}
 	for _, d := range p.Devices {
 		t.field(fmt.Sprintf("device %d", d.Ordinal), "%s, cc %s, %d SMs, %s, %s", d.Name, d.CC, d.SMs, FormatBytes(d.MemoryBytes), d.UUID)

@@ -82,15 +82,17 @@ type Process struct {
 	Callstacks       int      `json:"callstacks"`
 	LaunchesFiltered uint64   `json:"launches_filtered,omitempty"` // skipped by --kernels, by design
 	// CUPTIClient: the program's own CUPTI client (a profiler) subscribed beside the agent, and
-	// CUPTIClientRecords activity records were passed on to it (format 1.18).
+	// CUPTIClientRecords activity records were passed on to it, CUPTIClientDropped of its kinds
+	// were not (format 1.18).
 	CUPTIClient        bool        `json:"cupti_client,omitempty"`
 	CUPTIClientRecords uint64      `json:"cupti_client_records,omitempty"`
-	AgentNS            uint64      `json:"agent_ns"`                  // agent time on the program's threads
-	AgentLaunchNS      uint64      `json:"agent_launch_ns,omitempty"` // of it, in launch callbacks (format 1.4)
-	AgentParts         *AgentParts `json:"agent_parts,omitempty"`     // where the launch callbacks' time went (format 1.9)
-	Memory             *Memory     `json:"memory,omitempty"`          // memory capture, when it was on
-	Autograd           *Autograd   `json:"autograd,omitempty"`        // PyTorch's autograd, when torch was loaded
-	XLA                *XLA        `json:"xla,omitempty"`             // XLA's dump and compilation, for a JAX or other XLA program
+	CUPTIClientDropped uint64      `json:"cupti_client_records_dropped,omitempty"` // of its kinds, not passed on
+	AgentNS            uint64      `json:"agent_ns"`                               // agent time on the program's threads
+	AgentLaunchNS      uint64      `json:"agent_launch_ns,omitempty"`              // of it, in launch callbacks (format 1.4)
+	AgentParts         *AgentParts `json:"agent_parts,omitempty"`                  // where the launch callbacks' time went (format 1.9)
+	Memory             *Memory     `json:"memory,omitempty"`                       // memory capture, when it was on
+	Autograd           *Autograd   `json:"autograd,omitempty"`                     // PyTorch's autograd, when torch was loaded
+	XLA                *XLA        `json:"xla,omitempty"`                          // XLA's dump and compilation, for a JAX or other XLA program
 
 	TopByCount []KernelUse `json:"top_by_count"`
 	TopByTime  []KernelUse `json:"top_by_gpu_time"`

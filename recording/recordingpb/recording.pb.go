@@ -3765,73 +3765,74 @@ func (x *LogEntry) GetMessage() string {
 
 // Stats are cumulative; the last frame's stats are the recording's.
 type Stats struct {
-	state                 protoimpl.MessageState `protogen:"open.v1"`
-	Launches              uint64                 `protobuf:"varint,1,opt,name=launches,proto3" json:"launches,omitempty"`                                         // launches described
-	LaunchesFiltered      uint64                 `protobuf:"varint,2,opt,name=launches_filtered,json=launchesFiltered,proto3" json:"launches_filtered,omitempty"` // skipped by --kernels (by design, not a loss)
-	LaunchesDropped       uint64                 `protobuf:"varint,3,opt,name=launches_dropped,json=launchesDropped,proto3" json:"launches_dropped,omitempty"`    // lost: agent ring full
-	GraphLaunches         uint64                 `protobuf:"varint,4,opt,name=graph_launches,json=graphLaunches,proto3" json:"graph_launches,omitempty"`
-	Activities            uint64                 `protobuf:"varint,5,opt,name=activities,proto3" json:"activities,omitempty"`
-	ActivitiesDropped     uint64                 `protobuf:"varint,6,opt,name=activities_dropped,json=activitiesDropped,proto3" json:"activities_dropped,omitempty"` // CUPTI reported dropped activity records
-	Callstacks            uint64                 `protobuf:"varint,7,opt,name=callstacks,proto3" json:"callstacks,omitempty"`
-	CallstacksFailed      uint64                 `protobuf:"varint,8,opt,name=callstacks_failed,json=callstacksFailed,proto3" json:"callstacks_failed,omitempty"`
-	Modules               uint64                 `protobuf:"varint,9,opt,name=modules,proto3" json:"modules,omitempty"`
-	ModulesFailed         uint64                 `protobuf:"varint,10,opt,name=modules_failed,json=modulesFailed,proto3" json:"modules_failed,omitempty"`
-	Errors                uint64                 `protobuf:"varint,11,opt,name=errors,proto3" json:"errors,omitempty"`                                               // log entries at level error
-	RingBytesDropped      uint64                 `protobuf:"varint,12,opt,name=ring_bytes_dropped,json=ringBytesDropped,proto3" json:"ring_bytes_dropped,omitempty"` // any record lost to a full ring, in bytes
-	FramesWritten         uint64                 `protobuf:"varint,13,opt,name=frames_written,json=framesWritten,proto3" json:"frames_written,omitempty"`
-	AgentCallbackNs       uint64                 `protobuf:"varint,14,opt,name=agent_callback_ns,json=agentCallbackNs,proto3" json:"agent_callback_ns,omitempty"`                   // time the agent spent in CUPTI callbacks on the program's threads (launch callbacks sampled, 1 launch in 16 per thread, scaled; the rest timed each)
-	Allocations           uint64                 `protobuf:"varint,15,opt,name=allocations,proto3" json:"allocations,omitempty"`                                                    // allocation records
-	MemoryLaunches        uint64                 `protobuf:"varint,16,opt,name=memory_launches,json=memoryLaunches,proto3" json:"memory_launches,omitempty"`                        // launches with memory ops enqueued
-	MemorySkipped         uint64                 `protobuf:"varint,17,opt,name=memory_skipped,json=memorySkipped,proto3" json:"memory_skipped,omitempty"`                           // launches with regions but no memory ops (capture, ring too small, stopped)
-	MemoryStates          uint64                 `protobuf:"varint,18,opt,name=memory_states,json=memoryStates,proto3" json:"memory_states,omitempty"`                              // MemoryState records completed
-	MemoryStatesLost      uint64                 `protobuf:"varint,19,opt,name=memory_states_lost,json=memoryStatesLost,proto3" json:"memory_states_lost,omitempty"`                // enqueued but never completed, or dropped (drop-oldest)
-	BytesHashed           uint64                 `protobuf:"varint,20,opt,name=bytes_hashed,json=bytesHashed,proto3" json:"bytes_hashed,omitempty"`                                 // region bytes hashed on the GPU
-	Snapshots             uint64                 `protobuf:"varint,21,opt,name=snapshots,proto3" json:"snapshots,omitempty"`                                                        // MemoryState records with contents stored
-	ChunksTotal           uint64                 `protobuf:"varint,22,opt,name=chunks_total,json=chunksTotal,proto3" json:"chunks_total,omitempty"`                                 // snapshot chunks referenced
-	ChunksTransferred     uint64                 `protobuf:"varint,23,opt,name=chunks_transferred,json=chunksTransferred,proto3" json:"chunks_transferred,omitempty"`               // snapshot chunks that crossed PCIe
-	ChunksStored          uint64                 `protobuf:"varint,24,opt,name=chunks_stored,json=chunksStored,proto3" json:"chunks_stored,omitempty"`                              // distinct chunks written to packs
-	ChunkBytesStored      uint64                 `protobuf:"varint,25,opt,name=chunk_bytes_stored,json=chunkBytesStored,proto3" json:"chunk_bytes_stored,omitempty"`                // compressed bytes written to packs
-	StagingWaitNs         uint64                 `protobuf:"varint,26,opt,name=staging_wait_ns,json=stagingWaitNs,proto3" json:"staging_wait_ns,omitempty"`                         // time program threads waited for staging space (backpressure)
-	MemoryCaptureGpuNs    uint64                 `protobuf:"varint,27,opt,name=memory_capture_gpu_ns,json=memoryCaptureGpuNs,proto3" json:"memory_capture_gpu_ns,omitempty"`        // GPU time of gpurr's own hash/snapshot kernels
-	FlightDumps           uint64                 `protobuf:"varint,28,opt,name=flight_dumps,json=flightDumps,proto3" json:"flight_dumps,omitempty"`                                 // flight-recorder dumps written
-	MemoryStopped         string                 `protobuf:"bytes,29,opt,name=memory_stopped,json=memoryStopped,proto3" json:"memory_stopped,omitempty"`                            // why memory capture stopped early ("" when it did not)
-	BackwardLaunches      uint64                 `protobuf:"varint,30,opt,name=backward_launches,json=backwardLaunches,proto3" json:"backward_launches,omitempty"`                  // launches made inside an autograd node's backward (1.4)
-	BackwardLinked        uint64                 `protobuf:"varint,31,opt,name=backward_linked,json=backwardLinked,proto3" json:"backward_linked,omitempty"`                        // of those, launches whose forward callstack was found
-	AgentLaunchNs         uint64                 `protobuf:"varint,32,opt,name=agent_launch_ns,json=agentLaunchNs,proto3" json:"agent_launch_ns,omitempty"`                         // of agent_callback_ns, the part in launch callbacks (sampled: 1 launch in 16 per thread, scaled; 1.4)
-	Ranges                uint64                 `protobuf:"varint,33,opt,name=ranges,proto3" json:"ranges,omitempty"`                                                              // NVTX ranges recorded (1.7)
-	RangesDropped         uint64                 `protobuf:"varint,34,opt,name=ranges_dropped,json=rangesDropped,proto3" json:"ranges_dropped,omitempty"`                           // NVTX ranges lost: ring full, nested deeper than 128 on a thread, or popped without a push the agent saw (1.7)
-	AgentStackNs          uint64                 `protobuf:"varint,35,opt,name=agent_stack_ns,json=agentStackNs,proto3" json:"agent_stack_ns,omitempty"`                            // of agent_launch_ns, taking callstacks (sampled and scaled as it is; 1.9)
-	AgentAutogradNs       uint64                 `protobuf:"varint,36,opt,name=agent_autograd_ns,json=agentAutogradNs,proto3" json:"agent_autograd_ns,omitempty"`                   // of agent_launch_ns, reading PyTorch's autograd context (1.9)
-	AgentRingNs           uint64                 `protobuf:"varint,37,opt,name=agent_ring_ns,json=agentRingNs,proto3" json:"agent_ring_ns,omitempty"`                               // of agent_launch_ns, writing launch records to the agent's ring (1.9)
-	StacksNew             uint64                 `protobuf:"varint,38,opt,name=stacks_new,json=stacksNew,proto3" json:"stacks_new,omitempty"`                                       // callstacks met for the first time on a program's thread: frames decoded, record written (1.9)
-	AgentStackNewNs       uint64                 `protobuf:"varint,39,opt,name=agent_stack_new_ns,json=agentStackNewNs,proto3" json:"agent_stack_new_ns,omitempty"`                 // the time those took, every one measured (1.9)
-	ProbeLaunches         uint64                 `protobuf:"varint,40,opt,name=probe_launches,json=probeLaunches,proto3" json:"probe_launches,omitempty"`                           // launches that ran with live probes (1.10)
-	ProbeSkipped          uint64                 `protobuf:"varint,41,opt,name=probe_skipped,json=probeSkipped,proto3" json:"probe_skipped,omitempty"`                              // launches of instrumented kernels that ran without them (ProbeResult.skipped says why)
-	RegionsCarriedProved  uint64                 `protobuf:"varint,42,opt,name=regions_carried_proved,json=regionsCarriedProved,proto3" json:"regions_carried_proved,omitempty"`    // region states carried, not hashed: proved read-only (1.11)
-	RegionsCarriedLearned uint64                 `protobuf:"varint,43,opt,name=regions_carried_learned,json=regionsCarriedLearned,proto3" json:"regions_carried_learned,omitempty"` // ... learned read-only (1.11)
-	BytesCarried          uint64                 `protobuf:"varint,44,opt,name=bytes_carried,json=bytesCarried,proto3" json:"bytes_carried,omitempty"`                              // the bytes those regions hold: what was not hashed (1.11)
-	RegionsCarriedUnknown uint64                 `protobuf:"varint,45,opt,name=regions_carried_unknown,json=regionsCarriedUnknown,proto3" json:"regions_carried_unknown,omitempty"` // carried from a state that was lost: unknown (1.11)
-	WriteSetAudits        uint64                 `protobuf:"varint,46,opt,name=write_set_audits,json=writeSetAudits,proto3" json:"write_set_audits,omitempty"`                      // launches hashed whole to audit learned write sets (1.11)
-	WriteSetMisses        uint64                 `protobuf:"varint,47,opt,name=write_set_misses,json=writeSetMisses,proto3" json:"write_set_misses,omitempty"`                      // WriteSetMiss records (1.11)
-	AgentMemoryNs         uint64                 `protobuf:"varint,48,opt,name=agent_memory_ns,json=agentMemoryNs,proto3" json:"agent_memory_ns,omitempty"`                         // of agent_launch_ns, memory capture's part: regions, carries, enqueueing jobs (1.11)
-	AgentMemoryLaunchNs   uint64                 `protobuf:"varint,49,opt,name=agent_memory_launch_ns,json=agentMemoryLaunchNs,proto3" json:"agent_memory_launch_ns,omitempty"`     // of agent_memory_ns, launching gpurr's own hash kernels (1.11)
-	WriteEpochs           uint64                 `protobuf:"varint,50,opt,name=write_epochs,json=writeEpochs,proto3" json:"write_epochs,omitempty"`                                 // writes the agent could not place (graph launches, 2D copies, skipped launches, ...): each ended every carry (1.11)
-	MemoryHashKernels     uint64                 `protobuf:"varint,51,opt,name=memory_hash_kernels,json=memoryHashKernels,proto3" json:"memory_hash_kernels,omitempty"`             // gpurr_memcap launches; with --defer-hashes one hashes the jobs of several launches (1.11)
-	SideBatches           uint64                 `protobuf:"varint,52,opt,name=side_batches,json=sideBatches,proto3" json:"side_batches,omitempty"`                                 // --defer-hashes: batches of hash jobs run beside the program, on gpurr's own streams (1.11)
-	SideStreamWaits       uint64                 `protobuf:"varint,53,opt,name=side_stream_waits,json=sideStreamWaits,proto3" json:"side_stream_waits,omitempty"`                   // ... times a program stream was made to wait for them (cuStreamWaitEvent) (1.11)
-	SideHostWaits         uint64                 `protobuf:"varint,54,opt,name=side_host_waits,json=sideHostWaits,proto3" json:"side_host_waits,omitempty"`                         // ... times the host waited for them (calls naming no stream, teardown) (1.11)
-	Digests               uint64                 `protobuf:"varint,55,opt,name=digests,proto3" json:"digests,omitempty"`                                                            // step digests enqueued (1.12)
-	DigestsSkipped        uint64                 `protobuf:"varint,56,opt,name=digests_skipped,json=digestsSkipped,proto3" json:"digests_skipped,omitempty"`                        // step boundaries whose digest was not taken: a stream capture, memory capture stopped, no room (see the log) (1.12)
-	Copies                uint64                 `protobuf:"varint,57,opt,name=copies,proto3" json:"copies,omitempty"`                                                              // Copy records (1.15)
-	Syncs                 uint64                 `protobuf:"varint,58,opt,name=syncs,proto3" json:"syncs,omitempty"`                                                                // Sync records (1.15)
-	HostCalls             uint64                 `protobuf:"varint,59,opt,name=host_calls,json=hostCalls,proto3" json:"host_calls,omitempty"`                                       // HostCall records (1.15)
-	HostCallsDropped      uint64                 `protobuf:"varint,60,opt,name=host_calls_dropped,json=hostCallsDropped,proto3" json:"host_calls_dropped,omitempty"`                // HostCall records lost: agent ring full (1.15)
-	CopyStates            uint64                 `protobuf:"varint,61,opt,name=copy_states,json=copyStates,proto3" json:"copy_states,omitempty"`                                    // COPY states completed (1.17)
-	CopyStatesLost        uint64                 `protobuf:"varint,62,opt,name=copy_states_lost,json=copyStatesLost,proto3" json:"copy_states_lost,omitempty"`                      // COPY states of copies the agent placed but could not take, or that never completed (1.17)
-	CuptiClients          uint64                 `protobuf:"varint,63,opt,name=cupti_clients,json=cuptiClients,proto3" json:"cupti_clients,omitempty"`                              // the program's own CUPTI client (a profiler such as torch.profiler) subscribed beside the agent (1.18)
-	CuptiClientRecords    uint64                 `protobuf:"varint,64,opt,name=cupti_client_records,json=cuptiClientRecords,proto3" json:"cupti_client_records,omitempty"`          // activity records passed on to it (1.18)
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	state                     protoimpl.MessageState `protogen:"open.v1"`
+	Launches                  uint64                 `protobuf:"varint,1,opt,name=launches,proto3" json:"launches,omitempty"`                                         // launches described
+	LaunchesFiltered          uint64                 `protobuf:"varint,2,opt,name=launches_filtered,json=launchesFiltered,proto3" json:"launches_filtered,omitempty"` // skipped by --kernels (by design, not a loss)
+	LaunchesDropped           uint64                 `protobuf:"varint,3,opt,name=launches_dropped,json=launchesDropped,proto3" json:"launches_dropped,omitempty"`    // lost: agent ring full
+	GraphLaunches             uint64                 `protobuf:"varint,4,opt,name=graph_launches,json=graphLaunches,proto3" json:"graph_launches,omitempty"`
+	Activities                uint64                 `protobuf:"varint,5,opt,name=activities,proto3" json:"activities,omitempty"`
+	ActivitiesDropped         uint64                 `protobuf:"varint,6,opt,name=activities_dropped,json=activitiesDropped,proto3" json:"activities_dropped,omitempty"` // CUPTI reported dropped activity records
+	Callstacks                uint64                 `protobuf:"varint,7,opt,name=callstacks,proto3" json:"callstacks,omitempty"`
+	CallstacksFailed          uint64                 `protobuf:"varint,8,opt,name=callstacks_failed,json=callstacksFailed,proto3" json:"callstacks_failed,omitempty"`
+	Modules                   uint64                 `protobuf:"varint,9,opt,name=modules,proto3" json:"modules,omitempty"`
+	ModulesFailed             uint64                 `protobuf:"varint,10,opt,name=modules_failed,json=modulesFailed,proto3" json:"modules_failed,omitempty"`
+	Errors                    uint64                 `protobuf:"varint,11,opt,name=errors,proto3" json:"errors,omitempty"`                                               // log entries at level error
+	RingBytesDropped          uint64                 `protobuf:"varint,12,opt,name=ring_bytes_dropped,json=ringBytesDropped,proto3" json:"ring_bytes_dropped,omitempty"` // any record lost to a full ring, in bytes
+	FramesWritten             uint64                 `protobuf:"varint,13,opt,name=frames_written,json=framesWritten,proto3" json:"frames_written,omitempty"`
+	AgentCallbackNs           uint64                 `protobuf:"varint,14,opt,name=agent_callback_ns,json=agentCallbackNs,proto3" json:"agent_callback_ns,omitempty"`                                 // time the agent spent in CUPTI callbacks on the program's threads (launch callbacks sampled, 1 launch in 16 per thread, scaled; the rest timed each)
+	Allocations               uint64                 `protobuf:"varint,15,opt,name=allocations,proto3" json:"allocations,omitempty"`                                                                  // allocation records
+	MemoryLaunches            uint64                 `protobuf:"varint,16,opt,name=memory_launches,json=memoryLaunches,proto3" json:"memory_launches,omitempty"`                                      // launches with memory ops enqueued
+	MemorySkipped             uint64                 `protobuf:"varint,17,opt,name=memory_skipped,json=memorySkipped,proto3" json:"memory_skipped,omitempty"`                                         // launches with regions but no memory ops (capture, ring too small, stopped)
+	MemoryStates              uint64                 `protobuf:"varint,18,opt,name=memory_states,json=memoryStates,proto3" json:"memory_states,omitempty"`                                            // MemoryState records completed
+	MemoryStatesLost          uint64                 `protobuf:"varint,19,opt,name=memory_states_lost,json=memoryStatesLost,proto3" json:"memory_states_lost,omitempty"`                              // enqueued but never completed, or dropped (drop-oldest)
+	BytesHashed               uint64                 `protobuf:"varint,20,opt,name=bytes_hashed,json=bytesHashed,proto3" json:"bytes_hashed,omitempty"`                                               // region bytes hashed on the GPU
+	Snapshots                 uint64                 `protobuf:"varint,21,opt,name=snapshots,proto3" json:"snapshots,omitempty"`                                                                      // MemoryState records with contents stored
+	ChunksTotal               uint64                 `protobuf:"varint,22,opt,name=chunks_total,json=chunksTotal,proto3" json:"chunks_total,omitempty"`                                               // snapshot chunks referenced
+	ChunksTransferred         uint64                 `protobuf:"varint,23,opt,name=chunks_transferred,json=chunksTransferred,proto3" json:"chunks_transferred,omitempty"`                             // snapshot chunks that crossed PCIe
+	ChunksStored              uint64                 `protobuf:"varint,24,opt,name=chunks_stored,json=chunksStored,proto3" json:"chunks_stored,omitempty"`                                            // distinct chunks written to packs
+	ChunkBytesStored          uint64                 `protobuf:"varint,25,opt,name=chunk_bytes_stored,json=chunkBytesStored,proto3" json:"chunk_bytes_stored,omitempty"`                              // compressed bytes written to packs
+	StagingWaitNs             uint64                 `protobuf:"varint,26,opt,name=staging_wait_ns,json=stagingWaitNs,proto3" json:"staging_wait_ns,omitempty"`                                       // time program threads waited for staging space (backpressure)
+	MemoryCaptureGpuNs        uint64                 `protobuf:"varint,27,opt,name=memory_capture_gpu_ns,json=memoryCaptureGpuNs,proto3" json:"memory_capture_gpu_ns,omitempty"`                      // GPU time of gpurr's own hash/snapshot kernels
+	FlightDumps               uint64                 `protobuf:"varint,28,opt,name=flight_dumps,json=flightDumps,proto3" json:"flight_dumps,omitempty"`                                               // flight-recorder dumps written
+	MemoryStopped             string                 `protobuf:"bytes,29,opt,name=memory_stopped,json=memoryStopped,proto3" json:"memory_stopped,omitempty"`                                          // why memory capture stopped early ("" when it did not)
+	BackwardLaunches          uint64                 `protobuf:"varint,30,opt,name=backward_launches,json=backwardLaunches,proto3" json:"backward_launches,omitempty"`                                // launches made inside an autograd node's backward (1.4)
+	BackwardLinked            uint64                 `protobuf:"varint,31,opt,name=backward_linked,json=backwardLinked,proto3" json:"backward_linked,omitempty"`                                      // of those, launches whose forward callstack was found
+	AgentLaunchNs             uint64                 `protobuf:"varint,32,opt,name=agent_launch_ns,json=agentLaunchNs,proto3" json:"agent_launch_ns,omitempty"`                                       // of agent_callback_ns, the part in launch callbacks (sampled: 1 launch in 16 per thread, scaled; 1.4)
+	Ranges                    uint64                 `protobuf:"varint,33,opt,name=ranges,proto3" json:"ranges,omitempty"`                                                                            // NVTX ranges recorded (1.7)
+	RangesDropped             uint64                 `protobuf:"varint,34,opt,name=ranges_dropped,json=rangesDropped,proto3" json:"ranges_dropped,omitempty"`                                         // NVTX ranges lost: ring full, nested deeper than 128 on a thread, or popped without a push the agent saw (1.7)
+	AgentStackNs              uint64                 `protobuf:"varint,35,opt,name=agent_stack_ns,json=agentStackNs,proto3" json:"agent_stack_ns,omitempty"`                                          // of agent_launch_ns, taking callstacks (sampled and scaled as it is; 1.9)
+	AgentAutogradNs           uint64                 `protobuf:"varint,36,opt,name=agent_autograd_ns,json=agentAutogradNs,proto3" json:"agent_autograd_ns,omitempty"`                                 // of agent_launch_ns, reading PyTorch's autograd context (1.9)
+	AgentRingNs               uint64                 `protobuf:"varint,37,opt,name=agent_ring_ns,json=agentRingNs,proto3" json:"agent_ring_ns,omitempty"`                                             // of agent_launch_ns, writing launch records to the agent's ring (1.9)
+	StacksNew                 uint64                 `protobuf:"varint,38,opt,name=stacks_new,json=stacksNew,proto3" json:"stacks_new,omitempty"`                                                     // callstacks met for the first time on a program's thread: frames decoded, record written (1.9)
+	AgentStackNewNs           uint64                 `protobuf:"varint,39,opt,name=agent_stack_new_ns,json=agentStackNewNs,proto3" json:"agent_stack_new_ns,omitempty"`                               // the time those took, every one measured (1.9)
+	ProbeLaunches             uint64                 `protobuf:"varint,40,opt,name=probe_launches,json=probeLaunches,proto3" json:"probe_launches,omitempty"`                                         // launches that ran with live probes (1.10)
+	ProbeSkipped              uint64                 `protobuf:"varint,41,opt,name=probe_skipped,json=probeSkipped,proto3" json:"probe_skipped,omitempty"`                                            // launches of instrumented kernels that ran without them (ProbeResult.skipped says why)
+	RegionsCarriedProved      uint64                 `protobuf:"varint,42,opt,name=regions_carried_proved,json=regionsCarriedProved,proto3" json:"regions_carried_proved,omitempty"`                  // region states carried, not hashed: proved read-only (1.11)
+	RegionsCarriedLearned     uint64                 `protobuf:"varint,43,opt,name=regions_carried_learned,json=regionsCarriedLearned,proto3" json:"regions_carried_learned,omitempty"`               // ... learned read-only (1.11)
+	BytesCarried              uint64                 `protobuf:"varint,44,opt,name=bytes_carried,json=bytesCarried,proto3" json:"bytes_carried,omitempty"`                                            // the bytes those regions hold: what was not hashed (1.11)
+	RegionsCarriedUnknown     uint64                 `protobuf:"varint,45,opt,name=regions_carried_unknown,json=regionsCarriedUnknown,proto3" json:"regions_carried_unknown,omitempty"`               // carried from a state that was lost: unknown (1.11)
+	WriteSetAudits            uint64                 `protobuf:"varint,46,opt,name=write_set_audits,json=writeSetAudits,proto3" json:"write_set_audits,omitempty"`                                    // launches hashed whole to audit learned write sets (1.11)
+	WriteSetMisses            uint64                 `protobuf:"varint,47,opt,name=write_set_misses,json=writeSetMisses,proto3" json:"write_set_misses,omitempty"`                                    // WriteSetMiss records (1.11)
+	AgentMemoryNs             uint64                 `protobuf:"varint,48,opt,name=agent_memory_ns,json=agentMemoryNs,proto3" json:"agent_memory_ns,omitempty"`                                       // of agent_launch_ns, memory capture's part: regions, carries, enqueueing jobs (1.11)
+	AgentMemoryLaunchNs       uint64                 `protobuf:"varint,49,opt,name=agent_memory_launch_ns,json=agentMemoryLaunchNs,proto3" json:"agent_memory_launch_ns,omitempty"`                   // of agent_memory_ns, launching gpurr's own hash kernels (1.11)
+	WriteEpochs               uint64                 `protobuf:"varint,50,opt,name=write_epochs,json=writeEpochs,proto3" json:"write_epochs,omitempty"`                                               // writes the agent could not place (graph launches, 2D copies, skipped launches, ...): each ended every carry (1.11)
+	MemoryHashKernels         uint64                 `protobuf:"varint,51,opt,name=memory_hash_kernels,json=memoryHashKernels,proto3" json:"memory_hash_kernels,omitempty"`                           // gpurr_memcap launches; with --defer-hashes one hashes the jobs of several launches (1.11)
+	SideBatches               uint64                 `protobuf:"varint,52,opt,name=side_batches,json=sideBatches,proto3" json:"side_batches,omitempty"`                                               // --defer-hashes: batches of hash jobs run beside the program, on gpurr's own streams (1.11)
+	SideStreamWaits           uint64                 `protobuf:"varint,53,opt,name=side_stream_waits,json=sideStreamWaits,proto3" json:"side_stream_waits,omitempty"`                                 // ... times a program stream was made to wait for them (cuStreamWaitEvent) (1.11)
+	SideHostWaits             uint64                 `protobuf:"varint,54,opt,name=side_host_waits,json=sideHostWaits,proto3" json:"side_host_waits,omitempty"`                                       // ... times the host waited for them (calls naming no stream, teardown) (1.11)
+	Digests                   uint64                 `protobuf:"varint,55,opt,name=digests,proto3" json:"digests,omitempty"`                                                                          // step digests enqueued (1.12)
+	DigestsSkipped            uint64                 `protobuf:"varint,56,opt,name=digests_skipped,json=digestsSkipped,proto3" json:"digests_skipped,omitempty"`                                      // step boundaries whose digest was not taken: a stream capture, memory capture stopped, no room (see the log) (1.12)
+	Copies                    uint64                 `protobuf:"varint,57,opt,name=copies,proto3" json:"copies,omitempty"`                                                                            // Copy records (1.15)
+	Syncs                     uint64                 `protobuf:"varint,58,opt,name=syncs,proto3" json:"syncs,omitempty"`                                                                              // Sync records (1.15)
+	HostCalls                 uint64                 `protobuf:"varint,59,opt,name=host_calls,json=hostCalls,proto3" json:"host_calls,omitempty"`                                                     // HostCall records (1.15)
+	HostCallsDropped          uint64                 `protobuf:"varint,60,opt,name=host_calls_dropped,json=hostCallsDropped,proto3" json:"host_calls_dropped,omitempty"`                              // HostCall records lost: agent ring full (1.15)
+	CopyStates                uint64                 `protobuf:"varint,61,opt,name=copy_states,json=copyStates,proto3" json:"copy_states,omitempty"`                                                  // COPY states completed (1.17)
+	CopyStatesLost            uint64                 `protobuf:"varint,62,opt,name=copy_states_lost,json=copyStatesLost,proto3" json:"copy_states_lost,omitempty"`                                    // COPY states of copies the agent placed but could not take, or that never completed (1.17)
+	CuptiClients              uint64                 `protobuf:"varint,63,opt,name=cupti_clients,json=cuptiClients,proto3" json:"cupti_clients,omitempty"`                                            // the program's own CUPTI client (a profiler such as torch.profiler) subscribed beside the agent (1.18)
+	CuptiClientRecords        uint64                 `protobuf:"varint,64,opt,name=cupti_client_records,json=cuptiClientRecords,proto3" json:"cupti_client_records,omitempty"`                        // activity records passed on to it (1.18)
+	CuptiClientRecordsDropped uint64                 `protobuf:"varint,65,opt,name=cupti_client_records_dropped,json=cuptiClientRecordsDropped,proto3" json:"cupti_client_records_dropped,omitempty"` // records of its kinds not passed on: it gave no buffer, or their timestamps could not be moved to its clock (1.18)
+	unknownFields             protoimpl.UnknownFields
+	sizeCache                 protoimpl.SizeCache
 }
 
 func (x *Stats) Reset() {
@@ -4308,6 +4309,13 @@ func (x *Stats) GetCuptiClients() uint64 {
 func (x *Stats) GetCuptiClientRecords() uint64 {
 	if x != nil {
 		return x.CuptiClientRecords
+	}
+	return 0
+}
+
+func (x *Stats) GetCuptiClientRecordsDropped() uint64 {
+	if x != nil {
+		return x.CuptiClientRecordsDropped
 	}
 	return 0
 }
@@ -4914,7 +4922,7 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"\bLogEntry\x12\x17\n" +
 	"\ahost_ns\x18\x01 \x01(\x04R\x06hostNs\x12\x14\n" +
 	"\x05level\x18\x02 \x01(\tR\x05level\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\xd9\x13\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\x9a\x14\n" +
 	"\x05Stats\x12\x1a\n" +
 	"\blaunches\x18\x01 \x01(\x04R\blaunches\x12+\n" +
 	"\x11launches_filtered\x18\x02 \x01(\x04R\x10launchesFiltered\x12)\n" +
@@ -4987,7 +4995,8 @@ const file_recording_recordingpb_recording_proto_rawDesc = "" +
 	"copyStates\x12(\n" +
 	"\x10copy_states_lost\x18> \x01(\x04R\x0ecopyStatesLost\x12#\n" +
 	"\rcupti_clients\x18? \x01(\x04R\fcuptiClients\x120\n" +
-	"\x14cupti_client_records\x18@ \x01(\x04R\x12cuptiClientRecords\"\x96\x01\n" +
+	"\x14cupti_client_records\x18@ \x01(\x04R\x12cuptiClientRecords\x12?\n" +
+	"\x1ccupti_client_records_dropped\x18A \x01(\x04R\x19cuptiClientRecordsDropped\"\x96\x01\n" +
 	"\vProbeKernel\x12\x1b\n" +
 	"\tkernel_id\x18\x01 \x01(\x04R\bkernelId\x12\"\n" +
 	"\finstrumented\x18\x02 \x01(\bR\finstrumented\x12\x16\n" +

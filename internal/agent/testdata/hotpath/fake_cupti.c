@@ -107,7 +107,12 @@ static void on_callback(void *userdata, int domain, uint32_t cbid, const void *d
   (void)userdata, (void)domain, (void)cbid, (void)data;
   prof_callbacks++;
 }
+API int prof_no_buffer;  // set: it gives CUPTI no buffer (out of memory, or over its own limit)
 static void on_request(uint8_t **buffer, size_t *size, size_t *max_records) {
+  if (prof_no_buffer) {
+    *buffer = NULL, *size = 0, *max_records = 0;
+    return;
+  }
   *buffer = aligned_alloc(8, 8 * REC);
   *size = 8 * REC;
   outstanding++;
@@ -135,6 +140,7 @@ API int prof_start(void) {
 }
 // As Kineto does: a flush only when CUPTI holds a buffer of its own.
 API int prof_flush(void) { return outstanding ? cuptiActivityFlushAll(1) : -1; }
+API int prof_flush_anyway(void) { return cuptiActivityFlushAll(1); }
 // As Kineto stops: its kinds off, then a flush of what CUPTI holds of its.
 API int prof_stop(void) {
   cuptiActivityDisable(10);

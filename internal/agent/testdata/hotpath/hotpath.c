@@ -1630,6 +1630,12 @@ static int hp_client_check(const char *dir) {
   r = start();
   int again = start();
   CHECK("client_again", r == 0 && again == 39, "a second subscription after the first ended, or two at once, went wrong");
+  // A client that gives no buffer loses the records of its kinds: counted, not silent.
+  *(int *)dlsym(prof, "prof_no_buffer") = 1;
+  int (*flush_anyway)(void) = dlsym(prof, "prof_flush_anyway");
+  flush_anyway();  // fills the buffer it had open, and asks for the next in vain
+  flush_anyway();
+  CHECK("client_drops_counted", gp_counts.cupti_client_records_dropped > 0, "records the client had no buffer for were not counted");
   stop();
 #undef CHECK
   return 0;
