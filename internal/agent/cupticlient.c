@@ -54,6 +54,7 @@ static char client_name[256];  // the object that subscribed, for the log
 // The agent's CUPTI entry points that the client's calls reach when they are not served here.
 static gp_CUptiResult (*real_enable_domain)(uint32_t, gp_CUpti_SubscriberHandle, int);
 static gp_CUptiResult (*real_unsubscribe)(gp_CUpti_SubscriberHandle);
+static gp_CUptiResult (*real_get_callback_state)(uint32_t *, gp_CUpti_SubscriberHandle, int, uint32_t);
 
 static int in_range(int domain, uint32_t cbid) { return domain >= 0 && domain < DOMAINS && cbid < CBIDS; }
 
@@ -167,10 +168,8 @@ static gp_CUptiResult client_enable_all_domains(uint32_t enable, gp_CUpti_Subscr
 }
 
 static gp_CUptiResult client_get_callback_state(uint32_t *enable, gp_CUpti_SubscriberHandle sub, int domain, uint32_t cbid) {
-  if (sub != CLIENT_HANDLE) {
-    gp_CUptiResult (*real)(uint32_t *, gp_CUpti_SubscriberHandle, int, uint32_t) = dlsym(cupti_lib, "cuptiGetCallbackState");
-    return real ? real(enable, sub, domain, cbid) : CUPTI_ERROR_NOT_SUPPORTED;
-  }
+  if (sub != CLIENT_HANDLE)
+    return real_get_callback_state ? real_get_callback_state(enable, sub, domain, cbid) : CUPTI_ERROR_NOT_SUPPORTED;
   if (!enable || !in_range(domain, cbid)) return CUPTI_ERROR_INVALID_PARAMETER;
   *enable = atomic_load(&wanted[domain][cbid]);
   return 0;
@@ -546,6 +545,8 @@ void gp_client_init(void *lib, gp_CUpti_SubscriberHandle sub) {
   agent_sub = sub;
   real_enable_domain = (gp_CUptiResult(*)(uint32_t, gp_CUpti_SubscriberHandle, int))dlsym(lib, "cuptiEnableDomain");
   real_unsubscribe = (gp_CUptiResult(*)(gp_CUpti_SubscriberHandle))dlsym(lib, "cuptiUnsubscribe");
+  real_get_callback_state =
+      (gp_CUptiResult(*)(uint32_t *, gp_CUpti_SubscriberHandle, int, uint32_t))dlsym(lib, "cuptiGetCallbackState");
   Dl_info me;
   if (dladdr((void *)gp_client_init, &me)) own_base = (uintptr_t)me.dli_fbase;
   // dli_fbase is the mapping's start; dlpi_addr is its load bias. For a shared object they
